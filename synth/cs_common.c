@@ -1,0 +1,186 @@
+/*
+ * cs_common.c - error values, cancellation tokens and small OS helpers shared
+ * by every module.  See cs_common.h for the conventions.
+ */
+#include "cs_common.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int cs_error_set(cs_error *err, int code, const char *field, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void cs_error_clear(cs_error *err)
+{
+    if (err) {
+        err->code = CS_OK;
+        err->field[0] = '\0';
+        err->message[0] = '\0';
+    }
+}
+
+const char *cs_status_name(int code)
+{
+    switch (code) {
+    case CS_OK: return "ok";
+    case CS_EINVAL: return "invalid";
+    case CS_ENOMEM: return "out_of_memory";
+    case CS_EIO: return "io";
+    case CS_ELIMIT: return "limit";
+    case CS_EUNSAT: return "unsat";
+    case CS_ETIMEOUT: return "timeout";
+    case CS_ECANCELLED: return "cancelled";
+    case CS_EVERIFY: return "verify";
+    case CS_EUNSUPPORTED: return "unsupported";
+    default: return "internal";
+    }
+}
+
+/* ---- cancellation ------------------------------------------------------------ */
+
+#define CS_CANCEL_MAX_HOOKS 64
+
+struct cs_cancel {
+    atomic_bool requested;
+    pthread_mutex_t lock;   /* guards hooks; held while hooks run so unregister waits */
+    struct { cs_cancel_hook fn; void *arg; bool used; } hooks[CS_CANCEL_MAX_HOOKS];
+};
+
+cs_cancel *cs_cancel_new(void)
+{
+    cs_cancel *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    atomic_init(&c->requested, false);
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+void cs_cancel_free(cs_cancel *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+void cs_cancel_request(cs_cancel *c)
+{
+    if (!c)
+        return;
+    atomic_store(&c->requested, true);
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < CS_CANCEL_MAX_HOOKS; i++)
+        if (c->hooks[i].used)
+            c->hooks[i].fn(c->hooks[i].arg);
+    pthread_mutex_unlock(&c->lock);
+}
+
+bool cs_cancel_requested(const cs_cancel *c)
+{
+    return c && atomic_load(&((cs_cancel *)c)->requested);
+}
+
+int cs_cancel_register(cs_cancel *c, cs_cancel_hook hook, void *arg)
+{
+    if (!c || !hook)
+        return CS_EINVAL;
+    pthread_mutex_lock(&c->lock);
+    int slot = -1;
+    for (int i = 0; i < CS_CANCEL_MAX_HOOKS; i++)
+        if (!c->hooks[i].used) {
+            slot = i;
+            break;
+        }
+    if (slot >= 0) {
+        c->hooks[slot].fn = hook;
+        c->hooks[slot].arg = arg;
+        c->hooks[slot].used = true;
+        /* A request that came before registration must still reach the hook. */
+        if (atomic_load(&c->requested))
+            hook(arg);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return slot >= 0 ? slot : CS_ELIMIT;
+}
+
+void cs_cancel_unregister(cs_cancel *c, int handle)
+{
+    if (!c || handle < 0 || handle >= CS_CANCEL_MAX_HOOKS)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->hooks[handle].used = false;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- OS helpers ---------------------------------------------------------------- */
+
+double cs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cs_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)n : 1;
+}
+
+int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return cs_error_set(err, CS_EIO, "", "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return cs_error_set(err, CS_EIO, "", "error reading %s", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = n;
+    return CS_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * cs_common.h - conventions shared by every collsynth module.
+ *
+ * Errors: every fallible function returns an int status (CS_OK == 0, or one of
+ * the negative CS_E* codes) and, when the caller passes a non-NULL cs_error,
+ * fills it with a message a person can read and, where it applies, the name of
+ * the input field at fault (the HTTP layer echoes it as "field").  Library code
+ * never prints and never exits.
+ *
+ * Cancellation: a cs_cancel token is shared between a long computation (an SMT
+ * search, TACOS trials) and whoever may stop it (the daemon's DELETE route, a
+ * signal handler's thread).  Workers poll cs_cancel_requested() at safe points;
+ * code that blocks inside a library that has its own interrupt (Z3_interrupt)
+ * registers a hook that cs_cancel_request() calls from the cancelling thread.
+ *
+ * Progress: synthesizers report each unit of work (an SMT instance, a TACOS
+ * trial) through a cs_progress_fn.  It may be called from worker threads, so
+ * callbacks must be thread-safe and quick.
+ *
+ * There is no global mutable state anywhere in the library: everything lives in
+ * objects the caller owns, so the daemon can run many syntheses in parallel.
+ */
+#ifndef CS_COMMON_H
+#define CS_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum {
+    CS_OK = 0,
+    CS_EINVAL = -1,     /* bad input: names the field and the reason */
+    CS_ENOMEM = -2,     /* allocation failed */
+    CS_EIO = -3,        /* file or network I/O failed */
+    CS_ELIMIT = -4,     /* input exceeds a configured limit (ranks, variables, size) */
+    CS_EUNSAT = -5,     /* proven: no algorithm exists for the instance */
+    CS_ETIMEOUT = -6,   /* a time limit ran out before an answer */
+    CS_ECANCELLED = -7, /* cs_cancel_request() was called */
+    CS_EVERIFY = -8,    /* an algorithm failed verification */
+    CS_EUNSUPPORTED = -9, /* a combination the method cannot handle */
+    CS_EINTERNAL = -10  /* a bug: an invariant did not hold */
+};
+
+#define CS_ERROR_FIELD_MAX 96
+#define CS_ERROR_MESSAGE_MAX 512
+
+typedef struct cs_error {
+    int code;                          /* one of the CS_E* codes */
+    char field[CS_ERROR_FIELD_MAX];    /* JSON path of the bad field, "" if none */
+    char message[CS_ERROR_MESSAGE_MAX];
+} cs_error;
+
+/* Fills err (if non-NULL) and returns code, so callers can write
+ * `return cs_error_set(err, CS_EINVAL, "links[3].src", "rank %d out of range", r);` */
+int cs_error_set(cs_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void cs_error_clear(cs_error *err);
+/* A short stable name for a code ("invalid", "unsat", ...), used in JSON errors. */
+const char *cs_status_name(int code);
+
+/* ---- cancellation ---------------------------------------------------------- */
+
+typedef struct cs_cancel cs_cancel;
+typedef void (*cs_cancel_hook)(void *arg);
+
+cs_cancel *cs_cancel_new(void);
+void cs_cancel_free(cs_cancel *c);
+/* Sets the flag and runs every registered hook (from the calling thread). */
+void cs_cancel_request(cs_cancel *c);
+/* NULL-safe: a NULL token is never cancelled. */
+bool cs_cancel_requested(const cs_cancel *c);
+/* Registers a hook to run on cancellation; returns a handle >= 0, or a negative
+ * CS_E* code.  If the token is already cancelled the hook runs immediately. */
+int cs_cancel_register(cs_cancel *c, cs_cancel_hook hook, void *arg);
+void cs_cancel_unregister(cs_cancel *c, int handle);
+
+/* ---- progress --------------------------------------------------------------- */
+
+typedef struct cs_progress_event {
+    const char *method;   /* "smt", "tacos", ... */
+    const char *outcome;  /* "sat", "unsat", "timeout", "trial", "start", ... */
+    const char *message;  /* one human-readable line */
+    int steps, rounds, chunks; /* the instance, 0 where not applicable */
+    double seconds;       /* time spent on this unit of work */
+    double elapsed;       /* time since the synthesis started */
+    int done, total;      /* units finished / planned (total 0 when unknown) */
+    double best;          /* best cost so far (method-specific), NaN if none */
+} cs_progress_event;
+
+typedef void (*cs_progress_fn)(void *ctx, const cs_progress_event *ev);
+
+/* ---- small utilities shared by the modules --------------------------------- */
+
+/* Monotonic wall clock in seconds. */
+double cs_now(void);
+/* Number of online CPUs (>= 1). */
+int cs_cpu_count(void);
+/* Reads a whole file; *out is NUL-terminated, caller frees. */
+int cs_read_file(const char *path, char **out, size_t *len, cs_error *err);
+
+#endif

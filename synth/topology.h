@@ -1,0 +1,176 @@
+/*
+ * topology.h - the network model: ranks, directed links with lanes, shared
+ * bandwidth sets, switches and locality groups (CONTRACT.md section 1).
+ *
+ * A cs_topology is immutable once finalized.  Build one by parsing Topology
+ * JSON (topology_from_json / topology_parse), by expanding a builtin name
+ * ("ring:8", "dgx1", "torus2d:8x8"; topology_builtin), or programmatically:
+ *
+ *     cs_topology *t = topology_new("mine", 4);
+ *     topology_add_link(t, 0, 1, 1, 50.0, 0.5, true, &err);
+ *     ...
+ *     if (topology_finalize(t, &err) != CS_OK) ...   // validates, sorts, indexes
+ *
+ * topology_load() accepts any of: a builtin name, a path to a JSON file, or a
+ * JSON document in a string; it is what the CLI and daemon call.
+ *
+ * After finalize:
+ *  - links[] holds every directed link, bidirectional ones expanded, sorted by
+ *    (src, dst) with no duplicates, so the out-links of rank r are the index
+ *    range [out_begin[r], out_begin[r+1]).  in_links[in_begin[r] .. in_begin[r+1])
+ *    lists the indices of links into r.
+ *  - Switches are lowered the SCCL way ("hub and spoke"): every ordered pair of
+ *    ranks on a switch gets a link (switch_id >= 0, lanes 1, the port's gbps and
+ *    alpha) unless a physical link already joins them, plus one egress and one
+ *    ingress shared set per attached rank with lanes 1 (switch_id >= 0).  So
+ *    every consumer (verifier, simulator, SMT) sees plain links and shared sets.
+ *    TACOS lowers switches differently (degree-d unwinding,
+ *    topology_unwind_switches) and ignores the derived links.  The JSON printer
+ *    prints the switches, not their derived links and sets.
+ *
+ * Units: gbps is GB/s per lane (1e9 bytes/s); alpha_us is microseconds.
+ * The time to move b bytes over one lane is alpha_us + b / (gbps * 1e3) us.
+ *
+ * Thread safety: a finalized topology is read-only; share it freely.
+ */
+#ifndef CS_TOPOLOGY_H
+#define CS_TOPOLOGY_H
+
+#include <jansson.h>
+#include "cs_common.h"
+
+#define CS_NAME_MAX 128
+/* Default upper bound on ranks when parsing untrusted input (configurable by
+ * the caller through topology_parse_options). */
+#define CS_TOPOLOGY_DEFAULT_MAX_RANKS 65536
+
+typedef struct cs_link {
+    int src, dst;
+    int lanes;        /* chunks per round (SCCL's bandwidth relation B) */
+    double gbps;      /* GB/s per lane */
+    double alpha_us;  /* per-message latency */
+    int switch_id;    /* -1: physical link; else the switch it was lowered from */
+} cs_link;
+
+typedef struct cs_shared {
+    int nlinks;
+    int *links;       /* indices into topology.links, sorted */
+    int lanes;        /* the set carries at most this many chunks per round */
+    int switch_id;    /* -1: from the document; else derived from that switch */
+} cs_shared;
+
+typedef struct cs_switch {
+    char name[64];
+    int nranks;
+    int *ranks;
+    double gbps;
+    double alpha_us;
+} cs_switch;
+
+typedef struct cs_group {
+    int nranks;
+    int *ranks;
+} cs_group;
+
+typedef struct cs_topology {
+    char name[CS_NAME_MAX];
+    int ranks;
+    int nlinks;
+    cs_link *links;
+    int nshared;
+    cs_shared *shared;
+    int nswitches;
+    cs_switch *switches;
+    int ngroups;
+    cs_group *groups;
+    int *group_of;    /* rank -> index in groups, -1 when in none; NULL if ngroups == 0 */
+    /* indexes, valid after topology_finalize */
+    int *out_begin;   /* ranks + 1 entries */
+    int *in_begin;    /* ranks + 1 entries */
+    int *in_links;    /* nlinks entries */
+    bool finalized;
+} cs_topology;
+
+typedef struct cs_topology_parse_options {
+    int max_ranks;    /* reject documents with more ranks; 0 = CS_TOPOLOGY_DEFAULT_MAX_RANKS */
+    size_t max_links; /* 0 = no limit beyond memory */
+} cs_topology_parse_options;
+
+/* ---- construction ---------------------------------------------------------- */
+
+cs_topology *topology_new(const char *name, int ranks);
+void topology_free(cs_topology *t);
+/* Adds src->dst (and dst->src when bidirectional).  Checks ranges here;
+ * duplicates are reported by finalize. */
+int topology_add_link(cs_topology *t, int src, int dst, int lanes, double gbps,
+                      double alpha_us, bool bidirectional, cs_error *err);
+/* links: pairs (src, dst) of links that must exist at finalize. */
+int topology_add_shared(cs_topology *t, const int (*pairs)[2], int npairs, int lanes,
+                        cs_error *err);
+int topology_add_switch(cs_topology *t, const char *name, const int *ranks, int nranks,
+                        double gbps, double alpha_us, cs_error *err);
+int topology_add_group(cs_topology *t, const int *ranks, int nranks, cs_error *err);
+/* Validates (ranges, self-loops, duplicates, lanes >= 1, gbps > 0, alpha >= 0,
+ * connectivity: every rank reaches every other), lowers switches, sorts links
+ * and builds the indexes. */
+int topology_finalize(cs_topology *t, cs_error *err);
+/* Deep copy of a finalized topology. */
+int topology_clone(const cs_topology *t, cs_topology **out, cs_error *err);
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+int topology_from_json(const json_t *doc, const cs_topology_parse_options *opt,
+                       cs_topology **out, cs_error *err);
+int topology_parse(const char *text, size_t len, const cs_topology_parse_options *opt,
+                   cs_topology **out, cs_error *err);
+/* Builtin name, file path, or JSON text (decided by the first character). */
+int topology_load(const char *spec, const cs_topology_parse_options *opt,
+                  cs_topology **out, cs_error *err);
+/* The document form of CONTRACT.md: switches as switches, derived links omitted. */
+json_t *topology_to_json(const cs_topology *t);
+
+/* ---- builtins ---------------------------------------------------------------- */
+
+typedef struct cs_builtin_info {
+    const char *family;      /* "ring" */
+    const char *syntax;      /* "ring:N" */
+    const char *example;     /* "ring:8" */
+    const char *description; /* one line */
+} cs_builtin_info;
+
+/* "ring:8", "torus2d:4x4", "dgx1", ...; unknown names and bad parameters are
+ * CS_EINVAL with a message listing what is accepted. */
+int topology_builtin(const char *spec, cs_topology **out, cs_error *err);
+/* The table of builtin families (static storage). */
+const cs_builtin_info *topology_builtin_list(int *count);
+
+/* ---- queries ------------------------------------------------------------------ */
+
+/* Index into links of src->dst, or -1. O(log degree). */
+int topology_find_link(const cs_topology *t, int src, int dst);
+/* BFS hop distances from src into dist[ranks] (-1 unreachable). */
+int topology_shortest_hops(const cs_topology *t, int src, int *dist, cs_error *err);
+/* Maximum over pairs of the hop distance. O(ranks * links). */
+int topology_diameter(const cs_topology *t, int *diameter, cs_error *err);
+/* Shortest path src->dst as link indices (BFS, ties broken by lowest link
+ * index so results are deterministic).  *path has room for ranks entries;
+ * returns the hop count in *nhops. */
+int topology_shortest_path(const cs_topology *t, int src, int dst, int *path, int *nhops,
+                           cs_error *err);
+/* Chunks per round a rank can send / receive: sum of lanes, capped by any
+ * shared set that covers all of the rank's out (in) links. */
+int topology_egress_lanes(const cs_topology *t, int rank);
+int topology_ingress_lanes(const cs_topology *t, int rank);
+/* Bytes per microsecond a rank can send / receive (sum over lanes of gbps*1e3). */
+double topology_egress_bw(const cs_topology *t, int rank);
+double topology_ingress_bw(const cs_topology *t, int rank);
+/* The reversed topology (every link src->dst becomes dst->src; shared sets and
+ * switches follow).  Used to synthesize combining collectives by inversion. */
+int topology_reverse(const cs_topology *t, cs_topology **out, cs_error *err);
+/* TACOS' switch lowering: a topology without switches where the i-th rank of each
+ * switch links to the (i+1..i+degree mod n)-th with gbps / degree each.
+ * degree < 1 or >= n is CS_EINVAL. */
+int topology_unwind_switches(const cs_topology *t, int degree, cs_topology **out,
+                             cs_error *err);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * verify.h - the one gate every algorithm passes before collsynth returns it.
+ *
+ * algorithm_verify() replays an algorithm on its topology and collective:
+ *  - each send's link exists (or, for switch ranks, the lowered switch link);
+ *  - causality: src holds the chunk before the send's step (timed sends: the
+ *    chunk's arrival end_us <= the send's start_us, within 1e-6 us);
+ *  - bandwidth: per step, sends over each link <= lanes * rounds_per_step[s], and
+ *    likewise for every shared set (timed sends: concurrent sends on a link never
+ *    exceed its lanes);
+ *  - values: for non-combining collectives the set of ranks holding each chunk;
+ *    for combining ones the set of contributions each (chunk, rank) value holds,
+ *    so a contribution counted twice or missing is caught;
+ *  - the postcondition; and the header fields (ranks, chunks, global_chunks,
+ *    steps, rounds = sum of rounds_per_step, ops allowed by the kind).
+ * Memory is O(ranks + sends + links) per chunk processed, so it also checks
+ * large TACOS schedules.
+ */
+#ifndef CS_VERIFY_H
+#define CS_VERIFY_H
+
+#include "algorithm.h"
+
+#define CS_VERIFY_MAX_REASONS 16
+
+typedef struct cs_verify_report {
+    bool ok;
+    int nproblems;                          /* total problems found */
+    int nreasons;                           /* the first few, described */
+    char reasons[CS_VERIFY_MAX_REASONS][256];
+} cs_verify_report;
+
+/* CS_OK when valid; CS_EVERIFY with the first reason in err otherwise
+ * (CS_EINVAL/CS_ENOMEM for unusable input). */
+int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err);
+/* The same check, collecting up to CS_VERIFY_MAX_REASONS reasons. */
+int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
+                            cs_verify_report *rep, cs_error *err);
+
+#endif

@@ -1,0 +1,90 @@
+/* Tests of cs_common: error values and cancellation tokens. */
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "cs_common.h"
+
+START_TEST(error_set_fills_code_field_and_message)
+{
+    cs_error err;
+    int rc = cs_error_set(&err, CS_EINVAL, "links[3].src", "rank %d out of range", 9);
+    ck_assert_int_eq(rc, CS_EINVAL);
+    ck_assert_int_eq(err.code, CS_EINVAL);
+    ck_assert_str_eq(err.field, "links[3].src");
+    ck_assert_str_eq(err.message, "rank 9 out of range");
+    ck_assert_str_eq(cs_status_name(CS_EUNSAT), "unsat");
+    ck_assert_int_eq(cs_error_set(NULL, CS_EIO, NULL, "x"), CS_EIO);
+}
+END_TEST
+
+static void count_hook(void *arg) { (*(int *)arg)++; }
+
+START_TEST(cancel_runs_hooks_once_registered_and_late)
+{
+    cs_cancel *c = cs_cancel_new();
+    ck_assert_ptr_nonnull(c);
+    ck_assert(!cs_cancel_requested(c));
+    ck_assert(!cs_cancel_requested(NULL));
+    int calls = 0, late = 0;
+    int h = cs_cancel_register(c, count_hook, &calls);
+    ck_assert_int_ge(h, 0);
+    cs_cancel_request(c);
+    ck_assert(cs_cancel_requested(c));
+    ck_assert_int_eq(calls, 1);
+    /* registering after the request still delivers it */
+    int h2 = cs_cancel_register(c, count_hook, &late);
+    ck_assert_int_eq(late, 1);
+    cs_cancel_unregister(c, h);
+    cs_cancel_unregister(c, h2);
+    cs_cancel_free(c);
+}
+END_TEST
+
+static void *cancel_later(void *arg)
+{
+    usleep(20000);
+    cs_cancel_request(arg);
+    return NULL;
+}
+
+START_TEST(cancel_is_seen_across_threads)
+{
+    cs_cancel *c = cs_cancel_new();
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, c);
+    double t0 = cs_now();
+    while (!cs_cancel_requested(c) && cs_now() - t0 < 5.0)
+        usleep(1000);
+    pthread_join(th, NULL);
+    ck_assert(cs_cancel_requested(c));
+    cs_cancel_free(c);
+}
+END_TEST
+
+START_TEST(read_file_reports_missing_path)
+{
+    char *buf = NULL;
+    cs_error err;
+    int rc = cs_read_file("/nonexistent/collsynth/file.json", &buf, NULL, &err);
+    ck_assert_int_eq(rc, CS_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/collsynth/file.json"));
+    ck_assert_ptr_null(buf);
+    ck_assert_int_ge(cs_cpu_count(), 1);
+}
+END_TEST
+
+static Suite *common_suite(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, error_set_fills_code_field_and_message);
+    tcase_add_test(tc, cancel_runs_hooks_once_registered_and_late);
+    tcase_add_test(tc, cancel_is_seen_across_threads);
+    tcase_add_test(tc, read_file_reports_missing_path);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(common_suite)
