@@ -40,6 +40,7 @@ SLOW_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_STAMP := build/.deps-$(shell cat scripts/packages-*.txt | md5sum | cut -c1-12)
 
+.SECONDARY:
 .PHONY: all deps run test test-asan test-slow bench valgrind clean
 .DEFAULT_GOAL := all
 

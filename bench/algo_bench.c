@@ -1,0 +1,140 @@
+/*
+ * algo_bench - how fast the verifier, the simulator and the JSON codec are on
+ * large schedules (the scale TACOS produces).
+ *
+ *   build/bench/algo_bench [ranks] [chunks] [repeats]
+ *
+ * Builds, on the builtin ring:<ranks>, a ring allgather (P(P-1)C sends,
+ * copies) and a ring reducescatter (P(P-1) sends, reduces with P-bit
+ * contribution sets), then times algorithm_verify and simulate_algorithm on
+ * each, and the JSON round trip of the allgather.  Prints one line per figure
+ * with the median of `repeats` runs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithm.h"
+#include "simulate.h"
+#include "verify.h"
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static cs_algorithm *ring_schedule(cs_coll_kind kind, int P, int C)
+{
+    cs_collective c;
+    collective_init(&c, kind, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    if (algorithm_new(&c, "ring", P, C, P - 1, &a, &err) != CS_OK) {
+        fprintf(stderr, "algorithm_new: %s\n", err.message);
+        exit(1);
+    }
+    collective_free(&c);
+    for (int s = 0; s < P - 1; s++) {
+        a->rounds_per_step[s] = C;
+        for (int r = 0; r < P; r++)
+            for (int i = 0; i < C; i++) {
+                long g = kind == CS_COLL_ALLGATHER ? (long)i * P + ((r - s) % P + P) % P
+                                                   : (long)i * P + ((r - s - 1) % P + 2 * P) % P;
+                if (algorithm_add_send(a, g, r, (r + 1) % P, s,
+                                       kind == CS_COLL_ALLGATHER ? CS_OP_COPY : CS_OP_REDUCE)) {
+                    fprintf(stderr, "out of memory\n");
+                    exit(1);
+                }
+            }
+    }
+    algorithm_update_rounds(a);
+    return a;
+}
+
+static void bench_one(const char *name, const cs_topology *t, const cs_algorithm *a, int reps)
+{
+    double *tv = malloc(sizeof(double) * (size_t)reps), *ts = malloc(sizeof(double) * (size_t)reps);
+    double sim_time = 0;
+    for (int k = 0; k < reps; k++) {
+        cs_error err;
+        double t0 = cs_now();
+        int rc = algorithm_verify(t, a, &err);
+        tv[k] = cs_now() - t0;
+        if (rc != CS_OK) {
+            fprintf(stderr, "%s: verify failed: %s\n", name, err.message);
+            exit(1);
+        }
+        cs_sim_result r;
+        t0 = cs_now();
+        rc = simulate_algorithm(t, a, 64e6, &r, &err);
+        ts[k] = cs_now() - t0;
+        if (rc != CS_OK) {
+            fprintf(stderr, "%s: simulate failed: %s\n", name, err.message);
+            exit(1);
+        }
+        sim_time = r.time_us;
+        sim_result_free(&r);
+    }
+    printf("%-28s sends=%-9ld verify_s=%.3f simulate_s=%.3f (sim time %.1f us, %d runs)\n",
+           name, a->nsends, median(tv, reps), median(ts, reps), sim_time, reps);
+    free(tv);
+    free(ts);
+}
+
+int main(int argc, char **argv)
+{
+    int P = argc > 1 ? atoi(argv[1]) : 4096;
+    int C = argc > 2 ? atoi(argv[2]) : 1;
+    int reps = argc > 3 ? atoi(argv[3]) : 3;
+    char spec[32];
+    snprintf(spec, sizeof spec, "ring:%d", P);
+    cs_topology *t = NULL;
+    cs_error err;
+    if (topology_builtin(spec, &t, &err) != CS_OK) {
+        fprintf(stderr, "%s: %s\n", spec, err.message);
+        return 1;
+    }
+    char name[64];
+    cs_algorithm *ag = ring_schedule(CS_COLL_ALLGATHER, P, C);
+    snprintf(name, sizeof name, "allgather ring:%d C=%d", P, C);
+    bench_one(name, t, ag, reps);
+    cs_algorithm *rs = ring_schedule(CS_COLL_REDUCESCATTER, P, 1);
+    snprintf(name, sizeof name, "reducescatter ring:%d", P);
+    bench_one(name, t, rs, reps);
+    algorithm_free(rs);
+
+    /* JSON round trip on (up to) the first million sends */
+    long keep = ag->nsends < 1000000 ? ag->nsends : 1000000;
+    ag->nsends = keep;
+    double *tj = malloc(sizeof(double) * (size_t)reps), *tp = malloc(sizeof(double) * (size_t)reps);
+    for (int k = 0; k < reps; k++) {
+        double t0 = cs_now();
+        json_t *doc = algorithm_to_json(ag);
+        char *text = json_dumps(doc, JSON_COMPACT);
+        tj[k] = cs_now() - t0;
+        json_decref(doc);
+        cs_algorithm *back = NULL;
+        t0 = cs_now();
+        if (algorithm_parse(text, strlen(text), &back, &err) != CS_OK) {
+            fprintf(stderr, "parse: %s\n", err.message);
+            return 1;
+        }
+        tp[k] = cs_now() - t0;
+        algorithm_free(back);
+        free(text);
+    }
+    printf("%-28s sends=%-9ld to_json+dump_s=%.3f parse_s=%.3f (%d runs)\n", "json round trip",
+           keep, median(tj, reps), median(tp, reps), reps);
+    free(tj);
+    free(tp);
+    algorithm_free(ag);
+    topology_free(t);
+    return 0;
+}

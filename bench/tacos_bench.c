@@ -1,0 +1,167 @@
+/*
+ * tacos_bench.c - TACOS synthesis speed, scale and quality.
+ *
+ *   tacos_bench scale [RUNS]    2D mesh allgather (1 chunk, 1 GiB, 50 GB/s,
+ *                               0.5 us) on 16x16 .. 128x128: median seconds per
+ *                               size and the growth exponent against P and
+ *                               against ranks x links
+ *   tacos_bench quality [TRIALS] ideal/simulated on 3D torus 4x4x4 and 8x8x8,
+ *                               2D mesh 10x10, hypercube 6, DGX-1 (6 chunks)
+ *                               against the SMT optimum (3,7,6) by hand
+ *   tacos_bench big [SIDE]      all-reduce on a SIDE x SIDE mesh (default 200:
+ *                               40,000 ranks), statistics only: time and memory
+ *
+ * Prints one line per measurement, "key value" pairs, for bench/tacos.sh.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tacos.h"
+
+static double num(const cs_result *r, const char *key)
+{
+    return json_number_value(json_object_get(r->stats, key));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int run(const char *topo, cs_coll_kind kind, int chunks, int trials, int threads,
+               double bytes, bool keep, cs_result **out, cs_topology **tout)
+{
+    cs_error err;
+    cs_topology *t = NULL;
+    if (topology_load(topo, NULL, &t, &err)) {
+        fprintf(stderr, "%s: %s\n", topo, err.message);
+        return 1;
+    }
+    cs_collective c;
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.chunks = chunks;
+    opt.trials = trials;
+    opt.threads = threads;
+    opt.bytes = bytes;
+    opt.keep_sends = keep;
+    int rc = tacos_synthesize(t, &c, &opt, out, &err);
+    if (rc) {
+        fprintf(stderr, "%s %s: %s\n", topo, collective_kind_name(kind), err.message);
+        topology_free(t);
+        return 1;
+    }
+    if (tout)
+        *tout = t;
+    else
+        topology_free(t);
+    return 0;
+}
+
+static int bench_scale(int runs)
+{
+    const int sides[] = {16, 32, 64, 128};
+    const int n = 4;
+    double med[4], work[4], ranks[4];
+    for (int k = 0; k < n; k++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "mesh2d:%dx%d,gbps=50,alpha=0.5", sides[k], sides[k]);
+        int reps = sides[k] >= 128 ? (runs < 3 ? runs : 3) : runs;
+        double secs[16];
+        long links = 0;
+        double ratio = 0;
+        for (int r = 0; r < reps && r < 16; r++) {
+            cs_result *res = NULL;
+            cs_topology *t = NULL;
+            if (run(spec, CS_COLL_ALLGATHER, 1, 1, 1, 1073741824.0, false, &res, &t))
+                return 1;
+            secs[r] = num(res, "seconds");
+            links = t->nlinks;
+            ratio = num(res, "ratio");
+            result_free(res);
+            topology_free(t);
+        }
+        qsort(secs, (size_t)reps, sizeof *secs, cmp_double);
+        med[k] = secs[reps / 2];
+        ranks[k] = (double)sides[k] * sides[k];
+        work[k] = ranks[k] * (double)links;
+        printf("scale mesh2d:%dx%d ranks %d links %ld median_s %.4f runs %d ratio %.4f\n",
+               sides[k], sides[k], sides[k] * sides[k], links, med[k], reps, ratio);
+        fflush(stdout);
+    }
+    for (int k = 1; k < n; k++)
+        printf("growth %dx%d->%dx%d exponent_vs_ranks %.2f exponent_vs_ranks_x_links %.2f\n",
+               sides[k - 1], sides[k - 1], sides[k], sides[k],
+               log(med[k] / med[k - 1]) / log(ranks[k] / ranks[k - 1]),
+               log(med[k] / med[k - 1]) / log(work[k] / work[k - 1]));
+    /* least squares over all sizes */
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int k = 0; k < n; k++) {
+        double x = log(work[k]), y = log(med[k]);
+        sx += x; sy += y; sxx += x * x; sxy += x * y;
+    }
+    printf("growth fit exponent_vs_ranks_x_links %.2f\n", (n * sxy - sx * sy) / (n * sxx - sx * sx));
+    return 0;
+}
+
+static int bench_quality(int trials)
+{
+    struct { const char *topo; cs_coll_kind kind; int chunks; } cases[] = {
+        {"torus3d:4x4x4", CS_COLL_ALLGATHER, 1}, {"torus3d:4x4x4", CS_COLL_ALLREDUCE, 1},
+        {"torus3d:8x8x8", CS_COLL_ALLGATHER, 1}, {"torus3d:8x8x8", CS_COLL_ALLREDUCE, 1},
+        {"mesh2d:10x10", CS_COLL_ALLGATHER, 1}, {"mesh2d:10x10", CS_COLL_ALLREDUCE, 1},
+        {"hypercube:6", CS_COLL_ALLGATHER, 1}, {"hypercube:6", CS_COLL_ALLREDUCE, 1},
+        {"dgx1", CS_COLL_ALLGATHER, 6}, {"dgx1", CS_COLL_ALLREDUCE, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cs_result *r = NULL;
+        if (run(cases[i].topo, cases[i].kind, cases[i].chunks, trials, 0, 1073741824.0, true,
+                &r, NULL))
+            return 1;
+        printf("quality %s %s chunks %d trials %d sim_us %.3f ideal_us %.3f ratio %.4f seconds %.3f\n",
+               cases[i].topo, collective_kind_name(cases[i].kind), cases[i].chunks, trials,
+               num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio"), num(r, "seconds"));
+        if (strcmp(cases[i].topo, "dgx1") == 0 && cases[i].kind == CS_COLL_ALLGATHER) {
+            /* SMT optimum (3,7,6): 3 alpha + 7/6 L beta, alpha 0.7 us, 25 GB/s per lane */
+            double smt = 3 * 0.7 + 7.0 / 6.0 * 1073741824.0 / 25e3;
+            printf("quality dgx1 smt_376_us %.3f tacos_over_smt %.4f\n", smt,
+                   num(r, "sim_time_us") / smt);
+        }
+        fflush(stdout);
+        result_free(r);
+    }
+    return 0;
+}
+
+static int bench_big(int side)
+{
+    char spec[64];
+    snprintf(spec, sizeof spec, "mesh2d:%dx%d,gbps=50,alpha=0.5", side, side);
+    cs_result *r = NULL;
+    if (run(spec, CS_COLL_ALLREDUCE, 1, 1, 0, 1073741824.0, false, &r, NULL))
+        return 1;
+    printf("big %s allreduce ranks %d seconds %.1f peak_rss_mb %.1f sends %.0f spans %.0f "
+           "sim_us %.1f ideal_us %.1f ratio %.4f\n",
+           spec, side * side, num(r, "seconds"), num(r, "peak_rss_kb") / 1024.0, num(r, "sends"),
+           num(r, "spans"), num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio"));
+    result_free(r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "quality";
+    int arg = argc > 2 ? atoi(argv[2]) : 0;
+    if (strcmp(mode, "scale") == 0)
+        return bench_scale(arg > 0 ? arg : 5);
+    if (strcmp(mode, "quality") == 0)
+        return bench_quality(arg > 0 ? arg : 8);
+    if (strcmp(mode, "big") == 0)
+        return bench_big(arg > 0 ? arg : 200);
+    fprintf(stderr, "usage: tacos_bench scale [RUNS] | quality [TRIALS] | big [SIDE]\n");
+    return 2;
+}

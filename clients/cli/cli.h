@@ -1,0 +1,84 @@
+/*
+ * cli.h - what the collsynth command-line tool's files share: the command
+ * signature, the exit codes, and a few small helpers.
+ *
+ * A command is `int cmd(int argc, char **argv, const cli_globals *g)` where
+ * argv[0] is the command's own name and the return value is the process exit
+ * code.  To add one: write the function in its own clients/cli/cli_*.c file,
+ * declare it below, and add one line to the table in main.c.
+ *
+ * Output conventions: results go to stdout (JSON where a document is the
+ * result), diagnostics to stderr prefixed with "collsynth CMD: ".
+ */
+#ifndef CS_CLI_H
+#define CS_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "collective.h"
+#include "cs_common.h"
+#include "topology.h"
+
+/* Exit codes (docs/cli.md). */
+enum {
+    CLI_EXIT_OK = 0,       /* success; for verify: the algorithm is valid */
+    CLI_EXIT_NEGATIVE = 1, /* a negative answer: invalid algorithm, no algorithm exists,
+                              unsupported combination, time limit reached */
+    CLI_EXIT_USAGE = 2,    /* bad command line or unusable input (file, JSON, topology) */
+    CLI_EXIT_INTERNAL = 3  /* out of memory, internal error, server unreachable */
+};
+
+typedef struct cli_globals {
+    const char *prog;   /* argv[0] of the process, for messages */
+    const char *server; /* --server URL (or $COLLSYNTH_SERVER), NULL when not given */
+} cli_globals;
+
+typedef int (*cli_fn)(int argc, char **argv, const cli_globals *g);
+
+/* ---- commands ------------------------------------------------------------------ */
+
+int cli_cmd_topo(int argc, char **argv, const cli_globals *g);      /* cli_offline.c */
+int cli_cmd_verify(int argc, char **argv, const cli_globals *g);    /* cli_offline.c */
+int cli_cmd_simulate(int argc, char **argv, const cli_globals *g);  /* cli_offline.c */
+int cli_cmd_baseline(int argc, char **argv, const cli_globals *g);  /* cli_offline.c */
+int cli_cmd_baselines(int argc, char **argv, const cli_globals *g); /* cli_offline.c */
+int cli_cmd_submit(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
+int cli_cmd_status(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
+int cli_cmd_wait(int argc, char **argv, const cli_globals *g);       /* cli_remote.c */
+int cli_cmd_get(int argc, char **argv, const cli_globals *g);        /* cli_remote.c */
+int cli_cmd_cancel(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
+int cli_cmd_topologies(int argc, char **argv, const cli_globals *g); /* cli_remote.c */
+
+/* ---- helpers (cli_offline.c) --------------------------------------------------- */
+
+/* Prints "collsynth CMD: message" and "Try 'collsynth CMD --help'." to
+ * stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "collsynth CMD: what: message [field]" for a library error and
+ * returns the exit code for its status (cli_exit_code). */
+int cli_report_error(const char *cmd, const char *what, int status, const cs_error *err);
+/* CS_OK -> 0; EUNSAT, EVERIFY, EUNSUPPORTED, ETIMEOUT, ECANCELLED -> 1;
+ * EINVAL, EIO, ELIMIT -> 2; ENOMEM, EINTERNAL -> 3. */
+int cli_exit_code(int status);
+bool cli_is_help(const char *arg);
+/* Matches option `name` at argv[*i] in the forms "--name VALUE" and
+ * "--name=VALUE".  Returns 1 and sets *value (advancing *i past a separate
+ * value), 0 when argv[*i] is another argument, -1 when the value is missing
+ * (after printing a usage error for cmd). */
+int cli_option(const char *cmd, int argc, char **argv, int *i, const char *name,
+               const char **value);
+/* Integers and byte sizes ("64", "1.5M", "4KiB", "2GiB"; K/M/G decimal,
+ * KiB/MiB/GiB binary, optional trailing B); false when malformed. */
+bool cli_parse_int(const char *s, int *out);
+bool cli_parse_size(const char *s, double *bytes);
+/* topology_load with the CLI's messages; returns an exit code. */
+int cli_load_topology(const char *cmd, const char *spec, cs_topology **out);
+/* A collective from a kind name or a JSON document (or a path to one);
+ * root < -1 means "not given".  Returns an exit code. */
+int cli_load_collective(const char *cmd, const char *spec, int root, cs_collective *out);
+/* Writes doc (indented, trailing newline) to path, or stdout when path is
+ * NULL or "-".  Returns an exit code. */
+int cli_write_json(const char *cmd, const json_t *doc, const char *path);
+
+#endif

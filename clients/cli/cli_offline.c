@@ -1,0 +1,747 @@
+/*
+ * cli_offline.c - the commands that need no server: topo, verify, simulate,
+ * baseline, baselines; and the small helpers every CLI file shares (option
+ * parsing, sizes, loading topologies and collectives, error reporting).
+ *
+ * Everything here is a thin shell over the library: parse, call, print.  The
+ * exit code always follows the library status (cli_exit_code), so scripts can
+ * tell "the answer is no" (1) from "you asked wrongly" (2).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "algorithm.h"
+#include "baseline.h"
+#include "cli.h"
+#include "simulate.h"
+#include "verify.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "collsynth%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'collsynth%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_exit_code(int status)
+{
+    switch (status) {
+    case CS_OK:
+        return CLI_EXIT_OK;
+    case CS_EUNSAT:
+    case CS_EVERIFY:
+    case CS_EUNSUPPORTED:
+    case CS_ETIMEOUT:
+    case CS_ECANCELLED:
+        return CLI_EXIT_NEGATIVE;
+    case CS_EINVAL:
+    case CS_EIO:
+    case CS_ELIMIT:
+        return CLI_EXIT_USAGE;
+    default:
+        return CLI_EXIT_INTERNAL;
+    }
+}
+
+int cli_report_error(const char *cmd, const char *what, int status, const cs_error *err)
+{
+    const char *msg = err && err->message[0] ? err->message : cs_status_name(status);
+    fprintf(stderr, "collsynth %s: %s%s%s", cmd, what ? what : "", what ? ": " : "", msg);
+    if (err && err->field[0])
+        fprintf(stderr, " [field %s]", err->field);
+    fprintf(stderr, "\n");
+    return cli_exit_code(status);
+}
+
+bool cli_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int cli_option(const char *cmd, int argc, char **argv, int *i, const char *name,
+               const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        cli_usage_error(cmd, "option %s needs a value", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+bool cli_parse_int(const char *s, int *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < -2147483647L || v > 2147483647L)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+bool cli_parse_size(const char *s, double *bytes)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return false;
+    static const struct {
+        const char *suffix;
+        double mult;
+    } units[] = {{"", 1},          {"B", 1},          {"K", 1e3},          {"KB", 1e3},
+                 {"M", 1e6},       {"MB", 1e6},       {"G", 1e9},          {"GB", 1e9},
+                 {"KiB", 1024.0},  {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"Ki", 1024.0},
+                 {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            *bytes = v * units[i].mult;
+            return true;
+        }
+    return false;
+}
+
+int cli_load_topology(const char *cmd, const char *spec, cs_topology **out)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    *out = NULL;
+    int rc = topology_load(spec, NULL, out, &err);
+    if (rc != CS_OK) {
+        char what[300];
+        snprintf(what, sizeof what, "topology '%s'", spec);
+        int code = cli_report_error(cmd, what, rc, &err);
+        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    return CLI_EXIT_OK;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int cli_load_collective(const char *cmd, const char *spec, int root, cs_collective *out)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    cs_coll_kind kind;
+    memset(out, 0, sizeof *out);
+    if (collective_kind_from_name(spec, &kind) == CS_OK) {
+        if (kind == CS_COLL_CUSTOM)
+            return cli_usage_error(cmd, "a custom collective needs a JSON document with "
+                                        "global_chunks, pre and post");
+        bool rooted = collective_kind_is_rooted(kind);
+        if (root >= -1 && !rooted)
+            return cli_usage_error(cmd, "--root applies only to rooted collectives "
+                                        "(broadcast, reduce, gather, scatter), not %s",
+                                   spec);
+        collective_init(out, kind, rooted ? (root >= 0 ? root : 0) : -1);
+        return CLI_EXIT_OK;
+    }
+    char *text = NULL;
+    const char *doc = spec;
+    if (spec[0] != '{' && spec[0] != '[') {
+        if (!file_exists(spec))
+            return cli_usage_error(cmd,
+                                   "unknown collective '%s' (expected allgather, reducescatter, "
+                                   "allreduce, broadcast, reduce, gather, scatter, alltoall, a "
+                                   "JSON document or a file holding one)",
+                                   spec);
+        int rc = cs_read_file(spec, &text, NULL, &err);
+        if (rc != CS_OK)
+            return cli_report_error(cmd, "collective", rc, &err);
+        doc = text;
+    }
+    json_error_t jerr;
+    json_t *j = json_loads(doc, 0, &jerr);
+    free(text);
+    if (!j)
+        return cli_usage_error(cmd, "collective: invalid JSON at line %d: %s", jerr.line,
+                               jerr.text);
+    int rc = collective_from_json(j, out, &err);
+    json_decref(j);
+    if (rc != CS_OK) {
+        cli_report_error(cmd, "collective", rc, &err);
+        return rc == CS_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_USAGE;
+    }
+    if (root >= -1) {
+        if (!collective_kind_is_rooted(out->kind)) {
+            collective_free(out);
+            return cli_usage_error(cmd, "--root applies only to rooted collectives");
+        }
+        out->root = root;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_write_json(const char *cmd, const json_t *doc, const char *path)
+{
+    if (!doc) {
+        fprintf(stderr, "collsynth %s: out of memory\n", cmd);
+        return CLI_EXIT_INTERNAL;
+    }
+    FILE *f = stdout;
+    if (path && strcmp(path, "-") != 0) {
+        f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    int rc = json_dumpf(doc, f, JSON_INDENT(2));
+    fputc('\n', f);
+    if (f != stdout) {
+        if (fclose(f) != 0)
+            rc = -1;
+    } else {
+        fflush(f);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "collsynth %s: writing %s failed\n", cmd, path ? path : "stdout");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int load_algorithm(const char *cmd, const char *path, cs_algorithm **out)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        json_error_t jerr;
+        json_t *j = json_loadf(stdin, 0, &jerr);
+        if (!j)
+            return cli_usage_error(cmd, "algorithm on stdin: invalid JSON at line %d: %s",
+                                   jerr.line, jerr.text);
+        rc = algorithm_from_json(j, out, &err);
+        json_decref(j);
+    } else {
+        rc = algorithm_load_file(path, out, &err);
+    }
+    if (rc != CS_OK) {
+        char what[300];
+        snprintf(what, sizeof what, "algorithm '%s'", path);
+        int code = cli_report_error(cmd, what, rc, &err);
+        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    return CLI_EXIT_OK;
+}
+
+static void print_algorithm_line(FILE *f, const cs_algorithm *a)
+{
+    fprintf(f, "%s %s", a->method[0] ? a->method : "algorithm",
+            collective_kind_name(a->collective.kind));
+    if (collective_kind_is_rooted(a->collective.kind))
+        fprintf(f, " (root %d)", a->collective.root);
+    fprintf(f, " on %s: %d ranks, %d chunks, %d steps, %d rounds, %ld sends", a->topology,
+            a->ranks, a->chunks, a->steps, a->rounds, a->nsends);
+}
+
+/* ---- topo ------------------------------------------------------------------------------- */
+
+static const char topo_help[] =
+    "Usage: collsynth topo show NAME|FILE [--json]\n"
+    "       collsynth topo list\n"
+    "\n"
+    "show: a summary of a topology (ranks, links, lanes, degrees, diameter,\n"
+    "groups, switches); with --json the expanded Topology JSON.  NAME is a\n"
+    "builtin (ring:8, dgx1, torus2d:4x4, ...), FILE a Topology JSON file.\n"
+    "list: the builtin topology families.\n";
+
+static void print_rank_list(const int *ranks, int n)
+{
+    int shown = n < 16 ? n : 16;
+    for (int i = 0; i < shown; i++)
+        printf("%s%d", i ? "," : "", ranks[i]);
+    if (n > shown)
+        printf(",... (%d)", n);
+}
+
+static int topo_show(const cs_topology *t)
+{
+    int p = t->ranks;
+    long lanes = 0, physical = 0;
+    double gmin = INFINITY, gmax = 0, amin = INFINITY, amax = 0;
+    for (int i = 0; i < t->nlinks; i++) {
+        const cs_link *l = &t->links[i];
+        lanes += l->lanes;
+        physical += l->switch_id < 0;
+        gmin = fmin(gmin, l->gbps);
+        gmax = fmax(gmax, l->gbps);
+        amin = fmin(amin, l->alpha_us);
+        amax = fmax(amax, l->alpha_us);
+    }
+    int dmin = p, dmax = 0, emin = 1 << 30, emax = 0, imin = 1 << 30, imax = 0;
+    for (int r = 0; r < p; r++) {
+        int d = t->out_begin[r + 1] - t->out_begin[r];
+        dmin = d < dmin ? d : dmin;
+        dmax = d > dmax ? d : dmax;
+        int e = topology_egress_lanes(t, r), in = topology_ingress_lanes(t, r);
+        emin = e < emin ? e : emin;
+        emax = e > emax ? e : emax;
+        imin = in < imin ? in : imin;
+        imax = in > imax ? in : imax;
+    }
+    int diameter = -1;
+    cs_error err;
+    if (topology_diameter(t, &diameter, &err) != CS_OK)
+        diameter = -1;
+    printf("topology   %s\n", t->name);
+    printf("ranks      %d\n", p);
+    printf("links      %d directed (%ld physical, %ld from switches), %ld lanes\n", t->nlinks,
+           physical, (long)t->nlinks - physical, lanes);
+    if (t->nlinks > 0)
+        printf("bandwidth  %g..%g GB/s per lane, alpha %g..%g us\n", gmin, gmax, amin, amax);
+    printf("degree     out-links %d..%d; egress lanes %d..%d, ingress lanes %d..%d per round\n",
+           dmin, dmax, emin, emax, imin, imax);
+    if (diameter >= 0)
+        printf("diameter   %d hop%s\n", diameter, diameter == 1 ? "" : "s");
+    printf("groups     %d", t->ngroups);
+    for (int g = 0; g < t->ngroups && g < 8; g++) {
+        printf("%s[", g ? " " : ": ");
+        print_rank_list(t->groups[g].ranks, t->groups[g].nranks);
+        printf("]");
+    }
+    if (t->ngroups > 8)
+        printf(" ...");
+    printf("\n");
+    printf("switches   %d", t->nswitches);
+    for (int s = 0; s < t->nswitches && s < 8; s++) {
+        printf("%s%s (%d ranks, %g GB/s)", s ? ", " : ": ", t->switches[s].name,
+               t->switches[s].nranks, t->switches[s].gbps);
+    }
+    if (t->nswitches > 8)
+        printf(", ...");
+    printf("\n");
+    int user_shared = 0;
+    for (int s = 0; s < t->nshared; s++)
+        user_shared += t->shared[s].switch_id < 0;
+    printf("shared     %d sets (%d from switches)\n", t->nshared, t->nshared - user_shared);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_topo(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "topo";
+    if (argc < 2)
+        return cli_usage_error(cmd, "missing subcommand (show or list)");
+    if (cli_is_help(argv[1])) {
+        fputs(topo_help, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "list") == 0) {
+        for (int i = 2; i < argc; i++) {
+            if (cli_is_help(argv[i])) {
+                fputs(topo_help, stdout);
+                return CLI_EXIT_OK;
+            }
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+        int n = 0;
+        const cs_builtin_info *b = topology_builtin_list(&n);
+        for (int i = 0; i < n; i++)
+            printf("%-16s %-16s %s\n", b[i].syntax, b[i].example, b[i].description);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "show") != 0)
+        return cli_usage_error(cmd, "unknown subcommand '%s' (expected show or list)", argv[1]);
+    const char *spec = NULL;
+    bool as_json = false;
+    for (int i = 2; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            fputs(topo_help, stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (!spec) {
+            spec = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!spec)
+        return cli_usage_error(cmd, "missing topology (a builtin name or a JSON file)");
+    cs_topology *t = NULL;
+    int code = cli_load_topology(cmd, spec, &t);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (as_json) {
+        json_t *doc = topology_to_json(t);
+        code = cli_write_json(cmd, doc, NULL);
+        json_decref(doc);
+    } else {
+        code = topo_show(t);
+    }
+    topology_free(t);
+    return code;
+}
+
+/* ---- verify ------------------------------------------------------------------------------ */
+
+static const char verify_help[] =
+    "Usage: collsynth verify TOPOLOGY ALGORITHM.json [--json]\n"
+    "\n"
+    "Replays the algorithm on the topology and checks links, causality,\n"
+    "bandwidth, values and the postcondition.  Prints the verdict and the\n"
+    "reasons; ALGORITHM may be - for stdin.\n"
+    "  --json   print {\"valid\": ..., \"problems\": N, \"reasons\": [...]}\n"
+    "Exit: 0 valid, 1 invalid, 2 usage or input error.\n";
+
+int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "verify";
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            fputs(verify_help, stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (npos < 2)
+        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
+                                              : "missing ALGORITHM (a JSON file)");
+    cs_topology *t = NULL;
+    cs_algorithm *a = NULL;
+    int code = cli_load_topology(cmd, pos[0], &t);
+    if (code == CLI_EXIT_OK)
+        code = load_algorithm(cmd, pos[1], &a);
+    if (code != CLI_EXIT_OK) {
+        topology_free(t);
+        return code;
+    }
+    if (a->topology[0] && strcmp(a->topology, t->name) != 0)
+        fprintf(stderr, "collsynth verify: note: the algorithm names topology '%s', checking "
+                        "it on '%s'\n",
+                a->topology, t->name);
+    cs_verify_report rep;
+    memset(&rep, 0, sizeof rep);
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = algorithm_verify_report(t, a, &rep, &err);
+    if (rc != CS_OK && rc != CS_EVERIFY) {
+        code = cli_report_error(cmd, "cannot check", rc, &err);
+        if (code == CLI_EXIT_NEGATIVE)
+            code = CLI_EXIT_USAGE;
+    } else if (as_json) {
+        json_t *doc = json_object();
+        json_t *reasons = json_array();
+        for (int i = 0; i < rep.nreasons; i++)
+            json_array_append_new(reasons, json_string(rep.reasons[i]));
+        json_object_set_new(doc, "valid", json_boolean(rep.ok));
+        json_object_set_new(doc, "problems", json_integer(rep.nproblems));
+        json_object_set_new(doc, "reasons", reasons);
+        code = cli_write_json(cmd, doc, NULL);
+        json_decref(doc);
+        if (code == CLI_EXIT_OK && !rep.ok)
+            code = CLI_EXIT_NEGATIVE;
+    } else if (rep.ok) {
+        printf("valid: ");
+        print_algorithm_line(stdout, a);
+        printf("\n");
+        code = CLI_EXIT_OK;
+    } else {
+        printf("invalid: %d problem%s", rep.nproblems, rep.nproblems == 1 ? "" : "s");
+        if (rep.nproblems > rep.nreasons)
+            printf(" (first %d shown)", rep.nreasons);
+        printf("\n");
+        for (int i = 0; i < rep.nreasons; i++)
+            printf("  - %s\n", rep.reasons[i]);
+        code = CLI_EXIT_NEGATIVE;
+    }
+    algorithm_free(a);
+    topology_free(t);
+    return code;
+}
+
+/* ---- simulate ------------------------------------------------------------------------------ */
+
+static const char simulate_help[] =
+    "Usage: collsynth simulate TOPOLOGY ALGORITHM.json [--size BYTES] [--all-links] [--json]\n"
+    "\n"
+    "Runs the congestion-aware simulator: completion time, the TACOS ideal\n"
+    "bound and the ratio, the alpha-beta cost, bytes moved (total and across\n"
+    "groups) and a per-link utilization table (links that carried data).\n"
+    "  --size BYTES   per-rank buffer size (default 1MiB); suffixes K, M, G\n"
+    "                 (powers of 1000) and KiB, MiB, GiB (powers of 1024)\n"
+    "  --all-links    list idle links too\n"
+    "  --json         print the figures as JSON\n"
+    "The algorithm is verified first: an invalid one exits 1.\n";
+
+int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "simulate";
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    bool as_json = false, all_links = false;
+    double bytes = 1048576.0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if (cli_is_help(argv[i])) {
+            fputs(simulate_help, stdout);
+            return CLI_EXIT_OK;
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--size", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (!cli_parse_size(v, &bytes) || bytes <= 0)
+                return cli_usage_error(cmd, "bad --size '%s' (e.g. 1048576, 64K, 1MiB)", v);
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(argv[i], "--all-links") == 0) {
+            all_links = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (npos < 2)
+        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
+                                              : "missing ALGORITHM (a JSON file)");
+    cs_topology *t = NULL;
+    cs_algorithm *a = NULL;
+    int code = cli_load_topology(cmd, pos[0], &t);
+    if (code == CLI_EXIT_OK)
+        code = load_algorithm(cmd, pos[1], &a);
+    if (code != CLI_EXIT_OK) {
+        topology_free(t);
+        return code;
+    }
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = algorithm_verify(t, a, &err);
+    if (rc != CS_OK) {
+        code = cli_report_error(cmd, "the algorithm is invalid", rc, &err);
+        goto out;
+    }
+    cs_sim_result r;
+    memset(&r, 0, sizeof r);
+    rc = simulate_algorithm(t, a, bytes, &r, &err);
+    if (rc != CS_OK) {
+        code = cli_report_error(cmd, "simulation failed", rc, &err);
+        goto out;
+    }
+    double cost = algorithm_cost_us(a, t, bytes);
+    double ratio = r.ideal_us > 0 ? r.time_us / r.ideal_us : NAN;
+    if (as_json) {
+        json_t *doc = json_object();
+        json_t *links = json_array();
+        for (int i = 0; i < r.nlinks && i < t->nlinks; i++) {
+            if (!all_links && r.link_busy_us[i] <= 0)
+                continue;
+            json_t *l = json_object();
+            json_object_set_new(l, "src", json_integer(t->links[i].src));
+            json_object_set_new(l, "dst", json_integer(t->links[i].dst));
+            json_object_set_new(l, "lanes", json_integer(t->links[i].lanes));
+            json_object_set_new(l, "busy_us", json_real(r.link_busy_us[i]));
+            json_object_set_new(l, "utilization", json_real(r.link_utilization[i]));
+            json_array_append_new(links, l);
+        }
+        json_object_set_new(doc, "bytes", json_real(bytes));
+        json_object_set_new(doc, "chunk_bytes", json_real(r.chunk_bytes));
+        json_object_set_new(doc, "time_us", json_real(r.time_us));
+        json_object_set_new(doc, "ideal_us", json_real(r.ideal_us));
+        if (isfinite(ratio))
+            json_object_set_new(doc, "ratio", json_real(ratio));
+        json_object_set_new(doc, "alpha_beta_us", json_real(cost));
+        json_object_set_new(doc, "total_bytes", json_real(r.total_bytes));
+        json_object_set_new(doc, "cross_group_bytes", json_real(r.cross_group_bytes));
+        json_object_set_new(doc, "max_utilization", json_real(r.max_utilization));
+        json_object_set_new(doc, "links", links);
+        code = cli_write_json(cmd, doc, NULL);
+        json_decref(doc);
+    } else {
+        printf("algorithm    ");
+        print_algorithm_line(stdout, a);
+        printf("\n");
+        printf("size         %.0f bytes per rank (chunk %.0f bytes)\n", bytes, r.chunk_bytes);
+        printf("time         %.3f us\n", r.time_us);
+        printf("ideal        %.3f us (TACOS bound)\n", r.ideal_us);
+        if (isfinite(ratio))
+            printf("ratio        %.3f x ideal\n", ratio);
+        printf("alpha-beta   %.3f us\n", cost);
+        printf("bytes moved  %.0f total, %.0f cross-group", r.total_bytes, r.cross_group_bytes);
+        if (r.total_bytes > 0 && t->ngroups > 0)
+            printf(" (%.1f%%)", 100.0 * r.cross_group_bytes / r.total_bytes);
+        printf("\n");
+        printf("utilization  max %.3f\n", r.max_utilization);
+        printf("\n%-14s %5s %9s %12s %7s\n", "link", "lanes", "GB/s", "busy_us", "util");
+        for (int i = 0; i < r.nlinks && i < t->nlinks; i++) {
+            if (!all_links && r.link_busy_us[i] <= 0)
+                continue;
+            char name[32];
+            snprintf(name, sizeof name, "%d->%d", t->links[i].src, t->links[i].dst);
+            printf("%-14s %5d %9g %12.3f %7.3f\n", name, t->links[i].lanes, t->links[i].gbps,
+                   r.link_busy_us[i], r.link_utilization[i]);
+        }
+        code = CLI_EXIT_OK;
+    }
+    sim_result_free(&r);
+out:
+    algorithm_free(a);
+    topology_free(t);
+    return code;
+}
+
+/* ---- baseline(s) ----------------------------------------------------------------------------- */
+
+static const char baseline_help[] =
+    "Usage: collsynth baseline NAME TOPOLOGY COLLECTIVE [--root R] [--chunks C] [-o FILE]\n"
+    "\n"
+    "Generates a hand-designed algorithm (see 'collsynth baselines') and prints\n"
+    "its Algorithm JSON.  The result is verified before it is printed.\n"
+    "  COLLECTIVE   a kind (allgather, reducescatter, allreduce, broadcast, reduce,\n"
+    "               gather, scatter, alltoall) or a Collective JSON document/file\n"
+    "  --root R     root of a rooted collective (default 0)\n"
+    "  --chunks C   chunks per rank share (default: the baseline's natural count)\n"
+    "  -o FILE      write the JSON to FILE instead of stdout\n"
+    "Exit: 0 ok, 1 the baseline has no algorithm for this collective/topology,\n"
+    "2 usage or input error.\n";
+
+int cli_cmd_baseline(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "baseline";
+    const char *pos[3] = {NULL, NULL, NULL};
+    const char *outpath = NULL;
+    int npos = 0, root = -2, chunks = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if (cli_is_help(argv[i])) {
+            fputs(baseline_help, stdout);
+            return CLI_EXIT_OK;
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--root", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, &root) || root < 0)
+                return cli_usage_error(cmd, "bad --root '%s' (a rank >= 0)", v);
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--chunks", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, &chunks) || chunks < 1)
+                return cli_usage_error(cmd, "bad --chunks '%s' (an integer >= 1)", v);
+        } else if ((m = cli_option(cmd, argc, argv, &i, "-o", &v)) != 0 ||
+                   (m = cli_option(cmd, argc, argv, &i, "--output", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            outpath = v;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (npos < 3) {
+            pos[npos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    static const char *missing[] = {"missing NAME, TOPOLOGY and COLLECTIVE",
+                                    "missing TOPOLOGY and COLLECTIVE", "missing COLLECTIVE"};
+    if (npos < 3)
+        return cli_usage_error(cmd, "%s", missing[npos]);
+    if (!baseline_exists(pos[0]))
+        return cli_usage_error(cmd, "unknown baseline '%s' (see 'collsynth baselines')", pos[0]);
+    cs_topology *t = NULL;
+    int code = cli_load_topology(cmd, pos[1], &t);
+    if (code != CLI_EXIT_OK)
+        return code;
+    cs_collective c;
+    code = cli_load_collective(cmd, pos[2], root, &c);
+    if (code != CLI_EXIT_OK) {
+        topology_free(t);
+        return code;
+    }
+    cs_baseline_options opt = {chunks};
+    cs_algorithm *a = NULL;
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = baseline_generate(pos[0], t, &c, &opt, &a, &err);
+    if (rc != CS_OK) {
+        code = cli_report_error(cmd, pos[0], rc, &err);
+    } else {
+        json_t *doc = algorithm_to_json(a);
+        code = cli_write_json(cmd, doc, outpath);
+        json_decref(doc);
+        if (code == CLI_EXIT_OK && outpath && strcmp(outpath, "-") != 0) {
+            fprintf(stderr, "wrote %s: ", outpath);
+            print_algorithm_line(stderr, a);
+            fprintf(stderr, "\n");
+        }
+    }
+    algorithm_free(a);
+    collective_free(&c);
+    topology_free(t);
+    return code;
+}
+
+int cli_cmd_baselines(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("Usage: collsynth baselines\n\nLists the baselines, the collectives each "
+                   "implements, and what they are.\n");
+            return CLI_EXIT_OK;
+        }
+        return cli_usage_error("baselines", "unexpected argument '%s'", argv[i]);
+    }
+    int n = 0;
+    const cs_baseline_info *b = baseline_list(&n);
+    for (int i = 0; i < n; i++) {
+        printf("%-19s", b[i].name);
+        bool first = true;
+        for (int k = 0; k < CS_COLL_KIND_COUNT; k++)
+            if (baseline_supports(b[i].name, (cs_coll_kind)k)) {
+                printf("%s%s", first ? "" : ",", collective_kind_name((cs_coll_kind)k));
+                first = false;
+            }
+        printf("\n%19s%s\n", "", b[i].description);
+    }
+    return CLI_EXIT_OK;
+}

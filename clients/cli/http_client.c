@@ -1,0 +1,225 @@
+/*
+ * http_client.c - libcurl under the remote CLI.
+ *
+ * Kept deliberately small: one easy handle per request (the CLI makes a
+ * handful of requests per run, so connection reuse is not worth the state),
+ * the body collected into a growing buffer, the token sent as
+ * "Authorization: Bearer ...".  The distinction that matters to callers is
+ * between "no answer" (curl error: refused, resolve, timeout), which the CLI
+ * reports as exit code 3, and "an answer with an error status", which carries
+ * the server's own error object.
+ */
+#include "http_client.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void cs_http_global_init(void) { pthread_once(&global_once, global_init_once); }
+
+int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
+                        double timeout_s, cs_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (base == NULL || base[0] == '\0')
+        return cs_error_set(err, CS_EINVAL, "server",
+                            "no server given (use --server URL or COLLSYNTH_SERVER)");
+    size_t n = strlen(base);
+    if (n >= sizeof c->base_url)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL is too long (%zu bytes)", n);
+    if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0) {
+        /* "host:port" is accepted and means plain http */
+        if (strstr(base, "://") != NULL)
+            return cs_error_set(err, CS_EINVAL, "server",
+                                "server URL '%s' must start with http:// or https://", base);
+        if (n + 7 >= sizeof c->base_url)
+            return cs_error_set(err, CS_EINVAL, "server", "server URL is too long");
+        snprintf(c->base_url, sizeof c->base_url, "http://%s", base);
+    } else {
+        memcpy(c->base_url, base, n + 1);
+    }
+    n = strlen(c->base_url);
+    while (n > 0 && c->base_url[n - 1] == '/')
+        c->base_url[--n] = '\0';
+    if (token != NULL) {
+        size_t tl = strlen(token);
+        while (tl > 0 && (token[tl - 1] == '\n' || token[tl - 1] == '\r' || token[tl - 1] == ' '))
+            tl--;
+        if (tl >= sizeof c->token)
+            return cs_error_set(err, CS_EINVAL, "token", "token is too long (%zu bytes)", tl);
+        memcpy(c->token, token, tl);
+        c->token[tl] = '\0';
+    }
+    c->timeout_s = timeout_s;
+    return CS_OK;
+}
+
+typedef struct body_buf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} body_buf;
+
+static size_t collect_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    body_buf *b = ud;
+    size_t n = size * nmemb;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return 0;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+int cs_http_request(const cs_http_client *c, const char *method, const char *path,
+                    const char *body, cs_http_response *resp, cs_error *err)
+{
+    memset(resp, 0, sizeof *resp);
+    cs_http_global_init();
+    size_t url_len = strlen(c->base_url) + strlen(path) + 1;
+    char *url = malloc(url_len);
+    if (url == NULL)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    snprintf(url, url_len, "%s%s", c->base_url, path);
+
+    CURL *h = curl_easy_init();
+    if (h == NULL) {
+        free(url);
+        return cs_error_set(err, CS_ENOMEM, NULL, "curl_easy_init failed");
+    }
+    body_buf b = {0};
+    struct curl_slist *headers = NULL;
+    char auth[600];
+    headers = curl_slist_append(headers, "Accept: application/json");
+    if (c->token[0] != '\0') {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
+        headers = curl_slist_append(headers, auth);
+    }
+    if (body != NULL)
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+
+    long timeout_ms = (long)((c->timeout_s > 0 ? c->timeout_s : 60.0) * 1000.0);
+    long connect_ms = (long)((c->connect_timeout_s > 0 ? c->connect_timeout_s : 5.0) * 1000.0);
+    if (connect_ms > timeout_ms)
+        connect_ms = timeout_ms;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "collsynth-cli");
+    if (body != NULL) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode cc = curl_easy_perform(h);
+    int rc = CS_OK;
+    if (b.oom) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory reading the answer");
+    } else if (cc != CURLE_OK) {
+        resp->unreachable = true;
+        rc = cs_error_set(err, CS_EIO, "server", "cannot reach %s: %s", c->base_url,
+                          curl_easy_strerror(cc));
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+        char *ct = NULL;
+        if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct != NULL)
+            snprintf(resp->content_type, sizeof resp->content_type, "%s", ct);
+        if (b.data == NULL) {
+            b.data = calloc(1, 1);
+            if (b.data == NULL)
+                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        }
+        resp->body = b.data;
+        resp->len = b.len;
+        b.data = NULL;
+    }
+    free(b.data);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(h);
+    free(url);
+    return rc;
+}
+
+void cs_http_response_free(cs_http_response *resp)
+{
+    if (resp == NULL)
+        return;
+    free(resp->body);
+    resp->body = NULL;
+    resp->len = 0;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    if (n == 0)
+        return;
+    snprintf(dst, n, "%s", src != NULL ? src : "");
+}
+
+bool cs_http_error_from_body(const cs_http_response *resp, char *code, size_t code_len,
+                             char *message, size_t message_len, char *field,
+                             size_t field_len)
+{
+    copy_str(code, code_len, "");
+    copy_str(message, message_len, "");
+    copy_str(field, field_len, "");
+    if (resp->body == NULL)
+        return false;
+    json_t *doc = json_loadb(resp->body, resp->len, 0, NULL);
+    json_t *e = doc != NULL ? json_object_get(doc, "error") : NULL;
+    bool ok = json_is_object(e);
+    if (ok) {
+        copy_str(code, code_len, json_string_value(json_object_get(e, "code")));
+        copy_str(message, message_len, json_string_value(json_object_get(e, "message")));
+        copy_str(field, field_len, json_string_value(json_object_get(e, "field")));
+    } else if (json_is_string(e)) {
+        copy_str(message, message_len, json_string_value(e));
+        ok = true;
+    }
+    json_decref(doc);
+    return ok;
+}
+
+char *cs_http_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(3 * n + 1);
+    if (out == NULL)
+        return NULL;
+    char *p = out;
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        unsigned char ch = *q;
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == ':') {
+            *p++ = (char)ch;
+        } else {
+            *p++ = '%';
+            *p++ = hex[ch >> 4];
+            *p++ = hex[ch & 15];
+        }
+    }
+    *p = '\0';
+    return out;
+}

@@ -1,0 +1,121 @@
+/*
+ * main.c - the collsynth command-line tool: global options, the command
+ * table, dispatch and the global --help.
+ *
+ *     collsynth [--server URL] COMMAND [ARGS...]
+ *
+ * The table below is the only place that knows the commands.  ADDING A
+ * COMMAND is one line in `commands[]` plus its declaration in cli.h (the
+ * function lives in its own clients/cli/cli_*.c file).  Each command parses
+ * its own arguments, prints its own --help, and returns the exit code
+ * (cli.h: 0 ok, 1 negative result, 2 usage or input error, 3 internal).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_command {
+    const char *name;
+    cli_fn fn;
+    const char *help; /* one line for the global --help */
+} cli_command;
+
+static const cli_command commands[] = {
+    {"topo", cli_cmd_topo, "show a topology (builtin name or JSON file): topo show|list"},
+    {"verify", cli_cmd_verify, "check an algorithm on a topology: valid (0) or invalid (1)"},
+    {"simulate", cli_cmd_simulate, "simulate an algorithm: completion time, link utilization"},
+    {"baseline", cli_cmd_baseline, "generate a hand-designed algorithm (ring, bine-tree, ...)"},
+    {"baselines", cli_cmd_baselines, "list the baselines and the collectives they implement"},
+    {"submit", cli_cmd_submit, "ask collsynthd for a synthesis (remote): submit TOPO COLLECTIVE"},
+    {"status", cli_cmd_status, "a remote job's status and progress: status JOB"},
+    {"wait", cli_cmd_wait, "wait for a remote job, with progress: wait JOB"},
+    {"get", cli_cmd_get, "fetch a stored result as json, msccl-xml or cuda: get KEY"},
+    {"cancel", cli_cmd_cancel, "cancel a remote job: cancel JOB"},
+    {"topologies", cli_cmd_topologies, "list builtin topologies (the server's, or this build's)"},
+};
+
+#define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: collsynth [--server URL] COMMAND [ARGS...]\n"
+            "\n"
+            "Synthesizes and checks collective-communication algorithms for GPU networks.\n"
+            "\n"
+            "Commands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+    fprintf(f,
+            "\n"
+            "Global options:\n"
+            "  --server URL  the collsynthd to talk to (remote commands; default\n"
+            "                $COLLSYNTH_SERVER)\n"
+            "  -h, --help    this help; 'collsynth COMMAND --help' for a command\n"
+            "\n"
+            "Topologies: a builtin name (ring:8, dgx1, torus2d:4x4, ...; see\n"
+            "'collsynth topo list') or a Topology JSON file.\n"
+            "\n"
+            "Exit codes: 0 ok, 1 negative result (invalid algorithm, no algorithm\n"
+            "exists), 2 usage or input error, 3 internal error.\n");
+}
+
+static const cli_command *find_command(const char *name)
+{
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    cli_globals g = {argv[0], getenv("COLLSYNTH_SERVER")};
+    if (g.server && !*g.server)
+        g.server = NULL;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *v = NULL;
+        if (cli_is_help(argv[i])) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        int m = cli_option(NULL, argc, argv, &i, "--server", &v);
+        if (m < 0)
+            return CLI_EXIT_USAGE;
+        if (m > 0) {
+            g.server = v;
+            continue;
+        }
+        fprintf(stderr, "collsynth: unknown option '%s'\n", argv[i]);
+        fprintf(stderr, "Try 'collsynth --help'.\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    /* "collsynth help [COMMAND]" */
+    if (strcmp(argv[i], "help") == 0) {
+        if (i + 1 >= argc) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        const cli_command *c = find_command(argv[i + 1]);
+        if (!c) {
+            fprintf(stderr, "collsynth: unknown command '%s'\nTry 'collsynth --help'.\n",
+                    argv[i + 1]);
+            return CLI_EXIT_USAGE;
+        }
+        char *hargv[] = {argv[i + 1], "--help", NULL};
+        return c->fn(2, hargv, &g);
+    }
+    const cli_command *c = find_command(argv[i]);
+    if (!c) {
+        fprintf(stderr, "collsynth: unknown command '%s'\nTry 'collsynth --help'.\n", argv[i]);
+        return CLI_EXIT_USAGE;
+    }
+    return c->fn(argc - i, argv + i, &g);
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# End-to-end run of the collsynth SPANK hook in a real Slurm on loopback
+# (driven by tests/test_slurm.c, which checks what this records).
+#
+#   clients/slurm/e2e.sh OUT_DIR PLUGIN_SO COLLSYNTHD
+#
+# Starts munge, slurmctld and slurmd in a temporary directory with a generated
+# slurm.conf whose plugstack.conf loads PLUGIN_SO, and collsynthd (--port 0,
+# a temporary data directory).  Then runs one srun per scenario and records its
+# stdout, stderr and exit code as OUT_DIR/<scenario>.{out,err,rc}:
+#   up      collsynthd running, a GPU step (CUDA_VISIBLE_DEVICES set)
+#   nogpu   collsynthd running, a step without GPUs (the hook stays silent)
+#   down    collsynthd stopped (the job still runs, one warning line)
+#   slow    a server that accepts and never answers, timeout=1
+# Every daemon it started is stopped on exit, whatever happens.
+# Extra plugstack arguments for `up`: E2E_UP_ARGS (default "timeout=40").
+set -u
+OUT=$1; PLUGIN=$(realpath "$2"); DAEMON=$(realpath "$3")
+mkdir -p "$OUT"
+D=$(mktemp -d /tmp/collsynth-slurm.XXXXXX)
+chmod 755 "$D"
+export SLURM_CONF=$D/etc/slurm.conf
+PIDS_TO_STOP=()
+log() { echo "e2e: $*" >&2; }
+
+stop_pidfile() {  # stops the daemon whose pid is in $1 and waits for it
+    local f=$1 pid
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f" 2>/dev/null) || return 0
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
+}
+cleanup() {
+    for p in "${PIDS_TO_STOP[@]}"; do
+        kill "$p" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null
+    done
+    stop_pidfile "$D/run/slurmd.pid"
+    stop_pidfile "$D/run/slurmctld.pid"
+    stop_pidfile "$D/run/munged.pid"
+    cp "$D"/log/*.log "$OUT"/ 2>/dev/null
+    rm -rf "$D"
+}
+trap cleanup EXIT
+
+for tool in munged mungekey slurmctld slurmd srun sinfo scontrol; do
+    command -v "$tool" >/dev/null || { log "missing $tool (scripts/deps.sh test)"; exit 77; }
+done
+mkdir -p "$D"/{etc,run,log,spool/ctld,spool/d,munge,data,tmp}
+chmod 755 "$D/munge"
+
+# ---- munge ---------------------------------------------------------------------
+mungekey --create --keyfile="$D/munge/munge.key" || exit 1
+chmod 600 "$D/munge/munge.key"
+munged --socket="$D/munge/sock" --key-file="$D/munge/munge.key" --pid-file="$D/run/munged.pid" \
+    --log-file="$D/log/munged.log" --seed-file="$D/munge/seed" || { log "munged failed"; exit 1; }
+
+# ---- slurm ---------------------------------------------------------------------
+cat >"$SLURM_CONF" <<EOF
+ClusterName=collsynthtest
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$D/munge/sock
+SlurmctldPort=$((17000 + RANDOM % 2000))
+SlurmdPort=$((19000 + RANDOM % 2000))
+StateSaveLocation=$D/spool/ctld
+SlurmdSpoolDir=$D/spool/d
+SlurmctldPidFile=$D/run/slurmctld.pid
+SlurmdPidFile=$D/run/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.log
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+ReturnToService=2
+PlugStackConfig=$D/etc/plugstack.conf
+NodeName=localhost CPUs=2 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+EOF
+: >"$D/etc/plugstack.conf"
+slurmctld -f "$SLURM_CONF" || { log "slurmctld failed"; exit 1; }
+slurmd -f "$SLURM_CONF" -N localhost || { log "slurmd failed"; exit 1; }
+for _ in $(seq 100); do
+    [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break
+    sleep 0.1
+done
+[ "$(sinfo -h -o %T 2>/dev/null)" = idle ] || { log "node not idle: $(sinfo -h -o %T)"; exit 1; }
+
+# ---- collsynthd --------------------------------------------------------------------
+"$DAEMON" --port 0 --data-dir "$D/data" >"$D/log/collsynthd.log" 2>&1 &
+DAEMON_PID=$!
+PIDS_TO_STOP+=("$DAEMON_PID")
+URL=""
+for _ in $(seq 100); do
+    URL=$(grep -o -m1 -E 'https?://[^ /"]+' "$D/log/collsynthd.log" 2>/dev/null | head -n 1)
+    [ -n "$URL" ] && curl -fsS -m 2 "$URL/v1/health" >/dev/null 2>&1 && break
+    URL=""
+    sleep 0.1
+done
+[ -n "$URL" ] || { log "collsynthd did not start:"; cat "$D/log/collsynthd.log" >&2; exit 1; }
+log "collsynthd at $URL"
+
+# ---- the cluster description: this one node has a 4-GPU ring --------------------
+cat >"$D/etc/cluster.json" <<EOF
+{
+  "name": "e2e",
+  "node_types": { "quad": {"topology": "ring:4"} },
+  "nodes": [ {"names": "localhost", "type": "quad"} ],
+  "fabric": {"kind": "switch", "gbps": 12.5, "alpha_us": 3.0}
+}
+EOF
+echo "e2e-secret-token" >"$D/etc/token"
+
+# What each task reports: the variables the hook sets, and the files it wrote.
+cat >"$D/task.sh" <<'EOF'
+#!/bin/sh
+env | grep -E '^(MSCCL_XML_FILES|NCCL_ALGO|MSCCL_ALGO_DIR|COLLSYNTH_RESULT_KEYS)=' | sort
+if [ -n "${MSCCL_ALGO_DIR:-}" ] && [ -d "$MSCCL_ALGO_DIR" ]; then
+    for f in "$MSCCL_ALGO_DIR"/*.xml; do
+        echo "FILE $(basename "$f") $(grep -o '<algo[^>]*>' "$f" | head -n 1)"
+    done
+fi
+for f in $(echo "${MSCCL_XML_FILES:-}" | tr ':' ' '); do
+    [ -f "$f" ] && echo "XMLFILE $(basename "$f") $(grep -o '<algo[^>]*>' "$f" | head -n 1)"
+done
+echo "TASK_RAN rank=${SLURM_PROCID:-?}"
+EOF
+chmod 755 "$D/task.sh"
+
+run_step() {  # name, plugstack args, extra env assignment (may be "")
+    local name=$1 args=$2 envset=$3
+    echo "optional $PLUGIN $args" >"$D/etc/plugstack.conf"
+    local start=$(date +%s.%N)
+    if [ -n "$envset" ]; then
+        env "$envset" TMPDIR="$D/tmp" timeout 90 srun -N1 -n1 --export=ALL "$D/task.sh" \
+            >"$OUT/$name.out" 2>"$OUT/$name.err"
+    else
+        env -u CUDA_VISIBLE_DEVICES TMPDIR="$D/tmp" timeout 90 srun -N1 -n1 --export=ALL \
+            "$D/task.sh" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    fi
+    echo $? >"$OUT/$name.rc"
+    echo "$(date +%s.%N) - $start" | bc >"$OUT/$name.seconds"
+    ls "$D/tmp" >"$OUT/$name.tmp_after" 2>/dev/null
+    log "$name: rc $(cat "$OUT/$name.rc") in $(cat "$OUT/$name.seconds") s"
+}
+
+COMMON="server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/token"
+run_step up "$COMMON ${E2E_UP_ARGS:-timeout=40}" CUDA_VISIBLE_DEVICES=0,1,2,3
+run_step nogpu "$COMMON timeout=5" ""
+
+# the service is down: the job must run unchanged
+kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
+run_step down "$COMMON timeout=3" CUDA_VISIBLE_DEVICES=0,1,2,3
+
+# a server that accepts connections and never answers
+python3 -c '
+import socket, time, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+conns = []
+end = time.time() + 60
+while time.time() < end:
+    s.settimeout(1.0)
+    try: conns.append(s.accept()[0])
+    except socket.timeout: pass
+' >"$D/run/slow.port" &
+SLOW_PID=$!
+PIDS_TO_STOP+=("$SLOW_PID")
+for _ in $(seq 50); do [ -s "$D/run/slow.port" ] && break; sleep 0.1; done
+run_step slow "server=http://127.0.0.1:$(cat "$D/run/slow.port") cluster=$D/etc/cluster.json timeout=1" \
+    CUDA_VISIBLE_DEVICES=0,1,2,3
+
+# the node must still be usable (a failing hook would have drained it)
+sinfo -h -o %T >"$OUT/node_state"
+exit 0

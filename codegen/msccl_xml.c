@@ -1,0 +1,505 @@
+/*
+ * msccl_xml.c - MSCCL XML emission from the shared lowering (codegen_plan.c).
+ *
+ * Per rank: one thread block per (peer, channel) that rank talks to, plus a
+ * local block for final copies.  Steps keep the plan's key order, which is
+ * what makes the document deadlock-free (codegen_plan.h).  Dependencies on
+ * other blocks become depid/deps; dependencies inside one block are implied
+ * by step order and dropped.  Several blocks to wait for become leading nops
+ * (the old runtime accumulates the dependencies of nops into the next real
+ * step and requires that step to carry the last one).  Flags are monotonic in
+ * both runtimes, so waiting on the latest step of a block covers its earlier
+ * steps: one dependency per block is enough.
+ *
+ * The text is written for the old runtime's tokenizer: attributes separated
+ * by single spaces, values in double quotes, "/>" right after the last value,
+ * indentation with spaces only, no XML declaration and no comments.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen_plan.h"
+#include "msccl_xml.h"
+
+#define MSCCL_MAX_TB 216
+#define MSCCL_MAX_STEPS 256
+#define MSCCL_MAX_CHANNELS 32
+#define MSCCL_MAX_TB_PER_CHANNEL 32
+#define MSCCL_MAX_ELEMENTS 4096
+#define MSCCL_MAX_CNT 71
+#define EXECUTOR_MAX_TB 1024
+#define EXECUTOR_MAX_STEPS 64
+#define EXECUTOR_MAX_CHANNELS 32
+#define UNLIMITED_BYTES 4611686018427387904LL /* 2^62: "no limit" in both runtimes */
+
+void msccl_options_default(cs_msccl_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->runtime = CS_MSCCL_RUNTIME_AUTO;
+}
+
+int msccl_runtime_from_name(const char *name, cs_msccl_runtime *out, cs_error *err)
+{
+    if (name && strcmp(name, "auto") == 0)
+        *out = CS_MSCCL_RUNTIME_AUTO;
+    else if (name && strcmp(name, "msccl") == 0)
+        *out = CS_MSCCL_RUNTIME_MSCCL;
+    else if (name && strcmp(name, "msccl-executor") == 0)
+        *out = CS_MSCCL_RUNTIME_EXECUTOR;
+    else
+        return cs_error_set(err, CS_EINVAL, "runtime",
+                            "unknown MSCCL runtime \"%s\" (accepted: auto, msccl, msccl-executor)",
+                            name ? name : "");
+    return CS_OK;
+}
+
+const char *msccl_runtime_name(cs_msccl_runtime runtime)
+{
+    switch (runtime) {
+    case CS_MSCCL_RUNTIME_MSCCL:
+        return "msccl";
+    case CS_MSCCL_RUNTIME_EXECUTOR:
+        return "msccl-executor";
+    default:
+        return "auto";
+    }
+}
+
+const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime rt)
+{
+    bool old = rt == CS_MSCCL_RUNTIME_MSCCL;
+    switch (kind) {
+    case CS_COLL_ALLREDUCE:
+        return "allreduce";
+    case CS_COLL_ALLGATHER:
+        return "allgather";
+    case CS_COLL_REDUCE:
+        return "reduce";
+    case CS_COLL_BROADCAST:
+        return "broadcast";
+    case CS_COLL_ALLTOALL:
+        return "alltoall";
+    case CS_COLL_REDUCESCATTER:
+        return old ? "reduce_scatter" : "reducescatter";
+    case CS_COLL_GATHER:
+        return old ? "custom" : "gather";
+    case CS_COLL_SCATTER:
+        return old ? "custom" : "scatter";
+    case CS_COLL_CUSTOM:
+        return rt == CS_MSCCL_RUNTIME_EXECUTOR ? NULL : "custom";
+    default:
+        return NULL;
+    }
+}
+
+typedef struct limits {
+    int max_tb, max_steps, max_channels, max_tb_per_channel, max_elements;
+} limits;
+
+static limits runtime_limits(cs_msccl_runtime rt)
+{
+    switch (rt) {
+    case CS_MSCCL_RUNTIME_MSCCL:
+        return (limits){MSCCL_MAX_TB, MSCCL_MAX_STEPS, MSCCL_MAX_CHANNELS,
+                        MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS};
+    case CS_MSCCL_RUNTIME_EXECUTOR:
+        return (limits){EXECUTOR_MAX_TB, EXECUTOR_MAX_STEPS, EXECUTOR_MAX_CHANNELS, 0, 0};
+    default:
+        return (limits){MSCCL_MAX_TB, EXECUTOR_MAX_STEPS, MSCCL_MAX_CHANNELS,
+                        MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS};
+    }
+}
+
+/* ---- per-rank thread blocks ---------------------------------------------- */
+
+typedef struct tb_info {
+    int peer, chan;   /* peer -1: the local block */
+    bool sends, recvs;
+    long nops;        /* lops in this block */
+    long nsteps;      /* XML steps, nops included */
+} tb_info;
+
+typedef struct rank_layout {
+    int ntb;
+    tb_info *tbs;
+    int *lop_tb;      /* per lop of the rank (index in the rank's sorted list) */
+    long *lop_pos;    /* XML step index of the lop */
+    int *lop_nnop;    /* nops in front of it */
+    char *hasdep;
+} rank_layout;
+
+static void layout_free(rank_layout *L)
+{
+    free(L->tbs);
+    free(L->lop_tb);
+    free(L->lop_pos);
+    free(L->lop_nnop);
+    free(L->hasdep);
+    memset(L, 0, sizeof *L);
+}
+
+static int cmp_tb(const void *x, const void *y)
+{
+    const tb_info *a = x, *b = y;
+    if ((a->peer < 0) != (b->peer < 0))
+        return a->peer < 0 ? 1 : -1; /* local block last */
+    if (a->chan != b->chan)
+        return a->chan < b->chan ? -1 : 1;
+    return (a->peer > b->peer) - (a->peer < b->peer);
+}
+
+static int find_tb(const rank_layout *L, int peer, int chan)
+{
+    int lo = 0, hi = L->ntb - 1;
+    tb_info key = {.peer = peer, .chan = chan};
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int c = cmp_tb(&key, &L->tbs[mid]);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
+    }
+    return -1;
+}
+
+/* Position of lop (global id) within its rank's sorted list. */
+static long *build_rank_index(const cg_plan *p)
+{
+    long *idx = malloc((size_t)(p->nlops ? p->nlops : 1) * sizeof *idx);
+    if (!idx)
+        return NULL;
+    for (int r = 0; r < p->ranks; r++)
+        for (long k = p->rank_begin[r]; k < p->rank_begin[r + 1]; k++)
+            idx[p->rank_lops[k]] = k - p->rank_begin[r];
+    return idx;
+}
+
+static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_layout *L,
+                       cs_error *err)
+{
+    long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
+    size_t nn = (size_t)(n ? n : 1);
+    memset(L, 0, sizeof *L);
+    L->tbs = malloc(nn * sizeof(tb_info));
+    L->lop_tb = malloc(nn * sizeof(int));
+    L->lop_pos = malloc(nn * sizeof(long));
+    L->lop_nnop = malloc(nn * sizeof(int));
+    L->hasdep = calloc(nn, 1);
+    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->hasdep)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    /* distinct blocks */
+    for (long k = 0; k < n; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        L->tbs[L->ntb++] = (tb_info){l->kind == CG_COPY ? -1 : l->peer,
+                                     l->kind == CG_COPY ? 0 : l->chan, false, false, 0, 0};
+    }
+    qsort(L->tbs, (size_t)L->ntb, sizeof(tb_info), cmp_tb);
+    int m = 0;
+    for (int k = 0; k < L->ntb; k++)
+        if (m == 0 || cmp_tb(&L->tbs[k], &L->tbs[m - 1]) != 0)
+            L->tbs[m++] = L->tbs[k];
+    L->ntb = m;
+    /* block of each op, and how many other blocks it waits for */
+    for (long k = 0; k < n; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        int tb = find_tb(L, l->kind == CG_COPY ? -1 : l->peer, l->kind == CG_COPY ? 0 : l->chan);
+        if (tb < 0)
+            return cs_error_set(err, CS_EINTERNAL, "", "thread block lookup failed");
+        L->lop_tb[k] = tb;
+        if (l->kind == CG_SEND)
+            L->tbs[tb].sends = true;
+        if (l->kind == CG_RECV)
+            L->tbs[tb].recvs = true;
+    }
+    for (long k = 0; k < n; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        int distinct = 0;
+        for (int d = 0; d < l->ndeps; d++) {
+            int dtb = L->lop_tb[rank_index[p->deps[l->dep_begin + d]]];
+            if (dtb == L->lop_tb[k])
+                continue;
+            bool seen = false;
+            for (int e = 0; e < d && !seen; e++)
+                seen = L->lop_tb[rank_index[p->deps[l->dep_begin + e]]] == dtb;
+            distinct += !seen;
+        }
+        L->lop_nnop[k] = distinct > 1 ? distinct - 1 : 0;
+        tb_info *tb = &L->tbs[L->lop_tb[k]];
+        tb->nsteps += L->lop_nnop[k];
+        L->lop_pos[k] = tb->nsteps++;
+        tb->nops++;
+    }
+    /* who is waited for */
+    for (long k = 0; k < n; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        for (int d = 0; d < l->ndeps; d++) {
+            long dk = rank_index[p->deps[l->dep_begin + d]];
+            if (L->lop_tb[dk] != L->lop_tb[k])
+                L->hasdep[dk] = 1;
+        }
+    }
+    return CS_OK;
+}
+
+static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_runtime rt,
+                        long *elements, cs_error *err)
+{
+    limits lim = runtime_limits(rt);
+    const char *rname = msccl_runtime_name(rt);
+    if (L->ntb > lim.max_tb)
+        return cs_error_set(err, CS_ELIMIT, "runtime",
+                            "rank %d needs %d thread blocks; the %s runtime allows at most %d "
+                            "(thread block ids 0..%d)", r, L->ntb, rname, lim.max_tb, lim.max_tb - 1);
+    long steps = 0;
+    for (int k = 0; k < L->ntb; k++) {
+        if (L->tbs[k].nsteps > lim.max_steps)
+            return cs_error_set(err, CS_ELIMIT, "runtime",
+                                "rank %d thread block %d needs %ld steps; the %s runtime allows "
+                                "step s <= %d", r, k, L->tbs[k].nsteps, rname, lim.max_steps - 1);
+        steps += L->tbs[k].nsteps;
+    }
+    if (p->nchannels > lim.max_channels)
+        return cs_error_set(err, CS_ELIMIT, "runtime",
+                            "the algorithm needs %d channels; the %s runtime allows chan < %d",
+                            p->nchannels, rname, lim.max_channels);
+    if (lim.max_tb_per_channel) {
+        for (int c = 0; c < p->nchannels; c++) {
+            int ns = 0, nr = 0;
+            for (int k = 0; k < L->ntb; k++) {
+                if (L->tbs[k].chan != c || L->tbs[k].peer < 0)
+                    continue;
+                ns += L->tbs[k].sends;
+                nr += L->tbs[k].recvs;
+            }
+            if (ns > lim.max_tb_per_channel || nr > lim.max_tb_per_channel)
+                return cs_error_set(err, CS_ELIMIT, "runtime",
+                                    "rank %d has %d sending and %d receiving thread blocks on "
+                                    "channel %d; the %s runtime allows %d of each per channel",
+                                    r, ns, nr, c, rname, lim.max_tb_per_channel);
+        }
+    }
+    /* elements parsed by one rank: algo, every gpu, its blocks and steps */
+    *elements = 1 + p->ranks + L->ntb + steps;
+    if (lim.max_elements && *elements >= lim.max_elements)
+        return cs_error_set(err, CS_ELIMIT, "runtime",
+                            "rank %d's part has %ld XML elements; the %s runtime reads fewer "
+                            "than %d per rank", r, *elements, rname, lim.max_elements);
+    (void)MSCCL_MAX_CNT; /* every step moves one chunk: cnt="1" */
+    return CS_OK;
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+static void put_step(cg_buf *b, long s, const char *type, cg_slot src, cg_slot dst, int cnt,
+                     int depid, long deps, int hasdep)
+{
+    cg_printf(b, "      <step s=\"%ld\" type=\"%s\" srcbuf=\"%c\" srcoff=\"%d\" dstbuf=\"%c\" "
+              "dstoff=\"%d\" cnt=\"%d\" depid=\"%d\" deps=\"%ld\" hasdep=\"%d\"/>\n",
+              s, type, src.buf, src.off, dst.buf, dst.off, cnt, depid, deps, hasdep);
+}
+
+static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
+                     const long *rank_index, int i_chunks, int o_chunks)
+{
+    long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
+    cg_printf(b, "  <gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"%d\">\n", r,
+              i_chunks, o_chunks, p->s_chunks[r]);
+    int *dep_tb = malloc(sizeof(int) * (size_t)(L->ntb ? L->ntb : 1));
+    long *dep_pos = malloc(sizeof(long) * (size_t)(L->ntb ? L->ntb : 1));
+    if (!dep_tb || !dep_pos) {
+        free(dep_tb);
+        free(dep_pos);
+        return CS_ENOMEM;
+    }
+    for (int t = 0; t < L->ntb; t++) {
+        const tb_info *tb = &L->tbs[t];
+        cg_printf(b, "    <tb id=\"%d\" send=\"%d\" recv=\"%d\" chan=\"%d\">\n", t,
+                  tb->sends ? tb->peer : -1, tb->recvs ? tb->peer : -1, tb->chan);
+        for (long k = 0; k < n; k++) {
+            if (L->lop_tb[k] != t)
+                continue;
+            const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+            /* latest step of each other block this op waits for */
+            int nd = 0;
+            for (int d = 0; d < l->ndeps; d++) {
+                long dk = rank_index[p->deps[l->dep_begin + d]];
+                int dtb = L->lop_tb[dk];
+                if (dtb == t)
+                    continue;
+                int e = 0;
+                while (e < nd && dep_tb[e] != dtb)
+                    e++;
+                if (e == nd) {
+                    dep_tb[nd] = dtb;
+                    dep_pos[nd++] = L->lop_pos[dk];
+                } else if (L->lop_pos[dk] > dep_pos[e]) {
+                    dep_pos[e] = L->lop_pos[dk];
+                }
+            }
+            long s = L->lop_pos[k] - L->lop_nnop[k];
+            cg_slot none = {'i', -1}, none_o = {'o', -1};
+            for (int e = 0; e + 1 < nd; e++)
+                put_step(b, s++, "nop", none, none_o, 0, dep_tb[e], dep_pos[e], 0);
+            int depid = nd ? dep_tb[nd - 1] : -1;
+            long deps = nd ? dep_pos[nd - 1] : -1;
+            int hd = L->hasdep[k];
+            switch (l->kind) {
+            case CG_SEND:
+                put_step(b, s, "s", l->src, l->dst, 1, depid, deps, hd);
+                break;
+            case CG_RECV:
+                if (l->op == CS_OP_REDUCE)
+                    put_step(b, s, "rrc", l->red, l->dst, 1, depid, deps, hd);
+                else
+                    put_step(b, s, "r", l->src, l->dst, 1, depid, deps, hd);
+                break;
+            default:
+                put_step(b, s, "cpy", l->src, l->dst, 1, depid, deps, hd);
+                break;
+            }
+        }
+        cg_puts(b, "    </tb>\n");
+    }
+    free(dep_tb);
+    free(dep_pos);
+    cg_puts(b, "  </gpu>\n");
+    return CS_OK;
+}
+
+static void default_name(const cs_algorithm *a, char *out, size_t n)
+{
+    snprintf(out, n, "collsynth-%s-%s-%s", a->method[0] ? a->method : "alg",
+             collective_kind_name(a->collective.kind), a->topology[0] ? a->topology : "topo");
+}
+
+/* Attribute-safe copy: the old runtime's tokenizer knows no entities. */
+static int clean_name(const char *in, char *out, size_t n, cs_error *err)
+{
+    size_t k = 0;
+    for (const char *c = in; *c; c++) {
+        if (k + 1 >= n || k >= 120)
+            break;
+        unsigned char ch = (unsigned char)*c;
+        if (ch == '"' || ch == '<' || ch == '>' || ch == '&' || ch < 0x20 || ch == 0x7f)
+            return cs_error_set(err, CS_EINVAL, "name",
+                                "algorithm name contains '%c'; use letters, digits and -_.:", ch);
+        out[k++] = ch == ' ' ? '_' : (char)ch;
+    }
+    out[k] = 0;
+    if (!k)
+        return cs_error_set(err, CS_EINVAL, "name", "algorithm name is empty");
+    return CS_OK;
+}
+
+int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
+                       char **out, size_t *len, cs_error *err)
+{
+    cs_msccl_options dflt;
+    msccl_options_default(&dflt);
+    if (!opt)
+        opt = &dflt;
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!a)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
+    if (opt->runtime < CS_MSCCL_RUNTIME_AUTO || opt->runtime > CS_MSCCL_RUNTIME_EXECUTOR)
+        return cs_error_set(err, CS_EINVAL, "runtime", "unknown runtime %d", (int)opt->runtime);
+    const char *proto = opt->proto ? opt->proto : "Simple";
+    if (strcmp(proto, "Simple") && strcmp(proto, "LL") && strcmp(proto, "LL128"))
+        return cs_error_set(err, CS_EINVAL, "proto",
+                            "protocol \"%s\" is not one of Simple, LL, LL128", proto);
+    if (opt->min_bytes < 0 || opt->max_bytes < 0 ||
+        (opt->max_bytes > 0 && opt->min_bytes > opt->max_bytes))
+        return cs_error_set(err, CS_EINVAL, "min_bytes",
+                            "byte range [%lld, %lld] is invalid (0 <= min <= max; max 0 = no limit)",
+                            opt->min_bytes, opt->max_bytes);
+    const char *coll = msccl_coll_name(a->collective.kind, opt->runtime);
+    if (!coll)
+        return cs_error_set(err, CS_EUNSUPPORTED, "collective",
+                            "the %s runtime has no collective for \"%s\"",
+                            msccl_runtime_name(opt->runtime),
+                            collective_kind_name(a->collective.kind));
+    char name[128];
+    if (opt->name) {
+        int rc = clean_name(opt->name, name, sizeof name, err);
+        if (rc != CS_OK)
+            return rc;
+    } else {
+        char raw[3 * CS_NAME_MAX];
+        default_name(a, raw, sizeof raw);
+        size_t k = 0;
+        for (const char *c = raw; *c && k < 120; c++)
+            name[k++] = (*c == '"' || *c == '<' || *c == '>' || *c == '&' || *c == ' ' ||
+                         (unsigned char)*c < 0x20) ? '_' : *c;
+        name[k] = 0;
+    }
+
+    cg_plan *p;
+    int rc = codegen_plan_build(a, t, &p, err);
+    if (rc != CS_OK)
+        return rc;
+    int i_chunks = p->i_chunks, o_chunks = p->o_chunks;
+    int nchunksperloop;
+    switch (p->kind) {
+    case CS_COLL_ALLGATHER:
+    case CS_COLL_GATHER:
+        nchunksperloop = p->o_chunks;
+        break;
+    default:
+        nchunksperloop = p->i_chunks > p->o_chunks ? p->i_chunks : p->o_chunks;
+        break;
+    }
+    if (strcmp(coll, "custom") == 0) /* the old runtime wants both equal to the loop */
+        i_chunks = o_chunks = nchunksperloop;
+    long long max_bytes = opt->max_bytes;
+    if (max_bytes == 0 && opt->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
+        max_bytes = UNLIMITED_BYTES;
+
+    long *rank_index = build_rank_index(p);
+    rank_layout *layouts = calloc((size_t)p->ranks, sizeof *layouts);
+    cg_buf b = {0};
+    if (!rank_index || !layouts) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
+        long elements;
+        rc = layout_rank(p, r, rank_index, &layouts[r], err);
+        if (rc == CS_OK)
+            rc = check_limits(p, &layouts[r], r, opt->runtime, &elements, err);
+    }
+    if (rc != CS_OK)
+        goto done;
+    cg_printf(&b, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
+              "ngpus=\"%d\" coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
+              "maxBytes=\"%lld\" redop=\"sum\">\n",
+              name, proto, p->nchannels, nchunksperloop, p->ranks, coll, p->inplace ? 1 : 0,
+              opt->min_bytes, max_bytes);
+    for (int r = 0; r < p->ranks && rc == CS_OK; r++)
+        rc = emit_rank(&b, p, r, &layouts[r], rank_index, i_chunks, o_chunks);
+    cg_puts(&b, "</algo>\n");
+    if (rc == CS_OK && b.failed)
+        rc = CS_ENOMEM;
+    if (rc == CS_ENOMEM)
+        cs_error_set(err, CS_ENOMEM, "", "out of memory writing the document");
+done:
+    if (layouts)
+        for (int r = 0; r < p->ranks; r++)
+            layout_free(&layouts[r]);
+    free(layouts);
+    free(rank_index);
+    codegen_plan_free(p);
+    if (rc != CS_OK) {
+        free(b.s);
+        return rc;
+    }
+    *out = b.s;
+    if (len)
+        *len = b.len;
+    return CS_OK;
+}

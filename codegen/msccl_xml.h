@@ -1,0 +1,79 @@
+/*
+ * msccl_xml.h - lowers a verified algorithm (SMT, TACOS or baseline) to the
+ * MSCCL algorithm XML that the two MSCCL runtimes load, so a training job can
+ * run it through NCCL/RCCL without new kernels.
+ *
+ *     cs_msccl_options o;
+ *     msccl_options_default(&o);              // runtime auto, Simple, all sizes
+ *     o.min_bytes = 0; o.max_bytes = 1 << 20; // the frontier's crossover sizes
+ *     char *xml; size_t len;
+ *     if (msccl_xml_generate(alg, topo, &o, &xml, &len, &err) == CS_OK) ...; free(xml);
+ *
+ * The document: <algo> with ngpus, nchunksperloop, nchannels, proto, coll,
+ * inplace, outofplace, minBytes, maxBytes, redop; one <gpu> per rank with
+ * i_chunks/o_chunks/s_chunks; one <tb> per (peer, channel) of that rank (send
+ * and receive peer the same rank, ids consecutive from 0) plus one local
+ * block for final copies; <step>s in schedule order with s = 0, 1, ...
+ * Types emitted: s (send), r (receive), rrc (receive, reduce with a local
+ * slot, store), cpy (local copy) and nop (extra dependencies).  A step that
+ * needs data produced (or still read) by another thread block of the same
+ * rank names it with depid/deps; several such blocks become nops in front of
+ * the step, each carrying one dependency, the step itself the last; every
+ * step depended upon has hasdep="1".  One algorithm chunk is one XML chunk
+ * (cnt="1").  Links with several lanes get several channels.
+ *
+ * Buffers use NCCL's layout (allgather output = the ranks' inputs in rank
+ * order, reducescatter input = one block per destination rank, ...).  For
+ * allgather, reducescatter, allreduce, broadcast and reduce the document is
+ * correct both in place and out of place (inplace="1" outofplace="1"): see
+ * codegen_plan.h.  Allreduce (reducescatter + allgather) is one document.
+ *
+ * Runtimes (limits read from their parsers, shared/reference/msccl-xml.md):
+ *  - CS_MSCCL_RUNTIME_MSCCL: the NCCL fork (MSCCL_XML_FILES).  coll names
+ *    reduce_scatter and custom (gather, scatter and custom collectives become
+ *    "custom"); at most 216 thread blocks, channels < 32, 32 send and 32
+ *    receive blocks per channel, step s <= 255, cnt <= 71, fewer than 4096
+ *    XML elements per rank.
+ *  - CS_MSCCL_RUNTIME_EXECUTOR: msccl-executor (MSCCL_ALGO_DIR).  coll names
+ *    reducescatter, gather, scatter; s < 64, thread blocks <= 1024, channels
+ *    <= 32; no custom collectives (CS_EUNSUPPORTED).
+ *  - CS_MSCCL_RUNTIME_AUTO (default): a form both accept: the stricter limit
+ *    of each; the collective names both know (allreduce, allgather, reduce,
+ *    broadcast, alltoall); for reducescatter, gather and scatter no common
+ *    name exists and the executor's name is used.
+ * A document that cannot fit the runtime's limits is CS_ELIMIT with a message
+ * naming the limit, the value and the rank.
+ */
+#ifndef CS_MSCCL_XML_H
+#define CS_MSCCL_XML_H
+
+#include "algorithm.h"
+
+typedef enum cs_msccl_runtime {
+    CS_MSCCL_RUNTIME_AUTO = 0,
+    CS_MSCCL_RUNTIME_MSCCL,
+    CS_MSCCL_RUNTIME_EXECUTOR
+} cs_msccl_runtime;
+
+typedef struct cs_msccl_options {
+    cs_msccl_runtime runtime;
+    const char *name;       /* NULL: "collsynth-<method>-<kind>-<topology>" */
+    const char *proto;      /* NULL: "Simple"; or "LL", "LL128" */
+    long long min_bytes;    /* >= 0 (default 0) */
+    long long max_bytes;    /* 0: no upper limit (default) */
+} cs_msccl_options;
+
+void msccl_options_default(cs_msccl_options *opt);
+/* "auto", "msccl", "msccl-executor"; CS_EINVAL listing them otherwise. */
+int msccl_runtime_from_name(const char *name, cs_msccl_runtime *out, cs_error *err);
+const char *msccl_runtime_name(cs_msccl_runtime runtime);
+/* The coll attribute for a kind under a runtime; NULL when it has none. */
+const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime runtime);
+
+/* t may be NULL (then every link is taken to have one lane: one channel).
+ * On success *out is a malloc'd NUL-terminated document (len without NUL,
+ * len may be NULL). */
+int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t,
+                       const cs_msccl_options *opt, char **out, size_t *len, cs_error *err);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * config.c - option table, environment and flag parsing (see config.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+typedef enum { OPT_STR, OPT_INT, OPT_LONG, OPT_DOUBLE, OPT_BOOL } opt_type;
+
+typedef struct opt_def {
+    const char *flag;     /* without "--" */
+    opt_type type;
+    size_t offset;
+    size_t size;          /* strings: buffer size */
+    double lo, hi;        /* numbers */
+    const char *help;
+} opt_def;
+
+#define OFF(f) offsetof(cs_server_config, f)
+#define SZ(f) sizeof(((cs_server_config *)0)->f)
+
+static const opt_def options[] = {
+    {"listen", OPT_STR, OFF(listen), SZ(listen), 0, 0,
+     "address to listen on (default 127.0.0.1: loopback only)"},
+    {"port", OPT_INT, OFF(port), 0, 0, 65535,
+     "TCP port (default 8470; 0 picks a free port, printed at startup)"},
+    {"data-dir", OPT_STR, OFF(data_dir), SZ(data_dir), 0, 0,
+     "directory for the SQLite store (default ./collsynth-data)"},
+    {"store", OPT_STR, OFF(store), SZ(store), 0, 0,
+     "store URL: sqlite:PATH or postgresql://user@host:port/db (default: sqlite at "
+     "DATA_DIR/collsynth.db)"},
+    {"static-dir", OPT_STR, OFF(static_dir), SZ(static_dir), 0, 0,
+     "dashboard files served at / (default: clients/dashboard next to the binary's build/)"},
+    {"auth-token", OPT_STR, OFF(auth_token), SZ(auth_token), 0, 0,
+     "if set, POST and DELETE need 'Authorization: Bearer TOKEN' (prefer the env variable)"},
+    {"cors-origins", OPT_STR, OFF(cors_origins), SZ(cors_origins), 0, 0,
+     "comma-separated origins allowed by CORS, or * (default: none)"},
+    {"log-format", OPT_STR, OFF(log_format), SZ(log_format), 0, 0,
+     "kv (key=value, default) or json lines, on stderr"},
+    {"log-level", OPT_STR, OFF(log_level), SZ(log_level), 0, 0,
+     "debug, info (default), warn or error"},
+    {"access-log", OPT_BOOL, OFF(access_log), 0, 0, 1,
+     "log every HTTP request (default true)"},
+    {"workers", OPT_INT, OFF(workers), 0, 1, 256,
+     "synthesis worker threads (default 2)"},
+    {"http-threads", OPT_INT, OFF(http_threads), 0, 1, 256,
+     "HTTP thread pool size (default 4)"},
+    {"max-connections", OPT_INT, OFF(max_connections), 0, 1, 100000,
+     "concurrent HTTP connections (default 1024)"},
+    {"max-queued", OPT_LONG, OFF(max_queued), 0, 1, 1e9,
+     "queued jobs before POST answers 429 (default 256)"},
+    {"job-time-limit", OPT_DOUBLE, OFF(job_time_limit_s), 0, 0.01, 1e7,
+     "seconds a job may run before it is stopped and failed (default 600)"},
+    {"max-body-bytes", OPT_LONG, OFF(max_body_bytes), 0, 64, 1e10,
+     "largest request body; larger gets 413 (default 1048576)"},
+    {"cache-mb", OPT_LONG, OFF(cache_mb), 0, 0, 1e6,
+     "memory for cached results and generated code (default 256)"},
+    {"lease", OPT_DOUBLE, OFF(lease_s), 0, 1, 1e6,
+     "seconds without heartbeat before a running job is re-queued (default 30)"},
+    {"max-attempts", OPT_INT, OFF(max_attempts), 0, 1, 100,
+     "runs of one job before it fails as interrupted (default 3)"},
+    {"shutdown-grace", OPT_DOUBLE, OFF(shutdown_grace_s), 0, 0, 3600,
+     "SIGTERM: seconds running jobs may finish before they are re-queued (default 10)"},
+    {"pg-pool", OPT_INT, OFF(pg_pool), 0, 1, 64,
+     "PostgreSQL connections (default 4)"},
+    {"poll", OPT_DOUBLE, OFF(poll_s), 0, 0.05, 60,
+     "seconds between idle workers' looks for fleet work (default 0.5)"},
+    {"max-result-sends", OPT_LONG, OFF(limits.max_sends), 0, 0, 1e12,
+     "refuse requests whose result would hold more sends (JSON size guard; default 300000, "
+     "0 = none)"},
+    {"max-ranks", OPT_INT, OFF(limits.max_ranks), 0, 2, 1 << 24,
+     "largest topology accepted (default 4096 ranks)"},
+    {"smt-max-ranks", OPT_INT, OFF(limits.smt_max_ranks), 0, 0, 4096,
+     "auto policy: SMT only up to this many ranks (default 16)"},
+    {"smt-max-variables", OPT_LONG, OFF(limits.smt_max_variables), 0, 0, 1e12,
+     "auto policy: SMT only up to this estimated variable count (default 50000)"},
+    {"smt-budget", OPT_DOUBLE, OFF(limits.smt_time_budget_s), 0, 0, 1e6,
+     "auto policy: seconds of SMT search before TACOS takes over (default 30)"},
+    {"solver-threads", OPT_INT, OFF(limits.threads), 0, 0, 256,
+     "threads per synthesis (default 0 = CPU count)"},
+};
+
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+void config_defaults(cs_server_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1");
+    c->port = 8470;
+    snprintf(c->data_dir, sizeof c->data_dir, "./collsynth-data");
+    snprintf(c->log_format, sizeof c->log_format, "kv");
+    snprintf(c->log_level, sizeof c->log_level, "info");
+    c->access_log = true;
+    c->workers = 2;
+    c->http_threads = 4;
+    c->max_connections = 1024;
+    c->max_queued = 256;
+    c->job_time_limit_s = 600;
+    c->max_body_bytes = 1 << 20;
+    c->cache_mb = 256;
+    c->lease_s = 30;
+    c->max_attempts = 3;
+    c->shutdown_grace_s = 10;
+    c->pg_pool = 4;
+    c->poll_s = 0.5;
+    synth_limits_default(&c->limits);
+    c->limits.max_sends = 300000;
+}
+
+static int set_option(cs_server_config *c, const opt_def *o, const char *value, cs_error *err)
+{
+    char *p = (char *)c + o->offset;
+    char *end = NULL;
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(value) >= o->size)
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: value too long (max %zu)",
+                                o->flag, o->size - 1);
+        snprintf(p, o->size, "%s", value);
+        return CS_OK;
+    case OPT_BOOL:
+        if (!strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "yes") ||
+            !strcmp(value, "on"))
+            *(bool *)p = true;
+        else if (!strcmp(value, "0") || !strcmp(value, "false") || !strcmp(value, "no") ||
+                 !strcmp(value, "off"))
+            *(bool *)p = false;
+        else
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: expected true or false, got %s",
+                                o->flag, value);
+        return CS_OK;
+    default: {
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v))
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: not a number: %s", o->flag,
+                                value);
+        if (v < o->lo || v > o->hi)
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: must be in [%g, %g], got %s",
+                                o->flag, o->lo, o->hi, value);
+        if (o->type != OPT_DOUBLE && v != floor(v))
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: must be an integer, got %s",
+                                o->flag, value);
+        if (o->type == OPT_INT)
+            *(int *)p = (int)v;
+        else if (o->type == OPT_LONG)
+            *(long *)p = (long)v;
+        else
+            *(double *)p = v;
+        return CS_OK;
+    }
+    }
+}
+
+static void env_name(const opt_def *o, char *buf, size_t n)
+{
+    size_t j = (size_t)snprintf(buf, n, "COLLSYNTH_");
+    for (const char *s = o->flag; *s && j + 1 < n; s++)
+        buf[j++] = *s == '-' ? '_' : (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+    buf[j] = '\0';
+}
+
+int config_from_env(cs_server_config *c, char **envp, cs_error *err)
+{
+    if (!envp)
+        envp = environ;
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char name[96];
+        env_name(&options[i], name, sizeof name);
+        size_t nl = strlen(name);
+        for (char **e = envp; e && *e; e++)
+            if (strncmp(*e, name, nl) == 0 && (*e)[nl] == '=') {
+                int rc = set_option(c, &options[i], *e + nl + 1, err);
+                if (rc) {
+                    char msg[CS_ERROR_MESSAGE_MAX];
+                    snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+                    return cs_error_set(err, rc, options[i].flag, "%s (from %s)", msg, name);
+                }
+            }
+    }
+    return CS_OK;
+}
+
+int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_error *err)
+{
+    *help = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = true;
+            return CS_OK;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return cs_error_set(err, CS_EINVAL, a, "unexpected argument %s (see --help)", a);
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_def *o = NULL;
+        for (size_t k = 0; k < NOPTIONS; k++)
+            if (strlen(options[k].flag) == nlen && !strncmp(options[k].flag, name, nlen))
+                o = &options[k];
+        bool negated = false;
+        if (!o && nlen > 3 && !strncmp(name, "no-", 3)) {
+            for (size_t k = 0; k < NOPTIONS; k++)
+                if (options[k].type == OPT_BOOL && strlen(options[k].flag) == nlen - 3 &&
+                    !strncmp(options[k].flag, name + 3, nlen - 3))
+                    o = &options[k];
+            negated = o != NULL;
+        }
+        if (!o)
+            return cs_error_set(err, CS_EINVAL, a, "unknown option %.*s (see --help)",
+                                (int)nlen + 2, a);
+        const char *value;
+        if (eq)
+            value = eq + 1;
+        else if (o->type == OPT_BOOL)
+            value = negated ? "false" : "true";
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else
+            return cs_error_set(err, CS_EINVAL, o->flag, "--%s needs a value", o->flag);
+        int rc = set_option(c, o, value, err);
+        if (rc)
+            return rc;
+    }
+    if (strcmp(c->log_format, "kv") && strcmp(c->log_format, "json"))
+        return cs_error_set(err, CS_EINVAL, "log-format", "--log-format: kv or json");
+    if (strcmp(c->log_level, "debug") && strcmp(c->log_level, "info") &&
+        strcmp(c->log_level, "warn") && strcmp(c->log_level, "error"))
+        return cs_error_set(err, CS_EINVAL, "log-level", "--log-level: debug, info, warn, error");
+    return CS_OK;
+}
+
+void config_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s [options]\n\n"
+            "collsynthd: the collsynth synthesis service (HTTP API: docs/service.md).\n"
+            "Every option can also be set by the environment variable shown; flags win.\n\n",
+            prog);
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char env[96];
+        env_name(&options[i], env, sizeof env);
+        const char *arg = options[i].type == OPT_BOOL ? "" : options[i].type == OPT_STR ? " STR"
+                                                                                         : " N";
+        fprintf(out, "  --%s%s\n      %s\n      env %s\n", options[i].flag, arg, options[i].help,
+                env);
+    }
+    fprintf(out, "  --help\n      this text\n\n"
+                 "Signals: SIGTERM/SIGINT stop gracefully (running jobs get --shutdown-grace\n"
+                 "seconds, then are re-queued in the store for the next start).\n");
+}

@@ -1,0 +1,703 @@
+/*
+ * jobs.c - worker pool, monitor thread and waiters (see jobs.h).
+ *
+ * Locking: `lock` guards the list of local running jobs, the waiters and the
+ * flags.  Cancel tokens are only signalled with `lock` held and only freed
+ * after their job left the list (also under `lock`), so the monitor and the
+ * DELETE route can never signal a freed token.  Progress snapshots have
+ * their own small mutex per job because the synthesizer's threads call the
+ * progress callback often.  Store calls and wake callbacks run without
+ * `lock`.
+ */
+#include "jobs.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "synthesize.h"
+
+typedef enum {
+    STOP_NONE = 0,
+    STOP_USER,      /* DELETE /v1/jobs/{id} */
+    STOP_TIMEOUT,   /* per-job time limit */
+    STOP_SHUTDOWN,  /* the daemon is stopping: re-queue */
+    STOP_LOST       /* the store gave the job to someone else */
+} stop_reason;
+
+typedef struct local_job {
+    char id[40];
+    char key[65];
+    cs_cancel *cancel;
+    stop_reason stop;
+    bool finishing;                  /* synthesis over, outcome being stored */
+    double started, deadline, limit_s;
+    pthread_mutex_t plock;           /* progress */
+    bool have_progress, dirty;
+    char method[32], outcome[32], message[256];
+    int steps, rounds, chunks, done, total;
+    double elapsed, best;
+    struct local_job *next;
+} local_job;
+
+typedef struct waiter {
+    char id[40];
+    double deadline;
+    cs_wake_fn fn;
+    void *arg;
+    struct waiter *next;
+} waiter;
+
+struct cs_jobs {
+    cs_jobs_env env;
+    char owner[64];
+    pthread_mutex_t lock;
+    pthread_cond_t work;        /* workers sleep here */
+    pthread_cond_t tick;        /* the monitor sleeps here */
+    bool stopping, monitor_stop;
+    int nworkers;
+    pthread_t *workers;
+    pthread_t monitor;
+    local_job *running;
+    waiter *waiters;
+    long nrunning;
+};
+
+void jobs_new_id(char out[40])
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        /* never expected; fall back to time and address entropy */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
+                               (unsigned long long)(size_t)out;
+        for (int i = 0; i < 16; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            r[i] = (unsigned char)(x >> 56);
+        }
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static void fmt_num(char *b, size_t n, double v) { snprintf(b, n, "%.3f", v); }
+
+/* ---- progress ---------------------------------------------------------------- */
+
+static void on_progress(void *ctx, const cs_progress_event *ev)
+{
+    local_job *lj = ctx;
+    pthread_mutex_lock(&lj->plock);
+    snprintf(lj->method, sizeof lj->method, "%s", ev->method ? ev->method : "");
+    snprintf(lj->outcome, sizeof lj->outcome, "%s", ev->outcome ? ev->outcome : "");
+    snprintf(lj->message, sizeof lj->message, "%s", ev->message ? ev->message : "");
+    lj->steps = ev->steps;
+    lj->rounds = ev->rounds;
+    lj->chunks = ev->chunks;
+    lj->done = ev->done;
+    lj->total = ev->total;
+    lj->elapsed = ev->elapsed;
+    lj->best = ev->best;
+    lj->have_progress = true;
+    lj->dirty = true;
+    pthread_mutex_unlock(&lj->plock);
+}
+
+static json_t *progress_json(local_job *lj, bool *was_dirty)
+{
+    pthread_mutex_lock(&lj->plock);
+    json_t *p = json_object();
+    json_object_set_new(p, "elapsed_s", json_real(cs_now() - lj->started));
+    if (lj->have_progress) {
+        json_object_set_new(p, "method", json_string(lj->method));
+        json_object_set_new(p, "outcome", json_string(lj->outcome));
+        json_object_set_new(p, "message", json_string(lj->message));
+        json_object_set_new(p, "done", json_integer(lj->done));
+        json_object_set_new(p, "total", json_integer(lj->total));
+        if (lj->steps || lj->rounds || lj->chunks) {
+            json_object_set_new(p, "steps", json_integer(lj->steps));
+            json_object_set_new(p, "rounds", json_integer(lj->rounds));
+            json_object_set_new(p, "chunks", json_integer(lj->chunks));
+        }
+        if (isfinite(lj->best))
+            json_object_set_new(p, "best", json_real(lj->best));
+    }
+    if (lj->limit_s > 0)
+        json_object_set_new(p, "time_limit_s", json_real(lj->limit_s));
+    if (was_dirty)
+        *was_dirty = lj->dirty;
+    lj->dirty = false;
+    pthread_mutex_unlock(&lj->plock);
+    return p;
+}
+
+/* ---- waiters ------------------------------------------------------------------- */
+
+/* Detaches the waiters matching id (all when id is NULL, the expired ones when
+ * now > 0 and id is NULL) into *out.  Caller holds lock. */
+static void take_waiters(cs_jobs *j, const char *id, double now, waiter **out)
+{
+    waiter **pp = &j->waiters;
+    while (*pp) {
+        waiter *w = *pp;
+        bool take = id ? strcmp(w->id, id) == 0 : (now <= 0 || w->deadline <= now);
+        if (take) {
+            *pp = w->next;
+            w->next = *out;
+            *out = w;
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+static void fire(waiter *list)
+{
+    while (list) {
+        waiter *n = list->next;
+        list->fn(list->arg);
+        free(list);
+        list = n;
+    }
+}
+
+static void wake_job_waiters(cs_jobs *j, const char *id)
+{
+    waiter *list = NULL;
+    pthread_mutex_lock(&j->lock);
+    take_waiters(j, id, 0, &list);
+    pthread_mutex_unlock(&j->lock);
+    fire(list);
+}
+
+int jobs_wait(cs_jobs *j, const char *id, double timeout_s, cs_wake_fn fn, void *arg)
+{
+    waiter *w = calloc(1, sizeof *w);
+    if (!w)
+        return CS_ENOMEM;
+    snprintf(w->id, sizeof w->id, "%s", id);
+    w->deadline = cs_now() + timeout_s;
+    w->fn = fn;
+    w->arg = arg;
+    pthread_mutex_lock(&j->lock);
+    if (j->monitor_stop) {
+        pthread_mutex_unlock(&j->lock);
+        free(w);
+        fn(arg);
+        return CS_OK;
+    }
+    w->next = j->waiters;
+    j->waiters = w;
+    pthread_cond_signal(&j->tick);
+    pthread_mutex_unlock(&j->lock);
+    return CS_OK;
+}
+
+/* ---- running one job -------------------------------------------------------------- */
+
+static char *error_json(const char *code, const char *message, const char *field)
+{
+    json_t *e = json_pack("{s:s, s:s, s:s}", "code", code, "message", message, "field",
+                          field ? field : "");
+    char *s = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    return s;
+}
+
+static void finish(cs_jobs *j, const cs_store_job *job, cs_job_status st, const char *result,
+                   const char *errjson)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = store_job_finish(j->env.store, job->id, j->owner, st, job->key, job->request,
+                              result, errjson, &err);
+    if (rc)
+        log_event(j->env.log, LOG_ERROR, "job_finish_failed", "id", job->id, "status",
+                  job_status_name(st), "error", err.message, NULL);
+}
+
+static void run_job(cs_jobs *j, cs_store_job *job)
+{
+    const cs_server_config *cfg = j->env.config;
+    cs_metrics *m = j->env.metrics;
+    cs_error err;
+    cs_error_clear(&err);
+    cs_synth_request *req = NULL;
+    int rc = synth_request_parse(job->request, strlen(job->request), &cfg->limits, &req, &err);
+    if (rc) {
+        char *ej = error_json(cs_status_name(rc), err.message, err.field);
+        finish(j, job, CS_JOB_FAILED, NULL, ej);
+        free(ej);
+        atomic_fetch_add(&m->syntheses_failed, 1);
+        log_event(j->env.log, LOG_WARN, "job_failed", "id", job->id, "error", err.message, NULL);
+        wake_job_waiters(j, job->id);
+        return;
+    }
+    local_job *lj = calloc(1, sizeof *lj);
+    cs_cancel *cancel = cs_cancel_new();
+    if (!lj || !cancel) {
+        free(lj);
+        cs_cancel_free(cancel);
+        synth_request_free(req);
+        finish(j, job, CS_JOB_QUEUED, NULL, NULL);
+        return;
+    }
+    pthread_mutex_init(&lj->plock, NULL);
+    snprintf(lj->id, sizeof lj->id, "%s", job->id);
+    snprintf(lj->key, sizeof lj->key, "%s", job->key);
+    lj->cancel = cancel;
+    lj->started = cs_now();
+    lj->best = NAN;
+    double limit = cfg->job_time_limit_s;
+    if (job->time_limit_s > 0 && (limit <= 0 || job->time_limit_s < limit))
+        limit = job->time_limit_s;
+    lj->limit_s = limit;
+    lj->deadline = limit > 0 ? lj->started + limit : INFINITY;
+
+    pthread_mutex_lock(&j->lock);
+    lj->next = j->running;
+    j->running = lj;
+    j->nrunning++;
+    pthread_mutex_unlock(&j->lock);
+    atomic_fetch_add(&m->running, 1);
+    atomic_fetch_add(&m->syntheses_started, 1);
+    char att[16];
+    snprintf(att, sizeof att, "%d", job->attempts);
+    log_event(j->env.log, LOG_INFO, "job_started", "id", job->id, "key", job->key, "method",
+              req->method, "topology", req->topology->name, "collective",
+              collective_kind_name(req->collective.kind), "attempt", att, NULL);
+
+    cs_synth_hooks hooks = {.progress = on_progress, .progress_ctx = lj, .cancel = cancel};
+    cs_result *res = NULL;
+    rc = synth_run(req, &cfg->limits, &hooks, &res, &err);
+    double secs = cs_now() - lj->started;
+    atomic_fetch_add(&m->solver_us, (unsigned long)(secs * 1e6));
+
+    /* The job stays in the running list (so its heartbeat goes on) until its
+     * outcome is in the store: serializing a large result takes a while and
+     * must not look like a dead daemon to the reaper. */
+    pthread_mutex_lock(&j->lock);
+    stop_reason stop = lj->stop;
+    lj->finishing = true;
+    pthread_mutex_unlock(&j->lock);
+    if (rc == CS_OK && cfg->limits.max_sends > 0) {
+        long total = 0;
+        for (int i = 0; i < res->nalgs; i++)
+            total += res->algs[i]->nsends;
+        if (total > cfg->limits.max_sends) {
+            rc = cs_error_set(&err, CS_ELIMIT, "options.chunks",
+                              "the result holds %ld sends; this service returns at most %ld",
+                              total, cfg->limits.max_sends);
+            stop = STOP_NONE;
+        }
+    }
+
+    char secs_s[32];
+    fmt_num(secs_s, sizeof secs_s, secs);
+    if (rc == CS_OK) {
+        json_t *doc = synth_result_to_json(req, res);
+        char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        json_decref(doc);
+        if (!text) {
+            char *ej = error_json("internal", "cannot serialize the result", "");
+            finish(j, job, CS_JOB_FAILED, NULL, ej);
+            free(ej);
+            atomic_fetch_add(&m->syntheses_failed, 1);
+        } else {
+            cs_error serr;
+            cs_error_clear(&serr);
+            int src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
+                                       job->request, text, NULL, &serr);
+            if (src == CS_OK) {
+                cs_blob *b = blob_adopt(text, strlen(text));
+                text = NULL;
+                cache_put(j->env.cache, job->key, b);
+                blob_unref(b);
+                atomic_fetch_add(&m->syntheses_done, 1);
+                char nalgs[16];
+                snprintf(nalgs, sizeof nalgs, "%d", res->nalgs);
+                log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key,
+                          "method", res->method, "algorithms", nalgs, "seconds", secs_s,
+                          "reason", res->reason, NULL);
+            } else {
+                /* Not acknowledged: the heartbeat stops, the job is reaped and
+                 * runs again; nobody was told it was done. */
+                log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error",
+                          serr.message, NULL);
+            }
+            free(text);
+        }
+    } else if (stop == STOP_SHUTDOWN) {
+        finish(j, job, CS_JOB_QUEUED, NULL, NULL);
+        atomic_fetch_add(&m->syntheses_requeued, 1);
+        log_event(j->env.log, LOG_INFO, "job_requeued", "id", job->id, "reason", "shutdown", NULL);
+    } else if (stop == STOP_LOST) {
+        log_event(j->env.log, LOG_WARN, "job_lost", "id", job->id, NULL);
+    } else if (stop == STOP_USER) {
+        char *ej = error_json("cancelled", "cancelled by a client", "");
+        finish(j, job, CS_JOB_CANCELLED, NULL, ej);
+        free(ej);
+        atomic_fetch_add(&m->syntheses_cancelled, 1);
+        log_event(j->env.log, LOG_INFO, "job_cancelled", "id", job->id, "seconds", secs_s, NULL);
+    } else {
+        char msg[CS_ERROR_MESSAGE_MAX + 64];
+        const char *code = cs_status_name(rc);
+        if (stop == STOP_TIMEOUT) {
+            snprintf(msg, sizeof msg, "the job exceeded its time limit of %g s", limit);
+            code = "timeout";
+        } else {
+            snprintf(msg, sizeof msg, "%s", err.message[0] ? err.message : cs_status_name(rc));
+        }
+        char *ej = error_json(code, msg, stop == STOP_TIMEOUT ? "options.time_limit_s"
+                                                                : err.field);
+        finish(j, job, CS_JOB_FAILED, NULL, ej);
+        free(ej);
+        atomic_fetch_add(&m->syntheses_failed, 1);
+        log_event(j->env.log, LOG_WARN, "job_failed", "id", job->id, "code", code, "error", msg,
+                  "seconds", secs_s, NULL);
+    }
+    result_free(res);
+    synth_request_free(req);
+    pthread_mutex_lock(&j->lock);
+    for (local_job **pp = &j->running; *pp; pp = &(*pp)->next)
+        if (*pp == lj) {
+            *pp = lj->next;
+            break;
+        }
+    j->nrunning--;
+    pthread_mutex_unlock(&j->lock);
+    atomic_fetch_sub(&m->running, 1);
+    cs_cancel_free(cancel);
+    pthread_mutex_destroy(&lj->plock);
+    free(lj);
+    wake_job_waiters(j, job->id);
+}
+
+static void *worker_main(void *arg)
+{
+    cs_jobs *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        bool stop = j->stopping;
+        pthread_mutex_unlock(&j->lock);
+        if (stop)
+            break;
+        cs_store_job job;
+        bool claimed = false;
+        cs_error err;
+        cs_error_clear(&err);
+        int rc = store_job_claim(j->env.store, j->owner, &job, &claimed, &err);
+        if (rc)
+            log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
+        if (claimed) {
+            run_job(j, &job);
+            store_job_clear(&job);
+            continue;
+        }
+        pthread_mutex_lock(&j->lock);
+        if (!j->stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            double wait = j->env.config->poll_s > 0 ? j->env.config->poll_s : 0.5;
+            if (rc)
+                wait = 1.0;
+            long ns = ts.tv_nsec + (long)(fmod(wait, 1.0) * 1e9);
+            ts.tv_sec += (time_t)wait + ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&j->work, &j->lock, &ts);
+        }
+        pthread_mutex_unlock(&j->lock);
+    }
+    return NULL;
+}
+
+/* ---- monitor ---------------------------------------------------------------------- */
+
+typedef struct hb_item {
+    char id[40];
+    char *progress;
+} hb_item;
+
+static void monitor_heartbeats(cs_jobs *j)
+{
+    pthread_mutex_lock(&j->lock);
+    long n = j->nrunning;
+    hb_item *items = n > 0 ? calloc((size_t)n, sizeof *items) : NULL;
+    long k = 0;
+    for (local_job *lj = j->running; lj && items && k < n; lj = lj->next) {
+        snprintf(items[k].id, sizeof items[k].id, "%s", lj->id);
+        json_t *p = progress_json(lj, NULL);
+        items[k].progress = json_dumps(p, JSON_COMPACT);
+        json_decref(p);
+        k++;
+    }
+    pthread_mutex_unlock(&j->lock);
+    for (long i = 0; i < k; i++) {
+        bool cancel = false, owner = true;
+        cs_error err;
+        cs_error_clear(&err);
+        int rc = store_job_heartbeat(j->env.store, items[i].id, j->owner, items[i].progress,
+                                     &cancel, &owner, &err);
+        if (rc == CS_OK && (cancel || !owner)) {
+            pthread_mutex_lock(&j->lock);
+            for (local_job *lj = j->running; lj; lj = lj->next)
+                if (!strcmp(lj->id, items[i].id) && lj->stop == STOP_NONE && !lj->finishing) {
+                    lj->stop = cancel ? STOP_USER : STOP_LOST;
+                    cs_cancel_request(lj->cancel);
+                }
+            pthread_mutex_unlock(&j->lock);
+        }
+        free(items[i].progress);
+    }
+    free(items);
+}
+
+static void monitor_deadlines(cs_jobs *j, double now)
+{
+    pthread_mutex_lock(&j->lock);
+    for (local_job *lj = j->running; lj; lj = lj->next)
+        if (lj->stop == STOP_NONE && !lj->finishing && now > lj->deadline) {
+            lj->stop = STOP_TIMEOUT;
+            cs_cancel_request(lj->cancel);
+        }
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* Waiters on jobs that do not run here: ask the store whether they finished. */
+static void monitor_remote_waiters(cs_jobs *j)
+{
+    enum { MAXIDS = 64 };
+    char ids[MAXIDS][40];
+    int n = 0;
+    pthread_mutex_lock(&j->lock);
+    for (waiter *w = j->waiters; w && n < MAXIDS; w = w->next) {
+        bool dup = false, local = false;
+        for (int i = 0; i < n; i++)
+            dup |= !strcmp(ids[i], w->id);
+        for (local_job *lj = j->running; lj; lj = lj->next)
+            local |= !strcmp(lj->id, w->id);
+        if (!dup && !local)
+            snprintf(ids[n++], sizeof ids[0], "%s", w->id);
+    }
+    pthread_mutex_unlock(&j->lock);
+    for (int i = 0; i < n; i++) {
+        cs_store_job job;
+        bool found = false;
+        cs_error err;
+        if (store_job_get(j->env.store, ids[i], &job, &found, &err) != CS_OK)
+            continue;
+        bool finished = !found || (job.status != CS_JOB_QUEUED && job.status != CS_JOB_RUNNING);
+        if (found)
+            store_job_clear(&job);
+        if (finished)
+            wake_job_waiters(j, ids[i]);
+    }
+}
+
+static void monitor_reap(cs_jobs *j, double lease)
+{
+    int requeued = 0, failed = 0;
+    cs_error err;
+    cs_error_clear(&err);
+    if (store_job_reap(j->env.store, lease, j->env.config->max_attempts, &requeued, &failed,
+                       &err) != CS_OK) {
+        log_event(j->env.log, LOG_ERROR, "reap_failed", "error", err.message, NULL);
+        return;
+    }
+    if (requeued || failed) {
+        char a[16], b[16];
+        snprintf(a, sizeof a, "%d", requeued);
+        snprintf(b, sizeof b, "%d", failed);
+        log_event(j->env.log, LOG_WARN, "jobs_reaped", "requeued", a, "failed", b, NULL);
+        if (requeued)
+            jobs_notify(j);
+    }
+}
+
+static void *monitor_main(void *arg)
+{
+    cs_jobs *j = arg;
+    double last_hb = cs_now(), last_reap = cs_now(), last_remote = 0;
+    const double hb_every = 1.0;
+    double reap_every = j->env.config->lease_s / 3;
+    if (reap_every < 1)
+        reap_every = 1;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        if (j->monitor_stop) {
+            pthread_mutex_unlock(&j->lock);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->tick, &j->lock, &ts);
+        bool stop = j->monitor_stop;
+        waiter *expired = NULL;
+        double now = cs_now();
+        take_waiters(j, NULL, now, &expired);
+        bool have_waiters = j->waiters != NULL;
+        pthread_mutex_unlock(&j->lock);
+        fire(expired);
+        if (stop)
+            break;
+        monitor_deadlines(j, now);
+        if (now - last_hb >= hb_every) {
+            last_hb = now;
+            monitor_heartbeats(j);
+        }
+        if (have_waiters && now - last_remote >= 0.1) {
+            last_remote = now;
+            monitor_remote_waiters(j);
+        }
+        if (now - last_reap >= reap_every) {
+            last_reap = now;
+            monitor_reap(j, j->env.config->lease_s);
+        }
+    }
+    return NULL;
+}
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err)
+{
+    cs_jobs *j = calloc(1, sizeof *j);
+    if (!j)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    j->env = *env;
+    snprintf(j->owner, sizeof j->owner, "%s", env->owner);
+    j->env.owner = j->owner;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->work, NULL);
+    pthread_cond_init(&j->tick, NULL);
+    /* A single daemon owns a SQLite store: whatever it finds running was
+     * interrupted by its own death.  A fleet (PostgreSQL) waits for leases. */
+    bool single = strcmp(store_engine(env->store), "sqlite") == 0;
+    monitor_reap(j, single ? -1 : env->config->lease_s);
+    j->nworkers = env->config->workers;
+    j->workers = calloc((size_t)j->nworkers, sizeof *j->workers);
+    if (!j->workers) {
+        free(j);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    if (pthread_create(&j->monitor, NULL, monitor_main, j) != 0) {
+        free(j->workers);
+        free(j);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the monitor thread");
+    }
+    int started = 0;
+    for (int i = 0; i < j->nworkers; i++)
+        if (pthread_create(&j->workers[i], NULL, worker_main, j) == 0)
+            started++;
+        else
+            break;
+    j->nworkers = started;
+    if (started == 0) {
+        jobs_stop(j, 0);
+        jobs_free(j);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start worker threads");
+    }
+    *out = j;
+    return CS_OK;
+}
+
+void jobs_notify(cs_jobs *j)
+{
+    pthread_mutex_lock(&j->lock);
+    pthread_cond_signal(&j->work);
+    pthread_mutex_unlock(&j->lock);
+}
+
+json_t *jobs_local_progress(cs_jobs *j, const char *id)
+{
+    json_t *p = NULL;
+    pthread_mutex_lock(&j->lock);
+    for (local_job *lj = j->running; lj; lj = lj->next)
+        if (!strcmp(lj->id, id)) {
+            p = progress_json(lj, NULL);
+            break;
+        }
+    pthread_mutex_unlock(&j->lock);
+    return p;
+}
+
+bool jobs_cancel_local(cs_jobs *j, const char *id)
+{
+    bool found = false;
+    pthread_mutex_lock(&j->lock);
+    for (local_job *lj = j->running; lj; lj = lj->next)
+        if (!strcmp(lj->id, id)) {
+            found = true;
+            if (lj->stop == STOP_NONE && !lj->finishing) {
+                lj->stop = STOP_USER;
+                cs_cancel_request(lj->cancel);
+            }
+        }
+    pthread_mutex_unlock(&j->lock);
+    return found;
+}
+
+void jobs_stop(cs_jobs *j, double grace_s)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&j->lock);
+    j->stopping = true;
+    pthread_cond_broadcast(&j->work);
+    pthread_mutex_unlock(&j->lock);
+    double until = cs_now() + grace_s;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        long n = j->nrunning;
+        pthread_mutex_unlock(&j->lock);
+        if (n == 0 || cs_now() >= until)
+            break;
+        usleep(20000);
+    }
+    pthread_mutex_lock(&j->lock);
+    for (local_job *lj = j->running; lj; lj = lj->next)
+        if (lj->stop == STOP_NONE && !lj->finishing) {
+            lj->stop = STOP_SHUTDOWN;
+            cs_cancel_request(lj->cancel);
+        }
+    pthread_mutex_unlock(&j->lock);
+    for (int i = 0; i < j->nworkers; i++)
+        pthread_join(j->workers[i], NULL);
+    j->nworkers = 0;
+    pthread_mutex_lock(&j->lock);
+    j->monitor_stop = true;
+    pthread_cond_signal(&j->tick);
+    waiter *all = NULL;
+    take_waiters(j, NULL, 0, &all);
+    pthread_mutex_unlock(&j->lock);
+    pthread_join(j->monitor, NULL);
+    fire(all);
+    /* waiters registered while the monitor stopped were fired by jobs_wait */
+}
+
+void jobs_free(cs_jobs *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->work);
+    pthread_cond_destroy(&j->tick);
+    free(j->workers);
+    free(j);
+}

@@ -1,0 +1,58 @@
+/*
+ * jobs.h - the daemon's synthesis workers: a bounded pool of threads that
+ * claim queued jobs from the store, run synth_run() on them with a cancel
+ * token and a progress callback, and record the outcome.  HTTP threads never
+ * synthesize; they submit to the store and, if a client wants to wait, park
+ * the connection with jobs_wait().
+ *
+ * One monitor thread does the periodic work: enforces per-job time limits,
+ * writes progress and heartbeats to the store (and learns of cancellations
+ * requested through another daemon), reaps jobs whose daemon died, and wakes
+ * waiters whose job finished (here or elsewhere) or whose wait ran out.
+ *
+ * Shutdown (jobs_stop): stop claiming, give running jobs `grace` seconds,
+ * then cancel them and hand them back to the queue, so the next start (or
+ * another daemon of the fleet) runs them again.
+ */
+#ifndef CS_SERVER_JOBS_H
+#define CS_SERVER_JOBS_H
+
+#include <jansson.h>
+#include "cache.h"
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "store.h"
+
+typedef struct cs_jobs cs_jobs;
+
+typedef struct cs_jobs_env {
+    cs_store *store;
+    cs_cache *cache;
+    cs_metrics *metrics;
+    const cs_logger *log;
+    const cs_server_config *config;
+    const char *owner;          /* this daemon's instance id */
+} cs_jobs_env;
+
+int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err);
+/* New work was queued: wake an idle worker. */
+void jobs_notify(cs_jobs *j);
+/* Progress of a job running on this daemon ({method, outcome, message, done,
+ * total, elapsed, best, steps, rounds, chunks}); NULL if it does not run here. */
+json_t *jobs_local_progress(cs_jobs *j, const char *id);
+/* Cancels a job running here; false when it does not run here. */
+bool jobs_cancel_local(cs_jobs *j, const char *id);
+
+typedef void (*cs_wake_fn)(void *arg);
+/* Calls fn(arg) exactly once, from another thread, when job id is no longer
+ * queued or running, when timeout_s passes, or at shutdown. */
+int jobs_wait(cs_jobs *j, const char *id, double timeout_s, cs_wake_fn fn, void *arg);
+
+void jobs_stop(cs_jobs *j, double grace_s);
+void jobs_free(cs_jobs *j);
+
+/* A fresh random job id (32 hex digits). */
+void jobs_new_id(char out[40]);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * main.c - collsynthd: configuration from the environment and flags, the
+ * server, and signal handling.  Signals are taken synchronously by sigwait()
+ * in the main thread (blocked everywhere else), so shutdown runs as ordinary
+ * code, not in a signal handler.
+ *
+ * The startup line on stdout is for people and scripts alike:
+ *     collsynthd listening on http://127.0.0.1:8470 (store sqlite, instance host-123-ab12cd34)
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+#include "store.h"
+
+int main(int argc, char **argv)
+{
+    cs_server_config cfg;
+    config_defaults(&cfg);
+    cs_error err;
+    cs_error_clear(&err);
+    bool help = false;
+    if (config_from_env(&cfg, NULL, &err) != CS_OK ||
+        config_from_args(&cfg, argc, argv, &help, &err) != CS_OK) {
+        fprintf(stderr, "collsynthd: %s\n", err.message);
+        return 2;
+    }
+    if (help) {
+        config_usage(stdout, argv[0]);
+        return 0;
+    }
+    /* Block the signals before any thread starts, so every thread inherits
+     * the mask and only sigwait() below sees them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    cs_logger log;
+    log_init(&log, cfg.log_level, cfg.log_format);
+    cs_server *srv = NULL;
+    if (server_start(&cfg, &log, &srv, &err) != CS_OK) {
+        log_event(&log, LOG_ERROR, "start_failed", "error", err.message, "field", err.field, NULL);
+        fprintf(stderr, "collsynthd: %s\n", err.message);
+        return 1;
+    }
+    char port[16], workers[16];
+    snprintf(port, sizeof port, "%d", server_port(srv));
+    snprintf(workers, sizeof workers, "%d", cfg.workers);
+    bool v6 = strchr(cfg.listen, ':') != NULL;
+    printf("collsynthd listening on http://%s%s%s:%d (store %s, instance %s)\n", v6 ? "[" : "",
+           cfg.listen, v6 ? "]" : "", server_port(srv),
+           cfg.store[0] && strncmp(cfg.store, "postgres", 8) == 0 ? "postgresql" : "sqlite",
+           server_instance(srv));
+    fflush(stdout);
+    log_event(&log, LOG_INFO, "listening", "addr", cfg.listen, "port", port, "workers", workers,
+              "instance", server_instance(srv), NULL);
+
+    int sig = 0;
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP)
+            continue; /* reserved; logs go to stderr, nothing to reopen */
+        break;
+    }
+    log_event(&log, LOG_INFO, "signal", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+    server_stop(srv);
+    server_free(srv);
+    log_event(&log, LOG_INFO, "stopped", NULL);
+    return 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * server_internal.h - the daemon's shared state and the helpers its route
+ * files use (private to the server/ sources).
+ */
+#ifndef CS_SERVER_INTERNAL_H
+#define CS_SERVER_INTERNAL_H
+
+#include <microhttpd.h>
+#include <jansson.h>
+#include <stdatomic.h>
+
+#include "cache.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "server.h"
+#include "store.h"
+
+#define MAX_CORS_ORIGINS 32
+
+struct cs_server {
+    cs_server_config cfg;
+    cs_logger log;
+    char instance[64];
+    double started;
+    cs_store *store;
+    cs_cache *cache;
+    cs_metrics metrics;
+    cs_jobs *jobs;
+    struct MHD_Daemon *mhd;
+    int port;
+    char static_dir[4096];     /* realpath, "" when none */
+    int ncors;
+    char *cors[MAX_CORS_ORIGINS];
+    bool cors_any;
+    atomic_bool stopping;
+};
+
+/* Per-request state, MHD's con_cls. */
+typedef struct req_state {
+    cs_server *srv;
+    struct MHD_Connection *conn;
+    double start;
+    cs_route route;
+    int status;
+    const char *method;
+    char path[256];
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    bool responded;
+    /* POST /v1/synthesize waiting for its job */
+    int phase;                 /* 0 fresh, 1 parked, 2 woken */
+    char job_id[40];
+    char key[65];
+} req_state;
+
+/* ---- responses (server.c) ---- */
+enum MHD_Result respond_blob(req_state *rs, int status, cs_blob *b, const char *ctype,
+                             const char *extra_header, const char *extra_value);
+enum MHD_Result respond_text(req_state *rs, int status, const char *text, size_t len,
+                             const char *ctype);
+/* Steals doc. */
+enum MHD_Result respond_json(req_state *rs, int status, json_t *doc);
+enum MHD_Result respond_error(req_state *rs, int status, const char *code, const char *field,
+                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Maps a CS_E* code to an HTTP status. */
+int http_status_for(int cs_code);
+enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err);
+/* Adds CORS and common headers and queues. */
+enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
+
+/* ---- routes (routes.c) ---- */
+enum MHD_Result route_request(req_state *rs, const char *url, const char *method);
+/* ---- static files (static_files.c) ---- */
+enum MHD_Result serve_static(req_state *rs, const char *url);
+int static_dir_resolve(const char *configured, char *out, size_t n);
+
+#endif

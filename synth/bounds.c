@@ -1,0 +1,931 @@
+/*
+ * bounds.c - lower bounds on steps and on rounds per chunk for a collective
+ * on a topology (collective_bounds, collective.h).
+ *
+ * Model (SCCL's k-synchronous algorithms): an algorithm has `chunks` = C,
+ * moves chunks over links in rounds, and a link carries at most `lanes`
+ * chunks per round (a shared set at most its `lanes` over all its links).  The
+ * bounds are on R / C, the rounds per chunk, and on S, the steps.
+ *
+ * Steps: a chunk needs at least dist(source, destination) steps, so the bound
+ * is the largest such hop distance:
+ *   allgather, alltoall   the diameter (max over all pairs);
+ *   broadcast, scatter    the eccentricity of the root;
+ *   gather                the largest distance into the root;
+ *   reducescatter, reduce the dual (allgather, broadcast) on the reversed
+ *                         topology, i.e. the same distances read backwards;
+ *   allreduce             reducescatter + allgather steps (a bound for the
+ *                         SCCL construction RS then AG, not for every
+ *                         conceivable allreduce);
+ *   custom                for each chunk, the largest distance from the
+ *                         nearest rank holding it to a rank that needs it.
+ *
+ * Rounds per chunk: cut bounds.  For a set S of ranks, if every algorithm must
+ * move at least k*C chunks into S and at most cap(S) chunks per round can
+ * enter S, then R/C >= k / cap(S).  cap(S) is a minimum cut in a flow network
+ * with one node per rank and, per shared set, an in and an out node joined by
+ * an edge of the set's lanes; a link src->dst of l lanes runs src -> set1 ->
+ * set2 -> ... -> dst through the sets that contain it (edges of l lanes).
+ * Every real round maps to a feasible flow in that network, so its cuts never
+ * undercount what can cross and the bounds stay valid (switch lowering makes
+ * every switch port such a set, so a rank on a switch gets 1 lane in, 1 out).
+ *
+ *   allgather     k = P - |S| for any S (not empty, not all): maximize
+ *                 (P-|S|)/cap(S), i.e. find lambda* = min cap(S)/(P-|S|) by
+ *                 Dinkelbach iteration: for a given lambda = p/q, the minimum
+ *                 of q*cap(S) - p*(P-|S|) over S containing a fixed rank t0 is
+ *                 an s-t min cut (source -> every rank with capacity p, links
+ *                 scaled by q, t0 -> sink infinite), solved for every t0 with
+ *                 Dinic's algorithm on exact 64-bit integers.  When the
+ *                 minimum is negative, lambda becomes that set's ratio; when
+ *                 it is zero, lambda is optimal.  The result is exact:
+ *                 rpc = 1/lambda* as a reduced fraction (DGX-1: 7/6).
+ *   broadcast     k = 1 for any S without the root: rpc = 1 / min over t of
+ *                 maxflow(root, t).
+ *   scatter       k = |S| for S without the root: maximize |S|/cap(S) by
+ *                 Dinkelbach (root on the source side, every other rank ->
+ *                 sink with capacity p): one min cut per iteration.
+ *   gather        scatter on the reversed topology (chunks leave S).
+ *   alltoall      k = |S|*(P-|S|): not a ratio min cut can optimize, so the
+ *                 bound is the best of the cuts examined: every set the
+ *                 allgather Dinkelbach met (including each rank alone and its
+ *                 complement), evaluated with the alltoall count.  Valid,
+ *                 not always tight.
+ *   reducescatter, reduce: the dual (allgather, broadcast) on the reversed
+ *                 topology (an inverted algorithm runs the same rounds).
+ *   allreduce     with C = P*c chunks done as RS then AG of c chunks each:
+ *                 (rpc_RS + rpc_AG) / P.
+ *   custom        per-rank cuts: chunks a rank must receive over its
+ *                 ingress lanes, chunks only it holds and others need over its
+ *                 egress lanes (rounds, taking C = 1).
+ *
+ * Scale: the exact allgather search needs at least P max-flows (one pass over
+ * t0, starting from the best single-rank cut, updating lambda eagerly).  For
+ * P > BOUNDS_EXACT_MAX_RANKS (512) only BOUNDS_SAMPLE_T0 (32) evenly spaced
+ * t0 are tried (valid, not proven tight; the description says "sampled").
+ * For P > BOUNDS_FALLBACK_RANKS (4096) it falls back to per-rank cuts (a rank
+ * alone and its complement, using topology_ingress/egress_lanes), and the
+ * steps bound uses BFS from a few ranks (a double sweep) instead of the full
+ * diameter: both still valid lower bounds, possibly loose.
+ */
+#include "collective.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOUNDS_EXACT_MAX_RANKS 512
+#define BOUNDS_FALLBACK_RANKS 4096
+#define BOUNDS_SAMPLE_T0 32
+#define FLOW_INF (INT64_MAX / 4)
+/* Work budget (ranks+links per BFS times BFS count) for custom steps. */
+#define CUSTOM_STEPS_BUDGET 100000000L
+
+/* ---- Dinic's max-flow on int64 capacities ------------------------------------------ */
+
+typedef struct {
+    int n, m, cap_m;
+    int *head, *next, *to;   /* adjacency lists; edge e and e^1 are a pair */
+    int64_t *cap, *base;     /* residual capacity, capacity as built */
+    int *level, *iter, *queue;
+} flow_net;
+
+static void net_free(flow_net *g)
+{
+    free(g->head);
+    free(g->next);
+    free(g->to);
+    free(g->cap);
+    free(g->base);
+    free(g->level);
+    free(g->iter);
+    free(g->queue);
+    memset(g, 0, sizeof *g);
+}
+
+static int net_init(flow_net *g, int n, int max_edges)
+{
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->cap_m = 2 * max_edges;
+    g->head = malloc(sizeof(int) * (size_t)n);
+    g->next = malloc(sizeof(int) * (size_t)g->cap_m);
+    g->to = malloc(sizeof(int) * (size_t)g->cap_m);
+    g->cap = malloc(sizeof(int64_t) * (size_t)g->cap_m);
+    g->base = malloc(sizeof(int64_t) * (size_t)g->cap_m);
+    g->level = malloc(sizeof(int) * (size_t)n);
+    g->iter = malloc(sizeof(int) * (size_t)n);
+    g->queue = malloc(sizeof(int) * (size_t)n);
+    if (!g->head || !g->next || !g->to || !g->cap || !g->base || !g->level || !g->iter ||
+        !g->queue) {
+        net_free(g);
+        return CS_ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        g->head[i] = -1;
+    return CS_OK;
+}
+
+/* Adds u->v; returns the edge index (its reverse is index ^ 1). */
+static int net_edge(flow_net *g, int u, int v, int64_t cap)
+{
+    int e = g->m;
+    g->to[e] = v, g->base[e] = cap, g->next[e] = g->head[u], g->head[u] = e;
+    g->to[e + 1] = u, g->base[e + 1] = 0, g->next[e + 1] = g->head[v], g->head[v] = e + 1;
+    g->m += 2;
+    return e;
+}
+
+static bool net_bfs(flow_net *g, int s, int t)
+{
+    for (int i = 0; i < g->n; i++)
+        g->level[i] = -1;
+    int head = 0, tail = 0;
+    g->level[s] = 0;
+    g->queue[tail++] = s;
+    while (head < tail) {
+        int u = g->queue[head++];
+        for (int e = g->head[u]; e >= 0; e = g->next[e])
+            if (g->cap[e] > 0 && g->level[g->to[e]] < 0) {
+                g->level[g->to[e]] = g->level[u] + 1;
+                g->queue[tail++] = g->to[e];
+            }
+    }
+    return g->level[t] >= 0;
+}
+
+/* Pushes up to f from u towards t along the level graph, over as many edges
+ * as it takes; a node that can push nothing leaves the level graph. */
+static int64_t net_dfs(flow_net *g, int u, int t, int64_t f)
+{
+    if (u == t)
+        return f;
+    int64_t pushed = 0;
+    for (int *e = &g->iter[u]; *e >= 0; *e = g->next[*e]) {
+        int v = g->to[*e];
+        if (g->cap[*e] > 0 && g->level[v] == g->level[u] + 1) {
+            int64_t want = f - pushed;
+            int64_t d = net_dfs(g, v, t, want < g->cap[*e] ? want : g->cap[*e]);
+            if (d > 0) {
+                g->cap[*e] -= d;
+                g->cap[*e ^ 1] += d;
+                pushed += d;
+                if (pushed == f)
+                    return pushed;
+            }
+        }
+    }
+    if (pushed == 0)
+        g->level[u] = -1;
+    return pushed;
+}
+
+/* Max flow with the current residual capacities (set g->cap first). */
+static int64_t net_maxflow(flow_net *g, int s, int t)
+{
+    int64_t flow = 0;
+    while (net_bfs(g, s, t)) {
+        for (int i = 0; i < g->n; i++)
+            g->iter[i] = g->head[i];
+        int64_t f;
+        while ((f = net_dfs(g, s, t, FLOW_INF)) > 0) {
+            flow += f;
+            if (flow >= FLOW_INF)
+                return FLOW_INF;
+        }
+    }
+    return flow;
+}
+
+/* After net_maxflow: level[v] >= 0 iff v is on the source side of a min cut. */
+static void net_source_side(flow_net *g, int s, int t)
+{
+    net_bfs(g, s, t);
+}
+
+/* ---- the cut network of a topology ------------------------------------------------- */
+
+typedef struct {
+    flow_net g;
+    int P;
+    int s, t;
+    int *src_edge;   /* per rank: s -> rank edge */
+    int *sink_edge;  /* per rank: rank -> t edge */
+    int base_edges;  /* edges [0, base_edges) are the topology's */
+    int64_t total_lanes;
+} cut_net;
+
+static void cut_free(cut_net *c)
+{
+    net_free(&c->g);
+    free(c->src_edge);
+    free(c->sink_edge);
+}
+
+static int cut_build(const cs_topology *t, cut_net *c, cs_error *err)
+{
+    memset(c, 0, sizeof *c);
+    int P = t->ranks, K = t->nshared;
+    /* link -> sets containing it, CSR */
+    int *cnt = calloc((size_t)t->nlinks + 1, sizeof(int));
+    if (!cnt)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    long memberships = 0;
+    for (int k = 0; k < K; k++) {
+        for (int j = 0; j < t->shared[k].nlinks; j++)
+            cnt[t->shared[k].links[j] + 1]++;
+        memberships += t->shared[k].nlinks;
+    }
+    for (int l = 0; l < t->nlinks; l++)
+        cnt[l + 1] += cnt[l];
+    int *sets = malloc(sizeof(int) * (size_t)(memberships > 0 ? memberships : 1));
+    int *fill = malloc(sizeof(int) * (size_t)(t->nlinks > 0 ? t->nlinks : 1));
+    if (!sets || !fill) {
+        free(cnt);
+        free(sets);
+        free(fill);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    memcpy(fill, cnt, sizeof(int) * (size_t)t->nlinks);
+    for (int k = 0; k < K; k++)   /* ascending k: every chain visits sets in one order */
+        for (int j = 0; j < t->shared[k].nlinks; j++)
+            sets[fill[t->shared[k].links[j]]++] = k;
+    free(fill);
+    long edges = K + t->nlinks + memberships + 2L * P;
+    int n = P + 2 * K + 2;
+    if (edges > INT_MAX / 4 || net_init(&c->g, n, (int)edges) != CS_OK) {
+        free(cnt);
+        free(sets);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory for the cut network");
+    }
+    c->P = P;
+    c->s = P + 2 * K;
+    c->t = c->s + 1;
+    for (int k = 0; k < K; k++)
+        net_edge(&c->g, P + 2 * k, P + 2 * k + 1, t->shared[k].lanes);
+    for (int l = 0; l < t->nlinks; l++) {
+        const cs_link *lk = &t->links[l];
+        int prev = lk->src;
+        for (int i = cnt[l]; i < cnt[l + 1]; i++) {
+            net_edge(&c->g, prev, P + 2 * sets[i], lk->lanes);
+            prev = P + 2 * sets[i] + 1;
+        }
+        net_edge(&c->g, prev, lk->dst, lk->lanes);
+        c->total_lanes += lk->lanes;
+    }
+    free(cnt);
+    free(sets);
+    c->base_edges = c->g.m;
+    c->src_edge = malloc(sizeof(int) * (size_t)P);
+    c->sink_edge = malloc(sizeof(int) * (size_t)P);
+    if (!c->src_edge || !c->sink_edge) {
+        cut_free(c);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int r = 0; r < P; r++) {
+        c->src_edge[r] = net_edge(&c->g, c->s, r, 0);
+        c->sink_edge[r] = net_edge(&c->g, r, c->t, 0);
+    }
+    return CS_OK;
+}
+
+/* Resets residual capacities: topology edges scaled by q, terminal edges 0. */
+static void cut_reset(cut_net *c, int64_t q)
+{
+    for (int e = 0; e < c->base_edges; e++)
+        c->g.cap[e] = c->g.base[e] * q;
+    for (int e = c->base_edges; e < c->g.m; e++)
+        c->g.cap[e] = 0;
+}
+
+/* Capacity (lanes per round) into the rank set in_s (1 = in S): the min cut
+ * with the ranks pinned to their sides and the set nodes free. */
+static int64_t cut_capacity_into(cut_net *c, const unsigned char *in_s)
+{
+    cut_reset(c, 1);
+    for (int r = 0; r < c->P; r++) {
+        if (in_s[r])
+            c->g.cap[c->sink_edge[r]] = FLOW_INF;
+        else
+            c->g.cap[c->src_edge[r]] = FLOW_INF;
+    }
+    return net_maxflow(&c->g, c->s, c->t);
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a < 0 ? -a : a;
+}
+
+/* A candidate bound num/den (rounds per chunk) with its description. */
+typedef struct {
+    int64_t num, den;
+    char why[256];
+} rpc_bound;
+
+static void bound_offer(rpc_bound *b, int64_t num, int64_t den, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void bound_offer(rpc_bound *b, int64_t num, int64_t den, const char *fmt, ...)
+{
+    if (den <= 0)
+        return;
+    /* num/den > b->num/b->den ? (values are small: no overflow for P <= 2^20) */
+    if (b->den > 0 && (__int128)num * b->den <= (__int128)b->num * den)
+        return;
+    int64_t g = gcd64(num, den);
+    if (g == 0)
+        g = 1;
+    b->num = num / g;
+    b->den = den / g;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+}
+
+/* Describes a rank set briefly: "{0}", "{0,1,2} (3 ranks)", "7 ranks incl. 4". */
+static void describe_set(const unsigned char *in_s, int P, char *buf, size_t size)
+{
+    int n = 0, first = -1;
+    for (int r = 0; r < P; r++)
+        if (in_s[r]) {
+            if (first < 0)
+                first = r;
+            n++;
+        }
+    if (n <= 8) {
+        size_t used = 0;
+        used += (size_t)snprintf(buf, size, "{");
+        for (int r = 0; r < P && used < size; r++)
+            if (in_s[r])
+                used += (size_t)snprintf(buf + used, size - used, "%s%d",
+                                         used > 1 ? "," : "", r);
+        if (used < size)
+            snprintf(buf + used, size - used, "}");
+    } else {
+        snprintf(buf, size, "%d ranks from %d", n, first);
+    }
+}
+
+/* ---- allgather / alltoall: Dinkelbach over s-t min cuts ----------------------------- */
+
+/* Offers S = the first k ranks of order (k = 1..P-1) for alltoall, with
+ * cap(S) the plain sum of lanes entering S (shared sets ignored: an upper
+ * bound on the capacity, so the ratio stays a valid bound), updated as each
+ * rank joins: O(degree) per step. */
+static void a2a_prefixes(const cs_topology *t, const int *order, unsigned char *in_s,
+                         const char *what, rpc_bound *a2a)
+{
+    int P = t->ranks;
+    memset(in_s, 0, (size_t)P);
+    int64_t cap = 0;
+    for (int k = 1; k < P; k++) {
+        int v = order[k - 1];
+        for (int i = t->in_begin[v]; i < t->in_begin[v + 1]; i++) {
+            const cs_link *l = &t->links[t->in_links[i]];
+            if (!in_s[l->src])
+                cap += l->lanes;
+        }
+        for (int i = t->out_begin[v]; i < t->out_begin[v + 1]; i++)
+            if (in_s[t->links[i].dst])
+                cap -= t->links[i].lanes;
+        in_s[v] = 1;
+        bound_offer(a2a, (int64_t)k * (P - k), cap,
+                    "alltoall cut: %d chunks per chunk must enter the first %d ranks of %s "
+                    "(from %d) over %lld lanes", k * (P - k), k, what, order[0], (long long)cap);
+    }
+}
+
+/* Alltoall candidates beyond the allgather search: locality groups and their
+ * complements (exact cut capacity), prefixes of the rank numbering, and (for
+ * P <= BOUNDS_EXACT_MAX_RANKS) prefixes of a BFS order from every rank. */
+static int a2a_candidates(const cs_topology *t, cut_net *c, rpc_bound *a2a, cs_error *err)
+{
+    int P = t->ranks;
+    unsigned char *in_s = malloc((size_t)P);
+    int *order = malloc(sizeof(int) * (size_t)P);
+    if (!in_s || !order) {
+        free(in_s);
+        free(order);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int g = 0; g < t->ngroups; g++)
+        for (int side = 0; side < 2; side++) {
+            memset(in_s, side, (size_t)P);
+            for (int i = 0; i < t->groups[g].nranks; i++)
+                in_s[t->groups[g].ranks[i]] = (unsigned char)!side;
+            int k = 0;
+            for (int r = 0; r < P; r++)
+                k += in_s[r];
+            if (k == 0 || k == P)
+                continue;
+            int64_t cap = cut_capacity_into(c, in_s);
+            bound_offer(a2a, (int64_t)k * (P - k), cap,
+                        "alltoall cut: %d chunks per chunk must enter %s group %d over %lld "
+                        "lanes", k * (P - k), side ? "all but" : "", g, (long long)cap);
+        }
+    for (int r = 0; r < P; r++)
+        order[r] = r;
+    a2a_prefixes(t, order, in_s, "the numbering", a2a);
+    if (P <= BOUNDS_EXACT_MAX_RANKS) {
+        for (int v = 0; v < P; v++) {
+            /* BFS order from v over out-links, ties by link order */
+            memset(in_s, 0, (size_t)P);
+            int head = 0, tail = 0;
+            order[tail++] = v;
+            in_s[v] = 1;
+            while (head < tail) {
+                int u = order[head++];
+                for (int i = t->out_begin[u]; i < t->out_begin[u + 1]; i++)
+                    if (!in_s[t->links[i].dst]) {
+                        in_s[t->links[i].dst] = 1;
+                        order[tail++] = t->links[i].dst;
+                    }
+            }
+            a2a_prefixes(t, order, in_s, "a BFS order", a2a);
+        }
+    }
+    free(in_s);
+    free(order);
+    return CS_OK;
+}
+
+/* Sets ag to the allgather rpc and, when a2a is non-NULL, offers every
+ * examined set with the alltoall count |S|*(P-|S|).  Exact when every rank is
+ * tried as t0 (P <= BOUNDS_EXACT_MAX_RANKS); above that only a sample of
+ * BOUNDS_SAMPLE_T0 ranks is tried, which still yields valid cuts. */
+static int allgather_cuts(const cs_topology *t, rpc_bound *ag, rpc_bound *a2a, cs_error *err)
+{
+    int P = t->ranks;
+    /* lambda = p / q starts at the best single-rank cut (capped ingress lanes
+     * are an upper bound on what can enter the rank, so the ratio is a valid
+     * bound and lambda0 >= lambda*). */
+    int64_t p = -1, q = 1;
+    for (int v = 0; v < P; v++) {
+        int in = topology_ingress_lanes(t, v), out = topology_egress_lanes(t, v);
+        if (in > 0 && (p < 0 || (int64_t)in * q < p * (P - 1))) {
+            p = in;
+            q = P - 1;
+            ag->num = ag->den = 0;
+            bound_offer(ag, P - 1, in,
+                        "min cut: %d chunks per chunk must enter S = {%d} over %d lanes", P - 1, v,
+                        in);
+        }
+        if (a2a) {
+            bound_offer(a2a, P - 1, in, "alltoall: rank %d must receive %d chunks per chunk "
+                        "over %d lanes", v, P - 1, in);
+            bound_offer(a2a, P - 1, out, "alltoall: rank %d must send %d chunks per chunk "
+                        "over %d lanes", v, P - 1, out);
+        }
+    }
+    if (p < 0)
+        return CS_OK;
+    cut_net c;
+    int rc = cut_build(t, &c, err);
+    if (rc)
+        return rc;
+    unsigned char *in_s = malloc((size_t)P);
+    if (!in_s) {
+        cut_free(&c);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    bool sampled = P > BOUNDS_EXACT_MAX_RANKS;
+    int ntries = sampled ? BOUNDS_SAMPLE_T0 : P;
+    /* Eager Dinkelbach: any set with q*cap(S) - p*(P-|S|) < 0 lowers lambda at
+     * once; stop after a full pass over the t0 without improvement. */
+    int since_improved = 0;
+    for (int k = 0; since_improved < ntries && k < 64 * ntries; k++, since_improved++) {
+        int t0 = sampled ? (int)((long)(k % ntries) * P / ntries) : k % P;
+        cut_reset(&c, q);
+        for (int r = 0; r < P; r++)
+            c.g.cap[c.src_edge[r]] = p;
+        c.g.cap[c.sink_edge[t0]] = FLOW_INF;
+        int64_t cut = net_maxflow(&c.g, c.s, c.t);
+        net_source_side(&c.g, c.s, c.t);
+        int size = 0;
+        for (int r = 0; r < P; r++) {
+            in_s[r] = c.g.level[r] < 0;
+            size += in_s[r];
+        }
+        int64_t capq = cut - p * size;      /* = q * cap(S) */
+        int64_t f = cut - p * (int64_t)P;   /* = q*cap(S) - p*(P-|S|) */
+        if (size == P)
+            continue;
+        char d[96];
+        describe_set(in_s, P, d, sizeof d);
+        if (a2a)
+            bound_offer(a2a, (int64_t)size * (P - size) * q, capq,
+                        "alltoall cut: %d chunks per chunk must enter S = %s over %lld lanes",
+                        size * (P - size), d, (long long)(capq / q));
+        if (f < 0) {
+            p = capq / q;
+            q = P - size;
+            ag->num = ag->den = 0;
+            bound_offer(ag, q, p, "min cut: %lld chunks per chunk must enter S = %s over %lld "
+                        "lanes%s", (long long)q, d, (long long)p,
+                        sampled ? " (sampled search)" : "");
+            since_improved = 0;
+        }
+    }
+    free(in_s);
+    if (a2a)
+        rc = a2a_candidates(t, &c, a2a, err);
+    cut_free(&c);
+    return rc;
+}
+
+/* broadcast from root: 1 / min_t maxflow(root, t). */
+static int broadcast_cut(const cs_topology *t, int root, rpc_bound *b, cs_error *err)
+{
+    cut_net c;
+    int rc = cut_build(t, &c, err);
+    if (rc)
+        return rc;
+    int64_t best = FLOW_INF;
+    int at = -1;
+    for (int v = 0; v < t->ranks; v++) {
+        if (v == root)
+            continue;
+        cut_reset(&c, 1);
+        c.g.cap[c.src_edge[root]] = FLOW_INF;
+        c.g.cap[c.sink_edge[v]] = FLOW_INF;
+        int64_t f = net_maxflow(&c.g, c.s, c.t);
+        if (f < best) {
+            best = f;
+            at = v;
+        }
+    }
+    if (at >= 0)
+        bound_offer(b, 1, best, "min cut from root %d to rank %d: %lld lanes", root, at,
+                    (long long)best);
+    cut_free(&c);
+    return CS_OK;
+}
+
+/* scatter from root: max over S without root of |S| / cap(S), by Dinkelbach. */
+static int scatter_cuts(const cs_topology *t, int root, rpc_bound *b, cs_error *err)
+{
+    int P = t->ranks;
+    cut_net c;
+    int rc = cut_build(t, &c, err);
+    if (rc)
+        return rc;
+    unsigned char *in_s = malloc((size_t)P);
+    if (!in_s) {
+        cut_free(&c);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    int64_t p = c.total_lanes + 1, q = 1;
+    for (int iter = 0; iter < 64; iter++) {
+        cut_reset(&c, q);
+        c.g.cap[c.src_edge[root]] = FLOW_INF;
+        for (int r = 0; r < P; r++)
+            if (r != root)
+                c.g.cap[c.sink_edge[r]] = p;
+        int64_t cut = net_maxflow(&c.g, c.s, c.t);
+        net_source_side(&c.g, c.s, c.t);
+        int size = 0;
+        for (int r = 0; r < P; r++) {
+            in_s[r] = c.g.level[r] < 0;
+            size += in_s[r];
+        }
+        int64_t capq = cut - p * (int64_t)(P - 1 - size);   /* q * cap(S) */
+        int64_t f = capq - p * size;
+        if (f >= 0 || size == 0)
+            break;
+        p = capq / q;
+        q = size;
+        char d[96];
+        describe_set(in_s, P, d, sizeof d);
+        b->num = b->den = 0;
+        bound_offer(b, q, p, "min cut: %lld chunks per chunk must enter S = %s (root %d outside) "
+                             "over %lld lanes", (long long)q, d, root, (long long)p);
+    }
+    free(in_s);
+    cut_free(&c);
+    return CS_OK;
+}
+
+/* ---- per-rank fallback for huge topologies ---------------------------------------- */
+
+static void per_rank_bounds(const cs_topology *t, const cs_collective *c, rpc_bound *b)
+{
+    int P = t->ranks;
+    for (int v = 0; v < P; v++) {
+        int in = topology_ingress_lanes(t, v), out = topology_egress_lanes(t, v);
+        switch (c->kind) {
+        case CS_COLL_ALLGATHER:
+            bound_offer(b, P - 1, in, "per-rank cut: rank %d receives %d chunks per chunk over "
+                        "%d lanes (cut search skipped above %d ranks)", v, P - 1, in,
+                        BOUNDS_FALLBACK_RANKS);
+            bound_offer(b, 1, out, "per-rank cut: rank %d sends its chunks over %d lanes", v,
+                        out);
+            break;
+        case CS_COLL_ALLTOALL:
+            bound_offer(b, P - 1, in, "per-rank cut: rank %d receives %d chunks per chunk over "
+                        "%d lanes (cut search skipped above %d ranks)", v, P - 1, in,
+                        BOUNDS_FALLBACK_RANKS);
+            bound_offer(b, P - 1, out, "per-rank cut: rank %d sends %d chunks per chunk over "
+                        "%d lanes", v, P - 1, out);
+            break;
+        case CS_COLL_BROADCAST:
+            if (v != c->root)
+                bound_offer(b, 1, in, "per-rank cut: rank %d receives over %d lanes", v, in);
+            else
+                bound_offer(b, 1, out, "per-rank cut: root %d sends over %d lanes", v, out);
+            break;
+        case CS_COLL_SCATTER:
+            if (v != c->root)
+                bound_offer(b, 1, in, "per-rank cut: rank %d receives over %d lanes", v, in);
+            else
+                bound_offer(b, P - 1, out, "per-rank cut: root %d sends %d chunks per chunk over "
+                            "%d lanes", v, P - 1, out);
+            break;
+        case CS_COLL_GATHER:
+            if (v != c->root)
+                bound_offer(b, 1, out, "per-rank cut: rank %d sends over %d lanes", v, out);
+            else
+                bound_offer(b, P - 1, in, "per-rank cut: root %d receives %d chunks per chunk "
+                            "over %d lanes", v, P - 1, in);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* ---- steps ----------------------------------------------------------------------------- */
+
+/* Max over targets of dist(src, .) (forward) or dist(., src) (backward). */
+static int eccentricity(const cs_topology *t, int src, bool backward, int *dist, int *queue)
+{
+    for (int r = 0; r < t->ranks; r++)
+        dist[r] = -1;
+    int head = 0, tail = 0, ecc = 0;
+    dist[src] = 0;
+    queue[tail++] = src;
+    while (head < tail) {
+        int u = queue[head++];
+        int b = backward ? t->in_begin[u] : t->out_begin[u];
+        int e = backward ? t->in_begin[u + 1] : t->out_begin[u + 1];
+        for (int i = b; i < e; i++) {
+            int v = backward ? t->links[t->in_links[i]].src : t->links[i].dst;
+            if (dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                if (dist[v] > ecc)
+                    ecc = dist[v];
+                queue[tail++] = v;
+            }
+        }
+    }
+    return ecc;
+}
+
+/* The diameter, or for huge topologies a double-sweep lower bound on it. */
+static int diameter_bound(const cs_topology *t, int *dist, int *queue)
+{
+    int best = 0;
+    if (t->ranks <= BOUNDS_FALLBACK_RANKS) {
+        for (int s = 0; s < t->ranks; s++) {
+            int e = eccentricity(t, s, false, dist, queue);
+            if (e > best)
+                best = e;
+        }
+        return best;
+    }
+    int s = 0;
+    for (int sweep = 0; sweep < 4; sweep++) {
+        int e = eccentricity(t, s, false, dist, queue);
+        if (e > best)
+            best = e;
+        int far = s;
+        for (int r = 0; r < t->ranks; r++)
+            if (dist[r] > dist[far])
+                far = r;
+        s = far;
+    }
+    return best;
+}
+
+static int custom_steps(const cs_topology *t, const cs_collective *c, int *dist, int *queue)
+{
+    int P = t->ranks, best = 0;
+    long per_bfs = (long)P + t->nlinks, spent = 0;
+    for (long g = 0; g < c->custom_global_chunks && spent < CUSTOM_STEPS_BUDGET; g++) {
+        /* multi-source BFS from the ranks holding chunk g */
+        int head = 0, tail = 0;
+        for (int r = 0; r < P; r++) {
+            dist[r] = -1;
+            if (collective_pre(c, P, 1, g, r)) {
+                dist[r] = 0;
+                queue[tail++] = r;
+            }
+        }
+        while (head < tail) {
+            int u = queue[head++];
+            for (int i = t->out_begin[u]; i < t->out_begin[u + 1]; i++) {
+                int v = t->links[i].dst;
+                if (dist[v] < 0) {
+                    dist[v] = dist[u] + 1;
+                    queue[tail++] = v;
+                }
+            }
+        }
+        for (int r = 0; r < P; r++)
+            if (collective_post(c, P, 1, g, r) && dist[r] > best)
+                best = dist[r];
+        spent += per_bfs;
+    }
+    return best;
+}
+
+static void custom_rank_cuts(const cs_topology *t, const cs_collective *c, rpc_bound *b)
+{
+    int P = t->ranks;
+    long *need_in = calloc((size_t)P, sizeof(long)), *need_out = calloc((size_t)P, sizeof(long));
+    if (!need_in || !need_out) {
+        free(need_in);
+        free(need_out);
+        return;
+    }
+    for (long g = 0; g < c->custom_global_chunks; g++) {
+        int src = collective_source(c, P, 1, g);
+        bool leaves = false;
+        for (int r = 0; r < P; r++)
+            if (collective_post(c, P, 1, g, r) && !collective_pre(c, P, 1, g, r)) {
+                need_in[r]++;
+                leaves = true;
+            }
+        if (src >= 0 && leaves)
+            need_out[src]++;
+    }
+    for (int r = 0; r < P; r++) {
+        if (need_in[r] > 0)
+            bound_offer(b, need_in[r], topology_ingress_lanes(t, r),
+                        "rank %d must receive %ld chunks over %d lanes", r, need_in[r],
+                        topology_ingress_lanes(t, r));
+        if (need_out[r] > 0)
+            bound_offer(b, need_out[r], topology_egress_lanes(t, r),
+                        "rank %d alone holds %ld needed chunks, sent over %d lanes", r,
+                        need_out[r], topology_egress_lanes(t, r));
+    }
+    free(need_in);
+    free(need_out);
+}
+
+/* ---- the entry point -------------------------------------------------------------------- */
+
+/* Bounds of a non-combining kind (or allgather-like) on topology t. */
+static int direct_bounds(const cs_topology *t, const cs_collective *c, int *steps,
+                         rpc_bound *b, cs_error *err)
+{
+    int P = t->ranks;
+    int *dist = malloc(sizeof(int) * (size_t)P), *queue = malloc(sizeof(int) * (size_t)P);
+    if (!dist || !queue) {
+        free(dist);
+        free(queue);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    switch (c->kind) {
+    case CS_COLL_ALLGATHER:
+    case CS_COLL_ALLTOALL:
+        *steps = diameter_bound(t, dist, queue);
+        break;
+    case CS_COLL_BROADCAST:
+    case CS_COLL_SCATTER:
+        *steps = eccentricity(t, c->root, false, dist, queue);
+        break;
+    case CS_COLL_GATHER:
+        *steps = eccentricity(t, c->root, true, dist, queue);
+        break;
+    case CS_COLL_CUSTOM:
+        *steps = custom_steps(t, c, dist, queue);
+        break;
+    default:
+        *steps = 0;
+    }
+    free(dist);
+    free(queue);
+    if (P < 2)
+        return CS_OK;
+    bool exact = P <= BOUNDS_FALLBACK_RANKS;   /* max-flow methods at all */
+    int rc = CS_OK;
+    switch (c->kind) {
+    case CS_COLL_ALLGATHER:
+        rc = exact ? allgather_cuts(t, b, NULL, err) : CS_OK;
+        break;
+    case CS_COLL_ALLTOALL:
+        if (exact) {
+            rpc_bound ag = { 0 };
+            rc = allgather_cuts(t, &ag, b, err);
+        }
+        break;
+    case CS_COLL_BROADCAST:
+        rc = exact ? broadcast_cut(t, c->root, b, err) : CS_OK;
+        break;
+    case CS_COLL_SCATTER:
+        rc = exact ? scatter_cuts(t, c->root, b, err) : CS_OK;
+        break;
+    case CS_COLL_GATHER:
+        if (exact) {
+            cs_topology *rev;
+            rc = topology_reverse(t, &rev, err);
+            if (rc == CS_OK) {
+                rc = scatter_cuts(rev, c->root, b, err);
+                topology_free(rev);
+            }
+        }
+        break;
+    case CS_COLL_CUSTOM:
+        custom_rank_cuts(t, c, b);
+        break;
+    default:
+        break;
+    }
+    if (rc == CS_OK && !exact)
+        per_rank_bounds(t, c, b);
+    return rc;
+}
+
+static void fill(cs_bounds *out, int steps, const rpc_bound *b, const char *prefix)
+{
+    out->steps = steps;
+    out->rpc_num = b->den > 0 ? b->num : 0;
+    out->rpc_den = b->den > 0 ? b->den : 1;
+    out->rounds_per_chunk = (double)out->rpc_num / (double)out->rpc_den;
+    const char *why = b->den > 0 ? b->why : "no cut (single rank)";
+    size_t n = strlen(prefix), cap = sizeof out->bandwidth_cut - 1;
+    if (n > cap)
+        n = cap;
+    memcpy(out->bandwidth_cut, prefix, n);
+    size_t m = strlen(why);
+    if (m > cap - n)
+        m = cap - n;
+    memcpy(out->bandwidth_cut + n, why, m);
+    out->bandwidth_cut[n + m] = '\0';
+}
+
+int collective_bounds(const cs_topology *t, const cs_collective *c, cs_bounds *out,
+                      cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->rpc_den = 1;
+    if (!t || !t->finalized || !c)
+        return cs_error_set(err, CS_EINVAL, "", "bounds need a finalized topology and a collective");
+    if (collective_kind_is_rooted(c->kind) && (c->root < 0 || c->root >= t->ranks))
+        return cs_error_set(err, CS_EINVAL, "collective.root", "root %d out of range 0..%d",
+                            c->root, t->ranks - 1);
+    if (c->kind == CS_COLL_CUSTOM && (!c->custom_bits || c->custom_ranks != t->ranks))
+        return cs_error_set(err, CS_EINVAL, "collective",
+                            "call collective_validate for %d ranks first", t->ranks);
+    int rc, steps = 0;
+    rpc_bound b = { 0 };
+    if (!collective_kind_is_combining(c->kind)) {
+        rc = direct_bounds(t, c, &steps, &b, err);
+        if (rc == CS_OK)
+            fill(out, steps, &b, "");
+        return rc;
+    }
+    cs_topology *rev;
+    if ((rc = topology_reverse(t, &rev, err)))
+        return rc;
+    cs_collective dual;
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        /* RS = allgather on the reversed topology; AG on t. */
+        int s_rs = 0, s_ag = 0;
+        rpc_bound rs = { 0 }, ag = { 0 };
+        collective_init(&dual, CS_COLL_ALLGATHER, -1);
+        rc = direct_bounds(rev, &dual, &s_rs, &rs, err);
+        if (rc == CS_OK)
+            rc = direct_bounds(t, &dual, &s_ag, &ag, err);
+        if (rc == CS_OK) {
+            /* (rs.num/rs.den + ag.num/ag.den) / P */
+            int64_t P = t->ranks;
+            rpc_bound sum = { 0 };
+            if (rs.den > 0 && ag.den > 0)
+                bound_offer(&sum, rs.num * ag.den + ag.num * rs.den, rs.den * ag.den * P,
+                            "reducescatter (%lld/%lld) + allgather (%lld/%lld) over %lld ranks; "
+                            "AG %s",
+                            (long long)rs.num, (long long)rs.den, (long long)ag.num,
+                            (long long)ag.den, (long long)P, ag.why);
+            fill(out, s_rs + s_ag, &sum, "");
+        }
+    } else {
+        rc = collective_dual(c, &dual, err);
+        if (rc == CS_OK)
+            rc = direct_bounds(rev, &dual, &steps, &b, err);
+        if (rc == CS_OK)
+            fill(out, steps, &b, "dual on the reversed topology: ");
+    }
+    topology_free(rev);
+    return rc;
+}

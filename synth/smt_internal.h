@@ -1,0 +1,72 @@
+/*
+ * smt_internal.h - private interface between smt.c (options, Pareto search,
+ * combining collectives, threads) and smt_encode.c (one instance through Z3).
+ * Not a public header: only the smt module includes it.
+ *
+ * An smt_problem is the topology and a non-combining collective for one chunk
+ * count C, flattened into arrays the encoder walks quickly (links, shared sets,
+ * pre/post bits, hop distances, interchangeable chunk classes).  It does not
+ * depend on S or R, so the search builds it once per C and shares it read-only
+ * between worker threads.
+ */
+#ifndef CS_SMT_INTERNAL_H
+#define CS_SMT_INTERNAL_H
+
+#include <pthread.h>
+#include <z3.h>
+
+#include "smt.h"
+
+typedef struct smt_problem {
+    int P;                 /* ranks */
+    long G;                /* global chunks */
+    int C;                 /* chunks (the algorithm's) */
+    int nlinks;
+    int *lsrc, *ldst, *llanes;
+    int *in_begin, *in_links;  /* links into each rank */
+    int nsets;                 /* link constraints: every link, then every shared set */
+    int *set_begin, *set_links, *set_lanes;
+    unsigned char *pre, *post; /* G*P */
+    int *dist;                 /* P*P hop distances */
+    int *earliest;             /* G*P: first time (c, n) can hold c; INT_MAX if never */
+    int *need_dist;            /* G*P: hops from n to the nearest post rank lacking c (INT_MAX none) */
+    int *sym_next;             /* G: next chunk interchangeable with c, -1 if none */
+    const cs_collective *coll; /* for building the algorithm */
+    char topology_name[CS_NAME_MAX];
+} smt_problem;
+
+/* Encoding switches (measured in bench/smt_bench.c; defaults are the best found). */
+typedef struct smt_encode_config {
+    int solver;          /* 0 = QF_FD (SAT + PB), 1 = default Z3_mk_solver, 2 = simple (smt) */
+    bool symmetry;       /* lex-leader between interchangeable chunks */
+    int sym_len;         /* entries of each chunk's vector in the lex order (0 = all) */
+    const char *pb_solver; /* Z3 sat pb.solver: "sorting", "solver", "totalizer", ... */
+    unsigned seed;       /* Z3 random_seed (0 = Z3's default) */
+} smt_encode_config;
+
+void smt_encode_config_default(smt_encode_config *cfg);
+
+/* Shared between a running instance and whoever may interrupt it. */
+typedef struct smt_live {
+    pthread_mutex_t *lock;     /* guards ctx and interrupted */
+    Z3_context ctx;            /* NULL when not inside Z3 */
+    bool interrupted;
+} smt_live;
+
+typedef struct smt_instance_stats {
+    double encode_s, z3_s, extract_s; /* own code = encode + extract (+ verify) */
+    long vars, constraints;
+} smt_instance_stats;
+
+int smt_problem_build(const cs_topology *t, const cs_collective *c, int chunks,
+                      smt_problem **out, cs_error *err);
+void smt_problem_free(smt_problem *p);
+
+/* Decides (S, R) for the problem.  CS_OK with *out (built, not yet verified),
+ * CS_EUNSAT, CS_ETIMEOUT (time_limit_s > 0 ran out), CS_ECANCELLED (live was
+ * interrupted).  `live` may be NULL. */
+int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config *cfg,
+                     double time_limit_s, smt_live *live, cs_algorithm **out,
+                     smt_instance_stats *st, cs_error *err);
+
+#endif

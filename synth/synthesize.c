@@ -1,0 +1,1005 @@
+/*
+ * synthesize.c - request parsing, canonical form and key, and the method
+ * dispatcher (see synthesize.h).
+ *
+ * The canonical form is built here from the parsed objects, not copied from
+ * the client's document: that is what makes "dgx1" and the equivalent JSON
+ * document, or two link orders, hash to the same key.  The topology is
+ * re-serialized from the finalized cs_topology (physical links only; switch
+ * lowering is derived again when the canonical document is parsed), and the
+ * options are written out in full for the methods that may run, so a default
+ * left out and the same default spelled out are the same request.
+ *
+ * Server-side policy (the auto limits, thread counts) and delivery options
+ * (wait_s, time_limit_s) are deliberately outside the key: they change when or
+ * where the answer is computed, not what was asked.
+ */
+#include "synthesize.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collective.h"
+
+void synth_limits_default(cs_synth_limits *lim)
+{
+    memset(lim, 0, sizeof *lim);
+    lim->max_ranks = 4096;
+    lim->max_links = 1000000;
+    lim->max_chunks = 64;
+    lim->max_trials = 64;
+    lim->max_smt_steps = 64;
+    lim->max_wait_s = 300;
+    lim->max_time_limit_s = 86400;
+    lim->smt_max_ranks = 16;
+    lim->smt_max_variables = 50000;
+    lim->smt_time_budget_s = 30;
+    lim->threads = 0;
+}
+
+/* ---- SHA-256 (FIPS 180-4), written for this file ------------------------------ */
+
+typedef struct sha256_ctx {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t nbuf;
+} sha256_ctx;
+
+static const uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+static uint32_t rotr32(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha256_block(sha256_ctx *c, const unsigned char *p)
+{
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = rotr32(w[i - 15], 7) ^ rotr32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = rotr32(w[i - 2], 17) ^ rotr32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
+    uint32_t e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t s1 = rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25);
+        uint32_t ch = (e & f) ^ (~e & g);
+        uint32_t t1 = h + s1 + ch + sha256_k[i] + w[i];
+        uint32_t s0 = rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22);
+        uint32_t maj = (a & b) ^ (a & cc) ^ (b & cc);
+        uint32_t t2 = s0 + maj;
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = cc;
+        cc = b;
+        b = a;
+        a = t1 + t2;
+    }
+    c->h[0] += a;
+    c->h[1] += b;
+    c->h[2] += cc;
+    c->h[3] += d;
+    c->h[4] += e;
+    c->h[5] += f;
+    c->h[6] += g;
+    c->h[7] += h;
+}
+
+static void sha256_init(sha256_ctx *c)
+{
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, iv, sizeof iv);
+    c->len = 0;
+    c->nbuf = 0;
+}
+
+static void sha256_update(sha256_ctx *c, const unsigned char *p, size_t n)
+{
+    c->len += n;
+    while (n > 0) {
+        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
+        memcpy(c->buf + c->nbuf, p, take);
+        c->nbuf += take;
+        p += take;
+        n -= take;
+        if (c->nbuf == 64) {
+            sha256_block(c, c->buf);
+            c->nbuf = 0;
+        }
+    }
+}
+
+static void sha256_final(sha256_ctx *c, unsigned char out[32])
+{
+    uint64_t bits = c->len * 8;
+    unsigned char pad = 0x80;
+    sha256_update(c, &pad, 1);
+    unsigned char zero = 0;
+    while (c->nbuf != 56)
+        sha256_update(c, &zero, 1);
+    unsigned char lenbe[8];
+    for (int i = 0; i < 8; i++)
+        lenbe[i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha256_update(c, lenbe, 8);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (unsigned char)(c->h[i] >> 24);
+        out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
+        out[4 * i + 3] = (unsigned char)c->h[i];
+    }
+}
+
+void synth_sha256_hex(const void *data, size_t len, char out[65])
+{
+    sha256_ctx c;
+    unsigned char digest[32];
+    sha256_init(&c);
+    sha256_update(&c, data, len);
+    sha256_final(&c, digest);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+/* ---- option parsing -------------------------------------------------------------- */
+
+/* Field names are "options.k" or "options.smt.k": prefix + key. */
+static int opt_int(const json_t *obj, const char *key, const char *prefix, long lo, long hi,
+                   int *out, cs_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return CS_OK;
+    char field[CS_ERROR_FIELD_MAX];
+    snprintf(field, sizeof field, "%s%s", prefix, key);
+    if (!json_is_integer(v))
+        return cs_error_set(err, CS_EINVAL, field, "%s must be an integer", field);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return cs_error_set(err, CS_EINVAL, field, "%s must be in [%ld, %ld], got %lld", field,
+                            lo, hi, (long long)x);
+    *out = (int)x;
+    return CS_OK;
+}
+
+static int opt_double(const json_t *obj, const char *key, const char *prefix, double lo,
+                      double hi, double *out, cs_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return CS_OK;
+    char field[CS_ERROR_FIELD_MAX];
+    snprintf(field, sizeof field, "%s%s", prefix, key);
+    if (!json_is_number(v))
+        return cs_error_set(err, CS_EINVAL, field, "%s must be a number", field);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return cs_error_set(err, CS_EINVAL, field, "%s must be in [%g, %g], got %g", field, lo,
+                            hi, x);
+    *out = x;
+    return CS_OK;
+}
+
+/* Rejects keys outside `allowed` (NULL-terminated), naming the first. */
+static int opt_check_keys(const json_t *obj, const char *prefix, const char *const *allowed,
+                          const char *hint, cs_error *err)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        bool ok = false;
+        for (int i = 0; allowed[i]; i++)
+            if (strcmp(key, allowed[i]) == 0)
+                ok = true;
+        if (!ok) {
+            char field[CS_ERROR_FIELD_MAX];
+            snprintf(field, sizeof field, "%s%s", prefix, key);
+            return cs_error_set(err, CS_EINVAL, field, "unknown option %s%s%s", field,
+                                hint ? ": " : "", hint ? hint : "");
+        }
+    }
+    return CS_OK;
+}
+
+static const char *const smt_keys[] = {"k", "max_chunks", "max_steps", "steps", "rounds",
+                                       "chunks", "instance_time_limit_s",
+                                       "total_time_limit_s", NULL};
+static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_degree", "bytes",
+                                         NULL};
+static const char *const baseline_keys[] = {"chunks", NULL};
+
+static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
+                             cs_smt_options *s, cs_error *err)
+{
+    int rc;
+    int steps_max = lim->max_smt_steps;
+    if ((rc = opt_int(o, "k", prefix, 0, steps_max, &s->k, err)) ||
+        (rc = opt_int(o, "max_chunks", prefix, 1, lim->max_chunks, &s->max_chunks, err)) ||
+        (rc = opt_int(o, "max_steps", prefix, 0, steps_max, &s->max_steps, err)) ||
+        (rc = opt_int(o, "steps", prefix, 0, steps_max, &s->steps, err)) ||
+        (rc = opt_int(o, "rounds", prefix, 0, steps_max * 8, &s->rounds, err)) ||
+        (rc = opt_int(o, "chunks", prefix, 0, lim->max_chunks, &s->chunks, err)) ||
+        (rc = opt_double(o, "instance_time_limit_s", prefix, 0, 1e6, &s->instance_time_limit_s,
+                         err)) ||
+        (rc = opt_double(o, "total_time_limit_s", prefix, 0, 1e6, &s->total_time_limit_s, err)))
+        return rc;
+    int fixed = (s->steps > 0) + (s->rounds > 0) + (s->chunks > 0);
+    if (fixed != 0 && fixed != 3) {
+        char field[CS_ERROR_FIELD_MAX];
+        snprintf(field, sizeof field, "%s%s", prefix,
+                 s->steps <= 0 ? "steps" : s->rounds <= 0 ? "rounds" : "chunks");
+        return cs_error_set(err, CS_EINVAL, field,
+                            "steps, rounds and chunks select a single instance: give all three "
+                            "or none");
+    }
+    if (fixed == 3 && s->rounds < s->steps) {
+        char field[CS_ERROR_FIELD_MAX];
+        snprintf(field, sizeof field, "%srounds", prefix);
+        return cs_error_set(err, CS_EINVAL, field, "rounds (%d) must be >= steps (%d)",
+                            s->rounds, s->steps);
+    }
+    return CS_OK;
+}
+
+static int parse_tacos_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
+                               cs_tacos_options *t, cs_error *err)
+{
+    int rc;
+    if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &t->chunks, err)) ||
+        (rc = opt_int(o, "trials", prefix, 1, lim->max_trials, &t->trials, err)) ||
+        (rc = opt_int(o, "switch_degree", prefix, 0, 1 << 20, &t->switch_degree, err)) ||
+        (rc = opt_double(o, "bytes", prefix, 1, 1e15, &t->bytes, err)))
+        return rc;
+    const json_t *seed = json_object_get(o, "seed");
+    if (seed) {
+        char field[CS_ERROR_FIELD_MAX];
+        snprintf(field, sizeof field, "%sseed", prefix);
+        if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+            return cs_error_set(err, CS_EINVAL, field, "%s must be a non-negative integer",
+                                field);
+        t->seed = (uint64_t)json_integer_value(seed);
+    }
+    return CS_OK;
+}
+
+/* ---- canonical documents ----------------------------------------------------------- */
+
+static int cmp_link_pair(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Orders shared sets by their (sorted) link list text, a total order. */
+static int cmp_json_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static json_t *int_array(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+static json_t *canonical_topology(const cs_topology *t)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "name", json_string(t->name));
+    json_object_set_new(doc, "ranks", json_integer(t->ranks));
+    /* Links: physical only (switch links are re-derived), already sorted by
+     * (src, dst) after finalize; sort again so we do not depend on it. */
+    int n = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        n += t->links[i].switch_id < 0;
+    int *order = malloc(sizeof(int) * 3 * (size_t)(n ? n : 1));
+    int m = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].switch_id < 0) {
+            order[3 * m] = t->links[i].src;
+            order[3 * m + 1] = t->links[i].dst;
+            order[3 * m + 2] = i;
+            m++;
+        }
+    qsort(order, (size_t)m, sizeof(int) * 3, cmp_link_pair);
+    json_t *links = json_array();
+    for (int j = 0; j < m; j++) {
+        const cs_link *l = &t->links[order[3 * j + 2]];
+        json_t *o = json_object();
+        json_object_set_new(o, "src", json_integer(l->src));
+        json_object_set_new(o, "dst", json_integer(l->dst));
+        json_object_set_new(o, "lanes", json_integer(l->lanes));
+        json_object_set_new(o, "gbps", json_real(l->gbps));
+        json_object_set_new(o, "alpha_us", json_real(l->alpha_us));
+        json_array_append_new(links, o);
+    }
+    free(order);
+    json_object_set_new(doc, "links", links);
+
+    int nsh = 0;
+    for (int i = 0; i < t->nshared; i++)
+        nsh += t->shared[i].switch_id < 0;
+    if (nsh > 0) {
+        char **texts = calloc((size_t)nsh, sizeof *texts);
+        json_t **sets = calloc((size_t)nsh, sizeof *sets);
+        int k = 0;
+        for (int i = 0; i < t->nshared; i++) {
+            const cs_shared *s = &t->shared[i];
+            if (s->switch_id >= 0)
+                continue;
+            int *pairs = malloc(sizeof(int) * 2 * (size_t)(s->nlinks ? s->nlinks : 1));
+            for (int j = 0; j < s->nlinks; j++) {
+                pairs[2 * j] = t->links[s->links[j]].src;
+                pairs[2 * j + 1] = t->links[s->links[j]].dst;
+            }
+            qsort(pairs, (size_t)s->nlinks, sizeof(int) * 2, cmp_link_pair);
+            json_t *la = json_array();
+            for (int j = 0; j < s->nlinks; j++)
+                json_array_append_new(la, int_array(&pairs[2 * j], 2));
+            free(pairs);
+            json_t *o = json_object();
+            json_object_set_new(o, "links", la);
+            json_object_set_new(o, "lanes", json_integer(s->lanes));
+            sets[k] = o;
+            /* "text\0index" sorts the sets; the index finds the object again */
+            char *txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+            size_t tl = strlen(txt ? txt : "");
+            texts[k] = malloc(tl + 16);
+            snprintf(texts[k], tl + 16, "%s#%d", txt ? txt : "", k);
+            free(txt);
+            k++;
+        }
+        qsort(texts, (size_t)k, sizeof *texts, cmp_json_text);
+        json_t *arr = json_array();
+        for (int j = 0; j < k; j++) {
+            int idx = atoi(strrchr(texts[j], '#') + 1);
+            json_array_append(arr, sets[idx]);
+            free(texts[j]);
+        }
+        for (int j = 0; j < k; j++)
+            json_decref(sets[j]);
+        free(texts);
+        free(sets);
+        json_object_set_new(doc, "shared", arr);
+    }
+    if (t->nswitches > 0) {
+        /* Rank order within a switch matters (TACOS unwinding), so it is kept. */
+        json_t *arr = json_array();
+        for (int i = 0; i < t->nswitches; i++) {
+            const cs_switch *s = &t->switches[i];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(s->name));
+            json_object_set_new(o, "ranks", int_array(s->ranks, s->nranks));
+            json_object_set_new(o, "gbps", json_real(s->gbps));
+            json_object_set_new(o, "alpha_us", json_real(s->alpha_us));
+            json_array_append_new(arr, o);
+        }
+        json_object_set_new(doc, "switches", arr);
+    }
+    if (t->ngroups > 0) {
+        json_t *arr = json_array();
+        for (int i = 0; i < t->ngroups; i++) {
+            const cs_group *g = &t->groups[i];
+            int *r = malloc(sizeof(int) * (size_t)(g->nranks ? g->nranks : 1));
+            memcpy(r, g->ranks, sizeof(int) * (size_t)g->nranks);
+            qsort(r, (size_t)g->nranks, sizeof(int), cmp_int);
+            json_array_append_new(arr, int_array(r, g->nranks));
+            free(r);
+        }
+        json_object_set_new(doc, "groups", arr);
+    }
+    return doc;
+}
+
+static json_t *canonical_collective(const cs_collective *c)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "kind", json_string(collective_kind_name(c->kind)));
+    if (collective_kind_is_rooted(c->kind))
+        json_object_set_new(doc, "root", json_integer(c->root));
+    if (c->kind == CS_COLL_CUSTOM) {
+        json_object_set_new(doc, "global_chunks", json_integer(c->custom_global_chunks));
+        const int *lists[2] = {c->pre, c->post};
+        int counts[2] = {c->npre, c->npost};
+        const char *names[2] = {"pre", "post"};
+        for (int w = 0; w < 2; w++) {
+            int *p = malloc(sizeof(int) * 2 * (size_t)(counts[w] ? counts[w] : 1));
+            memcpy(p, lists[w], sizeof(int) * 2 * (size_t)counts[w]);
+            qsort(p, (size_t)counts[w], sizeof(int) * 2, cmp_link_pair);
+            json_t *arr = json_array();
+            for (int j = 0; j < counts[w]; j++) {
+                /* duplicates say nothing new */
+                if (j > 0 && p[2 * j] == p[2 * j - 2] && p[2 * j + 1] == p[2 * j - 1])
+                    continue;
+                json_array_append_new(arr, int_array(&p[2 * j], 2));
+            }
+            free(p);
+            json_object_set_new(doc, names[w], arr);
+        }
+    }
+    return doc;
+}
+
+static json_t *smt_options_json(const cs_smt_options *s)
+{
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "k", s->k, "max_chunks",
+                     s->max_chunks, "max_steps", s->max_steps, "steps", s->steps, "rounds",
+                     s->rounds, "chunks", s->chunks, "instance_time_limit_s",
+                     s->instance_time_limit_s, "total_time_limit_s", s->total_time_limit_s);
+}
+
+static json_t *tacos_options_json(const cs_tacos_options *t)
+{
+    return json_pack("{s:i, s:i, s:I, s:i, s:f}", "chunks", t->chunks, "trials", t->trials,
+                     "seed", (json_int_t)t->seed, "switch_degree", t->switch_degree, "bytes",
+                     t->bytes);
+}
+
+/* ---- request ------------------------------------------------------------------------ */
+
+void synth_request_free(cs_synth_request *r)
+{
+    if (!r)
+        return;
+    topology_free(r->topology);
+    collective_free(&r->collective);
+    json_decref(r->canonical);
+    free(r);
+}
+
+/* Prefixes a sub-parser's field ("links[3]") with its place ("topology."). */
+static int prefix_field(cs_error *err, int rc, const char *prefix)
+{
+    if (err && rc != CS_OK) {
+        char f[2 * CS_ERROR_FIELD_MAX + 2];
+        if (err->field[0])
+            snprintf(f, sizeof f, "%s.%s", prefix, err->field);
+        else
+            snprintf(f, sizeof f, "%s", prefix);
+        snprintf(err->field, sizeof err->field, "%.*s", CS_ERROR_FIELD_MAX - 1, f);
+    }
+    return rc;
+}
+
+int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_topology **out,
+                          cs_error *err)
+{
+    cs_synth_limits defaults;
+    if (!lim_in) {
+        synth_limits_default(&defaults);
+        lim_in = &defaults;
+    }
+    *out = NULL;
+    if (strlen(name) > 100)
+        return cs_error_set(err, CS_EINVAL, "topology", "topology name is too long");
+    /* Estimate ranks from the dimensions ("torus2d:8x8" -> 64, "hypercube:D"
+     * -> 2^D, node-count families x8) without trusting the builder to refuse
+     * sizes that are legal for the library but too big for a service. */
+    const char *colon = strchr(name, ':');
+    const char *comma = strchr(name, ',');
+    double ranks = 1;
+    if (colon && (!comma || colon < comma)) {
+        const char *p = colon + 1;
+        while (*p && *p != ',') {
+            char *end;
+            double d = strtod(p, &end);
+            if (end == p)
+                break;
+            ranks *= d > 1 ? d : 1;
+            p = end;
+            if (*p == 'x')
+                p++;
+        }
+    }
+    size_t fam_len = colon ? (size_t)(colon - name) : comma ? (size_t)(comma - name)
+                                                           : strlen(name);
+    bool hypercube = fam_len == 9 && strncmp(name, "hypercube", 9) == 0;
+    bool nodes = (fam_len == 4 && !strncmp(name, "ndv2", 4)) ||
+                 (fam_len == 7 && (!strncmp(name, "dgxa100", 7) || !strncmp(name, "dgxh100", 7)));
+    if (hypercube)
+        ranks = ranks > 30 ? 1e12 : (double)(1L << (long)ranks);
+    if (nodes)
+        ranks *= 8;
+    bool dense = (fam_len == 2 && !strncmp(name, "fc", 2)) || nodes;
+    if (ranks > lim_in->max_ranks)
+        return cs_error_set(err, CS_ELIMIT, "topology",
+                            "%s would have about %.0f ranks; this service accepts at most %d", name,
+                            ranks, lim_in->max_ranks);
+    if (dense && lim_in->max_links > 0 && ranks * ranks > (double)lim_in->max_links)
+        return cs_error_set(err, CS_ELIMIT, "topology",
+                            "%s would have about %.0f links; this service accepts at most %zu",
+                            name, ranks * ranks, lim_in->max_links);
+    int rc = topology_builtin(name, out, err);
+    if (rc == CS_OK && (*out)->ranks > lim_in->max_ranks) {
+        int r = (*out)->ranks;
+        topology_free(*out);
+        *out = NULL;
+        return cs_error_set(err, CS_ELIMIT, "topology",
+                            "topology has %d ranks; this service accepts at most %d", r,
+                            lim_in->max_ranks);
+    }
+    if (rc != CS_OK && err && !err->field[0])
+        snprintf(err->field, sizeof err->field, "topology");
+    return rc;
+}
+
+static int parse_topology(const json_t *v, const cs_synth_limits *lim, cs_topology **out,
+                          cs_error *err)
+{
+    if (!v)
+        return cs_error_set(err, CS_EINVAL, "topology", "topology is required");
+    int rc;
+    if (json_is_string(v)) {
+        /* Only builtin names: a client must never make the daemon read a file. */
+        return synth_builtin_checked(json_string_value(v), lim, out, err);
+    }
+    if (!json_is_object(v))
+        return cs_error_set(err, CS_EINVAL, "topology",
+                            "topology must be a builtin name or a Topology JSON object");
+    cs_topology_parse_options po = {.max_ranks = lim->max_ranks, .max_links = lim->max_links};
+    rc = topology_from_json(v, &po, out, err);
+    return prefix_field(err, rc, "topology");
+}
+
+int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
+                            cs_synth_request **out, cs_error *err)
+{
+    cs_synth_limits defaults;
+    if (!lim_in) {
+        synth_limits_default(&defaults);
+        lim_in = &defaults;
+    }
+    const cs_synth_limits *lim = lim_in;
+    *out = NULL;
+    if (!json_is_object(doc))
+        return cs_error_set(err, CS_EINVAL, "", "the request must be a JSON object");
+    static const char *const top_keys[] = {"topology", "collective", "method", "options", "v",
+                                           NULL};
+    int rc = opt_check_keys(doc, "", top_keys, "expected topology, collective, method, options",
+                            err);
+    if (rc)
+        return rc;
+    /* "v": the canonical form's version, accepted so a canonical request parses */
+    const json_t *ver = json_object_get(doc, "v");
+    if (ver && (!json_is_integer(ver) || json_integer_value(ver) != 1))
+        return cs_error_set(err, CS_EINVAL, "v", "v (request format version) must be 1");
+
+    cs_synth_request *r = calloc(1, sizeof *r);
+    if (!r)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    collective_init(&r->collective, CS_COLL_ALLGATHER, -1);
+    smt_options_default(&r->smt);
+    tacos_options_default(&r->tacos);
+    r->tacos.keep_sends = true;
+    r->baseline.chunks = 0;
+
+    /* method first: option parsing depends on it */
+    const json_t *m = json_object_get(doc, "method");
+    const char *method = "auto";
+    if (m) {
+        if (!json_is_string(m)) {
+            rc = cs_error_set(err, CS_EINVAL, "method", "method must be a string");
+            goto fail;
+        }
+        method = json_string_value(m);
+    }
+    if (strcmp(method, "auto") == 0)
+        r->method_kind = CS_SYNTH_AUTO;
+    else if (strcmp(method, "smt") == 0)
+        r->method_kind = CS_SYNTH_SMT;
+    else if (strcmp(method, "tacos") == 0)
+        r->method_kind = CS_SYNTH_TACOS;
+    else if (strlen(method) < sizeof r->method && baseline_exists(method))
+        r->method_kind = CS_SYNTH_BASELINE;
+    else {
+        char names[400] = "";
+        int nb = 0;
+        const cs_baseline_info *bl = baseline_list(&nb);
+        for (int i = 0; i < nb; i++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
+        }
+        rc = cs_error_set(err, CS_EINVAL, "method",
+                          "unknown method \"%.60s\": expected auto, smt, tacos or a baseline (%s)",
+                          method, names);
+        goto fail;
+    }
+    snprintf(r->method, sizeof r->method, "%s", method);
+
+    if ((rc = parse_topology(json_object_get(doc, "topology"), lim, &r->topology, err)))
+        goto fail;
+
+    const json_t *cj = json_object_get(doc, "collective");
+    if (!cj) {
+        rc = cs_error_set(err, CS_EINVAL, "collective", "collective is required");
+        goto fail;
+    }
+    if (json_is_string(cj)) {
+        /* shorthand: "allgather" */
+        json_t *tmp = json_pack("{s:O}", "kind", (json_t *)cj);
+        rc = collective_from_json(tmp, &r->collective, err);
+        json_decref(tmp);
+    } else {
+        rc = collective_from_json(cj, &r->collective, err);
+    }
+    if (rc != CS_OK) {
+        prefix_field(err, rc, "collective");
+        goto fail;
+    }
+    if ((rc = prefix_field(err, collective_validate(&r->collective, r->topology->ranks, err),
+                           "collective")))
+        goto fail;
+
+    /* options */
+    const json_t *o = json_object_get(doc, "options");
+    json_t *empty = NULL;
+    if (o && !json_is_object(o)) {
+        rc = cs_error_set(err, CS_EINVAL, "options", "options must be an object");
+        goto fail;
+    }
+    if (!o)
+        o = empty = json_object();
+    rc = opt_double(o, "wait_s", "options.", 0, lim->max_wait_s, &r->wait_s, err);
+    if (!rc)
+        rc = opt_double(o, "time_limit_s", "options.", 0, lim->max_time_limit_s,
+                        &r->time_limit_s, err);
+    json_t *flat = json_deep_copy(o);
+    json_object_del(flat, "wait_s");
+    json_object_del(flat, "time_limit_s");
+    if (!rc) {
+        switch (r->method_kind) {
+        case CS_SYNTH_SMT:
+            rc = opt_check_keys(flat, "options.", smt_keys, "not an smt option", err);
+            if (!rc)
+                rc = parse_smt_options(flat, "options.", lim, &r->smt, err);
+            if (!rc)
+                rc = prefix_field(err, smt_options_validate(&r->smt, r->topology,
+                                                            &r->collective, err),
+                                  "options");
+            break;
+        case CS_SYNTH_TACOS:
+            rc = opt_check_keys(flat, "options.", tacos_keys, "not a tacos option", err);
+            if (!rc)
+                rc = parse_tacos_options(flat, "options.", lim, &r->tacos, err);
+            break;
+        case CS_SYNTH_BASELINE:
+            rc = opt_check_keys(flat, "options.", baseline_keys, "baselines take only chunks",
+                                err);
+            if (!rc)
+                rc = opt_int(flat, "chunks", "options.", 0, lim->max_chunks,
+                             &r->baseline.chunks, err);
+            if (!rc && !baseline_supports(r->method, r->collective.kind))
+                rc = cs_error_set(err, CS_EUNSUPPORTED, "method",
+                                  "baseline %s does not implement %s", r->method,
+                                  collective_kind_name(r->collective.kind));
+            break;
+        case CS_SYNTH_AUTO: {
+            static const char *const auto_keys[] = {"smt", "tacos", NULL};
+            rc = opt_check_keys(flat, "options.", auto_keys,
+                                "with method auto, put SMT options under options.smt and "
+                                "TACOS options under options.tacos",
+                                err);
+            const json_t *so = json_object_get(flat, "smt");
+            const json_t *to = json_object_get(flat, "tacos");
+            if (!rc && so && !json_is_object(so))
+                rc = cs_error_set(err, CS_EINVAL, "options.smt", "options.smt must be an object");
+            if (!rc && to && !json_is_object(to))
+                rc = cs_error_set(err, CS_EINVAL, "options.tacos",
+                                  "options.tacos must be an object");
+            if (!rc && so)
+                rc = opt_check_keys(so, "options.smt.", smt_keys, "not an smt option", err);
+            if (!rc && so)
+                rc = parse_smt_options(so, "options.smt.", lim, &r->smt, err);
+            if (!rc && to)
+                rc = opt_check_keys(to, "options.tacos.", tacos_keys, "not a tacos option", err);
+            if (!rc && to)
+                rc = parse_tacos_options(to, "options.tacos.", lim, &r->tacos, err);
+            break;
+        }
+        }
+    }
+    json_decref(flat);
+    json_decref(empty);
+    if (rc)
+        goto fail;
+
+    /* results too large to hold are refused before any work */
+    if (lim->max_sends > 0) {
+        int chunks = r->method_kind == CS_SYNTH_SMT        ? r->smt.max_chunks
+                     : r->method_kind == CS_SYNTH_BASELINE ? r->baseline.chunks
+                                                           : r->tacos.chunks;
+        if (r->method_kind == CS_SYNTH_SMT && r->smt.chunks > 0)
+            chunks = r->smt.chunks;
+        long est = synth_estimate_sends(r->topology, &r->collective, chunks);
+        if (est > lim->max_sends) {
+            rc = cs_error_set(err, CS_ELIMIT, chunks > 1 ? "options.chunks" : "topology",
+                              "the result would hold about %ld sends; this service returns at "
+                              "most %ld (fewer ranks or chunks)",
+                              est, lim->max_sends);
+            goto fail;
+        }
+    }
+
+    /* canonical document and key */
+    json_t *canon = json_object();
+    json_object_set_new(canon, "v", json_integer(1));
+    json_object_set_new(canon, "topology", canonical_topology(r->topology));
+    json_object_set_new(canon, "collective", canonical_collective(&r->collective));
+    json_object_set_new(canon, "method", json_string(r->method));
+    json_t *copts = json_object();
+    switch (r->method_kind) {
+    case CS_SYNTH_SMT: {
+        json_t *tmp = smt_options_json(&r->smt);
+        json_object_update(copts, tmp);
+        json_decref(tmp);
+        break;
+    }
+    case CS_SYNTH_TACOS: {
+        json_t *tmp = tacos_options_json(&r->tacos);
+        json_object_update(copts, tmp);
+        json_decref(tmp);
+        break;
+    }
+    case CS_SYNTH_BASELINE:
+        json_object_set_new(copts, "chunks", json_integer(r->baseline.chunks));
+        break;
+    case CS_SYNTH_AUTO:
+        json_object_set_new(copts, "smt", smt_options_json(&r->smt));
+        json_object_set_new(copts, "tacos", tacos_options_json(&r->tacos));
+        break;
+    }
+    json_object_set_new(canon, "options", copts);
+    r->canonical = canon;
+    char *text = synth_request_canonical_text(r);
+    if (!text) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto fail;
+    }
+    synth_sha256_hex(text, strlen(text), r->key);
+    free(text);
+    *out = r;
+    return CS_OK;
+fail:
+    synth_request_free(r);
+    return rc;
+}
+
+int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
+                        cs_synth_request **out, cs_error *err)
+{
+    *out = NULL;
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc)
+        return cs_error_set(err, CS_EINVAL, "", "malformed JSON at line %d column %d: %s",
+                            jerr.line, jerr.column, jerr.text);
+    int rc = synth_request_from_json(doc, lim, out, err);
+    json_decref(doc);
+    return rc;
+}
+
+char *synth_request_canonical_text(const cs_synth_request *r)
+{
+    return json_dumps(r->canonical, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+}
+
+long synth_smt_estimate_variables(const cs_topology *t, const cs_collective *c, int max_chunks)
+{
+    if (max_chunks < 1)
+        max_chunks = 1;
+    long g = collective_global_chunks(c, t->ranks, max_chunks);
+    long per_rank = (long)t->ranks * max_chunks;
+    if (collective_kind_is_combining(c->kind) && g < per_rank)
+        g = per_rank; /* synthesized as the P*C-chunk dual */
+    long per_chunk = (long)t->ranks + t->nlinks;
+    if (g > 0 && per_chunk > 0 && g > (long)(1L << 40) / per_chunk)
+        return 1L << 40;
+    return g * per_chunk;
+}
+
+long synth_estimate_sends(const cs_topology *t, const cs_collective *c, int chunks)
+{
+    if (chunks < 1)
+        chunks = 1;
+    double p = t->ranks;
+    double g = (double)collective_global_chunks(c, t->ranks, chunks);
+    if (collective_kind_is_combining(c->kind) && g < p * chunks)
+        g = p * chunks;
+    double sends = g * (p - 1);
+    if (c->kind == CS_COLL_ALLREDUCE)
+        sends *= 2;
+    return sends > 1e15 ? (long)1e15 : (long)sends;
+}
+
+/* ---- running --------------------------------------------------------------------------- */
+
+static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
+                   const cs_synth_hooks *h, double budget_s, cs_result **out, cs_error *err)
+{
+    cs_smt_options o = r->smt;
+    o.threads = lim->threads;
+    o.progress = h ? h->progress : NULL;
+    o.progress_ctx = h ? h->progress_ctx : NULL;
+    o.cancel = h ? h->cancel : NULL;
+    if (budget_s > 0 && (o.total_time_limit_s <= 0 || o.total_time_limit_s > budget_s))
+        o.total_time_limit_s = budget_s;
+    return smt_search(r->topology, &r->collective, &o, out, err);
+}
+
+static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
+                     const cs_synth_hooks *h, cs_result **out, cs_error *err)
+{
+    cs_tacos_options o = r->tacos;
+    o.threads = lim->threads;
+    o.keep_sends = true;
+    o.progress = h ? h->progress : NULL;
+    o.progress_ctx = h ? h->progress_ctx : NULL;
+    o.cancel = h ? h->cancel : NULL;
+    return tacos_synthesize(r->topology, &r->collective, &o, out, err);
+}
+
+static int run_baseline(const cs_synth_request *r, cs_result **out, cs_error *err)
+{
+    double t0 = cs_now();
+    cs_algorithm *a = NULL;
+    int rc = baseline_generate(r->method, r->topology, &r->collective, &r->baseline, &a, err);
+    if (rc)
+        return rc;
+    cs_result *res = NULL;
+    if ((rc = result_new(r->method, &res, err))) {
+        algorithm_free(a);
+        return rc;
+    }
+    if ((rc = result_add(res, a))) {
+        algorithm_free(a);
+        result_free(res);
+        return cs_error_set(err, rc, "", "cannot add the baseline to the result");
+    }
+    /* Bounds put the baseline in context; skipped (not an error) when they
+     * cannot be computed cheaply. */
+    if (r->topology->ranks <= 1024) {
+        cs_bounds b;
+        if (collective_bounds(r->topology, &r->collective, &b, NULL) == CS_OK) {
+            res->bound_steps = b.steps;
+            res->bound_rounds_per_chunk = b.rounds_per_chunk;
+        }
+    }
+    res->complete = true;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
+    return CS_OK;
+}
+
+int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
+              const cs_synth_hooks *hooks, cs_result **out, cs_error *err)
+{
+    cs_synth_limits defaults;
+    if (!lim_in) {
+        synth_limits_default(&defaults);
+        lim_in = &defaults;
+    }
+    const cs_synth_limits *lim = lim_in;
+    *out = NULL;
+    double t0 = cs_now();
+    int rc;
+    char reason[256] = "";
+    switch (r->method_kind) {
+    case CS_SYNTH_SMT:
+        rc = run_smt(r, lim, hooks, 0, out, err);
+        snprintf(reason, sizeof reason, "method smt requested");
+        break;
+    case CS_SYNTH_TACOS:
+        rc = run_tacos(r, lim, hooks, out, err);
+        snprintf(reason, sizeof reason, "method tacos requested");
+        break;
+    case CS_SYNTH_BASELINE:
+        rc = run_baseline(r, out, err);
+        snprintf(reason, sizeof reason, "baseline %s requested", r->method);
+        break;
+    default: {
+        const cs_topology *t = r->topology;
+        long vars = synth_smt_estimate_variables(t, &r->collective, r->smt.max_chunks);
+        if (t->ranks > lim->smt_max_ranks) {
+            snprintf(reason, sizeof reason, "auto: %d ranks > smt limit %d; tacos", t->ranks,
+                     lim->smt_max_ranks);
+            rc = run_tacos(r, lim, hooks, out, err);
+            break;
+        }
+        if (vars > lim->smt_max_variables) {
+            snprintf(reason, sizeof reason,
+                     "auto: ~%ld smt variables > limit %ld (%d ranks); tacos", vars,
+                     lim->smt_max_variables, t->ranks);
+            rc = run_tacos(r, lim, hooks, out, err);
+            break;
+        }
+        cs_error serr;
+        cs_error_clear(&serr);
+        rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, out, &serr);
+        if (rc == CS_OK && *out && (*out)->nalgs > 0) {
+            snprintf(reason, sizeof reason,
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (frontier %s)",
+                     t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
+                     (*out)->complete ? "complete" : "partial: time budget ran out");
+            break;
+        }
+        if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {
+            result_free(*out);
+            *out = NULL;
+            rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
+            break;
+        }
+        const char *why = rc == CS_ETIMEOUT || rc == CS_OK
+                              ? "smt found nothing within its time budget"
+                          : rc == CS_EUNSUPPORTED ? "smt does not handle this collective"
+                          : rc == CS_ELIMIT       ? "the instance exceeds an smt limit"
+                                                  : cs_status_name(rc);
+        if (rc == CS_EUNSAT) {
+            /* proven impossible: TACOS cannot do better; report it */
+            if (err)
+                *err = serr;
+            break;
+        }
+        result_free(*out);
+        *out = NULL;
+        snprintf(reason, sizeof reason, "auto: %s (%.200s); tacos", why, serr.message);
+        rc = run_tacos(r, lim, hooks, out, err);
+        break;
+    }
+    }
+    if (rc != CS_OK) {
+        result_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    if (!*out)
+        return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
+    snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
+    if ((*out)->synth_seconds <= 0)
+        (*out)->synth_seconds = cs_now() - t0;
+    return CS_OK;
+}
+
+json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res)
+{
+    json_t *doc = result_to_json(res);
+    if (!doc)
+        return NULL;
+    json_object_set_new(doc, "key", json_string(r->key));
+    json_object_set_new(doc, "topology", json_string(r->topology->name));
+    json_object_set_new(doc, "collective", canonical_collective(&r->collective));
+    json_object_set_new(doc, "reason", json_string(res->reason));
+    if (!json_object_get(doc, "method"))
+        json_object_set_new(doc, "method", json_string(res->method));
+    return doc;
+}

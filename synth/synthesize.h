@@ -1,0 +1,136 @@
+/*
+ * synthesize.h - the method dispatcher the daemon and the CLI share: a
+ * synthesis request (topology, collective, method, options) parsed and
+ * validated once, reduced to a canonical form whose SHA-256 is the cache key,
+ * and run by the right synthesizer.
+ *
+ *     cs_synth_limits lim;
+ *     synth_limits_default(&lim);
+ *     cs_synth_request *req;
+ *     if (synth_request_parse(body, len, &lim, &req, &err) != CS_OK)
+ *         ... err.field names the bad input ("options.k", "topology.links[3].src")
+ *     puts(req->key);                       // 64 hex digits, stable everywhere
+ *     cs_result *res;
+ *     synth_run(req, &lim, NULL, &res, &err);  // res->method, res->reason say what ran
+ *     json_t *doc = synth_result_to_json(req, res);   // CONTRACT.md section 4
+ *
+ * Request document (CONTRACT.md section 4):
+ *   {"topology": "dgx1" | {Topology JSON}, "collective": {"kind": ...},
+ *    "method": "auto" | "smt" | "tacos" | <baseline name>, "options": {...}}
+ * Options, by method (unknown keys are rejected, naming them):
+ *   every method: wait_s (daemon: how long POST waits before answering 202),
+ *                 time_limit_s (per-job wall-clock limit).  Neither is part of
+ *                 the key: they change when you get the answer, not the answer.
+ *   smt:      k, max_chunks, max_steps, steps, rounds, chunks,
+ *             instance_time_limit_s, total_time_limit_s   (cs_smt_options)
+ *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
+ *   baseline: chunks                                       (cs_baseline_options)
+ *   auto:     "smt": {smt options}, "tacos": {tacos options}
+ *
+ * The auto policy (limits in cs_synth_limits, server configuration, not part
+ * of the key): SMT when ranks <= smt_max_ranks and the estimated SMT variable
+ * count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS
+ * when the instance is larger, when SMT cannot handle the collective, or when
+ * SMT found nothing within its budget.  result->reason says which ran and why.
+ *
+ * Canonical request: builtins expanded to their links; links, shared sets and
+ * custom pairs sorted; every option of the methods that may run written out
+ * with its default; compact JSON with sorted keys.  Two requests that mean the
+ * same synthesis get the same key on every machine.
+ *
+ * Thread safety: a request is read-only after parsing; synth_run may be called
+ * from many threads at once (each call owns its result).
+ */
+#ifndef CS_SYNTHESIZE_H
+#define CS_SYNTHESIZE_H
+
+#include <jansson.h>
+#include "algorithm.h"
+#include "baseline.h"
+#include "smt.h"
+#include "tacos.h"
+
+typedef struct cs_synth_limits {
+    int max_ranks;             /* topologies with more ranks are rejected (default 4096) */
+    size_t max_links;          /* 0 = no limit (default 1,000,000) */
+    int max_chunks;            /* upper bound on any chunks option (default 64) */
+    int max_trials;            /* upper bound on tacos trials (default 64) */
+    int max_smt_steps;         /* upper bound on smt steps/max_steps/rounds (default 64) */
+    double max_wait_s;         /* upper bound on options.wait_s (default 300) */
+    double max_time_limit_s;   /* upper bound on options.time_limit_s (default 86400) */
+    long max_sends;            /* refuse requests whose result would hold more sends
+                                  (synth_estimate_sends); 0 = no limit (default) */
+    /* auto policy */
+    int smt_max_ranks;         /* default 16 */
+    long smt_max_variables;    /* default 50,000 */
+    double smt_time_budget_s;  /* default 30; 0 = no budget */
+    int threads;               /* solver threads per synthesis (0 = CPU count) */
+} cs_synth_limits;
+
+void synth_limits_default(cs_synth_limits *lim);
+
+typedef enum cs_synth_method {
+    CS_SYNTH_AUTO = 0,
+    CS_SYNTH_SMT,
+    CS_SYNTH_TACOS,
+    CS_SYNTH_BASELINE
+} cs_synth_method;
+
+typedef struct cs_synth_request {
+    cs_topology *topology;        /* owned, finalized */
+    cs_collective collective;     /* owned, validated for topology->ranks */
+    cs_synth_method method_kind;
+    char method[32];              /* "auto", "smt", "tacos" or the baseline name */
+    cs_smt_options smt;           /* normalized; progress/cancel unset */
+    cs_tacos_options tacos;       /* normalized; progress/cancel unset */
+    cs_baseline_options baseline;
+    double wait_s;                /* options.wait_s (0 when absent); not in the key */
+    double time_limit_s;          /* options.time_limit_s (0 = none); not in the key */
+    json_t *canonical;            /* owned: the canonical request document */
+    char key[65];                 /* hex SHA-256 of the canonical JSON text */
+} cs_synth_request;
+
+/* Parses and validates a request document; every error names its field. */
+int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim,
+                            cs_synth_request **out, cs_error *err);
+/* The same from text (a JSON syntax error is CS_EINVAL with field ""). */
+int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
+                        cs_synth_request **out, cs_error *err);
+void synth_request_free(cs_synth_request *r);
+/* Compact, sorted-keys canonical JSON (what the key hashes); caller frees. */
+char *synth_request_canonical_text(const cs_synth_request *r);
+
+/* topology_builtin() for untrusted names: refuses, before building anything,
+ * names whose rank count (or, for fully connected families, link count) would
+ * exceed lim->max_ranks (lim->max_links).  Errors name field "topology". */
+int synth_builtin_checked(const char *name, const cs_synth_limits *lim, cs_topology **out,
+                          cs_error *err);
+
+/* Rough count of Boolean/integer variables of the SCCL encoding for the largest
+ * instance the search tries: G(max_chunks) * (ranks + links). */
+long synth_smt_estimate_variables(const cs_topology *t, const cs_collective *c,
+                                  int max_chunks);
+
+/* Upper estimate of the sends in one algorithm of the result: every global
+ * chunk of the (dual) collective reaching every other rank once; allreduce
+ * counts both halves.  Used to refuse results too large to hold as JSON. */
+long synth_estimate_sends(const cs_topology *t, const cs_collective *c, int chunks);
+
+typedef struct cs_synth_hooks {
+    cs_progress_fn progress;      /* may be NULL */
+    void *progress_ctx;
+    cs_cancel *cancel;            /* may be NULL */
+} cs_synth_hooks;
+
+/* Runs the request's method (the auto policy from lim; lim may be NULL for the
+ * defaults).  On success *out has method and reason set. */
+int synth_run(const cs_synth_request *r, const cs_synth_limits *lim,
+              const cs_synth_hooks *hooks, cs_result **out, cs_error *err);
+
+/* result_to_json plus key, topology (name), collective and reason. */
+json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res);
+
+/* SHA-256 of data as 64 lowercase hex digits and a NUL. */
+void synth_sha256_hex(const void *data, size_t len, char out[65]);
+
+#endif

@@ -1,0 +1,886 @@
+/*
+ * tacos_engine.c - one seeded trial of TACOS' link-chunk matching over a
+ * time-expanded network (TACOS paper, Algorithms 1 and 2).
+ *
+ * The paper's matching visits every unsatisfied (rank, chunk) postcondition in
+ * every time span and backtracks to in-neighbours holding the chunk: with P
+ * ranks and G chunks that is P*G work per span, so its synthesis time grows
+ * roughly cubically.  This engine makes the same greedy decisions from the
+ * link's side and only touches what changed:
+ *
+ *  - Within one span the matches into different destination ranks are
+ *    independent (a link feeds one rank, and a rank's "already covered" set
+ *    only concerns itself), so matching decomposes per destination: rank d
+ *    offers each free in-link (cheapest first, equal costs in a random
+ *    rotation) a chunk its source holds that d neither holds nor is already
+ *    receiving.  That is the paper's maximal matching for rank d.
+ *  - Candidate chunks come from an arrival log per rank: the chunks it holds,
+ *    in arrival order.  Each link keeps a cursor into its source's log; a
+ *    chunk the destination already covers is skipped for good (covering is
+ *    permanent), so a link reads each entry of its source's log once over the
+ *    whole run: the total work is about links x G, not spans x P x G.  The
+ *    trial's randomness picks among the first `window` candidates, and
+ *    rotates equal-cost links.
+ *  - Time is continuous.  A send over link l occupies one lane for
+ *    alpha + chunk_bytes / bandwidth; completions are kept in buckets of equal
+ *    end time (on homogeneous networks every span is one bucket).  Only ranks
+ *    whose in-links freed a lane, or whose in-neighbours received something,
+ *    are visited at the next event time ("dirty" ranks).
+ *  - Per rank, a bitset of G bits says which chunks it holds or is receiving
+ *    or does not need (so "wanted" is one bit test).  Logs are trimmed below
+ *    the slowest out-link cursor, so they hold the real backlog only.
+ *
+ * Chunks that only some ranks need (gather, scatter, alltoall, custom) must be
+ * relayed by ranks that do not need them: before matching, each (chunk,
+ * target) gets a random shortest path from a source (BFS distances, random
+ * ties), and the ranks on it are marked as needing the chunk.  Everything
+ * else is the same matching.
+ */
+#include "tacos_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- random numbers -------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void tacos_rng_seed(tacos_rng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t tacos_rng_next(tacos_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint32_t tacos_rng_below(tacos_rng *r, uint32_t n)
+{
+    return (uint32_t)(((tacos_rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+double tacos_link_cost(const cs_link *l, double chunk_bytes)
+{
+    return l->alpha_us + chunk_bytes / (l->gbps * 1e3);
+}
+
+/* ---- engine state ---------------------------------------------------------- */
+
+typedef struct arrival_log {
+    uint32_t *buf;
+    int64_t base;   /* absolute position of buf[0] */
+    int64_t len, cap;
+} arrival_log;
+
+typedef struct inflight { int32_t link; uint32_t chunk; } inflight;
+
+typedef struct bucket {
+    double time;
+    inflight *items;
+    long n, cap;
+} bucket;
+
+typedef struct engine {
+    const tacos_problem *p;
+    const cs_topology *t;
+    int P, L;
+    long G;
+    long W;                 /* 64-bit words per rank bitset */
+    uint64_t *covered;      /* P * W */
+    uint64_t *holds;        /* P * W, only with rarest-first choice */
+    int *holders;           /* per chunk: ranks holding it, only with rarest-first */
+    long *need;             /* per rank: chunks still to be matched into it */
+    long remaining;
+    double *cost;           /* per link */
+    int *in_sorted;         /* in-links per rank, by cost then index (CSR on in_begin) */
+    int *group_end;         /* per in_sorted position: end of its equal-cost group */
+    int *busy;              /* lanes in use per link */
+    int64_t *cursor;        /* per link, absolute position in its source's log */
+    arrival_log *logs;
+    /* shared sets */
+    int *set_begin, *set_of; /* link -> shared set indices (CSR) */
+    int *set_busy;
+    /* dirty destination ranks */
+    unsigned char *dirty;
+    int *dirty_list;
+    int ndirty;
+    unsigned char *arrived; /* ranks that received something this event */
+    int *arrived_list;
+    int narrived;
+    /* events */
+    bucket *buckets;        /* sorted by time, descending (pop from the end) */
+    int nbuckets, bucket_cap;
+    bucket *spare;          /* recycled bucket storage */
+    int nspare, spare_cap;
+    tacos_rng rng;
+    bool universal;         /* every rank needs every chunk it lacks */
+    bool skip_redundant;    /* slow links skip chunks a cheaper in-link can supply */
+    size_t static_bytes, log_bytes, peak_bytes;
+} engine;
+
+static inline bool bit_get(const uint64_t *row, long c) { return (row[c >> 6] >> (c & 63)) & 1u; }
+static inline void bit_set(uint64_t *row, long c) { row[c >> 6] |= 1ULL << (c & 63); }
+static inline void bit_clear(uint64_t *row, long c) { row[c >> 6] &= ~(1ULL << (c & 63)); }
+
+static void note_peak(engine *e)
+{
+    size_t now = e->static_bytes + e->log_bytes;
+    if (now > e->peak_bytes)
+        e->peak_bytes = now;
+}
+
+static void engine_free(engine *e)
+{
+    free(e->covered);
+    free(e->holds);
+    free(e->holders);
+    free(e->need);
+    free(e->cost);
+    free(e->in_sorted);
+    free(e->group_end);
+    free(e->busy);
+    free(e->cursor);
+    if (e->logs)
+        for (int r = 0; r < e->P; r++)
+            free(e->logs[r].buf);
+    free(e->logs);
+    free(e->set_begin);
+    free(e->set_of);
+    free(e->set_busy);
+    free(e->dirty);
+    free(e->dirty_list);
+    free(e->arrived);
+    free(e->arrived_list);
+    for (int i = 0; i < e->nbuckets; i++)
+        free(e->buckets[i].items);
+    free(e->buckets);
+    for (int i = 0; i < e->nspare; i++)
+        free(e->spare[i].items);
+    free(e->spare);
+}
+
+/* Appends chunk c to rank r's arrival log, trimming entries every live out-link
+ * has read before growing. */
+static int log_append(engine *e, int r, uint32_t c)
+{
+    arrival_log *lg = &e->logs[r];
+    if (lg->len == lg->cap) {
+        const cs_topology *t = e->t;
+        int64_t mincur = lg->base + lg->len;
+        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
+            if (e->need[t->links[l].dst] > 0 && e->cursor[l] < mincur)
+                mincur = e->cursor[l];
+        int64_t shift = mincur - lg->base;
+        if (shift > 0 && shift >= lg->cap / 4) {
+            memmove(lg->buf, lg->buf + shift, (size_t)(lg->len - shift) * sizeof *lg->buf);
+            lg->base += shift;
+            lg->len -= shift;
+        } else {
+            int64_t ncap = lg->cap ? lg->cap * 2 : 16;
+            uint32_t *nb = realloc(lg->buf, (size_t)ncap * sizeof *nb);
+            if (!nb)
+                return CS_ENOMEM;
+            e->log_bytes += (size_t)(ncap - lg->cap) * sizeof *nb;
+            note_peak(e);
+            lg->buf = nb;
+            lg->cap = ncap;
+        }
+    }
+    lg->buf[lg->len++] = c;
+    if (e->holds) {
+        bit_set(e->holds + (size_t)r * e->W, c);
+        e->holders[c]++;
+    }
+    return CS_OK;
+}
+
+static inline void mark_dirty(engine *e, int r)
+{
+    if (!e->dirty[r] && e->need[r] > 0) {
+        e->dirty[r] = 1;
+        e->dirty_list[e->ndirty++] = r;
+    }
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static int bucket_push(engine *e, double time, int link, uint32_t chunk)
+{
+    /* find a bucket with (nearly) the same time; buckets sorted descending */
+    int lo = 0, hi = e->nbuckets;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (e->buckets[mid].time > time)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* candidates: lo (time <= ours) and lo-1 (time > ours) */
+    double tol = 1e-12 * (fabs(time) > 1.0 ? fabs(time) : 1.0);
+    int hit = -1;
+    if (lo < e->nbuckets && time - e->buckets[lo].time <= tol)
+        hit = lo;
+    else if (lo > 0 && e->buckets[lo - 1].time - time <= tol)
+        hit = lo - 1;
+    if (hit < 0) {
+        if (e->nbuckets == e->bucket_cap) {
+            int ncap = e->bucket_cap ? e->bucket_cap * 2 : 8;
+            bucket *nb = realloc(e->buckets, (size_t)ncap * sizeof *nb);
+            if (!nb)
+                return CS_ENOMEM;
+            e->buckets = nb;
+            e->bucket_cap = ncap;
+        }
+        memmove(&e->buckets[lo + 1], &e->buckets[lo],
+                (size_t)(e->nbuckets - lo) * sizeof *e->buckets);
+        bucket fresh = {0};
+        if (e->nspare > 0)
+            fresh = e->spare[--e->nspare];
+        fresh.time = time;
+        fresh.n = 0;
+        e->buckets[lo] = fresh;
+        e->nbuckets++;
+        hit = lo;
+    }
+    bucket *b = &e->buckets[hit];
+    if (time > b->time)
+        b->time = time; /* never deliver before the latest end in the bucket */
+    if (b->n == b->cap) {
+        long ncap = b->cap ? b->cap * 2 : 64;
+        inflight *ni = realloc(b->items, (size_t)ncap * sizeof *ni);
+        if (!ni)
+            return CS_ENOMEM;
+        e->static_bytes += (size_t)(ncap - b->cap) * sizeof *ni;
+        note_peak(e);
+        b->items = ni;
+        b->cap = ncap;
+    }
+    b->items[b->n++] = (inflight){link, chunk};
+    return CS_OK;
+}
+
+/* ---- preparation ----------------------------------------------------------- */
+
+/* In-degrees are small: an insertion sort by (cost, index) needs no context
+ * pointer (qsort would need global state). */
+static void sort_in_links(int *idx, int n, const double *cost)
+{
+    for (int i = 1; i < n; i++) {
+        int v = idx[i], j = i - 1;
+        while (j >= 0 && (cost[idx[j]] > cost[v] || (cost[idx[j]] == cost[v] && idx[j] > v))) {
+            idx[j + 1] = idx[j];
+            j--;
+        }
+        idx[j + 1] = v;
+    }
+}
+
+static bool kind_is_universal(const cs_collective *c)
+{
+    return c->kind == CS_COLL_ALLGATHER || c->kind == CS_COLL_BROADCAST;
+}
+
+/* BFS hop distances from every rank to `target` (over links toward it). */
+static void bfs_to(const cs_topology *t, int target, int *dist, int *queue)
+{
+    for (int r = 0; r < t->ranks; r++)
+        dist[r] = -1;
+    int qh = 0, qt = 0;
+    dist[target] = 0;
+    queue[qt++] = target;
+    while (qh < qt) {
+        int v = queue[qh++];
+        for (int k = t->in_begin[v]; k < t->in_begin[v + 1]; k++) {
+            int u = t->links[t->in_links[k]].src;
+            if (dist[u] < 0) {
+                dist[u] = dist[v] + 1;
+                queue[qt++] = u;
+            }
+        }
+    }
+}
+
+/* Marks ranks on a random shortest path from the nearest source of chunk g to
+ * `target` as needing g (clears their covered bit).  srcs: the chunk's
+ * sources. */
+static int mark_path(engine *e, long g, const int *srcs, int nsrcs, int target, const int *dist)
+{
+    const cs_topology *t = e->t;
+    int best = -1, nbest = 0;
+    for (int i = 0; i < nsrcs; i++) {
+        int s = srcs[i];
+        if (s == target)
+            return CS_OK;
+        if (dist[s] < 0)
+            continue;
+        if (best < 0 || dist[s] < dist[best]) {
+            best = s;
+            nbest = 1;
+        } else if (dist[s] == dist[best] && tacos_rng_below(&e->rng, (uint32_t)++nbest) == 0) {
+            best = s;
+        }
+    }
+    if (best < 0)
+        return CS_EUNSAT;
+    int u = best;
+    while (u != target) {
+        int k = dist[u], pick = -1, n = 0;
+        for (int l = t->out_begin[u]; l < t->out_begin[u + 1]; l++) {
+            int v = t->links[l].dst;
+            if (dist[v] == k - 1 && tacos_rng_below(&e->rng, (uint32_t)++n) == 0)
+                pick = v;
+        }
+        if (pick < 0)
+            return CS_EINTERNAL;
+        uint64_t *row = e->covered + (size_t)pick * e->W;
+        if (bit_get(row, g)) {
+            bool holds = false;
+            for (int i = 0; i < nsrcs; i++)
+                holds |= srcs[i] == pick;
+            if (!holds) {
+                bit_clear(row, g);
+                e->need[pick]++;
+                e->remaining++;
+            }
+        }
+        u = pick;
+    }
+    return CS_OK;
+}
+
+/* Sets up holdings and needs: universal kinds need everything they lack;
+ * targeted kinds mark relays along random shortest paths. */
+static int init_conditions(engine *e, cs_error *err)
+{
+    const tacos_problem *p = e->p;
+    const cs_collective *c = p->coll;
+    const cs_topology *t = e->t;
+    int P = e->P, C = p->chunks;
+    long G = e->G;
+    if (kind_is_universal(c)) {
+        for (long g = 0; g < G; g++) {
+            int s = collective_source(c, P, C, g);
+            if (s < 0)
+                return cs_error_set(err, CS_EINTERNAL, "collective", "chunk %ld has no single source", g);
+            bit_set(e->covered + (size_t)s * e->W, g);
+            int rc = log_append(e, s, (uint32_t)g);
+            if (rc)
+                return cs_error_set(err, rc, NULL, "out of memory for arrival logs");
+        }
+        /* tail bits beyond G count as covered */
+        for (int r = 0; r < P; r++) {
+            uint64_t *row = e->covered + (size_t)r * e->W;
+            for (long g = G; g < e->W * 64; g++)
+                bit_set(row, g);
+            e->need[r] = G - (long)e->logs[r].len;
+            e->remaining += e->need[r];
+        }
+        return CS_OK;
+    }
+
+    /* targeted: everything covered until a path says otherwise */
+    memset(e->covered, 0xff, (size_t)P * e->W * sizeof *e->covered);
+    /* per chunk: sources and targets as CSR lists */
+    long *sb = calloc((size_t)G + 1, sizeof *sb), *tb = calloc((size_t)G + 1, sizeof *tb);
+    int *dist = malloc((size_t)P * sizeof *dist), *queue = malloc((size_t)P * sizeof *queue);
+    int **dist_cache = calloc((size_t)P, sizeof *dist_cache);
+    int *sv = NULL, *tv = NULL;
+    int rc = CS_OK;
+    if (!sb || !tb || !dist || !queue || !dist_cache) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for collective conditions");
+        goto out;
+    }
+    long npre = 0, npost = 0;
+    if (c->kind == CS_COLL_CUSTOM) {
+        for (int i = 0; i < c->npre; i++)
+            sb[c->pre[2 * i] + 1]++;
+        for (int i = 0; i < c->npost; i++)
+            tb[c->post[2 * i] + 1]++;
+        npre = c->npre;
+        npost = c->npost;
+    } else {
+        for (long g = 0; g < G; g++) {
+            sb[g + 1] = 1;
+            tb[g + 1] = 1;
+        }
+        npre = npost = G;
+    }
+    for (long g = 0; g < G; g++) {
+        sb[g + 1] += sb[g];
+        tb[g + 1] += tb[g];
+    }
+    sv = malloc((size_t)(npre ? npre : 1) * sizeof *sv);
+    tv = malloc((size_t)(npost ? npost : 1) * sizeof *tv);
+    if (!sv || !tv) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for collective conditions");
+        goto out;
+    }
+    if (c->kind == CS_COLL_CUSTOM) {
+        long *fill = calloc((size_t)G, sizeof *fill);
+        if (!fill) {
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for collective conditions");
+            goto out;
+        }
+        for (int i = 0; i < c->npre; i++) {
+            int g = c->pre[2 * i];
+            sv[sb[g] + fill[g]++] = c->pre[2 * i + 1];
+        }
+        memset(fill, 0, (size_t)G * sizeof *fill);
+        for (int i = 0; i < c->npost; i++) {
+            int g = c->post[2 * i];
+            tv[tb[g] + fill[g]++] = c->post[2 * i + 1];
+        }
+        free(fill);
+    } else {
+        for (long g = 0; g < G; g++) {
+            int src, dst;
+            switch (c->kind) {
+            case CS_COLL_GATHER: src = (int)(g % P); dst = c->root; break;
+            case CS_COLL_SCATTER: src = c->root; dst = (int)(g % P); break;
+            case CS_COLL_ALLTOALL: src = (int)(g % P); dst = (int)((g / P) % P); break;
+            default:
+                rc = cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
+                                  "TACOS matching cannot run %s directly", collective_kind_name(c->kind));
+                goto out;
+            }
+            sv[sb[g]] = src;
+            tv[tb[g]] = dst;
+        }
+    }
+    (void)C;
+    for (long g = 0; g < G; g++) {
+        int ns = (int)(sb[g + 1] - sb[g]);
+        for (int i = 0; i < ns; i++) {
+            int s = sv[sb[g] + i];
+            rc = log_append(e, s, (uint32_t)g);
+            if (rc) {
+                rc = cs_error_set(err, rc, NULL, "out of memory for arrival logs");
+                goto out;
+            }
+        }
+        for (long k = tb[g]; k < tb[g + 1]; k++) {
+            int target = tv[k];
+            if (!dist_cache[target]) {
+                dist_cache[target] = malloc((size_t)P * sizeof **dist_cache);
+                if (!dist_cache[target]) {
+                    rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for distances");
+                    goto out;
+                }
+                bfs_to(t, target, dist_cache[target], queue);
+            }
+            rc = mark_path(e, g, sv + sb[g], ns, target, dist_cache[target]);
+            if (rc == CS_EUNSAT) {
+                rc = cs_error_set(err, CS_EUNSAT, "collective",
+                                  "chunk %ld cannot reach rank %d: no path from its sources", g, target);
+                goto out;
+            } else if (rc) {
+                rc = cs_error_set(err, rc, NULL, "internal error marking a relay path");
+                goto out;
+            }
+        }
+    }
+out:
+    if (dist_cache)
+        for (int r = 0; r < P; r++)
+            free(dist_cache[r]);
+    free(dist_cache);
+    free(sb);
+    free(tb);
+    free(sv);
+    free(tv);
+    free(dist);
+    free(queue);
+    return rc;
+}
+
+static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_error *err)
+{
+    memset(e, 0, sizeof *e);
+    e->p = p;
+    e->t = p->topo;
+    const cs_topology *t = p->topo;
+    e->P = t->ranks;
+    e->L = t->nlinks;
+    e->G = collective_global_chunks(p->coll, e->P, p->chunks);
+    tacos_rng_seed(&e->rng, seed);
+    if (e->G <= 0 || e->G >= (long)UINT32_MAX)
+        return cs_error_set(err, CS_ELIMIT, "chunks", "%ld global chunks: TACOS handles 1..%u",
+                            e->G, UINT32_MAX - 1);
+    e->W = (e->G + 63) / 64;
+    e->universal = kind_is_universal(p->coll);
+    double bitset_bytes = (double)e->P * (double)e->W * 8.0;
+    if (bitset_bytes > 8.0 * 1024 * 1024 * 1024)
+        return cs_error_set(err, CS_ELIMIT, "chunks",
+                            "%d ranks x %ld chunks needs %.1f GiB of holdings: over the 8 GiB limit",
+                            e->P, e->G, bitset_bytes / (1024.0 * 1024 * 1024));
+    int P = e->P, L = e->L;
+    e->covered = calloc((size_t)P * e->W, sizeof *e->covered);
+    e->need = calloc((size_t)P, sizeof *e->need);
+    if (p->rarest) {
+        e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
+        e->holders = calloc((size_t)e->G, sizeof *e->holders);
+        if (!e->holds || !e->holders)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
+        e->static_bytes += (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int);
+    }
+    e->cost = malloc((size_t)L * sizeof *e->cost);
+    e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
+    e->group_end = malloc((size_t)(L ? L : 1) * sizeof *e->group_end);
+    e->busy = calloc((size_t)(L ? L : 1), sizeof *e->busy);
+    e->cursor = calloc((size_t)(L ? L : 1), sizeof *e->cursor);
+    e->logs = calloc((size_t)P, sizeof *e->logs);
+    e->dirty = calloc((size_t)P, 1);
+    e->dirty_list = malloc((size_t)P * sizeof *e->dirty_list);
+    e->arrived = calloc((size_t)P, 1);
+    e->arrived_list = malloc((size_t)P * sizeof *e->arrived_list);
+    e->set_begin = calloc((size_t)L + 1, sizeof *e->set_begin);
+    e->set_busy = calloc((size_t)(t->nshared ? t->nshared : 1), sizeof *e->set_busy);
+    if (!e->covered || !e->need || !e->cost || !e->in_sorted || !e->group_end || !e->busy ||
+        !e->cursor || !e->logs || !e->dirty || !e->dirty_list || !e->arrived ||
+        !e->arrived_list || !e->set_begin || !e->set_busy)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
+                            P, e->G);
+    e->static_bytes = (size_t)P * e->W * 8 + (size_t)P * (sizeof(long) + sizeof(arrival_log) + 10) +
+                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t));
+    for (int l = 0; l < L; l++) {
+        e->cost[l] = tacos_link_cost(&t->links[l], p->chunk_bytes);
+        if (!(e->cost[l] > 0.0) || !isfinite(e->cost[l]))
+            return cs_error_set(err, CS_EINVAL, "links", "link %d->%d has no positive finite time",
+                                t->links[l].src, t->links[l].dst);
+    }
+    for (int r = 0; r < P; r++) {
+        int lo = t->in_begin[r], hi = t->in_begin[r + 1];
+        memcpy(e->in_sorted + lo, t->in_links + lo, (size_t)(hi - lo) * sizeof(int));
+        sort_in_links(e->in_sorted + lo, hi - lo, e->cost);
+        for (int i = hi - 1; i >= lo; i--)
+            e->group_end[i] = (i + 1 < hi && e->cost[e->in_sorted[i + 1]] == e->cost[e->in_sorted[i]])
+                                  ? e->group_end[i + 1] : i + 1;
+    }
+    /* link -> shared sets */
+    for (int s = 0; s < t->nshared; s++)
+        for (int k = 0; k < t->shared[s].nlinks; k++)
+            e->set_begin[t->shared[s].links[k] + 1]++;
+    for (int l = 0; l < L; l++)
+        e->set_begin[l + 1] += e->set_begin[l];
+    if (e->set_begin[L] > 0) {
+        e->set_of = malloc((size_t)e->set_begin[L] * sizeof *e->set_of);
+        int *fill = calloc((size_t)L, sizeof *fill);
+        if (!e->set_of || !fill) {
+            free(fill);
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for shared sets");
+        }
+        for (int s = 0; s < t->nshared; s++)
+            for (int k = 0; k < t->shared[s].nlinks; k++) {
+                int l = t->shared[s].links[k];
+                e->set_of[e->set_begin[l] + fill[l]++] = s;
+            }
+        free(fill);
+    }
+    e->skip_redundant = p->skip_redundant && (e->universal || e->holds);
+    note_peak(e);
+    return init_conditions(e, err);
+}
+
+/* ---- matching -------------------------------------------------------------- */
+
+static inline bool link_has_room(const engine *e, int l)
+{
+    if (e->busy[l] >= e->t->links[l].lanes)
+        return false;
+    for (int k = e->set_begin[l]; k < e->set_begin[l + 1]; k++) {
+        int s = e->set_of[k];
+        if (e->set_busy[s] >= e->t->shared[s].lanes)
+            return false;
+    }
+    return true;
+}
+
+/* Whether an in-neighbour of l's destination with a cheaper link already holds
+ * (or is receiving) chunk c: then a slow link should not spend its long
+ * occupancy on it. */
+static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
+{
+    const cs_topology *t = e->t;
+    int d = t->links[l].dst;
+    double cl = e->cost[l];
+    for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
+        int m = e->in_sorted[k];
+        if (e->cost[m] >= cl)
+            break;
+        int u = t->links[m].src;
+        const uint64_t *urow = (e->universal ? e->covered : e->holds) + (size_t)u * e->W;
+        if (bit_get(urow, c))
+            return true;
+    }
+    return false;
+}
+
+/* Rarest first: among the source's candidates, the chunk the fewest other
+ * in-neighbours of the destination could supply, then the one fewest ranks
+ * hold, then a random one.  Keeps the chunks many links can deliver for
+ * later, so the last spans stay full (small instances only: it reads every
+ * candidate and needs a holdings bitset). */
+static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32_t *buf,
+                        const uint64_t *row)
+{
+    const cs_topology *t = e->t;
+    int d = t->links[l].dst, s = t->links[l].src;
+    long best = -1;
+    long best_key = 0;
+    int ties = 0;
+    int64_t limit = pos + 4096;
+    for (int64_t q = pos; q < end && q < limit; q++) {
+        uint32_t c = buf[q];
+        if (bit_get(row, c))
+            continue;
+        if (e->skip_redundant && cheaper_supplier(e, l, c))
+            continue;
+        long supply = 0;
+        for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
+            int u = t->links[t->in_links[k]].src;
+            if (u != s && bit_get(e->holds + (size_t)u * e->W, c))
+                supply++;
+        }
+        long key = supply * (long)(e->P + 1) + e->holders[c];
+        if (best < 0 || key < best_key) {
+            best = c;
+            best_key = key;
+            ties = 1;
+        } else if (key == best_key && tacos_rng_below(&e->rng, (uint32_t)++ties) == 0) {
+            best = c;
+        }
+    }
+    return best;
+}
+
+/* A chunk link l's source holds and its destination still needs, or -1. */
+static inline long pick_chunk(engine *e, int l)
+{
+    const cs_link *lk = &e->t->links[l];
+    arrival_log *lg = &e->logs[lk->src];
+    const uint64_t *row = e->covered + (size_t)lk->dst * e->W;
+    int64_t pos = e->cursor[l], end = lg->base + lg->len;
+    if (pos < lg->base)
+        pos = lg->base; /* cannot happen: trimming respects live cursors */
+    const uint32_t *buf = lg->buf - lg->base;
+    while (pos < end && bit_get(row, buf[pos]))
+        pos++;
+    e->cursor[l] = pos;
+    if (pos == end)
+        return -1;
+    if (e->skip_redundant && e->cost[e->in_sorted[e->t->in_begin[lk->dst]]] < e->cost[l]) {
+        /* first candidate no cheaper in-link could supply; none: stay idle */
+        int64_t limit = pos + 256;
+        for (int64_t q = pos; q < end && q < limit; q++) {
+            uint32_t c = buf[q];
+            if (!bit_get(row, c) && !cheaper_supplier(e, l, c))
+                return c;
+        }
+        return -1;
+    }
+    if (e->holds)
+        return pick_rarest(e, l, pos, end, buf, row);
+    int window = e->p->window;
+    if (window <= 1)
+        return buf[pos];
+    /* choose uniformly among the first `window` candidates (reservoir) */
+    long chosen = buf[pos];
+    int seen = 1;
+    int64_t limit = pos + 8L * window;
+    for (int64_t q = pos + 1; q < end && q < limit && seen < window; q++) {
+        uint32_t c = buf[q];
+        if (!bit_get(row, c) && tacos_rng_below(&e->rng, (uint32_t)++seen) == 0)
+            chosen = c;
+    }
+    return chosen;
+}
+
+static int record(tacos_trial *out, long chunk, int link, int span, double start)
+{
+    if (out->nsends == out->cap) {
+        long ncap = out->cap ? out->cap * 2 : 1024;
+        tacos_rec *nr = realloc(out->recs, (size_t)ncap * sizeof *nr);
+        if (!nr)
+            return CS_ENOMEM;
+        out->recs = nr;
+        out->cap = ncap;
+    }
+    out->recs[out->nsends] = (tacos_rec){chunk, link, span, start};
+    return CS_OK;
+}
+
+int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_cancel *cancel,
+                    tacos_trial *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->keep = keep;
+    engine e;
+    int rc = engine_init(&e, p, seed, err);
+    if (rc) {
+        engine_free(&e);
+        return rc;
+    }
+    const cs_topology *t = e.t;
+    for (int r = 0; r < e.P; r++)
+        mark_dirty(&e, r);
+    double now = 0.0;
+    int nspans = 0;
+    long iter = 0;
+    while (e.remaining > 0) {
+        if ((iter++ & 63) == 0 && cs_cancel_requested(cancel)) {
+            rc = cs_error_set(err, CS_ECANCELLED, NULL, "TACOS trial cancelled");
+            goto out;
+        }
+        /* match every dirty destination at time `now` */
+        int span = -1;
+        for (int i = 0; i < e.ndirty; i++) {
+            int d = e.dirty_list[i];
+            e.dirty[d] = 0;
+            if (e.need[d] == 0)
+                continue;
+            uint64_t *row = e.covered + (size_t)d * e.W;
+            int lo = t->in_begin[d], hi = t->in_begin[d + 1];
+            for (int g0 = lo; g0 < hi && e.need[d] > 0;) {
+                int g1 = e.group_end[g0], k = g1 - g0;
+                int rot = k > 1 ? (int)tacos_rng_below(&e.rng, (uint32_t)k) : 0;
+                for (int j = 0; j < k && e.need[d] > 0; j++) {
+                    int l = e.in_sorted[g0 + (rot + j) % k];
+                    while (link_has_room(&e, l)) {
+                        long c = pick_chunk(&e, l);
+                        if (c < 0)
+                            break;
+                        bit_set(row, c);
+                        e.need[d]--;
+                        e.remaining--;
+                        e.busy[l]++;
+                        for (int q = e.set_begin[l]; q < e.set_begin[l + 1]; q++)
+                            e.set_busy[e.set_of[q]]++;
+                        if (span < 0)
+                            span = nspans++;
+                        if (keep && (rc = record(out, c, l, span, now))) {
+                            rc = cs_error_set(err, rc, NULL, "out of memory recording sends");
+                            goto out;
+                        }
+                        out->nsends++;
+                        if ((rc = bucket_push(&e, now + e.cost[l], l, (uint32_t)c))) {
+                            rc = cs_error_set(err, rc, NULL, "out of memory for events");
+                            goto out;
+                        }
+                    }
+                }
+                g0 = g1;
+            }
+        }
+        e.ndirty = 0;
+        if (e.remaining == 0)
+            break;
+        if (e.nbuckets == 0) {
+            for (int r = 0; r < e.P; r++)
+                if (e.need[r] > 0) {
+                    const uint64_t *row = e.covered + (size_t)r * e.W;
+                    long g = 0;
+                    while (g < e.G && bit_get(row, g))
+                        g++;
+                    rc = cs_error_set(err, CS_EUNSAT, "topology",
+                                      "rank %d cannot receive chunk %ld: no in-neighbour can supply it",
+                                      r, g);
+                    goto out;
+                }
+            rc = cs_error_set(err, CS_EINTERNAL, NULL, "TACOS: needs left but none found");
+            goto out;
+        }
+        /* deliver the earliest bucket */
+        bucket b = e.buckets[--e.nbuckets];
+        now = b.time;
+        for (long i = 0; i < b.n; i++) {
+            int l = b.items[i].link;
+            const cs_link *lk = &t->links[l];
+            e.busy[l]--;
+            for (int q = e.set_begin[l]; q < e.set_begin[l + 1]; q++) {
+                int s = e.set_of[q];
+                if (e.set_busy[s]-- == t->shared[s].lanes)
+                    for (int m = 0; m < t->shared[s].nlinks; m++)
+                        mark_dirty(&e, t->links[t->shared[s].links[m]].dst);
+            }
+            if ((rc = log_append(&e, lk->dst, b.items[i].chunk))) {
+                rc = cs_error_set(err, rc, NULL, "out of memory for arrival logs");
+                free(b.items);
+                goto out;
+            }
+            mark_dirty(&e, lk->dst);
+            if (!e.arrived[lk->dst]) {
+                e.arrived[lk->dst] = 1;
+                e.arrived_list[e.narrived++] = lk->dst;
+            }
+        }
+        for (int i = 0; i < e.narrived; i++) {
+            int x = e.arrived_list[i];
+            e.arrived[x] = 0;
+            for (int l = t->out_begin[x]; l < t->out_begin[x + 1]; l++)
+                if (e.busy[l] < t->links[l].lanes)
+                    mark_dirty(&e, t->links[l].dst);
+        }
+        e.narrived = 0;
+        /* recycle the bucket's storage */
+        if (e.nspare == e.spare_cap) {
+            int ncap = e.spare_cap ? e.spare_cap * 2 : 8;
+            bucket *ns = realloc(e.spare, (size_t)ncap * sizeof *ns);
+            if (!ns) {
+                free(b.items);
+                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for events");
+                goto out;
+            }
+            e.spare = ns;
+            e.spare_cap = ncap;
+        }
+        e.spare[e.nspare++] = b;
+    }
+    /* the makespan is the latest end among the sends still in flight */
+    {
+        double last = now;
+        for (int i = 0; i < e.nbuckets; i++)
+            if (e.buckets[i].time > last)
+                last = e.buckets[i].time;
+        out->makespan_us = last;
+    }
+    out->nspans = nspans;
+    out->peak_bytes = e.peak_bytes;
+out:
+    engine_free(&e);
+    if (rc) {
+        free(out->recs);
+        out->recs = NULL;
+    }
+    return rc;
+}
+
+void tacos_trial_free(tacos_trial *tr)
+{
+    if (tr) {
+        free(tr->recs);
+        tr->recs = NULL;
+        tr->nsends = 0;
+        tr->cap = 0;
+    }
+}

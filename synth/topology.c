@@ -1,0 +1,1361 @@
+/*
+ * topology.c - building, validating, finalizing, copying, transforming,
+ * parsing and printing a cs_topology (topology.h).  The builtins live in
+ * topology_builtin.c and the graph queries in topology_graph.c.
+ *
+ * Before topology_finalize() a topology is a bag of facts in the order they
+ * were added: links (bidirectional ones already expanded), shared sets whose
+ * `links` array temporarily holds (src, dst) pairs, switches and groups.
+ * Finalize turns it into the read-only form every consumer relies on:
+ *
+ *  1. sort the physical links by (src, dst) once (qsort, O(m log m)) and
+ *     report duplicates by their position in the order they were added (the
+ *     JSON parser maps that back to "links[i]");
+ *  2. lower each switch SCCL-style: a derived link for every ordered pair of
+ *     its ranks that no physical link joins, plus an egress and an ingress
+ *     shared set (lanes 1) per attached rank over those derived links;
+ *  3. sort again, build out_begin / in_begin / in_links by counting;
+ *  4. resolve the shared-set pairs to link indices;
+ *  5. build group_of;
+ *  6. check strong connectivity with one forward and one backward BFS from
+ *     rank 0 (so 40,000-rank meshes finalize in milliseconds).
+ *
+ * Nothing here is O(ranks^2) except switch lowering, which is inherently
+ * quadratic in the size of each switch (bounded by CS_TOPOLOGY_MAX_LINKS).
+ */
+#include "topology.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Limits on single values, so absurd numbers are rejected instead of
+ * overflowing later computations. */
+#define CS_TOPOLOGY_MAX_LANES (1 << 20)
+#define CS_TOPOLOGY_MAX_GBPS 1e9
+#define CS_TOPOLOGY_MAX_ALPHA_US 1e9
+/* Total directed links (including switch-derived ones): 8M links is ~256 MB. */
+#define CS_TOPOLOGY_MAX_LINKS (1 << 23)
+
+/* Formats a field path; long paths are cut (they only label errors). */
+static void fieldf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fieldf(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, CS_ERROR_FIELD_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- construction ---------------------------------------------------------- */
+
+cs_topology *topology_new(const char *name, int ranks)
+{
+    if (ranks < 1)
+        return NULL;
+    cs_topology *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "custom");
+    t->ranks = ranks;
+    return t;
+}
+
+void topology_free(cs_topology *t)
+{
+    if (!t)
+        return;
+    free(t->links);
+    for (int i = 0; i < t->nshared; i++)
+        free(t->shared[i].links);
+    free(t->shared);
+    for (int i = 0; i < t->nswitches; i++)
+        free(t->switches[i].ranks);
+    free(t->switches);
+    for (int i = 0; i < t->ngroups; i++)
+        free(t->groups[i].ranks);
+    free(t->groups);
+    free(t->group_of);
+    free(t->out_begin);
+    free(t->in_begin);
+    free(t->in_links);
+    free(t);
+}
+
+/* Grows an array that holds n elements so it can hold n + 1.  Capacity is
+ * implicit: the smallest power of two >= max(n, 8), so no field is needed. */
+static int grow(void **arr, size_t n, size_t elem)
+{
+    if (n >= 8 && (n & (n - 1)) != 0)
+        return CS_OK;
+    if (n > 0 && n < 8)
+        return CS_OK;
+    size_t cap = n < 8 ? 8 : n * 2;
+    void *p = realloc(*arr, cap * elem);
+    if (!p)
+        return CS_ENOMEM;
+    *arr = p;
+    return CS_OK;
+}
+
+static int check_open(const cs_topology *t, cs_error *err)
+{
+    if (!t)
+        return cs_error_set(err, CS_EINVAL, "", "no topology");
+    if (t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "topology is already finalized");
+    return CS_OK;
+}
+
+static int check_link_values(long long lanes, double gbps, double alpha_us, const char *path,
+                                  cs_error *err)
+{
+    char f[CS_ERROR_FIELD_MAX];
+    if (lanes < 1 || lanes > CS_TOPOLOGY_MAX_LANES) {
+        fieldf(f, "%s.lanes", path);
+        return cs_error_set(err, CS_EINVAL, f, "lanes %lld must be between 1 and %d", lanes,
+                            CS_TOPOLOGY_MAX_LANES);
+    }
+    if (!(gbps > 0.0) || !isfinite(gbps) || gbps > CS_TOPOLOGY_MAX_GBPS) {
+        fieldf(f, "%s.gbps", path);
+        return cs_error_set(err, CS_EINVAL, f, "gbps %g must be > 0 and <= %g", gbps,
+                            CS_TOPOLOGY_MAX_GBPS);
+    }
+    if (!(alpha_us >= 0.0) || !isfinite(alpha_us) || alpha_us > CS_TOPOLOGY_MAX_ALPHA_US) {
+        fieldf(f, "%s.alpha_us", path);
+        return cs_error_set(err, CS_EINVAL, f, "alpha_us %g must be >= 0 and <= %g", alpha_us,
+                            CS_TOPOLOGY_MAX_ALPHA_US);
+    }
+    return CS_OK;
+}
+
+static int push_link(cs_topology *t, int src, int dst, int lanes, double gbps, double alpha,
+                     int switch_id)
+{
+    if (t->nlinks >= CS_TOPOLOGY_MAX_LINKS)
+        return CS_ELIMIT;
+    if (grow((void **)&t->links, (size_t)t->nlinks, sizeof *t->links) != CS_OK)
+        return CS_ENOMEM;
+    t->links[t->nlinks++] = (cs_link){ .src = src, .dst = dst, .lanes = lanes, .gbps = gbps,
+                                       .alpha_us = alpha, .switch_id = switch_id };
+    return CS_OK;
+}
+
+int topology_add_link(cs_topology *t, int src, int dst, int lanes, double gbps,
+                      double alpha_us, bool bidirectional, cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if (src < 0 || src >= t->ranks)
+        return cs_error_set(err, CS_EINVAL, "src", "rank %d out of range 0..%d", src,
+                            t->ranks - 1);
+    if (dst < 0 || dst >= t->ranks)
+        return cs_error_set(err, CS_EINVAL, "dst", "rank %d out of range 0..%d", dst,
+                            t->ranks - 1);
+    if (src == dst)
+        return cs_error_set(err, CS_EINVAL, "dst", "self-loop: src and dst are both %d", src);
+    rc = check_link_values(lanes, gbps, alpha_us, "link", err);
+    if (rc)
+        return rc;
+    rc = push_link(t, src, dst, lanes, gbps, alpha_us, -1);
+    if (rc == CS_OK && bidirectional)
+        rc = push_link(t, dst, src, lanes, gbps, alpha_us, -1);
+    if (rc == CS_ELIMIT)
+        return cs_error_set(err, CS_ELIMIT, "links", "more than %d links",
+                            CS_TOPOLOGY_MAX_LINKS);
+    if (rc)
+        return cs_error_set(err, rc, "links", "out of memory");
+    return CS_OK;
+}
+
+int topology_add_shared(cs_topology *t, const int (*pairs)[2], int npairs, int lanes,
+                        cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if (npairs < 1 || !pairs)
+        return cs_error_set(err, CS_EINVAL, "shared.links", "a shared set needs links");
+    if (lanes < 1 || lanes > CS_TOPOLOGY_MAX_LANES)
+        return cs_error_set(err, CS_EINVAL, "shared.lanes", "lanes %d must be between 1 and %d",
+                            lanes, CS_TOPOLOGY_MAX_LANES);
+    for (int i = 0; i < npairs; i++)
+        for (int k = 0; k < 2; k++)
+            if (pairs[i][k] < 0 || pairs[i][k] >= t->ranks)
+                return cs_error_set(err, CS_EINVAL, "shared.links",
+                                    "rank %d out of range 0..%d", pairs[i][k], t->ranks - 1);
+    if (grow((void **)&t->shared, (size_t)t->nshared, sizeof *t->shared) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "shared", "out of memory");
+    int *flat = malloc(sizeof(int) * 2 * (size_t)npairs);
+    if (!flat)
+        return cs_error_set(err, CS_ENOMEM, "shared", "out of memory");
+    for (int i = 0; i < npairs; i++) {
+        flat[2 * i] = pairs[i][0];
+        flat[2 * i + 1] = pairs[i][1];
+    }
+    t->shared[t->nshared++] = (cs_shared){ .nlinks = npairs, .links = flat, .lanes = lanes,
+                                           .switch_id = -1 };
+    return CS_OK;
+}
+
+static int *copy_ints(const int *a, int n)
+{
+    int *p = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (p && n > 0)
+        memcpy(p, a, sizeof(int) * (size_t)n);
+    return p;
+}
+
+static int check_rank_list(const cs_topology *t, const int *ranks, int n, const char *what,
+                           cs_error *err)
+{
+    unsigned char *seen = calloc((size_t)t->ranks, 1);
+    if (!seen)
+        return cs_error_set(err, CS_ENOMEM, what, "out of memory");
+    int rc = CS_OK;
+    for (int i = 0; i < n && rc == CS_OK; i++) {
+        char f[CS_ERROR_FIELD_MAX];
+        fieldf(f, "%s.ranks[%d]", what, i);
+        if (ranks[i] < 0 || ranks[i] >= t->ranks)
+            rc = cs_error_set(err, CS_EINVAL, f, "rank %d out of range 0..%d", ranks[i],
+                              t->ranks - 1);
+        else if (seen[ranks[i]])
+            rc = cs_error_set(err, CS_EINVAL, f, "rank %d listed twice", ranks[i]);
+        else
+            seen[ranks[i]] = 1;
+    }
+    free(seen);
+    return rc;
+}
+
+int topology_add_switch(cs_topology *t, const char *name, const int *ranks, int nranks,
+                        double gbps, double alpha_us, cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if (nranks < 2 || !ranks)
+        return cs_error_set(err, CS_EINVAL, "switch.ranks", "a switch needs at least 2 ranks");
+    if ((rc = check_rank_list(t, ranks, nranks, "switch", err)))
+        return rc;
+    if ((rc = check_link_values(1, gbps, alpha_us, "switch", err)))
+        return rc;
+    if (grow((void **)&t->switches, (size_t)t->nswitches, sizeof *t->switches) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+    cs_switch *s = &t->switches[t->nswitches];
+    memset(s, 0, sizeof *s);
+    if (name && name[0])
+        snprintf(s->name, sizeof s->name, "%s", name);
+    else
+        snprintf(s->name, sizeof s->name, "sw%d", t->nswitches);
+    s->ranks = copy_ints(ranks, nranks);
+    if (!s->ranks)
+        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+    s->nranks = nranks;
+    s->gbps = gbps;
+    s->alpha_us = alpha_us;
+    t->nswitches++;
+    return CS_OK;
+}
+
+int topology_add_group(cs_topology *t, const int *ranks, int nranks, cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if (nranks < 1 || !ranks)
+        return cs_error_set(err, CS_EINVAL, "groups", "a group needs at least 1 rank");
+    if ((rc = check_rank_list(t, ranks, nranks, "group", err)))
+        return rc;
+    if (grow((void **)&t->groups, (size_t)t->ngroups, sizeof *t->groups) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "groups", "out of memory");
+    int *copy = copy_ints(ranks, nranks);
+    if (!copy)
+        return cs_error_set(err, CS_ENOMEM, "groups", "out of memory");
+    t->groups[t->ngroups++] = (cs_group){ .nranks = nranks, .ranks = copy };
+    return CS_OK;
+}
+
+static int find_indexed(const cs_topology *t, int src, int dst);
+
+/* ---- finalize ------------------------------------------------------------------ */
+
+typedef struct {
+    cs_link link;
+    int pos;      /* position in add order, for error messages */
+} positioned_link;
+
+static int cmp_positioned(const void *a, const void *b)
+{
+    const cs_link *x = &((const positioned_link *)a)->link;
+    const cs_link *y = &((const positioned_link *)b)->link;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    int px = ((const positioned_link *)a)->pos, py = ((const positioned_link *)b)->pos;
+    return px < py ? -1 : px > py;
+}
+
+static int cmp_link(const void *a, const void *b)
+{
+    const cs_link *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Index of src->dst in links[0..n) sorted by (src, dst), or -1. */
+static int find_sorted(const cs_link *links, int n, int src, int dst)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const cs_link *l = &links[mid];
+        if (l->src < src || (l->src == src && l->dst < dst))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n && links[lo].src == src && links[lo].dst == dst)
+        return lo;
+    return -1;
+}
+
+/* Step 1: sort physical links, report duplicates (origin maps add position to
+ * the JSON index, or NULL). */
+static int sort_physical(cs_topology *t, const int *origin, cs_error *err)
+{
+    if (t->nlinks == 0)
+        return CS_OK;
+    positioned_link *p = malloc(sizeof *p * (size_t)t->nlinks);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    for (int i = 0; i < t->nlinks; i++) {
+        p[i].link = t->links[i];
+        p[i].pos = i;
+    }
+    qsort(p, (size_t)t->nlinks, sizeof *p, cmp_positioned);
+    for (int i = 1; i < t->nlinks; i++) {
+        if (p[i].link.src == p[i - 1].link.src && p[i].link.dst == p[i - 1].link.dst) {
+            int a = p[i - 1].pos, b = p[i].pos;
+            int rc;
+            if (origin) {
+                char f[CS_ERROR_FIELD_MAX];
+                fieldf(f, "links[%d]", origin[b]);
+                if (origin[a] == origin[b])
+                    rc = cs_error_set(err, CS_EINVAL, f, "duplicate link %d->%d",
+                                      p[i].link.src, p[i].link.dst);
+                else
+                    rc = cs_error_set(err, CS_EINVAL, f,
+                                      "duplicate link %d->%d (also given by links[%d])",
+                                      p[i].link.src, p[i].link.dst, origin[a]);
+            } else {
+                rc = cs_error_set(err, CS_EINVAL, "links", "duplicate link %d->%d",
+                                  p[i].link.src, p[i].link.dst);
+            }
+            free(p);
+            return rc;
+        }
+    }
+    for (int i = 0; i < t->nlinks; i++)
+        t->links[i] = p[i].link;
+    free(p);
+    return CS_OK;
+}
+
+/* Step 2: switch lowering.  Derived links are appended; the per-rank shared
+ * sets are appended after the document's sets, as (src, dst) pairs resolved in
+ * step 4 with the others. */
+static int lower_switches(cs_topology *t, cs_error *err)
+{
+    int nphys = t->nlinks;
+    long long derived = 0;
+    for (int s = 0; s < t->nswitches; s++) {
+        long long n = t->switches[s].nranks;
+        derived += n * (n - 1);
+    }
+    if (derived + nphys > CS_TOPOLOGY_MAX_LINKS)
+        return cs_error_set(err, CS_ELIMIT, "switches",
+                            "lowering the switches needs %lld links, more than %d",
+                            derived + nphys, CS_TOPOLOGY_MAX_LINKS);
+    for (int s = 0; s < t->nswitches; s++) {
+        const cs_switch *sw = &t->switches[s];
+        int n = sw->nranks;
+        int *pairs = malloc(sizeof(int) * 2 * (size_t)(n - 1));
+        if (!pairs)
+            return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+        /* egress sets */
+        for (int dir = 0; dir < 2; dir++) {
+            for (int i = 0; i < n; i++) {
+                int a = sw->ranks[i], np = 0;
+                for (int j = 0; j < n; j++) {
+                    if (i == j)
+                        continue;
+                    int b = sw->ranks[j];
+                    int src = dir == 0 ? a : b, dst = dir == 0 ? b : a;
+                    if (find_sorted(t->links, nphys, src, dst) >= 0)
+                        continue;
+                    if (dir == 0 && push_link(t, src, dst, 1, sw->gbps, sw->alpha_us, s)) {
+                        free(pairs);
+                        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                    }
+                    pairs[2 * np] = src;
+                    pairs[2 * np + 1] = dst;
+                    np++;
+                }
+                if (np == 0)
+                    continue;
+                if (grow((void **)&t->shared, (size_t)t->nshared, sizeof *t->shared) != CS_OK) {
+                    free(pairs);
+                    return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                }
+                int *flat = copy_ints(pairs, 2 * np);
+                if (!flat) {
+                    free(pairs);
+                    return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                }
+                t->shared[t->nshared++] = (cs_shared){ .nlinks = np, .links = flat, .lanes = 1,
+                                                       .switch_id = s };
+            }
+        }
+        free(pairs);
+    }
+    return CS_OK;
+}
+
+static int build_indexes(cs_topology *t, cs_error *err)
+{
+    int n = t->ranks, m = t->nlinks;
+    t->out_begin = calloc((size_t)n + 1, sizeof(int));
+    t->in_begin = calloc((size_t)n + 1, sizeof(int));
+    t->in_links = malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
+    if (!t->out_begin || !t->in_begin || !t->in_links)
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    for (int i = 0; i < m; i++) {
+        t->out_begin[t->links[i].src + 1]++;
+        t->in_begin[t->links[i].dst + 1]++;
+    }
+    for (int r = 0; r < n; r++) {
+        t->out_begin[r + 1] += t->out_begin[r];
+        t->in_begin[r + 1] += t->in_begin[r];
+    }
+    int *fill = malloc(sizeof(int) * (size_t)n);
+    if (!fill)
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    memcpy(fill, t->in_begin, sizeof(int) * (size_t)n);
+    for (int i = 0; i < m; i++)
+        t->in_links[fill[t->links[i].dst]++] = i;
+    free(fill);
+    return CS_OK;
+}
+
+static int resolve_shared(cs_topology *t, cs_error *err)
+{
+    int ndoc = 0;
+    for (int i = 0; i < t->nshared; i++) {
+        cs_shared *s = &t->shared[i];
+        if (s->switch_id < 0)
+            ndoc++;
+        int *idx = malloc(sizeof(int) * (size_t)s->nlinks);
+        if (!idx)
+            return cs_error_set(err, CS_ENOMEM, "shared", "out of memory");
+        for (int j = 0; j < s->nlinks; j++) {
+            int src = s->links[2 * j], dst = s->links[2 * j + 1];
+            int k = find_indexed(t, src, dst);
+            if (k < 0) {
+                free(idx);
+                char f[CS_ERROR_FIELD_MAX];
+                fieldf(f, "shared[%d].links[%d]", ndoc - 1, j);
+                return cs_error_set(err, CS_EINVAL, f, "no link %d->%d in the topology", src,
+                                    dst);
+            }
+            idx[j] = k;
+        }
+        qsort(idx, (size_t)s->nlinks, sizeof(int), cmp_int);
+        for (int j = 1; j < s->nlinks; j++) {
+            if (idx[j] == idx[j - 1]) {
+                char f[CS_ERROR_FIELD_MAX];
+                fieldf(f, "shared[%d].links", ndoc - 1);
+                int rc = cs_error_set(err, CS_EINVAL, f, "link %d->%d listed twice",
+                                      t->links[idx[j]].src, t->links[idx[j]].dst);
+                free(idx);
+                return rc;
+            }
+        }
+        free(s->links);
+        s->links = idx;
+    }
+    return CS_OK;
+}
+
+static int build_group_of(cs_topology *t, cs_error *err)
+{
+    if (t->ngroups == 0)
+        return CS_OK;
+    t->group_of = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!t->group_of)
+        return cs_error_set(err, CS_ENOMEM, "groups", "out of memory");
+    for (int r = 0; r < t->ranks; r++)
+        t->group_of[r] = -1;
+    for (int g = 0; g < t->ngroups; g++)
+        for (int i = 0; i < t->groups[g].nranks; i++) {
+            int r = t->groups[g].ranks[i];
+            if (t->group_of[r] >= 0) {
+                char f[CS_ERROR_FIELD_MAX];
+                fieldf(f, "groups[%d][%d]", g, i);
+                return cs_error_set(err, CS_EINVAL, f, "rank %d is already in groups[%d]", r,
+                                    t->group_of[r]);
+            }
+            t->group_of[r] = g;
+        }
+    return CS_OK;
+}
+
+/* BFS over out-links (forward) or in-links (backward) from rank 0; returns the
+ * first rank not reached, or -1. */
+static int first_unreached(const cs_topology *t, bool forward, int *queue, unsigned char *seen)
+{
+    memset(seen, 0, (size_t)t->ranks);
+    int head = 0, tail = 0;
+    queue[tail++] = 0;
+    seen[0] = 1;
+    while (head < tail) {
+        int r = queue[head++];
+        if (forward) {
+            for (int i = t->out_begin[r]; i < t->out_begin[r + 1]; i++) {
+                int d = t->links[i].dst;
+                if (!seen[d]) {
+                    seen[d] = 1;
+                    queue[tail++] = d;
+                }
+            }
+        } else {
+            for (int i = t->in_begin[r]; i < t->in_begin[r + 1]; i++) {
+                int s = t->links[t->in_links[i]].src;
+                if (!seen[s]) {
+                    seen[s] = 1;
+                    queue[tail++] = s;
+                }
+            }
+        }
+    }
+    for (int r = 0; r < t->ranks; r++)
+        if (!seen[r])
+            return r;
+    return -1;
+}
+
+static int check_connected(const cs_topology *t, cs_error *err)
+{
+    int *queue = malloc(sizeof(int) * (size_t)t->ranks);
+    unsigned char *seen = malloc((size_t)t->ranks);
+    if (!queue || !seen) {
+        free(queue);
+        free(seen);
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    }
+    int rc = CS_OK;
+    int r = first_unreached(t, true, queue, seen);
+    if (r >= 0) {
+        rc = cs_error_set(err, CS_EINVAL, "links",
+                          "not connected: rank %d cannot reach rank %d", 0, r);
+    } else if ((r = first_unreached(t, false, queue, seen)) >= 0) {
+        rc = cs_error_set(err, CS_EINVAL, "links",
+                          "not connected: rank %d cannot reach rank %d", r, 0);
+    }
+    free(queue);
+    free(seen);
+    return rc;
+}
+
+static int finalize_with_origin(cs_topology *t, const int *origin, cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if ((rc = sort_physical(t, origin, err)))
+        return rc;
+    if ((rc = lower_switches(t, err)))
+        return rc;
+    if (t->nlinks > 0)
+        qsort(t->links, (size_t)t->nlinks, sizeof *t->links, cmp_link);
+    if ((rc = build_indexes(t, err)))
+        return rc;
+    if ((rc = resolve_shared(t, err)))
+        return rc;
+    if ((rc = build_group_of(t, err)))
+        return rc;
+    if ((rc = check_connected(t, err)))
+        return rc;
+    t->finalized = true;
+    return CS_OK;
+}
+
+int topology_finalize(cs_topology *t, cs_error *err)
+{
+    return finalize_with_origin(t, NULL, err);
+}
+
+/* ---- copies and transforms --------------------------------------------------------- */
+
+int topology_clone(const cs_topology *t, cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "clone needs a finalized topology");
+    cs_topology *c = topology_new(t->name, t->ranks);
+    if (!c)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int n = t->ranks, m = t->nlinks;
+    c->nlinks = m;
+    c->links = malloc(sizeof *c->links * (size_t)(m > 0 ? m : 1));
+    c->out_begin = copy_ints(t->out_begin, n + 1);
+    c->in_begin = copy_ints(t->in_begin, n + 1);
+    c->in_links = copy_ints(t->in_links, m);
+    c->shared = calloc((size_t)(t->nshared > 0 ? t->nshared : 1), sizeof *c->shared);
+    c->switches = calloc((size_t)(t->nswitches > 0 ? t->nswitches : 1), sizeof *c->switches);
+    c->groups = calloc((size_t)(t->ngroups > 0 ? t->ngroups : 1), sizeof *c->groups);
+    if (!c->links || !c->out_begin || !c->in_begin || !c->in_links || !c->shared ||
+        !c->switches || !c->groups)
+        goto nomem;
+    if (m > 0)
+        memcpy(c->links, t->links, sizeof *c->links * (size_t)m);
+    for (int i = 0; i < t->nshared; i++) {
+        c->shared[i] = t->shared[i];
+        c->shared[i].links = copy_ints(t->shared[i].links, t->shared[i].nlinks);
+        c->nshared = i + 1;
+        if (!c->shared[i].links)
+            goto nomem;
+    }
+    for (int i = 0; i < t->nswitches; i++) {
+        c->switches[i] = t->switches[i];
+        c->switches[i].ranks = copy_ints(t->switches[i].ranks, t->switches[i].nranks);
+        c->nswitches = i + 1;
+        if (!c->switches[i].ranks)
+            goto nomem;
+    }
+    for (int i = 0; i < t->ngroups; i++) {
+        c->groups[i] = t->groups[i];
+        c->groups[i].ranks = copy_ints(t->groups[i].ranks, t->groups[i].nranks);
+        c->ngroups = i + 1;
+        if (!c->groups[i].ranks)
+            goto nomem;
+    }
+    if (t->group_of && !(c->group_of = copy_ints(t->group_of, n)))
+        goto nomem;
+    c->finalized = true;
+    *out = c;
+    return CS_OK;
+nomem:
+    topology_free(c);
+    return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+}
+
+int topology_find_link(const cs_topology *t, int src, int dst)
+{
+    if (!t || !t->finalized)
+        return -1;
+    return find_indexed(t, src, dst);
+}
+
+/* find_link once the indexes exist (also during finalize). */
+static int find_indexed(const cs_topology *t, int src, int dst)
+{
+    if (src < 0 || src >= t->ranks || dst < 0 || dst >= t->ranks)
+        return -1;
+    int lo = t->out_begin[src], hi = t->out_begin[src + 1];
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (t->links[mid].dst < dst)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->out_begin[src + 1] && t->links[lo].dst == dst)
+        return lo;
+    return -1;
+}
+
+/* Copies switches and groups of t into c (not finalized). */
+static int copy_switches_groups(const cs_topology *t, cs_topology *c, bool switches,
+                                cs_error *err)
+{
+    int rc;
+    if (switches)
+        for (int i = 0; i < t->nswitches; i++) {
+            const cs_switch *s = &t->switches[i];
+            if ((rc = topology_add_switch(c, s->name, s->ranks, s->nranks, s->gbps, s->alpha_us,
+                                          err)))
+                return rc;
+        }
+    for (int i = 0; i < t->ngroups; i++)
+        if ((rc = topology_add_group(c, t->groups[i].ranks, t->groups[i].nranks, err)))
+            return rc;
+    return CS_OK;
+}
+
+/* Adds the document's shared sets of t to c, each pair reversed when asked;
+ * with only_physical, sets that mention a switch-derived link are dropped. */
+static int copy_doc_shared(const cs_topology *t, cs_topology *c, bool reversed,
+                           bool only_physical, cs_error *err)
+{
+    for (int i = 0; i < t->nshared; i++) {
+        const cs_shared *s = &t->shared[i];
+        if (s->switch_id >= 0)
+            continue;
+        int (*pairs)[2] = malloc(sizeof *pairs * (size_t)s->nlinks);
+        if (!pairs)
+            return cs_error_set(err, CS_ENOMEM, "shared", "out of memory");
+        bool keep = true;
+        for (int j = 0; j < s->nlinks; j++) {
+            const cs_link *l = &t->links[s->links[j]];
+            if (l->switch_id >= 0 && only_physical)
+                keep = false;
+            pairs[j][0] = reversed ? l->dst : l->src;
+            pairs[j][1] = reversed ? l->src : l->dst;
+        }
+        int rc = keep ? topology_add_shared(c, (const int (*)[2])pairs, s->nlinks, s->lanes, err)
+                      : CS_OK;
+        free(pairs);
+        if (rc)
+            return rc;
+    }
+    return CS_OK;
+}
+
+int topology_reverse(const cs_topology *t, cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "reverse needs a finalized topology");
+    cs_topology *c = topology_new(t->name, t->ranks);
+    if (!c)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = CS_OK;
+    for (int i = 0; i < t->nlinks && rc == CS_OK; i++) {
+        const cs_link *l = &t->links[i];
+        if (l->switch_id < 0)
+            rc = topology_add_link(c, l->dst, l->src, l->lanes, l->gbps, l->alpha_us, false,
+                                   err);
+    }
+    if (rc == CS_OK)
+        rc = copy_doc_shared(t, c, true, false, err);
+    if (rc == CS_OK)
+        rc = copy_switches_groups(t, c, true, err);
+    if (rc == CS_OK)
+        rc = topology_finalize(c, err);
+    if (rc) {
+        topology_free(c);
+        return rc;
+    }
+    *out = c;
+    return CS_OK;
+}
+
+int topology_unwind_switches(const cs_topology *t, int degree, cs_topology **out,
+                             cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "unwind needs a finalized topology");
+    for (int s = 0; s < t->nswitches; s++)
+        if (degree < 1 || degree >= t->switches[s].nranks)
+            return cs_error_set(err, CS_EINVAL, "degree",
+                                "degree %d must be between 1 and %d (switch %s has %d ranks)",
+                                degree, t->switches[s].nranks - 1, t->switches[s].name,
+                                t->switches[s].nranks);
+    cs_topology *c = topology_new(t->name, t->ranks);
+    if (!c)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = CS_OK;
+    for (int i = 0; i < t->nlinks && rc == CS_OK; i++) {
+        const cs_link *l = &t->links[i];
+        if (l->switch_id < 0)
+            rc = topology_add_link(c, l->src, l->dst, l->lanes, l->gbps, l->alpha_us, false,
+                                   err);
+    }
+    /* A pair already joined (by a physical link or an earlier switch) keeps its
+     * first link: candidates are sorted once and duplicates skipped. */
+    size_t ncand = 0;
+    for (int s = 0; s < t->nswitches; s++)
+        ncand += (size_t)t->switches[s].nranks * (size_t)degree;
+    positioned_link *cand = malloc(sizeof *cand * (ncand > 0 ? ncand : 1));
+    if (!cand)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    size_t k = 0;
+    for (int s = 0; s < t->nswitches && rc == CS_OK; s++) {
+        const cs_switch *sw = &t->switches[s];
+        int n = sw->nranks;
+        for (int i = 0; i < n; i++)
+            for (int d = 1; d <= degree; d++) {
+                cand[k].link = (cs_link){ .src = sw->ranks[i], .dst = sw->ranks[(i + d) % n],
+                                          .lanes = 1, .gbps = sw->gbps / degree,
+                                          .alpha_us = sw->alpha_us, .switch_id = -1 };
+                cand[k].pos = (int)k;
+                k++;
+            }
+    }
+    if (rc == CS_OK && ncand > 0)
+        qsort(cand, ncand, sizeof *cand, cmp_positioned);
+    for (size_t i = 0; i < ncand && rc == CS_OK; i++) {
+        const cs_link *l = &cand[i].link;
+        if (i > 0 && cand[i - 1].link.src == l->src && cand[i - 1].link.dst == l->dst)
+            continue;
+        int e = topology_find_link(t, l->src, l->dst);
+        if (e >= 0 && t->links[e].switch_id < 0)
+            continue;
+        rc = topology_add_link(c, l->src, l->dst, 1, l->gbps, l->alpha_us, false, err);
+    }
+    free(cand);
+    if (rc == CS_OK)
+        rc = copy_doc_shared(t, c, false, true, err);
+    if (rc == CS_OK)
+        rc = copy_switches_groups(t, c, false, err);
+    if (rc == CS_OK)
+        rc = topology_finalize(c, err);
+    if (rc) {
+        topology_free(c);
+        return rc;
+    }
+    *out = c;
+    return CS_OK;
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+#define DEFAULT_GBPS 50.0
+#define DEFAULT_ALPHA_US 0.5
+
+/* Rejects keys of obj not in the NULL-terminated list, naming the first. */
+static int check_keys(const json_t *obj, const char *const *allowed, const char *path,
+                      cs_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        bool ok = false;
+        for (int i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok) {
+            char f[CS_ERROR_FIELD_MAX], list[256] = "";
+            size_t used = 0;
+            for (int i = 0; allowed[i] && used < sizeof list; i++)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                         allowed[i]);
+            if (path[0])
+                fieldf(f, "%s.%s", path, key);
+            else
+                fieldf(f, "%s", key);
+            return cs_error_set(err, CS_EINVAL, f, "unknown key \"%s\" (accepted: %s)", key,
+                                list);
+        }
+    }
+    return CS_OK;
+}
+
+/* Reads an integer field in [lo, hi].  Missing: *out = dflt, or an error if
+ * required. */
+static int get_int(const json_t *obj, const char *key, const char *path, bool required,
+                   long long dflt, long long lo, long long hi, int code_if_high, long long *out,
+                   cs_error *err)
+{
+    char f[CS_ERROR_FIELD_MAX];
+    if (path[0])
+        fieldf(f, "%s.%s", path, key);
+    else
+        fieldf(f, "%s", key);
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required)
+            return cs_error_set(err, CS_EINVAL, f, "required integer is missing");
+        *out = dflt;
+        return CS_OK;
+    }
+    if (!json_is_integer(v))
+        return cs_error_set(err, CS_EINVAL, f, "must be an integer");
+    long long x = json_integer_value(v);
+    if (x < lo)
+        return cs_error_set(err, CS_EINVAL, f, "%lld is below the minimum %lld", x, lo);
+    if (x > hi)
+        return cs_error_set(err, code_if_high, f, "%lld is above the maximum %lld", x, hi);
+    *out = x;
+    return CS_OK;
+}
+
+static int get_number(const json_t *obj, const char *key, const char *path, double dflt,
+                      double *out, cs_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        *out = dflt;
+        return CS_OK;
+    }
+    if (!json_is_number(v)) {
+        char f[CS_ERROR_FIELD_MAX];
+        fieldf(f, "%s.%s", path, key);
+        return cs_error_set(err, CS_EINVAL, f, "must be a number");
+    }
+    *out = json_number_value(v);
+    return CS_OK;
+}
+
+/* A rank given as a JSON integer in [0, ranks). */
+static int get_rank(const json_t *v, int ranks, const char *field, int *out, cs_error *err)
+{
+    if (!v)
+        return cs_error_set(err, CS_EINVAL, field, "required rank is missing");
+    if (!json_is_integer(v))
+        return cs_error_set(err, CS_EINVAL, field, "rank must be an integer");
+    long long x = json_integer_value(v);
+    if (x < 0 || x >= ranks)
+        return cs_error_set(err, CS_EINVAL, field, "rank %lld out of range 0..%d", x,
+                            ranks - 1);
+    *out = (int)x;
+    return CS_OK;
+}
+
+static int get_rank_array(const json_t *arr, int ranks, const char *path, int **out, int *n,
+                          cs_error *err)
+{
+    *out = NULL;
+    if (!json_is_array(arr))
+        return cs_error_set(err, CS_EINVAL, path, "must be an array of ranks");
+    size_t len = json_array_size(arr);
+    if (len > (size_t)ranks)
+        return cs_error_set(err, CS_EINVAL, path, "%zu entries but only %d ranks", len, ranks);
+    int *a = malloc(sizeof(int) * (len > 0 ? len : 1));
+    if (!a)
+        return cs_error_set(err, CS_ENOMEM, path, "out of memory");
+    for (size_t i = 0; i < len; i++) {
+        char f[CS_ERROR_FIELD_MAX];
+        fieldf(f, "%s[%zu]", path, i);
+        int rc = get_rank(json_array_get(arr, i), ranks, f, &a[i], err);
+        if (rc) {
+            free(a);
+            return rc;
+        }
+    }
+    *out = a;
+    *n = (int)len;
+    return CS_OK;
+}
+
+/* Rewrites the field of an error from add_switch/add_group ("switch.ranks[2]")
+ * to the document path ("switches[1].ranks[2]"). */
+static void prefix_field(cs_error *err, const char *from, const char *to)
+{
+    if (!err)
+        return;
+    size_t n = strlen(from);
+    if (strncmp(err->field, from, n) == 0) {
+        char f[CS_ERROR_FIELD_MAX];
+        fieldf(f, "%s%s", to, err->field + n);
+        memcpy(err->field, f, sizeof f);
+    }
+}
+
+static int parse_links(const json_t *links, cs_topology *t, size_t max_links, int **origin,
+                       cs_error *err)
+{
+    static const char *const keys[] = { "src", "dst", "lanes", "gbps", "alpha_us",
+                                        "bidirectional", NULL };
+    *origin = NULL;
+    if (!links)
+        return CS_OK;
+    if (!json_is_array(links))
+        return cs_error_set(err, CS_EINVAL, "links", "must be an array");
+    size_t n = json_array_size(links);
+    if (n > CS_TOPOLOGY_MAX_LINKS || (max_links && n > max_links))
+        return cs_error_set(err, CS_ELIMIT, "links", "%zu links is more than the limit %zu", n,
+                            max_links && max_links < CS_TOPOLOGY_MAX_LINKS
+                                ? max_links : (size_t)CS_TOPOLOGY_MAX_LINKS);
+    int *org = malloc(sizeof(int) * (2 * n + 1));
+    if (!org)
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char path[CS_ERROR_FIELD_MAX], f[CS_ERROR_FIELD_MAX];
+        fieldf(path, "links[%zu]", i);
+        json_t *l = json_array_get(links, i);
+        int rc = CS_OK;
+        if (!json_is_object(l)) {
+            rc = cs_error_set(err, CS_EINVAL, path, "must be an object");
+            goto fail;
+        }
+        if ((rc = check_keys(l, keys, path, err)))
+            goto fail;
+        int src, dst;
+        fieldf(f, "%s.src", path);
+        if ((rc = get_rank(json_object_get(l, "src"), t->ranks, f, &src, err)))
+            goto fail;
+        fieldf(f, "%s.dst", path);
+        if ((rc = get_rank(json_object_get(l, "dst"), t->ranks, f, &dst, err)))
+            goto fail;
+        if (src == dst) {
+            rc = cs_error_set(err, CS_EINVAL, f, "self-loop: src and dst are both %d", src);
+            goto fail;
+        }
+        long long lanes;
+        double gbps, alpha;
+        if ((rc = get_int(l, "lanes", path, false, 1, LLONG_MIN, LLONG_MAX, CS_EINVAL, &lanes,
+                          err)) ||
+            (rc = get_number(l, "gbps", path, DEFAULT_GBPS, &gbps, err)) ||
+            (rc = get_number(l, "alpha_us", path, DEFAULT_ALPHA_US, &alpha, err)) ||
+            (rc = check_link_values(lanes, gbps, alpha, path, err)))
+            goto fail;
+        json_t *bi = json_object_get(l, "bidirectional");
+        if (bi && !json_is_boolean(bi)) {
+            fieldf(f, "%s.bidirectional", path);
+            rc = cs_error_set(err, CS_EINVAL, f, "must be true or false");
+            goto fail;
+        }
+        bool bidir = bi && json_is_true(bi);
+        if (max_links && (size_t)t->nlinks + (bidir ? 2 : 1) > max_links) {
+            rc = cs_error_set(err, CS_ELIMIT, path, "more than the limit of %zu links",
+                              max_links);
+            goto fail;
+        }
+        org[t->nlinks] = (int)i;
+        if (bidir)
+            org[t->nlinks + 1] = (int)i;
+        if ((rc = topology_add_link(t, src, dst, (int)lanes, gbps, alpha, bidir, err))) {
+            prefix_field(err, "", path);
+            goto fail;
+        }
+        continue;
+    fail:
+        free(org);
+        return rc;
+    }
+    *origin = org;
+    return CS_OK;
+}
+
+static int parse_shared(const json_t *shared, cs_topology *t, cs_error *err)
+{
+    static const char *const keys[] = { "links", "lanes", NULL };
+    if (!shared)
+        return CS_OK;
+    if (!json_is_array(shared))
+        return cs_error_set(err, CS_EINVAL, "shared", "must be an array");
+    for (size_t i = 0; i < json_array_size(shared); i++) {
+        char path[CS_ERROR_FIELD_MAX], f[CS_ERROR_FIELD_MAX];
+        fieldf(path, "shared[%zu]", i);
+        json_t *s = json_array_get(shared, i);
+        if (!json_is_object(s))
+            return cs_error_set(err, CS_EINVAL, path, "must be an object");
+        int rc = check_keys(s, keys, path, err);
+        if (rc)
+            return rc;
+        long long lanes;
+        if ((rc = get_int(s, "lanes", path, false, 1, 1, CS_TOPOLOGY_MAX_LANES, CS_EINVAL, &lanes,
+                          err)))
+            return rc;
+        json_t *links = json_object_get(s, "links");
+        fieldf(f, "%s.links", path);
+        if (!json_is_array(links) || json_array_size(links) == 0)
+            return cs_error_set(err, CS_EINVAL, f, "must be a non-empty array of [src, dst]");
+        size_t n = json_array_size(links);
+        if (n > (size_t)CS_TOPOLOGY_MAX_LINKS)
+            return cs_error_set(err, CS_ELIMIT, f, "too many links");
+        int (*pairs)[2] = malloc(sizeof *pairs * n);
+        if (!pairs)
+            return cs_error_set(err, CS_ENOMEM, f, "out of memory");
+        for (size_t j = 0; j < n && rc == CS_OK; j++) {
+            json_t *p = json_array_get(links, j);
+            char g[CS_ERROR_FIELD_MAX];
+            fieldf(g, "%s.links[%zu]", path, j);
+            if (!json_is_array(p) || json_array_size(p) != 2) {
+                rc = cs_error_set(err, CS_EINVAL, g, "must be a pair [src, dst]");
+                break;
+            }
+            rc = get_rank(json_array_get(p, 0), t->ranks, g, &pairs[j][0], err);
+            if (rc == CS_OK)
+                rc = get_rank(json_array_get(p, 1), t->ranks, g, &pairs[j][1], err);
+        }
+        if (rc == CS_OK)
+            rc = topology_add_shared(t, (const int (*)[2])pairs, (int)n, (int)lanes, err);
+        free(pairs);
+        if (rc)
+            return rc;
+    }
+    return CS_OK;
+}
+
+static int parse_switches(const json_t *switches, cs_topology *t, cs_error *err)
+{
+    static const char *const keys[] = { "name", "ranks", "gbps", "alpha_us", NULL };
+    if (!switches)
+        return CS_OK;
+    if (!json_is_array(switches))
+        return cs_error_set(err, CS_EINVAL, "switches", "must be an array");
+    for (size_t i = 0; i < json_array_size(switches); i++) {
+        char path[CS_ERROR_FIELD_MAX], f[CS_ERROR_FIELD_MAX];
+        fieldf(path, "switches[%zu]", i);
+        json_t *s = json_array_get(switches, i);
+        if (!json_is_object(s))
+            return cs_error_set(err, CS_EINVAL, path, "must be an object");
+        int rc = check_keys(s, keys, path, err);
+        if (rc)
+            return rc;
+        json_t *name = json_object_get(s, "name");
+        char nbuf[64] = "";
+        if (name) {
+            fieldf(f, "%s.name", path);
+            if (!json_is_string(name))
+                return cs_error_set(err, CS_EINVAL, f, "must be a string");
+            if (json_string_length(name) >= sizeof nbuf)
+                return cs_error_set(err, CS_EINVAL, f, "longer than %zu characters",
+                                    sizeof nbuf - 1);
+            snprintf(nbuf, sizeof nbuf, "%s", json_string_value(name));
+        }
+        double gbps, alpha;
+        if ((rc = get_number(s, "gbps", path, DEFAULT_GBPS, &gbps, err)) ||
+            (rc = get_number(s, "alpha_us", path, DEFAULT_ALPHA_US, &alpha, err)) ||
+            (rc = check_link_values(1, gbps, alpha, path, err)))
+            return rc;
+        fieldf(f, "%s.ranks", path);
+        int *ranks, n;
+        if ((rc = get_rank_array(json_object_get(s, "ranks"), t->ranks, f, &ranks, &n, err)))
+            return rc;
+        rc = topology_add_switch(t, nbuf, ranks, n, gbps, alpha, err);
+        free(ranks);
+        if (rc) {
+            prefix_field(err, "switch", path);
+            return rc;
+        }
+    }
+    return CS_OK;
+}
+
+static int parse_groups(const json_t *groups, cs_topology *t, cs_error *err)
+{
+    if (!groups)
+        return CS_OK;
+    if (!json_is_array(groups))
+        return cs_error_set(err, CS_EINVAL, "groups", "must be an array of rank arrays");
+    for (size_t i = 0; i < json_array_size(groups); i++) {
+        char path[CS_ERROR_FIELD_MAX];
+        fieldf(path, "groups[%zu]", i);
+        int *ranks, n, rc;
+        if ((rc = get_rank_array(json_array_get(groups, i), t->ranks, path, &ranks, &n, err)))
+            return rc;
+        rc = topology_add_group(t, ranks, n, err);
+        free(ranks);
+        if (rc) {
+            /* "group.ranks[3]" -> "groups[i][3]" */
+            if (err && strncmp(err->field, "group.ranks", 11) == 0) {
+                char f[CS_ERROR_FIELD_MAX];
+                fieldf(f, "%s%s", path, err->field + 11);
+                memcpy(err->field, f, sizeof f);
+            } else if (err) {
+                snprintf(err->field, sizeof err->field, "%s", path);
+            }
+            return rc;
+        }
+    }
+    return CS_OK;
+}
+
+int topology_from_json(const json_t *doc, const cs_topology_parse_options *opt,
+                       cs_topology **out, cs_error *err)
+{
+    static const char *const keys[] = { "name", "ranks", "links", "shared", "switches",
+                                        "groups", NULL };
+    *out = NULL;
+    if (!json_is_object(doc))
+        return cs_error_set(err, CS_EINVAL, "", "a topology must be a JSON object");
+    int rc = check_keys(doc, keys, "", err);
+    if (rc)
+        return rc;
+    int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : CS_TOPOLOGY_DEFAULT_MAX_RANKS;
+    size_t max_links = opt ? opt->max_links : 0;
+    long long ranks;
+    if ((rc = get_int(doc, "ranks", "", true, 0, 1, max_ranks, CS_ELIMIT, &ranks, err)))
+        return rc;
+    const char *name = "custom";
+    json_t *jn = json_object_get(doc, "name");
+    if (jn) {
+        if (!json_is_string(jn))
+            return cs_error_set(err, CS_EINVAL, "name", "must be a string");
+        if (json_string_length(jn) >= CS_NAME_MAX)
+            return cs_error_set(err, CS_EINVAL, "name", "longer than %d characters",
+                                CS_NAME_MAX - 1);
+        name = json_string_value(jn);
+    }
+    cs_topology *t = topology_new(name, (int)ranks);
+    if (!t)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int *origin = NULL;
+    rc = parse_links(json_object_get(doc, "links"), t, max_links, &origin, err);
+    if (rc == CS_OK)
+        rc = parse_shared(json_object_get(doc, "shared"), t, err);
+    if (rc == CS_OK)
+        rc = parse_switches(json_object_get(doc, "switches"), t, err);
+    if (rc == CS_OK)
+        rc = parse_groups(json_object_get(doc, "groups"), t, err);
+    if (rc == CS_OK)
+        rc = finalize_with_origin(t, origin, err);
+    free(origin);
+    if (rc == CS_OK && max_links && (size_t)t->nlinks > max_links)
+        rc = cs_error_set(err, CS_ELIMIT, "switches",
+                          "lowering the switches gives %d links, more than the limit %zu",
+                          t->nlinks, max_links);
+    if (rc) {
+        topology_free(t);
+        return rc;
+    }
+    *out = t;
+    return CS_OK;
+}
+
+int topology_parse(const char *text, size_t len, const cs_topology_parse_options *opt,
+                   cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!text)
+        return cs_error_set(err, CS_EINVAL, "", "no topology text");
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        return cs_error_set(err, CS_EINVAL, "", "invalid JSON at line %d column %d: %s",
+                            je.line, je.column, je.text);
+    int rc = topology_from_json(doc, opt, out, err);
+    json_decref(doc);
+    return rc;
+}
+
+int topology_load(const char *spec, const cs_topology_parse_options *opt, cs_topology **out,
+                  cs_error *err)
+{
+    *out = NULL;
+    if (!spec)
+        return cs_error_set(err, CS_EINVAL, "topology", "no topology given");
+    const char *p = spec;
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    if (*p == '{')
+        return topology_parse(p, strlen(p), opt, out, err);
+    bool looks_like_path = *p == '/' || *p == '.' || strchr(p, '/') || strstr(p, ".json");
+    if (looks_like_path || access(p, R_OK) == 0) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = cs_read_file(p, &text, &len, err);
+        if (rc)
+            return rc;
+        rc = topology_parse(text, len, opt, out, err);
+        free(text);
+        return rc;
+    }
+    int rc = topology_builtin(p, out, err);
+    if (rc)
+        return rc;
+    int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : CS_TOPOLOGY_DEFAULT_MAX_RANKS;
+    if ((*out)->ranks > max_ranks ||
+        (opt && opt->max_links && (size_t)(*out)->nlinks > opt->max_links)) {
+        rc = cs_error_set(err, CS_ELIMIT, "ranks", "%s has %d ranks and %d links, over the limit",
+                          p, (*out)->ranks, (*out)->nlinks);
+        topology_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static json_t *int_array(const int *a, int n)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, json_integer(a[i]));
+    return arr;
+}
+
+json_t *topology_to_json(const cs_topology *t)
+{
+    if (!t)
+        return NULL;
+    json_t *doc = json_object();
+    json_object_set_new(doc, "name", json_string(t->name));
+    json_object_set_new(doc, "ranks", json_integer(t->ranks));
+    json_t *links = json_array();
+    /* A pair a->b, b->a with equal values prints once as bidirectional. */
+    for (int i = 0; i < t->nlinks; i++) {
+        const cs_link *l = &t->links[i];
+        if (l->switch_id >= 0)
+            continue;
+        bool bidir = false;
+        int r = t->finalized ? topology_find_link(t, l->dst, l->src) : -1;
+        if (r >= 0) {
+            const cs_link *b = &t->links[r];
+            if (b->switch_id < 0 && b->lanes == l->lanes && b->gbps == l->gbps &&
+                b->alpha_us == l->alpha_us) {
+                if (l->src > l->dst)
+                    continue;
+                bidir = true;
+            }
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "src", json_integer(l->src));
+        json_object_set_new(o, "dst", json_integer(l->dst));
+        json_object_set_new(o, "lanes", json_integer(l->lanes));
+        json_object_set_new(o, "gbps", json_real(l->gbps));
+        json_object_set_new(o, "alpha_us", json_real(l->alpha_us));
+        if (bidir)
+            json_object_set_new(o, "bidirectional", json_true());
+        json_array_append_new(links, o);
+    }
+    json_object_set_new(doc, "links", links);
+    json_t *shared = json_array();
+    for (int i = 0; i < t->nshared; i++) {
+        const cs_shared *s = &t->shared[i];
+        if (s->switch_id >= 0)
+            continue;
+        json_t *pairs = json_array();
+        for (int j = 0; j < s->nlinks; j++) {
+            int src, dst;
+            if (t->finalized) {
+                src = t->links[s->links[j]].src;
+                dst = t->links[s->links[j]].dst;
+            } else {
+                src = s->links[2 * j];
+                dst = s->links[2 * j + 1];
+            }
+            json_array_append_new(pairs, json_pack("[ii]", src, dst));
+        }
+        json_array_append_new(shared, json_pack("{s:o,s:i}", "links", pairs, "lanes", s->lanes));
+    }
+    if (json_array_size(shared) > 0)
+        json_object_set_new(doc, "shared", shared);
+    else
+        json_decref(shared);
+    if (t->nswitches > 0) {
+        json_t *sw = json_array();
+        for (int i = 0; i < t->nswitches; i++) {
+            const cs_switch *s = &t->switches[i];
+            json_array_append_new(sw, json_pack("{s:s,s:o,s:f,s:f}", "name", s->name, "ranks",
+                                                int_array(s->ranks, s->nranks), "gbps", s->gbps,
+                                                "alpha_us", s->alpha_us));
+        }
+        json_object_set_new(doc, "switches", sw);
+    }
+    if (t->ngroups > 0) {
+        json_t *g = json_array();
+        for (int i = 0; i < t->ngroups; i++)
+            json_array_append_new(g, int_array(t->groups[i].ranks, t->groups[i].nranks));
+        json_object_set_new(doc, "groups", g);
+    }
+    return doc;
+}

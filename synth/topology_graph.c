@@ -1,0 +1,223 @@
+/*
+ * topology_graph.c - graph facts about a finalized topology: BFS hop
+ * distances, diameter, deterministic shortest paths and per-rank ingress /
+ * egress capacity.
+ *
+ * Everything walks the out_begin / in_begin indexes built by finalize, so a
+ * BFS is O(ranks + links).  The diameter runs one BFS per rank (O(ranks *
+ * links)); callers on huge topologies (the TACOS path) should not need it on
+ * their hot path.  Shortest paths break ties by the lowest link index, which,
+ * because links are sorted by (src, dst), means the lowest-numbered next rank:
+ * the same topology always yields the same routes.
+ */
+#include "topology.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int check_rank(const cs_topology *t, int r, const char *field, cs_error *err)
+{
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "needs a finalized topology");
+    if (r < 0 || r >= t->ranks)
+        return cs_error_set(err, CS_EINVAL, field, "rank %d out of range 0..%d", r, t->ranks - 1);
+    return CS_OK;
+}
+
+/* BFS from src; pred (optional) gets the link index used to reach each rank. */
+static int bfs(const cs_topology *t, int src, int *dist, int *pred, cs_error *err)
+{
+    int *queue = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!queue)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (int r = 0; r < t->ranks; r++) {
+        dist[r] = -1;
+        if (pred)
+            pred[r] = -1;
+    }
+    int head = 0, tail = 0;
+    dist[src] = 0;
+    queue[tail++] = src;
+    while (head < tail) {
+        int r = queue[head++];
+        for (int i = t->out_begin[r]; i < t->out_begin[r + 1]; i++) {
+            int d = t->links[i].dst;
+            if (dist[d] < 0) {
+                dist[d] = dist[r] + 1;
+                if (pred)
+                    pred[d] = i;
+                queue[tail++] = d;
+            }
+        }
+    }
+    free(queue);
+    return CS_OK;
+}
+
+int topology_shortest_hops(const cs_topology *t, int src, int *dist, cs_error *err)
+{
+    int rc = check_rank(t, src, "src", err);
+    if (rc)
+        return rc;
+    return bfs(t, src, dist, NULL, err);
+}
+
+int topology_diameter(const cs_topology *t, int *diameter, cs_error *err)
+{
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "needs a finalized topology");
+    int *dist = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!dist)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int best = 0;
+    for (int s = 0; s < t->ranks; s++) {
+        int rc = bfs(t, s, dist, NULL, err);
+        if (rc) {
+            free(dist);
+            return rc;
+        }
+        for (int r = 0; r < t->ranks; r++)
+            if (dist[r] > best)
+                best = dist[r];
+    }
+    free(dist);
+    *diameter = best;
+    return CS_OK;
+}
+
+int topology_shortest_path(const cs_topology *t, int src, int dst, int *path, int *nhops,
+                           cs_error *err)
+{
+    int rc = check_rank(t, src, "src", err);
+    if (rc == CS_OK)
+        rc = check_rank(t, dst, "dst", err);
+    if (rc)
+        return rc;
+    int *dist = malloc(sizeof(int) * (size_t)t->ranks);
+    int *pred = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!dist || !pred) {
+        free(dist);
+        free(pred);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    /* The first time BFS reaches a rank is through the lowest-indexed link
+     * among those from the earliest-dequeued predecessor, so the walk is
+     * deterministic. */
+    rc = bfs(t, src, dist, pred, err);
+    if (rc == CS_OK && dist[dst] < 0)
+        rc = cs_error_set(err, CS_EINVAL, "dst", "rank %d cannot reach rank %d", src, dst);
+    if (rc == CS_OK) {
+        int n = dist[dst];
+        for (int r = dst, k = n - 1; r != src; k--) {
+            path[k] = pred[r];
+            r = t->links[pred[r]].src;
+        }
+        *nhops = n;
+    }
+    free(dist);
+    free(pred);
+    return rc;
+}
+
+static bool set_contains(const cs_shared *sh, int link)
+{
+    int lo = 0, hi = sh->nlinks;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (sh->links[mid] < link)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sh->nlinks && sh->links[lo] == link;
+}
+
+/* Chunks per round through the rank's out- (in-) links: the sum of their
+ * lanes, where the links of a shared set count at most the set's lanes.  Sets
+ * are applied only when disjoint (on this rank's links) from sets already
+ * applied, so overlapping sets never make the figure smaller than the truth:
+ * it is an upper bound on what the rank can move per round, which is what
+ * lower bounds need.  Cost: O(nshared * degree * log). */
+static int capped_lanes(const cs_topology *t, int rank, bool in)
+{
+    int begin = in ? t->in_begin[rank] : t->out_begin[rank];
+    int end = in ? t->in_begin[rank + 1] : t->out_begin[rank + 1];
+    int deg = end - begin;
+    long total = 0;
+    for (int i = begin; i < end; i++)
+        total += t->links[in ? t->in_links[i] : i].lanes;
+    if (t->nshared == 0 || deg == 0)
+        return total > 0x7fffffff ? 0x7fffffff : (int)total;
+    unsigned char local[64];
+    unsigned char *used = deg <= 64 ? local : calloc((size_t)deg, 1);
+    if (!used)
+        return total > 0x7fffffff ? 0x7fffffff : (int)total;
+    memset(used, 0, (size_t)deg);
+    for (int s = 0; s < t->nshared; s++) {
+        const cs_shared *sh = &t->shared[s];
+        long in_set = 0;
+        bool clash = false;
+        for (int i = begin; i < end; i++)
+            if (set_contains(sh, in ? t->in_links[i] : i)) {
+                in_set += t->links[in ? t->in_links[i] : i].lanes;
+                clash = clash || used[i - begin];
+            }
+        if (clash || in_set <= sh->lanes)
+            continue;
+        for (int i = begin; i < end; i++)
+            if (set_contains(sh, in ? t->in_links[i] : i))
+                used[i - begin] = 1;
+        total -= in_set - sh->lanes;
+    }
+    if (used != local)
+        free(used);
+    return total > 0x7fffffff ? 0x7fffffff : (int)total;
+}
+
+int topology_egress_lanes(const cs_topology *t, int rank)
+{
+    if (!t || !t->finalized || rank < 0 || rank >= t->ranks)
+        return 0;
+    return capped_lanes(t, rank, false);
+}
+
+int topology_ingress_lanes(const cs_topology *t, int rank)
+{
+    if (!t || !t->finalized || rank < 0 || rank >= t->ranks)
+        return 0;
+    return capped_lanes(t, rank, true);
+}
+
+/* Bytes per microsecond: 1 GB/s = 1e9 B/s = 1e3 B/us.  When shared sets cap
+ * the lanes, the sum is scaled by capped / total lanes (an average over the
+ * rank's links, exact when they all have the same gbps). */
+static double capped_bw(const cs_topology *t, int rank, bool in)
+{
+    int begin = in ? t->in_begin[rank] : t->out_begin[rank];
+    int end = in ? t->in_begin[rank + 1] : t->out_begin[rank + 1];
+    double bw = 0;
+    long lanes = 0;
+    for (int i = begin; i < end; i++) {
+        const cs_link *l = &t->links[in ? t->in_links[i] : i];
+        bw += l->lanes * l->gbps * 1e3;
+        lanes += l->lanes;
+    }
+    int capped = capped_lanes(t, rank, in);
+    if (lanes > 0 && capped < lanes)
+        bw *= (double)capped / (double)lanes;
+    return bw;
+}
+
+double topology_egress_bw(const cs_topology *t, int rank)
+{
+    if (!t || !t->finalized || rank < 0 || rank >= t->ranks)
+        return 0;
+    return capped_bw(t, rank, false);
+}
+
+double topology_ingress_bw(const cs_topology *t, int rank)
+{
+    if (!t || !t->finalized || rank < 0 || rank >= t->ranks)
+        return 0;
+    return capped_bw(t, rank, true);
+}

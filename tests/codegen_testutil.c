@@ -1,0 +1,160 @@
+/*
+ * codegen_testutil.c - the algorithm matrix the code generator tests share
+ * (see codegen_testutil.h).  Synthesis options are kept small so that the
+ * three codegen test binaries stay fast: SMT up to 3 chunks with k = 1,
+ * TACOS two seeded trials with 2 chunks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "codegen_testutil.h"
+#include "smt.h"
+#include "tacos.h"
+#include "verify.h"
+
+static int add(cgt_set *set, cs_algorithm *a, const cs_topology *t, const char *label, cs_error *err)
+{
+    if (set->n == set->cap) {
+        int cap = set->cap ? set->cap * 2 : 32;
+        cgt_alg *n = realloc(set->algs, (size_t)cap * sizeof *n);
+        if (!n) {
+            algorithm_free(a);
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        }
+        set->algs = n;
+        set->cap = cap;
+    }
+    cgt_alg *x = &set->algs[set->n];
+    memset(x, 0, sizeof *x);
+    int rc = collective_copy(&x->coll, &a->collective, err);
+    if (rc == CS_OK)
+        rc = collective_validate(&x->coll, a->ranks, err);
+    if (rc == CS_OK)
+        rc = algorithm_verify(t, a, err);
+    if (rc != CS_OK) {
+        collective_free(&x->coll);
+        algorithm_free(a);
+        return rc;
+    }
+    snprintf(x->label, sizeof x->label, "%s", label);
+    x->alg = a;
+    x->topo = t;
+    set->n++;
+    return CS_OK;
+}
+
+static const char *baseline_for(cs_coll_kind k)
+{
+    static const char *const prefs[] = {"rings", "ring", "binomial-tree", "direct"};
+    for (size_t i = 0; i < sizeof prefs / sizeof prefs[0]; i++)
+        if (baseline_supports(prefs[i], k))
+            return prefs[i];
+    return NULL;
+}
+
+int cgt_build(cgt_set *set, unsigned which, unsigned kinds_mask, cs_error *err)
+{
+    memset(set, 0, sizeof *set);
+    int rc = topology_builtin("dgx1", &set->dgx1, err);
+    if (rc != CS_OK)
+        return rc;
+    char label[128];
+    for (int k = 0; k < CS_COLL_CUSTOM && rc == CS_OK; k++) {
+        if (kinds_mask && !(kinds_mask & (1u << k)))
+            continue;
+        cs_collective c;
+        collective_init(&c, (cs_coll_kind)k, collective_kind_is_rooted((cs_coll_kind)k) ? 1 : -1);
+        const char *kname = collective_kind_name((cs_coll_kind)k);
+        if (which & CGT_BASELINE) {
+            const char *b = baseline_for((cs_coll_kind)k);
+            cs_algorithm *a;
+            if (!b)
+                return cs_error_set(err, CS_EINTERNAL, "", "no baseline for %s", kname);
+            rc = baseline_generate(b, set->dgx1, &c, NULL, &a, err);
+            snprintf(label, sizeof label, "%s baseline %s on dgx1", kname, b);
+            if (rc == CS_OK)
+                rc = add(set, a, set->dgx1, label, err);
+            if (rc != CS_OK)
+                return rc;
+        }
+        if (which & CGT_SMT) {
+            cs_smt_options o;
+            smt_options_default(&o);
+            o.k = 1;
+            o.max_chunks = 3;
+            o.threads = 1;
+            o.total_time_limit_s = 60;
+            cs_result *r;
+            rc = smt_search(set->dgx1, &c, &o, &r, err);
+            if (rc != CS_OK)
+                return rc;
+            for (int i = 0; i < r->nalgs && rc == CS_OK; i++) {
+                cs_algorithm *a;
+                rc = algorithm_clone(r->algs[i], &a, err);
+                snprintf(label, sizeof label, "%s smt S=%d R=%d C=%d on dgx1", kname,
+                         r->algs[i]->steps, r->algs[i]->rounds, r->algs[i]->chunks);
+                if (rc == CS_OK)
+                    rc = add(set, a, set->dgx1, label, err);
+            }
+            result_free(r);
+            if (rc != CS_OK)
+                return rc;
+        }
+        if (which & CGT_TACOS) {
+            cs_tacos_options o;
+            tacos_options_default(&o);
+            o.chunks = 2;
+            o.trials = 2;
+            o.threads = 1;
+            o.keep_sends = true;
+            cs_result *r;
+            rc = tacos_synthesize(set->dgx1, &c, &o, &r, err);
+            if (rc != CS_OK)
+                return rc;
+            if (r->nalgs < 1) {
+                result_free(r);
+                return cs_error_set(err, CS_EINTERNAL, "", "tacos returned no algorithm for %s",
+                                    kname);
+            }
+            cs_algorithm *a;
+            rc = algorithm_clone(r->algs[0], &a, err);
+            result_free(r);
+            snprintf(label, sizeof label, "%s tacos on dgx1", kname);
+            if (rc == CS_OK)
+                rc = add(set, a, set->dgx1, label, err);
+            if (rc != CS_OK)
+                return rc;
+        }
+    }
+    return rc;
+}
+
+void cgt_free(cgt_set *set)
+{
+    for (int i = 0; i < set->n; i++) {
+        algorithm_free(set->algs[i].alg);
+        collective_free(&set->algs[i].coll);
+    }
+    free(set->algs);
+    topology_free(set->dgx1);
+    memset(set, 0, sizeof *set);
+}
+
+cs_topology *cgt_topology(int n, int lanes, bool full)
+{
+    cs_error err;
+    cs_topology *t = topology_new(full ? "full" : "chain", n);
+    if (!t)
+        return NULL;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (full || b == a + 1)
+                topology_add_link(t, a, b, lanes, 25.0, 0.7, true, &err);
+    if (topology_finalize(t, &err) != CS_OK) {
+        topology_free(t);
+        return NULL;
+    }
+    return t;
+}

@@ -1,0 +1,643 @@
+/* Tests of algorithm.c and transform.c: construction, JSON (strict parse with
+ * field names, round trip), fit_rounds, cost, results, inversion and
+ * concatenation (checked with the verifier, an independent replay). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithm.h"
+#include "check_main.h"
+#include "verify.h"
+
+/* A unidirectional ring 0->1->...->P-1->0 (lanes 1, 1 GB/s, 1 us). */
+static cs_topology *uni_ring(int P, bool reversed)
+{
+    cs_topology *t = topology_new(reversed ? "ring-rev" : "ring-uni", P);
+    ck_assert_ptr_nonnull(t);
+    cs_error err;
+    for (int r = 0; r < P; r++) {
+        int a = r, b = (r + 1) % P;
+        int rc = reversed ? topology_add_link(t, b, a, 1, 1.0, 1.0, false, &err)
+                          : topology_add_link(t, a, b, 1, 1.0, 1.0, false, &err);
+        ck_assert_int_eq(rc, CS_OK);
+    }
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    return t;
+}
+
+/* Ring allgather on the reversed ring (links r -> r-1): at step s, rank r
+ * forwards chunk (r + s) mod P to r - 1.  Built by hand, C = 1. */
+static cs_algorithm *allgather_on_reversed_ring(int P)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "ring-rev", P, 1, P - 1, &a, &err), CS_OK);
+    for (int s = 0; s < P - 1; s++)
+        for (int r = 0; r < P; r++)
+            ck_assert_int_eq(algorithm_add_send(a, (r + s) % P, r, (r - 1 + P) % P, s,
+                                                CS_OP_COPY), CS_OK);
+    collective_free(&c);
+    return a;
+}
+
+/* Ring allgather on the forward ring: at step s rank r forwards (r - s) mod P. */
+static cs_algorithm *allgather_on_ring(int P)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "ring-uni", P, 1, P - 1, &a, &err), CS_OK);
+    for (int s = 0; s < P - 1; s++)
+        for (int r = 0; r < P; r++)
+            ck_assert_int_eq(algorithm_add_send(a, ((r - s) % P + P) % P, r, (r + 1) % P, s,
+                                                CS_OP_COPY), CS_OK);
+    collective_free(&c);
+    return a;
+}
+
+START_TEST(new_sets_header_fields)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "dgx1", 8, 6, 3, &a, &err), CS_OK);
+    ck_assert_int_eq(a->global_chunks, 48);
+    ck_assert_int_eq(a->rounds, 3);
+    for (int s = 0; s < 3; s++)
+        ck_assert_int_eq(a->rounds_per_step[s], 1);
+    ck_assert_str_eq(a->topology, "dgx1");
+    ck_assert_int_eq(algorithm_set_steps(a, 5, &err), CS_OK);
+    ck_assert_int_eq(a->rounds, 5);
+    a->rounds_per_step[4] = 3;
+    algorithm_update_rounds(a);
+    ck_assert_int_eq(a->rounds, 7);
+    ck_assert_int_eq(algorithm_set_steps(a, -1, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "steps");
+    algorithm_free(a);
+    ck_assert_int_eq(algorithm_new(&c, "x", 8, 0, 3, &a, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "chunks");
+    ck_assert_ptr_null(a);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(add_send_grows_and_keeps_every_send)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "x", 64, 1, 4, &a, NULL), CS_OK);
+    const long n = 1000000;
+    long reallocs = 0, last_cap = 0;
+    for (long i = 0; i < n; i++) {
+        ck_assert_int_eq(algorithm_add_send(a, i % 4096, (int)(i % 64), (int)((i + 1) % 64),
+                                            (int)(i % 4), CS_OP_COPY), CS_OK);
+        if (a->cap != last_cap) {
+            reallocs++;
+            last_cap = a->cap;
+        }
+    }
+    ck_assert_int_eq(a->nsends, n);
+    ck_assert_int_ge(a->cap, n);
+    ck_assert_int_lt(reallocs, 40); /* geometric growth */
+    for (long i = 0; i < n; i += 9973) {
+        ck_assert_int_eq(a->sends[i].chunk, i % 4096);
+        ck_assert_int_eq(a->sends[i].src, i % 64);
+        ck_assert(isnan(a->sends[i].start_us));
+    }
+    ck_assert(!algorithm_is_timed(a));
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(sort_orders_by_step_chunk_src_dst)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "x", 4, 1, 3, &a, NULL), CS_OK);
+    algorithm_add_send(a, 2, 1, 2, 2, CS_OP_COPY);
+    algorithm_add_send(a, 3, 3, 0, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 2, 3, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 1, 2, 0, CS_OP_COPY);
+    algorithm_sort_sends(a);
+    ck_assert_int_eq(a->sends[0].chunk, 1);
+    ck_assert_int_eq(a->sends[0].src, 1);
+    ck_assert_int_eq(a->sends[1].chunk, 1);
+    ck_assert_int_eq(a->sends[1].src, 2);
+    ck_assert_int_eq(a->sends[2].chunk, 3);
+    ck_assert_int_eq(a->sends[3].step, 2);
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
+static const char *VALID_DOC =
+    "{\"collective\": {\"kind\": \"allgather\"}, \"topology\": \"ring:4\", \"ranks\": 4,"
+    " \"chunks\": 1, \"global_chunks\": 4, \"steps\": 2, \"rounds\": 3,"
+    " \"rounds_per_step\": [1, 2], \"method\": \"smt\", \"optimality\": \"both\","
+    " \"sends\": [{\"chunk\": 0, \"src\": 0, \"dst\": 1, \"step\": 0, \"op\": \"copy\"},"
+    "             {\"chunk\": 1, \"src\": 1, \"dst\": 2, \"step\": 1, \"op\": \"copy\"}]}";
+
+START_TEST(parse_reads_every_field)
+{
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_parse(VALID_DOC, strlen(VALID_DOC), &a, &err), CS_OK);
+    ck_assert_int_eq(a->collective.kind, CS_COLL_ALLGATHER);
+    ck_assert_str_eq(a->topology, "ring:4");
+    ck_assert_int_eq(a->ranks, 4);
+    ck_assert_int_eq(a->chunks, 1);
+    ck_assert_int_eq(a->global_chunks, 4);
+    ck_assert_int_eq(a->steps, 2);
+    ck_assert_int_eq(a->rounds, 3);
+    ck_assert_int_eq(a->rounds_per_step[1], 2);
+    ck_assert_str_eq(a->method, "smt");
+    ck_assert_str_eq(a->optimality, "both");
+    ck_assert_int_eq(a->nsends, 2);
+    ck_assert_int_eq(a->sends[1].chunk, 1);
+    ck_assert_int_eq(a->sends[1].dst, 2);
+    ck_assert_int_eq(a->sends[1].step, 1);
+    ck_assert_int_eq(a->sends[1].op, CS_OP_COPY);
+    algorithm_free(a);
+}
+END_TEST
+
+/* Replaces the first occurrence of `from` in VALID_DOC by `to` and parses. */
+static int parse_modified(const char *from, const char *to, cs_error *err)
+{
+    char buf[2048];
+    const char *p = strstr(VALID_DOC, from);
+    ck_assert_ptr_nonnull(p);
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(p - VALID_DOC), VALID_DOC, to, p + strlen(from));
+    cs_algorithm *a = NULL;
+    int rc = algorithm_parse(buf, strlen(buf), &a, err);
+    if (rc == CS_OK)
+        algorithm_free(a);
+    else
+        ck_assert_ptr_null(a);
+    return rc;
+}
+
+START_TEST(parse_errors_name_the_field)
+{
+    cs_error err;
+    ck_assert_int_eq(parse_modified("\"dst\": 2", "\"dst\": 9", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].dst");
+    ck_assert_ptr_nonnull(strstr(err.message, "rank 9 out of range for 4 ranks"));
+
+    ck_assert_int_eq(parse_modified("\"rounds\": 3", "\"rounds\": 4", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "rounds");
+
+    ck_assert_int_eq(parse_modified("\"global_chunks\": 4", "\"global_chunks\": 5", &err),
+                     CS_EINVAL);
+    ck_assert_str_eq(err.field, "global_chunks");
+    ck_assert_ptr_nonnull(strstr(err.message, "expected 4"));
+
+    ck_assert_int_eq(parse_modified("[1, 2]", "[1]", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "rounds_per_step");
+
+    ck_assert_int_eq(parse_modified("[1, 2]", "[1, 0]", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "rounds_per_step[1]");
+
+    ck_assert_int_eq(parse_modified("\"step\": 1", "\"step\": 2", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].step");
+
+    ck_assert_int_eq(parse_modified("\"op\": \"copy\"}]", "\"op\": \"sum\"}]", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].op");
+
+    ck_assert_int_eq(parse_modified("\"chunk\": 1", "\"chunk\": 4", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].chunk");
+
+    ck_assert_int_eq(parse_modified("\"chunk\": 1", "\"chunk\": \"1\"", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].chunk");
+
+    ck_assert_int_eq(parse_modified("\"src\": 1", "\"src\": 2", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].dst"); /* 2 -> 2 sends to itself */
+
+    ck_assert_int_eq(parse_modified("\"chunks\": 1", "\"chunks\": 0", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "chunks");
+
+    ck_assert_int_eq(parse_modified("\"ranks\": 4,", "", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "ranks");
+
+    ck_assert_int_eq(parse_modified("\"kind\": \"allgather\"", "\"kind\": \"allgether\"", &err),
+                     CS_EINVAL);
+    ck_assert_int_eq(strncmp(err.field, "collective", 10), 0);
+
+    ck_assert_int_eq(parse_modified("\"optimality\": \"both\"", "\"optimality\": \"best\"", &err),
+                     CS_EINVAL);
+    ck_assert_str_eq(err.field, "optimality");
+
+    ck_assert_int_eq(parse_modified("\"step\": 1, \"op\"", "\"step\": 1, \"start_us\": 1.0, \"op\"",
+                                    &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends[1].end_us");
+
+    ck_assert_int_eq(parse_modified("\"sends\": [", "\"sends\": 3, \"x\": [", &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "sends");
+
+    /* duplicate keys and syntax errors */
+    ck_assert_int_eq(parse_modified("\"ranks\": 4,", "\"ranks\": 4, \"ranks\": 4,", &err),
+                     CS_EINVAL);
+    ck_assert_int_eq(parse_modified("\"ranks\": 4,", "\"ranks\": 4", &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "line"));
+
+    /* optional fields may be omitted and are derived */
+    ck_assert_int_eq(parse_modified("\"global_chunks\": 4,", "", &err), CS_OK);
+    ck_assert_int_eq(parse_modified("\"rounds\": 3,", "", &err), CS_OK);
+}
+END_TEST
+
+START_TEST(parse_rejects_mixed_timing_and_reads_times)
+{
+    const char *doc =
+        "{\"collective\": {\"kind\": \"broadcast\", \"root\": 0}, \"ranks\": 2, \"chunks\": 1,"
+        " \"steps\": 1, \"sends\": [{\"chunk\": 0, \"src\": 0, \"dst\": 1, \"step\": 0,"
+        " \"op\": \"copy\", \"start_us\": 0.5, \"end_us\": 2.5}]}";
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_parse(doc, strlen(doc), &a, &err), CS_OK);
+    ck_assert(algorithm_is_timed(a));
+    ck_assert_double_eq(a->sends[0].start_us, 0.5);
+    ck_assert_double_eq(a->sends[0].end_us, 2.5);
+    ck_assert_int_eq(a->collective.root, 0);
+    algorithm_free(a);
+
+    const char *bad =
+        "{\"collective\": {\"kind\": \"broadcast\", \"root\": 5}, \"ranks\": 2, \"chunks\": 1,"
+        " \"steps\": 1, \"sends\": []}";
+    ck_assert_int_eq(algorithm_parse(bad, strlen(bad), &a, &err), CS_EINVAL);
+    ck_assert_int_eq(strncmp(err.field, "collective", 10), 0);
+}
+END_TEST
+
+START_TEST(json_round_trip_keeps_everything)
+{
+    cs_algorithm *a = allgather_on_ring(5);
+    a->rounds_per_step[2] = 3;
+    algorithm_update_rounds(a);
+    snprintf(a->method, sizeof a->method, "ring");
+    snprintf(a->optimality, sizeof a->optimality, "bandwidth");
+    json_t *doc = algorithm_to_json(a);
+    ck_assert_ptr_nonnull(doc);
+    /* the contract's field names are present */
+    const char *keys[] = {"collective", "topology", "ranks", "chunks", "global_chunks", "steps",
+                          "rounds", "rounds_per_step", "method", "optimality", "sends"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        ck_assert_ptr_nonnull(json_object_get(doc, keys[k]));
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    cs_algorithm *b = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_parse(text, strlen(text), &b, &err), CS_OK);
+    free(text);
+    ck_assert_int_eq(b->ranks, 5);
+    ck_assert_int_eq(b->steps, 4);
+    ck_assert_int_eq(b->rounds, 6);
+    ck_assert_int_eq(b->rounds_per_step[2], 3);
+    ck_assert_str_eq(b->method, "ring");
+    ck_assert_str_eq(b->optimality, "bandwidth");
+    ck_assert_str_eq(b->topology, "ring-uni");
+    ck_assert_int_eq(b->nsends, a->nsends);
+    for (long i = 0; i < a->nsends; i++) {
+        ck_assert_int_eq(b->sends[i].chunk, a->sends[i].chunk);
+        ck_assert_int_eq(b->sends[i].src, a->sends[i].src);
+        ck_assert_int_eq(b->sends[i].dst, a->sends[i].dst);
+        ck_assert_int_eq(b->sends[i].step, a->sends[i].step);
+        ck_assert_int_eq(b->sends[i].op, a->sends[i].op);
+    }
+    algorithm_free(a);
+    algorithm_free(b);
+
+    /* timed sends keep their times */
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 1);
+    ck_assert_int_eq(algorithm_new(&c, "x", 3, 1, 2, &a, NULL), CS_OK);
+    algorithm_add_timed_send(a, 0, 1, 0, 0, CS_OP_COPY, 0.0, 1.25);
+    algorithm_add_timed_send(a, 0, 0, 2, 1, CS_OP_COPY, 1.25, 2.5);
+    doc = algorithm_to_json(a);
+    text = json_dumps(doc, 0);
+    json_decref(doc);
+    ck_assert_int_eq(algorithm_parse(text, strlen(text), &b, &err), CS_OK);
+    free(text);
+    ck_assert(algorithm_is_timed(b));
+    ck_assert_double_eq(b->sends[1].start_us, 1.25);
+    ck_assert_double_eq(b->sends[1].end_us, 2.5);
+    ck_assert_int_eq(b->collective.root, 1);
+    algorithm_free(a);
+    algorithm_free(b);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(load_file_reports_path_and_parses)
+{
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_load_file("/nonexistent/alg.json", &a, &err), CS_EIO);
+    char path[] = "/tmp/test_algorithm_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(VALID_DOC, f);
+    fclose(f);
+    ck_assert_int_eq(algorithm_load_file(path, &a, &err), CS_OK);
+    ck_assert_int_eq(a->nsends, 2);
+    algorithm_free(a);
+    remove(path);
+}
+END_TEST
+
+START_TEST(clone_is_deep)
+{
+    cs_algorithm *a = allgather_on_ring(4);
+    cs_algorithm *b = NULL;
+    ck_assert_int_eq(algorithm_clone(a, &b, NULL), CS_OK);
+    ck_assert_int_eq(b->nsends, a->nsends);
+    ck_assert_ptr_ne(b->sends, a->sends);
+    b->sends[0].chunk = 3;
+    ck_assert_int_ne(a->sends[0].chunk, 3);
+    ck_assert_int_eq(b->global_chunks, 4);
+    algorithm_free(a);
+    algorithm_free(b);
+}
+END_TEST
+
+START_TEST(fit_rounds_counts_links_and_shared_sets)
+{
+    /* 0->1 with 2 lanes, 0->2 with 1 lane, both in a shared set of 2 lanes */
+    cs_topology *t = topology_new("fit", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 2, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 0, 2, 1, 1.0, 1.0, true, &err), CS_OK);
+    int pairs[2][2] = {{0, 1}, {0, 2}};
+    ck_assert_int_eq(topology_add_shared(t, (const int (*)[2])pairs, 2, 2, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_SCATTER, 0);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "fit", 3, 5, 3, &a, &err), CS_OK);
+    /* step 0: 5 chunks on 0->1 (2 lanes: ceil(5/2) = 3 rounds; set: 5/2 -> 3) */
+    for (int k = 0; k < 5; k++)
+        algorithm_add_send(a, 3 * k + 1, 0, 1, 0, CS_OP_COPY);
+    /* step 1: 1 on 1->0 and 3 on 0->2: link 0->2 needs 3, set needs ceil(4/2) = 2 */
+    algorithm_add_send(a, 1, 1, 0, 1, CS_OP_COPY);
+    for (int k = 0; k < 3; k++)
+        algorithm_add_send(a, 3 * k + 2, 0, 2, 1, CS_OP_COPY);
+    /* step 2: 2 on 0->1 and 2 on 0->2: links need 1 and 2, the set ceil(4/2) = 2 */
+    algorithm_add_send(a, 13, 0, 1, 2, CS_OP_COPY);
+    algorithm_add_send(a, 4, 0, 1, 2, CS_OP_COPY);
+    algorithm_add_send(a, 11, 0, 2, 2, CS_OP_COPY);
+    algorithm_add_send(a, 14, 0, 2, 2, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_fit_rounds(a, t, &err), CS_OK);
+    ck_assert_int_eq(a->rounds_per_step[0], 3);
+    ck_assert_int_eq(a->rounds_per_step[1], 3);
+    ck_assert_int_eq(a->rounds_per_step[2], 2);
+    ck_assert_int_eq(a->rounds, 8);
+    /* a send over a missing link is an error naming it */
+    algorithm_add_send(a, 0, 1, 2, 0, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_fit_rounds(a, t, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "no link 1->2"));
+    algorithm_free(a);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(cost_is_alpha_beta_by_hand)
+{
+    cs_topology *t = topology_new("cost", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 1, 25.0, 0.5, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 1, 2, 2, 50.0, 0.7, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "cost", 3, 6, 3, &a, &err), CS_OK);
+    a->rounds_per_step[0] = 2;
+    a->rounds_per_step[1] = 2;
+    a->rounds_per_step[2] = 3;
+    algorithm_update_rounds(a);
+    /* alpha = 0.7 (largest), beta = 1 / 25e3 us/byte (slowest lane):
+     * 3 * 0.7 + 7/6 * 6e6 / 25e3 = 2.1 + 280 */
+    ck_assert_double_eq_tol(algorithm_cost_us(a, t, 6e6), 282.1, 1e-9);
+    ck_assert_double_eq_tol(algorithm_chunk_bytes(a, 6e6), 1e6, 1e-9);
+    ck_assert_double_eq_tol(algorithm_cost_us(a, t, 0), 2.1, 1e-12);
+    algorithm_free(a);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+static cs_algorithm *empty_alg(int chunks, int steps, int rounds)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "cost", 3, chunks, steps, &a, NULL), CS_OK);
+    a->rounds_per_step[steps - 1] += rounds - steps;
+    algorithm_update_rounds(a);
+    collective_free(&c);
+    return a;
+}
+
+START_TEST(result_orders_frontier_and_picks_best_for_size)
+{
+    cs_topology *t = topology_new("cost", 2);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_result *r = NULL;
+    ck_assert_int_eq(result_new("smt", &r, &err), CS_OK);
+    /* added out of order: (C=6, S=3, R=7) then (C=2, S=2, R=3) */
+    cs_algorithm *bw = empty_alg(6, 3, 7), *lat = empty_alg(2, 2, 3);
+    ck_assert_int_eq(result_add(r, bw), CS_OK);
+    ck_assert_int_eq(result_add(r, lat), CS_OK);
+    ck_assert_int_eq(r->nalgs, 2);
+    ck_assert_ptr_eq(r->algs[0], lat);
+    ck_assert_ptr_eq(r->algs[1], bw);
+    /* alpha = 1 us, beta = 1e-3 us/byte: costs 2 + 1.5e-3 L vs 3 + 7/6e-3 L,
+     * equal at L = 3000 bytes */
+    ck_assert_ptr_eq(result_best_for_size(r, t, 1000), lat);
+    ck_assert_ptr_eq(result_best_for_size(r, t, 10000), bw);
+
+    r->bound_steps = 2;
+    r->bound_rounds_per_chunk = 7.0 / 6.0;
+    r->synth_seconds = 1.5;
+    r->complete = true;
+    snprintf(r->reason, sizeof r->reason, "test");
+    r->stats = json_pack("{s:i}", "instances", 4);
+    json_t *doc = result_to_json(r);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "frontier")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "bounds"), "steps")),
+                     2);
+    cs_result *back = NULL;
+    ck_assert_int_eq(result_from_json(doc, &back, &err), CS_OK);
+    json_decref(doc);
+    ck_assert_str_eq(back->method, "smt");
+    ck_assert_str_eq(back->reason, "test");
+    ck_assert_int_eq(back->nalgs, 2);
+    ck_assert_int_eq(back->algs[0]->chunks, 2);
+    ck_assert_int_eq(back->algs[1]->rounds, 7);
+    ck_assert_int_eq(back->bound_steps, 2);
+    ck_assert_double_eq_tol(back->bound_rounds_per_chunk, 7.0 / 6.0, 1e-12);
+    ck_assert(back->complete);
+    ck_assert_int_eq(json_integer_value(json_object_get(back->stats, "instances")), 4);
+
+    /* a bad frontier entry names its path */
+    doc = json_pack("{s:s, s:[{s:i}]}", "method", "smt", "frontier", "ranks", 2);
+    cs_result *none = NULL;
+    ck_assert_int_eq(result_from_json(doc, &none, &err), CS_EINVAL);
+    ck_assert_ptr_null(none);
+    json_decref(doc);
+    ck_assert_int_eq(strncmp(err.field, "frontier[0]", 11), 0);
+    ck_assert_ptr_null(result_best_for_size(&(cs_result){0}, t, 1.0));
+    result_free(back);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(invert_allgather_gives_verified_reducescatter)
+{
+    const int P = 5;
+    cs_topology *ring = uni_ring(P, false), *rev = uni_ring(P, true);
+    cs_algorithm *ag = allgather_on_reversed_ring(P);
+    cs_error err;
+    ck_assert_int_eq(algorithm_verify(rev, ag, &err), CS_OK);
+    cs_algorithm *rs = NULL;
+    ck_assert_int_eq(algorithm_invert(ag, &rs, &err), CS_OK);
+    ck_assert_int_eq(rs->collective.kind, CS_COLL_REDUCESCATTER);
+    ck_assert_int_eq(rs->steps, P - 1);
+    ck_assert_int_eq(rs->nsends, ag->nsends);
+    for (long i = 0; i < rs->nsends; i++)
+        ck_assert_int_eq(rs->sends[i].op, CS_OP_REDUCE);
+    ck_assert_int_eq(algorithm_verify(ring, rs, &err), CS_OK);
+    /* on the reversed topology the reversed sends have no links */
+    ck_assert_int_eq(algorithm_verify(rev, rs, &err), CS_EVERIFY);
+
+    /* RS + AG = allreduce with P * 1 chunks, verified on the ring */
+    cs_algorithm *ag_fwd = allgather_on_ring(P), *ar = NULL;
+    ck_assert_int_eq(algorithm_verify(ring, ag_fwd, &err), CS_OK);
+    ck_assert_int_eq(algorithm_concat(rs, ag_fwd, &ar, &err), CS_OK);
+    ck_assert_int_eq(ar->collective.kind, CS_COLL_ALLREDUCE);
+    ck_assert_int_eq(ar->chunks, P);
+    ck_assert_int_eq(ar->global_chunks, P);
+    ck_assert_int_eq(ar->steps, 2 * (P - 1));
+    ck_assert_int_eq(ar->rounds, 2 * (P - 1));
+    ck_assert_int_eq(ar->nsends, 2L * P * (P - 1));
+    ck_assert_int_eq(algorithm_verify(ring, ar, &err), CS_OK);
+    /* the wrong order has no meaning */
+    cs_algorithm *bad = NULL;
+    ck_assert_int_eq(algorithm_concat(ag_fwd, rs, &bad, &err), CS_EUNSUPPORTED);
+    ck_assert_ptr_null(bad);
+    /* inverting a combining algorithm is not defined */
+    ck_assert_int_eq(algorithm_invert(rs, &bad, &err), CS_EUNSUPPORTED);
+    algorithm_free(ar);
+    algorithm_free(ag_fwd);
+    algorithm_free(rs);
+    algorithm_free(ag);
+    topology_free(ring);
+    topology_free(rev);
+}
+END_TEST
+
+START_TEST(invert_broadcast_gives_reduce_and_rejects_double_receive)
+{
+    /* broadcast from 0 on the line 0 - 1 - 2 (bidirectional): a tree */
+    cs_topology *t = topology_new("line", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 1, 2, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL, *inv = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "line", 3, 1, 2, &a, &err), CS_OK);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 1, 2, 1, CS_OP_COPY);
+    a->rounds_per_step[1] = 2;
+    algorithm_update_rounds(a);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_invert(a, &inv, &err), CS_OK);
+    ck_assert_int_eq(inv->collective.kind, CS_COLL_REDUCE);
+    ck_assert_int_eq(inv->collective.root, 0);
+    ck_assert_int_eq(inv->rounds_per_step[0], 2); /* reversed */
+    ck_assert_int_eq(inv->rounds_per_step[1], 1);
+    ck_assert_int_eq(algorithm_verify(t, inv, &err), CS_OK);
+    algorithm_free(inv);
+    /* rank 2 receiving twice (a legal, wasteful broadcast) cannot be inverted */
+    algorithm_add_send(a, 0, 1, 2, 1, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_invert(a, &inv, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "receives chunk 0 again"));
+    a->nsends--;
+    /* nor sending back to the root, which starts with the chunk */
+    algorithm_add_send(a, 0, 1, 0, 1, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_invert(a, &inv, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "already starts"));
+    algorithm_free(a);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(invert_scatter_gives_gather)
+{
+    cs_topology *t = topology_new("line", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 1, 2, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_SCATTER, 0);
+    cs_algorithm *a = NULL, *g = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "line", 3, 1, 2, &a, &err), CS_OK);
+    /* chunk 1 ends at rank 1, chunk 2 at rank 2 via 1 */
+    algorithm_add_send(a, 2, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 0, 1, 1, CS_OP_COPY);
+    algorithm_add_send(a, 2, 1, 2, 1, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_invert(a, &g, &err), CS_OK);
+    ck_assert_int_eq(g->collective.kind, CS_COLL_GATHER);
+    for (long i = 0; i < g->nsends; i++)
+        ck_assert_int_eq(g->sends[i].op, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_verify(t, g, &err), CS_OK);
+    algorithm_free(a);
+    algorithm_free(g);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+static Suite *algorithm_suite(void)
+{
+    Suite *s = suite_create("algorithm");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, new_sets_header_fields);
+    tcase_add_test(tc, add_send_grows_and_keeps_every_send);
+    tcase_add_test(tc, sort_orders_by_step_chunk_src_dst);
+    tcase_add_test(tc, parse_reads_every_field);
+    tcase_add_test(tc, parse_errors_name_the_field);
+    tcase_add_test(tc, parse_rejects_mixed_timing_and_reads_times);
+    tcase_add_test(tc, json_round_trip_keeps_everything);
+    tcase_add_test(tc, load_file_reports_path_and_parses);
+    tcase_add_test(tc, clone_is_deep);
+    tcase_add_test(tc, fit_rounds_counts_links_and_shared_sets);
+    tcase_add_test(tc, cost_is_alpha_beta_by_hand);
+    tcase_add_test(tc, result_orders_frontier_and_picks_best_for_size);
+    tcase_add_test(tc, invert_allgather_gives_verified_reducescatter);
+    tcase_add_test(tc, invert_broadcast_gives_reduce_and_rejects_double_receive);
+    tcase_add_test(tc, invert_scatter_gives_gather);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(algorithm_suite)

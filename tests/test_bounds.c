@@ -1,0 +1,232 @@
+/* Tests of collective_bounds: every expected value is derived by hand in the
+ * comment beside it (or from the SCCL paper for DGX-1). */
+#include <string.h>
+
+#include "check_main.h"
+#include "collective.h"
+
+static cs_topology *load(const char *spec)
+{
+    cs_topology *t = NULL;
+    cs_error err = { 0 };
+    int rc = topology_load(spec, NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
+    return t;
+}
+
+/* Bounds of kind/root on t must be steps and num/den (reduced). */
+static void expect(const cs_topology *t, cs_coll_kind kind, int root, int steps, long num,
+                   long den)
+{
+    cs_collective c;
+    collective_init(&c, kind, root);
+    cs_bounds b;
+    cs_error err = { 0 };
+    int rc = collective_bounds(t, &c, &b, &err);
+    ck_assert_msg(rc == CS_OK, "%s on %s: %s", collective_kind_name(kind), t->name, err.message);
+    ck_assert_msg(b.steps == steps && b.rpc_num == num && b.rpc_den == den,
+                  "%s on %s: steps %d rpc %ld/%ld, expected %d and %ld/%ld (%s)",
+                  collective_kind_name(kind), t->name, b.steps, b.rpc_num, b.rpc_den, steps, num,
+                  den, b.bandwidth_cut);
+    ck_assert(b.rounds_per_chunk > (double)num / den - 1e-12 &&
+              b.rounds_per_chunk < (double)num / den + 1e-12);
+    ck_assert(strlen(b.bandwidth_cut) > 0);
+}
+
+/* SCCL: DGX-1 allgather needs 2 steps and 7/6 rounds per chunk (each GPU
+ * receives 7 chunks per chunk over 6 NVLinks). */
+START_TEST(dgx1_matches_sccl)
+{
+    cs_topology *t = load("dgx1");
+    expect(t, CS_COLL_ALLGATHER, -1, 2, 7, 6);
+    expect(t, CS_COLL_REDUCESCATTER, -1, 2, 7, 6);
+    /* allreduce = RS + AG: steps 4, (7/6 + 7/6) / 8 = 7/24 */
+    expect(t, CS_COLL_ALLREDUCE, -1, 4, 7, 24);
+    /* broadcast: root 0 sends over 6 lanes, every GPU receives over 6: 1/6 */
+    expect(t, CS_COLL_BROADCAST, 0, 2, 1, 6);
+    expect(t, CS_COLL_REDUCE, 0, 2, 1, 6);
+    /* scatter/gather: the root sends 7 chunks per chunk over 6 lanes */
+    expect(t, CS_COLL_SCATTER, 0, 2, 7, 6);
+    expect(t, CS_COLL_GATHER, 0, 2, 7, 6);
+    /* alltoall: a GPU receives 7 chunks per chunk over 6 lanes; the two groups
+     * of 4 exchange 16 per chunk over the 6 cross links (0-4: 2, 1-5: 1, 2-6: 2,
+     * 3-7: 1): 16/6 = 8/3 is larger */
+    expect(t, CS_COLL_ALLTOALL, -1, 2, 8, 3);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(rings_lines_stars_fc)
+{
+    cs_topology *t = load("ring:8");
+    /* 7 chunks per chunk into one rank over 2 lanes; diameter 4 */
+    expect(t, CS_COLL_ALLGATHER, -1, 4, 7, 2);
+    expect(t, CS_COLL_BROADCAST, 0, 4, 1, 2);
+    expect(t, CS_COLL_REDUCE, 0, 4, 1, 2);
+    /* (7/2 + 7/2) / 8 = 7/8, steps 4 + 4 */
+    expect(t, CS_COLL_ALLREDUCE, -1, 8, 7, 8);
+    /* alltoall: half ring {0..3} receives 16 per chunk over 2 lanes = 8 */
+    expect(t, CS_COLL_ALLTOALL, -1, 4, 8, 1);
+    topology_free(t);
+
+    t = load("fc:8");
+    expect(t, CS_COLL_ALLGATHER, -1, 1, 1, 1);      /* 7/7 */
+    expect(t, CS_COLL_BROADCAST, 3, 1, 1, 7);
+    topology_free(t);
+
+    t = load("line:4");
+    /* the end rank receives 3 per chunk over 1 lane; diameter 3 */
+    expect(t, CS_COLL_ALLGATHER, -1, 3, 3, 1);
+    /* broadcast from 1: farthest rank 3 is 2 hops; every cut has 1 lane */
+    expect(t, CS_COLL_BROADCAST, 1, 2, 1, 1);
+    /* scatter from 0: {1,2,3} needs 3 per chunk through 1 lane */
+    expect(t, CS_COLL_SCATTER, 0, 3, 3, 1);
+    /* gather to 3: {0,1,2} must send 3 per chunk through 1 lane */
+    expect(t, CS_COLL_GATHER, 3, 3, 3, 1);
+    /* alltoall: {0,1} and {2,3} exchange 4 per chunk over 1 lane */
+    expect(t, CS_COLL_ALLTOALL, -1, 3, 4, 1);
+    topology_free(t);
+
+    t = load("star:4");
+    /* a leaf receives 3 per chunk over 1 lane; leaf to leaf is 2 hops */
+    expect(t, CS_COLL_ALLGATHER, -1, 2, 3, 1);
+    /* scatter from the hub: each leaf gets 1 per chunk over its lane */
+    expect(t, CS_COLL_SCATTER, 0, 1, 1, 1);
+    /* gather to leaf 1: it receives 3 per chunk over 1 lane; 2 hops from 2 */
+    expect(t, CS_COLL_GATHER, 1, 2, 3, 1);
+    topology_free(t);
+
+    /* unidirectional ring 0->1->2->3->0: 1 lane in, diameter 3 */
+    t = load("{\"ranks\": 4, \"links\": [{\"src\": 0, \"dst\": 1}, {\"src\": 1, \"dst\": 2},"
+             " {\"src\": 2, \"dst\": 3}, {\"src\": 3, \"dst\": 0}]}");
+    expect(t, CS_COLL_ALLGATHER, -1, 3, 3, 1);
+    /* gather to 0: farthest source is 1 (3 hops) */
+    expect(t, CS_COLL_GATHER, 0, 3, 3, 1);
+    topology_free(t);
+}
+END_TEST
+
+/* Two 4-cliques joined by one link pair 3<->4: the bottleneck is a set, not
+ * a rank, so only a real min-cut search finds it. */
+START_TEST(dumbbell_needs_set_cuts)
+{
+    cs_topology *t = load(
+        "{\"ranks\": 8, \"links\": ["
+        "{\"src\": 0, \"dst\": 1, \"bidirectional\": true}, {\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
+        "{\"src\": 0, \"dst\": 3, \"bidirectional\": true}, {\"src\": 1, \"dst\": 2, \"bidirectional\": true},"
+        "{\"src\": 1, \"dst\": 3, \"bidirectional\": true}, {\"src\": 2, \"dst\": 3, \"bidirectional\": true},"
+        "{\"src\": 4, \"dst\": 5, \"bidirectional\": true}, {\"src\": 4, \"dst\": 6, \"bidirectional\": true},"
+        "{\"src\": 4, \"dst\": 7, \"bidirectional\": true}, {\"src\": 5, \"dst\": 6, \"bidirectional\": true},"
+        "{\"src\": 5, \"dst\": 7, \"bidirectional\": true}, {\"src\": 6, \"dst\": 7, \"bidirectional\": true},"
+        "{\"src\": 3, \"dst\": 4, \"bidirectional\": true}]}");
+    /* allgather: {4..7} needs 4 per chunk over 1 lane = 4 (a rank alone: 7/3);
+     * diameter 0-3-4-7 = 3 */
+    expect(t, CS_COLL_ALLGATHER, -1, 3, 4, 1);
+    /* alltoall: 4 x 4 = 16 per chunk over the 1 lane */
+    expect(t, CS_COLL_ALLTOALL, -1, 3, 16, 1);
+    /* broadcast from 0: 1 lane into the far clique */
+    expect(t, CS_COLL_BROADCAST, 0, 3, 1, 1);
+    /* scatter from 0: the far clique needs 4 per chunk over 1 lane */
+    expect(t, CS_COLL_SCATTER, 0, 3, 4, 1);
+    /* allreduce: (4 + 4) / 8 = 1 */
+    expect(t, CS_COLL_ALLREDUCE, -1, 6, 1, 1);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(shared_sets_and_switches)
+{
+    /* fc:3 with rank 0's two in-links in one 1-lane set: 2 per chunk over 1 lane */
+    cs_topology *t = load("{\"ranks\": 3, \"links\": ["
+                          "{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
+                          "{\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
+                          "{\"src\": 1, \"dst\": 2, \"bidirectional\": true}],"
+                          " \"shared\": [{\"links\": [[1, 0], [2, 0]], \"lanes\": 1}]}");
+    expect(t, CS_COLL_ALLGATHER, -1, 1, 2, 1);
+    /* broadcast from 1: rank 0 gets at most 1 lane */
+    expect(t, CS_COLL_BROADCAST, 1, 1, 1, 1);
+    topology_free(t);
+
+    /* dgx2: one chunk in per round per GPU: 15 per chunk; 1 step */
+    t = load("dgx2");
+    expect(t, CS_COLL_ALLGATHER, -1, 1, 15, 1);
+    expect(t, CS_COLL_BROADCAST, 0, 1, 1, 1);
+    topology_free(t);
+
+    /* ndv2:2: a server (8 GPUs) receives 8 per chunk through GPUs 0 and 1, one
+     * switch lane each: 8/2 = 4 (a GPU alone: 15/7).  Steps: GPU 6 to GPU 14
+     * goes 6-2-0-8-10-14 or similar: 5 hops. */
+    t = load("ndv2:2");
+    expect(t, CS_COLL_ALLGATHER, -1, 5, 4, 1);
+    topology_free(t);
+
+    /* mesh2d:3x3: a corner receives 8 per chunk over 2 lanes = 4; diameter 4 */
+    t = load("mesh2d:3x3");
+    expect(t, CS_COLL_ALLGATHER, -1, 4, 4, 1);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(custom_and_errors)
+{
+    cs_topology *t = load("line:3");
+    cs_collective c;
+    cs_error err = { 0 };
+    json_t *doc = json_loads("{\"kind\": \"custom\", \"global_chunks\": 1, \"pre\": [[0, 0]],"
+                             " \"post\": [[0, 1], [0, 2]]}", 0, NULL);
+    ck_assert_int_eq(collective_from_json(doc, &c, &err), CS_OK);
+    json_decref(doc);
+    cs_bounds b;
+    /* not validated yet */
+    ck_assert_int_eq(collective_bounds(t, &c, &b, &err), CS_EINVAL);
+    ck_assert_int_eq(collective_validate(&c, 3, &err), CS_OK);
+    ck_assert_int_eq(collective_bounds(t, &c, &b, &err), CS_OK);
+    /* 0 -> 2 is 2 hops; each rank receives 1 chunk over 1 lane; 0 sends over 1 */
+    ck_assert_int_eq(b.steps, 2);
+    ck_assert_int_eq(b.rpc_num, 1);
+    ck_assert_int_eq(b.rpc_den, 1);
+    collective_free(&c);
+
+    collective_init(&c, CS_COLL_BROADCAST, 3);
+    ck_assert_int_eq(collective_bounds(t, &c, &b, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "collective.root");
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(hundreds_of_ranks_are_fast)
+{
+    cs_topology *t = load("torus2d:16x16");
+    double t0 = cs_now();
+    /* 255 per chunk over 4 lanes; diameter 8 + 8 */
+    expect(t, CS_COLL_ALLGATHER, -1, 16, 255, 4);
+    double secs = cs_now() - t0;
+    ck_assert_msg(secs < 3.0, "torus2d:16x16 allgather bounds took %.2f s", secs);
+    topology_free(t);
+
+    /* above 4096 ranks: per-rank cuts and a double-sweep diameter */
+    t = load("mesh2d:100x100");
+    t0 = cs_now();
+    /* corner: 9999 per chunk over 2 lanes; diameter 99 + 99 */
+    expect(t, CS_COLL_ALLGATHER, -1, 198, 9999, 2);
+    ck_assert(cs_now() - t0 < 3.0);
+    topology_free(t);
+}
+END_TEST
+
+static Suite *bounds_suite(void)
+{
+    Suite *s = suite_create("bounds");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, dgx1_matches_sccl);
+    tcase_add_test(tc, rings_lines_stars_fc);
+    tcase_add_test(tc, dumbbell_needs_set_cuts);
+    tcase_add_test(tc, shared_sets_and_switches);
+    tcase_add_test(tc, custom_and_errors);
+    tcase_add_test(tc, hundreds_of_ranks_are_fast);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(bounds_suite)

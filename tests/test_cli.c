@@ -1,0 +1,384 @@
+/* Tests of the collsynth command-line tool: runs the built binary
+ * ($BUILD/collsynth, default build/collsynth) as a subprocess and checks its
+ * output and exit codes (0 ok, 1 negative result, 2 usage/input error). */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+
+typedef struct run_result {
+    int code;
+    char *out;
+    char *err;
+} run_result;
+
+static char tmpdir[256];
+
+static const char *cli_path(void)
+{
+    static char path[512];
+    const char *build = getenv("BUILD");
+    snprintf(path, sizeof path, "%s/collsynth", build && *build ? build : "build");
+    return path;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Runs the CLI with the NULL-terminated arguments; stdin from stdin_path or
+ * /dev/null. */
+static run_result run_in(const char *stdin_path, const char *arg0, ...)
+{
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = cli_path();
+    va_list ap;
+    va_start(ap, arg0);
+    for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    char outp[300], errp[300];
+    snprintf(outp, sizeof outp, "%s/out", tmpdir);
+    snprintf(errp, sizeof errp, "%s/err", tmpdir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int in = open(stdin_path ? stdin_path : "/dev/null", O_RDONLY);
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(outp), slurp(errp)};
+    return r;
+}
+
+#define run(...) run_in(NULL, __VA_ARGS__, (const char *)NULL)
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/collsynth-cli-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ck_assert_msg(access(cli_path(), X_OK) == 0, "%s is not built", cli_path());
+}
+
+static void teardown(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static char *tmpfile_path(const char *name)
+{
+    static char path[4][400];
+    static int k = 0;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", tmpdir, name);
+    return path[k];
+}
+
+START_TEST(global_help_lists_commands_and_exit_codes)
+{
+    run_result r = run("--help");
+    ck_assert_int_eq(r.code, 0);
+    const char *cmds[] = {"topo", "verify", "simulate", "baseline", "baselines"};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_msg(strstr(r.out, cmds[i]), "help lacks %s", cmds[i]);
+        run_result h = run(cmds[i], "--help");
+        ck_assert_msg(h.code == 0, "%s --help exit %d", cmds[i], h.code);
+        ck_assert_ptr_nonnull(strstr(h.out, "Usage: collsynth"));
+        run_free(&h);
+    }
+    ck_assert_ptr_nonnull(strstr(r.out, "Exit codes"));
+    run_free(&r);
+    /* the global --server option is accepted before any command */
+    r = run("--server", "http://127.0.0.1:1", "topo", "show", "ring:4");
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+    r = run("--server");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--server"));
+    run_free(&r);
+    r = run("help", "verify");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "verify TOPOLOGY"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2_and_name_the_argument)
+{
+    run_result r = run_in(NULL, NULL);
+    ck_assert_int_eq(r.code, 2);
+    run_free(&r);
+    r = run("frobnicate");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "frobnicate"));
+    run_free(&r);
+    r = run("--bogus", "topo");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--bogus"));
+    run_free(&r);
+    r = run("verify", "dgx1");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "missing ALGORITHM"));
+    run_free(&r);
+    r = run("simulate", "dgx1", "x.json", "--size", "12XB");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--size"));
+    run_free(&r);
+    r = run("baseline", "ring", "dgx1", "allgather", "--chunks");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--chunks"));
+    run_free(&r);
+    r = run("baseline", "ring", "dgx1", "allgather", "--root", "2");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--root"));
+    run_free(&r);
+    r = run("baseline", "no-such-baseline", "dgx1", "allgather");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "no-such-baseline"));
+    run_free(&r);
+    r = run("baseline", "ring", "dgx1", "allsorts");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "allsorts"));
+    run_free(&r);
+    r = run("topo", "show", "nosuchtopo:3");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nosuchtopo"));
+    run_free(&r);
+    r = run("baseline", "ring", "ring:4", "broadcast", "--root", "7");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "root"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(topo_show_summary_and_json)
+{
+    /* DGX-1: 8 GPUs, 4 NVLink neighbours each (6 NVLinks), diameter 2 */
+    run_result r = run("topo", "show", "dgx1");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "ranks      8"));
+    ck_assert_ptr_nonnull(strstr(r.out, "diameter   2 hops"));
+    ck_assert_ptr_nonnull(strstr(r.out, "egress lanes 6..6"));
+    ck_assert_ptr_nonnull(strstr(r.out, "groups     2"));
+    run_free(&r);
+    /* a ring of 5: 10 directed links, diameter 2 */
+    r = run("topo", "show", "ring:5");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "links      10 directed"));
+    ck_assert_ptr_nonnull(strstr(r.out, "diameter   2 hops"));
+    run_free(&r);
+    r = run("topo", "show", "ring:5", "--json");
+    ck_assert_int_eq(r.code, 0);
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "ranks")), 5);
+    ck_assert(json_is_array(json_object_get(doc, "links")));
+    /* the JSON form is itself a topology the CLI accepts from a file */
+    char *path = tmpfile_path("ring5.json");
+    json_dump_file(doc, path, 0);
+    json_decref(doc);
+    run_free(&r);
+    r = run("topo", "show", path);
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "ranks      5"));
+    run_free(&r);
+    r = run("topo", "list");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "dgx1"));
+    ck_assert_ptr_nonnull(strstr(r.out, "torus2d:AxB"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(baseline_verify_roundtrip_and_tampering)
+{
+    char *alg = tmpfile_path("ag.json");
+    run_result r = run("baseline", "ring", "ring:4", "allgather", "-o", alg);
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+    json_error_t jerr;
+    json_t *doc = json_load_file(alg, 0, &jerr);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "method")), "ring");
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "ranks")), 4);
+    /* ring allgather on 4 ranks: 3 steps, 4 * 3 sends */
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "steps")), 3);
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "sends")), 12);
+    r = run("verify", "ring:4", alg);
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "valid"));
+    run_free(&r);
+    /* stdin */
+    r = run_in(alg, "verify", "ring:4", "-", NULL);
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+    /* drop the last send: some rank misses a chunk */
+    json_t *sends = json_object_get(doc, "sends");
+    json_array_remove(sends, json_array_size(sends) - 1);
+    char *bad = tmpfile_path("bad.json");
+    json_dump_file(doc, bad, 0);
+    json_decref(doc);
+    r = run("verify", "ring:4", bad);
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "invalid"));
+    ck_assert_ptr_nonnull(strstr(r.out, "never reaches"));
+    run_free(&r);
+    r = run("verify", "ring:4", bad, "--json");
+    ck_assert_int_eq(r.code, 1);
+    doc = json_loads(r.out, 0, &jerr);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert(json_is_false(json_object_get(doc, "valid")));
+    ck_assert_int_ge(json_integer_value(json_object_get(doc, "problems")), 1);
+    json_decref(doc);
+    run_free(&r);
+    /* on a topology without the links the ring uses (line:4 lacks 3->0) */
+    r = run("verify", "line:4", alg);
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "no link"));
+    run_free(&r);
+    /* unusable inputs are input errors */
+    r = run("verify", "ring:4", tmpfile_path("missing.json"));
+    ck_assert_int_eq(r.code, 2);
+    run_free(&r);
+    char *junk = tmpfile_path("junk.json");
+    FILE *f = fopen(junk, "w");
+    fputs("{\"ranks\": ", f);
+    fclose(f);
+    r = run("verify", "ring:4", junk);
+    ck_assert_int_eq(r.code, 2);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(baseline_collective_forms_and_negative_results)
+{
+    /* a JSON collective with its root: the broadcast starts at rank 3 */
+    run_result r = run("baseline", "binomial-tree", "fc:4", "{\"kind\":\"broadcast\",\"root\":3}");
+    ck_assert_int_eq(r.code, 0);
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "collective"),
+                                                        "root")),
+                     3);
+    json_t *s0 = json_array_get(json_object_get(doc, "sends"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(s0, "src")), 3);
+    json_decref(doc);
+    run_free(&r);
+    /* --root and --chunks */
+    r = run("baseline", "ring", "ring:4", "reduce", "--root", "2", "--chunks", "3");
+    ck_assert_int_eq(r.code, 0);
+    doc = json_loads(r.out, 0, &jerr);
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "chunks")), 3);
+    json_decref(doc);
+    run_free(&r);
+    /* no algorithm: ring has no alltoall; RD allreduce needs partner links */
+    r = run("baseline", "ring", "dgx1", "alltoall");
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "alltoall"));
+    run_free(&r);
+    r = run("baseline", "recursive-doubling", "ring:8", "allreduce");
+    ck_assert_int_eq(r.code, 1);
+    run_free(&r);
+    r = run("baselines");
+    ck_assert_int_eq(r.code, 0);
+    const char *names[] = {"ring", "rings", "direct", "recursive-doubling", "recursive-halving",
+                           "binomial-tree", "double-binary-tree", "bine-tree",
+                           "bine-butterfly"};
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(strstr(r.out, names[i]), "baselines lacks %s", names[i]);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(simulate_reports_time_and_links)
+{
+    char *alg = tmpfile_path("ar.json");
+    run_result r = run("baseline", "ring", "ring:4", "allgather", "-o", alg);
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+    r = run("simulate", "ring:4", alg, "--size", "1MiB");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "time"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ideal"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ratio"));
+    ck_assert_ptr_nonnull(strstr(r.out, "0->1"));
+    ck_assert_ptr_nonnull(strstr(r.out, "1048576 bytes per rank"));
+    run_free(&r);
+    /* size suffixes: 1KiB = 1024 bytes, 2K = 2000 bytes; one chunk per rank */
+    const char *sizes[][2] = {{"1KiB", "1024"}, {"2K", "2000"}, {"1.5MB", "1500000"},
+                              {"3", "3"}};
+    for (int i = 0; i < 4; i++) {
+        r = run("simulate", "ring:4", alg, "--json", "--size", sizes[i][0]);
+        ck_assert_int_eq(r.code, 0);
+        json_error_t jerr;
+        json_t *doc = json_loads(r.out, 0, &jerr);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_double_eq(json_real_value(json_object_get(doc, "chunk_bytes")),
+                            atof(sizes[i][1]));
+        ck_assert(json_real_value(json_object_get(doc, "time_us")) > 0);
+        ck_assert_int_eq(json_array_size(json_object_get(doc, "links")), 4); /* r -> r+1 only */
+        json_decref(doc);
+        run_free(&r);
+    }
+    /* an invalid algorithm is not simulated */
+    r = run("simulate", "line:4", alg);
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "invalid"));
+    run_free(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, global_help_lists_commands_and_exit_codes);
+    tcase_add_test(tc, usage_errors_exit_2_and_name_the_argument);
+    tcase_add_test(tc, topo_show_summary_and_json);
+    tcase_add_test(tc, baseline_verify_roundtrip_and_tampering);
+    tcase_add_test(tc, baseline_collective_forms_and_negative_results);
+    tcase_add_test(tc, simulate_reports_time_and_links);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(cli_suite)

@@ -1,0 +1,449 @@
+/* Tests of the MSCCL XML generator: document structure derived by hand for
+ * small schedules, runtime names and limits, channels, byte ranges. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "check_main.h"
+#include "codegen_testutil.h"
+#include "msccl_interp.h"
+#include "msccl_xml.h"
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static char *gen(const cs_algorithm *a, const cs_topology *t, cs_msccl_runtime rt, int *rc,
+                 cs_error *err)
+{
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.runtime = rt;
+    char *xml = NULL;
+    *rc = msccl_xml_generate(a, t, &o, &xml, NULL, err);
+    return xml;
+}
+
+/* 3 ranks on a one-way ring 0->1->2->0, allgather with 1 chunk. */
+static cs_algorithm *ring3_allgather(cs_topology **topo)
+{
+    cs_error err;
+    cs_topology *t = topology_new("ring3", 3);
+    for (int r = 0; r < 3; r++)
+        ck_assert_int_eq(topology_add_link(t, r, (r + 1) % 3, 1, 25.0, 0.7, false, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "ring3", 3, 1, 2, &a, &err), CS_OK);
+    for (int r = 0; r < 3; r++) {
+        algorithm_add_send(a, r, r, (r + 1) % 3, 0, CS_OP_COPY);          /* own chunk */
+        algorithm_add_send(a, (r + 2) % 3, r, (r + 1) % 3, 1, CS_OP_COPY); /* forward */
+    }
+    *topo = t;
+    return a;
+}
+
+START_TEST(ring_allgather_document_matches_hand_lowering)
+{
+    cs_topology *t;
+    cs_algorithm *a = ring3_allgather(&t);
+    cs_error err;
+    int rc;
+    char *xml = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_eq(count(xml, "<algo "), 1);
+    ck_assert_ptr_nonnull(strstr(xml, "nchannels=\"1\" nchunksperloop=\"3\" ngpus=\"3\" "
+                                      "coll=\"allgather\" inplace=\"1\" outofplace=\"1\""));
+    ck_assert_int_eq(count(xml, "<gpu id="), 3);
+    /* Rank 0, derived by hand: block 0 sends to 1, block 1 receives from 2,
+     * block 2 copies its own chunk from input to output. */
+    const char *g0 = strstr(xml, "<gpu id=\"0\" i_chunks=\"1\" o_chunks=\"3\" s_chunks=\"0\">");
+    ck_assert_ptr_nonnull(g0);
+    const char *g1 = strstr(g0, "<gpu id=\"1\"");
+    ck_assert_ptr_nonnull(g1);
+    size_t n0 = (size_t)(g1 - g0);
+    char *rank0 = strndup(g0, n0);
+    static const char *const expected[] = {
+        "<tb id=\"0\" send=\"1\" recv=\"-1\" chan=\"0\">",
+        /* own chunk from the input into rank 1's output slot 0; the final copy
+         * into o[0] (the same memory in place) waits for it: hasdep */
+        "<step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" "
+        "depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>",
+        /* forwards chunk 2, which block 1 received in its step 0 */
+        "<step s=\"1\" type=\"s\" srcbuf=\"o\" srcoff=\"2\" dstbuf=\"o\" dstoff=\"2\" cnt=\"1\" "
+        "depid=\"1\" deps=\"0\" hasdep=\"0\"/>",
+        "<tb id=\"1\" send=\"-1\" recv=\"2\" chan=\"0\">",
+        "<step s=\"0\" type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"2\" cnt=\"1\" "
+        "depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>",
+        /* chunk 1 comes from rank 2's output slot 1 */
+        "<step s=\"1\" type=\"r\" srcbuf=\"o\" srcoff=\"1\" dstbuf=\"o\" dstoff=\"1\" cnt=\"1\" "
+        "depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>",
+        "<tb id=\"2\" send=\"-1\" recv=\"-1\" chan=\"0\">",
+        "<step s=\"0\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" "
+        "depid=\"0\" deps=\"0\" hasdep=\"0\"/>",
+    };
+    const char *at = rank0;
+    for (size_t k = 0; k < sizeof expected / sizeof expected[0]; k++) {
+        const char *f = strstr(at, expected[k]);
+        ck_assert_msg(f != NULL, "missing (in order) %s\nin\n%s", expected[k], rank0);
+        at = f + 1;
+    }
+    ck_assert_int_eq(count(rank0, "<step "), 5);
+    ck_assert_int_eq(count(rank0, "<tb "), 3);
+    free(rank0);
+    /* the old runtime's tokenizer: no tabs, no declaration, "/>" after a quote */
+    ck_assert_ptr_null(strchr(xml, '\t'));
+    ck_assert_ptr_null(strstr(xml, "<?xml"));
+    ck_assert_ptr_null(strstr(xml, " />"));
+    free(xml);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(collective_names_follow_the_runtime)
+{
+    cs_topology *t = cgt_topology(4, 1, true);
+    ck_assert_ptr_nonnull(t);
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_REDUCESCATTER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    int rc;
+    char *x1 = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    char *x2 = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    char *x3 = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    ck_assert_ptr_nonnull(strstr(x1, "coll=\"reduce_scatter\""));
+    ck_assert_ptr_nonnull(strstr(x2, "coll=\"reducescatter\""));
+    ck_assert_ptr_nonnull(strstr(x3, "coll=\"reducescatter\""));
+    /* reducescatter: input one block per rank, output one block */
+    ck_assert_ptr_nonnull(strstr(x1, "i_chunks=\"4\" o_chunks=\"1\""));
+    free(x1);
+    free(x2);
+    free(x3);
+    algorithm_free(a);
+    ck_assert_str_eq(msccl_coll_name(CS_COLL_GATHER, CS_MSCCL_RUNTIME_MSCCL), "custom");
+    ck_assert_str_eq(msccl_coll_name(CS_COLL_GATHER, CS_MSCCL_RUNTIME_EXECUTOR), "gather");
+    ck_assert_ptr_null(msccl_coll_name(CS_COLL_CUSTOM, CS_MSCCL_RUNTIME_EXECUTOR));
+    cs_msccl_runtime rt;
+    ck_assert_int_eq(msccl_runtime_from_name("msccl-executor", &rt, &err), CS_OK);
+    ck_assert_int_eq(rt, CS_MSCCL_RUNTIME_EXECUTOR);
+    ck_assert_int_eq(msccl_runtime_from_name("nccl", &rt, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "msccl-executor"));
+    topology_free(t);
+}
+END_TEST
+
+/* Broadcast from rank 0 to rank 1, one chunk per step: a block with n steps. */
+static cs_algorithm *long_broadcast(int n)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, n, n, &a, &err), CS_OK);
+    for (int s = 0; s < n; s++)
+        algorithm_add_send(a, s, 0, 1, s, CS_OP_COPY);
+    return a;
+}
+
+START_TEST(step_limits_give_elimit_naming_the_limit)
+{
+    cs_topology *t = cgt_topology(2, 1, false);
+    cs_error err;
+    int rc;
+    cs_algorithm *a = long_broadcast(70);
+    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    free(x);
+    x = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_ptr_null(x);
+    ck_assert_msg(strstr(err.message, "s <= 63") && strstr(err.message, "msccl-executor"), "%s",
+                  err.message);
+    x = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    algorithm_free(a);
+    a = long_broadcast(300);
+    x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "s <= 255"), "%s", err.message);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(lanes_become_channels)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, 4, 2, &a, &err), CS_OK);
+    for (int k = 0; k < 4; k++)
+        algorithm_add_send(a, k, 0, 1, k / 2, CS_OP_COPY);
+    a->rounds_per_step[0] = a->rounds_per_step[1] = 1;
+    cs_topology *two = cgt_topology(2, 2, false), *one = cgt_topology(2, 1, false);
+    int rc;
+    char *x2 = gen(a, two, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x2, "nchannels=\"2\""));
+    ck_assert_ptr_nonnull(strstr(x2, "<tb id=\"0\" send=\"1\" recv=\"-1\" chan=\"0\">"));
+    ck_assert_ptr_nonnull(strstr(x2, "<tb id=\"1\" send=\"1\" recv=\"-1\" chan=\"1\">"));
+    /* two sends per channel: chunks 0, 2 on channel 0 and 1, 3 on channel 1 */
+    ck_assert_int_eq(count(x2, "type=\"s\""), 4);
+    /* without lane information every link is one channel */
+    char *x1 = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    ck_assert_ptr_nonnull(strstr(x1, "nchannels=\"1\""));
+    char *x3 = gen(a, one, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    ck_assert_ptr_nonnull(strstr(x3, "nchannels=\"1\""));
+    cs_msccl_doc *d;
+    ck_assert_int_eq(msccl_doc_parse(x2, strlen(x2), &d, &err), CS_OK);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    o.collective = &a->collective;
+    ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    msccl_doc_free(d);
+    free(x1);
+    free(x2);
+    free(x3);
+    algorithm_free(a);
+    topology_free(one);
+    topology_free(two);
+}
+END_TEST
+
+START_TEST(allreduce_is_one_inplace_document)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("ring:4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    int rc;
+    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    ck_assert_int_eq(count(x, "<algo "), 1);
+    ck_assert_int_eq(count(x, "</algo>"), 1);
+    ck_assert_ptr_nonnull(strstr(x, "coll=\"allreduce\" inplace=\"1\""));
+    /* the reduce-scatter half uses fused receive-reduce steps */
+    ck_assert_int_gt(count(x, "type=\"rrc\""), 0);
+    cs_msccl_doc *d;
+    ck_assert_int_eq(msccl_doc_parse(x, strlen(x), &d, &err), CS_OK);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        o.inplace = inplace;
+        ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    }
+    msccl_doc_free(d);
+    free(x);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(byte_range_and_protocol_attributes)
+{
+    cs_topology *t;
+    cs_algorithm *a = ring3_allgather(&t);
+    cs_error err;
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.min_bytes = 1024;
+    o.max_bytes = 1 << 20;
+    o.proto = "LL128";
+    o.name = "my algo";
+    char *x;
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(x, "minBytes=\"1024\" maxBytes=\"1048576\""));
+    ck_assert_ptr_nonnull(strstr(x, "proto=\"LL128\""));
+    ck_assert_ptr_nonnull(strstr(x, "name=\"my_algo\""));
+    free(x);
+    o.max_bytes = 0; /* no limit: a huge maxBytes both runtimes accept ... */
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(x, "maxBytes=\"4611686018427387904\""));
+    free(x);
+    o.runtime = CS_MSCCL_RUNTIME_EXECUTOR; /* ... and the executor's own 0 */
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(x, "maxBytes=\"0\""));
+    free(x);
+    o.min_bytes = 10;
+    o.max_bytes = 5;
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "min_bytes");
+    o.max_bytes = 0;
+    o.proto = "Fast";
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "proto");
+    o.proto = NULL;
+    o.name = "a\"b";
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_EINVAL);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(custom_collectives_only_on_the_old_runtime)
+{
+    cs_error err;
+    json_t *j = json_pack("{s:s, s:i, s:[[i,i]], s:[[i,i]]}", "kind", "custom", "global_chunks", 1,
+                          "pre", 0, 0, "post", 0, 1);
+    cs_collective c;
+    ck_assert_int_eq(collective_from_json(j, &c, &err), CS_OK);
+    json_decref(j);
+    ck_assert_int_eq(collective_validate(&c, 2, &err), CS_OK);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, 1, 1, &a, &err), CS_OK);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    int rc;
+    char *x = gen(a, NULL, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    ck_assert_int_eq(rc, CS_EUNSUPPORTED);
+    x = gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    ck_assert_ptr_nonnull(strstr(x, "coll=\"custom\" inplace=\"0\""));
+    cs_msccl_doc *d;
+    ck_assert_int_eq(msccl_doc_parse(x, strlen(x), &d, &err), CS_OK);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    o.collective = &c;
+    ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    msccl_doc_free(d);
+    free(x);
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(rejects_a_schedule_that_sends_what_it_does_not_hold)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, 1, 1, &a, &err), CS_OK);
+    algorithm_add_send(a, 1, 0, 1, 0, CS_OP_COPY); /* chunk 1 starts at rank 1 */
+    int rc;
+    char *x = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    ck_assert_int_eq(rc, CS_EINVAL);
+    ck_assert_ptr_null(x);
+    ck_assert_msg(strstr(err.message, "does not hold chunk 1"), "%s", err.message);
+    algorithm_free(a);
+    ck_assert_int_eq(msccl_xml_generate(NULL, NULL, NULL, &x, NULL, &err), CS_EINVAL);
+}
+END_TEST
+
+START_TEST(several_waits_become_nops)
+{
+    /* 3 fully connected ranks, allgather in one step: rank 0 sends its chunk
+     * to 1 and 2 from two blocks; the final copy into o[0] (the same memory
+     * as i[0] in place) must wait for both: a nop carrying one wait, then the
+     * copy carrying the other. */
+    cs_topology *t = cgt_topology(3, 1, true);
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "full", 3, 1, 1, &a, &err), CS_OK);
+    for (int s = 0; s < 3; s++)
+        for (int d = 0; d < 3; d++)
+            if (s != d)
+                algorithm_add_send(a, s, s, d, 0, CS_OP_COPY);
+    int rc;
+    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    ck_assert_int_eq(rc, CS_OK);
+    const char *local = strstr(x, "<tb id=\"2\" send=\"-1\" recv=\"-1\" chan=\"0\">");
+    ck_assert_ptr_nonnull(local);
+    const char *nop = strstr(local, "<step s=\"0\" type=\"nop\"");
+    const char *cpy = strstr(local, "<step s=\"1\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" "
+                                    "dstbuf=\"o\" dstoff=\"0\"");
+    ck_assert_ptr_nonnull(nop);
+    ck_assert_ptr_nonnull(cpy);
+    ck_assert_msg((strstr(nop, "depid=\"0\" deps=\"0\"") < cpy &&
+                   strstr(cpy, "depid=\"1\" deps=\"0\"") < strstr(cpy, "</tb>")) ||
+                  (strstr(nop, "depid=\"1\" deps=\"0\"") < cpy &&
+                   strstr(cpy, "depid=\"0\" deps=\"0\"") < strstr(cpy, "</tb>")),
+                  "%s", local);
+    /* both sends are waited for */
+    ck_assert_ptr_nonnull(strstr(x, "<step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                    "dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>"));
+    cs_msccl_doc *d;
+    ck_assert_int_eq(msccl_doc_parse(x, strlen(x), &d, &err), CS_OK);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        o.inplace = inplace;
+        ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    }
+    msccl_doc_free(d);
+    free(x);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(forwarding_ranks_use_scratch)
+{
+    /* gather to rank 0 on the chain 0-1-2: rank 1 forwards rank 2's chunk, so
+     * it parks it in scratch; only the root has output slots for it */
+    cs_topology *t = cgt_topology(3, 1, false);
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_GATHER, 0);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 3, 1, 2, &a, &err), CS_OK);
+    algorithm_add_send(a, 1, 1, 0, 0, CS_OP_COPY);
+    algorithm_add_send(a, 2, 2, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 2, 1, 0, 1, CS_OP_COPY);
+    int rc;
+    char *x = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "<gpu id=\"1\" i_chunks=\"1\" o_chunks=\"3\" s_chunks=\"1\">"));
+    ck_assert_ptr_nonnull(strstr(x, "type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"s\" dstoff=\"0\""));
+    ck_assert_ptr_nonnull(strstr(x, "coll=\"gather\" inplace=\"0\""));
+    cs_msccl_doc *d;
+    ck_assert_int_eq(msccl_doc_parse(x, strlen(x), &d, &err), CS_OK);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    o.collective = &c;
+    ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    msccl_doc_free(d);
+    free(x);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+static Suite *msccl_xml_suite(void)
+{
+    Suite *s = suite_create("msccl_xml");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ring_allgather_document_matches_hand_lowering);
+    tcase_add_test(tc, collective_names_follow_the_runtime);
+    tcase_add_test(tc, step_limits_give_elimit_naming_the_limit);
+    tcase_add_test(tc, lanes_become_channels);
+    tcase_add_test(tc, allreduce_is_one_inplace_document);
+    tcase_add_test(tc, byte_range_and_protocol_attributes);
+    tcase_add_test(tc, custom_collectives_only_on_the_old_runtime);
+    tcase_add_test(tc, rejects_a_schedule_that_sends_what_it_does_not_hold);
+    tcase_add_test(tc, several_waits_become_nops);
+    tcase_add_test(tc, forwarding_ranks_use_scratch);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(msccl_xml_suite)

@@ -1,0 +1,336 @@
+/*
+ * Tests of the remote CLI (clients/cli/cli_remote.c) against the real
+ * collsynthd: started once on an ephemeral port with an auth token, driven
+ * through build/collsynth as a user would, output and exit codes checked.
+ *
+ * Expectations come from outside the CLI: the result document fetched with
+ * `get --format json` is checked against the request (collective, ranks) and
+ * the summary the CLI printed; the offline topology list (this build's
+ * library) against the server's; exit codes against docs/clients.md.
+ */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "clients_helpers.h"
+#include "cs_common.h"
+
+#define TOKEN "t0ken-for-tests"
+
+static cs_test_daemon daemon_;
+static bool daemon_up;
+static char daemon_why[2048];
+static char env_prefix[512];   /* COLLSYNTH_SERVER=... COLLSYNTH_TOKEN=... */
+static char cli[300];
+
+static void start_daemon(void)
+{
+    char *why = NULL;
+    snprintf(cli, sizeof cli, "%s/collsynth", cs_test_build_dir());
+    daemon_up = cs_test_daemon_start(&daemon_, NULL, TOKEN, &why) == 0;
+    if (!daemon_up)
+        snprintf(daemon_why, sizeof daemon_why, "%s", why ? why : "(no log)");
+    free(why);
+    snprintf(env_prefix, sizeof env_prefix, "COLLSYNTH_SERVER=%s COLLSYNTH_TOKEN=%s",
+             daemon_.url, TOKEN);
+}
+
+static void stop_daemon(void)
+{
+    if (daemon_up)
+        cs_test_daemon_stop(&daemon_);
+    daemon_up = false;
+}
+
+/* Runs the CLI with the server and token set; returns the exit code. */
+static int run(const char *args, char **out, char **err)
+{
+    ck_assert_msg(daemon_up, "collsynthd did not start:\n%s", daemon_why);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "env %s %s %s", env_prefix, cli, args);
+    return cs_test_sh(cmd, out, err);
+}
+
+/* The value after "name: " on its own line, or NULL; caller frees. */
+static char *line_value(const char *text, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s: ", name);
+    for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
+        if (p == text || p[-1] == '\n') {
+            p += strlen(key);
+            return strndup(p, strcspn(p, "\n"));
+        }
+    return NULL;
+}
+
+static bool is_hex64(const char *s)
+{
+    if (s == NULL || strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* A request quick for SMT: the frontier search bounded to 2 chunks. */
+#define QUICK_OPTS "--option 'smt={\"max_chunks\":2}'"
+
+START_TEST(topologies_remote_matches_this_builds_library)
+{
+    char *rout, *rerr, *lout, *lerr;
+    ck_assert_int_eq(run("topologies", &rout, &rerr), 0);
+    ck_assert_ptr_nonnull(strstr(rout, "dgx1"));
+    ck_assert_ptr_nonnull(strstr(rout, "ring"));
+    /* offline: no server anywhere, the same command lists from the library */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "env -u COLLSYNTH_SERVER %s topologies", cli);
+    ck_assert_int_eq(cs_test_sh(cmd, &lout, &lerr), 0);
+    /* the first column (syntax) of each line is the same on both sides */
+    char *save1 = NULL;
+    int lines = 0;
+    for (char *l = strtok_r(lout, "\n", &save1); l; l = strtok_r(NULL, "\n", &save1)) {
+        char syntax[64];
+        ck_assert_int_eq(sscanf(l, "%63s", syntax), 1);
+        char needle[80];
+        snprintf(needle, sizeof needle, "%s ", syntax);
+        ck_assert_msg(strstr(rout, needle) != NULL, "server lacks %s:\n%s", syntax, rout);
+        lines++;
+    }
+    ck_assert_int_ge(lines, 3);
+    /* one builtin expanded, remotely: Topology JSON */
+    char *tout, *terr;
+    ck_assert_int_eq(run("topologies ring:4", &tout, &terr), 0);
+    json_t *doc = json_loads(tout, 0, NULL);
+    ck_assert_msg(doc != NULL, "not JSON: %s", tout);
+    json_t *t = json_object_get(doc, "topology");
+    if (!json_is_object(t))
+        t = doc;
+    ck_assert_int_eq(json_integer_value(json_object_get(t, "ranks")), 4);
+    json_decref(doc);
+    free(tout); free(terr); free(rout); free(rerr); free(lout); free(lerr);
+}
+END_TEST
+
+START_TEST(submit_wait_then_get_every_format)
+{
+    char *out, *err;
+    int rc = run("submit ring:4 allgather --wait " QUICK_OPTS, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d\nstdout:\n%s\nstderr:\n%s", rc, out, err);
+    char *key = line_value(out, "key");
+    ck_assert_msg(is_hex64(key), "no key in:\n%s", out);
+    char *fr = line_value(out, "frontier");
+    ck_assert_ptr_nonnull(fr);
+    int nalg = atoi(fr);
+    ck_assert_int_ge(nalg, 1);
+
+    /* the stored result agrees with the request and with the summary */
+    char dir[] = "/tmp/collsynth-test-cli.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[512], path[300];
+    snprintf(path, sizeof path, "%s/result.json", dir);
+    snprintf(args, sizeof args, "get %s --format json -o %s", key, path);
+    char *o2, *e2;
+    ck_assert_int_eq(run(args, &o2, &e2), 0);
+    json_error_t jerr;
+    json_t *res = json_load_file(path, 0, &jerr);
+    ck_assert_msg(res != NULL, "%s: %s", path, jerr.text);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "key")), key);
+    json_t *frontier = json_object_get(res, "frontier");
+    ck_assert_int_eq((int)json_array_size(frontier), nalg);
+    size_t i;
+    json_t *a;
+    json_array_foreach(frontier, i, a) {
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "ranks")), 4);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "collective"), "kind")),
+                         "allgather");
+        /* allgather on 4 ranks moves at least 3 chunks into each of 4 ranks */
+        ck_assert_int_ge((int)json_array_size(json_object_get(a, "sends")),
+                         3 * 4 * (int)json_integer_value(json_object_get(a, "chunks")));
+    }
+    json_decref(res);
+
+    char *o3, *e3;
+    snprintf(args, sizeof args, "get %s --format msccl-xml --size 1MiB", key);
+    rc = run(args, &o3, &e3);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e3);
+    ck_assert_ptr_nonnull(strstr(o3, "<algo"));
+    ck_assert_ptr_nonnull(strstr(o3, "ngpus=\"4\""));
+
+    /* the older runtime's form of the same algorithm, by frontier index */
+    char *o6, *e6;
+    snprintf(args, sizeof args, "get %s --format msccl-xml --alg 0 --runtime msccl", key);
+    rc = run(args, &o6, &e6);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e6);
+    ck_assert_ptr_nonnull(strstr(o6, "coll=\"allgather\""));
+    free(o6);
+    free(e6);
+    snprintf(args, sizeof args, "get %s --format msccl-xml --alg 0 --runtime nccl-9", key);
+    rc = run(args, &o6, &e6);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, e6);
+    ck_assert_ptr_nonnull(strstr(e6, "(field runtime)"));
+    free(o6);
+    free(e6);
+
+    char *o4, *e4, *cuda = NULL;
+    snprintf(path, sizeof path, "%s/alg.cu", dir);
+    snprintf(args, sizeof args, "get %s --format cuda -o %s", key, path);
+    rc = run(args, &o4, &e4);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e4);
+    ck_assert_int_eq(cs_read_file(path, &cuda, NULL, NULL), CS_OK);
+    ck_assert_int_gt((int)strlen(cuda), 100);
+
+    /* the same request again: answered from the store, same key, no job */
+    char *o5, *e5;
+    ck_assert_int_eq(run("submit ring:4 allgather " QUICK_OPTS, &o5, &e5), 0);
+    char *key2 = line_value(o5, "key");
+    ck_assert_msg(key2 != NULL && strcmp(key2, key) == 0, "second submit:\n%s", o5);
+
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    ck_assert_int_eq(system(args), 0);
+    free(key2); free(o5); free(e5); free(cuda); free(o4); free(e4); free(o3); free(e3);
+    free(o2); free(e2); free(fr); free(key); free(out); free(err);
+}
+END_TEST
+
+START_TEST(server_errors_are_shown_with_their_exit_codes)
+{
+    char *out, *err;
+    /* bad input: the server's code, message and field; exit 2 */
+    int rc = run("submit '{\"name\":\"bad\",\"ranks\":2,\"links\":[{\"src\":0,\"dst\":5}]}' allgather",
+                 &out, &err);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "collsynth submit: error "));
+    ck_assert_msg(strstr(err, "(field topology") != NULL, "no field in: %s", err);
+    free(out); free(err);
+
+    /* an unknown job and an unknown key: the server says no, exit 1 */
+    rc = run("status 00000000000000000000000000000000", &out, &err);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "collsynth status: error "));
+    ck_assert_ptr_nonnull(strstr(err, "[HTTP 404]"));
+    free(out); free(err);
+    /* a malformed id is the caller's input error (the server's 400): exit 2 */
+    rc = run("status no-such-job", &out, &err);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "(field id)"));
+    free(out); free(err);
+    rc = run("get 0000000000000000000000000000000000000000000000000000000000000000", &out, &err);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+    free(out); free(err);
+
+    /* a wrong token is refused (exit 1, the server's words) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "env COLLSYNTH_SERVER=%s COLLSYNTH_TOKEN=wrong %s submit ring:4 allgather",
+             daemon_.url, cli);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "HTTP 401"));
+    free(out); free(err);
+
+    /* unreachable: exit 3 */
+    snprintf(cmd, sizeof cmd, "%s --server http://127.0.0.1:1 status 1", cli);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 3, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "cannot reach"));
+    free(out); free(err);
+
+    /* usage errors: exit 2 */
+    ck_assert_int_eq(run("submit", &out, &err), 2);
+    free(out); free(err);
+    ck_assert_int_eq(run("get somekey --format pdf", &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "pdf"));
+    free(out); free(err);
+    ck_assert_int_eq(run("submit ring:4 'broadcast:x'", &out, &err), 2);
+    free(out); free(err);
+    snprintf(cmd, sizeof cmd, "env -u COLLSYNTH_SERVER %s status 1", cli);
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--server"));
+    free(out); free(err);
+}
+END_TEST
+
+/* Submits a request that keeps the daemon busy for a while; returns the job id. */
+static char *submit_slow(const char *coll)
+{
+    char *out, *err;
+    char args[512];
+    snprintf(args, sizeof args,
+             "submit dgx1 %s --method smt --option 'max_chunks=6' --option 'k=6'", coll);
+    int rc = run(args, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    char *job = line_value(out, "job");
+    ck_assert_msg(job != NULL, "no job id (answered at once?):\n%s", out);
+    free(out);
+    free(err);
+    return job;
+}
+
+START_TEST(status_and_cancel_a_running_job)
+{
+    char *job = submit_slow("allreduce");
+    char args[256], *out, *err;
+    snprintf(args, sizeof args, "status %s", job);
+    ck_assert_int_eq(run(args, &out, &err), 0);
+    char *st = line_value(out, "status");
+    ck_assert_msg(st != NULL && (strcmp(st, "queued") == 0 || strcmp(st, "running") == 0),
+                  "status: %s", out);
+    free(st); free(out); free(err);
+    snprintf(args, sizeof args, "cancel %s", job);
+    ck_assert_int_eq(run(args, &out, &err), 0);
+    ck_assert_ptr_nonnull(strstr(out, job));
+    free(out); free(err);
+    /* waiting on a cancelled job is a negative result */
+    snprintf(args, sizeof args, "wait %s --max 30", job);
+    int rc = run(args, &out, &err);
+    ck_assert_msg(rc == 1, "exit %d\n%s\n%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(err, "cancelled"));
+    free(out); free(err); free(job);
+}
+END_TEST
+
+START_TEST(wait_shows_a_bar_on_a_terminal_and_lines_otherwise)
+{
+    /* plain lines when stderr is not a terminal */
+    char *job = submit_slow("allgather");
+    char args[256], *out, *err;
+    snprintf(args, sizeof args, "wait %s --max 2", job);
+    run(args, &out, &err); /* exit 1: still running after 2 s, and that is fine */
+    ck_assert_msg(strstr(err, "elapsed") != NULL, "no progress line: %s", err);
+    ck_assert_ptr_null(strchr(err, '\r'));
+    free(out); free(err);
+    /* a terminal (script(1) gives the CLI a pty): one line redrawn with \r and a bar */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "env %s script -qec '%s wait %s --max 2' /dev/null", env_prefix,
+             cli, job);
+    cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(strchr(out, '\r') != NULL, "no carriage return on a tty: %s", out);
+    ck_assert_msg(strchr(out, '[') != NULL && strstr(out, "elapsed") != NULL, "no bar: %s", out);
+    free(out); free(err);
+    snprintf(args, sizeof args, "cancel %s", job);
+    run(args, &out, &err);
+    free(out); free(err); free(job);
+}
+END_TEST
+
+static Suite *remote_cli_suite(void)
+{
+    Suite *s = suite_create("remote_cli");
+    TCase *tc = tcase_create("against collsynthd");
+    tcase_add_unchecked_fixture(tc, start_daemon, stop_daemon);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, topologies_remote_matches_this_builds_library);
+    tcase_add_test(tc, submit_wait_then_get_every_format);
+    tcase_add_test(tc, server_errors_are_shown_with_their_exit_codes);
+    tcase_add_test(tc, status_and_cancel_a_running_job);
+    tcase_add_test(tc, wait_shows_a_bar_on_a_terminal_and_lines_otherwise);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(remote_cli_suite)

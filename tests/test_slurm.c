@@ -1,0 +1,456 @@
+/*
+ * Tests of the Slurm launch hook (clients/slurm/).
+ *
+ * Unit part: cluster.c is included directly (it has no Slurm or network
+ * dependency): host lists, allocation topologies, frontier size ranges and
+ * the XML byte-range stamp, each against hand-derived values.
+ *
+ * End-to-end part: clients/slurm/e2e.sh starts munge, slurmctld, slurmd (a
+ * real Slurm on loopback, in a temporary directory) and the real collsynthd,
+ * runs srun with the plugin loaded, and records what each task saw.  The
+ * checks here read those records: with the daemon up, the task sees
+ * MSCCL_XML_FILES / NCCL_ALGO / MSCCL_ALGO_DIR and the XML files with
+ * contiguous byte ranges; with it down or hanging, the task still runs with
+ * one warning line and no variables; the node stays usable.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "cs_common.h"
+
+#include "../clients/slurm/cluster.c"
+
+/* ---- unit tests -------------------------------------------------------------------- */
+
+START_TEST(hostlist_expands_ranges_padding_and_plain_names)
+{
+    char **names;
+    char msg[128];
+    int n = hostlist_expand("gpu[01-03,7],login1", &names, msg, sizeof msg);
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(names[0], "gpu01");
+    ck_assert_str_eq(names[2], "gpu03");
+    ck_assert_str_eq(names[3], "gpu7");
+    ck_assert_str_eq(names[4], "login1");
+    hostlist_free(names, n);
+    n = hostlist_expand("localhost", &names, msg, sizeof msg);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(names[0], "localhost");
+    hostlist_free(names, n);
+    ck_assert_int_eq(hostlist_expand("gpu[1-3", &names, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "without ']'"));
+    ck_assert_int_eq(hostlist_expand("gpu[5-2]", &names, msg, sizeof msg), -1);
+}
+END_TEST
+
+static json_t *fetch_pair(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    int *calls = ctx;
+    (*calls)++;
+    if (strcmp(name, "pair") != 0) {
+        snprintf(msg, msglen, "no builtin %s", name);
+        return NULL;
+    }
+    /* two GPUs joined both ways, 2 lanes of 25 GB/s */
+    return json_loads("{\"name\":\"pair\",\"ranks\":2,\"links\":[{\"src\":0,\"dst\":1,"
+                      "\"lanes\":2,\"gbps\":25.0,\"alpha_us\":0.7,\"bidirectional\":true}]}",
+                      0, NULL);
+}
+
+START_TEST(two_nodes_on_a_switch_fabric)
+{
+    json_t *cluster = json_loads(
+        "{\"name\":\"lab\",\"node_types\":{\"p\":{\"topology\":\"pair\",\"nics\":[1]}},"
+        "\"nodes\":[{\"names\":\"n[1-2]\",\"type\":\"p\"}],"
+        "\"fabric\":{\"kind\":\"switch\",\"gbps\":10.0,\"alpha_us\":4.0}}", 0, NULL);
+    ck_assert_ptr_nonnull(cluster);
+    char *nodes[] = {"n1", "n2"};
+    json_t *topo, *expanded;
+    char msg[256];
+    int calls = 0;
+    ck_assert_int_eq(cluster_build_topology(cluster, nodes, 2, fetch_pair, &calls, &topo,
+                                            &expanded, msg, sizeof msg), 0);
+    ck_assert_int_eq(calls, 1); /* one fetch per builtin name */
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 4);
+    json_t *links = json_object_get(topo, "links");
+    ck_assert_int_eq(json_array_size(links), 2);
+    /* node 2's link is offset by 2 ranks */
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(links, 1), "src")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(links, 1), "dst")), 3);
+    json_t *sw = json_array_get(json_object_get(topo, "switches"), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(sw, "ranks")), 2);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 0)), 1);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 1)), 3);
+    ck_assert_int_eq(json_array_size(json_object_get(topo, "groups")), 2);
+    /* alpha = the fabric's 4 us; beta from its 10 GB/s, the slowest lane */
+    double alpha, beta;
+    cluster_alpha_beta(expanded, &alpha, &beta);
+    ck_assert_double_eq_tol(alpha, 4.0, 1e-12);
+    ck_assert_double_eq_tol(beta, 1.0 / 10e3, 1e-15);
+    json_decref(topo);
+    json_decref(expanded);
+
+    /* one node: the builtin's name goes to the server as is */
+    ck_assert_int_eq(cluster_build_topology(cluster, nodes, 1, fetch_pair, &calls, &topo,
+                                            &expanded, msg, sizeof msg), 0);
+    ck_assert(json_is_string(topo));
+    ck_assert_str_eq(json_string_value(topo), "pair");
+    json_decref(topo);
+    json_decref(expanded);
+
+    /* a node the description does not know */
+    char *stranger[] = {"n1", "x9"};
+    ck_assert_int_eq(cluster_build_topology(cluster, stranger, 2, fetch_pair, &calls, &topo,
+                                            &expanded, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "x9"));
+    json_decref(cluster);
+}
+END_TEST
+
+START_TEST(three_nodes_on_a_ring_fabric)
+{
+    json_t *cluster = json_loads(
+        "{\"node_types\":{\"p\":{\"topology\":\"pair\"}},\"nodes\":[{\"names\":\"*\",\"type\":\"p\"}],"
+        "\"fabric\":{\"kind\":\"ring\"}}", 0, NULL);
+    char *nodes[] = {"a", "b", "c"};
+    json_t *topo, *expanded;
+    char msg[256];
+    int calls = 0;
+    ck_assert_int_eq(cluster_build_topology(cluster, nodes, 3, fetch_pair, &calls, &topo,
+                                             &expanded, msg, sizeof msg), 0);
+    /* 3 intra-node links + 3 node pairs x 2 NICs per node */
+    ck_assert_int_eq(json_array_size(json_object_get(topo, "links")), 3 + 3 * 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 6);
+    ck_assert_ptr_null(json_object_get(topo, "switches"));
+    json_decref(topo);
+    json_decref(expanded);
+    json_decref(cluster);
+}
+END_TEST
+
+static json_t *fetch_any(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    (void)ctx;
+    (void)msg;
+    (void)msglen;
+    ck_assert_str_eq(name, "dgx1");
+    /* 8 ranks on a ring stands in for the builtin here */
+    json_t *links = json_array();
+    for (int i = 0; i < 8; i++)
+        json_array_append_new(links, json_pack("{s:i, s:i, s:b}", "src", i, "dst", (i + 1) % 8,
+                                               "bidirectional", 1));
+    return json_pack("{s:s, s:i, s:o}", "name", "dgx1", "ranks", 8, "links", links);
+}
+
+START_TEST(example_cluster_description_builds)
+{
+    json_error_t jerr;
+    json_t *cluster = json_load_file("clients/slurm/cluster.example.json", 0, &jerr);
+    ck_assert_msg(cluster != NULL, "line %d: %s", jerr.line, jerr.text);
+    char *nodes[] = {"gpu007", "gpu008", "edge3"};
+    json_t *topo, *expanded;
+    char msg[256];
+    ck_assert_msg(cluster_build_topology(cluster, nodes, 3, fetch_any, NULL, &topo, &expanded,
+                                         msg, sizeof msg) == 0, "%s", msg);
+    /* 8 + 8 + 4 ranks; the fabric switch joins 4 + 4 + 1 NIC ranks */
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 20);
+    json_t *sw = json_array_get(json_object_get(topo, "switches"), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(sw, "ranks")), 9);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 4)), 8);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 8)), 16);
+    json_decref(topo);
+    json_decref(expanded);
+    json_decref(cluster);
+}
+END_TEST
+
+static json_t *alg(int steps, int rounds, int chunks)
+{
+    return json_pack("{s:i, s:i, s:i}", "steps", steps, "rounds", rounds, "chunks", chunks);
+}
+
+START_TEST(frontier_ranges_split_at_the_crossover)
+{
+    /* cost0 = 2a + 3 L b, cost1 = 3a + 1.5 L b, with a = 0.5 us, b = 1/(50e3) us/B:
+     * equal at L = a / (1.5 b) = 16666.67 bytes.  (3, 6, 1) is never best. */
+    json_t *fr = json_pack("[o, o, o]", alg(2, 3, 1), alg(3, 3, 2), alg(3, 6, 1));
+    size_range r[8];
+    int n = frontier_size_ranges(fr, 0.5, 1.0 / 50e3, r, 8);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(r[0].index, 0);
+    ck_assert_uint_eq(r[0].min_bytes, 0);
+    ck_assert_uint_eq(r[0].max_bytes, 16667);
+    ck_assert_int_eq(r[1].index, 1);
+    ck_assert_uint_eq(r[1].min_bytes, 16667);
+    ck_assert_uint_eq(r[1].max_bytes, 0); /* no upper limit */
+    unsigned long long p0 = size_range_probe(&r[0]), p1 = size_range_probe(&r[1]);
+    ck_assert(p0 < 16667);
+    ck_assert(p1 >= 16667);
+    json_decref(fr);
+
+    /* a single algorithm covers everything */
+    fr = json_pack("[o]", alg(4, 4, 1));
+    n = frontier_size_ranges(fr, 0.5, 1e-5, r, 8);
+    ck_assert_int_eq(n, 1);
+    ck_assert_uint_eq(r[0].min_bytes, 0);
+    ck_assert_uint_eq(r[0].max_bytes, 0);
+    json_decref(fr);
+}
+END_TEST
+
+START_TEST(xml_byte_range_replaces_existing_attributes)
+{
+    const char *xml = "<?xml version=\"1.0\"?>\n<algo name=\"a\" minBytes=\"5\" ngpus=\"4\" "
+                      "maxBytes=\"0\" coll=\"allgather\">\n<gpu id=\"0\"/>\n</algo>\n";
+    char *out = xml_set_byte_range(xml, 1024, 0);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(strstr(out, "<algo minBytes=\"1024\" maxBytes=\"1099511627776\" name=\"a\" ngpus=\"4\" coll=\"allgather\">"));
+    ck_assert_ptr_null(strstr(out, "minBytes=\"5\""));
+    ck_assert_ptr_nonnull(strstr(out, "<gpu id=\"0\"/>"));
+    free(out);
+    ck_assert_ptr_null(xml_set_byte_range("<algorithm/>", 0, 0));
+}
+END_TEST
+
+/* ---- end to end in a real Slurm ----------------------------------------------------- */
+
+static char out_dir[256];
+static int e2e_status = -1;
+
+static const char *build_dir(void)
+{
+    const char *b = getenv("BUILD");
+    return b != NULL && b[0] != '\0' ? b : "build";
+}
+
+static void run_e2e(void)
+{
+    if (e2e_status != -1)
+        return;
+    snprintf(out_dir, sizeof out_dir, "/tmp/collsynth-test-slurm.XXXXXX");
+    if (mkdtemp(out_dir) == NULL) {
+        e2e_status = 126;
+        return;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "clients/slurm/e2e.sh %s %s/slurm/collsynth_spank.so %s/collsynthd >%s/e2e.log 2>&1",
+             out_dir, build_dir(), build_dir(), out_dir);
+    int rc = system(cmd);
+    e2e_status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static char *record(const char *scenario, const char *ext)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s%s%s", out_dir, scenario, ext[0] ? "." : "", ext);
+    char *text = NULL;
+    cs_error err;
+    if (cs_read_file(path, &text, NULL, &err) != CS_OK) {
+        char *log = NULL;
+        snprintf(path, sizeof path, "%s/e2e.log", out_dir);
+        cs_read_file(path, &log, NULL, &err);
+        ck_abort_msg("no record %s.%s; e2e.log:\n%s", scenario, ext, log ? log : "(none)");
+    }
+    return text;
+}
+
+static int count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void setup_e2e(void)
+{
+    run_e2e();
+}
+
+START_TEST(e2e_ran)
+{
+    ck_assert_msg(e2e_status == 0, "e2e.sh exited %d (see %s/e2e.log)", e2e_status, out_dir);
+    free(record("node_state", ""));
+}
+END_TEST
+
+/* The value of `NAME=` in a task's output ("" when absent); caller frees. */
+static char *env_value(const char *out, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s=", name);
+    const char *p = out;
+    while ((p = strstr(p, key)) != NULL) {
+        if (p == out || p[-1] == '\n') {
+            p += strlen(key);
+            size_t n = strcspn(p, "\n");
+            return strndup(p, n);
+        }
+        p++;
+    }
+    return strdup("");
+}
+
+static unsigned long long attr_value(const char *line, const char *attr)
+{
+    char key[32];
+    snprintf(key, sizeof key, " %s=\"", attr);
+    const char *p = strstr(line, key);
+    ck_assert_msg(p != NULL, "no %s in %s", attr, line);
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+START_TEST(e2e_up_task_sees_msccl_environment_and_files)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("up", "rc");
+    ck_assert_int_eq(atoi(rc), 0);
+    char *out = record("up", "out");
+    char *err = record("up", "err");
+    ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
+    ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
+    char *nccl = env_value(out, "NCCL_ALGO");
+    ck_assert_str_eq(nccl, "MSCCL,Ring,Tree");
+    char *dir = env_value(out, "MSCCL_ALGO_DIR");
+    ck_assert_msg(dir[0] == '/', "MSCCL_ALGO_DIR missing:\n%s", out);
+    char *files = env_value(out, "MSCCL_XML_FILES");
+    ck_assert(files[0] != '\0');
+    /* at most 4 files for the older runtime (its limit), each readable by the
+     * task, none in the executor's directory (it would load them too) */
+    int nfiles = 1 + count_lines_with(files, ":");
+    ck_assert_int_le(nfiles, 4);
+    ck_assert_int_eq(count_lines_with(out, "XMLFILE "), nfiles);
+    ck_assert_ptr_null(strstr(files, dir));
+    /* the older runtime's name for reduce-scatter, the executor's for its files */
+    ck_assert_ptr_nonnull(strstr(out, "XMLFILE reducescatter-0.xml <algo"));
+    ck_assert_ptr_nonnull(strstr(out, "coll=\"reduce_scatter\""));
+    ck_assert_ptr_nonnull(strstr(out, "FILE reducescatter-0.xml <algo"));
+    ck_assert_ptr_nonnull(strstr(out, "coll=\"reducescatter\""));
+    char *keys = env_value(out, "COLLSYNTH_RESULT_KEYS");
+    const char *colls[] = {"allgather", "reducescatter", "allreduce"};
+    for (int c = 0; c < 3; c++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s=", colls[c]);
+        ck_assert_msg(strstr(keys, want) != NULL, "no key for %s in %s", colls[c], keys);
+        /* the files of one collective cover [0, 2^40) without gaps, in order */
+        unsigned long long expect_min = 0;
+        int seen = 0;
+        for (int i = 0; i < 32; i++) {
+            char tag[64];
+            snprintf(tag, sizeof tag, "FILE %s-%d.xml ", colls[c], i);
+            const char *line = strstr(out, tag);
+            if (line == NULL)
+                break;
+            char *l = strndup(line, strcspn(line, "\n"));
+            ck_assert_msg(strstr(l, "<algo") != NULL, "%s", l);
+            ck_assert_uint_eq(attr_value(l, "minBytes"), expect_min);
+            expect_min = attr_value(l, "maxBytes");
+            ck_assert_uint_eq(attr_value(l, "ngpus"), 4); /* the node type's ring:4 */
+            free(l);
+            seen++;
+        }
+        ck_assert_msg(seen >= 1, "no files for %s:\n%s", colls[c], out);
+        ck_assert_uint_eq(expect_min, 1ULL << 40);
+    }
+    /* the hook removed its directory when the step ended */
+    char *after = record("up", "tmp_after");
+    ck_assert_msg(strstr(after, "collsynth.") == NULL, "left behind: %s", after);
+    free(after);
+    free(keys);
+    free(files);
+    free(dir);
+    free(nccl);
+    free(err);
+    free(out);
+    free(rc);
+}
+END_TEST
+
+static void assert_unchanged_env(const char *out)
+{
+    ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
+    ck_assert_ptr_null(strstr(out, "MSCCL_XML_FILES="));
+    ck_assert_ptr_null(strstr(out, "MSCCL_ALGO_DIR="));
+    ck_assert_ptr_null(strstr(out, "NCCL_ALGO="));
+}
+
+START_TEST(e2e_step_without_gpus_is_left_alone)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("nogpu", "rc"), *out = record("nogpu", "out"), *err = record("nogpu", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_ptr_null(strstr(err, "collsynth"));
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(e2e_daemon_down_job_runs_with_one_warning)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("down", "rc"), *out = record("down", "out"), *err = record("down", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "the job runs without synthesized collectives"));
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(e2e_hanging_server_costs_only_the_timeout)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("slow", "rc"), *out = record("slow", "out"), *err = record("slow", "err");
+    char *secs = record("slow", "seconds");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "timeout=1s"));
+    ck_assert_msg(atof(secs) < 8.0, "srun took %s s with timeout=1", secs);
+    /* and the node was not drained */
+    char *state = record("node_state", "");
+    ck_assert_msg(strncmp(state, "idle", 4) == 0, "node state %s", state);
+    free(state);
+    free(secs);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+static Suite *slurm_suite(void)
+{
+    Suite *s = suite_create("slurm");
+    TCase *unit = tcase_create("cluster");
+    tcase_add_test(unit, hostlist_expands_ranges_padding_and_plain_names);
+    tcase_add_test(unit, two_nodes_on_a_switch_fabric);
+    tcase_add_test(unit, three_nodes_on_a_ring_fabric);
+    tcase_add_test(unit, example_cluster_description_builds);
+    tcase_add_test(unit, frontier_ranges_split_at_the_crossover);
+    tcase_add_test(unit, xml_byte_range_replaces_existing_attributes);
+    suite_add_tcase(s, unit);
+    TCase *e2e = tcase_create("e2e");
+    /* once, in the runner's process, before the e2e checks (they fork) */
+    tcase_add_unchecked_fixture(e2e, setup_e2e, NULL);
+    tcase_set_timeout(e2e, 240);
+    tcase_add_test(e2e, e2e_ran);
+    tcase_add_test(e2e, e2e_up_task_sees_msccl_environment_and_files);
+    tcase_add_test(e2e, e2e_step_without_gpus_is_left_alone);
+    tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
+    tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
+    suite_add_tcase(s, e2e);
+    return s;
+}
+
+CS_CHECK_MAIN(slurm_suite)

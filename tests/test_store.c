@@ -1,0 +1,408 @@
+/*
+ * Tests of the store (server/store.h) on both engines: SQLite in a temp dir
+ * and PostgreSQL on a throwaway server started by the test itself.  Each test
+ * body runs once per engine; each PostgreSQL test gets its own database.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "server_harness.h"
+#include "store.h"
+
+static cs_pg pg;
+static bool pg_ok;
+static char tmpdir[256];
+
+static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
+static void pg_teardown(void)
+{
+    if (pg_ok)
+        pg_stop(&pg);
+}
+
+/* A store URL for this test: a fresh SQLite file, or a fresh PG database. */
+static void store_url(bool use_pg, const char *name, char *url, size_t n)
+{
+    if (use_pg) {
+        ck_assert_msg(pg_ok, "PostgreSQL did not start (see stderr)");
+        ck_assert_int_eq(pg_create_db(&pg, name, url, n), 0);
+    } else {
+        ck_assert_int_eq(make_temp_dir("collsynth-store", tmpdir, sizeof tmpdir), 0);
+        snprintf(url, n, "sqlite:%s/test.db", tmpdir);
+    }
+}
+
+static cs_store *open_store(const char *url)
+{
+    cs_store *s = NULL;
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = store_open(url, NULL, 4, &s, &err);
+    ck_assert_msg(rc == CS_OK, "store_open(%s): %s", url, err.message);
+    return s;
+}
+
+static void cleanup(bool use_pg)
+{
+    if (!use_pg)
+        remove_tree(tmpdir);
+}
+
+static void key_of(int i, char key[65])
+{
+    snprintf(key, 65, "%064x", i);
+}
+
+/* ---- bodies --------------------------------------------------------------------------- */
+
+static void results_roundtrip(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "results_roundtrip", url, sizeof url);
+    cs_store *s = open_store(url);
+    ck_assert_str_eq(store_engine(s), use_pg ? "postgresql" : "sqlite");
+    ck_assert_int_eq(store_ping(s, NULL), CS_OK);
+    char key[65];
+    key_of(1, key);
+    char *res = NULL, *req = NULL;
+    bool found = true;
+    ck_assert_int_eq(store_result_get(s, key, &res, &req, &found, NULL), CS_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(store_result_put(s, key, "{\"r\":1}", "{\"x\":\"caf\xc3\xa9 'q'\"}", NULL),
+                     CS_OK);
+    /* a second put of the same key keeps the first value (results are immutable) */
+    ck_assert_int_eq(store_result_put(s, key, "{\"r\":2}", "{\"x\":2}", NULL), CS_OK);
+    ck_assert_int_eq(store_result_get(s, key, &res, &req, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_str_eq(res, "{\"x\":\"caf\xc3\xa9 'q'\"}");
+    ck_assert_str_eq(req, "{\"r\":1}");
+    free(res);
+    free(req);
+    ck_assert_int_eq(store_result_count(s, NULL), 1);
+    /* artifacts */
+    char *body = NULL;
+    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &found, NULL), CS_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(store_artifact_put(s, key, "msccl-xml", "alg=0", "<algo/>", NULL), CS_OK);
+    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_str_eq(body, "<algo/>");
+    free(body);
+    store_close(s);
+    cleanup(use_pg);
+}
+
+static void submit_outcomes(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "submit_outcomes", url, sizeof url);
+    cs_store *s = open_store(url);
+    char k1[65], k2[65], k3[65];
+    key_of(1, k1);
+    key_of(2, k2);
+    key_of(3, k3);
+    cs_submit sub;
+    ck_assert_int_eq(store_job_submit(s, "job-a", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
+    ck_assert_str_eq(sub.job_id, "job-a");
+    /* the same key joins the active job */
+    ck_assert_int_eq(store_job_submit(s, "job-b", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_JOINED);
+    ck_assert_str_eq(sub.job_id, "job-a");
+    ck_assert_int_eq(store_job_submit(s, "job-c", k2, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
+    /* two queued, limit two: a third key is refused */
+    ck_assert_int_eq(store_job_submit(s, "job-d", k3, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_FULL);
+    long counts[CS_JOB_STATUS_COUNT];
+    ck_assert_int_eq(store_job_counts(s, counts, NULL), CS_OK);
+    ck_assert_int_eq(counts[CS_JOB_QUEUED], 2);
+    /* run job-a to done: the key is then answered from the results */
+    cs_store_job j;
+    bool claimed = false;
+    ck_assert_int_eq(store_job_claim(s, "me", &j, &claimed, NULL), CS_OK);
+    ck_assert(claimed);
+    ck_assert_str_eq(j.id, "job-a"); /* oldest first */
+    ck_assert_int_eq(j.status, CS_JOB_RUNNING);
+    ck_assert_int_eq(j.attempts, 1);
+    ck_assert_int_eq(store_job_finish(s, j.id, "me", CS_JOB_DONE, k1, "{\"req\":1}",
+                                      "{\"res\":1}", NULL, NULL),
+                     CS_OK);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_CACHED);
+    ck_assert_str_eq(sub.result_json, "{\"res\":1}");
+    free(sub.result_json);
+    bool found = false;
+    ck_assert_int_eq(store_job_get(s, "job-a", &j, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_int_eq(j.status, CS_JOB_DONE);
+    store_job_clear(&j);
+    store_close(s);
+    cleanup(use_pg);
+}
+
+typedef struct claimer {
+    cs_store *store;
+    char owner[16];
+    int n;
+    char ids[64][40];
+} claimer;
+
+static void *claim_all(void *arg)
+{
+    claimer *c = arg;
+    for (;;) {
+        cs_store_job j;
+        bool claimed = false;
+        if (store_job_claim(c->store, c->owner, &j, &claimed, NULL) != CS_OK || !claimed)
+            break;
+        if (c->n < 64)
+            snprintf(c->ids[c->n], sizeof c->ids[0], "%s", j.id);
+        c->n++;
+        store_job_clear(&j);
+    }
+    return NULL;
+}
+
+static void claims_are_exclusive(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "claims_are_exclusive", url, sizeof url);
+    /* two handles: two daemons sharing the store */
+    cs_store *a = open_store(url), *b = open_store(url);
+    enum { NJOBS = 40, NTHREADS = 4 };
+    for (int i = 0; i < NJOBS; i++) {
+        char key[65], id[40];
+        key_of(i, key);
+        snprintf(id, sizeof id, "job-%02d", i);
+        cs_submit sub;
+        ck_assert_int_eq(store_job_submit(a, id, key, "{}", 0, 0, &sub, NULL), CS_OK);
+        ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
+    }
+    claimer cl[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        memset(&cl[i], 0, sizeof cl[i]);
+        cl[i].store = i % 2 ? b : a;
+        snprintf(cl[i].owner, sizeof cl[i].owner, "w%d", i);
+        pthread_create(&th[i], NULL, claim_all, &cl[i]);
+    }
+    int total = 0;
+    int seen[NJOBS] = {0};
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(th[i], NULL);
+        total += cl[i].n;
+        for (int k = 0; k < cl[i].n && k < 64; k++)
+            seen[atoi(cl[i].ids[k] + 4)]++;
+    }
+    ck_assert_int_eq(total, NJOBS);
+    for (int i = 0; i < NJOBS; i++)
+        ck_assert_msg(seen[i] == 1, "job %d claimed %d times", i, seen[i]);
+    store_close(a);
+    store_close(b);
+    cleanup(use_pg);
+}
+
+static void cancel_heartbeat_reap(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "cancel_heartbeat_reap", url, sizeof url);
+    cs_store *s = open_store(url);
+    char k1[65], k2[65], k3[65];
+    key_of(1, k1);
+    key_of(2, k2);
+    key_of(3, k3);
+    cs_submit sub;
+    ck_assert_int_eq(store_job_submit(s, "q1", k1, "{}", 0, 0, &sub, NULL), CS_OK);
+    /* cancelling a queued job ends it at once */
+    cs_job_status after;
+    bool found = false;
+    ck_assert_int_eq(store_job_cancel(s, "q1", &after, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_int_eq(after, CS_JOB_CANCELLED);
+    ck_assert_int_eq(store_job_cancel(s, "nope", &after, &found, NULL), CS_OK);
+    ck_assert(!found);
+    /* a running job gets the flag; its owner sees it on the heartbeat */
+    ck_assert_int_eq(store_job_submit(s, "r1", k2, "{}", 0, 0, &sub, NULL), CS_OK);
+    cs_store_job j;
+    bool claimed = false;
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    ck_assert(claimed);
+    store_job_clear(&j);
+    bool cancel = true, owner = false;
+    ck_assert_int_eq(store_job_heartbeat(s, "r1", "A", "{\"done\":1}", &cancel, &owner, NULL),
+                     CS_OK);
+    ck_assert(owner);
+    ck_assert(!cancel);
+    ck_assert_int_eq(store_job_heartbeat(s, "r1", "B", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert(!owner); /* not B's job */
+    ck_assert_int_eq(store_job_cancel(s, "r1", &after, &found, NULL), CS_OK);
+    ck_assert_int_eq(after, CS_JOB_RUNNING);
+    ck_assert_int_eq(store_job_heartbeat(s, "r1", "A", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert(cancel);
+    ck_assert_int_eq(store_job_finish(s, "r1", "A", CS_JOB_CANCELLED, k2, "{}", NULL,
+                                      "{\"code\":\"cancelled\"}", NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_get(s, "r1", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
+    ck_assert_str_eq(j.progress, "{\"done\":1}");
+    store_job_clear(&j);
+    /* a job whose daemon died: re-queued until max_attempts, then failed */
+    ck_assert_int_eq(store_job_submit(s, "d1", k3, "{}", 0, 0, &sub, NULL), CS_OK);
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        ck_assert_int_eq(store_job_claim(s, "dead", &j, &claimed, NULL), CS_OK);
+        ck_assert(claimed);
+        ck_assert_int_eq(j.attempts, attempt);
+        store_job_clear(&j);
+        int requeued = 0, failed = 0;
+        /* a long lease spares a fresh heartbeat */
+        ck_assert_int_eq(store_job_reap(s, 3600, 3, &requeued, &failed, NULL), CS_OK);
+        ck_assert_int_eq(requeued + failed, 0);
+        ck_assert_int_eq(store_job_reap(s, -1, 3, &requeued, &failed, NULL), CS_OK);
+        ck_assert_int_eq(requeued, attempt < 3 ? 1 : 0);
+        ck_assert_int_eq(failed, attempt < 3 ? 0 : 1);
+    }
+    ck_assert_int_eq(store_job_get(s, "d1", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_FAILED);
+    ck_assert_ptr_nonnull(strstr(j.error, "interrupted"));
+    store_job_clear(&j);
+    /* giving a job back (graceful shutdown) does not count the attempt */
+    char k4[65];
+    key_of(4, k4);
+    ck_assert_int_eq(store_job_submit(s, "g1", k4, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_finish(s, "g1", "A", CS_JOB_QUEUED, k4, "{}", NULL, NULL, NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_get(s, "g1", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_QUEUED);
+    ck_assert_int_eq(j.attempts, 0);
+    store_job_clear(&j);
+    store_close(s);
+    cleanup(use_pg);
+}
+
+/* A child writes results as fast as it can and acknowledges each on a pipe
+ * after store_result_put returned; we SIGKILL it mid-burst, reopen the
+ * store, and every acknowledged key must be there. */
+static void kill9_keeps_acknowledged(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "kill9_keeps_acknowledged", url, sizeof url);
+    cs_store *s = open_store(url); /* creates the schema before the child races */
+    store_close(s);
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        cs_store *cs = NULL;
+        if (store_open(url, NULL, 1, &cs, NULL) != CS_OK)
+            _exit(3);
+        char big[2048];
+        memset(big, 'x', sizeof big - 1);
+        big[sizeof big - 1] = '\0';
+        for (int i = 0;; i++) {
+            char key[65], res[2200];
+            key_of(i, key);
+            snprintf(res, sizeof res, "{\"i\":%d,\"pad\":\"%s\"}", i, big);
+            if (store_result_put(cs, key, "{}", res, NULL) != CS_OK)
+                _exit(4);
+            if (write(pfd[1], &i, sizeof i) != (ssize_t)sizeof i)
+                _exit(5);
+        }
+    }
+    close(pfd[1]);
+    int acked = -1, v;
+    double t0 = cs_now();
+    while (cs_now() - t0 < 0.6 && read(pfd[0], &v, sizeof v) == (ssize_t)sizeof v)
+        acked = v;
+    kill(pid, SIGKILL);
+    while (read(pfd[0], &v, sizeof v) == (ssize_t)sizeof v)
+        acked = v; /* acks already in the pipe count too */
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFSIGNALED(st), "the writer died by itself (status %d)", st);
+    ck_assert_int_ge(acked, 10);
+    s = open_store(url);
+    for (int i = 0; i <= acked; i++) {
+        char key[65], *res = NULL;
+        bool found = false;
+        key_of(i, key);
+        ck_assert_int_eq(store_result_get(s, key, &res, NULL, &found, NULL), CS_OK);
+        ck_assert_msg(found, "acknowledged result %d of %d lost", i, acked);
+        char want[32];
+        snprintf(want, sizeof want, "{\"i\":%d,", i);
+        ck_assert(strncmp(res, want, strlen(want)) == 0);
+        free(res);
+    }
+    store_close(s);
+    cleanup(use_pg);
+}
+
+#define BOTH(body)                                                          \
+    START_TEST(sqlite_##body) { body(false); }                              \
+    END_TEST                                                                \
+    START_TEST(pg_##body) { body(true); }                                   \
+    END_TEST
+
+BOTH(results_roundtrip)
+BOTH(submit_outcomes)
+BOTH(claims_are_exclusive)
+BOTH(cancel_heartbeat_reap)
+BOTH(kill9_keeps_acknowledged)
+
+START_TEST(url_forms)
+{
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-store", dir, sizeof dir), 0);
+    cs_store *s = NULL;
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/nested/dir", dir);
+    /* default: collsynth.db under the data dir, which is created */
+    ck_assert_int_eq(store_open(NULL, sub, 1, &s, NULL), CS_OK);
+    store_close(s);
+    char path[400];
+    snprintf(path, sizeof path, "%s/collsynth.db", sub);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    cs_error err;
+    ck_assert_int_ne(store_open("postgresql://nobody@127.0.0.1:1/none", NULL, 1, &s, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "postgresql"));
+    remove_tree(dir);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+    Suite *s = suite_create("store");
+    TCase *lite = tcase_create("sqlite");
+    tcase_set_timeout(lite, 60);
+    tcase_add_test(lite, url_forms);
+    tcase_add_test(lite, sqlite_results_roundtrip);
+    tcase_add_test(lite, sqlite_submit_outcomes);
+    tcase_add_test(lite, sqlite_claims_are_exclusive);
+    tcase_add_test(lite, sqlite_cancel_heartbeat_reap);
+    tcase_add_test(lite, sqlite_kill9_keeps_acknowledged);
+    suite_add_tcase(s, lite);
+    TCase *pgc = tcase_create("postgresql");
+    tcase_set_timeout(pgc, 60);
+    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_test(pgc, pg_results_roundtrip);
+    tcase_add_test(pgc, pg_submit_outcomes);
+    tcase_add_test(pgc, pg_claims_are_exclusive);
+    tcase_add_test(pgc, pg_cancel_heartbeat_reap);
+    tcase_add_test(pgc, pg_kill9_keeps_acknowledged);
+    suite_add_tcase(s, pgc);
+    return s;
+}
+
+CS_CHECK_MAIN(store_suite)

@@ -1,0 +1,416 @@
+/*
+ * Tests of TACOS synthesis (tacos.h): every collective on direct, switched and
+ * heterogeneous topologies gives verified algorithms; seeds make results
+ * reproducible whatever the thread count; small cases match spans and times
+ * worked out by hand; bad options get clear errors.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "simulate.h"
+#include "tacos.h"
+#include "verify.h"
+
+static cs_topology *load(const char *spec)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    int rc = topology_load(spec, NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
+    return t;
+}
+
+static double stat_num(const cs_result *r, const char *key)
+{
+    json_t *v = json_object_get(r->stats, key);
+    ck_assert_msg(v != NULL, "stats lack %s", key);
+    return json_number_value(v);
+}
+
+/* The topology the algorithm runs on: the input, or its unwinding. */
+static cs_topology *runs_on(const cs_topology *t, const cs_result *r)
+{
+    cs_topology *u = NULL;
+    cs_error err;
+    if (t->nswitches == 0) {
+        ck_assert_int_eq(topology_clone(t, &u, &err), CS_OK);
+        return u;
+    }
+    int d = (int)stat_num(r, "switch_degree");
+    ck_assert_int_eq(topology_unwind_switches(t, d, &u, &err), CS_OK);
+    return u;
+}
+
+static cs_result *solve(const cs_topology *t, const cs_collective *c, int chunks, int trials,
+                        uint64_t seed, int threads)
+{
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.chunks = chunks;
+    opt.trials = trials;
+    opt.seed = seed;
+    opt.threads = threads;
+    cs_result *r = NULL;
+    cs_error err;
+    int rc = tacos_synthesize(t, c, &opt, &r, &err);
+    ck_assert_msg(rc == CS_OK, "%s %s: %s", t->name, collective_kind_name(c->kind), err.message);
+    return r;
+}
+
+static const char *every_topology[] = {
+    "ring:6", "mesh2d:3x3", "torus2d:4x4", "hypercube:3", "dgx1", "dgx2", "switch2d:4x2",
+    "ndv2:2", "rfs3d:2x2x4",
+};
+
+/* Checks one result independently: one algorithm, method tacos, verified on
+ * the topology it runs on, timed sends ordered by step, and statistics. */
+static void check_result(const cs_topology *t, const cs_collective *c, const cs_result *r)
+{
+    ck_assert_int_eq(r->nalgs, 1);
+    const cs_algorithm *a = r->algs[0];
+    ck_assert_str_eq(a->method, "tacos");
+    ck_assert_int_eq(a->collective.kind, c->kind);
+    cs_topology *u = runs_on(t, r);
+    cs_error err;
+    ck_assert_msg(algorithm_verify(u, a, &err) == CS_OK, "%s %s: %s", t->name,
+                  collective_kind_name(c->kind), err.message);
+    for (int s = 0; s < a->steps; s++)
+        ck_assert_int_eq(a->rounds_per_step[s], 1);
+    ck_assert_int_eq(a->rounds, a->steps);
+    for (long i = 0; i < a->nsends; i++) {
+        ck_assert(isfinite(a->sends[i].start_us) && a->sends[i].end_us > a->sends[i].start_us);
+        ck_assert(a->sends[i].step >= 0 && a->sends[i].step < a->steps);
+    }
+    /* quality can never beat the ideal bound */
+    double ratio = stat_num(r, "ratio");
+    ck_assert_msg(ratio > 0 && ratio <= 1.0 + 1e-9, "%s %s ratio %g", t->name,
+                  collective_kind_name(c->kind), ratio);
+    ck_assert_int_eq((long)stat_num(r, "sends"), a->nsends);
+    ck_assert(stat_num(r, "peak_rss_kb") > 0);
+    topology_free(u);
+}
+
+START_TEST(every_collective_on_every_topology_verifies)
+{
+    cs_topology *t = load(every_topology[_i]);
+    for (int k = 0; k < CS_COLL_KIND_COUNT; k++) {
+        cs_collective c;
+        if (k == CS_COLL_CUSTOM) {
+            /* rank 0's chunk to the last rank, the last rank's chunk to ranks 1 and 2 */
+            int P = t->ranks;
+            int pre[] = {0, 0, 1, P - 1};
+            int post[] = {0, P - 1, 1, 1, 1, 2};
+            memset(&c, 0, sizeof c);
+            c.kind = CS_COLL_CUSTOM;
+            c.root = -1;
+            c.custom_global_chunks = 2;
+            c.npre = 2;
+            c.npost = 3;
+            c.pre = malloc(sizeof pre);
+            c.post = malloc(sizeof post);
+            memcpy(c.pre, pre, sizeof pre);
+            memcpy(c.post, post, sizeof post);
+            cs_error err;
+            ck_assert_int_eq(collective_validate(&c, P, &err), CS_OK);
+        } else {
+            collective_init(&c, (cs_coll_kind)k, collective_kind_is_rooted((cs_coll_kind)k) ? 1 : -1);
+        }
+        int chunks = (k == CS_COLL_ALLTOALL || k == CS_COLL_ALLREDUCE) ? 1 : 2;
+        cs_result *r = solve(t, &c, chunks, 2, 7, 0);
+        check_result(t, &c, r);
+        result_free(r);
+        collective_free(&c);
+    }
+    topology_free(t);
+}
+END_TEST
+
+static void assert_same_sends(const cs_algorithm *a, const cs_algorithm *b)
+{
+    ck_assert_int_eq(a->nsends, b->nsends);
+    ck_assert_int_eq(a->steps, b->steps);
+    for (long i = 0; i < a->nsends; i++) {
+        const cs_send *x = &a->sends[i], *y = &b->sends[i];
+        ck_assert(x->chunk == y->chunk && x->src == y->src && x->dst == y->dst &&
+                  x->step == y->step && x->op == y->op);
+        /* bit-identical times */
+        ck_assert(memcmp(&x->start_us, &y->start_us, sizeof(double)) == 0);
+        ck_assert(memcmp(&x->end_us, &y->end_us, sizeof(double)) == 0);
+    }
+}
+
+START_TEST(same_seed_same_sends_whatever_the_threads)
+{
+    const char *specs[] = {"torus2d:4x4", "ndv2:2"};
+    for (int k = 0; k < 2; k++) {
+        cs_topology *t = load(specs[k]);
+        cs_collective c;
+        collective_init(&c, CS_COLL_ALLREDUCE, -1);
+        cs_result *one = solve(t, &c, 2, 6, 42, 1);
+        cs_result *two = solve(t, &c, 2, 6, 42, 2);
+        cs_result *again = solve(t, &c, 2, 6, 42, 3);
+        assert_same_sends(one->algs[0], two->algs[0]);
+        assert_same_sends(one->algs[0], again->algs[0]);
+        result_free(one);
+        result_free(two);
+        result_free(again);
+        topology_free(t);
+    }
+}
+END_TEST
+
+START_TEST(different_seeds_explore_different_schedules)
+{
+    cs_topology *t = load("torus2d:4x4");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *a = solve(t, &c, 2, 1, 1, 1);
+    cs_result *b = solve(t, &c, 2, 1, 2, 1);
+    const cs_algorithm *x = a->algs[0], *y = b->algs[0];
+    bool differ = x->nsends != y->nsends;
+    for (long i = 0; !differ && i < x->nsends; i++)
+        differ = x->sends[i].chunk != y->sends[i].chunk || x->sends[i].src != y->sends[i].src;
+    ck_assert(differ);
+    result_free(a);
+    result_free(b);
+    topology_free(t);
+}
+END_TEST
+
+/* A directed ring of 4: each chunk needs 3 hops and every link carries one
+ * chunk per span, so allgather with 1 chunk takes exactly 3 spans of
+ * alpha + bytes/bw each. */
+START_TEST(directed_ring_allgather_takes_three_spans)
+{
+    cs_topology *t = topology_new("dring4", 4);
+    cs_error err;
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(topology_add_link(t, i, (i + 1) % 4, 1, 10.0, 2.0, false, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.bytes = 1e6; /* 1 MB chunks: 2 us + 1e6 / 1e4 us = 102 us per hop */
+    cs_result *r = NULL;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_OK);
+    const cs_algorithm *a = r->algs[0];
+    ck_assert_int_eq(a->steps, 3);
+    ck_assert_int_eq(a->nsends, 12); /* 4 chunks x 3 ranks */
+    ck_assert_double_eq_tol(stat_num(r, "schedule_time_us"), 306.0, 1e-9);
+    ck_assert_double_eq_tol(stat_num(r, "sim_time_us"), 306.0, 1e-9);
+    for (long i = 0; i < a->nsends; i++)
+        ck_assert_double_eq_tol(a->sends[i].start_us, 102.0 * a->sends[i].step, 1e-9);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+/* On a line of P ranks a broadcast from the end rank needs P-1 spans, and so
+ * does an allgather (the end ranks' chunks cross the whole line); a
+ * reduce to the end is the same tree backwards. */
+START_TEST(line_needs_p_minus_one_spans_from_the_end)
+{
+    cs_topology *t = load("line:6");
+    cs_coll_kind kinds[] = {CS_COLL_BROADCAST, CS_COLL_ALLGATHER, CS_COLL_REDUCE, CS_COLL_GATHER};
+    for (int k = 0; k < 4; k++) {
+        cs_collective c;
+        collective_init(&c, kinds[k], collective_kind_is_rooted(kinds[k]) ? 0 : -1);
+        cs_result *r = solve(t, &c, 1, 2, 3, 0);
+        int want = 5;
+        ck_assert_msg(r->algs[0]->steps == want, "%s: %d steps", collective_kind_name(kinds[k]),
+                      r->algs[0]->steps);
+        result_free(r);
+    }
+    topology_free(t);
+}
+END_TEST
+
+/* A chunk held by ranks 0 and 1 that rank 2 needs: the link from 1 is 10x
+ * faster than the one from 0, so the match takes it. */
+START_TEST(prefers_the_cheapest_free_link)
+{
+    cs_topology *t = topology_new("het3", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 2, 1, 5.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 1, 2, 1, 50.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    memset(&c, 0, sizeof c);
+    c.kind = CS_COLL_CUSTOM;
+    c.root = -1;
+    c.custom_global_chunks = 1;
+    int pre[] = {0, 0, 0, 1}, post[] = {0, 2};
+    c.npre = 2;
+    c.npost = 1;
+    c.pre = malloc(sizeof pre);
+    c.post = malloc(sizeof post);
+    memcpy(c.pre, pre, sizeof pre);
+    memcpy(c.post, post, sizeof post);
+    ck_assert_int_eq(collective_validate(&c, 3, &err), CS_OK);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        cs_result *r = solve(t, &c, 1, 1, seed, 1);
+        ck_assert_int_eq(r->algs[0]->nsends, 1);
+        ck_assert_int_eq(r->algs[0]->sends[0].src, 1);
+        /* 1 us + 64 MiB / 50e3 B/us */
+        ck_assert_double_eq_tol(stat_num(r, "schedule_time_us"), 1.0 + 67108864.0 / 50e3, 1e-6);
+        result_free(r);
+    }
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+/* DGX-1 allgather with 6 chunks: the SMT optimum (3,7,6) costs
+ * 3 alpha + 7/6 L beta = 2.1 us + 7/6 * 2^30 / 25e3 us; every TACOS transfer
+ * pays alpha, so the best possible is 7 spans of alpha + L/6 beta.  Within 3%. */
+START_TEST(dgx1_allgather_is_near_the_smt_optimum)
+{
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.chunks = 6;
+    opt.trials = 8;
+    opt.bytes = 1073741824.0;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_OK);
+    double smt = 3 * 0.7 + 7.0 / 6.0 * 1073741824.0 / 25e3;
+    double sim = stat_num(r, "sim_time_us");
+    ck_assert_msg(sim <= 1.03 * smt, "sim %.1f us vs smt (3,7,6) %.1f us", sim, smt);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+/* 2D mesh allgather with 1 chunk: a corner has 2 in-links and must receive
+ * P-1 chunks, so at least ceil((P-1)/2) spans; TACOS reaches it. */
+START_TEST(mesh_allgather_reaches_the_corner_bound)
+{
+    cs_topology *t = load("mesh2d:8x8");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *r = solve(t, &c, 1, 2, 1, 0);
+    ck_assert_int_eq(r->algs[0]->steps, 32);
+    ck_assert(stat_num(r, "ratio") >= 0.9);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(statistics_only_run_matches_the_kept_schedule)
+{
+    cs_topology *t = load("torus2d:4x4");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.trials = 3;
+    cs_result *kept = NULL, *stats = NULL;
+    cs_error err;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &kept, &err), CS_OK);
+    opt.keep_sends = false;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &stats, &err), CS_OK);
+    ck_assert_int_eq(stats->nalgs, 0);
+    ck_assert_double_eq(stat_num(stats, "schedule_time_us"), stat_num(kept, "schedule_time_us"));
+    ck_assert_int_eq((long)stat_num(stats, "sends"), kept->algs[0]->nsends);
+    result_free(kept);
+    result_free(stats);
+    topology_free(t);
+}
+END_TEST
+
+static void count_progress(void *ctx, const cs_progress_event *ev)
+{
+    ck_assert_str_eq(ev->method, "tacos");
+    (*(int *)ctx)++;
+}
+
+START_TEST(progress_reports_every_trial_and_cancel_stops)
+{
+    cs_topology *t = load("ring:8");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    opt.trials = 5;
+    int calls = 0;
+    opt.progress = count_progress;
+    opt.progress_ctx = &calls;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_OK);
+    ck_assert_int_eq(calls, 10); /* 5 trials of each phase */
+    result_free(r);
+    opt.progress = NULL;
+    opt.cancel = cs_cancel_new();
+    cs_cancel_request(opt.cancel);
+    cs_topology *big = load("mesh2d:32x32");
+    ck_assert_int_eq(tacos_synthesize(big, &c, &opt, &r, &err), CS_ECANCELLED);
+    ck_assert_ptr_null(r);
+    cs_cancel_free(opt.cancel);
+    topology_free(big);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(bad_options_are_named)
+{
+    cs_topology *t = load("dgx2");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_tacos_options opt;
+    cs_result *r = NULL;
+    cs_error err;
+    tacos_options_default(&opt);
+    opt.chunks = 0;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.chunks");
+    tacos_options_default(&opt);
+    opt.trials = 0;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.trials");
+    tacos_options_default(&opt);
+    opt.bytes = -1;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.bytes");
+    tacos_options_default(&opt);
+    opt.switch_degree = 16; /* dgx2's switch has 16 ranks: degrees 1..15 */
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.switch_degree");
+    ck_assert_ptr_null(r);
+    /* a chosen degree is used and reported */
+    tacos_options_default(&opt);
+    opt.switch_degree = 3;
+    ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_OK);
+    ck_assert_int_eq((int)stat_num(r, "switch_degree"), 3);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+static Suite *tacos_suite(void)
+{
+    Suite *s = suite_create("tacos");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, every_collective_on_every_topology_verifies, 0,
+                        (int)(sizeof every_topology / sizeof every_topology[0]));
+    tcase_add_test(tc, same_seed_same_sends_whatever_the_threads);
+    tcase_add_test(tc, different_seeds_explore_different_schedules);
+    tcase_add_test(tc, directed_ring_allgather_takes_three_spans);
+    tcase_add_test(tc, line_needs_p_minus_one_spans_from_the_end);
+    tcase_add_test(tc, prefers_the_cheapest_free_link);
+    tcase_add_test(tc, dgx1_allgather_is_near_the_smt_optimum);
+    tcase_add_test(tc, mesh_allgather_reaches_the_corner_bound);
+    tcase_add_test(tc, statistics_only_run_matches_the_kept_schedule);
+    tcase_add_test(tc, progress_reports_every_trial_and_cancel_stops);
+    tcase_add_test(tc, bad_options_are_named);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(tacos_suite)

@@ -1,0 +1,571 @@
+/* Tests of the verifier: hand-built valid algorithms are accepted, and each
+ * deliberately broken one is rejected with a reason that names the send and
+ * the problem. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithm.h"
+#include "check_main.h"
+#include "verify.h"
+
+static cs_topology *builtin(const char *spec)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_msg(topology_builtin(spec, &t, &err) == CS_OK, "%s: %s", spec, err.message);
+    return t;
+}
+
+/* 0 - 1 - ... - (P-1), bidirectional, lanes 1. */
+static cs_topology *line(int P)
+{
+    cs_topology *t = topology_new("line", P);
+    cs_error err;
+    for (int r = 0; r + 1 < P; r++)
+        ck_assert_int_eq(topology_add_link(t, r, r + 1, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    return t;
+}
+
+/* 0 -> 1 -> ... -> P-1 -> 0, one direction only. */
+static cs_topology *uni_ring(int P)
+{
+    cs_topology *t = topology_new("uni", P);
+    cs_error err;
+    for (int r = 0; r < P; r++)
+        ck_assert_int_eq(topology_add_link(t, r, (r + 1) % P, 1, 1.0, 1.0, false, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    return t;
+}
+
+static cs_algorithm *new_alg(cs_coll_kind kind, int root, int P, int chunks, int steps)
+{
+    cs_collective c;
+    collective_init(&c, kind, root);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "t", P, chunks, steps, &a, &err), CS_OK);
+    collective_free(&c);
+    return a;
+}
+
+/* Ring allgather with C chunks per rank: chunk g = i*P + r starts at r; at
+ * step s rank r forwards chunk i*P + (r - s) mod P to r + 1, for every i. */
+static cs_algorithm *ring_allgather(int P, int C)
+{
+    cs_algorithm *a = new_alg(CS_COLL_ALLGATHER, -1, P, C, P - 1);
+    for (int s = 0; s < P - 1; s++) {
+        a->rounds_per_step[s] = C;
+        for (int r = 0; r < P; r++)
+            for (int i = 0; i < C; i++)
+                ck_assert_int_eq(algorithm_add_send(a, (long)i * P + ((r - s) % P + P) % P, r,
+                                                    (r + 1) % P, s, CS_OP_COPY), CS_OK);
+    }
+    algorithm_update_rounds(a);
+    return a;
+}
+
+/* Ring reducescatter (chunk g reduced at g mod P): at step s rank r sends its
+ * partial of chunk (r - s - 1) mod P to r + 1 and reduces. */
+static cs_algorithm *ring_reducescatter(int P)
+{
+    cs_algorithm *a = new_alg(CS_COLL_REDUCESCATTER, -1, P, 1, P - 1);
+    for (int s = 0; s < P - 1; s++)
+        for (int r = 0; r < P; r++)
+            ck_assert_int_eq(algorithm_add_send(a, ((r - s - 1) % P + 2 * P) % P, r, (r + 1) % P,
+                                                s, CS_OP_REDUCE), CS_OK);
+    return a;
+}
+
+/* Verifies and expects failure whose first reason contains `needle`. */
+static void expect_reject(const cs_topology *t, const cs_algorithm *a, const char *needle)
+{
+    cs_verify_report rep;
+    cs_error err;
+    int rc = algorithm_verify_report(t, a, &rep, &err);
+    ck_assert_int_eq(rc, CS_EVERIFY);
+    ck_assert(!rep.ok);
+    ck_assert_int_ge(rep.nproblems, 1);
+    ck_assert_int_ge(rep.nreasons, 1);
+    bool found = false;
+    for (int k = 0; k < rep.nreasons; k++)
+        found |= strstr(rep.reasons[k], needle) != NULL;
+    ck_assert_msg(found, "no reason contains \"%s\"; first: %s", needle, rep.reasons[0]);
+    ck_assert_str_eq(err.message, rep.reasons[0]);
+    ck_assert_int_eq(err.code, CS_EVERIFY);
+}
+
+static void expect_accept(const cs_topology *t, const cs_algorithm *a)
+{
+    cs_verify_report rep;
+    cs_error err;
+    int rc = algorithm_verify_report(t, a, &rep, &err);
+    ck_assert_msg(rc == CS_OK, "rejected: %s", rc == CS_EVERIFY ? rep.reasons[0] : err.message);
+    ck_assert(rep.ok);
+    ck_assert_int_eq(rep.nproblems, 0);
+}
+
+START_TEST(ring_allgather_on_builtin_ring_is_accepted)
+{
+    cs_topology *t = builtin("ring:4");
+    cs_algorithm *a = ring_allgather(4, 1);
+    expect_accept(t, a);
+    ck_assert_int_eq(algorithm_verify(t, a, NULL), CS_OK);
+    algorithm_free(a);
+    a = ring_allgather(4, 3);
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(pipelined_broadcast_on_line_is_accepted)
+{
+    cs_topology *t = line(4);
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 4, 2, 4);
+    /* chunk c crosses hop h in step c + h */
+    for (int c = 0; c < 2; c++)
+        for (int h = 0; h < 3; h++)
+            algorithm_add_send(a, c, h, h + 1, c + h, CS_OP_COPY);
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(dropped_send_fails_postcondition)
+{
+    cs_topology *t = builtin("ring:4");
+    cs_algorithm *a = ring_allgather(4, 1);
+    /* drop the last send: step 2, rank 3 forwards chunk (3 - 2) = 1 to rank 0 */
+    ck_assert_int_eq(a->sends[a->nsends - 1].chunk, 1);
+    a->nsends--;
+    expect_reject(t, a, "chunk 1 never reaches rank 0 (postcondition)");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(missing_link_is_named)
+{
+    cs_topology *t = uni_ring(4);
+    cs_algorithm *a = ring_allgather(4, 1);
+    expect_accept(t, a);
+    a->sends[5].src = 2;
+    a->sends[5].dst = 1;
+    a->sends[5].chunk = 2;
+    char want[96];
+    snprintf(want, sizeof want, "send 5 (chunk 2, 2->1, step %d): no link 2->1", a->sends[5].step);
+    expect_reject(t, a, want);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(overfull_link_is_rejected_until_rounds_allow_it)
+{
+    cs_topology *t = uni_ring(4);
+    cs_algorithm *a = ring_allgather(4, 2);
+    expect_accept(t, a);
+    /* squeeze step 1 into one round: 2 chunks on each link, 1 lane */
+    a->rounds_per_step[1] = 1;
+    algorithm_update_rounds(a);
+    expect_reject(t, a, "carries 2 chunks in step 1, more than 1 lanes x 1 rounds");
+    cs_verify_report rep;
+    algorithm_verify_report(t, a, &rep, NULL);
+    ck_assert_int_eq(rep.nproblems, 4); /* one per link */
+    /* fit_rounds restores what the links need */
+    ck_assert_int_eq(algorithm_fit_rounds(a, t, NULL), CS_OK);
+    ck_assert_int_eq(a->rounds_per_step[1], 2);
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(overfull_shared_set_is_rejected)
+{
+    /* star: 0 -> 1 and 0 -> 2 share one lane (a NIC) */
+    cs_topology *t = topology_new("star", 3);
+    cs_error err;
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 1, 1.0, 1.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_add_link(t, 0, 2, 1, 1.0, 1.0, true, &err), CS_OK);
+    int pairs[2][2] = {{0, 1}, {0, 2}};
+    ck_assert_int_eq(topology_add_shared(t, (const int (*)[2])pairs, 2, 1, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 1);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 2, 0, CS_OP_COPY);
+    expect_reject(t, a, "shared set 0 (0->1, 0->2) carries 2 chunks in step 0");
+    expect_reject(t, a, "send 1 (chunk 0, 0->2, step 0)");
+    a->rounds_per_step[0] = 2;
+    algorithm_update_rounds(a);
+    expect_accept(t, a);
+    /* two steps of one round each are fine too */
+    algorithm_set_steps(a, 2, NULL);
+    a->rounds_per_step[0] = 1;
+    algorithm_update_rounds(a);
+    a->sends[1].step = 1;
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(switch_links_and_sets_are_checked)
+{
+    /* 3 ranks on one switch: every pair linked, one send per rank per round */
+    cs_topology *t = topology_new("sw", 3);
+    cs_error err;
+    int ranks[3] = {0, 1, 2};
+    ck_assert_int_eq(topology_add_switch(t, "sw0", ranks, 3, 10.0, 1.0, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 1);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 2, 0, CS_OP_COPY);
+    expect_reject(t, a, "carries 2 chunks in step 0");
+    a->rounds_per_step[0] = 2;
+    algorithm_update_rounds(a);
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(send_before_arrival_is_a_causality_error)
+{
+    cs_topology *t = builtin("ring:4");
+    cs_algorithm *a = ring_allgather(4, 1);
+    /* rank 1 forwards chunk 0 in step 0, before receiving it at the end of step 0 */
+    for (long i = 0; i < a->nsends; i++)
+        if (a->sends[i].src == 1 && a->sends[i].chunk == 0)
+            a->sends[i].step = 0;
+    expect_reject(t, a, "rank 1 does not hold chunk 0 before step 0");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(reduce_in_noncombining_collective_is_rejected)
+{
+    cs_topology *t = builtin("ring:4");
+    cs_algorithm *a = ring_allgather(4, 1);
+    a->sends[0].op = CS_OP_REDUCE;
+    expect_reject(t, a, "reduce is not allowed in allgather");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(ring_reducescatter_and_allreduce_are_accepted)
+{
+    cs_topology *t = uni_ring(5);
+    cs_algorithm *rs = ring_reducescatter(5);
+    expect_accept(t, rs);
+    cs_algorithm *ag = ring_allgather(5, 1), *ar = NULL;
+    ck_assert_int_eq(algorithm_concat(rs, ag, &ar, NULL), CS_OK);
+    expect_accept(t, ar);
+    algorithm_free(ar);
+    algorithm_free(ag);
+    algorithm_free(rs);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(double_counted_contribution_is_rejected)
+{
+    cs_topology *t = line(3);
+    /* reduce to root 0 on 0 - 1 - 2 */
+    cs_algorithm *a = new_alg(CS_COLL_REDUCE, 0, 3, 1, 3);
+    algorithm_add_send(a, 0, 2, 1, 0, CS_OP_REDUCE);
+    algorithm_add_send(a, 0, 1, 0, 1, CS_OP_REDUCE);
+    expect_accept(t, a);
+    /* rank 1 reduces its partial into 0 a second time */
+    algorithm_add_send(a, 0, 1, 0, 2, CS_OP_REDUCE);
+    expect_reject(t, a, "send 2 (chunk 0, 1->0, step 2): reduce counts the contribution of "
+                        "rank 1 twice");
+    algorithm_free(a);
+
+    /* the same in a single step: rank 2 reduces into 1 twice in step 0 */
+    a = new_alg(CS_COLL_REDUCE, 0, 3, 1, 2);
+    a->rounds_per_step[0] = 2;
+    algorithm_update_rounds(a);
+    algorithm_add_send(a, 0, 2, 1, 0, CS_OP_REDUCE);
+    algorithm_add_send(a, 0, 2, 1, 0, CS_OP_REDUCE);
+    algorithm_add_send(a, 0, 1, 0, 1, CS_OP_REDUCE);
+    expect_reject(t, a, "contribution of rank 2 twice");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(missing_contribution_is_rejected)
+{
+    cs_topology *t = line(3);
+    cs_algorithm *a = new_alg(CS_COLL_REDUCE, 0, 3, 1, 2);
+    /* 2 -> 1 happens in the same step as 1 -> 0: 1 sends its old partial */
+    algorithm_add_send(a, 0, 2, 1, 1, CS_OP_REDUCE);
+    algorithm_add_send(a, 0, 1, 0, 1, CS_OP_REDUCE);
+    expect_reject(t, a, "chunk 0 at rank 0 lacks the contribution of rank 2 (holds 2 of 3");
+    algorithm_free(a);
+
+    /* a copy that overwrites the root's own contribution */
+    a = new_alg(CS_COLL_ALLREDUCE, -1, 3, 1, 4);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_REDUCE);  /* 1 = {0,1} */
+    algorithm_add_send(a, 0, 2, 1, 1, CS_OP_REDUCE);  /* 1 = {0,1,2} */
+    algorithm_add_send(a, 0, 1, 2, 2, CS_OP_COPY);    /* 2 = full */
+    algorithm_add_send(a, 0, 1, 0, 3, CS_OP_COPY);    /* 0 = full */
+    expect_accept(t, a);
+    a->nsends--; /* rank 0 keeps only its own contribution */
+    expect_reject(t, a, "chunk 0 at rank 0 lacks the contribution of rank 1 (holds 1 of 3");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(shared_values_are_never_changed_through_another_rank)
+{
+    /* allreduce on fc:3: after 0 copies {0,1} to 1, 0's later reduce of 2's
+     * contribution must not show up at 1 */
+    cs_topology *t = builtin("fc:3");
+    cs_algorithm *a = new_alg(CS_COLL_ALLREDUCE, -1, 3, 1, 4);
+    algorithm_add_send(a, 0, 1, 0, 0, CS_OP_REDUCE);  /* 0 = {0,1} */
+    algorithm_add_send(a, 0, 0, 1, 1, CS_OP_COPY);    /* 1 = {0,1}, shared */
+    algorithm_add_send(a, 0, 2, 0, 2, CS_OP_REDUCE);  /* 0 = {0,1,2} */
+    algorithm_add_send(a, 0, 0, 2, 3, CS_OP_COPY);    /* 2 = full */
+    expect_reject(t, a, "chunk 0 at rank 1 lacks the contribution of rank 2 (holds 2 of 3");
+    /* sending the full value to 1 as well fixes it */
+    a->rounds_per_step[3] = 1;
+    algorithm_add_send(a, 0, 0, 1, 3, CS_OP_COPY);
+    expect_accept(t, a);
+    /* and reducing it instead double counts 0 and 1 */
+    a->sends[a->nsends - 1].op = CS_OP_REDUCE;
+    expect_reject(t, a, "reduce counts the contribution of rank 0 twice");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(conflicting_writes_in_one_step_are_rejected)
+{
+    cs_topology *t = line(3);
+    cs_algorithm *a = new_alg(CS_COLL_ALLREDUCE, -1, 3, 1, 1);
+    a->rounds_per_step[0] = 1;
+    /* rank 1 receives a copy from 0 and a reduce from 2 in one step */
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 2, 1, 0, CS_OP_REDUCE);
+    expect_reject(t, a, "written more than once in step 0");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(bad_header_fields_are_reported)
+{
+    cs_topology *t = builtin("ring:4");
+    cs_algorithm *a = ring_allgather(4, 1);
+    a->rounds = 7;
+    expect_reject(t, a, "rounds is 7 but rounds_per_step sums to 3");
+    a->rounds = 3;
+    a->global_chunks = 5;
+    expect_reject(t, a, "global_chunks is 5 but allgather with 4 ranks and 1 chunks has 4");
+    a->global_chunks = 4;
+    a->rounds_per_step[0] = 0;
+    a->rounds = 2;
+    expect_reject(t, a, "rounds_per_step[0] is 0");
+    a->rounds_per_step[0] = 1;
+    a->rounds = 3;
+    expect_accept(t, a);
+    a->sends[3].step = 3;
+    expect_reject(t, a, "step 3 out of range for 3 steps");
+    a->sends[3].step = 0;
+    a->sends[2].dst = 9;
+    expect_reject(t, a, "send 2 (chunk 2, 2->9, step 0): rank 9 out of range for 4 ranks");
+    a->sends[2].dst = 2;
+    expect_reject(t, a, "rank 2 sends to itself");
+    a->sends[2].dst = 3;
+    a->sends[4].chunk = 11;
+    expect_reject(t, a, "chunk 11 out of range for 4 global chunks");
+    algorithm_free(a);
+
+    cs_topology *t8 = builtin("ring:8");
+    a = ring_allgather(4, 1);
+    expect_reject(t8, a, "the algorithm has 4 ranks, topology");
+    algorithm_free(a);
+    topology_free(t8);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(report_collects_several_reasons_and_counts_all)
+{
+    cs_topology *t = uni_ring(8);
+    cs_algorithm *a = ring_allgather(8, 1);
+    /* break every send's link: 56 problems, 16 reasons */
+    for (long i = 0; i < a->nsends; i++) {
+        int s = a->sends[i].src;
+        a->sends[i].dst = (s + 2) % 8;
+    }
+    cs_verify_report rep;
+    ck_assert_int_eq(algorithm_verify_report(t, a, &rep, NULL), CS_EVERIFY);
+    ck_assert_int_eq(rep.nreasons, CS_VERIFY_MAX_REASONS);
+    ck_assert_int_ge(rep.nproblems, 56);
+    ck_assert_ptr_nonnull(strstr(rep.reasons[0], "send 0 (chunk 0, 0->2, step 0): no link 0->2"));
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(timed_schedules_check_time_causality_and_lanes)
+{
+    cs_topology *t = line(3);
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 3, 2, 2);
+    /* chunk 0: 0->1 [0,1], 1->2 [1,2]; chunk 1: 0->1 [1,2], 1->2 [2,3] */
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 1.0);
+    algorithm_add_timed_send(a, 0, 1, 2, 1, CS_OP_COPY, 1.0, 2.0);
+    algorithm_add_timed_send(a, 1, 0, 1, 1, CS_OP_COPY, 1.0, 2.0);
+    algorithm_add_timed_send(a, 1, 1, 2, 1, CS_OP_COPY, 2.0, 3.0);
+    expect_accept(t, a);
+    /* chunk 1 leaves rank 1 before it arrived (by time, although the steps agree) */
+    a->sends[3].start_us = 1.5;
+    expect_reject(t, a, "rank 1 only has chunk 1 from 2.000 us");
+    a->sends[3].start_us = 2.0;
+    /* both chunks on 0->1 at once: one lane */
+    a->sends[2].start_us = 0.5;
+    a->sends[2].end_us = 1.5;
+    expect_reject(t, a, "link 0->1 has 2 sends in flight at 0.500 us, more than its 1 lanes");
+    /* a mix of timed and untimed sends is refused */
+    a->sends[2].start_us = NAN;
+    expect_reject(t, a, "carry start_us/end_us");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(timed_combining_schedule_is_replayed_in_time_order)
+{
+    cs_topology *t = line(3);
+    cs_algorithm *a = new_alg(CS_COLL_REDUCE, 0, 3, 1, 2);
+    algorithm_add_timed_send(a, 0, 2, 1, 0, CS_OP_REDUCE, 0.0, 1.0);
+    algorithm_add_timed_send(a, 0, 1, 0, 0, CS_OP_REDUCE, 1.0, 2.0);
+    expect_accept(t, a);
+    /* leaving before 2's partial arrives loses it */
+    a->sends[1].start_us = 0.5;
+    a->sends[1].end_us = 1.5;
+    expect_reject(t, a, "lacks the contribution of rank 2");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(custom_collective_uses_its_pairs)
+{
+    const char *doc = "{\"kind\": \"custom\", \"global_chunks\": 2, \"pre\": [[0, 0], [1, 2]],"
+                      " \"post\": [[0, 2], [1, 0], [1, 1]]}";
+    json_error_t jerr;
+    json_t *j = json_loads(doc, 0, &jerr);
+    cs_collective c;
+    cs_error err;
+    ck_assert_int_eq(collective_from_json(j, &c, &err), CS_OK);
+    json_decref(j);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "line", 3, 1, 2, &a, &err), CS_OK);
+    collective_free(&c);
+    cs_topology *t = line(3);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 2, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 1, 2, 1, CS_OP_COPY);
+    algorithm_add_send(a, 1, 1, 0, 1, CS_OP_COPY);
+    expect_accept(t, a);
+    a->nsends = 3;
+    expect_reject(t, a, "chunk 1 never reaches rank 0");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(every_builtin_kind_checks_its_postcondition)
+{
+    /* gather, scatter, alltoall on a fully connected 4-rank topology: direct
+     * sends are valid; dropping one is caught */
+    cs_topology *t = builtin("fc:4");
+    const cs_coll_kind kinds[3] = {CS_COLL_GATHER, CS_COLL_SCATTER, CS_COLL_ALLTOALL};
+    for (int k = 0; k < 3; k++) {
+        cs_algorithm *a = new_alg(kinds[k], kinds[k] == CS_COLL_ALLTOALL ? -1 : 2, 4, 1, 1);
+        for (long g = 0; g < a->global_chunks; g++) {
+            int src = kinds[k] == CS_COLL_SCATTER ? 2 : (int)(g % 4);
+            int dst = kinds[k] == CS_COLL_GATHER ? 2 : kinds[k] == CS_COLL_SCATTER ? (int)(g % 4)
+                                                                                  : (int)((g / 4) % 4);
+            if (src != dst)
+                algorithm_add_send(a, g, src, dst, 0, CS_OP_COPY);
+        }
+        ck_assert_int_eq(algorithm_fit_rounds(a, t, NULL), CS_OK);
+        expect_accept(t, a);
+        long g = a->sends[0].chunk;
+        int dst = a->sends[0].dst;
+        a->sends[0] = a->sends[--a->nsends];
+        char want[64];
+        snprintf(want, sizeof want, "chunk %ld never reaches rank %d", g, dst);
+        expect_reject(t, a, want);
+        algorithm_free(a);
+    }
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(large_schedule_verifies_quickly)
+{
+    /* ring allgather on ring:512 with 2 chunks: 523,264 sends */
+    cs_topology *t = builtin("ring:512");
+    cs_algorithm *a = ring_allgather(512, 2);
+    double t0 = cs_now();
+    expect_accept(t, a);
+    double dt = cs_now() - t0;
+    ck_assert_msg(dt < 5.0, "verification took %.2f s", dt);
+    algorithm_free(a);
+    /* ring allreduce on 256 ranks: 130,560 sends with 256-bit sets */
+    cs_topology *u = uni_ring(256);
+    cs_algorithm *rs = ring_reducescatter(256), *ag = ring_allgather(256, 1), *ar = NULL;
+    ck_assert_int_eq(algorithm_concat(rs, ag, &ar, NULL), CS_OK);
+    expect_accept(u, ar);
+    algorithm_free(rs);
+    algorithm_free(ag);
+    algorithm_free(ar);
+    topology_free(u);
+    topology_free(t);
+}
+END_TEST
+
+static Suite *verify_suite(void)
+{
+    Suite *s = suite_create("verify");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ring_allgather_on_builtin_ring_is_accepted);
+    tcase_add_test(tc, pipelined_broadcast_on_line_is_accepted);
+    tcase_add_test(tc, dropped_send_fails_postcondition);
+    tcase_add_test(tc, missing_link_is_named);
+    tcase_add_test(tc, overfull_link_is_rejected_until_rounds_allow_it);
+    tcase_add_test(tc, overfull_shared_set_is_rejected);
+    tcase_add_test(tc, switch_links_and_sets_are_checked);
+    tcase_add_test(tc, send_before_arrival_is_a_causality_error);
+    tcase_add_test(tc, reduce_in_noncombining_collective_is_rejected);
+    tcase_add_test(tc, ring_reducescatter_and_allreduce_are_accepted);
+    tcase_add_test(tc, double_counted_contribution_is_rejected);
+    tcase_add_test(tc, missing_contribution_is_rejected);
+    tcase_add_test(tc, shared_values_are_never_changed_through_another_rank);
+    tcase_add_test(tc, conflicting_writes_in_one_step_are_rejected);
+    tcase_add_test(tc, bad_header_fields_are_reported);
+    tcase_add_test(tc, report_collects_several_reasons_and_counts_all);
+    tcase_add_test(tc, timed_schedules_check_time_causality_and_lanes);
+    tcase_add_test(tc, timed_combining_schedule_is_replayed_in_time_order);
+    tcase_add_test(tc, custom_collective_uses_its_pairs);
+    tcase_add_test(tc, every_builtin_kind_checks_its_postcondition);
+    tcase_add_test(tc, large_schedule_verifies_quickly);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(verify_suite)
