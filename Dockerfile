@@ -62,5 +62,5 @@ EXPOSE 8470
 # The runtime image has no curl binary (only libcurl): probe /v1/health with
 # bash's /dev/tcp and expect a 200 status line.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-    CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8470 && printf 'GET /v1/health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+    CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${COLLSYNTH_PORT:-8470} && printf 'GET /v1/health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/local/bin/collsynthd"]

@@ -49,8 +49,8 @@ static const opt_def options[] = {
      "log every HTTP request (default true)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
-    {"http-threads", OPT_INT, OFF(http_threads), 0, 1, 256,
-     "HTTP thread pool size (default 4)"},
+    {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,
+     "HTTP thread pool size (default 0 = one per CPU, at least 2; waiting clients hold none)"},
     {"max-connections", OPT_INT, OFF(max_connections), 0, 1, 100000,
      "concurrent HTTP connections (default 1024)"},
     {"max-queued", OPT_LONG, OFF(max_queued), 0, 1, 1e9,
@@ -98,7 +98,7 @@ void config_defaults(cs_server_config *c)
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->access_log = true;
     c->workers = 2;
-    c->http_threads = 4;
+    c->http_threads = 0;
     c->max_connections = 1024;
     c->max_queued = 256;
     c->job_time_limit_s = 600;

@@ -61,6 +61,7 @@ struct cs_jobs {
     pthread_cond_t work;        /* workers sleep here */
     pthread_cond_t tick;        /* the monitor sleeps here */
     bool stopping, monitor_stop;
+    bool cancel_all;            /* shutdown grace is over: cancel whatever starts */
     int nworkers;
     pthread_t *workers;
     pthread_t monitor;
@@ -269,6 +270,11 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     lj->next = j->running;
     j->running = lj;
     j->nrunning++;
+    if (j->cancel_all) {
+        /* claimed just as the grace ran out: give it straight back */
+        lj->stop = STOP_SHUTDOWN;
+        cs_cancel_request(cancel);
+    }
     pthread_mutex_unlock(&j->lock);
     atomic_fetch_add(&m->running, 1);
     atomic_fetch_add(&m->syntheses_started, 1);
@@ -671,6 +677,7 @@ void jobs_stop(cs_jobs *j, double grace_s)
         usleep(20000);
     }
     pthread_mutex_lock(&j->lock);
+    j->cancel_all = true;
     for (local_job *lj = j->running; lj; lj = lj->next)
         if (lj->stop == STOP_NONE && !lj->finishing) {
             lj->stop = STOP_SHUTDOWN;

@@ -215,6 +215,8 @@ static json_t *job_json(cs_server *s, const cs_store_job *j)
     }
     if (j->status == CS_JOB_RUNNING || j->status == CS_JOB_QUEUED)
         json_object_set_new(doc, "cancel_requested", json_boolean(j->cancel_requested));
+    if (j->status == CS_JOB_RUNNING && j->owner[0])
+        json_object_set_new(doc, "instance", json_string(j->owner)); /* the daemon running it */
     return doc;
 }
 
@@ -604,6 +606,20 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
         return respond_cs_error(rs, &err);
     }
 #endif
+    char selkey[160];
+    if (size_s)
+        snprintf(selkey, sizeof selkey, "%s|json|size=%.17g", key, size);
+    else
+        snprintf(selkey, sizeof selkey, "%s|json|alg=%ld", key, alg);
+    if (fmt_json) {
+        /* a selection already made for this size is answered from memory */
+        cs_blob *sel = cache_get(s->cache, selkey);
+        if (sel) {
+            enum MHD_Result ret = respond_blob(rs, 200, sel, "application/json", NULL, NULL);
+            blob_unref(sel);
+            return ret;
+        }
+    }
     cs_blob *b = NULL;
     if (result_blob(s, key, &b, &err) != CS_OK)
         return respond_cs_error(rs, &err);
@@ -642,7 +658,15 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
         }
         json_object_set_new(out, "selected", sel);
         loaded_free(&lr);
-        return respond_json(rs, 200, out);
+        char *text = json_dumps(out, JSON_COMPACT);
+        json_decref(out);
+        cs_blob *ob = text ? blob_adopt(text, strlen(text)) : NULL;
+        if (!ob)
+            return respond_error(rs, 500, "internal", "", "out of memory");
+        cache_put(s->cache, selkey, ob);
+        enum MHD_Result ret = respond_blob(rs, 200, ob, "application/json", NULL, NULL);
+        blob_unref(ob);
+        return ret;
     }
     /* generated code: memory cache, then store, then generate and keep */
     char variant[128], ckey[256];

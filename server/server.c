@@ -316,6 +316,11 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         return cs_error_set(err, CS_EINVAL, "listen",
                             "--listen %s is not a numeric IPv4 or IPv6 address", cfg->listen);
     }
+    /* One HTTP thread per CPU measured best on the 2-core box (docs/BENCHMARKS.md):
+     * handlers never wait for syntheses, so more threads only add switches. */
+    int http_threads = cfg->http_threads > 0 ? cfg->http_threads : cs_cpu_count();
+    if (http_threads < 2)
+        http_threads = 2;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
@@ -323,7 +328,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_logger, s, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_LISTEN_BACKLOG_SIZE,

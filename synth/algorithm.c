@@ -406,69 +406,92 @@ static int json_get_time(const json_t *obj, const char *key, const char *path, d
     return CS_OK;
 }
 
+/* Integer member of a send; formats the field path only on error (parsing
+ * millions of sends must not pay for a snprintf per field). */
+static int send_int(const json_t *js, long i, const char *key, long lo, long hi,
+                    const char *range_what, long *out, cs_error *err)
+{
+    json_t *v = json_object_get(js, key);
+    char path[CS_ERROR_FIELD_MAX];
+    if (v && json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x >= lo && x <= hi) {
+            *out = (long)x;
+            return CS_OK;
+        }
+        snprintf(path, sizeof path, "sends[%ld].%s", i, key);
+        if (range_what)
+            return cs_error_set(err, CS_EINVAL, path, "%s: %s %lld out of range for %ld %s", path,
+                                key, (long long)x, hi + 1, range_what);
+        return cs_error_set(err, CS_EINVAL, path, "%s: %lld out of range [%ld, %ld]", path,
+                            (long long)x, lo, hi);
+    }
+    snprintf(path, sizeof path, "sends[%ld].%s", i, key);
+    if (!v)
+        return cs_error_set(err, CS_EINVAL, path, "%s is required", path);
+    return cs_error_set(err, CS_EINVAL, path, "%s must be an integer", path);
+}
+
 static int parse_send(const json_t *js, long i, cs_algorithm *a, cs_error *err)
 {
     char path[CS_ERROR_FIELD_MAX];
-#define SEND_PATH(name) (snprintf(path, sizeof path, "sends[%ld]." name, i), path)
     if (!json_is_object(js)) {
         snprintf(path, sizeof path, "sends[%ld]", i);
         return cs_error_set(err, CS_EINVAL, path, "%s must be an object", path);
     }
     long chunk = -1, src = -1, dst = -1, step = -1;
     int rc;
-    if ((rc = json_get_long(js, "chunk", SEND_PATH("chunk"), true, 0, a->global_chunks - 1,
-                            &chunk, err)) != CS_OK)
+    if ((rc = send_int(js, i, "chunk", 0, a->global_chunks - 1, "global chunks", &chunk, err)) ||
+        (rc = send_int(js, i, "src", 0, a->ranks - 1, NULL, &src, err)) ||
+        (rc = send_int(js, i, "dst", 0, a->ranks - 1, NULL, &dst, err)) ||
+        (rc = send_int(js, i, "step", 0, (long)a->steps - 1, "steps", &step, err))) {
+        /* ranks get the wording of the contract's example */
+        if (err && (strstr(err->field, ".src") || strstr(err->field, ".dst")) &&
+            strstr(err->message, "out of range")) {
+            json_int_t r = json_integer_value(json_object_get(js, strstr(err->field, ".src")
+                                                                  ? "src" : "dst"));
+            snprintf(path, sizeof path, "%s", err->field);
+            cs_error_set(err, CS_EINVAL, path, "%s: rank %lld out of range for %d ranks", path,
+                         (long long)r, a->ranks);
+        }
         return rc;
-    static const char *const rank_keys[2] = {"src", "dst"};
-    long *rank_vals[2] = {&src, &dst};
-    for (int k = 0; k < 2; k++) {
-        snprintf(path, sizeof path, "sends[%ld].%s", i, rank_keys[k]);
-        json_t *v = json_object_get(js, rank_keys[k]);
-        if (!v)
-            return cs_error_set(err, CS_EINVAL, path, "%s is required", path);
-        if (!json_is_integer(v))
-            return cs_error_set(err, CS_EINVAL, path, "%s must be an integer", path);
-        json_int_t r = json_integer_value(v);
-        if (r < 0 || r >= a->ranks)
-            return cs_error_set(err, CS_EINVAL, path, "%s: rank %lld out of range for %d ranks",
-                                path, (long long)r, a->ranks);
-        *rank_vals[k] = (long)r;
     }
-    if (src == dst)
-        return cs_error_set(err, CS_EINVAL, SEND_PATH("dst"),
-                            "%s: rank %ld sends to itself", path, dst);
-    if ((rc = json_get_long(js, "step", SEND_PATH("step"), true, 0, 0x7fffffff, &step,
-                            err)) != CS_OK)
-        return rc;
-    if (step >= a->steps)
-        return cs_error_set(err, CS_EINVAL, path, "%s: step %ld out of range for %d steps", path,
-                            step, a->steps);
+    if (src == dst) {
+        snprintf(path, sizeof path, "sends[%ld].dst", i);
+        return cs_error_set(err, CS_EINVAL, path, "%s: rank %ld sends to itself", path, dst);
+    }
     cs_op op = CS_OP_COPY;
     json_t *jop = json_object_get(js, "op");
     if (jop) {
-        if (!json_is_string(jop))
-            return cs_error_set(err, CS_EINVAL, SEND_PATH("op"), "%s must be a string", path);
-        if (strcmp(json_string_value(jop), "copy") == 0)
+        const char *name = json_string_value(jop);
+        if (name && strcmp(name, "copy") == 0) {
             op = CS_OP_COPY;
-        else if (strcmp(json_string_value(jop), "reduce") == 0)
+        } else if (name && strcmp(name, "reduce") == 0) {
             op = CS_OP_REDUCE;
-        else
-            return cs_error_set(err, CS_EINVAL, SEND_PATH("op"),
-                                "%s: \"%s\" is not an op (copy or reduce)", path,
-                                json_string_value(jop));
+        } else {
+            snprintf(path, sizeof path, "sends[%ld].op", i);
+            if (!name)
+                return cs_error_set(err, CS_EINVAL, path, "%s must be a string", path);
+            return cs_error_set(err, CS_EINVAL, path, "%s: \"%s\" is not an op (copy or reduce)",
+                                path, name);
+        }
     }
-    double start, end;
-    if ((rc = json_get_time(js, "start_us", SEND_PATH("start_us"), &start, err)) != CS_OK)
-        return rc;
-    if ((rc = json_get_time(js, "end_us", SEND_PATH("end_us"), &end, err)) != CS_OK)
-        return rc;
-    if (isnan(start) != isnan(end))
-        return cs_error_set(err, CS_EINVAL, SEND_PATH("end_us"),
-                            "sends[%ld]: start_us and end_us must be given together", i);
-    if (!isnan(start) && end < start)
-        return cs_error_set(err, CS_EINVAL, SEND_PATH("end_us"),
-                            "%s: %g is before start_us %g", path, end, start);
-#undef SEND_PATH
+    double start = NAN, end = NAN;
+    json_t *js_start = json_object_get(js, "start_us"), *js_end = json_object_get(js, "end_us");
+    if (js_start || js_end) {
+        snprintf(path, sizeof path, "sends[%ld].start_us", i);
+        if ((rc = json_get_time(js, "start_us", path, &start, err)) != CS_OK)
+            return rc;
+        snprintf(path, sizeof path, "sends[%ld].end_us", i);
+        if ((rc = json_get_time(js, "end_us", path, &end, err)) != CS_OK)
+            return rc;
+        if (isnan(start) != isnan(end))
+            return cs_error_set(err, CS_EINVAL, path,
+                                "sends[%ld]: start_us and end_us must be given together", i);
+        if (!isnan(start) && end < start)
+            return cs_error_set(err, CS_EINVAL, path, "%s: %g is before start_us %g", path, end,
+                                start);
+    }
     if (algorithm_add_timed_send(a, chunk, (int)src, (int)dst, (int)step, op, start, end) !=
         CS_OK)
         return cs_error_set(err, CS_ENOMEM, "sends", "out of memory at send %ld", i);

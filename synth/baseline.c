@@ -22,8 +22,9 @@
  * mirror of scatter; there the dual tree is first pruned of forwarders that
  * lead to no target, since a mirrored leaf must be a chunk's source.
  *
- * Cost: one BFS per distinct source (O(links) each, cached per call) and
- * O(sends + hops) for routing; no per-pair path queries.
+ * Cost: one BFS per distinct source (O(links) each, cached per call), a sort
+ * of the logical sends, and O(hops) hash-table work for routing; no per-pair
+ * path queries.  Every result is checked with algorithm_verify.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -31,7 +32,6 @@
 
 #include "baseline_internal.h"
 #include "verify.h"
-
 
 /* ---- registry ------------------------------------------------------------------ */
 
@@ -170,7 +170,7 @@ int bl_lsched_add(bl_lsched *ls, long chunk, int src, int dst, int lstep)
         return CS_OK;
     if (ls->n == ls->cap) {
         long ncap = ls->cap ? ls->cap * 2 : 256;
-        if (ncap > BL_MAX_SENDS * 4)
+        if (ncap > 2 * BL_MAX_SENDS)
             return CS_ELIMIT;
         bl_lsend *ns = realloc(ls->s, (size_t)ncap * sizeof *ns);
         if (!ns)
@@ -711,6 +711,29 @@ int baseline_generate(const char *name, const cs_topology *t, const cs_collectiv
     if (t->ranks < 2)
         return cs_error_set(err, CS_EUNSUPPORTED, "topology",
                             "baselines need at least 2 ranks, %s has %d", t->name, t->ranks);
+    /* Refuse at once what cannot fit: every chunk must reach (or leave)
+     * P-1 ranks, so this many sends is a lower bound for any schedule. */
+    long p1 = t->ranks - 1, cmin = chunks_req > 0 ? chunks_req : 1, need;
+    switch (c->kind) {
+    case CS_COLL_ALLGATHER:
+    case CS_COLL_REDUCESCATTER:
+        need = cmin * (p1 + 1) * p1;
+        break;
+    case CS_COLL_ALLTOALL:
+        need = cmin * (p1 + 1) * p1;
+        break;
+    case CS_COLL_ALLREDUCE:
+        need = 2 * cmin * p1;
+        break;
+    default:
+        need = cmin * p1;
+    }
+    if (need > BL_MAX_SENDS)
+        return cs_error_set(err, CS_ELIMIT, chunks_req > 0 ? "chunks" : "topology",
+                            "%s %s on %d ranks with %ld chunks needs at least %ld sends, more "
+                            "than the limit %ld",
+                            name, collective_kind_name(c->kind), t->ranks, cmin, need,
+                            BL_MAX_SENDS);
     cs_collective cc;
     int rc = collective_copy(&cc, c, err);
     if (rc != CS_OK)

@@ -36,10 +36,12 @@
  *                 of q*cap(S) - p*(P-|S|) over S containing a fixed rank t0 is
  *                 an s-t min cut (source -> every rank with capacity p, links
  *                 scaled by q, t0 -> sink infinite), solved for every t0 with
- *                 Dinic's algorithm on exact 64-bit integers.  When the
- *                 minimum is negative, lambda becomes that set's ratio; when
- *                 it is zero, lambda is optimal.  The result is exact:
- *                 rpc = 1/lambda* as a reduced fraction (DGX-1: 7/6).
+ *                 push-relabel (FIFO, gap and global relabelling; the first
+ *                 phase settles the min cut) on exact 64-bit integers.
+ *                 lambda starts at the best single-rank cut; a negative
+ *                 minimum makes lambda that set's ratio at once; a pass over
+ *                 every t0 without one proves lambda optimal.  The result is
+ *                 exact: rpc = 1/lambda* as a reduced fraction (DGX-1: 7/6).
  *   broadcast     k = 1 for any S without the root: rpc = 1 / min over t of
  *                 maxflow(root, t).
  *   scatter       k = |S| for S without the root: maximize |S|/cap(S) by
@@ -48,9 +50,12 @@
  *   gather        scatter on the reversed topology (chunks leave S).
  *   alltoall      k = |S|*(P-|S|): not a ratio min cut can optimize, so the
  *                 bound is the best of the cuts examined: every set the
- *                 allgather Dinkelbach met (including each rank alone and its
- *                 complement), evaluated with the alltoall count.  Valid,
- *                 not always tight.
+ *                 allgather Dinkelbach met, each rank alone and its
+ *                 complement, each locality group and its complement (exact
+ *                 cut capacity), and the prefixes of the rank numbering and
+ *                 of a BFS order from every rank (capacity = plain sum of
+ *                 entering lanes, an over-estimate, so still valid).  Valid,
+ *                 not always tight (DGX-1: 8/3 from its two groups).
  *   reducescatter, reduce: the dual (allgather, broadcast) on the reversed
  *                 topology (an inverted algorithm runs the same rounds).
  *   allreduce     with C = P*c chunks done as RS then AG of c chunks each:
@@ -61,12 +66,14 @@
  *
  * Scale: the exact allgather search needs at least P max-flows (one pass over
  * t0, starting from the best single-rank cut, updating lambda eagerly).  For
- * P > BOUNDS_EXACT_MAX_RANKS (512) only BOUNDS_SAMPLE_T0 (32) evenly spaced
- * t0 are tried (valid, not proven tight; the description says "sampled").
+ * P * (network size) > 2e7 (e.g. a 45x45 mesh, or 1024 ranks on big switches)
+ * only 4e6 / size (at least 16) evenly spaced t0 are tried: valid, not proven
+ * tight, and the description says "sampled".  Broadcast samples its targets
+ * the same way (a min over fewer targets is larger: still a valid bound).
  * For P > BOUNDS_FALLBACK_RANKS (4096) it falls back to per-rank cuts (a rank
- * alone and its complement, using topology_ingress/egress_lanes), and the
- * steps bound uses BFS from a few ranks (a double sweep) instead of the full
- * diameter: both still valid lower bounds, possibly loose.
+ * alone and its complement, using topology_ingress/egress_lanes).  The steps
+ * bound uses BFS from a few ranks (a double sweep) instead of the full
+ * diameter when P * (P + links) > 2e8.  All still valid, possibly loose.
  */
 #include "collective.h"
 
@@ -77,20 +84,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BOUNDS_EXACT_MAX_RANKS 512
+/* Max-flows per search are P; each costs about the network's size (nodes +
+ * edges).  Up to BOUNDS_EXACT_WORK = P * size the search is exhaustive (exact);
+ * beyond, BOUNDS_SAMPLE_WORK / size (at least BOUNDS_SAMPLE_MIN) evenly spaced
+ * ranks are tried. */
+#define BOUNDS_EXACT_WORK 20000000L
+#define BOUNDS_SAMPLE_WORK 4000000L
+#define BOUNDS_SAMPLE_MIN 16
+/* BFS-order prefixes (alltoall) while P * (P + links) fits this */
+#define BOUNDS_BFS_PREFIX_WORK 20000000L
+/* the exact diameter (P BFS) while P * (P + links) fits this */
+#define BOUNDS_DIAMETER_WORK 200000000L
 #define BOUNDS_FALLBACK_RANKS 4096
-#define BOUNDS_SAMPLE_T0 32
 #define FLOW_INF (INT64_MAX / 4)
 /* Work budget (ranks+links per BFS times BFS count) for custom steps. */
 #define CUSTOM_STEPS_BUDGET 100000000L
 
-/* ---- Dinic's max-flow on int64 capacities ------------------------------------------ */
+/* ---- max-flow on int64 capacities: the network ------------------------------------- */
 
 typedef struct {
     int n, m, cap_m;
     int *head, *next, *to;   /* adjacency lists; edge e and e^1 are a pair */
     int64_t *cap, *base;     /* residual capacity, capacity as built */
     int *level, *iter, *queue;
+    int64_t *excess;         /* push-relabel */
+    int *count;              /* nodes per height, 0..n */
+    unsigned char *queued;
+    int *active;             /* FIFO of active nodes (queue is the BFS's) */
 } flow_net;
 
 static void net_free(flow_net *g)
@@ -103,6 +123,10 @@ static void net_free(flow_net *g)
     free(g->level);
     free(g->iter);
     free(g->queue);
+    free(g->excess);
+    free(g->count);
+    free(g->queued);
+    free(g->active);
     memset(g, 0, sizeof *g);
 }
 
@@ -119,8 +143,12 @@ static int net_init(flow_net *g, int n, int max_edges)
     g->level = malloc(sizeof(int) * (size_t)n);
     g->iter = malloc(sizeof(int) * (size_t)n);
     g->queue = malloc(sizeof(int) * (size_t)n);
-    if (!g->head || !g->next || !g->to || !g->cap || !g->base || !g->level || !g->iter ||
-        !g->queue) {
+    g->excess = malloc(sizeof(int64_t) * (size_t)n);
+    g->count = malloc(sizeof(int) * ((size_t)n + 1));
+    g->queued = malloc((size_t)n);
+    g->active = malloc(sizeof(int) * (size_t)n);
+    if (!g->active || !g->head || !g->next || !g->to || !g->cap || !g->base || !g->level || !g->iter ||
+        !g->queue || !g->excess || !g->count || !g->queued) {
         net_free(g);
         return CS_ENOMEM;
     }
@@ -139,71 +167,124 @@ static int net_edge(flow_net *g, int u, int v, int64_t cap)
     return e;
 }
 
-static bool net_bfs(flow_net *g, int s, int t)
-{
-    for (int i = 0; i < g->n; i++)
-        g->level[i] = -1;
-    int head = 0, tail = 0;
-    g->level[s] = 0;
-    g->queue[tail++] = s;
-    while (head < tail) {
-        int u = g->queue[head++];
-        for (int e = g->head[u]; e >= 0; e = g->next[e])
-            if (g->cap[e] > 0 && g->level[g->to[e]] < 0) {
-                g->level[g->to[e]] = g->level[u] + 1;
-                g->queue[tail++] = g->to[e];
-            }
-    }
-    return g->level[t] >= 0;
-}
+/* ---- push-relabel (FIFO, gap and global relabelling), first phase only ------------ */
 
-/* Pushes up to f from u towards t along the level graph, over as many edges
- * as it takes; a node that can push nothing leaves the level graph. */
-static int64_t net_dfs(flow_net *g, int u, int t, int64_t f)
+/* Exact distances to t in the residual graph into level[] (n when t is out
+ * of reach), and the per-height counts. */
+static void pr_global_relabel(flow_net *g, int s, int t)
 {
-    if (u == t)
-        return f;
-    int64_t pushed = 0;
-    for (int *e = &g->iter[u]; *e >= 0; *e = g->next[*e]) {
-        int v = g->to[*e];
-        if (g->cap[*e] > 0 && g->level[v] == g->level[u] + 1) {
-            int64_t want = f - pushed;
-            int64_t d = net_dfs(g, v, t, want < g->cap[*e] ? want : g->cap[*e]);
-            if (d > 0) {
-                g->cap[*e] -= d;
-                g->cap[*e ^ 1] += d;
-                pushed += d;
-                if (pushed == f)
-                    return pushed;
+    int n = g->n;
+    for (int i = 0; i < n; i++)
+        g->level[i] = n;
+    for (int h = 0; h <= n; h++)
+        g->count[h] = 0;
+    int head = 0, tail = 0;
+    g->level[t] = 0;
+    g->queue[tail++] = t;
+    while (head < tail) {
+        int w = g->queue[head++];
+        for (int e = g->head[w]; e >= 0; e = g->next[e]) {
+            int x = g->to[e];          /* residual x -> w is edge e ^ 1 */
+            if (g->cap[e ^ 1] > 0 && g->level[x] == n && x != s) {
+                g->level[x] = g->level[w] + 1;
+                g->queue[tail++] = x;
             }
         }
     }
-    if (pushed == 0)
-        g->level[u] = -1;
-    return pushed;
+    for (int i = 0; i < n; i++) {
+        g->count[g->level[i]]++;
+        g->iter[i] = g->head[i];
+    }
 }
 
-/* Max flow with the current residual capacities (set g->cap first). */
+/* The value of a maximum preflow from s to t (= the max flow value).  Only the
+ * first phase of push-relabel runs: it settles the minimum cut, which is all
+ * the bounds need.  Afterwards level[v] < n iff v can still reach t, i.e. v is
+ * on the sink side of a minimum cut. */
 static int64_t net_maxflow(flow_net *g, int s, int t)
 {
-    int64_t flow = 0;
-    while (net_bfs(g, s, t)) {
-        for (int i = 0; i < g->n; i++)
-            g->iter[i] = g->head[i];
-        int64_t f;
-        while ((f = net_dfs(g, s, t, FLOW_INF)) > 0) {
-            flow += f;
-            if (flow >= FLOW_INF)
-                return FLOW_INF;
+    int n = g->n;
+    for (int i = 0; i < n; i++) {
+        g->excess[i] = 0;
+        g->queued[i] = 0;
+    }
+    pr_global_relabel(g, s, t);
+    int qhead = 0, qlen = 0;
+    /* the queue is circular over n slots: a node is in it at most once */
+#define PR_ENQUEUE(v)                                          \
+    do {                                                       \
+        g->active[(qhead + qlen) % n] = (v);                    \
+        qlen++;                                                \
+        g->queued[(v)] = 1;                                    \
+    } while (0)
+    for (int e = g->head[s]; e >= 0; e = g->next[e]) {
+        int64_t c = g->cap[e];
+        int v = g->to[e];
+        if (c <= 0)
+            continue;
+        g->cap[e] = 0;
+        g->cap[e ^ 1] += c;
+        g->excess[v] += c;
+        if (v != t && !g->queued[v] && g->level[v] < n)
+            PR_ENQUEUE(v);
+    }
+    long relabels = 0;
+    while (qlen > 0) {
+        int u = g->active[qhead];
+        qhead = (qhead + 1) % n;
+        qlen--;
+        g->queued[u] = 0;
+        while (g->excess[u] > 0 && g->level[u] < n) {
+            int e = g->iter[u];
+            if (e < 0) {
+                /* relabel */
+                int old = g->level[u], h = n;
+                for (int f = g->head[u]; f >= 0; f = g->next[f])
+                    if (g->cap[f] > 0 && g->level[g->to[f]] + 1 < h)
+                        h = g->level[g->to[f]] + 1;
+                g->count[old]--;
+                if (g->count[old] == 0 && old < n) {
+                    /* gap: nothing above old can reach t any more */
+                    for (int v = 0; v < n; v++)
+                        if (g->level[v] > old && g->level[v] < n) {
+                            g->count[g->level[v]]--;
+                            g->level[v] = n;
+                            g->count[n]++;
+                        }
+                    h = n;
+                }
+                g->level[u] = h;
+                g->count[h]++;
+                g->iter[u] = g->head[u];
+                if (++relabels % n == 0) {
+                    pr_global_relabel(g, s, t);
+                }
+                continue;
+            }
+            int v = g->to[e];
+            if (g->cap[e] > 0 && g->level[u] == g->level[v] + 1) {
+                int64_t d = g->excess[u] < g->cap[e] ? g->excess[u] : g->cap[e];
+                g->cap[e] -= d;
+                g->cap[e ^ 1] += d;
+                g->excess[u] -= d;
+                g->excess[v] += d;
+                if (v != t && v != s && !g->queued[v] && g->level[v] < n)
+                    PR_ENQUEUE(v);
+                if (g->cap[e] == 0)
+                    g->iter[u] = g->next[e];
+            } else {
+                g->iter[u] = g->next[e];
+            }
         }
     }
-    return flow;
+#undef PR_ENQUEUE
+    pr_global_relabel(g, s, t);
+    return g->excess[t];
 }
 
-/* After net_maxflow: level[v] >= 0 iff v is on the source side of a min cut. */
-static void net_source_side(flow_net *g, int s, int t)
+static bool net_sink_side(const flow_net *g, int v)
 {
-    net_bfs(g, s, t);
+    return g->level[v] < g->n;
 }
 
 /* ---- the cut network of a topology ------------------------------------------------- */
@@ -378,6 +459,19 @@ static void describe_set(const unsigned char *in_s, int P, char *buf, size_t siz
 
 /* ---- allgather / alltoall: Dinkelbach over s-t min cuts ----------------------------- */
 
+/* How many of the P candidates (t0 or targets) to try: all while P max-flows
+ * fit BOUNDS_EXACT_WORK, else an evenly spaced sample. */
+static int tries(const cut_net *c, int P)
+{
+    long size = (long)c->g.n + c->g.m;
+    if ((long)P * size <= BOUNDS_EXACT_WORK)
+        return P;
+    long k = BOUNDS_SAMPLE_WORK / size;
+    if (k < BOUNDS_SAMPLE_MIN)
+        k = BOUNDS_SAMPLE_MIN;
+    return k < P ? (int)k : P;
+}
+
 /* Offers S = the first k ranks of order (k = 1..P-1) for alltoall, with
  * cap(S) the plain sum of lanes entering S (shared sets ignored: an upper
  * bound on the capacity, so the ratio stays a valid bound), updated as each
@@ -407,7 +501,8 @@ static void a2a_prefixes(const cs_topology *t, const int *order, unsigned char *
 
 /* Alltoall candidates beyond the allgather search: locality groups and their
  * complements (exact cut capacity), prefixes of the rank numbering, and (for
- * P <= BOUNDS_EXACT_MAX_RANKS) prefixes of a BFS order from every rank. */
+ * P * (P + links) <= BOUNDS_BFS_PREFIX_WORK) prefixes of a BFS order from
+ * every rank. */
 static int a2a_candidates(const cs_topology *t, cut_net *c, rpc_bound *a2a, cs_error *err)
 {
     int P = t->ranks;
@@ -418,7 +513,11 @@ static int a2a_candidates(const cs_topology *t, cut_net *c, rpc_bound *a2a, cs_e
         free(order);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
-    for (int g = 0; g < t->ngroups; g++)
+    /* exact cut capacity costs a max-flow each: as many groups as tries() allows */
+    int ngroups = t->ngroups, budget = tries(c, 2 * ngroups) / 2;
+    if (budget < ngroups)
+        ngroups = budget > 0 ? budget : 1;
+    for (int g = 0; g < ngroups; g++)
         for (int side = 0; side < 2; side++) {
             memset(in_s, side, (size_t)P);
             for (int i = 0; i < t->groups[g].nranks; i++)
@@ -436,7 +535,7 @@ static int a2a_candidates(const cs_topology *t, cut_net *c, rpc_bound *a2a, cs_e
     for (int r = 0; r < P; r++)
         order[r] = r;
     a2a_prefixes(t, order, in_s, "the numbering", a2a);
-    if (P <= BOUNDS_EXACT_MAX_RANKS) {
+    if ((long)P * ((long)P + t->nlinks) <= BOUNDS_BFS_PREFIX_WORK) {
         for (int v = 0; v < P; v++) {
             /* BFS order from v over out-links, ties by link order */
             memset(in_s, 0, (size_t)P);
@@ -461,8 +560,8 @@ static int a2a_candidates(const cs_topology *t, cut_net *c, rpc_bound *a2a, cs_e
 
 /* Sets ag to the allgather rpc and, when a2a is non-NULL, offers every
  * examined set with the alltoall count |S|*(P-|S|).  Exact when every rank is
- * tried as t0 (P <= BOUNDS_EXACT_MAX_RANKS); above that only a sample of
- * BOUNDS_SAMPLE_T0 ranks is tried, which still yields valid cuts. */
+ * tried as t0 (see tries()); above that only a sample is tried, which still
+ * yields valid cuts. */
 static int allgather_cuts(const cs_topology *t, rpc_bound *ag, rpc_bound *a2a, cs_error *err)
 {
     int P = t->ranks;
@@ -498,8 +597,8 @@ static int allgather_cuts(const cs_topology *t, rpc_bound *ag, rpc_bound *a2a, c
         cut_free(&c);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
-    bool sampled = P > BOUNDS_EXACT_MAX_RANKS;
-    int ntries = sampled ? BOUNDS_SAMPLE_T0 : P;
+    int ntries = tries(&c, P);
+    bool sampled = ntries < P;
     /* Eager Dinkelbach: any set with q*cap(S) - p*(P-|S|) < 0 lowers lambda at
      * once; stop after a full pass over the t0 without improvement. */
     int since_improved = 0;
@@ -510,10 +609,9 @@ static int allgather_cuts(const cs_topology *t, rpc_bound *ag, rpc_bound *a2a, c
             c.g.cap[c.src_edge[r]] = p;
         c.g.cap[c.sink_edge[t0]] = FLOW_INF;
         int64_t cut = net_maxflow(&c.g, c.s, c.t);
-        net_source_side(&c.g, c.s, c.t);
         int size = 0;
         for (int r = 0; r < P; r++) {
-            in_s[r] = c.g.level[r] < 0;
+            in_s[r] = net_sink_side(&c.g, r);
             size += in_s[r];
         }
         int64_t capq = cut - p * size;      /* = q * cap(S) */
@@ -551,8 +649,9 @@ static int broadcast_cut(const cs_topology *t, int root, rpc_bound *b, cs_error 
     if (rc)
         return rc;
     int64_t best = FLOW_INF;
-    int at = -1;
-    for (int v = 0; v < t->ranks; v++) {
+    int at = -1, P = t->ranks, ntries = tries(&c, P);
+    for (int k = 0; k < ntries; k++) {
+        int v = ntries < P ? (int)((long)k * P / ntries) : k;
         if (v == root)
             continue;
         cut_reset(&c, 1);
@@ -565,8 +664,8 @@ static int broadcast_cut(const cs_topology *t, int root, rpc_bound *b, cs_error 
         }
     }
     if (at >= 0)
-        bound_offer(b, 1, best, "min cut from root %d to rank %d: %lld lanes", root, at,
-                    (long long)best);
+        bound_offer(b, 1, best, "min cut from root %d to rank %d: %lld lanes%s", root, at,
+                    (long long)best, ntries < P ? " (sampled targets)" : "");
     cut_free(&c);
     return CS_OK;
 }
@@ -592,10 +691,9 @@ static int scatter_cuts(const cs_topology *t, int root, rpc_bound *b, cs_error *
             if (r != root)
                 c.g.cap[c.sink_edge[r]] = p;
         int64_t cut = net_maxflow(&c.g, c.s, c.t);
-        net_source_side(&c.g, c.s, c.t);
         int size = 0;
         for (int r = 0; r < P; r++) {
-            in_s[r] = c.g.level[r] < 0;
+            in_s[r] = net_sink_side(&c.g, r);
             size += in_s[r];
         }
         int64_t capq = cut - p * (int64_t)(P - 1 - size);   /* q * cap(S) */
@@ -690,11 +788,12 @@ static int eccentricity(const cs_topology *t, int src, bool backward, int *dist,
     return ecc;
 }
 
-/* The diameter, or for huge topologies a double-sweep lower bound on it. */
+/* The diameter, or for huge topologies (P * (P + links) > 2e8) a double-sweep
+ * lower bound on it (exact on meshes and tori). */
 static int diameter_bound(const cs_topology *t, int *dist, int *queue)
 {
     int best = 0;
-    if (t->ranks <= BOUNDS_FALLBACK_RANKS) {
+    if ((long)t->ranks * ((long)t->ranks + t->nlinks) <= BOUNDS_DIAMETER_WORK) {
         for (int s = 0; s < t->ranks; s++) {
             int e = eccentricity(t, s, false, dist, queue);
             if (e > best)

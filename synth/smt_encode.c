@@ -53,6 +53,9 @@ void smt_encode_config_default(smt_encode_config *cfg)
     cfg->sym_len = 0;
     cfg->pb_solver = "sorting";
     cfg->seed = 0;
+    cfg->direct = false;
+    cfg->ingress = true;
+    cfg->fixed_rounds = NULL;
 }
 
 /* ---- problem --------------------------------------------------------------- */
@@ -246,6 +249,8 @@ typedef struct enc {
     unsigned next_id;
     long nvars, ncons;
     int S;
+    bool direct;
+    bool oom;
     const smt_problem *p;
     Z3_ast *has;  /* G * P * (S+1) */
     Z3_ast *snd;  /* nlinks * G, NULL when impossible */
@@ -272,24 +277,34 @@ static Z3_ast neg(enc *E, Z3_ast a)
 }
 
 /* Asserts the disjunction of n literals, simplifying constants. */
-static void clause(enc *E, int n, Z3_ast *lits)
+static void clause(enc *E, int n, const Z3_ast *lits)
 {
-    Z3_ast keep[8];
+    Z3_ast small[16];
+    Z3_ast *keep = n <= 16 ? small : malloc(sizeof(Z3_ast) * (size_t)n);
     int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (lits[i] == E->T)
-            return;
-        if (lits[i] == E->F)
-            continue;
-        keep[m++] = lits[i];
+    if (!keep) {
+        E->oom = true;
+        return;
     }
-    E->ncons++;
-    if (m == 0)
-        Z3_solver_assert(E->ctx, E->solver, E->F);
-    else if (m == 1)
-        Z3_solver_assert(E->ctx, E->solver, keep[0]);
-    else
-        Z3_solver_assert(E->ctx, E->solver, Z3_mk_or(E->ctx, (unsigned)m, keep));
+    for (int i = 0; i < n; i++) {
+        if (lits[i] == E->T) {
+            m = -1;
+            break;
+        }
+        if (lits[i] != E->F)
+            keep[m++] = lits[i];
+    }
+    if (m >= 0) {
+        E->ncons++;
+        if (m == 0)
+            Z3_solver_assert(E->ctx, E->solver, E->F);
+        else if (m == 1)
+            Z3_solver_assert(E->ctx, E->solver, keep[0]);
+        else
+            Z3_solver_assert(E->ctx, E->solver, Z3_mk_or(E->ctx, (unsigned)m, keep));
+    }
+    if (keep != small)
+        free(keep);
 }
 
 static void clause2(enc *E, Z3_ast a, Z3_ast b)
@@ -366,6 +381,37 @@ static void enc_free(enc *E)
     free(E->coef);
 }
 
+/* Chunks per round each rank can receive: the lanes of its in-links, capped
+ * by any constraint set that holds all of them (a switch port). */
+static int *ingress_caps(const smt_problem *p)
+{
+    int *cap = calloc((size_t)p->P, sizeof(int));
+    unsigned char *mark = calloc((size_t)p->nlinks + 1, 1);
+    if (!cap || !mark) {
+        free(cap);
+        free(mark);
+        return NULL;
+    }
+    for (int v = 0; v < p->P; v++) {
+        int deg = p->in_begin[v + 1] - p->in_begin[v];
+        for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++) {
+            cap[v] += p->llanes[p->in_links[i]];
+            mark[p->in_links[i]] = 1;
+        }
+        for (int s = 0; s < p->nsets; s++) {
+            int covered = 0;
+            for (int i = p->set_begin[s]; i < p->set_begin[s + 1]; i++)
+                covered += mark[p->set_links[i]];
+            if (covered == deg && p->set_lanes[s] < cap[v])
+                cap[v] = p->set_lanes[s];
+        }
+        for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++)
+            mark[p->in_links[i]] = 0;
+    }
+    free(mark);
+    return cap;
+}
+
 /* Builds every constraint; returns CS_EUNSAT when the postcondition is out
  * of reach (no solver call needed), CS_ENOMEM, or CS_OK. */
 static int encode(enc *E, int R, const smt_encode_config *cfg)
@@ -422,43 +468,71 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
             size_t gv = (size_t)g * P + v;
             if (p->pre[gv] || HAS(E, g, v, S) == E->F)
                 continue;
-            int nin = 0;
-            Z3_ast ins[256 + 1];
-            Z3_ast *inv = ins;
             int deg = p->in_begin[v + 1] - p->in_begin[v];
-            Z3_ast *heap = NULL;
-            if (deg > 256) {
-                heap = malloc(sizeof(Z3_ast) * (size_t)(deg + 1));
-                if (!heap)
-                    return CS_ENOMEM;
-                inv = heap;
-            }
-            for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++) {
-                int l = p->in_links[i], u = p->lsrc[l];
-                if (HAS(E, g, u, S - 1) == E->F)
-                    continue;
-                Z3_ast s = mkvar(E);
-                E->snd[(size_t)l * G + g] = s;
-                inv[nin++] = s;
-                clause2(E, neg(E, s), HAS(E, g, v, S));
+            Z3_ast *inv = malloc(sizeof(Z3_ast) * ((size_t)deg * (size_t)S + 2));
+            if (!inv)
+                return CS_ENOMEM;
+            int nin = 0;
+            if (cfg->direct) {
+                /* y[l][c][t] is exactly "c crosses l in step t" */
                 for (int t = 1; t <= S; t++) {
                     Z3_ast hv = HAS(E, g, v, t), hv0 = HAS(E, g, v, t - 1);
                     if (hv == E->F || hv == hv0)
                         continue;
-                    clause3(E, neg(E, s), neg(E, hv), HAS(E, g, u, t - 1));
-                    Z3_ast yv = mkvar(E);
-                    E->y[((size_t)l * S + (t - 1)) * G + g] = yv;
-                    clause4(E, neg(E, s), neg(E, hv), hv0, yv);
+                    int first = nin;
+                    for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++) {
+                        int l = p->in_links[i], u = p->lsrc[l];
+                        Z3_ast hu = HAS(E, g, u, t - 1);
+                        if (hu == E->F)
+                            continue;
+                        Z3_ast yv = mkvar(E);
+                        E->y[((size_t)l * S + (t - 1)) * G + g] = yv;
+                        inv[nin++] = yv;
+                        clause2(E, neg(E, yv), hu);
+                        clause2(E, neg(E, yv), hv);
+                        clause2(E, neg(E, yv), neg(E, hv0));
+                    }
+                    /* arriving in step t needs a crossing in step t */
+                    inv[nin] = neg(E, hv);
+                    inv[nin + 1] = hv0;
+                    clause(E, nin - first + 2, inv + first);
                 }
+            } else {
+                for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++) {
+                    int l = p->in_links[i], u = p->lsrc[l];
+                    if (HAS(E, g, u, S - 1) == E->F)
+                        continue;
+                    Z3_ast s = mkvar(E);
+                    E->snd[(size_t)l * G + g] = s;
+                    inv[nin++] = s;
+                    clause2(E, neg(E, s), HAS(E, g, v, S));
+                    for (int t = 1; t <= S; t++) {
+                        Z3_ast hv = HAS(E, g, v, t), hv0 = HAS(E, g, v, t - 1);
+                        if (hv == E->F || hv == hv0)
+                            continue;
+                        clause3(E, neg(E, s), neg(E, hv), HAS(E, g, u, t - 1));
+                        Z3_ast yv = mkvar(E);
+                        E->y[((size_t)l * S + (t - 1)) * G + g] = yv;
+                        clause4(E, neg(E, s), neg(E, hv), hv0, yv);
+                        if (cfg->ingress) {
+                            /* y exactly "c crosses l in step t", so lower bounds on
+                             * sums of y are not met by junk */
+                            clause2(E, neg(E, yv), s);
+                            clause2(E, neg(E, yv), hv);
+                            clause2(E, neg(E, yv), neg(E, hv0));
+                        }
+                    }
+                }
+                /* has[S] -> some send */
+                inv[nin] = neg(E, HAS(E, g, v, S));
+                clause(E, nin + 1, inv);
             }
-            /* has[S] -> some send; at most one send */
-            inv[nin] = neg(E, HAS(E, g, v, S));
-            clause(E, nin + 1, inv);
+            /* at most one receive */
             if (nin > 1) {
                 Z3_solver_assert(E->ctx, E->solver, Z3_mk_atmost(E->ctx, (unsigned)nin, inv, 1));
                 E->ncons++;
             }
-            free(heap);
+            free(inv);
         }
 
     /* rounds: e[t][j] (r_t >= j + 2), order-encoded; at most X extras in all */
@@ -473,6 +547,17 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                          Z3_mk_atmost(E->ctx, (unsigned)(S * X), E->e, (unsigned)X));
         E->ncons++;
     }
+    if (cfg->fixed_rounds)
+        for (int t = 0; t < S; t++)
+            for (int j = 0; j < X; j++)
+                clause(E, 1, (Z3_ast[]){j + 1 < cfg->fixed_rounds[t] ? E->e[t * X + j]
+                                                                       : neg(E, E->e[t * X + j])});
+    if (X > 0 && cfg->ingress) {
+        /* the ingress lower bounds assume all R rounds are used */
+        Z3_solver_assert(E->ctx, E->solver,
+                         Z3_mk_atleast(E->ctx, (unsigned)(S * X), E->e, (unsigned)X));
+        E->ncons++;
+    }
 
     /* bandwidth per step and per link / shared set.  Only unit coefficients:
      * lanes * !e[t][j] is written as `lanes` copies of !e[t][j] (weighted PB
@@ -481,6 +566,15 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
     for (int s = 0; s < p->nsets; s++)
         if (p->set_lanes[s] > maxlanes)
             maxlanes = p->set_lanes[s];
+    int *cap = NULL;
+    if (cfg->ingress) {
+        cap = ingress_caps(p);
+        if (!cap)
+            return CS_ENOMEM;
+        for (int v = 0; v < P; v++)
+            if (cap[v] > maxlanes)
+                maxlanes = cap[v];
+    }
     Z3_ast *ecopy = NULL;
     if (X > 0) {
         ecopy = malloc(sizeof(Z3_ast) * (size_t)S * (size_t)X * (size_t)maxlanes);
@@ -525,7 +619,54 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
             E->ncons++;
         }
     }
+    /* implied per-rank ingress constraints (see the top of the file) */
+    for (int v = 0; v < P && cfg->ingress; v++) {
+        long need = 0;
+        for (long g = 0; g < G; g++)
+            if (p->post[(size_t)g * P + v] && !p->pre[(size_t)g * P + v])
+                need++;
+        long slack = (long)cap[v] * R - need;
+        if (slack < 0) {
+            free(cap);
+            free(ecopy);
+            return CS_EUNSAT;
+        }
+        long maxterms = (long)(p->in_begin[v + 1] - p->in_begin[v]) * G + (long)X * cap[v];
+        if (ensure_buf(E, maxterms)) {
+            free(cap);
+            free(ecopy);
+            return CS_ENOMEM;
+        }
+        for (int t = 0; t < S; t++) {
+            long n = 0;
+            for (int i = p->in_begin[v]; i < p->in_begin[v + 1]; i++) {
+                Z3_ast *row = E->y + ((size_t)p->in_links[i] * S + t) * G;
+                for (long g = 0; g < G; g++)
+                    if (row[g])
+                        E->buf[n++] = row[g];
+            }
+            long ny = n;
+            for (int j = 0; j < X; j++)
+                for (int c = 0; c < cap[v]; c++)
+                    E->buf[n++] = ecopy[((size_t)t * X + j) * maxlanes + c];
+            long hi = (long)cap[v] * (1 + X);
+            if (ny > cap[v]) {
+                Z3_solver_assert(E->ctx, E->solver,
+                                 Z3_mk_atmost(E->ctx, (unsigned)n, E->buf, (unsigned)hi));
+                E->ncons++;
+            }
+            long lo = hi - slack;
+            if (lo > (long)X * cap[v]) {
+                Z3_solver_assert(E->ctx, E->solver,
+                                 Z3_mk_atleast(E->ctx, (unsigned)n, E->buf, (unsigned)lo));
+                E->ncons++;
+            }
+        }
+    }
+    free(cap);
     free(ecopy);
+    if (E->oom)
+        return CS_ENOMEM;
 
     /* symmetry breaking between interchangeable chunks */
     if (cfg->symmetry) {
@@ -606,7 +747,20 @@ static int extract(enc *E, Z3_model m, int R, cs_algorithm **out, cs_error *err)
     }
     for (long i = 0; i < G * P; i++)
         from[i] = -1;
-    for (int l = 0; l < nl; l++)
+    if (E->direct) {
+        for (int l = 0; l < nl; l++)
+            for (int t = 1; t <= S; t++)
+                for (long g = 0; g < G; g++) {
+                    Z3_ast yv = E->y[((size_t)l * S + (t - 1)) * G + g];
+                    if (!yv || !model_true(E->ctx, m, yv))
+                        continue;
+                    size_t gv = (size_t)g * P + p->ldst[l];
+                    from[gv] = l;
+                    when[gv] = t;
+                    fanout[(size_t)g * P + p->lsrc[l]]++;
+                }
+    }
+    for (int l = 0; l < nl && !E->direct; l++)
         for (long g = 0; g < G; g++) {
             Z3_ast s = E->snd[(size_t)l * G + g];
             if (!s || !model_true(E->ctx, m, s))
@@ -727,6 +881,7 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
     E.F = Z3_mk_false(ctx);
     E.S = S;
     E.p = p;
+    E.direct = cfg->direct;
     int rc = encode(&E, R, cfg);
     st->vars = E.nvars;
     st->constraints = E.ncons;
@@ -742,6 +897,15 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
         Z3_lbool res = stop ? Z3_L_UNDEF : Z3_solver_check(ctx, solver);
         double t2 = cs_now();
         st->z3_s = t2 - t1;
+        {
+            Z3_stats zs = Z3_solver_get_statistics(ctx, solver);
+            Z3_stats_inc_ref(ctx, zs);
+            for (unsigned i = 0; i < Z3_stats_size(ctx, zs); i++)
+                if (Z3_stats_is_uint(ctx, zs, i) &&
+                    !strcmp(Z3_stats_get_key(ctx, zs, i), "sat conflicts"))
+                    st->conflicts = Z3_stats_get_uint_value(ctx, zs, i);
+            Z3_stats_dec_ref(ctx, zs);
+        }
         if (res == Z3_L_TRUE) {
             Z3_model m = Z3_solver_get_model(ctx, solver);
             if (!m) {

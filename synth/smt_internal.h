@@ -41,6 +41,9 @@ typedef struct smt_encode_config {
     bool symmetry;       /* lex-leader between interchangeable chunks */
     int sym_len;         /* entries of each chunk's vector in the lex order (0 = all) */
     const char *pb_solver; /* Z3 sat pb.solver: "sorting", "solver", "totalizer", ... */
+    bool direct;         /* Boolean per (link, chunk, step) instead of snd + implied y */
+    bool ingress;        /* implied per-rank, per-step ingress bounds */
+    const int *fixed_rounds; /* experiments: force rounds_per_step (NULL = free) */
     unsigned seed;       /* Z3 random_seed (0 = Z3's default) */
 } smt_encode_config;
 
@@ -56,6 +59,7 @@ typedef struct smt_live {
 typedef struct smt_instance_stats {
     double encode_s, z3_s, extract_s; /* own code = encode + extract (+ verify) */
     long vars, constraints;
+    long conflicts;                   /* Z3's "sat conflicts": load-independent effort */
 } smt_instance_stats;
 
 int smt_problem_build(const cs_topology *t, const cs_collective *c, int chunks,

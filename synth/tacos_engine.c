@@ -321,6 +321,54 @@ static void bfs_to(const cs_topology *t, int target, int *dist, int *queue)
     }
 }
 
+/* BFS hop distances from `source` to every rank (over links away from it). */
+static void bfs_from(const cs_topology *t, int source, int *dist, int *queue)
+{
+    for (int r = 0; r < t->ranks; r++)
+        dist[r] = -1;
+    int qh = 0, qt = 0;
+    dist[source] = 0;
+    queue[qt++] = source;
+    while (qh < qt) {
+        int u = queue[qh++];
+        for (int l = t->out_begin[u]; l < t->out_begin[u + 1]; l++) {
+            int v = t->links[l].dst;
+            if (dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                queue[qt++] = v;
+            }
+        }
+    }
+}
+
+/* For a chunk with one source: marks a random shortest path from `source` to
+ * `target`, walking back from the target over distances from the source. */
+static int mark_path_back(engine *e, long g, int source, int target, const int *dist)
+{
+    const cs_topology *t = e->t;
+    if (dist[target] < 0)
+        return CS_EUNSAT;
+    int v = target;
+    while (v != source) {
+        uint64_t *row = e->covered + (size_t)v * e->W;
+        if (bit_get(row, g)) {
+            bit_clear(row, g);
+            e->need[v]++;
+            e->remaining++;
+        }
+        int k = dist[v], pick = -1, n = 0;
+        for (int j = t->in_begin[v]; j < t->in_begin[v + 1]; j++) {
+            int u = t->links[t->in_links[j]].src;
+            if (dist[u] == k - 1 && tacos_rng_below(&e->rng, (uint32_t)++n) == 0)
+                pick = u;
+        }
+        if (pick < 0)
+            return CS_EINTERNAL;
+        v = pick;
+    }
+    return CS_OK;
+}
+
 /* Marks ranks on a random shortest path from the nearest source of chunk g to
  * `target` as needing g (clears their covered bit).  srcs: the chunk's
  * sources. */
@@ -478,6 +526,29 @@ static int init_conditions(engine *e, cs_error *err)
                 rc = cs_error_set(err, rc, NULL, "out of memory for arrival logs");
                 goto out;
             }
+        }
+        /* scatter: one source for everything, so one BFS from it */
+        if (c->kind == CS_COLL_SCATTER) {
+            int src = sv[sb[g]];
+            if (!dist_cache[src]) {
+                dist_cache[src] = malloc((size_t)P * sizeof **dist_cache);
+                if (!dist_cache[src]) {
+                    rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for distances");
+                    goto out;
+                }
+                bfs_from(t, src, dist_cache[src], queue);
+            }
+            for (long k = tb[g]; k < tb[g + 1]; k++) {
+                if (tv[k] == src)
+                    continue;
+                rc = mark_path_back(e, g, src, tv[k], dist_cache[src]);
+                if (rc) {
+                    rc = cs_error_set(err, rc, "collective", "chunk %ld cannot reach rank %d", g,
+                                      tv[k]);
+                    goto out;
+                }
+            }
+            continue;
         }
         for (long k = tb[g]; k < tb[g + 1]; k++) {
             int target = tv[k];

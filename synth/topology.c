@@ -13,8 +13,10 @@
  *     JSON parser maps that back to "links[i]");
  *  2. lower each switch SCCL-style: a derived link for every ordered pair of
  *     its ranks that no physical link joins, plus an egress and an ingress
- *     shared set (lanes 1) per attached rank over those derived links;
- *  3. sort again, build out_begin / in_begin / in_links by counting;
+ *     shared set (lanes 1) per attached rank over those derived links (sets
+ *     of one link are omitted; see lower_switches);
+ *  3. sort again (counting sort by src, then each rank's links by dst),
+ *     build out_begin / in_begin / in_links by counting;
  *  4. resolve the shared-set pairs to link indices;
  *  5. build group_of;
  *  6. check strong connectivity with one forward and one backward BFS from
@@ -22,6 +24,12 @@
  *
  * Nothing here is O(ranks^2) except switch lowering, which is inherently
  * quadratic in the size of each switch (bounded by CS_TOPOLOGY_MAX_LINKS).
+ *
+ * The JSON half of the file parses strictly (unknown keys, wrong types and
+ * out-of-range values are errors naming the JSON path, integers are checked
+ * as 64-bit values so huge numbers are refused rather than truncated) and
+ * prints the document form: switches as switches, derived links omitted, and
+ * a->b / b->a pairs with equal values folded into one bidirectional link.
  */
 #include "topology.h"
 
@@ -65,6 +73,7 @@ cs_topology *topology_new(const char *name, int ranks)
         return NULL;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "custom");
     t->ranks = ranks;
+    t->diameter_cache = -1;
     return t;
 }
 
@@ -342,14 +351,28 @@ static int sort_physical(cs_topology *t, const int *origin, cs_error *err)
 {
     if (t->nlinks == 0)
         return CS_OK;
+    /* counting sort by src (stable, so add order survives), then each
+     * rank's bucket by (dst, position) */
     positioned_link *p = malloc(sizeof *p * (size_t)t->nlinks);
-    if (!p)
+    int *start = calloc((size_t)t->ranks + 1, sizeof(int));
+    if (!p || !start) {
+        free(p);
+        free(start);
         return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
-    for (int i = 0; i < t->nlinks; i++) {
-        p[i].link = t->links[i];
-        p[i].pos = i;
     }
-    qsort(p, (size_t)t->nlinks, sizeof *p, cmp_positioned);
+    for (int i = 0; i < t->nlinks; i++)
+        start[t->links[i].src + 1]++;
+    for (int r = 0; r < t->ranks; r++)
+        start[r + 1] += start[r];
+    for (int i = 0; i < t->nlinks; i++) {
+        positioned_link *q = &p[start[t->links[i].src]++];
+        q->link = t->links[i];
+        q->pos = i;
+    }
+    for (int r = 0, b = 0; r < t->ranks; b = start[r], r++)
+        if (start[r] - b > 1)
+            qsort(p + b, (size_t)(start[r] - b), sizeof *p, cmp_positioned);
+    free(start);
     for (int i = 1; i < t->nlinks; i++) {
         if (p[i].link.src == p[i - 1].link.src && p[i].link.dst == p[i - 1].link.dst) {
             int a = p[i - 1].pos, b = p[i].pos;
@@ -379,30 +402,59 @@ static int sort_physical(cs_topology *t, const int *origin, cs_error *err)
 }
 
 /* Step 2: switch lowering.  Derived links are appended; the per-rank shared
- * sets are appended after the document's sets, as (src, dst) pairs resolved in
- * step 4 with the others. */
+ * sets follow the document's sets, as (src, dst) pairs resolved in step 4
+ * with the others.  Two rules keep them cheap to find and use:
+ *  - a set of a single derived link is omitted: the link's own 1 lane
+ *    already says everything the set would;
+ *  - the derived sets are ordered egress first, then ingress, each by owner
+ *    rank (then switch), so topology_graph.c finds a rank's sets by binary
+ *    search.  Every derived set has >= 2 links, all from (egress) or all into
+ *    (ingress) its owner, so its kind can be read off its first two links. */
+typedef struct {
+    int dir, owner, switch_id, np;
+    int *pairs;
+} derived_set;
+
+static int cmp_derived(const void *a, const void *b)
+{
+    const derived_set *x = a, *y = b;
+    if (x->dir != y->dir)
+        return x->dir - y->dir;
+    if (x->owner != y->owner)
+        return x->owner < y->owner ? -1 : 1;
+    return x->switch_id - y->switch_id;
+}
+
 static int lower_switches(cs_topology *t, cs_error *err)
 {
     int nphys = t->nlinks;
-    long long derived = 0;
+    long long derived = 0, ports = 0;
     for (int s = 0; s < t->nswitches; s++) {
         long long n = t->switches[s].nranks;
         derived += n * (n - 1);
+        ports += n;
     }
     if (derived + nphys > CS_TOPOLOGY_MAX_LINKS)
         return cs_error_set(err, CS_ELIMIT, "switches",
                             "lowering the switches needs %lld links, more than %d",
                             derived + nphys, CS_TOPOLOGY_MAX_LINKS);
-    for (int s = 0; s < t->nswitches; s++) {
+    if (ports == 0)
+        return CS_OK;
+    derived_set *sets = calloc((size_t)(2 * ports), sizeof *sets);
+    if (!sets)
+        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+    int nsets = 0, rc = CS_OK;
+    for (int s = 0; s < t->nswitches && rc == CS_OK; s++) {
         const cs_switch *sw = &t->switches[s];
         int n = sw->nranks;
-        int *pairs = malloc(sizeof(int) * 2 * (size_t)(n - 1));
-        if (!pairs)
-            return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
-        /* egress sets */
-        for (int dir = 0; dir < 2; dir++) {
-            for (int i = 0; i < n; i++) {
+        for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
+            for (int i = 0; i < n && rc == CS_OK; i++) {
                 int a = sw->ranks[i], np = 0;
+                int *pairs = malloc(sizeof(int) * 2 * (size_t)(n - 1));
+                if (!pairs) {
+                    rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                    break;
+                }
                 for (int j = 0; j < n; j++) {
                     if (i == j)
                         continue;
@@ -411,30 +463,69 @@ static int lower_switches(cs_topology *t, cs_error *err)
                     if (find_sorted(t->links, nphys, src, dst) >= 0)
                         continue;
                     if (dir == 0 && push_link(t, src, dst, 1, sw->gbps, sw->alpha_us, s)) {
-                        free(pairs);
-                        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                        rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                        break;
                     }
                     pairs[2 * np] = src;
                     pairs[2 * np + 1] = dst;
                     np++;
                 }
-                if (np == 0)
+                if (np < 2 || rc) {
+                    free(pairs);
                     continue;
-                if (grow((void **)&t->shared, (size_t)t->nshared, sizeof *t->shared) != CS_OK) {
-                    free(pairs);
-                    return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
                 }
-                int *flat = copy_ints(pairs, 2 * np);
-                if (!flat) {
-                    free(pairs);
-                    return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
-                }
-                t->shared[t->nshared++] = (cs_shared){ .nlinks = np, .links = flat, .lanes = 1,
-                                                       .switch_id = s };
+                sets[nsets++] = (derived_set){ .dir = dir, .owner = a, .switch_id = s, .np = np,
+                                               .pairs = pairs };
             }
         }
-        free(pairs);
     }
+    if (rc == CS_OK)
+        qsort(sets, (size_t)nsets, sizeof *sets, cmp_derived);
+    int i = 0;
+    for (; i < nsets && rc == CS_OK; i++) {
+        if (grow((void **)&t->shared, (size_t)t->nshared, sizeof *t->shared) != CS_OK) {
+            rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+            break;
+        }
+        t->shared[t->nshared++] = (cs_shared){ .nlinks = sets[i].np, .links = sets[i].pairs,
+                                               .lanes = 1, .switch_id = sets[i].switch_id };
+    }
+    for (; i < nsets; i++)
+        free(sets[i].pairs);
+    free(sets);
+    return rc;
+}
+
+/* Step 3: sorts all links by (src, dst): a counting sort by src (one move per
+ * link), then each rank's out-links by dst.  Much cheaper than one qsort of
+ * millions of 40-byte links after switch lowering. */
+static int sort_links(cs_topology *t, cs_error *err)
+{
+    int n = t->ranks, m = t->nlinks;
+    if (m == 0)
+        return CS_OK;
+    int *start = calloc((size_t)n + 1, sizeof(int));
+    cs_link *sorted = malloc(sizeof *sorted * (size_t)m);
+    if (!start || !sorted) {
+        free(start);
+        free(sorted);
+        return cs_error_set(err, CS_ENOMEM, "links", "out of memory");
+    }
+    for (int i = 0; i < m; i++)
+        start[t->links[i].src + 1]++;
+    for (int r = 0; r < n; r++)
+        start[r + 1] += start[r];
+    for (int i = 0; i < m; i++)
+        sorted[start[t->links[i].src]++] = t->links[i];
+    /* start[r] is now the end of rank r's bucket, i.e. the begin of r + 1 */
+    for (int r = 0, b = 0; r < n; b = start[r], r++) {
+        int e = start[r];
+        if (e - b > 1)
+            qsort(sorted + b, (size_t)(e - b), sizeof *sorted, cmp_link);
+    }
+    free(start);
+    free(t->links);
+    t->links = sorted;
     return CS_OK;
 }
 
@@ -592,8 +683,8 @@ static int finalize_with_origin(cs_topology *t, const int *origin, cs_error *err
         return rc;
     if ((rc = lower_switches(t, err)))
         return rc;
-    if (t->nlinks > 0)
-        qsort(t->links, (size_t)t->nlinks, sizeof *t->links, cmp_link);
+    if (t->nswitches > 0 && (rc = sort_links(t, err)))   /* physical ones are sorted */
+        return rc;
     if ((rc = build_indexes(t, err)))
         return rc;
     if ((rc = resolve_shared(t, err)))
@@ -658,6 +749,7 @@ int topology_clone(const cs_topology *t, cs_topology **out, cs_error *err)
     }
     if (t->group_of && !(c->group_of = copy_ints(t->group_of, n)))
         goto nomem;
+    c->diameter_cache = __atomic_load_n(&t->diameter_cache, __ATOMIC_ACQUIRE);
     c->finalized = true;
     *out = c;
     return CS_OK;
@@ -1239,6 +1331,11 @@ int topology_parse(const char *text, size_t len, const cs_topology_parse_options
     return rc;
 }
 
+/* In topology_builtin.c: topology_builtin with a rank limit checked before
+ * anything is built (not public: topology_load is the way in). */
+int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **out,
+                                cs_error *err);
+
 int topology_load(const char *spec, const cs_topology_parse_options *opt, cs_topology **out,
                   cs_error *err)
 {
@@ -1251,27 +1348,34 @@ int topology_load(const char *spec, const cs_topology_parse_options *opt, cs_top
     if (*p == '{')
         return topology_parse(p, strlen(p), opt, out, err);
     bool looks_like_path = *p == '/' || *p == '.' || strchr(p, '/') || strstr(p, ".json");
-    if (looks_like_path || access(p, R_OK) == 0) {
-        char *text = NULL;
-        size_t len = 0;
-        int rc = cs_read_file(p, &text, &len, err);
-        if (rc)
+    if (!looks_like_path) {
+        /* a builtin name, refused before it is built if it has too many ranks */
+        int max_ranks =
+            opt && opt->max_ranks > 0 ? opt->max_ranks : CS_TOPOLOGY_DEFAULT_MAX_RANKS;
+        cs_error berr = { 0 };
+        int rc = cs_topology_builtin_limited(p, max_ranks, out, &berr);
+        if (rc == CS_EINVAL && access(p, R_OK) == 0)
+            looks_like_path = true;   /* not a builtin, but a file of that name */
+        else {
+            if (err)
+                *err = berr;
+            if (rc == CS_OK && opt && opt->max_links && (size_t)(*out)->nlinks > opt->max_links) {
+                rc = cs_error_set(err, CS_ELIMIT, "topology",
+                                  "%s has %d links, more than the limit %zu", p, (*out)->nlinks,
+                                  opt->max_links);
+                topology_free(*out);
+                *out = NULL;
+            }
             return rc;
-        rc = topology_parse(text, len, opt, out, err);
-        free(text);
-        return rc;
+        }
     }
-    int rc = topology_builtin(p, out, err);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cs_read_file(p, &text, &len, err);
     if (rc)
         return rc;
-    int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : CS_TOPOLOGY_DEFAULT_MAX_RANKS;
-    if ((*out)->ranks > max_ranks ||
-        (opt && opt->max_links && (size_t)(*out)->nlinks > opt->max_links)) {
-        rc = cs_error_set(err, CS_ELIMIT, "ranks", "%s has %d ranks and %d links, over the limit",
-                          p, (*out)->ranks, (*out)->nlinks);
-        topology_free(*out);
-        *out = NULL;
-    }
+    rc = topology_parse(text, len, opt, out, err);
+    free(text);
     return rc;
 }
 

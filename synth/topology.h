@@ -89,6 +89,11 @@ typedef struct cs_topology {
     int *in_begin;    /* ranks + 1 entries */
     int *in_links;    /* nlinks entries */
     bool finalized;
+    /* Hop diameter once known, else -1.  Regular builtins set it from their
+     * closed form; topology_diameter() caches what it computes (atomically, so
+     * a shared read-only topology stays safe).  Read it through
+     * topology_diameter(), never directly. */
+    int diameter_cache;
 } cs_topology;
 
 typedef struct cs_topology_parse_options {

@@ -27,12 +27,14 @@
 
 /* Builtins can be bigger than untrusted documents (benchmarks at scale). */
 #define BUILTIN_MAX_RANKS (1 << 20)
+/* The finalize limit on links (CS_TOPOLOGY_MAX_LINKS in topology.c). */
+#define BUILTIN_MAX_LINKS (1 << 23)
 
 typedef struct {
     int ndims;
     long dims[3];
-    double gbps;      /* NaN-free: has_gbps says whether given */
-    double alpha;
+    double gbps;      /* valid when has_gbps */
+    double alpha;     /* valid when has_alpha */
     bool has_gbps, has_alpha;
 } spec_params;
 
@@ -70,8 +72,8 @@ static double alpha_or(const spec_params *p, double d) { return p->has_alpha ? p
 
 /* Links every rank to its +1 neighbour along one dimension of a grid; wrap
  * adds the link from the last to the first (only when the size is > 2). */
-static int grid_dimension(cs_topology *t, const long *dims, int ndims, int dim, bool wrap,
-                          int lanes, double gbps, double alpha, cs_error *err)
+static int grid_dimension(cs_topology *t, const long *dims, int dim, bool wrap, int lanes,
+                          double gbps, double alpha, cs_error *err)
 {
     long stride = 1;
     for (int d = 0; d < dim; d++)
@@ -90,7 +92,6 @@ static int grid_dimension(cs_topology *t, const long *dims, int ndims, int dim, 
         if (rc)
             return rc;
     }
-    (void)ndims;
     return CS_OK;
 }
 
@@ -103,13 +104,18 @@ static int grid(const char *name, const spec_params *p, bool wrap, cs_topology *
     cs_topology *t = new_topology(name, n, err);
     if (!t)
         return CS_ENOMEM;
+    int diameter = 0;
     for (int d = 0; d < p->ndims; d++) {
-        int rc = grid_dimension(t, p->dims, p->ndims, d, wrap, 1, gbps_or(p, 50.0),
-                                alpha_or(p, 0.5), err);
+        int rc = grid_dimension(t, p->dims, d, wrap, 1, gbps_or(p, 50.0), alpha_or(p, 0.5),
+                                err);
         if (rc)
             return fail_build(t, rc);
+        diameter += (int)(wrap ? p->dims[d] / 2 : p->dims[d] - 1);
     }
-    return finish(t, out, err);
+    int rc = finish(t, out, err);
+    if (rc == CS_OK)
+        (*out)->diameter_cache = diameter;
+    return rc;
 }
 
 static int add_fc(cs_topology *t, const int *ranks, int n, int lanes, double gbps, double alpha,
@@ -208,7 +214,10 @@ static int build_hypercube(const char *name, const spec_params *p, cs_topology *
                 if (rc)
                     return fail_build(t, rc);
             }
-    return finish(t, out, err);
+    int rc = finish(t, out, err);
+    if (rc == CS_OK)
+        (*out)->diameter_cache = d;
+    return rc;
 }
 
 /* ---- machine models -------------------------------------------------------------- */
@@ -422,7 +431,7 @@ static int build_rfs3d(const char *name, const spec_params *p, cs_topology **out
     if (!t)
         return CS_ENOMEM;
     double alpha = alpha_or(p, 0.5);
-    int rc = grid_dimension(t, p->dims, 3, 0, true, 1, 200.0, alpha, err);
+    int rc = grid_dimension(t, p->dims, 0, true, 1, 200.0, alpha, err);
     int big = A * B > C ? A * B : C;
     int *r = malloc(sizeof(int) * (size_t)big);
     if (!r && rc == CS_OK)
@@ -600,7 +609,18 @@ static bool parse_double(const char *s, const char *end, double *out)
     return true;
 }
 
+/* Used by topology_load (declared in topology.c): the rank limit is checked
+ * from the parameters, before anything is allocated. */
+int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **out,
+                                cs_error *err);
+
 int topology_builtin(const char *spec, cs_topology **out, cs_error *err)
+{
+    return cs_topology_builtin_limited(spec, BUILTIN_MAX_RANKS, out, err);
+}
+
+int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **out,
+                                cs_error *err)
 {
     *out = NULL;
     if (!spec || !spec[0])
@@ -684,7 +704,35 @@ int topology_builtin(const char *spec, cs_topology **out, cs_error *err)
                                     BUILTIN_MAX_RANKS);
         }
     }
+    if (max_ranks > BUILTIN_MAX_RANKS)
+        max_ranks = BUILTIN_MAX_RANKS;
+    /* families whose link count grows quadratically: refuse before building */
+    double d0 = p.dims[0], d1 = p.ndims > 1 ? p.dims[1] : 1, d2 = p.ndims > 2 ? p.dims[2] : 1;
+    double links = 0;
+    if (im->build == build_fc)
+        links = d0 * (d0 - 1);
+    else if (im->build == build_dragonfly)
+        links = d0 * d1 * (d1 - 1) + d0 * (d0 - 1);
+    else if (im->build == build_switch2d)
+        links = d1 * d0 * (d0 - 1) + d0 * d1 * (d1 - 1);
+    else if (im->build == build_rfs3d)
+        links = d0 * d1 * d2 * (d1 + d2);
+    else if (per_node && p.ndims == 1)
+        links = 8 * d0 * (d0 + 7);
+    if (links > BUILTIN_MAX_LINKS)
+        return cs_error_set(err, CS_ELIMIT, "topology", "%s would have about %.0f links, more "
+                            "than %d", spec, links, BUILTIN_MAX_LINKS);
+    if (ranks > max_ranks)
+        return cs_error_set(err, CS_ELIMIT, "topology", "%s has %ld ranks, more than the limit %ld",
+                            spec, ranks, max_ranks);
     if (im->min_dims > 0 && ranks < 2)
         return invalid(err, spec, "needs at least 2 ranks");
-    return im->build(spec, &p, out, err);
+    int rc = im->build(spec, &p, out, err);
+    if (rc == CS_OK && (*out)->ranks > max_ranks) {   /* fixed-size models */
+        rc = cs_error_set(err, CS_ELIMIT, "topology", "%s has %d ranks, more than the limit %ld",
+                          spec, (*out)->ranks, max_ranks);
+        topology_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }

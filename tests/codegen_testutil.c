@@ -85,7 +85,8 @@ int cgt_build(cgt_set *set, unsigned which, unsigned kinds_mask, cs_error *err)
             o.k = 1;
             o.max_chunks = 3;
             o.threads = 1;
-            o.total_time_limit_s = 60;
+            o.total_time_limit_s = 8;
+            o.instance_time_limit_s = 5;
             cs_result *r;
             rc = smt_search(set->dgx1, &c, &o, &r, err);
             if (rc != CS_OK)

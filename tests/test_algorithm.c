@@ -617,6 +617,48 @@ START_TEST(invert_scatter_gives_gather)
 }
 END_TEST
 
+START_TEST(timed_inversion_and_concat_keep_time_order)
+{
+    /* the TACOS pattern: a timed allgather on the reversed ring, inverted into
+     * a timed reducescatter and followed by a timed allgather */
+    const int P = 4;
+    cs_topology *ring = uni_ring(P, false);
+    cs_algorithm *ag_rev = allgather_on_reversed_ring(P), *ag = allgather_on_ring(P);
+    for (long i = 0; i < ag_rev->nsends; i++) {
+        cs_send *s = &ag_rev->sends[i];
+        s->start_us = 3.0 * s->step;
+        s->end_us = 3.0 * s->step + 2.0;
+        ag->sends[i].start_us = 3.0 * ag->sends[i].step;
+        ag->sends[i].end_us = 3.0 * ag->sends[i].step + 2.0;
+    }
+    cs_algorithm *rs = NULL, *ar = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_invert(ag_rev, &rs, &err), CS_OK);
+    ck_assert(algorithm_is_timed(rs));
+    /* horizon 3*2 + 2 = 8: a send at [0, 2] becomes [6, 8] */
+    for (long i = 0; i < rs->nsends; i++) {
+        const cs_send *s = &rs->sends[i];
+        ck_assert_double_eq_tol(s->end_us - s->start_us, 2.0, 1e-12);
+        ck_assert_double_eq_tol(s->start_us, 3.0 * s->step, 1e-12);
+    }
+    ck_assert_int_eq(algorithm_verify(ring, rs, &err), CS_OK);
+    ck_assert_int_eq(algorithm_concat(rs, ag, &ar, &err), CS_OK);
+    ck_assert(algorithm_is_timed(ar));
+    /* the allgather starts when the reducescatter's last send ends (8 us) */
+    double first_ag = 1e9;
+    for (long i = 0; i < ar->nsends; i++)
+        if (ar->sends[i].op == CS_OP_COPY && ar->sends[i].start_us < first_ag)
+            first_ag = ar->sends[i].start_us;
+    ck_assert_double_eq_tol(first_ag, 8.0, 1e-12);
+    ck_assert_int_eq(algorithm_verify(ring, ar, &err), CS_OK);
+    algorithm_free(ar);
+    algorithm_free(rs);
+    algorithm_free(ag);
+    algorithm_free(ag_rev);
+    topology_free(ring);
+}
+END_TEST
+
 static Suite *algorithm_suite(void)
 {
     Suite *s = suite_create("algorithm");
@@ -636,6 +678,7 @@ static Suite *algorithm_suite(void)
     tcase_add_test(tc, invert_allgather_gives_verified_reducescatter);
     tcase_add_test(tc, invert_broadcast_gives_reduce_and_rejects_double_receive);
     tcase_add_test(tc, invert_scatter_gives_gather);
+    tcase_add_test(tc, timed_inversion_and_concat_keep_time_order);
     suite_add_tcase(s, tc);
     return s;
 }

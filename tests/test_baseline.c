@@ -368,6 +368,14 @@ START_TEST(errors_are_clear)
                      CS_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.message, "recursive-halving"));
     topology_free(r8);
+    /* 1024 ranks x 4096 chunks cannot fit: refused at once, naming chunks */
+    cs_topology *big = load("torus2d:32x32");
+    double t0 = cs_now();
+    ck_assert_int_eq(try_gen("ring", big, CS_COLL_ALLGATHER, 0, 4096, &a, &err), CS_ELIMIT);
+    ck_assert_str_eq(err.field, "chunks");
+    ck_assert_int_eq(try_gen("direct", big, CS_COLL_ALLTOALL, 0, 0, &a, &err), CS_ELIMIT);
+    ck_assert(cs_now() - t0 < 2.0);
+    topology_free(big);
     cs_collective custom;
     memset(&custom, 0, sizeof custom);
     custom.kind = CS_COLL_CUSTOM;

@@ -5,6 +5,13 @@
 #include "check_main.h"
 #include "collective.h"
 
+/* Time limits stretch under valgrind (make valgrind sets VALGRIND=1). */
+static double slow_factor(void)
+{
+    const char *v = getenv("VALGRIND");
+    return v && strcmp(v, "1") == 0 ? 50.0 : 1.0;
+}
+
 static cs_topology *load(const char *spec)
 {
     cs_topology *t = NULL;
@@ -201,7 +208,7 @@ START_TEST(hundreds_of_ranks_are_fast)
     /* 255 per chunk over 4 lanes; diameter 8 + 8 */
     expect(t, CS_COLL_ALLGATHER, -1, 16, 255, 4);
     double secs = cs_now() - t0;
-    ck_assert_msg(secs < 3.0, "torus2d:16x16 allgather bounds took %.2f s", secs);
+    ck_assert_msg(secs < 1.0 * slow_factor(), "torus2d:16x16 allgather bounds took %.2f s", secs);
     topology_free(t);
 
     /* above 4096 ranks: per-rank cuts and a double-sweep diameter */
@@ -209,7 +216,7 @@ START_TEST(hundreds_of_ranks_are_fast)
     t0 = cs_now();
     /* corner: 9999 per chunk over 2 lanes; diameter 99 + 99 */
     expect(t, CS_COLL_ALLGATHER, -1, 198, 9999, 2);
-    ck_assert(cs_now() - t0 < 3.0);
+    ck_assert(cs_now() - t0 < 3.0 * slow_factor());
     topology_free(t);
 }
 END_TEST

@@ -8,7 +8,8 @@
  * asserts the two agree: one plot point per frontier algorithm, one heat-map
  * cell per directed topology link carrying the number of sends the API's
  * schedule puts on it, one graph edge per linked pair, both bounds marked,
- * frontier and baseline curves, one timeline bar per send.  The screenshot is
+ * frontier and baseline curves, one timeline bar per send; and that the page
+ * shows the daemon's refusal until its token is typed in.  The screenshot is
  * kept as build/artifacts/dashboard.png.
  */
 #include <jansson.h>
@@ -22,8 +23,12 @@
 #include "clients_helpers.h"
 #include "cs_common.h"
 
-#define TOPOLOGY "hypercube:3"
+/* SMT with at most 2 chunks and k = 0: a two-point DGX-1 frontier, fast */
+#define TOPOLOGY "dgx1"
+#define METHOD "smt"
+#define OPTIONS "'{\"max_chunks\": 2, \"k\": 0}'"
 #define COLLECTIVE "allgather"
+#define TOKEN "dash-t0ken"
 
 static json_t *page;          /* the node script's report */
 static char setup_problem[4096];
@@ -52,7 +57,7 @@ static void run_browser(void)
     }
     cs_test_daemon d;
     char *why = NULL;
-    if (cs_test_daemon_start(&d, NULL, NULL, &why) != 0) {
+    if (cs_test_daemon_start(&d, NULL, TOKEN, &why) != 0) {
         snprintf(setup_problem, sizeof setup_problem, "collsynthd did not start: %s",
                  why ? why : "");
         free(why);
@@ -65,8 +70,9 @@ static void run_browser(void)
     snprintf(shot, sizeof shot, "%s/dashboard.png", dir);
     unlink(shot);
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "timeout 240 node tests/dashboard/dashboard.test.mjs %s %s %s %s",
-             d.url, shot, TOPOLOGY, COLLECTIVE);
+    snprintf(cmd, sizeof cmd,
+             "timeout 240 node tests/dashboard/dashboard.test.mjs %s %s %s %s %s %s %s", d.url,
+             shot, TOPOLOGY, COLLECTIVE, TOKEN, METHOD, OPTIONS);
     int rc = cs_test_sh(cmd, &out, &err);
     cs_test_daemon_stop(&d);
     json_error_t jerr;
@@ -105,10 +111,12 @@ START_TEST(page_loads_without_script_errors)
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(page, "console_errors"), i, e) {
-        /* the browser logs failed loads: the deliberate bad request (400) and the
-         * baselines the server does not have for this collective (422) */
+        /* the browser logs failed loads: the deliberate requests without a token
+         * (401) and with a bad topology (400), and the baselines the server does
+         * not have for this collective (422) */
         const char *m = json_string_value(e);
-        ck_assert_msg(strstr(m, "status of 400") != NULL || strstr(m, "status of 422") != NULL,
+        ck_assert_msg(strstr(m, "status of 400") != NULL || strstr(m, "status of 401") != NULL ||
+                          strstr(m, "status of 422") != NULL,
                       "console error: %s", m);
     }
 }
@@ -117,6 +125,11 @@ END_TEST
 START_TEST(server_error_is_shown_with_its_field)
 {
     require_page();
+    /* no token yet: the daemon's refusal, in its words */
+    const char *u = json_string_value(json_object_get(page, "unauthorized_text"));
+    ck_assert_ptr_nonnull(u);
+    ck_assert_msg(strstr(u, "unauthorized") != NULL && strstr(u, "Authorization") != NULL,
+                  "shown: %s", u);
     const char *t = json_string_value(json_object_get(page, "error_text"));
     ck_assert_ptr_nonnull(t);
     ck_assert_msg(strstr(t, "field topology") != NULL, "error shown: %s", t);
@@ -126,7 +139,7 @@ END_TEST
 START_TEST(frontier_plot_has_a_point_per_algorithm_and_both_bounds)
 {
     require_page();
-    ck_assert_int_ge(num("expected_points"), 1);
+    ck_assert_int_eq(num("expected_points"), 2); /* latency- and bandwidth-leaning */
     ck_assert_int_eq(num("points"), num("expected_points"));
     ck_assert_int_eq(num("frontier_rows"), num("expected_points"));
     ck_assert_int_eq(num("bound_lines"), 2);
@@ -137,9 +150,10 @@ END_TEST
 START_TEST(topology_graph_and_heat_map_have_every_link)
 {
     require_page();
-    /* hypercube:3: 8 ranks, 12 undirected links, 24 directed (counted from the API) */
+    /* DGX-1: 8 GPUs, each NVLinked to 4 others: 16 linked pairs, 32 directed links */
     ck_assert_int_eq(num("expected_ranks"), 8);
-    ck_assert_int_eq(num("expected_pairs"), 12);
+    ck_assert_int_eq(num("expected_pairs"), 16);
+    ck_assert_int_eq(num("expected_directed_links"), 32);
     ck_assert_int_eq(num("graph_ranks"), num("expected_ranks"));
     ck_assert_int_eq(num("graph_links"), num("expected_pairs"));
     ck_assert_int_eq(num("heat_links"), num("expected_directed_links"));

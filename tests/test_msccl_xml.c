@@ -17,15 +17,13 @@ static int count(const char *hay, const char *needle)
     return n;
 }
 
-static char *gen(const cs_algorithm *a, const cs_topology *t, cs_msccl_runtime rt, int *rc,
-                 cs_error *err)
+static int gen(const cs_algorithm *a, const cs_topology *t, cs_msccl_runtime rt, char **out,
+               cs_error *err)
 {
     cs_msccl_options o;
     msccl_options_default(&o);
     o.runtime = rt;
-    char *xml = NULL;
-    *rc = msccl_xml_generate(a, t, &o, &xml, NULL, err);
-    return xml;
+    return msccl_xml_generate(a, t, &o, out, NULL, err);
 }
 
 /* 3 ranks on a one-way ring 0->1->2->0, allgather with 1 chunk. */
@@ -54,7 +52,8 @@ START_TEST(ring_allgather_document_matches_hand_lowering)
     cs_algorithm *a = ring3_allgather(&t);
     cs_error err;
     int rc;
-    char *xml = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *xml;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &xml, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_int_eq(count(xml, "<algo "), 1);
     ck_assert_ptr_nonnull(strstr(xml, "nchannels=\"1\" nchunksperloop=\"3\" ngpus=\"3\" "
@@ -116,11 +115,14 @@ START_TEST(collective_names_follow_the_runtime)
     cs_algorithm *a;
     ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
     int rc;
-    char *x1 = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    char *x1;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x1, &err);
     ck_assert_int_eq(rc, CS_OK);
-    char *x2 = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    char *x2;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x2, &err);
     ck_assert_int_eq(rc, CS_OK);
-    char *x3 = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *x3;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &x3, &err);
     ck_assert_int_eq(rc, CS_OK);
     ck_assert_ptr_nonnull(strstr(x1, "coll=\"reduce_scatter\""));
     ck_assert_ptr_nonnull(strstr(x2, "coll=\"reducescatter\""));
@@ -162,19 +164,20 @@ START_TEST(step_limits_give_elimit_naming_the_limit)
     cs_error err;
     int rc;
     cs_algorithm *a = long_broadcast(70);
-    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    char *x;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     free(x);
-    x = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_ptr_null(x);
     ck_assert_msg(strstr(err.message, "s <= 63") && strstr(err.message, "msccl-executor"), "%s",
                   err.message);
-    x = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     algorithm_free(a);
     a = long_broadcast(300);
-    x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_msg(strstr(err.message, "s <= 255"), "%s", err.message);
     algorithm_free(a);
@@ -194,7 +197,8 @@ START_TEST(lanes_become_channels)
     a->rounds_per_step[0] = a->rounds_per_step[1] = 1;
     cs_topology *two = cgt_topology(2, 2, false), *one = cgt_topology(2, 1, false);
     int rc;
-    char *x2 = gen(a, two, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *x2;
+    rc = gen(a, two, CS_MSCCL_RUNTIME_AUTO, &x2, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_ptr_nonnull(strstr(x2, "nchannels=\"2\""));
     ck_assert_ptr_nonnull(strstr(x2, "<tb id=\"0\" send=\"1\" recv=\"-1\" chan=\"0\">"));
@@ -202,10 +206,12 @@ START_TEST(lanes_become_channels)
     /* two sends per channel: chunks 0, 2 on channel 0 and 1, 3 on channel 1 */
     ck_assert_int_eq(count(x2, "type=\"s\""), 4);
     /* without lane information every link is one channel */
-    char *x1 = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *x1;
+    rc = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &x1, &err);
     ck_assert_int_eq(rc, CS_OK);
     ck_assert_ptr_nonnull(strstr(x1, "nchannels=\"1\""));
-    char *x3 = gen(a, one, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *x3;
+    rc = gen(a, one, CS_MSCCL_RUNTIME_AUTO, &x3, &err);
     ck_assert_int_eq(rc, CS_OK);
     ck_assert_ptr_nonnull(strstr(x3, "nchannels=\"1\""));
     cs_msccl_doc *d;
@@ -234,7 +240,8 @@ START_TEST(allreduce_is_one_inplace_document)
     cs_algorithm *a;
     ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
     int rc;
-    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    char *x;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_OK);
     ck_assert_int_eq(count(x, "<algo "), 1);
     ck_assert_int_eq(count(x, "</algo>"), 1);
@@ -310,9 +317,10 @@ START_TEST(custom_collectives_only_on_the_old_runtime)
     ck_assert_int_eq(algorithm_new(&c, "chain", 2, 1, 1, &a, &err), CS_OK);
     algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
     int rc;
-    char *x = gen(a, NULL, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    char *x;
+    rc = gen(a, NULL, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_int_eq(rc, CS_EUNSUPPORTED);
-    x = gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    rc = gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_OK);
     ck_assert_ptr_nonnull(strstr(x, "coll=\"custom\" inplace=\"0\""));
     cs_msccl_doc *d;
@@ -337,7 +345,8 @@ START_TEST(rejects_a_schedule_that_sends_what_it_does_not_hold)
     ck_assert_int_eq(algorithm_new(&c, "chain", 2, 1, 1, &a, &err), CS_OK);
     algorithm_add_send(a, 1, 0, 1, 0, CS_OP_COPY); /* chunk 1 starts at rank 1 */
     int rc;
-    char *x = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &rc, &err);
+    char *x;
+    rc = gen(a, NULL, CS_MSCCL_RUNTIME_AUTO, &x, &err);
     ck_assert_int_eq(rc, CS_EINVAL);
     ck_assert_ptr_null(x);
     ck_assert_msg(strstr(err.message, "does not hold chunk 1"), "%s", err.message);
@@ -363,7 +372,8 @@ START_TEST(several_waits_become_nops)
             if (s != d)
                 algorithm_add_send(a, s, s, d, 0, CS_OP_COPY);
     int rc;
-    char *x = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &rc, &err);
+    char *x;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_OK);
     const char *local = strstr(x, "<tb id=\"2\" send=\"-1\" recv=\"-1\" chan=\"0\">");
     ck_assert_ptr_nonnull(local);
@@ -409,7 +419,8 @@ START_TEST(forwarding_ranks_use_scratch)
     algorithm_add_send(a, 2, 2, 1, 0, CS_OP_COPY);
     algorithm_add_send(a, 2, 1, 0, 1, CS_OP_COPY);
     int rc;
-    char *x = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &rc, &err);
+    char *x;
+    rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_ptr_nonnull(strstr(x, "<gpu id=\"1\" i_chunks=\"1\" o_chunks=\"3\" s_chunks=\"1\">"));
     ck_assert_ptr_nonnull(strstr(x, "type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"s\" dstoff=\"0\""));

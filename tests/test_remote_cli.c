@@ -303,6 +303,8 @@ START_TEST(wait_shows_a_bar_on_a_terminal_and_lines_otherwise)
     run(args, &out, &err); /* exit 1: still running after 2 s, and that is fine */
     ck_assert_msg(strstr(err, "elapsed") != NULL, "no progress line: %s", err);
     ck_assert_ptr_null(strchr(err, '\r'));
+    ck_assert_msg(strstr(err, "still running after") != NULL ||
+                  strstr(err, "still queued after") != NULL, "no time-out line: %s", err);
     free(out); free(err);
     /* a terminal (script(1) gives the CLI a pty): one line redrawn with \r and a bar */
     char cmd[1024];

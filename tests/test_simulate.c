@@ -277,6 +277,17 @@ START_TEST(ideal_bound_by_hand_for_each_kind)
                       simulate_ideal_us(t, &c, 3, 6000.0), cases[k].want);
         collective_free(&c);
     }
+    /* custom: chunk 0 starts at rank 0 and must reach 1 and 2; with C = 2 the
+     * chunk is 3000 bytes: ranks 1 and 2 receive 3000, rank 0 sends 3000, at
+     * 2000 B/us: 2 + 1.5 */
+    const char *doc = "{\"kind\": \"custom\", \"global_chunks\": 1, \"pre\": [[0, 0]],"
+                      " \"post\": [[0, 1], [0, 2], [0, 0]]}";
+    json_t *j = json_loads(doc, 0, NULL);
+    cs_collective c;
+    ck_assert_int_eq(collective_from_json(j, &c, &err), CS_OK);
+    json_decref(j);
+    ck_assert_double_eq_tol(simulate_ideal_us(t, &c, 2, 6000.0), 3.5, 1e-9);
+    collective_free(&c);
     topology_free(t);
 }
 END_TEST

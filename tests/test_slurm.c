@@ -10,8 +10,10 @@
  * runs srun with the plugin loaded, and records what each task saw.  The
  * checks here read those records: with the daemon up, the task sees
  * MSCCL_XML_FILES / NCCL_ALGO / MSCCL_ALGO_DIR and the XML files with
- * contiguous byte ranges; with it down or hanging, the task still runs with
- * one warning line and no variables; the node stays usable.
+ * contiguous byte ranges (the daemon requires a token: the hook sends the one
+ * in token_file); two nodes compose one topology; with the daemon down or
+ * hanging, the cluster file unreadable or the token refused, the task still
+ * runs with one warning line and no variables; the nodes stay usable.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -274,6 +276,17 @@ static void setup_e2e(void)
     run_e2e();
 }
 
+/* The records stay for a look when the script itself failed. */
+static void teardown_e2e(void)
+{
+    if (e2e_status == 0 && out_dir[0] != '\0') {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", out_dir);
+    }
+}
+
 START_TEST(e2e_ran)
 {
     ck_assert_msg(e2e_status == 0, "e2e.sh exited %d (see %s/e2e.log)", e2e_status, out_dir);
@@ -329,7 +342,7 @@ START_TEST(e2e_up_task_sees_msccl_environment_and_files)
     ck_assert_int_eq(count_lines_with(out, "XMLFILE "), nfiles);
     ck_assert_ptr_null(strstr(files, dir));
     /* the older runtime's name for reduce-scatter, the executor's for its files */
-    ck_assert_ptr_nonnull(strstr(out, "XMLFILE reducescatter-0.xml <algo"));
+    ck_assert_ptr_nonnull(strstr(out, "XMLFILE reducescatter-"));
     ck_assert_ptr_nonnull(strstr(out, "coll=\"reduce_scatter\""));
     ck_assert_ptr_nonnull(strstr(out, "FILE reducescatter-0.xml <algo"));
     ck_assert_ptr_nonnull(strstr(out, "coll=\"reducescatter\""));
@@ -352,11 +365,19 @@ START_TEST(e2e_up_task_sees_msccl_environment_and_files)
             ck_assert_msg(strstr(l, "<algo") != NULL, "%s", l);
             ck_assert_uint_eq(attr_value(l, "minBytes"), expect_min);
             expect_min = attr_value(l, "maxBytes");
-            ck_assert_uint_eq(attr_value(l, "ngpus"), 4); /* the node type's ring:4 */
+            ck_assert_uint_eq(attr_value(l, "ngpus"), 8); /* the node type's dgx1 */
             free(l);
             seen++;
         }
-        ck_assert_msg(seen >= 1, "no files for %s:\n%s", colls[c], out);
+        /* SMT with 2 chunks and k = 0 finds two DGX-1 algorithms for each
+         * collective, the latency-optimal one cheaper below a crossover: two
+         * ranges */
+        ck_assert_msg(seen == 2, "%d files for %s:\n%s", seen, colls[c], out);
+        /* the older runtime's list has room for 4: each collective's algorithm
+         * for the largest messages comes first */
+        char largest[64];
+        snprintf(largest, sizeof largest, "/msccl/%s-%d.xml", colls[c], seen - 1);
+        ck_assert_msg(strstr(files, largest) != NULL, "%s not in %s", largest, files);
         ck_assert_uint_eq(expect_min, 1ULL << 40);
     }
     /* the hook removed its directory when the step ended */
@@ -388,6 +409,78 @@ START_TEST(e2e_step_without_gpus_is_left_alone)
     ck_assert_int_eq(atoi(rc), 0);
     assert_unchanged_env(out);
     ck_assert_ptr_null(strstr(err, "collsynth"));
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* The value of NAME= on the line of task `rank` in srun --label output. */
+static char *labeled_value(const char *out, int rank, const char *name)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%d: %s=", rank, name);
+    const char *p = strstr(out, key);
+    if (p == NULL)
+        return strdup("");
+    p += strlen(key);
+    return strndup(p, strcspn(p, "\n"));
+}
+
+START_TEST(e2e_two_nodes_build_one_topology)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("multi", "rc"), *out = record("multi", "out"), *err = record("multi", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
+    char *dir0 = labeled_value(out, 0, "MSCCL_ALGO_DIR"), *dir1 = labeled_value(out, 1, "MSCCL_ALGO_DIR");
+    char *key0 = labeled_value(out, 0, "COLLSYNTH_RESULT_KEYS");
+    char *key1 = labeled_value(out, 1, "COLLSYNTH_RESULT_KEYS");
+    ck_assert_msg(dir0[0] == '/' && dir1[0] == '/', "no MSCCL_ALGO_DIR on both nodes:\n%s", out);
+    ck_assert_str_ne(dir0, dir1); /* one directory per node */
+    /* both nodes composed the same allocation topology on their own: same keys */
+    ck_assert(key0[0] != '\0');
+    ck_assert_str_eq(key0, key1);
+    for (int r = 0; r < 2; r++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%d: FILE allgather-0.xml <algo", r);
+        const char *line = strstr(out, tag);
+        ck_assert_msg(line != NULL, "no allgather file on node %d:\n%s", r, out);
+        char *l = strndup(line, strcspn(line, "\n"));
+        /* two nodes of ring:4: 8 ranks */
+        ck_assert_uint_eq(attr_value(l, "ngpus"), 8);
+        free(l);
+        snprintf(tag, sizeof tag, "%d: TASK_RAN rank=%d", r, r);
+        ck_assert_ptr_nonnull(strstr(out, tag));
+    }
+    free(dir0); free(dir1); free(key0); free(key1); free(rc); free(out); free(err);
+}
+END_TEST
+
+START_TEST(e2e_unreadable_cluster_file_job_runs_with_one_warning)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("badcluster", "rc"), *out = record("badcluster", "out");
+    char *err = record("badcluster", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "missing.json"));
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(e2e_refused_token_job_runs_with_one_warning)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("badtoken", "rc"), *out = record("badtoken", "out");
+    char *err = record("badtoken", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "HTTP 401") != NULL, "%s", err);
     free(rc);
     free(out);
     free(err);
@@ -442,11 +535,14 @@ static Suite *slurm_suite(void)
     suite_add_tcase(s, unit);
     TCase *e2e = tcase_create("e2e");
     /* once, in the runner's process, before the e2e checks (they fork) */
-    tcase_add_unchecked_fixture(e2e, setup_e2e, NULL);
+    tcase_add_unchecked_fixture(e2e, setup_e2e, teardown_e2e);
     tcase_set_timeout(e2e, 240);
     tcase_add_test(e2e, e2e_ran);
     tcase_add_test(e2e, e2e_up_task_sees_msccl_environment_and_files);
     tcase_add_test(e2e, e2e_step_without_gpus_is_left_alone);
+    tcase_add_test(e2e, e2e_two_nodes_build_one_topology);
+    tcase_add_test(e2e, e2e_unreadable_cluster_file_job_runs_with_one_warning);
+    tcase_add_test(e2e, e2e_refused_token_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);

@@ -12,6 +12,13 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
+/* Time limits stretch under valgrind (make valgrind sets VALGRIND=1). */
+static double slow_factor(void)
+{
+    const char *v = getenv("VALGRIND");
+    return v && strcmp(v, "1") == 0 ? 50.0 : 1.0;
+}
+
 static cs_topology *parse_ok(const char *text)
 {
     cs_topology *t = NULL;
@@ -204,12 +211,19 @@ START_TEST(switch_lowering_adds_links_and_sets)
         }
     }
     ck_assert_int_eq(derived, 4);
-    /* egress sets: 0:{0->2} 1:{1->2} 2:{2->0,2->1}; ingress: 0:{2->0} 1:{2->1} 2:{0->2,1->2} */
-    ck_assert_int_eq(t->nshared, 6);
+    /* egress sets: 0:{0->2} 1:{1->2} 2:{2->0,2->1}; ingress: 0:{2->0} 1:{2->1}
+     * 2:{0->2,1->2}.  Single-link sets repeat the link's own 1 lane and are
+     * omitted: 2 sets remain, egress before ingress. */
+    ck_assert_int_eq(t->nshared, 2);
     for (int i = 0; i < t->nshared; i++) {
         ck_assert_int_eq(t->shared[i].lanes, 1);
         ck_assert_int_eq(t->shared[i].switch_id, 0);
+        ck_assert_int_eq(t->shared[i].nlinks, 2);
     }
+    ck_assert_int_eq(t->links[t->shared[0].links[0]].src, 2);
+    ck_assert_int_eq(t->links[t->shared[0].links[1]].src, 2);
+    ck_assert_int_eq(t->links[t->shared[1].links[0]].dst, 2);
+    ck_assert_int_eq(t->links[t->shared[1].links[1]].dst, 2);
     /* rank 2: all its out-links are in its egress set -> 1 lane; rank 0: 4 + 1 */
     ck_assert_int_eq(topology_egress_lanes(t, 2), 1);
     ck_assert_int_eq(topology_ingress_lanes(t, 2), 1);
@@ -357,6 +371,14 @@ START_TEST(parse_limits_ranks_and_links)
     /* builtins through topology_load obey the limit too */
     opt = (cs_topology_parse_options){ .max_ranks = 8 };
     ck_assert_int_eq(topology_load("ring:16", &opt, &t, &err), CS_ELIMIT);
+    ck_assert_str_eq(err.field, "topology");
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(topology_load("dgx2", &opt, &t, &err), CS_ELIMIT);
+    ck_assert_ptr_null(t);
+    /* a huge builtin is refused before it is built */
+    double t0 = cs_now();
+    ck_assert_int_eq(topology_load("mesh2d:1000x1000", NULL, &t, &err), CS_ELIMIT);
+    ck_assert(cs_now() - t0 < 0.1 * slow_factor());
     ck_assert_int_eq(topology_load("ring:8", &opt, &t, &err), CS_OK);
     topology_free(t);
 }
@@ -552,10 +574,59 @@ START_TEST(large_mesh_builds_fast)
     ck_assert_int_eq(t->ranks, 40000);
     /* 2 * (199*200 + 200*199) directed links */
     ck_assert_int_eq(t->nlinks, 2 * (199 * 200 * 2));
-    ck_assert_msg(secs < 1.0, "mesh2d:200x200 took %.3f s", secs);
+    ck_assert_msg(secs < 1.0 * slow_factor(), "mesh2d:200x200 took %.3f s", secs);
     int dist[1];
     (void)dist;
     topology_free(t);
+}
+END_TEST
+
+/* Mutated documents (fixed seed) must parse or fail cleanly with a message:
+ * never crash, never leak (run under ASan/valgrind by make test-asan). */
+START_TEST(mutated_documents_fail_cleanly)
+{
+    const char *seeds[] = {
+        "{\"name\": \"m\", \"ranks\": 4, \"links\": [{\"src\": 0, \"dst\": 1, \"lanes\": 2, "
+        "\"gbps\": 25.0, \"alpha_us\": 0.7, \"bidirectional\": true}, {\"src\": 1, \"dst\": 2, "
+        "\"bidirectional\": true}, {\"src\": 2, \"dst\": 3, \"bidirectional\": true}], "
+        "\"shared\": [{\"links\": [[0, 1], [2, 1]], \"lanes\": 1}], \"groups\": [[0, 1], [2, 3]]}",
+        "{\"ranks\": 4, \"switches\": [{\"name\": \"s\", \"ranks\": [0, 1, 2, 3], \"gbps\": 50, "
+        "\"alpha_us\": 0.5}], \"groups\": [[0, 1, 2, 3]]}",
+    };
+    const char *replacements[] = { "-1", "0", "4", "99999999999999999999", "1e308", "-1e308", "null",
+                                   "\"x\"", "[]", "{}", "true", "2.5", "[[0,0]]", "" };
+    unsigned seed = 12345;
+    int ok = 0, failed = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        const char *base = seeds[iter % 2];
+        size_t len = strlen(base);
+        char buf[1024];
+        seed = seed * 1103515245u + 12345u;
+        size_t pos = (seed >> 8) % len;
+        seed = seed * 1103515245u + 12345u;
+        size_t cut = 1 + (seed >> 8) % 6;
+        seed = seed * 1103515245u + 12345u;
+        const char *rep = replacements[(seed >> 8) % (sizeof replacements / sizeof *replacements)];
+        if (pos + cut > len)
+            cut = len - pos;
+        int n = snprintf(buf, sizeof buf, "%.*s%s%s", (int)pos, base, rep, base + pos + cut);
+        ck_assert(n > 0 && (size_t)n < sizeof buf);
+        cs_topology *t = NULL;
+        cs_error err = { 0 };
+        int rc = topology_parse(buf, strlen(buf), NULL, &t, &err);
+        if (rc == CS_OK) {
+            ck_assert(t && t->finalized);
+            ok++;
+            topology_free(t);
+        } else {
+            ck_assert_ptr_null(t);
+            ck_assert_msg(err.message[0] != '\0', "no message for %s", buf);
+            ck_assert(rc == CS_EINVAL || rc == CS_ELIMIT);
+            failed++;
+        }
+    }
+    ck_assert_int_gt(failed, 1000);
+    ck_assert_int_gt(ok, 10);
 }
 END_TEST
 
@@ -577,6 +648,7 @@ static Suite *topology_suite(void)
     tcase_add_test(tc, unwind_switch_degree);
     tcase_add_test(tc, torus_hops_and_paths);
     tcase_add_test(tc, large_mesh_builds_fast);
+    tcase_add_test(tc, mutated_documents_fail_cleanly);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -538,6 +538,220 @@ START_TEST(large_schedule_verifies_quickly)
 }
 END_TEST
 
+/* ---- differential test against a naive replay ------------------------------------ */
+
+/* A deliberately simple reference: full G x P tables, one step at a time,
+ * following the semantics of algorithm.h directly.  Returns true when the
+ * algorithm is valid. */
+static bool naive_valid(const cs_topology *t, const cs_algorithm *a)
+{
+    int P = a->ranks, S = a->steps;
+    long G = a->global_chunks;
+    bool comb = collective_kind_is_combining(a->collective.kind);
+    long sum = 0;
+    for (int s = 0; s < S; s++) {
+        if (a->rounds_per_step[s] < 1)
+            return false;
+        sum += a->rounds_per_step[s];
+    }
+    if (sum != a->rounds || P != t->ranks)
+        return false;
+    for (long i = 0; i < a->nsends; i++) {
+        const cs_send *x = &a->sends[i];
+        if (x->chunk < 0 || x->chunk >= G || x->src < 0 || x->src >= P || x->dst < 0 ||
+            x->dst >= P || x->src == x->dst || x->step < 0 || x->step >= S ||
+            topology_find_link(t, x->src, x->dst) < 0 || (x->op == CS_OP_REDUCE && !comb))
+            return false;
+    }
+    /* bandwidth */
+    for (int s = 0; s < S; s++) {
+        for (int l = 0; l < t->nlinks; l++) {
+            long n = 0;
+            for (long i = 0; i < a->nsends; i++)
+                n += a->sends[i].step == s &&
+                     topology_find_link(t, a->sends[i].src, a->sends[i].dst) == l;
+            if (n > (long)t->links[l].lanes * a->rounds_per_step[s])
+                return false;
+        }
+        for (int k = 0; k < t->nshared; k++) {
+            long n = 0;
+            for (long i = 0; i < a->nsends; i++) {
+                if (a->sends[i].step != s)
+                    continue;
+                int l = topology_find_link(t, a->sends[i].src, a->sends[i].dst);
+                for (int j = 0; j < t->shared[k].nlinks; j++)
+                    n += t->shared[k].links[j] == l;
+            }
+            if (n > (long)t->shared[k].lanes * a->rounds_per_step[s])
+                return false;
+        }
+    }
+    /* values: a bitmask per (chunk, rank); non-combining: bit 0 = holds */
+    unsigned *val = calloc((size_t)(G * P), sizeof(unsigned));
+    unsigned *before = calloc((size_t)(G * P), sizeof(unsigned));
+    int *wrote = malloc(sizeof(int) * (size_t)(G * P)); /* -1, or 2*step + copy seen */
+    bool ok = true;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            bool pre = collective_pre(&a->collective, P, a->chunks, g, r);
+            val[g * P + r] = pre ? (comb ? 1u << r : 1u) : 0u;
+            wrote[g * P + r] = -1;
+        }
+    for (int s = 0; s < S && ok; s++) {
+        memcpy(before, val, sizeof(unsigned) * (size_t)(G * P));
+        for (long i = 0; i < a->nsends && ok; i++) {
+            const cs_send *x = &a->sends[i];
+            if (x->step != s)
+                continue;
+            unsigned in = before[x->chunk * P + x->src];
+            unsigned *d = &val[x->chunk * P + x->dst];
+            if (!comb) {
+                if (!in)
+                    ok = false;
+                *d = 1;
+                continue;
+            }
+            int *w = &wrote[x->chunk * P + x->dst];
+            bool same = *w >= 0 && *w / 2 == s;
+            if (same && (x->op == CS_OP_COPY || (*w & 1)) && *d != in)
+                ok = false;
+            if (x->op == CS_OP_COPY) {
+                *d = in;
+            } else {
+                if (*d & in)
+                    ok = false;
+                *d |= in;
+            }
+            *w = 2 * s + (x->op == CS_OP_COPY || (same && (*w & 1)));
+        }
+    }
+    unsigned full = P >= 32 ? ~0u : (1u << P) - 1;
+    for (long g = 0; g < G && ok; g++)
+        for (int r = 0; r < P && ok; r++)
+            if (collective_post(&a->collective, P, a->chunks, g, r) &&
+                val[g * P + r] != (comb ? full : 1u))
+                ok = false;
+    free(val);
+    free(before);
+    free(wrote);
+    return ok;
+}
+
+/* A greedy non-combining schedule: each step, every link (in random order)
+ * carries, lanes times, some chunk src held before the step and dst lacks. */
+static cs_algorithm *greedy_schedule(const cs_topology *t, cs_coll_kind kind, int root, int C,
+                                     int S, unsigned *seed)
+{
+    cs_algorithm *a = new_alg(kind, root, t->ranks, C, S);
+    int P = t->ranks;
+    long G = a->global_chunks;
+    unsigned char *has = calloc((size_t)(G * P), 1), *was = malloc((size_t)(G * P));
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++)
+            has[g * P + r] = collective_pre(&a->collective, P, C, g, r);
+    for (int s = 0; s < S; s++) {
+        memcpy(was, has, (size_t)(G * P));
+        int off = (int)(rand_r(seed) % (unsigned)t->nlinks);
+        for (int k = 0; k < t->nlinks; k++) {
+            const cs_link *l = &t->links[(k + off) % t->nlinks];
+            for (int lane = 0; lane < l->lanes; lane++) {
+                long g0 = rand_r(seed) % G;
+                for (long j = 0; j < G; j++) {
+                    long g = (g0 + j) % G;
+                    if (was[g * P + l->src] && !has[g * P + l->dst]) {
+                        algorithm_add_send(a, g, l->src, l->dst, s, CS_OP_COPY);
+                        has[g * P + l->dst] = 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    free(has);
+    free(was);
+    ck_assert_int_eq(algorithm_fit_rounds(a, t, NULL), CS_OK);
+    return a;
+}
+
+static void mutate(cs_algorithm *a, const cs_topology *t, unsigned *seed)
+{
+    if (a->nsends == 0)
+        return;
+    long i = rand_r(seed) % a->nsends;
+    cs_send *x = &a->sends[i];
+    switch (rand_r(seed) % 7) {
+    case 0: a->sends[i] = a->sends[--a->nsends]; break;              /* drop */
+    case 1: x->step = (x->step + 1) % a->steps; break;                 /* later / wrap */
+    case 2: if (x->step > 0) x->step--; break;                        /* earlier */
+    case 3: x->op = x->op == CS_OP_COPY ? CS_OP_REDUCE : CS_OP_COPY; break;
+    case 4: algorithm_add_send(a, x->chunk, x->src, x->dst, x->step, x->op); break; /* dup */
+    case 5: a->rounds_per_step[x->step] = 1; algorithm_update_rounds(a); break;
+    default: {
+        const cs_link *l = &t->links[rand_r(seed) % t->nlinks];
+        x->src = l->src;
+        x->dst = l->dst;
+    }
+    }
+}
+
+START_TEST(random_schedules_agree_with_a_naive_replay)
+{
+    const char *specs[] = {"ring:5", "fc:4", "dgx1", "mesh2d:2x3", "switch2d:2x3"};
+    const cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_BROADCAST, CS_COLL_GATHER,
+                                  CS_COLL_SCATTER, CS_COLL_ALLTOALL};
+    unsigned seed = 12345;
+    long accepted = 0, rejected = 0;
+    for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++) {
+        cs_topology *t = builtin(specs[ti]), *rev = NULL;
+        ck_assert_int_eq(topology_reverse(t, &rev, NULL), CS_OK);
+        for (int it = 0; it < 60; it++) {
+            cs_coll_kind kind = kinds[rand_r(&seed) % 5];
+            int root = collective_kind_is_rooted(kind) ? (int)(rand_r(&seed) % t->ranks) : -1;
+            int C = 1 + (int)(rand_r(&seed) % 2);
+            int S = 2 + (int)(rand_r(&seed) % 5);
+            /* on the reversed topology, so the inverse runs on t */
+            cs_algorithm *a = greedy_schedule(rev, kind, root, C, S, &seed);
+            cs_algorithm *cands[4] = {a, NULL, NULL, NULL};
+            const cs_topology *on[4] = {rev, t, t, t};
+            cs_algorithm *inv = NULL, *ag = NULL;
+            if (algorithm_invert(a, &inv, NULL) == CS_OK) {
+                cands[1] = inv;
+                if (inv->collective.kind == CS_COLL_REDUCESCATTER) {
+                    ag = greedy_schedule(t, CS_COLL_ALLGATHER, -1, C, S, &seed);
+                    algorithm_concat(inv, ag, &cands[2], NULL);
+                }
+            }
+            for (int k = 0; k < 3; k++) {
+                if (!cands[k])
+                    continue;
+                for (int m = 0; m < 3; m++) {
+                    bool want = naive_valid(on[k], cands[k]);
+                    cs_verify_report rep;
+                    int rc = algorithm_verify_report(on[k], cands[k], &rep, NULL);
+                    ck_assert_msg((rc == CS_OK) == want,
+                                  "%s on %s: naive says %s, verifier %s (%s)",
+                                  collective_kind_name(cands[k]->collective.kind), specs[ti],
+                                  want ? "valid" : "invalid", rc == CS_OK ? "accepts" : "rejects",
+                                  rc == CS_OK ? "" : rep.reasons[0]);
+                    accepted += want;
+                    rejected += !want;
+                    mutate(cands[k], on[k], &seed);
+                }
+            }
+            algorithm_free(a);
+            algorithm_free(inv);
+            algorithm_free(ag);
+            algorithm_free(cands[2]);
+        }
+        topology_free(rev);
+        topology_free(t);
+    }
+    /* both outcomes were exercised */
+    ck_assert_int_ge(accepted, 100);
+    ck_assert_int_ge(rejected, 100);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -563,6 +777,7 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, timed_combining_schedule_is_replayed_in_time_order);
     tcase_add_test(tc, custom_collective_uses_its_pairs);
     tcase_add_test(tc, every_builtin_kind_checks_its_postcondition);
+    tcase_add_test(tc, random_schedules_agree_with_a_naive_replay);
     tcase_add_test(tc, large_schedule_verifies_quickly);
     suite_add_tcase(s, tc);
     return s;

@@ -49,6 +49,7 @@ int cli_cmd_wait(int argc, char **argv, const cli_globals *g);       /* cli_remo
 int cli_cmd_get(int argc, char **argv, const cli_globals *g);        /* cli_remote.c */
 int cli_cmd_cancel(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
 int cli_cmd_topologies(int argc, char **argv, const cli_globals *g); /* cli_remote.c */
+int cli_cmd_codegen(int argc, char **argv, const cli_globals *g);    /* cli_codegen.c */
 
 /* ---- helpers (cli_offline.c) --------------------------------------------------- */
 

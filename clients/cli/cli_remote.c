@@ -173,6 +173,8 @@ static int call(const char *cmd, const cs_http_client *c, const char *method,
     return EXIT_OK;
 }
 
+static const char *str_or(const char *s, const char *fallback) { return s != NULL ? s : fallback; }
+
 /* ---- printing ------------------------------------------------------------------ */
 
 static void print_result_summary(const json_t *res)
@@ -334,10 +336,12 @@ static int wait_for_job(const char *cmd, const cs_http_client *c, const char *jo
                 fputc('\n', stderr);
             return ec;
         }
-        const char *status = json_string_value(json_object_get(job, "status"));
+        char status[32];
+        snprintf(status, sizeof status, "%s",
+                 str_or(json_string_value(json_object_get(job, "status")), "?"));
         progress_view p = read_progress(job);
         char line[256];
-        format_progress(line, sizeof line, status ? status : "?", &p, cs_now() - t0, tty);
+        format_progress(line, sizeof line, status, &p, cs_now() - t0, tty);
         if (tty) {
             fprintf(stderr, "\r%-79s", line);
             fflush(stderr);
@@ -382,8 +386,7 @@ static int wait_for_job(const char *cmd, const cs_http_client *c, const char *jo
             if (tty)
                 fputc('\n', stderr);
             fprintf(stderr, "collsynth %s: job %s still %s after %.0f s (it goes on; "
-                    "`collsynth wait %s` again)\n", cmd, job_id, status ? status : "?",
-                    max_s, job_id);
+                    "`collsynth wait %s` again)\n", cmd, job_id, status, max_s, job_id);
             return EXIT_REMOTE;
         }
         struct timespec ts = {sleep_ms / 1000, (long)(sleep_ms % 1000) * 1000000L};
@@ -701,8 +704,8 @@ int cli_cmd_status(int argc, char **argv, const cli_globals *g)
         json_t *e = json_object_get(job, "error");
         if (json_is_object(e))
             printf("error: %s: %s\n",
-                   json_string_value(json_object_get(e, "code")) ?: "",
-                   json_string_value(json_object_get(e, "message")) ?: "");
+                   str_or(json_string_value(json_object_get(e, "code")), ""),
+                   str_or(json_string_value(json_object_get(e, "message")), ""));
     }
     if (status != NULL && (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0))
         ec = EXIT_REMOTE;

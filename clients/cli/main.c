@@ -34,6 +34,7 @@ static const cli_command commands[] = {
     {"get", cli_cmd_get, "fetch a stored result as json, msccl-xml or cuda: get KEY"},
     {"cancel", cli_cmd_cancel, "cancel a remote job: cancel JOB"},
     {"topologies", cli_cmd_topologies, "list builtin topologies (the server's, or this build's)"},
+    {"codegen", cli_cmd_codegen, "lower an algorithm to MSCCL XML or CUDA: codegen ALGO.json --format F"},
 };
 
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))

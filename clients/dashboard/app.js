@@ -753,12 +753,17 @@ function renderTimeline() {
   const all = alg.sends || [];
   const sends = all.slice(0, MAX_TIMELINE_SENDS);
   const timed = sends.length > 0 && sends.every(s => typeof s.start_us === 'number' && typeof s.end_us === 'number');
-  const rowsKey = [...new Set(sends.map(s => s.src + '-' + s.dst))].sort((a, b) => {
-    const [a1, a2] = a.split('-').map(Number), [b1, b2] = b.split('-').map(Number);
+  // one row per link while that stays readable, else one row per sending rank
+  const links = [...new Set(sends.map(s => s.src + '-' + s.dst))];
+  const byRank = links.length > 48;
+  const rowKeyOf = s => byRank ? String(s.src) : s.src + '-' + s.dst;
+  const rowsKey = [...new Set(sends.map(rowKeyOf))].sort((a, b) => {
+    const [a1, a2 = 0] = a.split('-').map(Number), [b1, b2 = 0] = b.split('-').map(Number);
     return a1 - b1 || a2 - b2;
   });
   const rowOf = new Map(rowsKey.map((k, i) => [k, i]));
   const rowH = rowsKey.length > 120 ? 3 : rowsKey.length > 60 ? 6 : 13;
+  const slotKey = s => s.step + ':' + rowKeyOf(s);
   const left = rowH >= 13 ? 56 : 20, top = 22, W = 900;
   const H = top + rowsKey.length * rowH + 30;
   const root = svg('svg', {viewBox: `0 0 ${W} ${H}`, width: '100%', class: 'chart timeline'});
@@ -782,9 +787,9 @@ function renderTimeline() {
     for (let s = 0; s < alg.steps; s++) { startOf.push(acc); acc += rps[s]; }
     const xr = v => x0 + v / total * (x1 - x0);
     const slot = new Map(), count = new Map();
-    for (const s of sends) { const k = s.step + ':' + s.src + '-' + s.dst; count.set(k, (count.get(k) || 0) + 1); }
+    for (const s of sends) { const k = slotKey(s); count.set(k, (count.get(k) || 0) + 1); }
     xOf = s => {
-      const k = s.step + ':' + s.src + '-' + s.dst;
+      const k = slotKey(s);
       const i = slot.get(k) || 0;
       slot.set(k, i + 1);
       const w = rps[s.step] / count.get(k);
@@ -799,10 +804,10 @@ function renderTimeline() {
     }
   }
   if (rowH >= 13)
-    rowsKey.forEach((k, i) => root.append(svg('text', {x: left - 6, y: top + i * rowH + rowH - 3, 'text-anchor': 'end', class: 'tick', text: k.replace('-', '→')})));
+    rowsKey.forEach((k, i) => root.append(svg('text', {x: left - 6, y: top + i * rowH + rowH - 3, 'text-anchor': 'end', class: 'tick', text: byRank ? 'rank ' + k : k.replace('-', '→')})));
   const g = svg('g', {class: 'sends'});
   for (const s of sends) {
-    const y = top + rowOf.get(s.src + '-' + s.dst) * rowH + 1;
+    const y = top + rowOf.get(rowKeyOf(s)) * rowH + 1;
     const hue = (s.chunk * 137.508) % 360;
     const rect = svg('rect', {x: xOf(s), y, width: 0, height: rowH - 2, class: 'send' + (s.op === 'reduce' ? ' reduce' : ''), fill: `hsl(${hue},65%,${s.op === 'reduce' ? 42 : 55}%)`, 'data-send': ''});
     rect.setAttribute('width', widthOf(s));
@@ -811,6 +816,7 @@ function renderTimeline() {
   }
   root.append(g);
   root.setAttribute('data-sends', sends.length);
+  root.setAttribute('data-rows', byRank ? 'rank' : 'link');
   const note = all.length > sends.length ? el('p', {class: 'hint', text: `showing the first ${sends.length} of ${all.length} sends`}) : null;
   host.replaceChildren(...[root, note].filter(Boolean));
 }

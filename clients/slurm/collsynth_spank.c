@@ -26,7 +26,8 @@
  * plugstack.conf:
  *   optional /usr/lib/collsynth/collsynth_spank.so server=http://host:7878 \
  *       cluster=/etc/collsynth/cluster.json token_file=/etc/collsynth/token \
- *       collectives=allgather,reducescatter,allreduce timeout=5 method=auto gpus=auto
+ *       collectives=allgather,reducescatter,allreduce timeout=5 method=auto gpus=auto \
+ *       options={"smt":{"max_chunks":4}}
  *
  * State: static variables, which is right here: slurmstepd serves one step and
  * calls the hooks from one thread.
@@ -63,6 +64,7 @@ typedef struct hook_config {
     int ncollectives;
     double timeout_s;
     int gpus_mode; /* 0 auto (only steps with GPUs), 1 always */
+    char options[1024]; /* JSON object merged into the request's options, "" none */
     char config_problem[256];
 } hook_config;
 
@@ -95,6 +97,10 @@ typedef struct hook_state {
 
 static hook_config cfg;
 static hook_state st;
+/* The cluster description, read in slurm_spank_init while slurmstepd is still
+ * root (user_init runs as the job's user, who may not read /etc/collsynth). */
+static json_t *cluster_doc;
+static char cluster_problem[400];
 
 /* ---- options ---------------------------------------------------------------------- */
 
@@ -178,7 +184,15 @@ static void parse_args(int ac, char **av)
             set_str(cfg.method, sizeof cfg.method, v);
         else if (kl == 6 && strncmp(a, "tmpdir", kl) == 0)
             set_str(cfg.tmpdir, sizeof cfg.tmpdir, v);
-        else if (kl == 4 && strncmp(a, "gpus", kl) == 0)
+        else if (kl == 7 && strncmp(a, "options", kl) == 0) {
+            json_t *o = json_loads(v, 0, NULL);
+            if (!json_is_object(o) || strlen(v) >= sizeof cfg.options)
+                fmt_into(cfg.config_problem, sizeof cfg.config_problem,
+                         "options=%s is not a JSON object (no spaces in plugstack.conf)", v);
+            else
+                set_str(cfg.options, sizeof cfg.options, v);
+            json_decref(o);
+        } else if (kl == 4 && strncmp(a, "gpus", kl) == 0)
             cfg.gpus_mode = strcmp(v, "always") == 0 ? 1 : 0;
         else
             fmt_into(cfg.config_problem, sizeof cfg.config_problem,
@@ -193,6 +207,16 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     memset(&st, 0, sizeof st);
     parse_args(ac, av);
     (void)sp;
+    json_decref(cluster_doc);
+    cluster_doc = NULL;
+    cluster_problem[0] = '\0';
+    if (cfg.cluster[0] != '\0') {
+        json_error_t jerr;
+        cluster_doc = json_load_file(cfg.cluster, 0, &jerr);
+        if (cluster_doc == NULL)
+            fmt_into(cluster_problem, sizeof cluster_problem,
+                     "cluster description %s: line %d: %s", cfg.cluster, jerr.line, jerr.text);
+    }
     return 0;
 }
 
@@ -304,9 +328,14 @@ static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msgl
 static json_t *synthesize(exchange *x, const json_t *topology, const char *kind, char *why,
                           size_t whylen)
 {
-    json_t *req = json_pack("{s:O, s:{s:s}, s:s, s:{s:f}}", "topology", topology, "collective",
-                            "kind", kind, "method", cfg.method, "options", "wait_s",
-                            fmax(0.0, remaining(x) - 0.5));
+    json_t *options = cfg.options[0] ? json_loads(cfg.options, 0, NULL) : NULL;
+    if (!json_is_object(options)) {
+        json_decref(options);
+        options = json_object();
+    }
+    json_object_set_new(options, "wait_s", json_real(fmax(0.0, remaining(x) - 0.5)));
+    json_t *req = json_pack("{s:O, s:{s:s}, s:s, s:o}", "topology", topology, "collective",
+                            "kind", kind, "method", cfg.method, "options", options);
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     long status = 0;
@@ -508,9 +537,10 @@ static void prepare(spank_t sp)
         fmt_into(st.warning, sizeof st.warning, "plugstack.conf needs server= and cluster=");
         return;
     }
-    uint32_t jobid = 0, stepid = 0;
+    uint32_t jobid = 0, stepid = 0, nodeid = 0;
     spank_get_item(sp, S_JOB_ID, &jobid);
     spank_get_item(sp, S_JOB_STEPID, &stepid);
+    spank_get_item(sp, S_JOB_NODEID, &nodeid);
     char nodelist[8192];
     if (spank_getenv(sp, "SLURM_STEP_NODELIST", nodelist, sizeof nodelist) != ESPANK_SUCCESS &&
         spank_getenv(sp, "SLURM_JOB_NODELIST", nodelist, sizeof nodelist) != ESPANK_SUCCESS &&
@@ -518,13 +548,11 @@ static void prepare(spank_t sp)
         fmt_into(st.warning, sizeof st.warning, "the step's node list is not in its environment");
         return;
     }
-    json_error_t jerr;
-    json_t *cluster = json_load_file(cfg.cluster, 0, &jerr);
-    if (cluster == NULL) {
-        fmt_into(st.warning, sizeof st.warning, "cluster description %s: line %d: %s",
-                 cfg.cluster, jerr.line, jerr.text);
+    if (cluster_doc == NULL) {
+        fmt_into(st.warning, sizeof st.warning, "%s", cluster_problem);
         return;
     }
+    const json_t *cluster = cluster_doc;
     char why[400] = "";
     char **nodes = NULL;
     int nnodes = hostlist_expand(nodelist, &nodes, why, sizeof why);
@@ -548,7 +576,8 @@ static void prepare(spank_t sp)
         set_str(tmp, sizeof tmp, cfg.tmpdir);
     else if (spank_getenv(sp, "TMPDIR", tmp, sizeof tmp) != ESPANK_SUCCESS || tmp[0] == '\0')
         set_str(tmp, sizeof tmp, "/tmp");
-    fmt_into(st.dir, sizeof st.dir, "%s/collsynth.%u.%u", tmp, jobid, stepid);
+    /* the node id keeps two nodes that share a file system (or a host) apart */
+    fmt_into(st.dir, sizeof st.dir, "%s/collsynth.%u.%u.%u", tmp, jobid, stepid, nodeid);
     if (mkdir(st.dir, 0700) == 0)
         st.created_dir = true;
     else if (errno != EEXIST) {
@@ -587,7 +616,6 @@ done:
     hostlist_free(nodes, nnodes > 0 ? nnodes : 0);
     json_decref(topology);
     json_decref(expanded);
-    json_decref(cluster);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
@@ -630,7 +658,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     (void)sp;
     (void)ac;
     (void)av;
-    if (spank_context() == S_CTX_REMOTE)
+    if (spank_context() == S_CTX_REMOTE) {
         remove_files();
+        json_decref(cluster_doc);
+        cluster_doc = NULL;
+    }
     return 0;
 }

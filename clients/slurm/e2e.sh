@@ -4,16 +4,21 @@
 #
 #   clients/slurm/e2e.sh OUT_DIR PLUGIN_SO COLLSYNTHD
 #
-# Starts munge, slurmctld and slurmd in a temporary directory with a generated
-# slurm.conf whose plugstack.conf loads PLUGIN_SO, and collsynthd (--port 0,
-# a temporary data directory).  Then runs one srun per scenario and records its
+# Starts munge, slurmctld and two slurmd (nodes n1 and n2, both on loopback)
+# in a temporary directory with a generated slurm.conf whose plugstack.conf
+# loads PLUGIN_SO, and collsynthd (--port 0, a temporary data directory).  Then runs one srun per scenario and records its
 # stdout, stderr and exit code as OUT_DIR/<scenario>.{out,err,rc}:
 #   up      collsynthd running, a GPU step (CUDA_VISIBLE_DEVICES set)
 #   nogpu   collsynthd running, a step without GPUs (the hook stays silent)
+#   badcluster  the cluster description cannot be read (one warning, job runs)
+#   badtoken    the daemon refuses the token (one warning, job runs)
 #   down    collsynthd stopped (the job still runs, one warning line)
 #   slow    a server that accepts and never answers, timeout=1
+#   multi   (run while collsynthd is up) a two-node step: both nodes build the
+#           same 8-rank topology (two 4-GPU rings joined by a switch)
 # Every daemon it started is stopped on exit, whatever happens.
-# Extra plugstack arguments for `up`: E2E_UP_ARGS (default "timeout=40").
+# Extra plugstack arguments for `up`: E2E_UP_ARGS (default: SMT with at most 2
+# chunks and k = 0, which gives DGX-1 two-point frontiers in well under a second).
 set -u
 OUT=$1; PLUGIN=$(realpath "$2"); DAEMON=$(realpath "$3")
 mkdir -p "$OUT"
@@ -38,7 +43,8 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$p" 2>/dev/null
     done
-    stop_pidfile "$D/run/slurmd.pid"
+    stop_pidfile "$D/run/slurmd-n1.pid"
+    stop_pidfile "$D/run/slurmd-n2.pid"
     stop_pidfile "$D/run/slurmctld.pid"
     stop_pidfile "$D/run/munged.pid"
     cp "$D"/log/*.log "$OUT"/ 2>/dev/null
@@ -49,7 +55,7 @@ trap cleanup EXIT
 for tool in munged mungekey slurmctld slurmd srun sinfo scontrol; do
     command -v "$tool" >/dev/null || { log "missing $tool (scripts/deps.sh test)"; exit 77; }
 done
-mkdir -p "$D"/{etc,run,log,spool/ctld,spool/d,munge,data,tmp}
+mkdir -p "$D"/{etc,run,log,spool/ctld,spool/n1,spool/n2,munge,data,tmp}
 chmod 755 "$D/munge"
 
 # ---- munge ---------------------------------------------------------------------
@@ -59,7 +65,11 @@ munged --socket="$D/munge/sock" --key-file="$D/munge/munge.key" --pid-file="$D/r
     --log-file="$D/log/munged.log" --seed-file="$D/munge/seed" || { log "munged failed"; exit 1; }
 
 # ---- slurm ---------------------------------------------------------------------
-cat >"$SLURM_CONF" <<EOF
+free_port() {  # a port nothing listens on right now (the kernel's choice)
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+write_slurm_conf() {
+    cat >"$SLURM_CONF" <<EOF
 ClusterName=collsynthtest
 SlurmctldHost=localhost
 SlurmUser=root
@@ -67,14 +77,13 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$D/munge/sock
-SlurmctldPort=$((17000 + RANDOM % 2000))
-SlurmdPort=$((19000 + RANDOM % 2000))
+SlurmctldPort=$(free_port)
 StateSaveLocation=$D/spool/ctld
-SlurmdSpoolDir=$D/spool/d
+SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/run/slurmctld.pid
-SlurmdPidFile=$D/run/slurmd.pid
+SlurmdPidFile=$D/run/slurmd-%n.pid
 SlurmctldLogFile=$D/log/slurmctld.log
-SlurmdLogFile=$D/log/slurmd.log
+SlurmdLogFile=$D/log/slurmd-%n.log
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -86,20 +95,38 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 ReturnToService=2
 PlugStackConfig=$D/etc/plugstack.conf
-NodeName=localhost CPUs=2 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+NodeName=n1 NodeHostname=localhost Port=$(free_port) CPUs=2 State=UNKNOWN
+NodeName=n2 NodeHostname=localhost Port=$(free_port) CPUs=2 State=UNKNOWN
+PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
 EOF
+}
+node_states() { sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' '; }
 : >"$D/etc/plugstack.conf"
-slurmctld -f "$SLURM_CONF" || { log "slurmctld failed"; exit 1; }
-slurmd -f "$SLURM_CONF" -N localhost || { log "slurmd failed"; exit 1; }
-for _ in $(seq 100); do
-    [ "$(sinfo -h -o %T 2>/dev/null)" = idle ] && break
-    sleep 0.1
+# A port can be taken between free_port and the daemon's bind: then try again
+# with fresh ports.
+started=no
+for attempt in 1 2 3; do
+    write_slurm_conf
+    slurmctld -f "$SLURM_CONF" || { log "slurmctld failed"; exit 1; }
+    slurmd -f "$SLURM_CONF" -N n1 || { log "slurmd n1 failed"; exit 1; }
+    slurmd -f "$SLURM_CONF" -N n2 || { log "slurmd n2 failed"; exit 1; }
+    for _ in $(seq 100); do
+        [ "$(node_states)" = "idle " ] && break
+        sleep 0.1
+    done
+    if [ "$(node_states)" = "idle " ]; then started=yes; break; fi
+    log "attempt $attempt: nodes not idle ($(node_states)); retrying with other ports"
+    stop_pidfile "$D/run/slurmd-n1.pid"
+    stop_pidfile "$D/run/slurmd-n2.pid"
+    stop_pidfile "$D/run/slurmctld.pid"
+    rm -rf "$D"/spool/ctld/* "$D"/spool/n1/* "$D"/spool/n2/*
 done
-[ "$(sinfo -h -o %T 2>/dev/null)" = idle ] || { log "node not idle: $(sinfo -h -o %T)"; exit 1; }
+[ $started = yes ] || { log "Slurm did not start"; exit 1; }
 
 # ---- collsynthd --------------------------------------------------------------------
-"$DAEMON" --port 0 --data-dir "$D/data" >"$D/log/collsynthd.log" 2>&1 &
+# POST needs the token; the hook reads it from token_file
+COLLSYNTH_AUTH_TOKEN=e2e-secret-token "$DAEMON" --port 0 --data-dir "$D/data" \
+    >"$D/log/collsynthd.log" 2>&1 &
 DAEMON_PID=$!
 PIDS_TO_STOP+=("$DAEMON_PID")
 URL=""
@@ -112,16 +139,25 @@ done
 [ -n "$URL" ] || { log "collsynthd did not start:"; cat "$D/log/collsynthd.log" >&2; exit 1; }
 log "collsynthd at $URL"
 
-# ---- the cluster description: this one node has a 4-GPU ring --------------------
+# ---- cluster descriptions: DGX-1 nodes; 4-GPU ring nodes -------------------------
 cat >"$D/etc/cluster.json" <<EOF
 {
   "name": "e2e",
-  "node_types": { "quad": {"topology": "ring:4"} },
-  "nodes": [ {"names": "localhost", "type": "quad"} ],
+  "node_types": { "dgx1": {"topology": "dgx1", "nics": [0, 4]} },
+  "nodes": [ {"names": "n[1-2]", "type": "dgx1"} ],
+  "fabric": {"kind": "switch", "gbps": 12.5, "alpha_us": 3.0}
+}
+EOF
+cat >"$D/etc/cluster-quad.json" <<EOF
+{
+  "name": "e2e",
+  "node_types": { "quad": {"topology": "ring:4", "nics": [0]} },
+  "nodes": [ {"names": "n[1-2]", "type": "quad"} ],
   "fabric": {"kind": "switch", "gbps": 12.5, "alpha_us": 3.0}
 }
 EOF
 echo "e2e-secret-token" >"$D/etc/token"
+echo "not-the-token" >"$D/etc/wrong-token"
 
 # What each task reports: the variables the hook sets, and the files it wrote.
 cat >"$D/task.sh" <<'EOF'
@@ -139,26 +175,38 @@ echo "TASK_RAN rank=${SLURM_PROCID:-?}"
 EOF
 chmod 755 "$D/task.sh"
 
-run_step() {  # name, plugstack args, extra env assignment (may be "")
-    local name=$1 args=$2 envset=$3
+run_step() {  # name, plugstack args, extra env assignment (may be ""), srun node options
+    local name=$1 args=$2 envset=$3 nodes=${4:--N1 -n1 -w n1}
     echo "optional $PLUGIN $args" >"$D/etc/plugstack.conf"
     local start=$(date +%s.%N)
     if [ -n "$envset" ]; then
-        env "$envset" TMPDIR="$D/tmp" timeout 90 srun -N1 -n1 --export=ALL "$D/task.sh" \
+        env "$envset" TMPDIR="$D/tmp" timeout 90 srun $nodes --export=ALL "$D/task.sh" \
             >"$OUT/$name.out" 2>"$OUT/$name.err"
     else
-        env -u CUDA_VISIBLE_DEVICES TMPDIR="$D/tmp" timeout 90 srun -N1 -n1 --export=ALL \
+        env -u CUDA_VISIBLE_DEVICES TMPDIR="$D/tmp" timeout 90 srun $nodes --export=ALL \
             "$D/task.sh" >"$OUT/$name.out" 2>"$OUT/$name.err"
     fi
     echo $? >"$OUT/$name.rc"
     echo "$(date +%s.%N) - $start" | bc >"$OUT/$name.seconds"
+    # srun returns before slurmstepd runs the hook's exit; give it a moment
+    for _ in $(seq 50); do
+        [ -z "$(ls -A "$D/tmp" 2>/dev/null)" ] && break
+        sleep 0.1
+    done
     ls "$D/tmp" >"$OUT/$name.tmp_after" 2>/dev/null
     log "$name: rc $(cat "$OUT/$name.rc") in $(cat "$OUT/$name.seconds") s"
 }
 
 COMMON="server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/token"
-run_step up "$COMMON ${E2E_UP_ARGS:-timeout=40}" CUDA_VISIBLE_DEVICES=0,1,2,3
+UP_DEFAULT='timeout=40 method=smt options={"max_chunks":2,"k":0}'
+run_step up "$COMMON ${E2E_UP_ARGS:-$UP_DEFAULT}" \
+    CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
 run_step nogpu "$COMMON timeout=5" ""
+run_step multi "server=$URL cluster=$D/etc/cluster-quad.json token_file=$D/etc/token timeout=40 method=tacos" \
+    CUDA_VISIBLE_DEVICES=0,1,2,3 "-N2 -n2 --label"
+run_step badcluster "server=$URL cluster=$D/etc/missing.json timeout=5" CUDA_VISIBLE_DEVICES=0,1
+run_step badtoken "server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/wrong-token timeout=5" \
+    CUDA_VISIBLE_DEVICES=0,1
 
 # the service is down: the job must run unchanged
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
@@ -183,6 +231,10 @@ for _ in $(seq 50); do [ -s "$D/run/slow.port" ] && break; sleep 0.1; done
 run_step slow "server=http://127.0.0.1:$(cat "$D/run/slow.port") cluster=$D/etc/cluster.json timeout=1" \
     CUDA_VISIBLE_DEVICES=0,1,2,3
 
-# the node must still be usable (a failing hook would have drained it)
-sinfo -h -o %T >"$OUT/node_state"
+# the node must still be usable (a failing hook would have drained it); let the
+# last job finish completing first
+for _ in $(seq 100); do
+    case "$(node_states)" in *complet*|*alloc*|*mix*) sleep 0.1 ;; *) break ;; esac
+done
+node_states >"$OUT/node_state"
 exit 0

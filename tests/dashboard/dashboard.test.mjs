@@ -4,14 +4,18 @@
 // runs it and asserts on that object; this script asserts nothing itself, so
 // the expectations live in the C test.
 //
-//   node tests/dashboard/dashboard.test.mjs BASE_URL SCREENSHOT.png [TOPO] [COLLECTIVE]
+//   node tests/dashboard/dashboard.test.mjs BASE_URL SCREENSHOT.png [TOPO] [COLLECTIVE] [TOKEN] [METHOD] [OPTIONS_JSON]
+//
+// With TOKEN (the daemon's --auth-token), it first submits without one and
+// records the refusal the page shows, then types the token into the page.
 //
 // Expectations come from the API, independently of app.js: the frontier from
 // GET /v1/results/{key}, the links from GET /v1/topologies/{name} (expanded
 // here: bidirectional links count both ways).
 import {chromium} from 'playwright-core';
 
-const [base, shot, topo = 'ring:4', collective = 'allgather'] = process.argv.slice(2);
+const [base, shot, topo = 'ring:4', collective = 'allgather', token = '', method = 'auto', options = ''] =
+  process.argv.slice(2);
 if (!base || !shot) {
   console.error('usage: dashboard.test.mjs BASE_URL SCREENSHOT.png [TOPO] [COLLECTIVE]');
   process.exit(2);
@@ -32,18 +36,31 @@ try {
   out.title = await page.title();
   await page.waitForSelector('#health[data-state="ok"]', {timeout: 10000});
 
+  // 0. without the token the daemon refuses, and the page says why
+  if (token) {
+    await page.fill('#topo-name', topo);
+    await page.click('#submit-btn');
+    await page.waitForSelector('#submit-msg.error', {timeout: 10000});
+    out.unauthorized_text = await page.textContent('#submit-msg');
+    await page.fill('#token', token);
+    await page.dispatchEvent('#token', 'change');
+  }
+
   // 1. a bad Topology JSON: the server's message (with its field) is shown
   await page.check('input[name="topo-mode"][value="json"]');
   await page.fill('#topo-json', '{"name": "bad", "ranks": 2, "links": [{"src": 0, "dst": 5}]}');
   await page.selectOption('#collective', collective);
   await page.click('#submit-btn');
-  await page.waitForSelector('#submit-msg.error', {timeout: 10000});
+  await page.waitForFunction(() => document.querySelector('#submit-msg.error') &&
+    document.querySelector('#submit-msg').textContent.includes('field topology'), null, {timeout: 10000}).catch(() => {});
   out.error_text = await page.textContent('#submit-msg');
 
   // 2. a real synthesis on a builtin
   await page.check('input[name="topo-mode"][value="builtin"]');
   await page.fill('#topo-name', topo);
   await page.selectOption('#collective', collective);
+  await page.selectOption('#method', method);
+  await page.fill('#options', options);
   await page.click('#submit-btn');
   await page.waitForSelector('body[data-result]', {timeout: 120000});
   out.job_rows = await page.locator('#jobs tbody tr').count();

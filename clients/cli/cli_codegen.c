@@ -1,0 +1,244 @@
+/*
+ * cli_codegen.c - `collsynth codegen`: lowers an Algorithm JSON (or one
+ * algorithm of a Result's frontier) to MSCCL XML or to a CUDA source.
+ *
+ * The algorithm is verified first whenever its topology is known (from
+ * --topology or the algorithm's own "topology" name), so a file edited by
+ * hand cannot turn into a document that hangs a training job.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cuda_gen.h"
+#include "msccl_xml.h"
+#include "verify.h"
+
+static const char codegen_help[] =
+    "usage: collsynth codegen ALGORITHM.json --format msccl-xml|cuda [options]\n"
+    "\n"
+    "Lowers a verified algorithm to something a training job can run.\n"
+    "ALGORITHM.json is an Algorithm (CONTRACT.md section 3) or a Result; for a\n"
+    "Result the frontier algorithm is chosen with --index or --size.\n"
+    "\n"
+    "  --format F         msccl-xml (MSCCL algorithm XML) or cuda (.cu source)\n"
+    "  --topology T       topology (builtin name, JSON file or text); default: the\n"
+    "                     algorithm's own \"topology\" name when it is a builtin\n"
+    "  --runtime R        msccl-xml: auto (default: a form both runtimes accept),\n"
+    "                     msccl (NCCL fork) or msccl-executor\n"
+    "  --min-bytes N      msccl-xml: smallest buffer this algorithm is used for (default 0)\n"
+    "  --max-bytes N      msccl-xml: largest buffer (default 0 = no limit)\n"
+    "  --proto P          msccl-xml: Simple (default), LL or LL128\n"
+    "  --name NAME        msccl-xml: the algo name attribute\n"
+    "  --elem TYPE        cuda: float (default), double or int32\n"
+    "  --prefix P         cuda: prefix of the generated identifiers (default collsynth_)\n"
+    "  --index K          Result input: the K-th frontier algorithm (default 0)\n"
+    "  --size BYTES       Result input: the frontier algorithm fastest for BYTES\n"
+    "  -o FILE            write to FILE instead of stdout\n"
+    "\n"
+    "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
+    "2 bad input or a runtime limit exceeded, 3 internal error.\n";
+
+static int write_text(const char *cmd, const char *text, size_t len, const char *path)
+{
+    FILE *f = stdout;
+    if (path && strcmp(path, "-") != 0) {
+        f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "collsynth %s: cannot write '%s'\n", cmd, path);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    size_t n = fwrite(text, 1, len, f);
+    int bad = n != len;
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
+    if (bad) {
+        fprintf(stderr, "collsynth %s: write error on '%s'\n", cmd, path ? path : "stdout");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Loads an Algorithm, or picks one out of a Result. */
+static int load_input(const char *cmd, const char *path, const cs_topology *t, int index,
+                      double size, cs_algorithm **out)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cs_read_file(path, &text, &len, &err);
+    if (rc != CS_OK)
+        return cli_report_error(cmd, "cannot read the algorithm", rc, &err);
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!doc) {
+        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
+        return CLI_EXIT_USAGE;
+    }
+    if (json_is_object(doc) && json_object_get(doc, "frontier")) {
+        cs_result *r;
+        rc = result_from_json(doc, &r, &err);
+        json_decref(doc);
+        if (rc != CS_OK)
+            return cli_report_error(cmd, "not a usable result", rc, &err);
+        const cs_algorithm *pick = NULL;
+        if (size > 0) {
+            if (!t) {
+                result_free(r);
+                return cli_usage_error(cmd, "--size needs the topology (--topology)");
+            }
+            pick = result_best_for_size(r, t, size);
+        } else if (index >= 0 && index < r->nalgs) {
+            pick = r->algs[index];
+        }
+        if (!pick) {
+            int n = r->nalgs;
+            result_free(r);
+            return cli_usage_error(cmd, "the result's frontier has %d algorithm(s); no algorithm "
+                                   "at index %d", n, index);
+        }
+        rc = algorithm_clone(pick, out, &err);
+        result_free(r);
+        if (rc != CS_OK)
+            return cli_report_error(cmd, "cannot copy the algorithm", rc, &err);
+        return CLI_EXIT_OK;
+    }
+    rc = algorithm_from_json(doc, out, &err);
+    json_decref(doc);
+    if (rc != CS_OK) {
+        int code = cli_report_error(cmd, "not a usable algorithm", rc, &err);
+        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "codegen";
+    const char *path = NULL, *format = NULL, *topo_spec = NULL, *runtime = NULL;
+    const char *min_s = NULL, *max_s = NULL, *proto = NULL, *name = NULL, *elem = NULL;
+    const char *prefix = NULL, *index_s = NULL, *size_s = NULL, *out_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int m;
+        if (cli_is_help(argv[i])) {
+            fputs(codegen_help, stdout);
+            return CLI_EXIT_OK;
+        }
+        struct {
+            const char *name;
+            const char **dst;
+        } opts[] = {{"--format", &format},   {"--topology", &topo_spec}, {"--runtime", &runtime},
+                    {"--min-bytes", &min_s}, {"--max-bytes", &max_s},   {"--proto", &proto},
+                    {"--name", &name},       {"--elem", &elem},         {"--prefix", &prefix},
+                    {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path}};
+        bool matched = false;
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !matched; k++) {
+            m = cli_option(cmd, argc, argv, &i, opts[k].name, &v);
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (m > 0) {
+                *opts[k].dst = v;
+                matched = true;
+            }
+        }
+        if (matched)
+            continue;
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!path)
+        return cli_usage_error(cmd, "missing ALGORITHM (a JSON file)");
+    if (!format)
+        return cli_usage_error(cmd, "missing --format (msccl-xml or cuda)");
+    bool xml = strcmp(format, "msccl-xml") == 0;
+    if (!xml && strcmp(format, "cuda") != 0)
+        return cli_usage_error(cmd, "--format must be msccl-xml or cuda, not '%s'", format);
+    if (!xml && (runtime || min_s || max_s || proto || name))
+        return cli_usage_error(cmd, "--runtime, --min-bytes, --max-bytes, --proto and --name "
+                               "apply to --format msccl-xml");
+    if (xml && (elem || prefix))
+        return cli_usage_error(cmd, "--elem and --prefix apply to --format cuda");
+    cs_error err;
+    cs_error_clear(&err);
+    cs_msccl_options mo;
+    msccl_options_default(&mo);
+    cs_cuda_options co;
+    cuda_options_default(&co);
+    double bytes;
+    if (runtime && msccl_runtime_from_name(runtime, &mo.runtime, &err) != CS_OK)
+        return cli_usage_error(cmd, "%s", err.message);
+    if (min_s) {
+        if (!cli_parse_size(min_s, &bytes) || bytes < 0)
+            return cli_usage_error(cmd, "--min-bytes '%s' is not a size", min_s);
+        mo.min_bytes = (long long)bytes;
+    }
+    if (max_s) {
+        if (!cli_parse_size(max_s, &bytes) || bytes < 0)
+            return cli_usage_error(cmd, "--max-bytes '%s' is not a size", max_s);
+        mo.max_bytes = (long long)bytes;
+    }
+    mo.proto = proto;
+    mo.name = name;
+    if (elem && cuda_elem_from_name(elem, &co.elem, &err) != CS_OK)
+        return cli_usage_error(cmd, "%s", err.message);
+    co.prefix = prefix;
+    int index = 0;
+    double size = 0;
+    if (index_s && (!cli_parse_int(index_s, &index) || index < 0))
+        return cli_usage_error(cmd, "--index '%s' is not a non-negative integer", index_s);
+    if (size_s && (!cli_parse_size(size_s, &size) || size <= 0))
+        return cli_usage_error(cmd, "--size '%s' is not a size", size_s);
+
+    cs_topology *t = NULL;
+    int code = CLI_EXIT_OK;
+    if (topo_spec && (code = cli_load_topology(cmd, topo_spec, &t)) != CLI_EXIT_OK)
+        return code;
+    cs_algorithm *a = NULL;
+    if ((code = load_input(cmd, path, t, index, size, &a)) != CLI_EXIT_OK) {
+        topology_free(t);
+        return code;
+    }
+    if (!t && a->topology[0]) {
+        cs_error terr;
+        if (topology_load(a->topology, NULL, &t, &terr) != CS_OK) {
+            t = NULL;
+            fprintf(stderr, "collsynth %s: note: topology '%s' is not a builtin; the algorithm is "
+                            "not verified and every link gets one channel (give --topology)\n",
+                    cmd, a->topology);
+        }
+    }
+    int rc = CS_OK;
+    if (t) {
+        rc = algorithm_verify(t, a, &err);
+        if (rc != CS_OK)
+            code = cli_report_error(cmd, "the algorithm is not valid on this topology", rc, &err);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if (rc == CS_OK) {
+        rc = xml ? msccl_xml_generate(a, t, &mo, &text, &len, &err)
+                 : cuda_generate(a, t, &co, &text, &len, &err);
+        if (rc != CS_OK)
+            code = cli_report_error(cmd, xml ? "cannot lower to MSCCL XML" : "cannot lower to CUDA",
+                                    rc, &err);
+        else
+            code = write_text(cmd, text, len, out_path);
+    }
+    free(text);
+    algorithm_free(a);
+    topology_free(t);
+    return code;
+}

@@ -1,0 +1,91 @@
+/*
+ * verify_internal.h - what verify.c (driver, header and link checks,
+ * bandwidth) and verify_values.c (the per-chunk value replay and the
+ * postcondition) share.  Private to the verifier.
+ */
+#ifndef CS_VERIFY_INTERNAL_H
+#define CS_VERIFY_INTERNAL_H
+
+#include <stdint.h>
+
+#include "verify.h"
+
+#define VERIFY_TIME_EPS 1e-6
+
+typedef struct value {
+    struct value *next_free;
+    int refs;
+    int count;          /* number of contributions (bits set) */
+    uint64_t bits[];
+} value;
+
+
+typedef struct vctx {
+    const cs_topology *t;
+    const cs_algorithm *a;
+    const cs_collective *coll;  /* validated copy */
+    cs_verify_report *rep;
+    char first_field[CS_ERROR_FIELD_MAX];
+    int P;
+    long G;
+    long n;
+    int S;
+    bool combining, timed;
+    int *link_of;               /* per send; -1 when the send is malformed */
+    /* link -> shared sets */
+    int *set_begin, *set_list;
+    /* value replay */
+    unsigned *stamp;            /* per rank: epoch of the chunk that wrote the state */
+    double *avail;              /* non-combining: step (or time) from which rank holds it */
+    value **val;                /* combining: rank's value when stamped ... */
+    int *single;                /* ... or, when val is NULL, the singleton it holds (-1: none) */
+    unsigned *lstamp;           /* combining liveness (see mark_dead_sources) */
+    unsigned char *live;
+    int *wstep;                 /* combining: step of the last write (conflict check) */
+    int *touched;
+    int ntouched;
+    unsigned epoch;
+    int words;
+    value *free_values;
+    value **all_blocks;         /* every value ever allocated, for freeing */
+    long nblocks, cap_blocks;
+    bool oom;
+    /* custom postconditions: chunk -> ranks */
+    long *post_begin;
+    int *post_rank;
+} vctx;
+
+/* A send's schedule times, for sorting timed sends. */
+typedef struct timed_key {
+    double start, end;
+    int index;
+} timed_key;
+
+static inline int verify_compare_timed(const void *pa, const void *pb)
+{
+    const timed_key *a = pa, *b = pb;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Problems: counted always, described while there is room in the report.
+ * field is the JSON path of the first problem (for cs_error.field). */
+void verify_problem(vctx *v, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "send 17 (chunk 3, 2->5, step 1): " + the reason. */
+void verify_send_problem(vctx *v, long i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool verify_reasons_full(const vctx *v);
+
+/* Replays values chunk by chunk and checks the postcondition of every chunk.
+ * ord: the valid sends sorted by chunk (then step, for step schedules). */
+int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err);
+/* Builds the chunk -> ranks index of a custom collective's postcondition. */
+int verify_build_custom_post(vctx *v, cs_error *err);
+/* Checks that the verifier's reading of the postcondition matches collective.h. */
+int verify_check_shapes(vctx *v, cs_error *err);
+
+#endif

@@ -1,0 +1,704 @@
+/*
+ * verify_values.c - the verifier's value replay: walks the sends one chunk at
+ * a time and checks causality, contribution sets and the postcondition (see
+ * verify.c for the overall design).
+ *
+ * Combining collectives track, per (chunk, rank), the exact SET of
+ * contributions the rank's partial value holds: a P-bit bitset.  Values are
+ * reference counted and shared, so a copy shares its source's bitset (an
+ * allgather phase costs no bitset work at all), and "a send in step s reads the
+ * value from before step s" falls out of taking every snapshot of a step
+ * before applying any of its writes.  Untouched ranks and first sends are
+ * singletons with no bitset, and a backward liveness pass finds source values
+ * that are never read again, so most reductions update a bitset in place.
+ *
+ * Timed schedules are replayed per chunk in start order with a heap of
+ * pending arrivals: a send reads src after every arrival with end_us <=
+ * start_us + 1e-6 has been applied.
+ */
+#include "verify_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- values (combining collectives) ------------------------------------------------- */
+
+static value *value_alloc_raw(vctx *v, bool zero)
+{
+    value *x = v->free_values;
+    if (x) {
+        v->free_values = x->next_free;
+    } else {
+        if (v->nblocks == v->cap_blocks) {
+            long cap = v->cap_blocks ? v->cap_blocks * 2 : 256;
+            value **b = realloc(v->all_blocks, sizeof *b * (size_t)cap);
+            if (!b) {
+                v->oom = true;
+                return NULL;
+            }
+            v->all_blocks = b;
+            v->cap_blocks = cap;
+        }
+        x = malloc(sizeof(value) + sizeof(uint64_t) * (size_t)v->words);
+        if (!x) {
+            v->oom = true;
+            return NULL;
+        }
+        v->all_blocks[v->nblocks++] = x;
+    }
+    x->next_free = NULL;
+    x->refs = 1;
+    x->count = 0;
+    if (zero)
+        memset(x->bits, 0, sizeof(uint64_t) * (size_t)v->words);
+    return x;
+}
+
+
+static void value_unref(vctx *v, value *x)
+{
+    if (x && --x->refs == 0) {
+        x->next_free = v->free_values;
+        v->free_values = x;
+    }
+}
+
+/* A partial value: a materialized set, or (v == NULL) the singleton {single}
+ * (empty when single < 0).  Untouched ranks and most first sends are
+ * singletons, so they cost no bitset at all. */
+typedef struct vref {
+    value *v;
+    int single;
+} vref;
+
+static inline bool vref_has(const vref *x, int r)
+{
+    if (x->v)
+        return (x->v->bits[r >> 6] >> (r & 63)) & 1;
+    return x->single == r;
+}
+
+static inline int vref_count(const vref *x)
+{
+    return x->v ? x->v->count : x->single >= 0;
+}
+
+/* Marks rank r as touched by the current chunk, with its initial value (its
+ * own contribution, if it has one). */
+static void touch(vctx *v, long g, int r)
+{
+    if (v->stamp[r] == v->epoch)
+        return;
+    v->stamp[r] = v->epoch;
+    v->val[r] = NULL;
+    v->single[r] = collective_pre(v->coll, v->P, v->a->chunks, g, r) ? r : -1;
+    v->wstep[r] = -1;
+    v->touched[v->ntouched++] = r;
+}
+
+/* A new reference to rank r's current value (a snapshot). */
+static vref snapshot(vctx *v, long g, int r)
+{
+    touch(v, g, r);
+    if (v->val[r]) {
+        v->val[r]->refs++;
+        return (vref){v->val[r], -1};
+    }
+    return (vref){NULL, v->single[r]};
+}
+
+static void vref_release(vctx *v, vref *x)
+{
+    value_unref(v, x->v);
+    x->v = NULL;
+}
+
+/* A bitset copy of x that the caller owns (refs 1), reusing x's own when
+ * nobody else holds it. */
+static value *own_bits(vctx *v, vref *x)
+{
+    if (x->v && x->v->refs == 1) {
+        value *y = x->v;
+        x->v = NULL;
+        return y;
+    }
+    value *y = value_alloc_raw(v, x->v == NULL);
+    if (!y)
+        return NULL;
+    if (x->v) {
+        memcpy(y->bits, x->v->bits, sizeof(uint64_t) * (size_t)v->words);
+        y->count = x->v->count;
+        vref_release(v, x);
+    } else if (x->single >= 0) {
+        y->bits[x->single >> 6] |= (uint64_t)1 << (x->single & 63);
+        y->count = 1;
+    }
+    return y;
+}
+
+static int first_common(const vctx *v, const vref *x, const vref *y)
+{
+    if (!x->v)
+        return x->single >= 0 && vref_has(y, x->single) ? x->single : -1;
+    if (!y->v)
+        return y->single >= 0 && vref_has(x, y->single) ? y->single : -1;
+    for (int w = 0; w < v->words; w++) {
+        uint64_t c = x->v->bits[w] & y->v->bits[w];
+        if (c)
+            return w * 64 + __builtin_ctzll(c);
+    }
+    return -1;
+}
+
+static int first_missing(const vctx *v, const vref *x)
+{
+    for (int r = 0; r < v->P; r++) {
+        if (x->v && x->v->bits[r >> 6] == ~(uint64_t)0) {
+            r |= 63;
+            continue;
+        }
+        if (!vref_has(x, r))
+            return r;
+    }
+    return -1;
+}
+
+static bool vref_equal(const vctx *v, const vref *x, const vref *y)
+{
+    if (vref_count(x) != vref_count(y))
+        return false;
+    if (x->v && y->v)
+        return x->v == y->v ||
+               memcmp(x->v->bits, y->v->bits, sizeof(uint64_t) * (size_t)v->words) == 0;
+    if (!x->v)
+        return x->single < 0 || vref_has(y, x->single);
+    return y->single < 0 || vref_has(x, y->single);
+}
+
+/* dst's value := dst's value (+) in, with in consumed.  Reports a double
+ * count. */
+static void reduce_into(vctx *v, long i, int dst, vref *in)
+{
+    vref cur = {v->val[dst], v->single[dst]};
+    if (vref_count(in) == 0) {
+        vref_release(v, in);
+        return;
+    }
+    if (vref_count(&cur) == 0) {
+        v->val[dst] = in->v;
+        v->single[dst] = in->single;
+        return;
+    }
+    int common = first_common(v, &cur, in);
+    if (common >= 0)
+        verify_send_problem(v, i, "reduce counts the contribution of rank %d twice (rank %d already "
+                     "holds it)", common, dst);
+    /* accumulate into whichever side we may write, the larger one preferably */
+    vref *big = &cur, *small = in;
+    if (in->v && (!cur.v || (in->v->refs == 1 && cur.v->refs != 1))) {
+        big = in;
+        small = &cur;
+    }
+    value *acc = own_bits(v, big);
+    if (!acc) { /* out of memory: own_bits released nothing; drop the incoming value */
+        vref_release(v, in);
+        return;
+    }
+    if (small->v) {
+        int cnt = 0;
+        for (int w = 0; w < v->words; w++) {
+            acc->bits[w] |= small->v->bits[w];
+            cnt += __builtin_popcountll(acc->bits[w]);
+        }
+        acc->count = cnt;
+    } else if (small->single >= 0) {
+        uint64_t bit = (uint64_t)1 << (small->single & 63);
+        if (!(acc->bits[small->single >> 6] & bit)) {
+            acc->bits[small->single >> 6] |= bit;
+            acc->count++;
+        }
+    }
+    vref_release(v, small);
+    v->val[dst] = acc;
+    v->single[dst] = -1;
+}
+
+/* Applies send i carrying `in` (a reference the call consumes) to its dst.
+ * step >= 0 (untimed schedules) enables the same-step write conflict check. */
+static void apply_combining(vctx *v, long i, vref in, int step)
+{
+    const cs_send *s = &v->a->sends[i];
+    int dst = s->dst;
+    touch(v, s->chunk, dst);
+    /* wstep: 2*step + (a copy wrote in that step); -1 when never written */
+    int w = v->wstep[dst];
+    bool same_step = step >= 0 && w >= 0 && w / 2 == step;
+    if (same_step && (s->op == CS_OP_COPY || (w & 1))) {
+        vref cur = {v->val[dst], v->single[dst]};
+        if (!vref_equal(v, &cur, &in))
+            verify_send_problem(v, i, "rank %d is written more than once in step %d and one of the "
+                         "writes is a copy: the result depends on the order", dst, step);
+    }
+    if (s->op == CS_OP_COPY) {
+        value_unref(v, v->val[dst]);
+        v->val[dst] = in.v;
+        v->single[dst] = in.single;
+    } else {
+        reduce_into(v, i, dst, &in);
+    }
+    if (step >= 0)
+        v->wstep[dst] = 2 * step + (s->op == CS_OP_COPY || (same_step && (w & 1)));
+}
+
+/* ---- postconditions ---------------------------------------------------------------- */
+
+enum { POST_ALL, POST_ONE, POST_LIST };
+
+static int post_shape(cs_coll_kind k)
+{
+    switch (k) {
+    case CS_COLL_ALLGATHER: case CS_COLL_BROADCAST: case CS_COLL_ALLREDUCE:
+        return POST_ALL;
+    case CS_COLL_CUSTOM:
+        return POST_LIST;
+    default:
+        return POST_ONE;
+    }
+}
+
+static int post_single_rank(const cs_collective *c, int P, long g)
+{
+    switch (c->kind) {
+    case CS_COLL_GATHER: case CS_COLL_REDUCE:
+        return c->root;
+    case CS_COLL_SCATTER: case CS_COLL_REDUCESCATTER:
+        return (int)(g % P);
+    case CS_COLL_ALLTOALL:
+        return (int)((g / P) % P);
+    default:
+        return -1;
+    }
+}
+
+/* The shapes above restate collective.h's table; make sure they agree with
+ * the collective module on a sample, so the two can never silently drift. */
+int verify_check_shapes(vctx *v, cs_error *err)
+{
+    const cs_collective *c = v->coll;
+    int shape = post_shape(c->kind);
+    if (shape == POST_LIST)
+        return CS_OK;
+    long gmax = v->G < 70 ? v->G : 70;
+    int rmax = v->P < 70 ? v->P : 70;
+    for (long g = 0; g < gmax; g++)
+        for (int r = 0; r < rmax; r++) {
+            bool mine = shape == POST_ALL || post_single_rank(c, v->P, g) == r;
+            if (mine != collective_post(c, v->P, v->a->chunks, g, r))
+                return cs_error_set(err, CS_EINTERNAL, "collective",
+                                    "verifier and collective module disagree on the "
+                                    "postcondition of chunk %ld at rank %d", g, r);
+            if (v->combining && !collective_pre(c, v->P, v->a->chunks, g, r))
+                return cs_error_set(err, CS_EINTERNAL, "collective",
+                                    "combining collective without a contribution at rank %d", r);
+        }
+    return CS_OK;
+}
+
+static bool holds_plain(const vctx *v, long g, int r)
+{
+    return v->stamp[r] == v->epoch || collective_pre(v->coll, v->P, v->a->chunks, g, r);
+}
+
+static vref rank_state(const vctx *v, long g, int r)
+{
+    if (v->stamp[r] == v->epoch)
+        return (vref){v->val[r], v->single[r]};
+    return (vref){NULL, collective_pre(v->coll, v->P, v->a->chunks, g, r) ? r : -1};
+}
+
+static bool holds_full(const vctx *v, long g, int r)
+{
+    vref x = rank_state(v, g, r);
+    return vref_count(&x) == v->P;
+}
+
+static void post_missing(vctx *v, long g, int r)
+{
+    if (!v->combining) {
+        verify_problem(v, "sends", "chunk %ld never reaches rank %d (postcondition)", g, r);
+        return;
+    }
+    vref x = rank_state(v, g, r);
+    if (v->stamp[r] != v->epoch && x.single == r) {
+        verify_problem(v, "sends", "chunk %ld at rank %d holds only its own contribution, not the "
+                "full reduction (postcondition)", g, r);
+        return;
+    }
+    int miss = first_missing(v, &x);
+    verify_problem(v, "sends", "chunk %ld at rank %d lacks the contribution of rank %d (holds %d of %d; "
+            "postcondition)", g, r, miss, vref_count(&x), v->P);
+}
+
+/* `received` is, for non-combining kinds, how many non-source ranks received
+ * chunk g. */
+static void check_post(vctx *v, long g, long received)
+{
+    int shape = post_shape(v->coll->kind);
+    if (shape == POST_ONE) {
+        int r = post_single_rank(v->coll, v->P, g);
+        bool ok = v->combining ? holds_full(v, g, r) : holds_plain(v, g, r);
+        if (!ok)
+            post_missing(v, g, r);
+        return;
+    }
+    if (shape == POST_LIST) {
+        for (long k = v->post_begin[g]; k < v->post_begin[g + 1]; k++) {
+            int r = v->post_rank[k];
+            if (!holds_plain(v, g, r))
+                post_missing(v, g, r);
+        }
+        return;
+    }
+    /* every rank */
+    long full;
+    if (v->combining) {
+        full = 0;
+        for (int k = 0; k < v->ntouched; k++)
+            full += holds_full(v, g, v->touched[k]);
+        if (v->P == 1)
+            full += 1 - v->ntouched;
+    } else {
+        full = received + 1; /* builtin non-combining ALL kinds have one source */
+    }
+    if (full >= v->P)
+        return;
+    long missing = v->P - full;
+    if (verify_reasons_full(v)) {
+        v->rep->nproblems += missing;
+        return;
+    }
+    long reported = 0;
+    for (int r = 0; r < v->P && reported < missing; r++) {
+        bool ok = v->combining ? holds_full(v, g, r) : holds_plain(v, g, r);
+        if (!ok) {
+            if (verify_reasons_full(v)) {
+                v->rep->nproblems += missing - reported;
+                return;
+            }
+            post_missing(v, g, r);
+            reported++;
+        }
+    }
+}
+
+/* ---- the value replay -------------------------------------------------------------- */
+
+typedef struct arrival {
+    double end;
+    long seq;           /* order among equal ends: the send's position */
+    int send;
+    vref val;           /* the snapshot carried */
+} arrival;
+
+static void replay_plain_untimed(vctx *v, long g, const int *seg, long len, long *received)
+{
+    for (long k = 0; k < len; k++) {
+        int i = seg[k];
+        const cs_send *s = &v->a->sends[i];
+        if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
+              (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->step)))
+            verify_send_problem(v, i, "rank %d does not hold chunk %ld before step %d", s->src, g,
+                         s->step);
+        if (v->stamp[s->dst] != v->epoch && !collective_pre(v->coll, v->P, v->a->chunks, g, s->dst)) {
+            v->stamp[s->dst] = v->epoch;
+            v->avail[s->dst] = s->step + 1;
+            (*received)++;
+        }
+    }
+}
+
+static void replay_plain_timed(vctx *v, long g, const int *seg, long len, long *received)
+{
+    for (long k = 0; k < len; k++) {
+        int i = seg[k];
+        const cs_send *s = &v->a->sends[i];
+        if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
+              (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->start_us + VERIFY_TIME_EPS))) {
+            if (v->stamp[s->src] == v->epoch)
+                verify_send_problem(v, i, "rank %d only has chunk %ld from %.3f us", s->src, g,
+                             v->avail[s->src]);
+            else
+                verify_send_problem(v, i, "rank %d does not hold chunk %ld", s->src, g);
+        }
+        if (collective_pre(v->coll, v->P, v->a->chunks, g, s->dst))
+            continue;
+        if (v->stamp[s->dst] != v->epoch) {
+            v->stamp[s->dst] = v->epoch;
+            v->avail[s->dst] = s->end_us;
+            (*received)++;
+        } else if (s->end_us < v->avail[s->dst]) {
+            v->avail[s->dst] = s->end_us;
+        }
+    }
+}
+
+static bool is_post_combining(const vctx *v, long g, int r)
+{
+    return post_shape(v->coll->kind) == POST_ALL || post_single_rank(v->coll, v->P, g) == r;
+}
+
+static void live_init(vctx *v, long g, int r)
+{
+    if (v->lstamp[r] != v->epoch) {
+        v->lstamp[r] = v->epoch;
+        v->live[r] = is_post_combining(v, g, r);
+    }
+}
+
+/* Backward liveness over one chunk's sends: dead[k] says that once its step's
+ * snapshots are taken, send k's src value is never read again (no later send
+ * from src, no later reduce into it before a copy overwrites it, and no
+ * postcondition on it).  Dropping such values leaves most snapshots with a
+ * single owner, so reductions update bitsets in place instead of copying. */
+static void mark_dead_sources(vctx *v, long g, const int *seg, long len, unsigned char *dead)
+{
+    const cs_send *sends = v->a->sends;
+    long end = len;
+    while (end > 0) {
+        int step = sends[seg[end - 1]].step;
+        long k = end;
+        while (k > 0 && sends[seg[k - 1]].step == step)
+            k--;
+        for (long j = k; j < end; j++) {
+            const cs_send *s = &sends[seg[j]];
+            live_init(v, g, s->dst);
+            if (s->op == CS_OP_COPY)
+                v->live[s->dst] = 0;
+        }
+        for (long j = k; j < end; j++) {
+            const cs_send *s = &sends[seg[j]];
+            if (s->op == CS_OP_REDUCE)
+                v->live[s->dst] = 1;
+        }
+        for (long j = k; j < end; j++) {
+            int a = sends[seg[j]].src;
+            live_init(v, g, a);
+            dead[j] = !v->live[a];
+        }
+        for (long j = k; j < end; j++)
+            v->live[sends[seg[j]].src] = 1;
+        end = k;
+    }
+}
+
+static int replay_combining_untimed(vctx *v, long g, const int *seg, long len, vref *snap,
+                                    unsigned char *dead)
+{
+    mark_dead_sources(v, g, seg, len, dead);
+    long k = 0;
+    while (k < len) {
+        int step = v->a->sends[seg[k]].step;
+        long end = k;
+        while (end < len && v->a->sends[seg[end]].step == step)
+            end++;
+        for (long j = k; j < end; j++)
+            snap[j - k] = snapshot(v, g, v->a->sends[seg[j]].src);
+        for (long j = k; j < end; j++) {
+            if (!dead[j])
+                continue;
+            int a = v->a->sends[seg[j]].src;
+            value_unref(v, v->val[a]);
+            v->val[a] = NULL;
+            v->single[a] = -1;
+        }
+        for (long j = k; j < end; j++)
+            apply_combining(v, seg[j], snap[j - k], step);
+        if (v->oom)
+            return CS_ENOMEM;
+        k = end;
+    }
+    return CS_OK;
+}
+
+static bool arrival_before(const arrival *x, const arrival *y)
+{
+    return x->end < y->end || (x->end == y->end && x->seq < y->seq);
+}
+
+static void heap_push(arrival *h, long *n, arrival x)
+{
+    long i = (*n)++;
+    while (i > 0) {
+        long p = (i - 1) / 2;
+        if (!arrival_before(&x, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static arrival heap_pop(arrival *h, long *n)
+{
+    arrival top = h[0];
+    arrival last = h[--(*n)];
+    long i = 0;
+    for (;;) {
+        long c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && arrival_before(&h[c + 1], &h[c]))
+            c++;
+        if (!arrival_before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static int replay_combining_timed(vctx *v, long g, const int *seg, long len, arrival *heap)
+{
+    long nh = 0;
+    for (long k = 0; k < len; k++) {
+        int i = seg[k];
+        const cs_send *s = &v->a->sends[i];
+        while (nh > 0 && heap[0].end <= s->start_us + VERIFY_TIME_EPS) {
+            arrival x = heap_pop(heap, &nh);
+            apply_combining(v, x.send, x.val, -1);
+        }
+        heap_push(heap, &nh, (arrival){s->end_us, k, i, snapshot(v, g, s->src)});
+    }
+    while (nh > 0) {
+        arrival x = heap_pop(heap, &nh);
+        apply_combining(v, x.send, x.val, -1);
+    }
+    return v->oom ? CS_ENOMEM : CS_OK;
+}
+
+static void sort_by_time(const cs_send *sends, int *seg, long len, timed_key *tk)
+{
+    if (len < 2)
+        return;
+    for (long k = 0; k < len; k++)
+        tk[k] = (timed_key){sends[seg[k]].start_us, sends[seg[k]].end_us, seg[k]};
+    qsort(tk, (size_t)len, sizeof *tk, verify_compare_timed);
+    for (long k = 0; k < len; k++)
+        seg[k] = tk[k].index;
+}
+
+/* ord: valid sends sorted by chunk (then step for untimed). */
+int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err)
+{
+    int P = v->P;
+    int rc = CS_OK;
+    long maxseg = 0;
+    for (long k = 0; k < nvalid;) {
+        long e = k;
+        while (e < nvalid && v->a->sends[ord[e]].chunk == v->a->sends[ord[k]].chunk)
+            e++;
+        if (e - k > maxseg)
+            maxseg = e - k;
+        k = e;
+    }
+    unsigned char *dead = NULL;
+    v->stamp = calloc((size_t)P, sizeof(unsigned));
+    v->touched = malloc(sizeof(int) * (size_t)P);
+    if (!v->combining)
+        v->avail = malloc(sizeof(double) * (size_t)P);
+    else {
+        v->val = calloc((size_t)P, sizeof(value *));
+        v->single = malloc(sizeof(int) * (size_t)P);
+        v->lstamp = calloc((size_t)P, sizeof(unsigned));
+        v->live = malloc((size_t)P);
+        dead = malloc((size_t)(maxseg > 0 ? maxseg : 1));
+        v->wstep = malloc(sizeof(int) * (size_t)P);
+    }
+    void *scratch = NULL;   /* snapshots (untimed) or the arrival heap (timed) */
+    timed_key *tk = NULL;
+    if (v->combining)
+        scratch = malloc((v->timed ? sizeof(arrival) : sizeof(vref)) *
+                         (size_t)(maxseg > 0 ? maxseg : 1));
+    if (v->timed)
+        tk = malloc(sizeof(timed_key) * (size_t)(maxseg > 0 ? maxseg : 1));
+    if (!v->stamp || !v->touched || (!v->combining && !v->avail) ||
+        (v->combining && (!v->val || !v->single || !v->wstep || !scratch || !v->lstamp ||
+                          !v->live || !dead)) || (v->timed && !tk)) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory replaying %ld sends", nvalid);
+        goto done;
+    }
+    long k = 0;
+    for (long g = 0; g < v->G; g++) {
+        long e = k;
+        while (e < nvalid && v->a->sends[ord[e]].chunk == g)
+            e++;
+        v->epoch++;
+        if (v->epoch == 0) { /* wrapped: clear stamps once */
+            memset(v->stamp, 0, sizeof(unsigned) * (size_t)P);
+            if (v->lstamp)
+                memset(v->lstamp, 0, sizeof(unsigned) * (size_t)P);
+            v->epoch = 1;
+        }
+        v->ntouched = 0;
+        long received = 0;
+        int *seg = ord + k;
+        long len = e - k;
+        if (v->timed)
+            sort_by_time(v->a->sends, seg, len, tk);
+        if (!v->combining) {
+            if (v->timed)
+                replay_plain_timed(v, g, seg, len, &received);
+            else
+                replay_plain_untimed(v, g, seg, len, &received);
+        } else {
+            rc = v->timed ? replay_combining_timed(v, g, seg, len, scratch)
+                          : replay_combining_untimed(v, g, seg, len, scratch, dead);
+            if (rc != CS_OK) {
+                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory replaying chunk %ld", g);
+                goto done;
+            }
+        }
+        check_post(v, g, received);
+        if (v->combining) {
+            for (int j = 0; j < v->ntouched; j++)
+                value_unref(v, v->val[v->touched[j]]);
+            v->ntouched = 0;
+        }
+        k = e;
+    }
+done:
+    free(scratch);
+    free(dead);
+    free(tk);
+    return rc;
+}
+
+int verify_build_custom_post(vctx *v, cs_error *err)
+{
+    const cs_collective *c = v->coll;
+    v->post_begin = calloc((size_t)v->G + 2, sizeof(long));
+    v->post_rank = malloc(sizeof(int) * (size_t)(c->npost > 0 ? c->npost : 1));
+    if (!v->post_begin || !v->post_rank)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    for (int k = 0; k < c->npost; k++) {
+        long g = c->post[2 * k];
+        if (g < 0 || g >= v->G || c->post[2 * k + 1] < 0 || c->post[2 * k + 1] >= v->P)
+            return cs_error_set(err, CS_EINVAL, "collective.post", "post[%d] out of range", k);
+        v->post_begin[g + 1]++;
+    }
+    for (long g = 0; g < v->G; g++)
+        v->post_begin[g + 1] += v->post_begin[g];
+    long *fill = malloc(sizeof(long) * (size_t)(v->G + 1));
+    if (!fill)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    memcpy(fill, v->post_begin, sizeof(long) * (size_t)(v->G + 1));
+    for (int k = 0; k < c->npost; k++)
+        v->post_rank[fill[c->post[2 * k]]++] = c->post[2 * k + 1];
+    free(fill);
+    return CS_OK;
+}
+

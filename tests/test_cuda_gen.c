@@ -1,0 +1,370 @@
+/* Tests of the CUDA generator: every generated file of the codegen matrix is
+ * compiled as plain C (CS_HOST_BUILD: thread blocks become pthreads) and run,
+ * and its results are checked against the collective's definition in NCCL's
+ * buffer layout; a selection (the DGX-1 SMT frontier, one baseline, one TACOS
+ * schedule) is compiled with nvcc for sm_80 and sm_90 with warnings as errors
+ * (skipped with a message where nvcc is absent). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "baseline.h"
+#include "check_main.h"
+#include "codegen_testutil.h"
+#include "cuda_gen.h"
+
+/* The test driver: fills inputs, runs, checks every output element.  The
+ * expectations are written from the collectives' definitions, not from the
+ * generator. */
+static const char *const driver_src =
+    "#define CS_HOST_BUILD 1\n"
+    "#include GEN_FILE\n"
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#define P COLLSYNTH_RANKS\n"
+    "#define C COLLSYNTH_CHUNKS\n"
+    "typedef COLLSYNTH_ELEM elem;\n"
+    "static elem val(int r, long x, int e) { return (elem)((r + 1) * 4096 + x * 8 + e); }\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    int inplace = argc > 1 && atoi(argv[1]);\n"
+    "    size_t n = argc > 2 ? (size_t)atoi(argv[2]) : 6;\n"
+    "    const char *kind = COLLSYNTH_KIND;\n"
+    "    int root = COLLSYNTH_ROOT;\n"
+    "    long ni = COLLSYNTH_I_CHUNKS, no = COLLSYNTH_O_CHUNKS, big = ni > no ? ni : no;\n"
+    "    elem *inb[P], *outb[P];\n"
+    "    void *in[P], *out[P];\n"
+    "    for (int r = 0; r < P; r++) {\n"
+    "        outb[r] = aligned_alloc(16, ((size_t)big * n * sizeof(elem) + 15) / 16 * 16);\n"
+    "        inb[r] = aligned_alloc(16, ((size_t)big * n * sizeof(elem) + 15) / 16 * 16);\n"
+    "        for (long k = 0; k < big * (long)n; k++) outb[r][k] = (elem)-1, inb[r][k] = (elem)-2;\n"
+    "        elem *ip = inb[r], *op = outb[r];\n"
+    "        if (inplace) {\n"
+    "            if (!strcmp(kind, \"allgather\")) ip = outb[r] + (size_t)r * C * n;\n"
+    "            else if (!strcmp(kind, \"reducescatter\")) op = inb[r] + (size_t)r * C * n;\n"
+    "            else ip = op;\n"
+    "        }\n"
+    "        in[r] = ip;\n"
+    "        out[r] = op;\n"
+    "    }\n"
+    "    collsynth_ctx ctx;\n"
+    "    if (collsynth_setup(&ctx, NULL, n) != 0) { printf(\"setup: %s\\n\", collsynth_error(&ctx)); return 2; }\n"
+    "    for (int rep = 0; rep < 2; rep++) { /* twice: flags use a new epoch per run */\n"
+    "        for (int r = 0; r < P; r++)\n"
+    "            for (long x = 0; x < ni; x++)\n"
+    "                for (size_t e = 0; e < n; e++) ((elem *)in[r])[x * n + e] = val(r, x, (int)e);\n"
+    "        if (collsynth_run(&ctx, in, out) != 0) { printf(\"run: %s\\n\", collsynth_error(&ctx)); return 3; }\n"
+    "    }\n"
+    "    int bad = 0;\n"
+    "    for (int r = 0; r < P && !bad; r++) {\n"
+    "        const elem *o = (const elem *)out[r];\n"
+    "        for (long x = 0; x < no && !bad; x++)\n"
+    "            for (size_t e = 0; e < n && !bad; e++) {\n"
+    "                elem want = 0;\n"
+    "                int check = 1;\n"
+    "                if (!strcmp(kind, \"allgather\")) want = val((int)(x / C), x % C, (int)e);\n"
+    "                else if (!strcmp(kind, \"gather\")) { check = r == root; want = val((int)(x / C), x % C, (int)e); }\n"
+    "                else if (!strcmp(kind, \"alltoall\")) want = val((int)(x / C), (long)r * C + x % C, (int)e);\n"
+    "                else if (!strcmp(kind, \"broadcast\")) want = val(root, x, (int)e);\n"
+    "                else if (!strcmp(kind, \"scatter\")) want = val(root, (long)r * C + x, (int)e);\n"
+    "                else if (!strcmp(kind, \"reducescatter\")) { for (int p = 0; p < P; p++) want += val(p, (long)r * C + x, (int)e); }\n"
+    "                else { check = strcmp(kind, \"reduce\") || r == root; for (int p = 0; p < P; p++) want += val(p, x, (int)e); }\n"
+    "                if (check && o[x * n + e] != want) {\n"
+    "                    printf(\"%s: rank %d chunk %ld elem %zu is %g, expected %g\\n\", kind, r, x, e,\n"
+    "                           (double)o[x * n + e], (double)want);\n"
+    "                    bad = 1;\n"
+    "                }\n"
+    "            }\n"
+    "    }\n"
+    "    collsynth_teardown(&ctx);\n"
+    "    for (int r = 0; r < P; r++) { free(inb[r]); free(outb[r]); }\n"
+    "    if (!bad) printf(\"ok\\n\");\n"
+    "    return bad;\n"
+    "}\n";
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/collsynth-cudagen-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/driver.c", tmpdir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(driver_src, f);
+    fclose(f);
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs cmd; returns its exit status and the first line of its output. */
+static int run(const char *cmd, char *line, size_t n)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    line[0] = 0;
+    char buf[1024];
+    bool first = true;
+    while (fgets(buf, sizeof buf, p)) {
+        if (first)
+            snprintf(line, n, "%s", buf);
+        first = false;
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Generates, compiles the host build and runs it out of place and, where the
+ * collective allows it, in place. */
+static void host_check(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *o,
+                       const char *label, int idx)
+{
+    cs_error err;
+    char *src;
+    int rc = cuda_generate(a, t, o, &src, NULL, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", label, err.message);
+    char cu[512], exe[512], cmd[2048], line[1024];
+    snprintf(cu, sizeof cu, "%s/alg%d.cu", tmpdir, idx);
+    snprintf(exe, sizeof exe, "%s/alg%d", tmpdir, idx);
+    write_file(cu, src);
+    free(src);
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 "
+             "-DGEN_FILE='\"%s\"' -x c '%s/driver.c' -pthread -o '%s' 2>&1", cu, tmpdir, exe);
+    rc = run(cmd, line, sizeof line);
+    ck_assert_msg(rc == 0, "%s: host build does not compile: %s", label, line);
+    cs_coll_kind k = a->collective.kind;
+    bool inplace = k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER ||
+                   k == CS_COLL_ALLREDUCE || k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
+    for (int mode = 0; mode < (inplace ? 2 : 1); mode++) {
+        /* 6 elements per chunk: one 128-bit vector and a tail for floats */
+        snprintf(cmd, sizeof cmd, "'%s' %d 6 2>&1", exe, mode);
+        rc = run(cmd, line, sizeof line);
+        ck_assert_msg(rc == 0 && strncmp(line, "ok", 2) == 0, "%s (%s): %s", label,
+                      mode ? "in place" : "out of place", line);
+    }
+}
+
+static void host_matrix(unsigned which)
+{
+    cgt_set set;
+    cs_error err;
+    int rc = cgt_build(&set, which, 0, &err);
+    ck_assert_msg(rc == CS_OK, "building the algorithms failed: %s", err.message);
+    ck_assert_int_ge(set.n, 8);
+    make_tmpdir();
+    for (int i = 0; i < set.n; i++)
+        host_check(set.algs[i].alg, set.algs[i].topo, NULL, set.algs[i].label, i);
+    remove_tmpdir();
+    cgt_free(&set);
+}
+
+START_TEST(host_build_runs_baselines_right) { host_matrix(CGT_BASELINE); }
+END_TEST
+
+START_TEST(host_build_runs_smt_frontier_right) { host_matrix(CGT_SMT); }
+END_TEST
+
+START_TEST(host_build_runs_tacos_right) { host_matrix(CGT_TACOS); }
+END_TEST
+
+START_TEST(element_types_and_threads)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("dgx1", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    make_tmpdir();
+    cs_cuda_options o;
+    cuda_options_default(&o);
+    o.elem = CS_CUDA_DOUBLE;
+    o.threads = 64;
+    host_check(a, t, &o, "allreduce ring double", 0);
+    o.elem = CS_CUDA_INT32;
+    host_check(a, t, &o, "allreduce ring int32", 1);
+    remove_tmpdir();
+    char *src;
+    ck_assert_int_eq(cuda_generate(a, t, &o, &src, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(src, "#define COLLSYNTH_THREADS 64"));
+    ck_assert_ptr_nonnull(strstr(src, "typedef int4 collsynth_vec_t;"));
+    ck_assert_ptr_nonnull(strstr(src, "__threadfence_system()"));
+    ck_assert_ptr_nonnull(strstr(src, "cudaDeviceEnablePeerAccess"));
+    free(src);
+    cs_cuda_elem e;
+    ck_assert_int_eq(cuda_elem_from_name("double", &e, &err), CS_OK);
+    ck_assert_int_eq(e, CS_CUDA_DOUBLE);
+    ck_assert_int_eq(cuda_elem_from_name("half", &e, &err), CS_EINVAL);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(options_are_checked)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("ring:4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    cs_cuda_options o;
+    cuda_options_default(&o);
+    char *src;
+    o.prefix = "my_ag_";
+    ck_assert_int_eq(cuda_generate(a, t, &o, &src, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(src, "int my_ag_run(my_ag_ctx *ctx"));
+    ck_assert_ptr_nonnull(strstr(src, "#define MY_AG_RANKS 4"));
+    ck_assert_ptr_nonnull(strstr(src, "#define MY_AG_KIND \"allgather\""));
+    ck_assert_ptr_null(strstr(src, "collsynth_"));
+    free(src);
+    o.prefix = "9bad";
+    ck_assert_int_eq(cuda_generate(a, t, &o, &src, NULL, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "prefix");
+    o.prefix = NULL;
+    o.threads = 100;
+    ck_assert_int_eq(cuda_generate(a, t, &o, &src, NULL, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "threads");
+    algorithm_free(a);
+    topology_free(t);
+    /* one node only */
+    ck_assert_int_eq(topology_builtin("ring:65", &t, &err), CS_OK);
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    ck_assert_int_eq(cuda_generate(a, t, NULL, &src, NULL, &err), CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "65 ranks"), "%s", err.message);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* The directory holding nvcc's bin/ (for cuobjdump next to it). */
+static const char *nvcc_dir(const char *nvcc)
+{
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s", nvcc);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    return dir;
+}
+
+static const char *find_nvcc(void)
+{
+    static char path[512];
+    const char *env = getenv("NVCC");
+    if (env && access(env, X_OK) == 0)
+        return env;
+    if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
+        return "/usr/local/cuda/bin/nvcc";
+    FILE *p = popen("command -v nvcc 2>/dev/null", "r");
+    if (!p)
+        return NULL;
+    path[0] = 0;
+    if (!fgets(path, sizeof path, p))
+        path[0] = 0;
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    return path[0] ? path : NULL;
+}
+
+START_TEST(nvcc_compiles_generated_sources)
+{
+    const char *nvcc = find_nvcc();
+    if (!nvcc) {
+        printf("test_cuda_gen: SKIPPED nvcc_compiles_generated_sources: nvcc not found "
+               "(set NVCC or install the CUDA toolkit)\n");
+        return;
+    }
+    /* the DGX-1 SMT frontier (allgather and allreduce), one baseline, one TACOS */
+    cgt_set smt, base, tacos;
+    cs_error err;
+    unsigned kinds = (1u << CS_COLL_ALLGATHER) | (1u << CS_COLL_ALLREDUCE);
+    ck_assert_msg(cgt_build(&smt, CGT_SMT, kinds, &err) == CS_OK, "%s", err.message);
+    ck_assert_msg(cgt_build(&base, CGT_BASELINE, 1u << CS_COLL_ALLREDUCE, &err) == CS_OK, "%s",
+                  err.message);
+    ck_assert_msg(cgt_build(&tacos, CGT_TACOS, 1u << CS_COLL_ALLGATHER, &err) == CS_OK, "%s",
+                  err.message);
+    make_tmpdir();
+    char list[512];
+    snprintf(list, sizeof list, "%s/jobs.txt", tmpdir);
+    FILE *jobs = fopen(list, "w");
+    ck_assert_ptr_nonnull(jobs);
+    int nfiles = 0;
+    cgt_set *sets[] = {&smt, &base, &tacos};
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < sets[s]->n; i++) {
+            char *src;
+            ck_assert_int_eq(cuda_generate(sets[s]->algs[i].alg, sets[s]->algs[i].topo, NULL,
+                                           &src, NULL, &err), CS_OK);
+            char cu[512];
+            snprintf(cu, sizeof cu, "%s/k%d.cu", tmpdir, nfiles);
+            write_file(cu, src);
+            free(src);
+            /* one compiler run emits both sm_80 and sm_90 code */
+            fprintf(jobs, "%s -gencode arch=compute_80,code=sm_80 -gencode "
+                    "arch=compute_90,code=sm_90 -Werror all-warnings -c %s -o %s.o\n", nvcc, cu, cu);
+            nfiles++;
+        }
+    fclose(jobs);
+    ck_assert_int_ge(nfiles, 4);
+    /* at most two compilers at a time (the machine has two cores) */
+    char cmd[4096], line[1024];
+    snprintf(cmd, sizeof cmd, "cd '%s' && timeout 300 xargs -P 2 -I{} "
+             "sh -c 'out=$({} 2>&1) || echo \"FAILED: {}: $out\"' < '%s' 2>&1", tmpdir, list);
+    int rc = run(cmd, line, sizeof line);
+    ck_assert_msg(rc == 0 && line[0] == 0, "nvcc failed (exit %d): %s", rc, line);
+    for (int k = 0; k < nfiles; k++) {
+        char o[600];
+        struct stat st;
+        snprintf(o, sizeof o, "%s/k%d.cu.o", tmpdir, k);
+        ck_assert_msg(stat(o, &st) == 0 && st.st_size > 0, "no object %s", o);
+        /* both architectures are in the fat binary */
+        snprintf(cmd, sizeof cmd, "'%s/../bin/cuobjdump' --list-elf '%s' 2>/dev/null | "
+                 "grep -c -E 'sm_(80|90)'", nvcc_dir(nvcc), o);
+        if (run(cmd, line, sizeof line) <= 1 && line[0] && atoi(line) > 0)
+            ck_assert_msg(atoi(line) >= 2, "%s: expected sm_80 and sm_90 code, got %s", o, line);
+    }
+    remove_tmpdir();
+    cgt_free(&smt);
+    cgt_free(&base);
+    cgt_free(&tacos);
+}
+END_TEST
+
+static Suite *cuda_gen_suite(void)
+{
+    Suite *s = suite_create("cuda_gen");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, host_build_runs_baselines_right);
+    tcase_add_test(tc, host_build_runs_smt_frontier_right);
+    tcase_add_test(tc, host_build_runs_tacos_right);
+    tcase_add_test(tc, element_types_and_threads);
+    tcase_add_test(tc, options_are_checked);
+    tcase_add_test(tc, nvcc_compiles_generated_sources);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(cuda_gen_suite)
