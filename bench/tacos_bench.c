@@ -115,7 +115,7 @@ static int bench_quality(int trials)
         {"torus3d:8x8x8", CS_COLL_ALLGATHER, 1}, {"torus3d:8x8x8", CS_COLL_ALLREDUCE, 1},
         {"mesh2d:10x10", CS_COLL_ALLGATHER, 1}, {"mesh2d:10x10", CS_COLL_ALLREDUCE, 1},
         {"hypercube:6", CS_COLL_ALLGATHER, 1}, {"hypercube:6", CS_COLL_ALLREDUCE, 1},
-        {"dgx1", CS_COLL_ALLGATHER, 6}, {"dgx1", CS_COLL_ALLREDUCE, 1},
+        {"dgx1", CS_COLL_ALLGATHER, 6}, {"dgx1", CS_COLL_ALLREDUCE, 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cs_result *r = NULL;

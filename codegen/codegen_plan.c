@@ -235,7 +235,7 @@ typedef struct builder {
     reader_node *readers;
     long nreaders, capreaders;
     long caplops, capdeps, captasks;
-    long dep_scratch[64];
+    int spread;             /* channels per lane */
     cs_error *err;
 } builder;
 
@@ -490,6 +490,25 @@ static int assign_channels(builder *b, const cs_topology *t)
                 b->minor[x] = 0;
             }
         }
+        if (b->spread > 1) {
+            /* deal each channel's messages, in order, over `spread` channels:
+             * a subsequence of a channel keeps its order properties */
+            int nbase = 0;
+            for (long q = k; q < e; q++)
+                if (b->chan[idx[q]] + 1 > nbase)
+                    nbase = b->chan[idx[q]] + 1;
+            long *ord = calloc((size_t)nbase, sizeof *ord);
+            if (!ord) {
+                free(idx);
+                free(ends);
+                return CS_ENOMEM;
+            }
+            for (long q = k; q < e; q++) {
+                int base = b->chan[idx[q]];
+                b->chan[idx[q]] = base * b->spread + (int)(ord[base]++ % b->spread);
+            }
+            free(ord);
+        }
         for (long q = k; q < e; q++)
             if (b->chan[idx[q]] > maxchan)
                 maxchan = b->chan[idx[q]];
@@ -671,11 +690,16 @@ static int final_copy(builder *b, int rank, long g, long *ncopies)
     long sh = state_of(b, rank, H, &rc);
     if (sh < 0)
         return rc;
-    if ((rc = add_dep(b, id, b->states[sh].last_writer)) != CS_OK)
-        return rc;
-    for (long r = b->states[sh].readers; r >= 0; r = b->readers[r].next)
-        if ((rc = add_dep(b, id, b->readers[r].lop)) != CS_OK)
+    if (canon(b, rank, L) != canon(b, rank, H)) {
+        if ((rc = add_dep(b, id, b->states[sh].last_writer)) != CS_OK)
             return rc;
+        for (long r = b->states[sh].readers; r >= 0; r = b->readers[r].next)
+            if ((rc = add_dep(b, id, b->readers[r].lop)) != CS_OK)
+                return rc;
+    }
+    /* else: an input slot copied to the output slot it is in place: the same
+     * memory and the same value in place, different memory out of place, so
+     * the sends still reading the input need not be waited for */
     b->states[sh].last_writer = id;
     b->states[sh].readers = -1;
     if ((rc = loc_set(b, rank, g, H)) != CS_OK)
@@ -814,7 +838,15 @@ static int plan_sizes(cg_plan *p)
 
 int codegen_plan_build(const cs_algorithm *a, const cs_topology *t, cg_plan **out, cs_error *err)
 {
+    return codegen_plan_build_spread(a, t, 1, out, err);
+}
+
+int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int spread,
+                              cg_plan **out, cs_error *err)
+{
     *out = NULL;
+    if (spread < 1 || spread > 1024)
+        return cs_error_set(err, CS_EINVAL, "spread", "channels per lane must be 1..1024");
     if (!a)
         return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
     if (a->ranks < 1 || a->chunks < 1)
@@ -833,6 +865,7 @@ int codegen_plan_build(const cs_algorithm *a, const cs_topology *t, cg_plan **ou
     b.P = a->ranks;
     b.C = a->chunks;
     b.G = G;
+    b.spread = spread;
     int rc = collective_copy(&b.coll, &a->collective, err);
     if (rc != CS_OK)
         return rc;

@@ -103,6 +103,11 @@ typedef struct cg_plan {
 /* t may be NULL: then every link has one lane (one channel per link). */
 int codegen_plan_build(const cs_algorithm *a, const cs_topology *t, cg_plan **out,
                        cs_error *err);
+/* The same with `spread` channels per lane: each lane's messages are dealt
+ * round-robin over spread channels, shortening every thread block's step
+ * list about spread-fold (for runtimes with few steps per block). */
+int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int spread,
+                              cg_plan **out, cs_error *err);
 void codegen_plan_free(cg_plan *p);
 int cg_key_cmp(const cg_key *x, const cg_key *y);
 

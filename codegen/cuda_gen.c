@@ -157,8 +157,9 @@ static const char *const runtime_template =
 "        if (@U@TID == 0) {\n"
 "            @U@SPIN_STATE\n"
 "            for (int d = 0; d < t->ndeps; d++) {\n"
-"                int dt = @P@deps[t->dep_begin + d];\n"
-"                const @P@flag_t *f = p->flags[@P@tasks[dt].dst_rank] + dt;\n"
+"                int dt = @P@deps[2 * (t->dep_begin + d)];\n"
+"                int dr = @P@deps[2 * (t->dep_begin + d) + 1]; /* local or the receiver */\n"
+"                const @P@flag_t *f = p->flags[dr] + dt;\n"
 "                while (@U@FLAG_LOAD(f) < epoch)\n"
 "                    @U@SPIN(host);\n"
 "            }\n"
@@ -174,6 +175,8 @@ static const char *const runtime_template =
 "        if (@U@TID == 0) {\n"
 "            @U@FENCE_SYSTEM();\n"
 "            @U@FLAG_STORE(p->flags[t->dst_rank] + id, epoch);\n"
+"            if (t->src_rank != t->dst_rank)\n"
+"                @U@FLAG_STORE(p->flags[t->src_rank] + id, epoch);\n"
 "        }\n"
 "    }\n"
 "    (void)host;\n"
@@ -319,26 +322,31 @@ static const char *const runtime_template =
 "    ctx->chunk_elems = chunk_elems;\n"
 "    for (int r = 0; r < @U@RANKS; r++)\n"
 "        ctx->devices[r] = devices ? devices[r] : r;\n"
+"    /* peer access only where a rank writes into another (the schedule's\n"
+"     * links): flags are read locally or from that same receiver */\n"
+"    for (int k = 0; k < @U@NPEERS; k++) {\n"
+"        int r = @P@peers[2 * k], q = @P@peers[2 * k + 1];\n"
+"        if (ctx->devices[q] == ctx->devices[r])\n"
+"            continue;\n"
+"        if ((e = cudaSetDevice(ctx->devices[r])) != cudaSuccess)\n"
+"            return @P@cuda_fail(ctx, \"cudaSetDevice\", e);\n"
+"        int ok = 0;\n"
+"        if ((e = cudaDeviceCanAccessPeer(&ok, ctx->devices[r], ctx->devices[q])) != cudaSuccess)\n"
+"            return @P@cuda_fail(ctx, \"cudaDeviceCanAccessPeer\", e);\n"
+"        if (!ok) {\n"
+"            snprintf(ctx->error, sizeof ctx->error, \"GPU %d cannot access GPU %d\",\n"
+"                     ctx->devices[r], ctx->devices[q]);\n"
+"            return -1;\n"
+"        }\n"
+"        e = cudaDeviceEnablePeerAccess(ctx->devices[q], 0);\n"
+"        if (e == cudaErrorPeerAccessAlreadyEnabled)\n"
+"            (void)cudaGetLastError();\n"
+"        else if (e != cudaSuccess)\n"
+"            return @P@cuda_fail(ctx, \"cudaDeviceEnablePeerAccess\", e);\n"
+"    }\n"
 "    for (int r = 0; r < @U@RANKS; r++) {\n"
 "        if ((e = cudaSetDevice(ctx->devices[r])) != cudaSuccess)\n"
 "            return @P@cuda_fail(ctx, \"cudaSetDevice\", e);\n"
-"        for (int q = 0; q < @U@RANKS; q++) {\n"
-"            if (ctx->devices[q] == ctx->devices[r])\n"
-"                continue;\n"
-"            int ok = 0;\n"
-"            if ((e = cudaDeviceCanAccessPeer(&ok, ctx->devices[r], ctx->devices[q])) != cudaSuccess)\n"
-"                return @P@cuda_fail(ctx, \"cudaDeviceCanAccessPeer\", e);\n"
-"            if (!ok) {\n"
-"                snprintf(ctx->error, sizeof ctx->error, \"GPU %d cannot access GPU %d\",\n"
-"                         ctx->devices[r], ctx->devices[q]);\n"
-"                return -1;\n"
-"            }\n"
-"            e = cudaDeviceEnablePeerAccess(ctx->devices[q], 0);\n"
-"            if (e == cudaErrorPeerAccessAlreadyEnabled)\n"
-"                (void)cudaGetLastError();\n"
-"            else if (e != cudaSuccess)\n"
-"                return @P@cuda_fail(ctx, \"cudaDeviceEnablePeerAccess\", e);\n"
-"        }\n"
 "        size_t s = (size_t)@P@s_chunks[r] * chunk_elems;\n"
 "        if ((e = cudaMalloc((void **)&ctx->scratch[r], (s ? s : 1) * sizeof(@U@ELEM))) != cudaSuccess)\n"
 "            return @P@cuda_fail(ctx, \"cudaMalloc\", e);\n"
@@ -575,23 +583,28 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
         for (int s = 0; s < 2; s++) {
             if (!sides[s])
                 continue;
+            /* the dependency's flag is read where this side runs: the sender's
+             * own memory, or the receiver's (which the sender writes anyway) */
+            int read_rank = s == 0 ? src_rank : dst_rank;
             for (int d = 0; d < sides[s]->ndeps; d++) {
                 long dt = p->lops[p->deps[sides[s]->dep_begin + d]].task;
                 if (dt == k || task_block[dt] == task_block[k])
                     continue;
                 bool seen = false;
                 for (long e = begin; e < ndeps && !seen; e++)
-                    seen = deps[e] == dt;
+                    seen = deps[2 * e] == dt;
                 if (seen)
                     continue;
-                if (ndeps == capdeps) {
+                if (2 * ndeps + 2 > capdeps) {
                     capdeps = capdeps ? capdeps * 2 : 1024;
                     long *nd = realloc(deps, (size_t)capdeps * sizeof(long));
                     if (!nd)
                         goto done;
                     deps = nd;
                 }
-                deps[ndeps++] = dt;
+                deps[2 * ndeps] = dt;
+                deps[2 * ndeps + 1] = read_rank;
+                ndeps++;
             }
         }
         cg_printf(b, "    {%d, %d, %d, %d, %d, %d, %d, %d, %d, %ld, %ld},\n", src_rank, dst_rank,
@@ -602,7 +615,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
     char qual[96];
     snprintf(qual, sizeof qual, "%sTABLE", U);
     snprintf(name, sizeof name, "%sdeps", P);
-    emit_int_table(b, qual, "int", name, deps, ndeps);
+    emit_int_table(b, qual, "int", name, deps, 2 * ndeps);
     snprintf(name, sizeof name, "%sblock_begin", P);
     emit_int_table(b, qual, "int", name, block_begin, nblocks + 1);
     snprintf(name, sizeof name, "%sblock_tasks", P);
@@ -621,6 +634,35 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
         snprintf(name, sizeof name, "%ss_chunks", P);
         emit_int_table(b, "static const", "int", name, s, p->ranks);
         free(s);
+    }
+    {
+        /* (sender, receiver) pairs that need peer access */
+        char *seen = calloc((size_t)p->ranks * (size_t)p->ranks, 1);
+        long *pairs = malloc((size_t)(2 * nt + 2) * sizeof(long));
+        long npairs = 0;
+        if (!seen || !pairs) {
+            free(seen);
+            free(pairs);
+            goto done;
+        }
+        for (long k = 0; k < nt; k++) {
+            const cg_task *t = &p->tasks[k];
+            if (t->exec_rank == t->flag_rank)
+                continue;
+            size_t at = (size_t)t->exec_rank * (size_t)p->ranks + (size_t)t->flag_rank;
+            if (seen[at])
+                continue;
+            seen[at] = 1;
+            pairs[2 * npairs] = t->exec_rank;
+            pairs[2 * npairs + 1] = t->flag_rank;
+            npairs++;
+        }
+        cg_printf(b, "#define %sNPEERS %ld\n#ifndef CS_HOST_BUILD\n", U, npairs);
+        snprintf(name, sizeof name, "%speers", P);
+        emit_int_table(b, "static const", "int", name, pairs, 2 * npairs);
+        cg_puts(b, "#endif\n");
+        free(seen);
+        free(pairs);
     }
     rc = CS_OK;
 done:

@@ -676,6 +676,21 @@ static int decide_layout(const run *R, layout *L)
     int P = d->ngpus;
     const char *coll = d->coll;
     if (c) {
+        static const struct { const char *coll; cs_coll_kind kind; } names[] = {
+            {"allreduce", CS_COLL_ALLREDUCE}, {"allgather", CS_COLL_ALLGATHER},
+            {"reduce", CS_COLL_REDUCE}, {"broadcast", CS_COLL_BROADCAST},
+            {"alltoall", CS_COLL_ALLTOALL}, {"reduce_scatter", CS_COLL_REDUCESCATTER},
+            {"reducescatter", CS_COLL_REDUCESCATTER}, {"gather", CS_COLL_GATHER},
+            {"scatter", CS_COLL_SCATTER}};
+        bool fits = !strcmp(coll, "custom") &&
+                    (c->kind == CS_COLL_GATHER || c->kind == CS_COLL_SCATTER ||
+                     c->kind == CS_COLL_CUSTOM);
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            fits |= !strcmp(coll, names[k].coll) && names[k].kind == c->kind;
+        if (!fits)
+            return cs_error_set(R->err, CS_EINVAL, "collective", "the document is coll \"%s\" "
+                                "but the collective to check is %s", coll,
+                                collective_kind_name(c->kind));
         L->kind = c->kind;
         L->root = c->root;
     } else if (!strcmp(coll, "allreduce")) {

@@ -126,6 +126,8 @@ typedef struct rank_layout {
     int *lop_tb;      /* per lop of the rank (index in the rank's sorted list) */
     long *lop_pos;    /* XML step index of the lop */
     int *lop_nnop;    /* nops in front of it */
+    long *lop_leader; /* merged copies: the first of the run (itself otherwise) */
+    int *lop_cnt;     /* for leaders: chunks moved by the step */
     char *hasdep;
 } rank_layout;
 
@@ -135,6 +137,8 @@ static void layout_free(rank_layout *L)
     free(L->lop_tb);
     free(L->lop_pos);
     free(L->lop_nnop);
+    free(L->lop_leader);
+    free(L->lop_cnt);
     free(L->hasdep);
     memset(L, 0, sizeof *L);
 }
@@ -188,8 +192,11 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
     L->lop_tb = malloc(nn * sizeof(int));
     L->lop_pos = malloc(nn * sizeof(long));
     L->lop_nnop = malloc(nn * sizeof(int));
+    L->lop_leader = malloc(nn * sizeof(long));
+    L->lop_cnt = malloc(nn * sizeof(int));
     L->hasdep = calloc(nn, 1);
-    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->hasdep)
+    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_leader || !L->lop_cnt ||
+        !L->hasdep)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     /* distinct blocks */
     for (long k = 0; k < n; k++) {
@@ -203,7 +210,8 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
         if (m == 0 || cmp_tb(&L->tbs[k], &L->tbs[m - 1]) != 0)
             L->tbs[m++] = L->tbs[k];
     L->ntb = m;
-    /* block of each op, and how many other blocks it waits for */
+    /* block of each op; runs of final copies between contiguous slots become
+     * one step (they come last, in slot order) */
     for (long k = 0; k < n; k++) {
         const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
         int tb = find_tb(L, l->kind == CG_COPY ? -1 : l->peer, l->kind == CG_COPY ? 0 : l->chan);
@@ -214,18 +222,42 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
             L->tbs[tb].sends = true;
         if (l->kind == CG_RECV)
             L->tbs[tb].recvs = true;
+        L->lop_leader[k] = k;
+        L->lop_cnt[k] = 1;
+        if (l->kind == CG_COPY && k > 0 && p->lops[p->rank_lops[lo + k - 1]].kind == CG_COPY) {
+            long ld = L->lop_leader[k - 1];
+            const cg_lop *f = &p->lops[p->rank_lops[lo + ld]];
+            int c = L->lop_cnt[ld];
+            if (c < MSCCL_MAX_CNT && f->src.buf == l->src.buf && f->dst.buf == l->dst.buf &&
+                l->src.off == f->src.off + c && l->dst.off == f->dst.off + c) {
+                L->lop_leader[k] = ld;
+                L->lop_cnt[ld]++;
+            }
+        }
     }
+    /* how many other blocks each step waits for */
     for (long k = 0; k < n; k++) {
-        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        if (L->lop_leader[k] != k) {
+            L->lop_pos[k] = L->lop_pos[L->lop_leader[k]];
+            L->lop_nnop[k] = 0;
+            continue;
+        }
         int distinct = 0;
-        for (int d = 0; d < l->ndeps; d++) {
-            int dtb = L->lop_tb[rank_index[p->deps[l->dep_begin + d]]];
-            if (dtb == L->lop_tb[k])
-                continue;
-            bool seen = false;
-            for (int e = 0; e < d && !seen; e++)
-                seen = L->lop_tb[rank_index[p->deps[l->dep_begin + e]]] == dtb;
-            distinct += !seen;
+        for (long q = k; q < k + L->lop_cnt[k]; q++) {
+            const cg_lop *l = &p->lops[p->rank_lops[lo + q]];
+            for (int d = 0; d < l->ndeps; d++) {
+                int dtb = L->lop_tb[rank_index[p->deps[l->dep_begin + d]]];
+                if (dtb == L->lop_tb[k])
+                    continue;
+                bool seen = false;
+                for (long q2 = k; q2 <= q && !seen; q2++) {
+                    const cg_lop *l2 = &p->lops[p->rank_lops[lo + q2]];
+                    int lim = q2 == q ? d : l2->ndeps;
+                    for (int e = 0; e < lim && !seen; e++)
+                        seen = L->lop_tb[rank_index[p->deps[l2->dep_begin + e]]] == dtb;
+                }
+                distinct += !seen;
+            }
         }
         L->lop_nnop[k] = distinct > 1 ? distinct - 1 : 0;
         tb_info *tb = &L->tbs[L->lop_tb[k]];
@@ -239,32 +271,48 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
         for (int d = 0; d < l->ndeps; d++) {
             long dk = rank_index[p->deps[l->dep_begin + d]];
             if (L->lop_tb[dk] != L->lop_tb[k])
-                L->hasdep[dk] = 1;
+                L->hasdep[L->lop_leader[dk]] = 1;
         }
     }
     return CS_OK;
 }
 
+static const char *limit_owner(cs_msccl_runtime rt)
+{
+    switch (rt) {
+    case CS_MSCCL_RUNTIME_MSCCL:
+        return "the msccl runtime";
+    case CS_MSCCL_RUNTIME_EXECUTOR:
+        return "the msccl-executor runtime";
+    default:
+        return "runtime auto (a form both runtimes accept)";
+    }
+}
+
 static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_runtime rt,
-                        long *elements, cs_error *err)
+                        bool *step_limit, cs_error *err)
 {
     limits lim = runtime_limits(rt);
-    const char *rname = msccl_runtime_name(rt);
+    const char *rname = limit_owner(rt);
+    *step_limit = false;
     if (L->ntb > lim.max_tb)
         return cs_error_set(err, CS_ELIMIT, "runtime",
-                            "rank %d needs %d thread blocks; the %s runtime allows at most %d "
+                            "rank %d needs %d thread blocks; %s allows at most %d "
                             "(thread block ids 0..%d)", r, L->ntb, rname, lim.max_tb, lim.max_tb - 1);
     long steps = 0;
     for (int k = 0; k < L->ntb; k++) {
-        if (L->tbs[k].nsteps > lim.max_steps)
+        if (L->tbs[k].nsteps > lim.max_steps) {
+            *step_limit = true;
             return cs_error_set(err, CS_ELIMIT, "runtime",
-                                "rank %d thread block %d needs %ld steps; the %s runtime allows "
-                                "step s <= %d", r, k, L->tbs[k].nsteps, rname, lim.max_steps - 1);
+                                "rank %d thread block %d needs %ld steps with %d channels; %s "
+                                "allows step s <= %d", r, k, L->tbs[k].nsteps, p->nchannels,
+                                rname, lim.max_steps - 1);
+        }
         steps += L->tbs[k].nsteps;
     }
     if (p->nchannels > lim.max_channels)
         return cs_error_set(err, CS_ELIMIT, "runtime",
-                            "the algorithm needs %d channels; the %s runtime allows chan < %d",
+                            "the algorithm needs %d channels; %s allows chan < %d",
                             p->nchannels, rname, lim.max_channels);
     if (lim.max_tb_per_channel) {
         for (int c = 0; c < p->nchannels; c++) {
@@ -278,17 +326,16 @@ static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_
             if (ns > lim.max_tb_per_channel || nr > lim.max_tb_per_channel)
                 return cs_error_set(err, CS_ELIMIT, "runtime",
                                     "rank %d has %d sending and %d receiving thread blocks on "
-                                    "channel %d; the %s runtime allows %d of each per channel",
+                                    "channel %d; %s allows %d of each per channel",
                                     r, ns, nr, c, rname, lim.max_tb_per_channel);
         }
     }
     /* elements parsed by one rank: algo, every gpu, its blocks and steps */
-    *elements = 1 + p->ranks + L->ntb + steps;
-    if (lim.max_elements && *elements >= lim.max_elements)
+    long elements = 1 + p->ranks + L->ntb + steps;
+    if (lim.max_elements && elements >= lim.max_elements)
         return cs_error_set(err, CS_ELIMIT, "runtime",
-                            "rank %d's part has %ld XML elements; the %s runtime reads fewer "
-                            "than %d per rank", r, *elements, rname, lim.max_elements);
-    (void)MSCCL_MAX_CNT; /* every step moves one chunk: cnt="1" */
+                            "rank %d's part has %ld XML elements; %s reads fewer than %d per "
+                            "rank", r, elements, rname, lim.max_elements);
     return CS_OK;
 }
 
@@ -320,24 +367,27 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
         cg_printf(b, "    <tb id=\"%d\" send=\"%d\" recv=\"%d\" chan=\"%d\">\n", t,
                   tb->sends ? tb->peer : -1, tb->recvs ? tb->peer : -1, tb->chan);
         for (long k = 0; k < n; k++) {
-            if (L->lop_tb[k] != t)
+            if (L->lop_tb[k] != t || L->lop_leader[k] != k)
                 continue;
             const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
-            /* latest step of each other block this op waits for */
+            /* latest step of each other block this step waits for */
             int nd = 0;
-            for (int d = 0; d < l->ndeps; d++) {
-                long dk = rank_index[p->deps[l->dep_begin + d]];
-                int dtb = L->lop_tb[dk];
-                if (dtb == t)
-                    continue;
-                int e = 0;
-                while (e < nd && dep_tb[e] != dtb)
-                    e++;
-                if (e == nd) {
-                    dep_tb[nd] = dtb;
-                    dep_pos[nd++] = L->lop_pos[dk];
-                } else if (L->lop_pos[dk] > dep_pos[e]) {
-                    dep_pos[e] = L->lop_pos[dk];
+            for (long q = k; q < k + L->lop_cnt[k]; q++) {
+                const cg_lop *lq = &p->lops[p->rank_lops[lo + q]];
+                for (int d = 0; d < lq->ndeps; d++) {
+                    long dk = rank_index[p->deps[lq->dep_begin + d]];
+                    int dtb = L->lop_tb[dk];
+                    if (dtb == t)
+                        continue;
+                    int e = 0;
+                    while (e < nd && dep_tb[e] != dtb)
+                        e++;
+                    if (e == nd) {
+                        dep_tb[nd] = dtb;
+                        dep_pos[nd++] = L->lop_pos[dk];
+                    } else if (L->lop_pos[dk] > dep_pos[e]) {
+                        dep_pos[e] = L->lop_pos[dk];
+                    }
                 }
             }
             long s = L->lop_pos[k] - L->lop_nnop[k];
@@ -358,7 +408,7 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
                     put_step(b, s, "r", l->src, l->dst, 1, depid, deps, hd);
                 break;
             default:
-                put_step(b, s, "cpy", l->src, l->dst, 1, depid, deps, hd);
+                put_step(b, s, "cpy", l->src, l->dst, L->lop_cnt[k], depid, deps, hd);
                 break;
             }
         }
@@ -439,10 +489,43 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
         name[k] = 0;
     }
 
-    cg_plan *p;
-    int rc = codegen_plan_build(a, t, &p, err);
+    /* Too many steps in a thread block: deal each lane's messages over more
+     * channels (2, 4, ...) while the runtime has channels to spare. */
+    cg_plan *p = NULL;
+    long *rank_index = NULL;
+    rank_layout *layouts = NULL;
+    cg_buf b = {0};
+    int rc;
+    for (int spread = 1;; spread *= 2) {
+        rc = codegen_plan_build_spread(a, t, spread, &p, err);
+        if (rc != CS_OK)
+            return rc;
+        rank_index = build_rank_index(p);
+        layouts = calloc((size_t)(p->ranks > 0 ? p->ranks : 1), sizeof *layouts);
+        if (!rank_index || !layouts) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto done;
+        }
+        bool step_limit = false;
+        for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
+            rc = layout_rank(p, r, rank_index, &layouts[r], err);
+            if (rc == CS_OK)
+                rc = check_limits(p, &layouts[r], r, opt->runtime, &step_limit, err);
+        }
+        if (rc == CS_OK || !step_limit ||
+            p->nchannels * 2 > runtime_limits(opt->runtime).max_channels)
+            break;
+        for (int r = 0; r < p->ranks; r++)
+            layout_free(&layouts[r]);
+        free(layouts);
+        free(rank_index);
+        codegen_plan_free(p);
+        layouts = NULL;
+        rank_index = NULL;
+        p = NULL;
+    }
     if (rc != CS_OK)
-        return rc;
+        goto done;
     int i_chunks = p->i_chunks, o_chunks = p->o_chunks;
     int nchunksperloop;
     switch (p->kind) {
@@ -459,22 +542,6 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
     long long max_bytes = opt->max_bytes;
     if (max_bytes == 0 && opt->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
         max_bytes = UNLIMITED_BYTES;
-
-    long *rank_index = build_rank_index(p);
-    rank_layout *layouts = calloc((size_t)p->ranks, sizeof *layouts);
-    cg_buf b = {0};
-    if (!rank_index || !layouts) {
-        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        goto done;
-    }
-    for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
-        long elements;
-        rc = layout_rank(p, r, rank_index, &layouts[r], err);
-        if (rc == CS_OK)
-            rc = check_limits(p, &layouts[r], r, opt->runtime, &elements, err);
-    }
-    if (rc != CS_OK)
-        goto done;
     cg_printf(&b, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
               "ngpus=\"%d\" coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
               "maxBytes=\"%lld\" redop=\"sum\">\n",
@@ -488,7 +555,7 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
     if (rc == CS_ENOMEM)
         cs_error_set(err, CS_ENOMEM, "", "out of memory writing the document");
 done:
-    if (layouts)
+    if (layouts && p)
         for (int r = 0; r < p->ranks; r++)
             layout_free(&layouts[r]);
     free(layouts);

@@ -211,7 +211,7 @@ static char *error_json(const char *code, const char *message, const char *field
 {
     json_t *e = json_pack("{s:s, s:s, s:s}", "code", code, "message", message, "field",
                           field ? field : "");
-    char *s = json_dumps(e, JSON_COMPACT);
+    char *s = json_dumps(e, JSON_COMPACT | CS_JSON_REAL);
     json_decref(e);
     return s;
 }
@@ -234,6 +234,18 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     cs_metrics *m = j->env.metrics;
     cs_error err;
     cs_error_clear(&err);
+    /* Submission checks the results before it queues a job, but a job of the
+     * same key may have finished in between: never synthesize a key twice. */
+    char *existing = NULL;
+    bool have = false;
+    if (store_result_get(j->env.store, job->key, &existing, NULL, &have, &err) == CS_OK && have) {
+        finish(j, job, CS_JOB_DONE, existing, NULL);
+        free(existing);
+        log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key, "reason",
+                  "result already stored", NULL);
+        wake_job_waiters(j, job->id);
+        return;
+    }
     cs_synth_request *req = NULL;
     int rc = synth_request_parse(job->request, strlen(job->request), &cfg->limits, &req, &err);
     if (rc) {
@@ -313,7 +325,7 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     fmt_num(secs_s, sizeof secs_s, secs);
     if (rc == CS_OK) {
         json_t *doc = synth_result_to_json(req, res);
-        char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
         json_decref(doc);
         if (!text) {
             char *ej = error_json("internal", "cannot serialize the result", "");
@@ -444,7 +456,7 @@ static void monitor_heartbeats(cs_jobs *j)
     for (local_job *lj = j->running; lj && items && k < n; lj = lj->next) {
         snprintf(items[k].id, sizeof items[k].id, "%s", lj->id);
         json_t *p = progress_json(lj, NULL);
-        items[k].progress = json_dumps(p, JSON_COMPACT);
+        items[k].progress = json_dumps(p, JSON_COMPACT | CS_JSON_REAL);
         json_decref(p);
         k++;
     }

@@ -45,7 +45,7 @@ static enum MHD_Result method_not_allowed(req_state *rs, const char *allow)
 {
     json_t *doc = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "method_not_allowed",
                             "message", "method not allowed on this route", "field", "method");
-    char *text = json_dumps(doc, JSON_COMPACT);
+    char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -75,7 +75,7 @@ static enum MHD_Result unauthorized(req_state *rs)
     json_t *doc = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "unauthorized", "message",
                             "this route needs 'Authorization: Bearer TOKEN'", "field",
                             "Authorization");
-    char *text = json_dumps(doc, JSON_COMPACT);
+    char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -241,7 +241,7 @@ static enum MHD_Result handle_job_get(req_state *rs, const char *id)
         return respond_cs_error(rs, &err);
     }
     store_job_clear(&j);
-    char *text = json_dumps(doc, JSON_COMPACT);
+    char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     if (!text) {
         blob_unref(b);
@@ -356,7 +356,7 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
         store_job_clear(&j);
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/jobs/%s", rs->job_id);
-    char *text = json_dumps(doc, JSON_COMPACT);
+    char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -433,7 +433,7 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         atomic_fetch_add_explicit(&s->metrics.rejected_queue_full, 1, memory_order_relaxed);
         json_t *e = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "queue_full", "message",
                               "too many queued jobs; retry later", "field", "");
-        char *text = json_dumps(e, JSON_COMPACT);
+        char *text = json_dumps(e, JSON_COMPACT | CS_JSON_REAL);
         json_decref(e);
         struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                                  MHD_RESPMEM_MUST_FREE);
@@ -658,7 +658,7 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
         }
         json_object_set_new(out, "selected", sel);
         loaded_free(&lr);
-        char *text = json_dumps(out, JSON_COMPACT);
+        char *text = json_dumps(out, JSON_COMPACT | CS_JSON_REAL);
         json_decref(out);
         cs_blob *ob = text ? blob_adopt(text, strlen(text)) : NULL;
         if (!ob)

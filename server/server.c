@@ -79,7 +79,7 @@ enum MHD_Result respond_text(req_state *rs, int status, const char *text, size_t
 
 enum MHD_Result respond_json(req_state *rs, int status, json_t *doc)
 {
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
     json_decref(doc);
     if (!text)
         return respond_text(rs, 500, "{\"error\":{\"code\":\"internal\",\"message\":\"out of "

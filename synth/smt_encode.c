@@ -56,6 +56,8 @@ void smt_encode_config_default(smt_encode_config *cfg)
     cfg->direct = false;
     cfg->ingress = true;
     cfg->fixed_rounds = NULL;
+    cfg->card_solver = true;
+    cfg->dump_stats = false;
 }
 
 /* ---- problem --------------------------------------------------------------- */
@@ -251,6 +253,7 @@ typedef struct enc {
     int S;
     bool direct;
     bool oom;
+    char why[200];                /* reason for an UNSAT found while encoding */
     const smt_problem *p;
     Z3_ast *has;  /* G * P * (S+1) */
     Z3_ast *snd;  /* nlinks * G, NULL when impossible */
@@ -444,8 +447,12 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                 late = -1;
             else
                 late = S - p->need_dist[gn];
-            if (p->post[gn] && early > S)
+            if (p->post[gn] && early > S) {
+                snprintf(E->why, sizeof E->why,
+                         "no %d-step algorithm exists: chunk %ld needs %s hops to reach rank %d",
+                         S, g, early == INT_MAX ? "infinitely many" : "more", n);
                 return CS_EUNSAT;
+            }
             HAS(E, g, n, 0) = E->F;
             for (int t = 1; t <= S; t++) {
                 if (t < early || late < early || late < 1)
@@ -593,10 +600,27 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                     }
                 }
     }
+    /* global slack: capacity of all links over R rounds minus the receives the
+     * postcondition forces */
+    long gslack = 0;
+    for (int l = 0; l < nl; l++)
+        gslack += (long)p->llanes[l] * R;
+    for (long i = 0; i < G * P; i++)
+        if (p->post[i] && !p->pre[i])
+            gslack--;
+    if (gslack < 0) {
+        snprintf(E->why, sizeof E->why,
+                 "no %d-round algorithm exists: the links carry fewer chunks in %d rounds than "
+                 "the postcondition needs", R, R);
+        free(cap);
+        free(ecopy);
+        return CS_EUNSAT;
+    }
     for (int s = 0; s < p->nsets; s++) {
         int b = p->set_lanes[s];
         long maxterms = (long)(p->set_begin[s + 1] - p->set_begin[s]) * G + (long)X * b;
         if (ensure_buf(E, maxterms)) {
+            free(cap);
             free(ecopy);
             return CS_ENOMEM;
         }
@@ -609,14 +633,22 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                     if (row[g])
                         E->buf[n++] = row[g];
             }
-            if (n <= b) /* r_t >= 1 already allows it */
-                continue;
+            long ny = n;
             for (int j = 0; j < X; j++)
                 for (int c = 0; c < b; c++)
                     E->buf[n++] = ecopy[((size_t)t * X + j) * maxlanes + c];
-            Z3_solver_assert(E->ctx, E->solver,
-                             Z3_mk_atmost(E->ctx, (unsigned)n, E->buf, (unsigned)(b * (1 + X))));
-            E->ncons++;
+            if (ny > b) { /* else r_t >= 1 already allows it */
+                Z3_solver_assert(E->ctx, E->solver,
+                                 Z3_mk_atmost(E->ctx, (unsigned)n, E->buf, (unsigned)(b * (1 + X))));
+                E->ncons++;
+            }
+            /* a link must carry what the rest of the network cannot */
+            long lo = (long)b * (1 + X) - gslack;
+            if (cfg->ingress && s < nl && lo > 0) {
+                Z3_solver_assert(E->ctx, E->solver,
+                                 Z3_mk_atleast(E->ctx, (unsigned)n, E->buf, (unsigned)lo));
+                E->ncons++;
+            }
         }
     }
     /* implied per-rank ingress constraints (see the top of the file) */
@@ -627,6 +659,9 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                 need++;
         long slack = (long)cap[v] * R - need;
         if (slack < 0) {
+            snprintf(E->why, sizeof E->why,
+                     "no %d-round algorithm exists: rank %d must receive %ld chunks but takes "
+                     "at most %d per round", R, v, need, cap[v]);
             free(cap);
             free(ecopy);
             return CS_EUNSAT;
@@ -656,7 +691,7 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
                 E->ncons++;
             }
             long lo = hi - slack;
-            if (lo > (long)X * cap[v]) {
+            if (lo > 0) {
                 Z3_solver_assert(E->ctx, E->solver,
                                  Z3_mk_atleast(E->ctx, (unsigned)n, E->buf, (unsigned)lo));
                 E->ncons++;
@@ -867,6 +902,9 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
         if (cfg->pb_solver && cfg->pb_solver[0])
             Z3_params_set_symbol(ctx, prm, Z3_mk_string_symbol(ctx, "pb.solver"),
                                  Z3_mk_string_symbol(ctx, cfg->pb_solver));
+        if (cfg->solver == 0)
+            Z3_params_set_bool(ctx, prm, Z3_mk_string_symbol(ctx, "cardinality.solver"),
+                               cfg->card_solver);
         if (cfg->seed)
             Z3_params_set_uint(ctx, prm, Z3_mk_string_symbol(ctx, "random_seed"), cfg->seed);
         Z3_solver_set_params(ctx, solver, prm);
@@ -901,9 +939,15 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
             Z3_stats zs = Z3_solver_get_statistics(ctx, solver);
             Z3_stats_inc_ref(ctx, zs);
             for (unsigned i = 0; i < Z3_stats_size(ctx, zs); i++)
+            {
                 if (Z3_stats_is_uint(ctx, zs, i) &&
                     !strcmp(Z3_stats_get_key(ctx, zs, i), "sat conflicts"))
                     st->conflicts = Z3_stats_get_uint_value(ctx, zs, i);
+                if (cfg->dump_stats)
+                    fprintf(stderr, "  %s = %g\n", Z3_stats_get_key(ctx, zs, i),
+                            Z3_stats_is_uint(ctx, zs, i) ? (double)Z3_stats_get_uint_value(ctx, zs, i)
+                                                         : Z3_stats_get_double_value(ctx, zs, i));
+            }
             Z3_stats_dec_ref(ctx, zs);
         }
         if (res == Z3_L_TRUE) {
@@ -937,9 +981,7 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
                                   Z3_solver_get_reason_unknown(ctx, solver));
         }
     } else if (rc == CS_EUNSAT) {
-        cs_error_set(err, CS_EUNSAT, "",
-                     "no %d-step algorithm exists: some chunk is more than %d hops from a rank that needs it",
-                     S, S);
+        cs_error_set(err, CS_EUNSAT, "", "%s", E.why[0] ? E.why : "no algorithm exists");
     } else {
         cs_error_set(err, rc, "", "out of memory encoding the instance");
     }

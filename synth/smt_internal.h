@@ -44,6 +44,8 @@ typedef struct smt_encode_config {
     bool direct;         /* Boolean per (link, chunk, step) instead of snd + implied y */
     bool ingress;        /* implied per-rank, per-step ingress bounds */
     const int *fixed_rounds; /* experiments: force rounds_per_step (NULL = free) */
+    bool card_solver;    /* Z3 sat cardinality.solver: native cardinality propagation */
+    bool dump_stats;     /* experiments only: Z3 statistics to stderr */
     unsigned seed;       /* Z3 random_seed (0 = Z3's default) */
 } smt_encode_config;
 

@@ -59,7 +59,7 @@ typedef struct phase {
  *    the last spans decide the result; elsewhere the first candidate;
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
-#define TACOS_RAREST_MAX_BITS (1L << 18)
+#define TACOS_RAREST_MAX_BITS (1L << 16)
 #define TACOS_VARIANTS 4
 
 typedef struct trial_pool {

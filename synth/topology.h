@@ -40,6 +40,10 @@
 #include "cs_common.h"
 
 #define CS_NAME_MAX 128
+/* Flag for json_dumps of documents people read: jansson's default of 17
+ * significant digits prints 0.7 as 0.69999999999999996.  (Canonical request
+ * keys keep the default: they need exactness, not looks.) */
+#define CS_JSON_REAL JSON_REAL_PRECISION(15)
 /* Default upper bound on ranks when parsing untrusted input (configurable by
  * the caller through topology_parse_options). */
 #define CS_TOPOLOGY_DEFAULT_MAX_RANKS 65536

@@ -235,6 +235,8 @@ START_TEST(options_are_checked)
     ck_assert_ptr_nonnull(strstr(src, "int my_ag_run(my_ag_ctx *ctx"));
     ck_assert_ptr_nonnull(strstr(src, "#define MY_AG_RANKS 4"));
     ck_assert_ptr_nonnull(strstr(src, "#define MY_AG_KIND \"allgather\""));
+    /* a one-way ring: peer access only from each rank to its successor */
+    ck_assert_ptr_nonnull(strstr(src, "#define MY_AG_NPEERS 4\n"));
     ck_assert_ptr_null(strstr(src, "collsynth_"));
     free(src);
     o.prefix = "9bad";
@@ -268,6 +270,69 @@ static const char *nvcc_dir(const char *nvcc)
         snprintf(dir, sizeof dir, ".");
     return dir;
 }
+
+/* A wait that can never be satisfied (a transfer made to wait for itself)
+ * must end the host build's run with a deadlock error, not hang. */
+START_TEST(host_build_reports_deadlock)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("ring:4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    char *src;
+    ck_assert_int_eq(cuda_generate(a, t, NULL, &src, NULL, &err), CS_OK);
+    /* find the first task with a dependency: {..., dep_begin, ndeps} */
+    char *tasks = strstr(src, "collsynth_task collsynth_tasks[");
+    ck_assert_ptr_nonnull(tasks);
+    char *line = strchr(tasks, '\n') + 1;
+    int id = -1, begin = -1;
+    for (int k = 0; line && *line == ' ' && id < 0; k++) {
+        int v[11];
+        ck_assert_int_eq(sscanf(line, " {%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}", &v[0], &v[1],
+                                &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]), 11);
+        if (v[10] > 0) {
+            id = k;
+            begin = v[9];
+        }
+        line = strchr(line, '\n') + 1;
+    }
+    ck_assert_int_ge(id, 0);
+    /* rewrite the deps table with that dependency pointing at the task itself */
+    char *deps = strstr(src, "collsynth_deps[");
+    ck_assert_ptr_nonnull(deps);
+    char *p = strchr(deps, '{') + 1;
+    for (int k = 0; k < 2 * begin; k++)
+        p = strchr(p, ',') + 1;
+    while (*p == ' ' || *p == '\n')
+        p++;
+    char *end = p;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    size_t n = strlen(src) + 32;
+    char *patched = malloc(n);
+    snprintf(patched, n, "%.*s%d%s", (int)(p - src), src, id, end);
+    make_tmpdir();
+    char cu[512], exe[512], cmd[2048], out[1024];
+    snprintf(cu, sizeof cu, "%s/stuck.cu", tmpdir);
+    snprintf(exe, sizeof exe, "%s/stuck", tmpdir);
+    write_file(cu, patched);
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -D_GNU_SOURCE -O1 -DCOLLSYNTH_HOST_TIMEOUT_S=0.5 "
+             "-DGEN_FILE='\"%s\"' -x c '%s/driver.c' -pthread -o '%s' 2>&1", cu, tmpdir, exe);
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' 0 6 2>&1", exe);
+    int rc = run(cmd, out, sizeof out);
+    ck_assert_int_eq(rc, 3);
+    ck_assert_msg(strstr(out, "run: timed out") && strstr(out, "deadlock"), "%s", out);
+    remove_tmpdir();
+    free(patched);
+    free(src);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
 
 static const char *find_nvcc(void)
 {
@@ -362,6 +427,7 @@ static Suite *cuda_gen_suite(void)
     tcase_add_test(tc, host_build_runs_tacos_right);
     tcase_add_test(tc, element_types_and_threads);
     tcase_add_test(tc, options_are_checked);
+    tcase_add_test(tc, host_build_reports_deadlock);
     tcase_add_test(tc, nvcc_compiles_generated_sources);
     suite_add_tcase(s, tc);
     return s;

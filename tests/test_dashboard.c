@@ -173,6 +173,16 @@ START_TEST(topology_graph_and_heat_map_have_every_link)
 }
 END_TEST
 
+START_TEST(pasted_topology_is_drawn_from_the_submitted_json)
+{
+    require_page();
+    /* the test's own 3-rank document: 0<->1, 1<->2, 2->0 */
+    ck_assert_int_eq(num("custom_graph_ranks"), 3);
+    ck_assert_int_eq(num("custom_graph_links"), 3);
+    ck_assert_int_eq(num("custom_heat_links"), 5);
+}
+END_TEST
+
 START_TEST(size_plot_and_timeline_are_drawn)
 {
     require_page();
@@ -207,6 +217,7 @@ static Suite *dashboard_suite(void)
     tcase_add_test(tc, frontier_plot_has_a_point_per_algorithm_and_both_bounds);
     tcase_add_test(tc, topology_graph_and_heat_map_have_every_link);
     tcase_add_test(tc, size_plot_and_timeline_are_drawn);
+    tcase_add_test(tc, pasted_topology_is_drawn_from_the_submitted_json);
     tcase_add_test(tc, screenshot_is_saved_as_png);
     suite_add_tcase(s, tc);
     return s;

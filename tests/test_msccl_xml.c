@@ -69,10 +69,9 @@ START_TEST(ring_allgather_document_matches_hand_lowering)
     char *rank0 = strndup(g0, n0);
     static const char *const expected[] = {
         "<tb id=\"0\" send=\"1\" recv=\"-1\" chan=\"0\">",
-        /* own chunk from the input into rank 1's output slot 0; the final copy
-         * into o[0] (the same memory in place) waits for it: hasdep */
+        /* own chunk from the input into rank 1's output slot 0 */
         "<step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" "
-        "depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>",
+        "depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>",
         /* forwards chunk 2, which block 1 received in its step 0 */
         "<step s=\"1\" type=\"s\" srcbuf=\"o\" srcoff=\"2\" dstbuf=\"o\" dstoff=\"2\" cnt=\"1\" "
         "depid=\"1\" deps=\"0\" hasdep=\"0\"/>",
@@ -82,9 +81,11 @@ START_TEST(ring_allgather_document_matches_hand_lowering)
         /* chunk 1 comes from rank 2's output slot 1 */
         "<step s=\"1\" type=\"r\" srcbuf=\"o\" srcoff=\"1\" dstbuf=\"o\" dstoff=\"1\" cnt=\"1\" "
         "depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>",
+        /* the own chunk's copy into the output: in place it is the same memory
+         * holding the same value, so it need not wait for the send reading it */
         "<tb id=\"2\" send=\"-1\" recv=\"-1\" chan=\"0\">",
         "<step s=\"0\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" "
-        "depid=\"0\" deps=\"0\" hasdep=\"0\"/>",
+        "depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>",
     };
     const char *at = rank0;
     for (size_t k = 0; k < sizeof expected / sizeof expected[0]; k++) {
@@ -158,28 +159,60 @@ static cs_algorithm *long_broadcast(int n)
     return a;
 }
 
-START_TEST(step_limits_give_elimit_naming_the_limit)
+static void interp_ok(const char *xml, const cs_collective *c)
+{
+    cs_error err;
+    cs_msccl_doc *d;
+    ck_assert_msg(msccl_doc_parse(xml, strlen(xml), &d, &err) == CS_OK, "%s", err.message);
+    cs_msccl_interp_options o;
+    msccl_interp_options_default(&o);
+    o.collective = c;
+    ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
+    msccl_doc_free(d);
+}
+
+START_TEST(step_limits_spread_channels_then_give_elimit)
 {
     cs_topology *t = cgt_topology(2, 1, false);
     cs_error err;
     int rc;
-    cs_algorithm *a = long_broadcast(70);
     char *x;
+    /* 70 steps: fits the old runtime on one channel; the executor's 64 steps
+     * per block need the link's messages dealt over 2 channels */
+    cs_algorithm *a = long_broadcast(70);
     rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"1\""));
     free(x);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"2\""));
+    ck_assert_ptr_nonnull(strstr(x, "<step s=\"34\" type=\"s\""));
+    ck_assert_ptr_null(strstr(x, "<step s=\"35\" type=\"s\""));
+    interp_ok(x, &a->collective);
+    free(x);
+    algorithm_free(a);
+    /* 2100 steps: more than 32 channels x 64 steps */
+    a = long_broadcast(2100);
     rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_ptr_null(x);
-    ck_assert_msg(strstr(err.message, "s <= 63") && strstr(err.message, "msccl-executor"), "%s",
-                  err.message);
+    ck_assert_msg(strstr(err.message, "s <= 63") && strstr(err.message, "msccl-executor") &&
+                  strstr(err.message, "32 channels"), "%s", err.message);
     rc = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "both runtimes"), "%s", err.message);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err); /* 16 channels x <= 256 steps */
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"16\""));
+    interp_ok(x, &a->collective);
+    free(x);
     algorithm_free(a);
-    a = long_broadcast(300);
+    /* 5000 steps: rank 0's part would have more than 4096 elements */
+    a = long_broadcast(5000);
     rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
-    ck_assert_msg(strstr(err.message, "s <= 255"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "fewer than 4096"), "%s", err.message);
     algorithm_free(a);
     topology_free(t);
 }
@@ -357,43 +390,50 @@ END_TEST
 
 START_TEST(several_waits_become_nops)
 {
-    /* 3 fully connected ranks, allgather in one step: rank 0 sends its chunk
-     * to 1 and 2 from two blocks; the final copy into o[0] (the same memory
-     * as i[0] in place) must wait for both: a nop carrying one wait, then the
-     * copy carrying the other. */
-    cs_topology *t = cgt_topology(3, 1, true);
+    /* Broadcast from 0 on 5 fully connected ranks.  Rank 1 gets the chunk in
+     * step 0, forwards it to 2 and 3 in step 1 (two blocks), and receives it
+     * again from 0 in step 2 into the same output slot: that receive must
+     * wait for both sends (write after read), so its block gets a nop
+     * carrying one wait, and the receive itself carries the other. */
+    cs_topology *t = cgt_topology(5, 1, true);
     cs_error err;
     cs_collective c;
-    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    collective_init(&c, CS_COLL_BROADCAST, 0);
     cs_algorithm *a;
-    ck_assert_int_eq(algorithm_new(&c, "full", 3, 1, 1, &a, &err), CS_OK);
-    for (int s = 0; s < 3; s++)
-        for (int d = 0; d < 3; d++)
-            if (s != d)
-                algorithm_add_send(a, s, s, d, 0, CS_OP_COPY);
-    int rc;
+    ck_assert_int_eq(algorithm_new(&c, "full", 5, 1, 3, &a, &err), CS_OK);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 1, 2, 1, CS_OP_COPY);
+    algorithm_add_send(a, 0, 1, 3, 1, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 1, 2, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 4, 2, CS_OP_COPY);
     char *x;
-    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
-    ck_assert_int_eq(rc, CS_OK);
-    const char *local = strstr(x, "<tb id=\"2\" send=\"-1\" recv=\"-1\" chan=\"0\">");
-    ck_assert_ptr_nonnull(local);
-    const char *nop = strstr(local, "<step s=\"0\" type=\"nop\"");
-    const char *cpy = strstr(local, "<step s=\"1\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" "
-                                    "dstbuf=\"o\" dstoff=\"0\"");
-    ck_assert_ptr_nonnull(nop);
-    ck_assert_ptr_nonnull(cpy);
-    ck_assert_msg((strstr(nop, "depid=\"0\" deps=\"0\"") < cpy &&
-                   strstr(cpy, "depid=\"1\" deps=\"0\"") < strstr(cpy, "</tb>")) ||
-                  (strstr(nop, "depid=\"1\" deps=\"0\"") < cpy &&
-                   strstr(cpy, "depid=\"0\" deps=\"0\"") < strstr(cpy, "</tb>")),
-                  "%s", local);
-    /* both sends are waited for */
-    ck_assert_ptr_nonnull(strstr(x, "<step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
-                                    "dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>"));
+    int rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    const char *g1 = strstr(x, "<gpu id=\"1\"");
+    ck_assert_ptr_nonnull(g1);
+    /* rank 1: block 0 talks to rank 0, block 1 to rank 2, block 2 to rank 3 */
+    const char *tb0 = strstr(g1, "<tb id=\"0\" send=\"-1\" recv=\"0\" chan=\"0\">");
+    ck_assert_ptr_nonnull(tb0);
+    const char *end = strstr(tb0, "</tb>");
+    const char *nop = strstr(tb0, "<step s=\"1\" type=\"nop\"");
+    const char *r2 = strstr(tb0, "<step s=\"2\" type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                 "dstoff=\"0\"");
+    ck_assert_msg(nop && r2 && nop < r2 && r2 < end, "%.*s", (int)(end - tb0), tb0);
+    bool order1 = strstr(nop, "depid=\"1\" deps=\"0\"") < r2 &&
+                  strstr(r2, "depid=\"2\" deps=\"0\"") < end;
+    bool order2 = strstr(nop, "depid=\"2\" deps=\"0\"") < r2 &&
+                  strstr(r2, "depid=\"1\" deps=\"0\"") < end;
+    ck_assert_msg(order1 || order2, "%.*s", (int)(end - tb0), tb0);
+    /* both forwarding sends are waited for; the nop itself sets no flag */
+    ck_assert_int_eq(count(g1, "type=\"s\" srcbuf=\"o\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" "
+                               "cnt=\"1\" depid=\"0\" deps=\"0\" hasdep=\"1\"/>"), 2);
+    ck_assert_ptr_nonnull(strstr(nop, "cnt=\"0\""));
+    ck_assert_ptr_nonnull(strstr(nop, "hasdep=\"0\""));
     cs_msccl_doc *d;
     ck_assert_int_eq(msccl_doc_parse(x, strlen(x), &d, &err), CS_OK);
     cs_msccl_interp_options o;
     msccl_interp_options_default(&o);
+    o.collective = &c;
     for (int inplace = 0; inplace < 2; inplace++) {
         o.inplace = inplace;
         ck_assert_msg(msccl_interp_check(d, &o, NULL, &err) == CS_OK, "%s", err.message);
@@ -445,7 +485,7 @@ static Suite *msccl_xml_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ring_allgather_document_matches_hand_lowering);
     tcase_add_test(tc, collective_names_follow_the_runtime);
-    tcase_add_test(tc, step_limits_give_elimit_naming_the_limit);
+    tcase_add_test(tc, step_limits_spread_channels_then_give_elimit);
     tcase_add_test(tc, lanes_become_channels);
     tcase_add_test(tc, allreduce_is_one_inplace_document);
     tcase_add_test(tc, byte_range_and_protocol_attributes);

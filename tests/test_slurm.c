@@ -329,6 +329,8 @@ START_TEST(e2e_up_task_sees_msccl_environment_and_files)
     char *err = record("up", "err");
     ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
     ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
+    /* Slurm gave the step its 8 (stand-in) GPUs */
+    ck_assert_ptr_nonnull(strstr(out, "STEP_GPUS=0,1,2,3,4,5,6,7\n"));
     char *nccl = env_value(out, "NCCL_ALGO");
     ck_assert_str_eq(nccl, "MSCCL,Ring,Tree");
     char *dir = env_value(out, "MSCCL_ALGO_DIR");
@@ -408,6 +410,7 @@ START_TEST(e2e_step_without_gpus_is_left_alone)
     char *rc = record("nogpu", "rc"), *out = record("nogpu", "out"), *err = record("nogpu", "err");
     ck_assert_int_eq(atoi(rc), 0);
     assert_unchanged_env(out);
+    ck_assert_ptr_nonnull(strstr(out, "STEP_GPUS=\n"));
     ck_assert_ptr_null(strstr(err, "collsynth"));
     free(rc);
     free(out);
@@ -487,6 +490,23 @@ START_TEST(e2e_refused_token_job_runs_with_one_warning)
 }
 END_TEST
 
+START_TEST(e2e_step_on_part_of_a_node_is_left_alone_with_a_warning)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("partial", "rc"), *out = record("partial", "out");
+    char *err = record("partial", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_ptr_nonnull(strstr(out, "STEP_GPUS=0,1\n"));
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "uses 2 GPU(s) on this node but its node type has 8") != NULL,
+                  "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
 START_TEST(e2e_daemon_down_job_runs_with_one_warning)
 {
     ck_assert_int_eq(e2e_status, 0);
@@ -543,6 +563,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_two_nodes_build_one_topology);
     tcase_add_test(e2e, e2e_unreadable_cluster_file_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_refused_token_job_runs_with_one_warning);
+    tcase_add_test(e2e, e2e_step_on_part_of_a_node_is_left_alone_with_a_warning);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);

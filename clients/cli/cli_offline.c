@@ -217,7 +217,7 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path)
             return CLI_EXIT_USAGE;
         }
     }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2));
+    int rc = json_dumpf(doc, f, JSON_INDENT(2) | CS_JSON_REAL);
     fputc('\n', f);
     if (f != stdout) {
         if (fclose(f) != 0)

@@ -475,16 +475,47 @@ static int write_collective(exchange *x, const json_t *expanded, int coll, const
     return 0;
 }
 
+/* A GPU step: Slurm's GPU variables (set by --gpus*, --gres=gpu and the gres
+ * plugin; which ones depends on the version and the request) or the device
+ * lists the runtimes read. */
 static bool step_has_gpus(spank_t sp)
 {
-    const char *vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES",
-                          "ROCR_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE", "GPU_DEVICE_ORDINAL"};
+    const char *vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
+                          "SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK",
+                          "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"};
+    const char *tres_vars[] = {"SLURM_TRES_PER_TASK", "SLURM_GRES", "SLURM_JOB_GRES",
+                               "SLURM_STEP_GRES"};
     char buf[256];
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (spank_getenv(sp, vars[i], buf, sizeof buf) == ESPANK_SUCCESS && buf[0] != '\0' &&
-            strcmp(buf, "NoDevFiles") != 0)
+            strcmp(buf, "NoDevFiles") != 0 && strcmp(buf, "0") != 0)
+            return true;
+    for (size_t i = 0; i < sizeof tres_vars / sizeof tres_vars[0]; i++)
+        if (spank_getenv(sp, tres_vars[i], buf, sizeof buf) == ESPANK_SUCCESS &&
+            strstr(buf, "gpu") != NULL)
             return true;
     return false;
+}
+
+/* How many GPUs the step has on this node, or -1 when the environment does not
+ * say (gpus=always on a machine without Slurm's GPU variables). */
+static int step_gpus_on_node(spank_t sp)
+{
+    char buf[1024];
+    if (spank_getenv(sp, "SLURM_GPUS_ON_NODE", buf, sizeof buf) == ESPANK_SUCCESS && atoi(buf) > 0)
+        return atoi(buf);
+    const char *lists[] = {"SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                           "GPU_DEVICE_ORDINAL"};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        if (spank_getenv(sp, lists[i], buf, sizeof buf) != ESPANK_SUCCESS || buf[0] == '\0' ||
+            strcmp(buf, "NoDevFiles") == 0)
+            continue;
+        int n = 1;
+        for (const char *p = buf; *p; p++)
+            n += *p == ',';
+        return n;
+    }
+    return -1;
 }
 
 /* Orders MSCCL_XML_FILES for the older runtime's 4-algorithm limit: first the
@@ -570,6 +601,17 @@ static void prepare(spank_t sp)
     if (cluster_build_topology(cluster, nodes, nnodes, fetch_builtin, &fc, &topology, &expanded,
                                why, sizeof why) != 0)
         goto fail;
+    /* MSCCL needs ngpus = the communicator size: a step on part of a node would
+     * get documents for the whole node, which the executor refuses at init */
+    int have = step_gpus_on_node(sp);
+    int want = nnodes == 1 ? (int)json_integer_value(json_object_get(expanded, "ranks"))
+                           : (int)json_array_size(json_array_get(json_object_get(expanded, "groups"),
+                                                                 nodeid));
+    if (have > 0 && want > 0 && have != want) {
+        fmt_into(why, sizeof why, "the step uses %d GPU(s) on this node but its node type has %d",
+                 have, want);
+        goto fail;
+    }
 
     char tmp[1024];
     if (cfg.tmpdir[0] != '\0')

@@ -8,10 +8,13 @@
 # in a temporary directory with a generated slurm.conf whose plugstack.conf
 # loads PLUGIN_SO, and collsynthd (--port 0, a temporary data directory).  Then runs one srun per scenario and records its
 # stdout, stderr and exit code as OUT_DIR/<scenario>.{out,err,rc}:
-#   up      collsynthd running, a GPU step (CUDA_VISIBLE_DEVICES set)
+#   up      collsynthd running, a GPU step (srun --gres=gpu:8; each node has 8
+#           stand-in GPU devices, regular files, declared in gres.conf)
 #   nogpu   collsynthd running, a step without GPUs (the hook stays silent)
 #   badcluster  the cluster description cannot be read (one warning, job runs)
 #   badtoken    the daemon refuses the token (one warning, job runs)
+#   partial     a step on 2 of a DGX-1's 8 GPUs (one warning: MSCCL's ngpus
+#               must be the communicator size; job runs unchanged)
 #   down    collsynthd stopped (the job still runs, one warning line)
 #   slow    a server that accepts and never answers, timeout=1
 #   multi   (run while collsynthd is up) a two-node step: both nodes build the
@@ -95,13 +98,25 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 ReturnToService=2
 PlugStackConfig=$D/etc/plugstack.conf
-NodeName=n1 NodeHostname=localhost Port=$(free_port) CPUs=2 State=UNKNOWN
-NodeName=n2 NodeHostname=localhost Port=$(free_port) CPUs=2 State=UNKNOWN
+GresTypes=gpu
+NodeName=n1 NodeHostname=localhost Port=$(free_port) CPUs=2 Gres=gpu:8 State=UNKNOWN
+NodeName=n2 NodeHostname=localhost Port=$(free_port) CPUs=2 Gres=gpu:8 State=UNKNOWN
 PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 node_states() { sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' '; }
 : >"$D/etc/plugstack.conf"
+# Stand-in GPUs: Slurm's gres/gpu plugin hands them out and sets the step's GPU
+# variables as it would for real devices.
+mkdir -p "$D/dev"
+{
+    echo "AutoDetect=off"
+    # character devices (Slurm insists), all behaving as /dev/null
+    for g in 0 1 2 3 4 5 6 7; do
+        mknod "$D/dev/gpu$g" c 1 3 2>/dev/null || : >"$D/dev/gpu$g"
+        echo "Name=gpu File=$D/dev/gpu$g"
+    done
+} >"$D/etc/gres.conf"
 # A port can be taken between free_port and the daemon's bind: then try again
 # with fresh ports.
 started=no
@@ -132,7 +147,8 @@ PIDS_TO_STOP+=("$DAEMON_PID")
 URL=""
 for _ in $(seq 100); do
     URL=$(grep -o -m1 -E 'https?://[^ /"]+' "$D/log/collsynthd.log" 2>/dev/null | head -n 1)
-    [ -n "$URL" ] && curl -fsS -m 2 "$URL/v1/health" >/dev/null 2>&1 && break
+    [ -n "$URL" ] && python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/v1/health", timeout=2)' \
+        "$URL" >/dev/null 2>&1 && break
     URL=""
     sleep 0.1
 done
@@ -171,23 +187,19 @@ fi
 for f in $(echo "${MSCCL_XML_FILES:-}" | tr ':' ' '); do
     [ -f "$f" ] && echo "XMLFILE $(basename "$f") $(grep -o '<algo[^>]*>' "$f" | head -n 1)"
 done
+echo "STEP_GPUS=${SLURM_STEP_GPUS:-}"
 echo "TASK_RAN rank=${SLURM_PROCID:-?}"
 EOF
 chmod 755 "$D/task.sh"
 
-run_step() {  # name, plugstack args, extra env assignment (may be ""), srun node options
-    local name=$1 args=$2 envset=$3 nodes=${4:--N1 -n1 -w n1}
+run_step() {  # name, plugstack args, srun options (GPUs, nodes)
+    local name=$1 args=$2 opts=$3
     echo "optional $PLUGIN $args" >"$D/etc/plugstack.conf"
     local start=$(date +%s.%N)
-    if [ -n "$envset" ]; then
-        env "$envset" TMPDIR="$D/tmp" timeout 90 srun $nodes --export=ALL "$D/task.sh" \
-            >"$OUT/$name.out" 2>"$OUT/$name.err"
-    else
-        env -u CUDA_VISIBLE_DEVICES TMPDIR="$D/tmp" timeout 90 srun $nodes --export=ALL \
-            "$D/task.sh" >"$OUT/$name.out" 2>"$OUT/$name.err"
-    fi
+    env -u CUDA_VISIBLE_DEVICES TMPDIR="$D/tmp" timeout 90 srun $opts --export=ALL \
+        "$D/task.sh" >"$OUT/$name.out" 2>"$OUT/$name.err"
     echo $? >"$OUT/$name.rc"
-    echo "$(date +%s.%N) - $start" | bc >"$OUT/$name.seconds"
+    awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }' >"$OUT/$name.seconds"
     # srun returns before slurmstepd runs the hook's exit; give it a moment
     for _ in $(seq 50); do
         [ -z "$(ls -A "$D/tmp" 2>/dev/null)" ] && break
@@ -199,18 +211,19 @@ run_step() {  # name, plugstack args, extra env assignment (may be ""), srun nod
 
 COMMON="server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/token"
 UP_DEFAULT='timeout=40 method=smt options={"max_chunks":2,"k":0}'
-run_step up "$COMMON ${E2E_UP_ARGS:-$UP_DEFAULT}" \
-    CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
-run_step nogpu "$COMMON timeout=5" ""
+ONE="-N1 -n1 -w n1"
+run_step up "$COMMON ${E2E_UP_ARGS:-$UP_DEFAULT}" "$ONE --gres=gpu:8"
+run_step nogpu "$COMMON timeout=5" "$ONE"
 run_step multi "server=$URL cluster=$D/etc/cluster-quad.json token_file=$D/etc/token timeout=40 method=tacos" \
-    CUDA_VISIBLE_DEVICES=0,1,2,3 "-N2 -n2 --label"
-run_step badcluster "server=$URL cluster=$D/etc/missing.json timeout=5" CUDA_VISIBLE_DEVICES=0,1
+    "-N2 -n2 --gres=gpu:4 --label"
+run_step badcluster "server=$URL cluster=$D/etc/missing.json timeout=5" "$ONE --gres=gpu:2"
 run_step badtoken "server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/wrong-token timeout=5" \
-    CUDA_VISIBLE_DEVICES=0,1
+    "$ONE --gres=gpu:8"
+run_step partial "$COMMON timeout=5" "$ONE --gres=gpu:2"
 
 # the service is down: the job must run unchanged
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
-run_step down "$COMMON timeout=3" CUDA_VISIBLE_DEVICES=0,1,2,3
+run_step down "$COMMON timeout=3" "$ONE --gres=gpu:8"
 
 # a server that accepts connections and never answers
 python3 -c '
@@ -229,7 +242,7 @@ SLOW_PID=$!
 PIDS_TO_STOP+=("$SLOW_PID")
 for _ in $(seq 50); do [ -s "$D/run/slow.port" ] && break; sleep 0.1; done
 run_step slow "server=http://127.0.0.1:$(cat "$D/run/slow.port") cluster=$D/etc/cluster.json timeout=1" \
-    CUDA_VISIBLE_DEVICES=0,1,2,3
+    "$ONE --gres=gpu:8"
 
 # the node must still be usable (a failing hook would have drained it); let the
 # last job finish completing first

@@ -117,6 +117,22 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({path: shot, fullPage: true});
   out.screenshot = shot;
+
+  // 3. pasted Topology JSON: 3 ranks, 0<->1, 1<->2 and 2->0 one way: 5 directed
+  //    links over 3 linked pairs (the page has no builtin to fetch for it)
+  const custom = {name: 'tri-custom', ranks: 3, links: [
+    {src: 0, dst: 1, bidirectional: true}, {src: 1, dst: 2, bidirectional: true}, {src: 2, dst: 0}]};
+  await page.check('input[name="topo-mode"][value="json"]');
+  await page.fill('#topo-json', JSON.stringify(custom));
+  await page.selectOption('#collective', 'allgather');
+  await page.selectOption('#method', 'auto');
+  await page.fill('#options', '');
+  await page.click('#submit-btn');
+  await page.waitForFunction(k => document.body.dataset.result && document.body.dataset.result !== k,
+                             key, {timeout: 60000});
+  out.custom_heat_links = await page.locator('#link-heatmap [data-link]').count();
+  out.custom_graph_links = await page.locator('#topology-graph [data-link]').count();
+  out.custom_graph_ranks = await page.locator('#topology-graph [data-rank]').count();
 } catch (e) {
   out.failure = String(e && e.stack || e);
 } finally {
