@@ -79,7 +79,7 @@ static int bench_scale(int runs)
             cs_topology *t = NULL;
             if (run(spec, CS_COLL_ALLGATHER, 1, 1, 1, 1073741824.0, false, &res, &t))
                 return 1;
-            secs[r] = num(res, "seconds");
+            secs[r] = num(res, "search_seconds");
             links = t->nlinks;
             ratio = num(res, "ratio");
             result_free(res);
@@ -116,6 +116,10 @@ static int bench_quality(int trials)
         {"mesh2d:10x10", CS_COLL_ALLGATHER, 1}, {"mesh2d:10x10", CS_COLL_ALLREDUCE, 1},
         {"hypercube:6", CS_COLL_ALLGATHER, 1}, {"hypercube:6", CS_COLL_ALLREDUCE, 1},
         {"dgx1", CS_COLL_ALLGATHER, 6}, {"dgx1", CS_COLL_ALLREDUCE, 6},
+        /* heterogeneous (paper Fig. 15): the ideal counts per-rank bandwidth
+         * only, not the slow dimension's cut, so these ratios understate */
+        {"dragonfly:4x5", CS_COLL_ALLREDUCE, 1}, {"switch2d:8x4", CS_COLL_ALLREDUCE, 1},
+        {"rfs3d:2x4x8", CS_COLL_ALLREDUCE, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cs_result *r = NULL;
@@ -144,9 +148,10 @@ static int bench_big(int side)
     cs_result *r = NULL;
     if (run(spec, CS_COLL_ALLREDUCE, 1, 1, 0, 1073741824.0, false, &r, NULL))
         return 1;
-    printf("big %s allreduce ranks %d seconds %.1f peak_rss_mb %.1f sends %.0f spans %.0f "
+    printf("big %s allreduce ranks %d seconds %.1f search_seconds %.1f ideal_seconds %.1f peak_rss_mb %.1f sends %.0f spans %.0f "
            "sim_us %.1f ideal_us %.1f ratio %.4f\n",
-           spec, side * side, num(r, "seconds"), num(r, "peak_rss_kb") / 1024.0, num(r, "sends"),
+           spec, side * side, num(r, "seconds"), num(r, "search_seconds"),
+           num(r, "ideal_seconds"), num(r, "peak_rss_kb") / 1024.0, num(r, "sends"),
            num(r, "spans"), num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio"));
     result_free(r);
     return 0;

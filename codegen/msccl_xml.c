@@ -126,7 +126,8 @@ typedef struct rank_layout {
     int *lop_tb;      /* per lop of the rank (index in the rank's sorted list) */
     long *lop_pos;    /* XML step index of the lop */
     int *lop_nnop;    /* nops in front of it */
-    long *lop_leader; /* merged copies: the first of the run (itself otherwise) */
+    long *lop_next;   /* the next op of the same block (index in the rank's list), -1 */
+    long *lop_leader; /* merged steps: the first of the run (itself otherwise) */
     int *lop_cnt;     /* for leaders: chunks moved by the step */
     char *hasdep;
 } rank_layout;
@@ -137,6 +138,7 @@ static void layout_free(rank_layout *L)
     free(L->lop_tb);
     free(L->lop_pos);
     free(L->lop_nnop);
+    free(L->lop_next);
     free(L->lop_leader);
     free(L->lop_cnt);
     free(L->hasdep);
@@ -182,8 +184,9 @@ static long *build_rank_index(const cg_plan *p)
     return idx;
 }
 
-static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_layout *L,
-                       cs_error *err)
+/* Pass 1: thread blocks, and runs of final copies between contiguous slots
+ * (they come last, in slot order) merged into one step. */
+static int layout_blocks(const cg_plan *p, int r, rank_layout *L, cs_error *err)
 {
     long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
     size_t nn = (size_t)(n ? n : 1);
@@ -192,11 +195,12 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
     L->lop_tb = malloc(nn * sizeof(int));
     L->lop_pos = malloc(nn * sizeof(long));
     L->lop_nnop = malloc(nn * sizeof(int));
+    L->lop_next = malloc(nn * sizeof(long));
     L->lop_leader = malloc(nn * sizeof(long));
     L->lop_cnt = malloc(nn * sizeof(int));
     L->hasdep = calloc(nn, 1);
-    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_leader || !L->lop_cnt ||
-        !L->hasdep)
+    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_next || !L->lop_leader ||
+        !L->lop_cnt || !L->hasdep)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     /* distinct blocks */
     for (long k = 0; k < n; k++) {
@@ -235,7 +239,25 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
             }
         }
     }
-    /* how many other blocks each step waits for */
+    int *last = malloc(sizeof(int) * (size_t)(L->ntb ? L->ntb : 1));
+    if (!last)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (int k = 0; k < L->ntb; k++)
+        last[k] = -1;
+    for (long k = 0; k < n; k++) {
+        L->lop_next[k] = -1;
+        if (last[L->lop_tb[k]] >= 0)
+            L->lop_next[last[L->lop_tb[k]]] = k;
+        last[L->lop_tb[k]] = (int)k;
+    }
+    free(last);
+    return CS_OK;
+}
+
+/* Pass 3: nops, step positions, and which steps are waited for. */
+static void layout_steps(const cg_plan *p, int r, const long *rank_index, rank_layout *L)
+{
+    long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
     for (long k = 0; k < n; k++) {
         if (L->lop_leader[k] != k) {
             L->lop_pos[k] = L->lop_pos[L->lop_leader[k]];
@@ -243,18 +265,22 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
             continue;
         }
         int distinct = 0;
-        for (long q = k; q < k + L->lop_cnt[k]; q++) {
+        for (long q = k; q >= 0; q = L->lop_next[q]) {
+            if (L->lop_leader[q] != k)
+                break;
             const cg_lop *l = &p->lops[p->rank_lops[lo + q]];
             for (int d = 0; d < l->ndeps; d++) {
                 int dtb = L->lop_tb[rank_index[p->deps[l->dep_begin + d]]];
                 if (dtb == L->lop_tb[k])
                     continue;
                 bool seen = false;
-                for (long q2 = k; q2 <= q && !seen; q2++) {
+                for (long q2 = k; q2 >= 0 && !seen; q2 = L->lop_next[q2]) {
                     const cg_lop *l2 = &p->lops[p->rank_lops[lo + q2]];
                     int lim = q2 == q ? d : l2->ndeps;
                     for (int e = 0; e < lim && !seen; e++)
                         seen = L->lop_tb[rank_index[p->deps[l2->dep_begin + e]]] == dtb;
+                    if (q2 == q)
+                        break;
                 }
                 distinct += !seen;
             }
@@ -274,7 +300,88 @@ static int layout_rank(const cg_plan *p, int r, const long *rank_index, rank_lay
                 L->hasdep[L->lop_leader[dk]] = 1;
         }
     }
-    return CS_OK;
+}
+
+/* Members of a merged run are consecutive in their block; the run's leader
+ * is the first.  True when every dependency of lop (a global id) is a member
+ * of the run led by `leader` or comes before the leader. */
+static bool deps_before(const cg_plan *p, const rank_layout *L, const long *rank_index,
+                        long lop, long leader_lop)
+{
+    const cg_lop *l = &p->lops[lop];
+    long lead_k = rank_index[leader_lop];
+    for (int d = 0; d < l->ndeps; d++) {
+        long dl = p->deps[l->dep_begin + d];
+        if (L->lop_leader[rank_index[dl]] == lead_k)
+            continue;
+        if (cg_key_cmp(&p->lops[dl].key, &p->lops[leader_lop].key) >= 0)
+            return false;
+    }
+    return true;
+}
+
+static bool next_slot(cg_slot a, int c, cg_slot b)
+{
+    return a.buf == b.buf && b.off == a.off + c;
+}
+
+/* Pass 2: consecutive messages of one connection in the same step between
+ * contiguous slots become one step moving cnt chunks, on both ends alike.  A run may only
+ * grow while each new member needs nothing that comes after the run's
+ * first step, so the merged step can run where the first one was. */
+static void merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts)
+{
+    long nx = 0;
+    for (long k = 0; k < p->nlops; k++)
+        if (p->lops[k].xfer + 1 > nx)
+            nx = p->lops[k].xfer + 1;
+    long *recv_of = malloc((size_t)(nx ? nx : 1) * sizeof(long));
+    if (!recv_of)
+        return; /* merging is an optimization: without memory, skip it */
+    for (long k = 0; k < p->nlops; k++)
+        if (p->lops[k].kind == CG_RECV)
+            recv_of[p->lops[k].xfer] = k;
+    for (int r = 0; r < p->ranks; r++) {
+        rank_layout *Ls = &layouts[r];
+        long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
+        for (long k = 0; k < n; k++) {
+            const cg_lop *s1 = &p->lops[p->rank_lops[lo + k]];
+            if (s1->kind != CG_SEND || Ls->lop_leader[k] != k)
+                continue;
+            long lead_s = p->rank_lops[lo + k], lead_r = recv_of[s1->xfer];
+            rank_layout *Lr = &layouts[s1->peer];
+            long rk = rank_index[lead_r];
+            const cg_lop *r1 = &p->lops[lead_r];
+            long ks = k, kr = rk;
+            while (Ls->lop_cnt[k] < MSCCL_MAX_CNT) {
+                long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
+                if (ks2 < 0 || kr2 < 0)
+                    break;
+                long s2l = p->rank_lops[lo + ks2];
+                const cg_lop *s2 = &p->lops[s2l];
+                if (s2->kind != CG_SEND || recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
+                    break;
+                const cg_lop *r2 = &p->lops[recv_of[s2->xfer]];
+                int c = Ls->lop_cnt[k];
+                /* only messages of the same step (same start time): merging
+                 * across steps would undo the schedule's pipelining */
+                if (s2->key.major != s1->key.major || r2->key.major != r1->key.major ||
+                    r2->op != r1->op || !next_slot(s1->src, c, s2->src) ||
+                    !next_slot(r1->dst, c, r2->dst) ||
+                    (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)) ||
+                    !deps_before(p, Ls, rank_index, s2l, lead_s) ||
+                    !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r))
+                    break;
+                Ls->lop_leader[ks2] = k;
+                Lr->lop_leader[kr2] = rk;
+                Ls->lop_cnt[k]++;
+                Lr->lop_cnt[rk]++;
+                ks = ks2;
+                kr = kr2;
+            }
+        }
+    }
+    free(recv_of);
 }
 
 static const char *limit_owner(cs_msccl_runtime rt)
@@ -372,7 +479,7 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
             const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
             /* latest step of each other block this step waits for */
             int nd = 0;
-            for (long q = k; q < k + L->lop_cnt[k]; q++) {
+            for (long q = k; q >= 0 && L->lop_leader[q] == k; q = L->lop_next[q]) {
                 const cg_lop *lq = &p->lops[p->rank_lops[lo + q]];
                 for (int d = 0; d < lq->ndeps; d++) {
                     long dk = rank_index[p->deps[lq->dep_begin + d]];
@@ -399,13 +506,13 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
             int hd = L->hasdep[k];
             switch (l->kind) {
             case CG_SEND:
-                put_step(b, s, "s", l->src, l->dst, 1, depid, deps, hd);
+                put_step(b, s, "s", l->src, l->dst, L->lop_cnt[k], depid, deps, hd);
                 break;
             case CG_RECV:
                 if (l->op == CS_OP_REDUCE)
-                    put_step(b, s, "rrc", l->red, l->dst, 1, depid, deps, hd);
+                    put_step(b, s, "rrc", l->red, l->dst, L->lop_cnt[k], depid, deps, hd);
                 else
-                    put_step(b, s, "r", l->src, l->dst, 1, depid, deps, hd);
+                    put_step(b, s, "r", l->src, l->dst, L->lop_cnt[k], depid, deps, hd);
                 break;
             default:
                 put_step(b, s, "cpy", l->src, l->dst, L->lop_cnt[k], depid, deps, hd);
@@ -507,10 +614,13 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
             goto done;
         }
         bool step_limit = false;
+        for (int r = 0; r < p->ranks && rc == CS_OK; r++)
+            rc = layout_blocks(p, r, &layouts[r], err);
+        if (rc == CS_OK && !opt->single_chunk_steps)
+            merge_transfers(p, rank_index, layouts);
         for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
-            rc = layout_rank(p, r, rank_index, &layouts[r], err);
-            if (rc == CS_OK)
-                rc = check_limits(p, &layouts[r], r, opt->runtime, &step_limit, err);
+            layout_steps(p, r, rank_index, &layouts[r]);
+            rc = check_limits(p, &layouts[r], r, opt->runtime, &step_limit, err);
         }
         if (rc == CS_OK || !step_limit ||
             p->nchannels * 2 > runtime_limits(opt->runtime).max_channels)

@@ -61,6 +61,7 @@ typedef struct cs_msccl_options {
     const char *proto;      /* NULL: "Simple"; or "LL", "LL128" */
     long long min_bytes;    /* >= 0 (default 0) */
     long long max_bytes;    /* 0: no upper limit (default) */
+    bool single_chunk_steps; /* true: never merge consecutive chunks into one step */
 } cs_msccl_options;
 
 void msccl_options_default(cs_msccl_options *opt);

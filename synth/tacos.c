@@ -59,7 +59,7 @@ typedef struct phase {
  *    the last spans decide the result; elsewhere the first candidate;
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
-#define TACOS_RAREST_MAX_BITS (1L << 16)
+#define TACOS_RAREST_MAX_BITS (1L << 15)
 #define TACOS_VARIANTS 4
 
 typedef struct trial_pool {
@@ -257,6 +257,36 @@ static int add_phase(plan *pl, const cs_topology *topo, const cs_collective *c, 
     return collective_validate(&ph->coll, topo->ranks, err);
 }
 
+/* Whether two topologies have the same links (so link indices mean the same)
+ * and no shared sets. */
+static bool same_links(const cs_topology *a, const cs_topology *b)
+{
+    if (a->ranks != b->ranks || a->nlinks != b->nlinks || a->nshared || b->nshared)
+        return false;
+    for (int i = 0; i < a->nlinks; i++) {
+        const cs_link *x = &a->links[i], *y = &b->links[i];
+        if (x->src != y->src || x->dst != y->dst || x->lanes != y->lanes || x->gbps != y->gbps ||
+            x->alpha_us != y->alpha_us)
+            return false;
+    }
+    return true;
+}
+
+static int copy_trial(const tacos_trial *from, tacos_trial *to, cs_error *err)
+{
+    *to = *from;
+    to->recs = NULL;
+    to->cap = 0;
+    if (from->keep && from->nsends > 0) {
+        to->recs = malloc((size_t)from->nsends * sizeof *to->recs);
+        if (!to->recs)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory copying a schedule");
+        memcpy(to->recs, from->recs, (size_t)from->nsends * sizeof *to->recs);
+        to->cap = from->nsends;
+    }
+    return CS_OK;
+}
+
 static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *opt,
                     double chunk_bytes, double t0, cs_error *err)
 {
@@ -297,8 +327,17 @@ static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *op
                             collective_kind_name(c->kind));
     }
     uint64_t salt = (uint64_t)pl->degree * 104729u;
-    if ((rc = run_phases(pl->ph, pl->nphases, opt, chunk_bytes, salt, t0, err)))
+    if (pl->nphases == 2 && same_links(pl->ph[0].topo, pl->ph[1].topo)) {
+        /* allreduce on a topology equal to its reverse: the reducescatter's
+         * dual is the allgather problem itself, so one search serves both */
+        if ((rc = run_phases(&pl->ph[1], 1, opt, chunk_bytes, salt, t0, err)))
+            return rc;
+        if ((rc = copy_trial(&pl->ph[1].best, &pl->ph[0].best, err)))
+            return rc;
+        pl->ph[0].best_index = pl->ph[1].best_index;
+    } else if ((rc = run_phases(pl->ph, pl->nphases, opt, chunk_bytes, salt, t0, err))) {
         return rc;
+    }
     for (int i = 0; i < pl->nphases; i++) {
         pl->makespan_us += pl->ph[i].best.makespan_us;
         pl->nsends += pl->ph[i].best.nsends;
@@ -542,6 +581,7 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
             plan_free(&pl);
         }
     }
+    double search_s = cs_now() - t0;
     cs_result *res = NULL;
     cs_algorithm *alg = NULL;
     if (rc == CS_OK)
@@ -561,7 +601,9 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         }
     }
     if (rc == CS_OK) {
+        double ti = cs_now();
         double ideal = simulate_ideal_us(best.topo, &coll, final_chunks, opt->bytes);
+        double ideal_s = cs_now() - ti;
         double secs = cs_now() - t0;
         res->synth_seconds = secs;
         res->complete = false;
@@ -578,6 +620,8 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         json_object_set_new(st, "chunks", json_integer(final_chunks));
         json_object_set_new(st, "chunk_bytes", json_real(chunk_bytes));
         json_object_set_new(st, "seconds", json_real(secs));
+        json_object_set_new(st, "search_seconds", json_real(search_s));
+        json_object_set_new(st, "ideal_seconds", json_real(ideal_s));
         json_object_set_new(st, "peak_rss_kb", json_integer(peak_rss_kb()));
         json_object_set_new(st, "engine_peak_bytes", json_integer((json_int_t)best.peak_bytes));
         if (t->nswitches > 0)

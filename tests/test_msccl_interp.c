@@ -396,17 +396,25 @@ START_TEST(large_tacos_schedule_runs_right)
     cs_result *r;
     ck_assert_msg(tacos_synthesize(t, &c, &to, &r, &err) == CS_OK, "%s", err.message);
     ck_assert_int_ge(r->nalgs, 1);
-    /* the executor's 64 steps per block need the messages spread over more
-     * channels than the links have lanes */
-    int nch[2];
-    for (int rt = 0; rt < 2; rt++) {
+    /* 0: old runtime; 1: executor; 2: executor with one chunk per step, whose
+     * 64 steps per block then need the messages spread over more channels
+     * than the links have lanes */
+    int nch[3];
+    for (int rt = 0; rt < 3; rt++) {
         cs_msccl_options mo;
         msccl_options_default(&mo);
         mo.runtime = rt ? CS_MSCCL_RUNTIME_EXECUTOR : CS_MSCCL_RUNTIME_MSCCL;
+        mo.single_chunk_steps = rt == 2;
         char *xml;
         size_t len;
         ck_assert_msg(msccl_xml_generate(r->algs[0], t, &mo, &xml, &len, &err) == CS_OK, "%s",
                       err.message);
+        /* same-step chunks between contiguous slots travel as one message */
+        if (rt < 2)
+            ck_assert_ptr_nonnull(strstr(xml, " cnt=\"2\""));
+        else
+            ck_assert_ptr_null(strstr(xml, " type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                           "dstoff=\"0\" cnt=\"2\""));
         cs_msccl_doc *d;
         ck_assert_int_eq(msccl_doc_parse(xml, len, &d, &err), CS_OK);
         ck_assert_int_eq(msccl_doc_ngpus(d), 16);
@@ -422,7 +430,7 @@ START_TEST(large_tacos_schedule_runs_right)
         msccl_doc_free(d);
         free(xml);
     }
-    ck_assert_int_gt(nch[1], nch[0]);
+    ck_assert_int_gt(nch[2], nch[1]);
     result_free(r);
     topology_free(t);
 }
