@@ -972,7 +972,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         }
         result_free(*out);
         *out = NULL;
-        snprintf(reason, sizeof reason, "auto: %s (%.200s); tacos", why, serr.message);
+        if (serr.message[0])
+            snprintf(reason, sizeof reason, "auto: %s (%.200s); tacos", why, serr.message);
+        else
+            snprintf(reason, sizeof reason, "auto: %s; tacos", why);
         rc = run_tacos(r, lim, hooks, out, err);
         break;
     }
@@ -985,6 +988,15 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     if (!*out)
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
     snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
+    /* Every result carries the contract's bounds, whichever method ran: the
+     * heuristic methods do not compute them themselves. */
+    if ((*out)->bound_steps <= 0) {
+        cs_bounds b;
+        if (collective_bounds(r->topology, &r->collective, &b, NULL) == CS_OK) {
+            (*out)->bound_steps = b.steps;
+            (*out)->bound_rounds_per_chunk = b.rounds_per_chunk;
+        }
+    }
     if ((*out)->synth_seconds <= 0)
         (*out)->synth_seconds = cs_now() - t0;
     return CS_OK;

@@ -284,6 +284,11 @@ START_TEST(auto_picks_tacos_above_rank_limit)
     ck_assert_int_eq(synth_run(req, &lim, NULL, &res, &err), CS_OK);
     ck_assert_str_eq(res->method, "tacos");
     ck_assert_ptr_nonnull(strstr(res->reason, "12 ranks > smt limit 8"));
+    /* heuristic methods still report the contract's bounds: ring:12 allgather
+     * needs 6 steps (the diameter) and 11/2 rounds per chunk (11 chunks in over
+     * 2 lanes), by hand */
+    ck_assert_int_eq(res->bound_steps, 6);
+    ck_assert(fabs(res->bound_rounds_per_chunk - 5.5) < 1e-9);
     verify_all(req, res);
     result_free(res);
     synth_request_free(req);
