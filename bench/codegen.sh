@@ -14,5 +14,5 @@ echo "== 64-rank torus allreduce, 2 chunks: XML + interpreter + CUDA"
 "$bin" torus2d:8x8 allreduce 2 "$runs"
 echo "== DGX-1 allreduce, 4 chunks"
 "$bin" dgx1 allreduce 4 "$runs"
-echo "== 1024-rank torus allgather: beyond the old runtime's 256 steps per thread block"
+echo "== 1024-rank torus allgather (1M sends): channels spread past 256 steps per block"
 "$bin" torus2d:32x32 allgather 1 1 || true

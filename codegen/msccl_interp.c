@@ -109,10 +109,9 @@ static int buf_chunks(const x_gpu *g, char buf)
     return buf == 'i' ? g->i_chunks : buf == 'o' ? g->o_chunks : g->s_chunks;
 }
 
-static int load_step(const xmlr_node *n, const x_gpu *g, const x_tb *tb, int index, int ngpus_tbs,
+static int load_step(const xmlr_node *n, const x_gpu *g, const x_tb *tb, int index,
                      x_step *st, cs_error *err)
 {
-    (void)ngpus_tbs;
     if (strcmp(n->name, "step") != 0)
         return cs_error_set(err, CS_EINVAL, "xml", "line %d: unexpected <%s> in <tb>", n->line,
                             n->name);
@@ -219,7 +218,7 @@ static int load_gpu(const xmlr_node *n, cs_msccl_doc *d, cs_error *err)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
         tb->nsteps = t->nchildren;
         for (int s = 0; s < t->nchildren; s++)
-            if ((rc = load_step(t->children[s], g, tb, s, g->ntb, &tb->steps[s], err)) != CS_OK)
+            if ((rc = load_step(t->children[s], g, tb, s, &tb->steps[s], err)) != CS_OK)
                 return rc;
     }
     /* one connection per (peer, channel) and direction */
@@ -384,7 +383,8 @@ typedef union value {
 typedef struct conn {
     int src, dst, chan;
     int head, count;
-    int *cnt;       /* per slot: chunks in the message */
+    int *cnt;       /* per slot: chunks of the sender's step */
+    int *idx;       /* per slot: which of them this piece is */
     value **msg;    /* per slot */
 } conn;
 
@@ -396,7 +396,7 @@ typedef struct run {
     value *storage;
     long nconns;
     conn *conns;
-    int **flag, **pc;
+    int **flag, **pc, **sub; /* sub: chunks of the current step already moved */
     long **sconn, **rconn;   /* per rank and thread block: connection index or -1 */
     cs_msccl_interp_stats st;
     cs_error *err;
@@ -433,79 +433,95 @@ static value add(const run *R, value a, value b)
     return r;
 }
 
-/* Tries to run one step; 1 when it ran, 0 when it must wait, < 0 on error. */
+static void finish_step(run *R, int rank, int t, const x_step *s, int pc)
+{
+    if (s->hasdep)
+        R->flag[rank][t] = pc;
+    R->pc[rank][t] = pc + 1;
+    R->sub[rank][t] = 0;
+    R->st.steps_executed++;
+}
+
+/* Tries to make progress on a block's current step; 1 when it did, 0 when it
+ * must wait, < 0 on error.  Transfers stream one chunk at a time through the
+ * FIFOs, as the runtimes move a step of cnt chunks in cnt pieces: a step of
+ * several chunks never needs room for all of them at once. */
 static int try_step(run *R, int rank, int t)
 {
     const x_tb *tb = &R->d->gpus[rank].tbs[t];
     int pc = R->pc[rank][t];
     const x_step *s = &tb->steps[pc];
-    if (s->depid >= 0 && R->flag[rank][s->depid] < s->deps)
+    int u = R->sub[rank][t];
+    if (u == 0 && s->depid >= 0 && R->flag[rank][s->depid] < s->deps)
         return 0;
     bool has_send = s->type == T_S || s->type == T_RCS || s->type == T_RRS || s->type == T_RRCS;
     bool has_recv = s->type == T_R || s->type == T_RCS || s->type == T_RRS || s->type == T_RRC ||
                     s->type == T_RRCS;
+    long E = R->E;
+    if (!has_send && !has_recv) {
+        long n = (long)s->cnt * E;
+        if (s->type == T_CPY || s->type == T_RE) {
+            value *src = bufptr(R, rank, s->sbuf, s->soff), *dst = bufptr(R, rank, s->dbuf, s->doff);
+            if (s->type == T_CPY)
+                memmove(dst, src, (size_t)n * sizeof(value));
+            else
+                for (long k = 0; k < n; k++)
+                    dst[k] = add(R, dst[k], src[k]);
+        }
+        finish_step(R, rank, t, s, pc);
+        return 1;
+    }
     conn *in = has_recv ? &R->conns[R->rconn[rank][t]] : NULL;
     conn *out = has_send ? &R->conns[R->sconn[rank][t]] : NULL;
     if (in && in->count == 0)
         return 0;
     if (out && out->count >= R->o->fifo_capacity)
         return 0;
-    long n = (long)s->cnt * R->E;
     value *m = NULL;
     if (in) {
         int slot = in->head;
-        if (in->cnt[slot] != s->cnt)
+        if (in->cnt[slot] != s->cnt || in->idx[slot] != u)
             return cs_error_set(R->err, CS_EVERIFY, "cnt", "line %d: rank %d receives %d chunks "
-                                "from rank %d but the message has %d", s->line, rank, s->cnt,
-                                in->src, in->cnt[slot]);
+                                "from rank %d but the sender's step moves %d", s->line, rank,
+                                s->cnt, in->src, in->cnt[slot]);
         m = in->msg[slot];
         in->msg[slot] = NULL;
         in->head = (in->head + 1) % R->o->fifo_capacity;
         in->count--;
     }
-    value *src = (s->type == T_S || s->type == T_RRS || s->type == T_RRC || s->type == T_RRCS ||
-                  s->type == T_CPY || s->type == T_RE) ? bufptr(R, rank, s->sbuf, s->soff) : NULL;
-    value *dst = (s->type == T_R || s->type == T_RCS || s->type == T_RRC || s->type == T_RRCS ||
-                  s->type == T_CPY || s->type == T_RE) ? bufptr(R, rank, s->dbuf, s->doff) : NULL;
+    value *src = (s->type == T_S || s->type == T_RRS || s->type == T_RRC || s->type == T_RRCS)
+                     ? bufptr(R, rank, s->sbuf, s->soff) + (long)u * E : NULL;
+    value *dst = (s->type == T_R || s->type == T_RCS || s->type == T_RRC || s->type == T_RRCS)
+                     ? bufptr(R, rank, s->dbuf, s->doff) + (long)u * E : NULL;
     value *send = NULL;
     switch (s->type) {
     case T_S:
-        send = malloc((size_t)n * sizeof(value));
+        send = malloc((size_t)E * sizeof(value));
         if (send)
-            memcpy(send, src, (size_t)n * sizeof(value));
+            memcpy(send, src, (size_t)E * sizeof(value));
         break;
     case T_R:
-        memcpy(dst, m, (size_t)n * sizeof(value));
+        memcpy(dst, m, (size_t)E * sizeof(value));
         break;
     case T_RCS:
-        memcpy(dst, m, (size_t)n * sizeof(value));
+        memcpy(dst, m, (size_t)E * sizeof(value));
         send = m;
         m = NULL;
         break;
     case T_RRS:
-        for (long k = 0; k < n; k++)
+        for (long k = 0; k < E; k++)
             m[k] = add(R, m[k], src[k]);
         send = m;
         m = NULL;
         break;
-    case T_RRC:
-    case T_RRCS:
-        for (long k = 0; k < n; k++)
+    default: /* T_RRC, T_RRCS */
+        for (long k = 0; k < E; k++)
             dst[k] = add(R, m[k], src[k]);
         if (s->type == T_RRCS) {
             send = m;
             m = NULL;
-            memcpy(send, dst, (size_t)n * sizeof(value));
+            memcpy(send, dst, (size_t)E * sizeof(value));
         }
-        break;
-    case T_CPY:
-        memmove(dst, src, (size_t)n * sizeof(value));
-        break;
-    case T_RE:
-        for (long k = 0; k < n; k++)
-            dst[k] = add(R, dst[k], src[k]);
-        break;
-    default:
         break;
     }
     free(m);
@@ -515,15 +531,14 @@ static int try_step(run *R, int rank, int t)
         int slot = (out->head + out->count) % R->o->fifo_capacity;
         out->msg[slot] = send;
         out->cnt[slot] = s->cnt;
+        out->idx[slot] = u;
         out->count++;
         R->st.messages++;
         if (out->count > R->st.max_fifo)
             R->st.max_fifo = out->count;
     }
-    if (s->hasdep)
-        R->flag[rank][t] = pc;
-    R->pc[rank][t] = pc + 1;
-    R->st.steps_executed++;
+    if (++R->sub[rank][t] == s->cnt)
+        finish_step(R, rank, t, s, pc);
     return 1;
 }
 
@@ -604,13 +619,14 @@ static int setup_conns(run *R)
         for (int t = 0; t < d->gpus[r].ntb; t++) {
             const x_tb *tb = &d->gpus[r].tbs[t];
             if (tb->send >= 0)
-                R->conns[R->nconns++] = (conn){r, tb->send, tb->chan, 0, 0, NULL, NULL};
+                R->conns[R->nconns++] = (conn){r, tb->send, tb->chan, 0, 0, NULL, NULL, NULL};
         }
     qsort(R->conns, (size_t)R->nconns, sizeof(conn), cmp_conn);
     for (long c = 0; c < R->nconns; c++) {
         R->conns[c].cnt = calloc((size_t)R->o->fifo_capacity, sizeof(int));
+        R->conns[c].idx = calloc((size_t)R->o->fifo_capacity, sizeof(int));
         R->conns[c].msg = calloc((size_t)R->o->fifo_capacity, sizeof(value *));
-        if (!R->conns[c].cnt || !R->conns[c].msg)
+        if (!R->conns[c].cnt || !R->conns[c].idx || !R->conns[c].msg)
             return CS_ENOMEM;
     }
     R->sconn = calloc((size_t)d->ngpus, sizeof(long *));
@@ -932,13 +948,15 @@ int msccl_interp_check(const cs_msccl_doc *doc, const cs_msccl_interp_options *o
     if (rc == CS_OK) {
         R.flag = calloc((size_t)P, sizeof(int *));
         R.pc = calloc((size_t)P, sizeof(int *));
-        if (!R.flag || !R.pc)
+        R.sub = calloc((size_t)P, sizeof(int *));
+        if (!R.flag || !R.pc || !R.sub)
             rc = CS_ENOMEM;
         for (int r = 0; r < P && rc == CS_OK; r++) {
             int n = doc->gpus[r].ntb ? doc->gpus[r].ntb : 1;
             R.flag[r] = malloc((size_t)n * sizeof(int));
             R.pc[r] = calloc((size_t)n, sizeof(int));
-            if (!R.flag[r] || !R.pc[r]) {
+            R.sub[r] = calloc((size_t)n, sizeof(int));
+            if (!R.flag[r] || !R.pc[r] || !R.sub[r]) {
                 rc = CS_ENOMEM;
                 break;
             }
@@ -960,6 +978,7 @@ int msccl_interp_check(const cs_msccl_doc *doc, const cs_msccl_interp_options *o
                 free(R.conns[c].msg[k]);
         free(R.conns[c].msg);
         free(R.conns[c].cnt);
+        free(R.conns[c].idx);
     }
     free(R.conns);
     for (int r = 0; r < P; r++) {
@@ -967,6 +986,8 @@ int msccl_interp_check(const cs_msccl_doc *doc, const cs_msccl_interp_options *o
             free(R.flag[r]);
         if (R.pc)
             free(R.pc[r]);
+        if (R.sub)
+            free(R.sub[r]);
         if (R.sconn)
             free(R.sconn[r]);
         if (R.rconn)
@@ -976,6 +997,7 @@ int msccl_interp_check(const cs_msccl_doc *doc, const cs_msccl_interp_options *o
     free(R.rconn);
     free(R.flag);
     free(R.pc);
+    free(R.sub);
     free(R.ibuf);
     free(R.obuf);
     free(R.sbuf);

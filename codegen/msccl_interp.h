@@ -22,7 +22,9 @@
  * in order; a step first waits until thread block depid has set its flag to at
  * least deps (flags are set by steps with hasdep="1", to their step index);
  * sends and receives go through one FIFO per (sender, receiver, channel)
- * holding fifo_capacity messages (default 1, stricter than any real runtime).
+ * holding fifo_capacity chunks (default 1, stricter than any real runtime);
+ * a step of cnt chunks streams them one at a time, as the runtimes split it,
+ * and both ends must agree on cnt.
  * Types s, r, rcs, rrs, rrc, rrcs, cpy, re, nop; reductions are sums on doubles
  * or wrapping sums on int64.  When no thread block can move and some are not
  * finished, the run stops with CS_EVERIFY and a description of the deadlock.
@@ -43,7 +45,7 @@ typedef enum cs_interp_type { CS_INTERP_DOUBLE = 0, CS_INTERP_INT64 } cs_interp_
 typedef struct cs_msccl_interp_options {
     cs_interp_type type;      /* default double */
     int elems_per_chunk;      /* elements per XML chunk (default 3) */
-    int fifo_capacity;        /* messages per connection (default 1) */
+    int fifo_capacity;        /* chunks a connection holds (default 1) */
     bool inplace;             /* run as an in-place call (the document must allow it) */
     const cs_collective *collective; /* kind and root; NULL: from coll (unrooted kinds only) */
 } cs_msccl_interp_options;

@@ -15,6 +15,7 @@
  * by single spaces, values in double quotes, "/>" right after the last value,
  * indentation with spaces only, no XML declaration and no comments.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,11 +398,10 @@ static const char *limit_owner(cs_msccl_runtime rt)
 }
 
 static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_runtime rt,
-                        bool *step_limit, cs_error *err)
+                        long *step_limit, cs_error *err)
 {
     limits lim = runtime_limits(rt);
     const char *rname = limit_owner(rt);
-    *step_limit = false;
     if (L->ntb > lim.max_tb)
         return cs_error_set(err, CS_ELIMIT, "runtime",
                             "rank %d needs %d thread blocks; %s allows at most %d "
@@ -409,7 +409,7 @@ static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_
     long steps = 0;
     for (int k = 0; k < L->ntb; k++) {
         if (L->tbs[k].nsteps > lim.max_steps) {
-            *step_limit = true;
+            *step_limit = L->tbs[k].nsteps;
             return cs_error_set(err, CS_ELIMIT, "runtime",
                                 "rank %d thread block %d needs %ld steps with %d channels; %s "
                                 "allows step s <= %d", r, k, L->tbs[k].nsteps, p->nchannels,
@@ -469,12 +469,22 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
         free(dep_pos);
         return CS_ENOMEM;
     }
+    long *first = malloc(sizeof(long) * (size_t)(L->ntb ? L->ntb : 1));
+    if (!first) {
+        free(dep_tb);
+        free(dep_pos);
+        return CS_ENOMEM;
+    }
+    for (int t = 0; t < L->ntb; t++)
+        first[t] = -1;
+    for (long k = n - 1; k >= 0; k--)
+        first[L->lop_tb[k]] = k;
     for (int t = 0; t < L->ntb; t++) {
         const tb_info *tb = &L->tbs[t];
         cg_printf(b, "    <tb id=\"%d\" send=\"%d\" recv=\"%d\" chan=\"%d\">\n", t,
                   tb->sends ? tb->peer : -1, tb->recvs ? tb->peer : -1, tb->chan);
-        for (long k = 0; k < n; k++) {
-            if (L->lop_tb[k] != t || L->lop_leader[k] != k)
+        for (long k = first[t]; k >= 0; k = L->lop_next[k]) {
+            if (L->lop_leader[k] != k)
                 continue;
             const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
             /* latest step of each other block this step waits for */
@@ -521,6 +531,7 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
         }
         cg_puts(b, "    </tb>\n");
     }
+    free(first);
     free(dep_tb);
     free(dep_pos);
     cg_puts(b, "  </gpu>\n");
@@ -603,7 +614,7 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
     rank_layout *layouts = NULL;
     cg_buf b = {0};
     int rc;
-    for (int spread = 1;; spread *= 2) {
+    for (int spread = 1;;) {
         rc = codegen_plan_build_spread(a, t, spread, &p, err);
         if (rc != CS_OK)
             return rc;
@@ -613,7 +624,7 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
             goto done;
         }
-        bool step_limit = false;
+        long step_limit = 0; /* steps of a block over the limit, 0 if none */
         for (int r = 0; r < p->ranks && rc == CS_OK; r++)
             rc = layout_blocks(p, r, &layouts[r], err);
         if (rc == CS_OK && !opt->single_chunk_steps)
@@ -622,9 +633,16 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
             layout_steps(p, r, rank_index, &layouts[r]);
             rc = check_limits(p, &layouts[r], r, opt->runtime, &step_limit, err);
         }
-        if (rc == CS_OK || !step_limit ||
-            p->nchannels * 2 > runtime_limits(opt->runtime).max_channels)
+        limits lim = runtime_limits(opt->runtime);
+        if (rc == CS_OK || !step_limit || p->nchannels * 2 > lim.max_channels)
             break;
+        /* steps shrink about in proportion: jump to the spread that should
+         * fit, as far as the channels allow */
+        int grow = 2;
+        while (grow < 64 && (long)grow * lim.max_steps < step_limit &&
+               p->nchannels * grow * 2 <= lim.max_channels)
+            grow *= 2;
+        spread *= grow;
         for (int r = 0; r < p->ranks; r++)
             layout_free(&layouts[r]);
         free(layouts);
@@ -678,5 +696,86 @@ done:
     *out = b.s;
     if (len)
         *len = b.len;
+    return CS_OK;
+}
+
+/* ---- size ranges for a frontier ------------------------------------------- */
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static int cheapest(const cs_result *r, const cs_topology *t, double bytes)
+{
+    int best = -1;
+    double best_cost = 0;
+    for (int i = 0; i < r->nalgs; i++) {
+        double c = algorithm_cost_us(r->algs[i], t, bytes);
+        if (best < 0 || c < best_cost) {
+            best = i;
+            best_cost = c;
+        }
+    }
+    return best;
+}
+
+int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
+                          cs_error *err)
+{
+    if (!r || !t || !out)
+        return cs_error_set(err, CS_EINVAL, "result", "a result and its topology are needed");
+    int n = r->nalgs;
+    for (int i = 0; i < n; i++)
+        out[i] = (cs_byte_range){0, 0, false};
+    if (n == 0)
+        return CS_OK;
+    /* costs are lines in the size: the cheapest changes only where two cross */
+    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    double *x = malloc(((size_t)n * (size_t)n + 2) * sizeof *x);
+    if (!a || !b || !x) {
+        free(a);
+        free(b);
+        free(x);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        a[i] = algorithm_cost_us(r->algs[i], t, 0);
+        b[i] = (algorithm_cost_us(r->algs[i], t, 1e9) - a[i]) / 1e9;
+    }
+    size_t nx = 0;
+    x[nx++] = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (b[i] != b[j]) {
+                double c = (a[j] - a[i]) / (b[i] - b[j]);
+                if (c > 0 && c < 9e18)
+                    x[nx++] = ceil(c);
+            }
+    qsort(x, nx, sizeof *x, cmp_dbl);
+    int prev = -1;
+    for (size_t k = 0; k < nx; k++) {
+        if (k > 0 && x[k] == x[k - 1])
+            continue;
+        /* the cheapest on [x[k], next) is the cheapest just after x[k] */
+        size_t nk = k + 1;
+        while (nk < nx && x[nk] == x[k])
+            nk++;
+        double probe = nk < nx ? (x[k] + x[nk]) / 2 : x[k] * 2 + 1e6;
+        int w = cheapest(r, t, probe);
+        if (w != prev) {
+            if (prev >= 0)
+                out[prev].max_bytes = (long long)x[k];
+            if (!out[w].best) {
+                out[w].best = true;
+                out[w].min_bytes = (long long)x[k];
+            }
+            prev = w;
+        }
+    }
+    free(a);
+    free(b);
+    free(x);
     return CS_OK;
 }

@@ -77,4 +77,18 @@ const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime runtime);
 int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t,
                        const cs_msccl_options *opt, char **out, size_t *len, cs_error *err);
 
+/* Size ranges for a frontier: where each algorithm of r has the lowest
+ * alpha-beta cost on t (algorithm_cost_us; ties go to the earlier one, as in
+ * result_best_for_size).  out[i] gets [min_bytes, max_bytes) with max_bytes
+ * 0 for "no upper limit", and best = false (both 0) for an algorithm that is
+ * never the cheapest.  Bytes are the cost model's per-rank share.  Set them
+ * as minBytes/maxBytes to load one document per frontier point. */
+typedef struct cs_byte_range {
+    long long min_bytes, max_bytes;
+    bool best;
+} cs_byte_range;
+
+int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
+                          cs_error *err);
+
 #endif

@@ -21,10 +21,7 @@
 
 #include "msccl_xml.h"
 #include "synthesize.h"
-#if __has_include("cuda_gen.h")
 #include "cuda_gen.h"
-#define HAVE_CUDA_GEN 1
-#endif
 
 static bool is_hex(const char *s, size_t n)
 {
@@ -581,12 +578,6 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
         blob_unref(b);
         return r;
     }
-#ifndef HAVE_CUDA_GEN
-    if (fmt_cuda)
-        return respond_error(rs, 501, "not_implemented", "format",
-                             "format=cuda is not available in this build (codegen/cuda_gen.h is "
-                             "missing)");
-#endif
     /* Selection and code generation need the parsed result and topology. */
     const char *runtime_s = arg(rs, "runtime");
     const char *proto = arg(rs, "proto");
@@ -599,13 +590,11 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
         strcmp(proto, "LL128"))
         return respond_error(rs, 400, "invalid", "proto", "proto must be Simple, LL or LL128");
     const char *elem_s = arg(rs, "elem");
-#ifdef HAVE_CUDA_GEN
     cs_cuda_elem elem = CS_CUDA_FLOAT;
     if (fmt_cuda && elem_s && cuda_elem_from_name(elem_s, &elem, &err) != CS_OK) {
         snprintf(err.field, sizeof err.field, "elem");
         return respond_cs_error(rs, &err);
     }
-#endif
     char selkey[160];
     if (size_s)
         snprintf(selkey, sizeof selkey, "%s|json|size=%.17g", key, size);
@@ -696,14 +685,12 @@ static enum MHD_Result handle_result(req_state *rs, const char *key)
                     mo.proto = proto;
                 rc = msccl_xml_generate(a, lr.topo, &mo, &body, &len, &err);
             }
-#ifdef HAVE_CUDA_GEN
             else {
                 cs_cuda_options co;
                 cuda_options_default(&co);
                 co.elem = elem;
                 rc = cuda_generate(a, lr.topo, &co, &body, &len, &err);
             }
-#endif
             if (rc) {
                 loaded_free(&lr);
                 if (err.code == CS_OK)

@@ -729,6 +729,10 @@ static int run_search(const cs_topology *topo, const cs_collective *coll, const 
         goto out;
     }
 
+    cs_smt_options copt = *opt;
+    if (coll->kind == CS_COLL_CUSTOM)
+        copt.max_chunks = 1; /* G is fixed: more "chunks" would only rename R/C */
+    opt = &copt;
     int max_steps = opt->max_steps > 0 ? opt->max_steps : b->steps + 8;
     long lim_num = 0, lim_den = 0; /* R/C of the last frontier point */
     bool reached_bound = false;

@@ -75,4 +75,9 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
                      double time_limit_s, smt_live *live, cs_algorithm **out,
                      smt_instance_stats *st, cs_error *err);
 
+/* The SCCL paper's integer-time encoding (C1-C6) with Z3's default solver:
+ * a baseline for benchmarks only (smt_sccl.c).  No live/cancel support. */
+int smt_sccl_solve(const smt_problem *p, int S, int R, double time_limit_s, cs_algorithm **out,
+                   smt_instance_stats *st, cs_error *err);
+
 #endif

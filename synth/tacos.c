@@ -189,6 +189,12 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
     pthread_mutex_init(&tp->mu, NULL);
     int total = nphases * opt->trials;
     int threads = opt->threads > 0 ? opt->threads : cs_cpu_count();
+    /* threads left over when there are fewer trials than threads match the
+     * destinations of one trial in parallel (same results either way) */
+    int per_trial = threads / total > 1 ? threads / total : 1;
+    for (int k = 0; k < nphases; k++)
+        for (int v = 0; v < TACOS_VARIANTS; v++)
+            tp->prob[k][v].match_threads = per_trial;
     if (threads > total)
         threads = total;
     if (threads > 64)
@@ -616,6 +622,14 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         json_object_set_new(st, "ratio", json_real(sim_us > 0 ? ideal / sim_us : 0.0));
         json_object_set_new(st, "trials", json_integer(opt->trials));
         json_object_set_new(st, "sends", json_integer(best.nsends));
+        {
+            uint64_t h = 0;
+            for (int i = 0; i < best.nphases; i++)
+                h = h * 0x100000001b3ULL ^ best.ph[i].best.checksum;
+            char hex[24];
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+            json_object_set_new(st, "schedule_hash", json_string(hex));
+        }
         json_object_set_new(st, "spans", json_integer(alg ? alg->steps : best.nspans));
         json_object_set_new(st, "chunks", json_integer(final_chunks));
         json_object_set_new(st, "chunk_bytes", json_real(chunk_bytes));

@@ -39,8 +39,13 @@
 #include "tacos_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define TACOS_MATCH_THREADS_MAX 16
+/* Below this many ranks a span's matching is too short to split. */
+#define TACOS_MATCH_MIN_RANKS 1024
 
 /* ---- random numbers -------------------------------------------------------- */
 
@@ -121,10 +126,9 @@ typedef struct engine {
     /* shared sets */
     int *set_begin, *set_of; /* link -> shared set indices (CSR) */
     int *set_busy;
-    /* dirty destination ranks */
-    unsigned char *dirty;
-    int *dirty_list;
-    int ndirty;
+    /* dirty destination ranks: a bitmap, visited in rank order */
+    uint64_t *dirty_bits;
+    long dirty_words;
     unsigned char *arrived; /* ranks that received something this event */
     int *arrived_list;
     int narrived;
@@ -133,7 +137,9 @@ typedef struct engine {
     int nbuckets, bucket_cap;
     bucket *spare;          /* recycled bucket storage */
     int nspare, spare_cap;
-    tacos_rng rng;
+    tacos_rng rng;          /* set-up choices (relay paths) */
+    uint64_t seed_base;     /* per (rank, event) generators derive from it */
+    int match_threads;      /* threads matching destinations in parallel */
     bool universal;         /* every rank needs every chunk it lacks */
     bool skip_redundant;    /* slow links skip chunks a cheaper in-link can supply */
     size_t static_bytes, log_bytes, peak_bytes;
@@ -168,8 +174,7 @@ static void engine_free(engine *e)
     free(e->set_begin);
     free(e->set_of);
     free(e->set_busy);
-    free(e->dirty);
-    free(e->dirty_list);
+    free(e->dirty_bits);
     free(e->arrived);
     free(e->arrived_list);
     for (int i = 0; i < e->nbuckets; i++)
@@ -217,10 +222,17 @@ static int log_append(engine *e, int r, uint32_t c)
 
 static inline void mark_dirty(engine *e, int r)
 {
-    if (!e->dirty[r] && e->need[r] > 0) {
-        e->dirty[r] = 1;
-        e->dirty_list[e->ndirty++] = r;
-    }
+    if (e->need[r] > 0)
+        e->dirty_bits[r >> 6] |= 1ULL << (r & 63);
+}
+
+/* The generator for one destination at one event: matching decisions depend
+ * only on (seed, rank, event), never on which thread matched the rank. */
+typedef struct local_rng { uint64_t x; } local_rng;
+
+static inline uint32_t local_below(local_rng *r, uint32_t n)
+{
+    return (uint32_t)(((splitmix64(&r->x) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* ---- events ---------------------------------------------------------------- */
@@ -595,6 +607,10 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     e->L = t->nlinks;
     e->G = collective_global_chunks(p->coll, e->P, p->chunks);
     tacos_rng_seed(&e->rng, seed);
+    {
+        uint64_t x = seed ^ 0x5851f42d4c957f2dULL;
+        e->seed_base = splitmix64(&x);
+    }
     if (e->G <= 0 || e->G >= (long)UINT32_MAX)
         return cs_error_set(err, CS_ELIMIT, "chunks", "%ld global chunks: TACOS handles 1..%u",
                             e->G, UINT32_MAX - 1);
@@ -621,14 +637,14 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     e->busy = calloc((size_t)(L ? L : 1), sizeof *e->busy);
     e->cursor = calloc((size_t)(L ? L : 1), sizeof *e->cursor);
     e->logs = calloc((size_t)P, sizeof *e->logs);
-    e->dirty = calloc((size_t)P, 1);
-    e->dirty_list = malloc((size_t)P * sizeof *e->dirty_list);
+    e->dirty_words = (P + 63) / 64;
+    e->dirty_bits = calloc((size_t)e->dirty_words, sizeof *e->dirty_bits);
     e->arrived = calloc((size_t)P, 1);
     e->arrived_list = malloc((size_t)P * sizeof *e->arrived_list);
     e->set_begin = calloc((size_t)L + 1, sizeof *e->set_begin);
     e->set_busy = calloc((size_t)(t->nshared ? t->nshared : 1), sizeof *e->set_busy);
     if (!e->covered || !e->need || !e->cost || !e->in_sorted || !e->group_end || !e->busy ||
-        !e->cursor || !e->logs || !e->dirty || !e->dirty_list || !e->arrived ||
+        !e->cursor || !e->logs || !e->dirty_bits || !e->arrived ||
         !e->arrived_list || !e->set_begin || !e->set_busy)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
                             P, e->G);
@@ -713,7 +729,7 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
  * later, so the last spans stay full (small instances only: it reads every
  * candidate and needs a holdings bitset). */
 static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32_t *buf,
-                        const uint64_t *row)
+                        const uint64_t *row, local_rng *rng)
 {
     const cs_topology *t = e->t;
     int d = t->links[l].dst, s = t->links[l].src;
@@ -738,7 +754,7 @@ static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32
             best = c;
             best_key = key;
             ties = 1;
-        } else if (key == best_key && tacos_rng_below(&e->rng, (uint32_t)++ties) == 0) {
+        } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
             best = c;
         }
     }
@@ -746,7 +762,7 @@ static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32
 }
 
 /* A chunk link l's source holds and its destination still needs, or -1. */
-static inline long pick_chunk(engine *e, int l)
+static inline long pick_chunk(engine *e, int l, local_rng *rng)
 {
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
@@ -771,7 +787,7 @@ static inline long pick_chunk(engine *e, int l)
         return -1;
     }
     if (e->holds)
-        return pick_rarest(e, l, pos, end, buf, row);
+        return pick_rarest(e, l, pos, end, buf, row, rng);
     int window = e->p->window;
     if (window <= 1)
         return buf[pos];
@@ -781,24 +797,180 @@ static inline long pick_chunk(engine *e, int l)
     int64_t limit = pos + 8L * window;
     for (int64_t q = pos + 1; q < end && q < limit && seen < window; q++) {
         uint32_t c = buf[q];
-        if (!bit_get(row, c) && tacos_rng_below(&e->rng, (uint32_t)++seen) == 0)
+        if (!bit_get(row, c) && local_below(rng, (uint32_t)++seen) == 0)
             chosen = c;
     }
     return chosen;
 }
 
-static int record(tacos_trial *out, long chunk, int link, int span, double start)
+/* ---- matching one event, possibly on several threads ------------------------ */
+
+typedef struct pending { double end; int32_t link; uint32_t chunk; } pending;
+
+/* What one thread matched at one event, merged in rank order afterwards. */
+typedef struct match_out {
+    tacos_rec *recs;
+    long nrecs, caprecs;
+    pending *push;
+    long npush, cappush;
+    int rc;
+} match_out;
+
+static int out_grow(match_out *mo, bool keep)
 {
-    if (out->nsends == out->cap) {
-        long ncap = out->cap ? out->cap * 2 : 1024;
-        tacos_rec *nr = realloc(out->recs, (size_t)ncap * sizeof *nr);
+    if (mo->npush == mo->cappush) {
+        long ncap = mo->cappush ? mo->cappush * 2 : 1024;
+        pending *np = realloc(mo->push, (size_t)ncap * sizeof *np);
+        if (!np)
+            return CS_ENOMEM;
+        mo->push = np;
+        mo->cappush = ncap;
+    }
+    if (keep && mo->nrecs == mo->caprecs) {
+        long ncap = mo->caprecs ? mo->caprecs * 2 : 1024;
+        tacos_rec *nr = realloc(mo->recs, (size_t)ncap * sizeof *nr);
         if (!nr)
             return CS_ENOMEM;
-        out->recs = nr;
-        out->cap = ncap;
+        mo->recs = nr;
+        mo->caprecs = ncap;
     }
-    out->recs[out->nsends] = (tacos_rec){chunk, link, span, start};
     return CS_OK;
+}
+
+/* Matches every dirty destination whose bit lies in dirty words [w0, w1).
+ * Touches only those ranks' state (bitset rows, needs, in-link lanes and
+ * cursors) and reads the arrival logs, which change only between events. */
+static void match_range(engine *e, long w0, long w1, double now, int span, uint64_t event,
+                        bool keep, match_out *mo)
+{
+    const cs_topology *t = e->t;
+    for (long w = w0; w < w1; w++) {
+        uint64_t bits = e->dirty_bits[w];
+        if (!bits)
+            continue;
+        e->dirty_bits[w] = 0;
+        while (bits) {
+            int d = (int)(w * 64 + __builtin_ctzll(bits));
+            bits &= bits - 1;
+            if (e->need[d] == 0)
+                continue;
+            local_rng rng = {e->seed_base ^ ((uint64_t)d * 0x9e3779b97f4a7c15ULL) ^
+                             (event * 0xd1b54a32d192ed03ULL)};
+            uint64_t *row = e->covered + (size_t)d * e->W;
+            int lo = t->in_begin[d], hi = t->in_begin[d + 1];
+            for (int g0 = lo; g0 < hi && e->need[d] > 0;) {
+                int g1 = e->group_end[g0], k = g1 - g0;
+                int rot = k > 1 ? (int)local_below(&rng, (uint32_t)k) : 0;
+                for (int j = 0; j < k && e->need[d] > 0; j++) {
+                    int l = e->in_sorted[g0 + (rot + j) % k];
+                    while (link_has_room(e, l)) {
+                        long c = pick_chunk(e, l, &rng);
+                        if (c < 0)
+                            break;
+                        if (out_grow(mo, keep)) {
+                            mo->rc = CS_ENOMEM;
+                            return;
+                        }
+                        bit_set(row, c);
+                        e->need[d]--;
+                        e->busy[l]++;
+                        for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)
+                            e->set_busy[e->set_of[q]]++;
+                        if (keep)
+                            mo->recs[mo->nrecs++] = (tacos_rec){c, l, span, now};
+                        mo->push[mo->npush++] = (pending){now + e->cost[l], l, (uint32_t)c};
+                    }
+                }
+                g0 = g1;
+            }
+        }
+    }
+}
+
+/* A barrier whose size can shrink before first use (if a thread fails to
+ * start, the others must not wait for it). */
+typedef struct cbarrier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count, waiting;
+    unsigned gen;
+} cbarrier;
+
+static void cb_init(cbarrier *b, int count)
+{
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->count = count;
+    b->waiting = 0;
+    b->gen = 0;
+}
+
+static void cb_destroy(cbarrier *b)
+{
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+}
+
+static void cb_set_count(cbarrier *b, int count)
+{
+    pthread_mutex_lock(&b->mu);
+    b->count = count;
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void cb_wait(cbarrier *b)
+{
+    pthread_mutex_lock(&b->mu);
+    unsigned gen = b->gen;
+    if (++b->waiting >= b->count) {
+        b->waiting = 0;
+        b->gen++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (gen == b->gen)
+            pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Worker threads for matching: they wait at `start`, match their share of
+ * the dirty words, and meet the main thread (share 0) at `done`. */
+typedef struct match_pool {
+    engine *e;
+    int n;
+    pthread_t th[TACOS_MATCH_THREADS_MAX];
+    cbarrier start, done;
+    bool quit;
+    double now;
+    int span;
+    uint64_t event;
+    bool keep;
+    match_out mo[TACOS_MATCH_THREADS_MAX];
+} match_pool;
+
+typedef struct worker_arg { match_pool *pool; int k; } worker_arg;
+
+static void share(const match_pool *mp, int k, long *w0, long *w1)
+{
+    long words = mp->e->dirty_words;
+    *w0 = words * k / mp->n;
+    *w1 = words * (k + 1) / mp->n;
+}
+
+static void *match_worker(void *arg)
+{
+    worker_arg *wa = arg;
+    match_pool *mp = wa->pool;
+    for (;;) {
+        cb_wait(&mp->start);
+        if (mp->quit)
+            break;
+        long w0, w1;
+        share(mp, wa->k, &w0, &w1);
+        match_range(mp->e, w0, w1, mp->now, mp->span, mp->event, mp->keep, &mp->mo[wa->k]);
+        cb_wait(&mp->done);
+    }
+    return NULL;
 }
 
 int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_cancel *cancel,
@@ -815,55 +987,97 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
     const cs_topology *t = e.t;
     for (int r = 0; r < e.P; r++)
         mark_dirty(&e, r);
+    /* parallel matching only where ranks' matches cannot see each other:
+     * no shared sets, no rarest-first, no cheaper-supplier checks */
+    int nthreads = p->match_threads;
+    if (nthreads > TACOS_MATCH_THREADS_MAX)
+        nthreads = TACOS_MATCH_THREADS_MAX;
+    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.holds ||
+        e.skip_redundant)
+        nthreads = 1;
+    match_pool *mp = calloc(1, sizeof *mp);
+    worker_arg wargs[TACOS_MATCH_THREADS_MAX];
+    int started = 0;
+    if (!mp) {
+        engine_free(&e);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    }
+    mp->e = &e;
+    mp->keep = keep;
+    cb_init(&mp->start, nthreads);
+    cb_init(&mp->done, nthreads);
+    for (int k = 1; k < nthreads; k++) {
+        wargs[k] = (worker_arg){mp, k};
+        if (pthread_create(&mp->th[k], NULL, match_worker, &wargs[k]) != 0)
+            break;
+        started++;
+    }
+    /* fewer threads than asked (thread creation failed): results are the same */
+    mp->n = started + 1;
+    cb_set_count(&mp->start, mp->n);
+    cb_set_count(&mp->done, mp->n);
     double now = 0.0;
     int nspans = 0;
-    long iter = 0;
+    uint64_t event = 0;
     while (e.remaining > 0) {
-        if ((iter++ & 63) == 0 && cs_cancel_requested(cancel)) {
+        if ((event & 63) == 0 && cs_cancel_requested(cancel)) {
             rc = cs_error_set(err, CS_ECANCELLED, NULL, "TACOS trial cancelled");
             goto out;
         }
         /* match every dirty destination at time `now` */
-        int span = -1;
-        for (int i = 0; i < e.ndirty; i++) {
-            int d = e.dirty_list[i];
-            e.dirty[d] = 0;
-            if (e.need[d] == 0)
-                continue;
-            uint64_t *row = e.covered + (size_t)d * e.W;
-            int lo = t->in_begin[d], hi = t->in_begin[d + 1];
-            for (int g0 = lo; g0 < hi && e.need[d] > 0;) {
-                int g1 = e.group_end[g0], k = g1 - g0;
-                int rot = k > 1 ? (int)tacos_rng_below(&e.rng, (uint32_t)k) : 0;
-                for (int j = 0; j < k && e.need[d] > 0; j++) {
-                    int l = e.in_sorted[g0 + (rot + j) % k];
-                    while (link_has_room(&e, l)) {
-                        long c = pick_chunk(&e, l);
-                        if (c < 0)
-                            break;
-                        bit_set(row, c);
-                        e.need[d]--;
-                        e.remaining--;
-                        e.busy[l]++;
-                        for (int q = e.set_begin[l]; q < e.set_begin[l + 1]; q++)
-                            e.set_busy[e.set_of[q]]++;
-                        if (span < 0)
-                            span = nspans++;
-                        if (keep && (rc = record(out, c, l, span, now))) {
-                            rc = cs_error_set(err, rc, NULL, "out of memory recording sends");
-                            goto out;
-                        }
-                        out->nsends++;
-                        if ((rc = bucket_push(&e, now + e.cost[l], l, (uint32_t)c))) {
-                            rc = cs_error_set(err, rc, NULL, "out of memory for events");
-                            goto out;
-                        }
-                    }
-                }
-                g0 = g1;
-            }
+        int span = nspans;
+        if (mp->n > 1) {
+            mp->now = now;
+            mp->span = span;
+            mp->event = event;
+            cb_wait(&mp->start);
+            long w0, w1;
+            share(mp, 0, &w0, &w1);
+            match_range(&e, w0, w1, now, span, event, keep, &mp->mo[0]);
+            cb_wait(&mp->done);
+        } else {
+            match_range(&e, 0, e.dirty_words, now, span, event, keep, &mp->mo[0]);
         }
-        e.ndirty = 0;
+        event++;
+        /* merge in rank order */
+        for (int k = 0; k < mp->n; k++) {
+            match_out *mo = &mp->mo[k];
+            if (mo->rc) {
+                rc = cs_error_set(err, mo->rc, NULL, "out of memory matching");
+                goto out;
+            }
+            if (keep && mo->nrecs > 0) {
+                if (out->nsends + mo->nrecs > out->cap) {
+                    long ncap = out->cap ? out->cap : 1024;
+                    while (ncap < out->nsends + mo->nrecs)
+                        ncap *= 2;
+                    tacos_rec *nr = realloc(out->recs, (size_t)ncap * sizeof *nr);
+                    if (!nr) {
+                        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory recording sends");
+                        goto out;
+                    }
+                    out->recs = nr;
+                    out->cap = ncap;
+                }
+                memcpy(out->recs + out->nsends, mo->recs, (size_t)mo->nrecs * sizeof *mo->recs);
+            }
+            for (long i = 0; i < mo->npush; i++) {
+                const pending *pd = &mo->push[i];
+                out->checksum = (out->checksum ^ ((uint64_t)pd->chunk * 0x9e3779b97f4a7c15ULL +
+                                                  (uint64_t)pd->link * 0xbf58476d1ce4e5b9ULL +
+                                                  (uint64_t)span)) * 0x100000001b3ULL;
+                if ((rc = bucket_push(&e, pd->end, pd->link, pd->chunk))) {
+                    rc = cs_error_set(err, rc, NULL, "out of memory for events");
+                    goto out;
+                }
+            }
+            out->nsends += mo->npush;
+            e.remaining -= mo->npush;
+            if (mo->npush > 0)
+                nspans = span + 1;
+            mo->nrecs = 0;
+            mo->npush = 0;
+        }
         if (e.remaining == 0)
             break;
         if (e.nbuckets == 0) {
@@ -938,6 +1152,19 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
     out->nspans = nspans;
     out->peak_bytes = e.peak_bytes;
 out:
+    if (mp->n > 1) {
+        mp->quit = true;
+        cb_wait(&mp->start);
+        for (int k = 1; k < mp->n; k++)
+            pthread_join(mp->th[k], NULL);
+    }
+    cb_destroy(&mp->start);
+    cb_destroy(&mp->done);
+    for (int k = 0; k < TACOS_MATCH_THREADS_MAX; k++) {
+        free(mp->mo[k].recs);
+        free(mp->mo[k].push);
+    }
+    free(mp);
     engine_free(&e);
     if (rc) {
         free(out->recs);

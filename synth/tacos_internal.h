@@ -19,6 +19,8 @@ typedef struct tacos_problem {
     double chunk_bytes;         /* sets every link's occupancy time */
     int window;                 /* choose among the first `window` candidates (>= 1) */
     bool rarest;                /* rarest-first choice (small instances) */
+    int match_threads;          /* threads matching one trial's destinations (results
+                                   do not depend on it) */
     bool skip_redundant;        /* a slow link never carries a chunk a cheaper in-link's
                                    source holds or is receiving (it waits instead) */
 } tacos_problem;
@@ -37,6 +39,7 @@ typedef struct tacos_trial {
     long nsends;
     int nspans;                 /* distinct start times */
     size_t peak_bytes;          /* the trial's own peak working memory */
+    uint64_t checksum;          /* hash of the sends in order (chunk, link, span) */
     bool keep;
     tacos_rec *recs;            /* nsends records when keep */
     long cap;

@@ -1,7 +1,10 @@
 /* Tests of the MSCCL XML generator: document structure derived by hand for
  * small schedules, runtime names and limits, channels, byte ranges. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "baseline.h"
 #include "check_main.h"
@@ -213,6 +216,46 @@ START_TEST(step_limits_spread_channels_then_give_elimit)
     rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_msg(strstr(err.message, "fewer than 4096"), "%s", err.message);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(same_step_chunks_merge_into_one_step)
+{
+    /* broadcast of 3 chunks over one lane in one step of 3 rounds: the three
+     * messages between contiguous slots become one step with cnt="3" on both
+     * ends; with single_chunk_steps they stay three steps */
+    cs_topology *t = cgt_topology(2, 1, false);
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, 3, 1, &a, &err), CS_OK);
+    for (int k = 0; k < 3; k++)
+        algorithm_add_send(a, k, 0, 1, 0, CS_OP_COPY);
+    a->rounds_per_step[0] = 3;
+    algorithm_update_rounds(a);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    char *x;
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(x, "<step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                    "dstoff=\"0\" cnt=\"3\""));
+    ck_assert_ptr_nonnull(strstr(x, "<step s=\"0\" type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                    "dstoff=\"0\" cnt=\"3\""));
+    /* the root's own copy is one step too */
+    ck_assert_ptr_nonnull(strstr(x, "type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                                    "dstoff=\"0\" cnt=\"3\""));
+    ck_assert_int_eq(count(x, "<step "), 3);
+    interp_ok(x, &c);
+    free(x);
+    o.single_chunk_steps = true;
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &x, NULL, &err), CS_OK);
+    ck_assert_int_eq(count(x, "type=\"s\""), 3);
+    ck_assert_int_eq(count(x, "type=\"r\""), 3);
+    interp_ok(x, &c);
+    free(x);
     algorithm_free(a);
     topology_free(t);
 }
@@ -478,6 +521,126 @@ START_TEST(forwarding_ranks_use_scratch)
 }
 END_TEST
 
+static cs_algorithm *shape(int steps, int rounds, int chunks)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 2, chunks, steps, &a, &err), CS_OK);
+    for (int s = 0; s < steps; s++)
+        a->rounds_per_step[s] = s == 0 ? rounds - (steps - 1) : 1;
+    algorithm_update_rounds(a);
+    ck_assert_int_eq(a->rounds, rounds);
+    return a;
+}
+
+START_TEST(frontier_size_ranges_meet_at_the_crossover)
+{
+    /* alpha 0.7 us, beta 1/25e3 us per byte.  (S=2, R/C=3/2) costs
+     * 1.4 + 1.5 L beta, (S=3, R/C=7/6) 2.1 + (7/6) L beta: equal at
+     * L = 0.7 / ((1/3) beta) = 52500 bytes.  (S=4, R/C=8/6) is never best. */
+    cs_topology *t = cgt_topology(2, 1, false);
+    cs_error err;
+    cs_result *r;
+    ck_assert_int_eq(result_new("smt", &r, &err), CS_OK);
+    ck_assert_int_eq(result_add(r, shape(2, 3, 2)), CS_OK);
+    ck_assert_int_eq(result_add(r, shape(3, 7, 6)), CS_OK);
+    ck_assert_int_eq(result_add(r, shape(4, 8, 6)), CS_OK);
+    cs_byte_range g[3];
+    ck_assert_int_eq(msccl_frontier_ranges(r, t, g, &err), CS_OK);
+    int fast = -1, big = -1, never = -1;
+    for (int i = 0; i < 3; i++) {
+        if (r->algs[i]->steps == 2) fast = i;
+        if (r->algs[i]->steps == 3) big = i;
+        if (r->algs[i]->steps == 4) never = i;
+    }
+    ck_assert(g[fast].best && g[fast].min_bytes == 0 && g[fast].max_bytes == 52500);
+    ck_assert(g[big].best && g[big].min_bytes == 52500 && g[big].max_bytes == 0);
+    ck_assert(!g[never].best);
+    /* consistent with the frontier's own choice */
+    ck_assert_ptr_eq(result_best_for_size(r, t, 52499), r->algs[fast]);
+    ck_assert_ptr_eq(result_best_for_size(r, t, 52501), r->algs[big]);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+/* The CLI front end (skipped when the binary is not built). */
+START_TEST(cli_codegen_writes_both_formats)
+{
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char bin[512];
+    snprintf(bin, sizeof bin, "%s/collsynth", build);
+    if (access(bin, X_OK) != 0) {
+        printf("test_msccl_xml: SKIPPED cli_codegen_writes_both_formats: %s not built\n", bin);
+        return;
+    }
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("dgx1", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    char dir[] = "/tmp/collsynth-cli-codegen-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[600], out[600], cmd[2048];
+    snprintf(path, sizeof path, "%s/alg.json", dir);
+    json_t *j = algorithm_to_json(a);
+    ck_assert_int_eq(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+    /* a result holding the algorithm, for --index */
+    cs_result *r;
+    ck_assert_int_eq(result_new("ring", &r, &err), CS_OK);
+    cs_algorithm *copy;
+    ck_assert_int_eq(algorithm_clone(a, &copy, &err), CS_OK);
+    ck_assert_int_eq(result_add(r, copy), CS_OK);
+    j = result_to_json(r);
+    char rpath[600];
+    snprintf(rpath, sizeof rpath, "%s/result.json", dir);
+    ck_assert_int_eq(json_dump_file(j, rpath, 0), 0);
+    json_decref(j);
+    result_free(r);
+    snprintf(out, sizeof out, "%s/a.xml", dir);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --runtime msccl "
+             "--min-bytes 1KiB --max-bytes 1MiB -o '%s'", bin, path, out);
+    ck_assert_int_eq(system(cmd), 0);
+    char *text = NULL;
+    ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(text, "coll=\"allreduce\""));
+    ck_assert_ptr_nonnull(strstr(text, "minBytes=\"1024\" maxBytes=\"1048576\""));
+    free(text);
+    snprintf(out, sizeof out, "%s/a.cu", dir);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --index 0 --format cuda --elem double -o '%s'",
+             bin, rpath, out);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+    ck_assert_ptr_nonnull(strstr(text, "__global__ void collsynth_kernel"));
+    ck_assert_ptr_nonnull(strstr(text, "#define COLLSYNTH_ELEM double"));
+    free(text);
+    /* --frontier-dir: one document per winning frontier point */
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --frontier-dir '%s' "
+             "> '%s/files.txt' 2>/dev/null", bin, rpath, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(out, sizeof out, "%s/files.txt", dir);
+    ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+    ck_assert_msg(strncmp(text, "MSCCL_XML_FILES=", 16) == 0 && strstr(text, ".xml"), "%s", text);
+    free(text);
+    /* usage errors exit 2; a runtime limit exits 2; an index past the frontier 2 */
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format yaml 2>/dev/null", bin, path);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --index 3 --format cuda 2>/dev/null", bin, rpath);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 static Suite *msccl_xml_suite(void)
 {
     Suite *s = suite_create("msccl_xml");
@@ -487,12 +650,15 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, collective_names_follow_the_runtime);
     tcase_add_test(tc, step_limits_spread_channels_then_give_elimit);
     tcase_add_test(tc, lanes_become_channels);
+    tcase_add_test(tc, same_step_chunks_merge_into_one_step);
     tcase_add_test(tc, allreduce_is_one_inplace_document);
     tcase_add_test(tc, byte_range_and_protocol_attributes);
     tcase_add_test(tc, custom_collectives_only_on_the_old_runtime);
     tcase_add_test(tc, rejects_a_schedule_that_sends_what_it_does_not_hold);
     tcase_add_test(tc, several_waits_become_nops);
     tcase_add_test(tc, forwarding_ranks_use_scratch);
+    tcase_add_test(tc, cli_codegen_writes_both_formats);
+    tcase_add_test(tc, frontier_size_ranges_meet_at_the_crossover);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -160,6 +160,27 @@ START_TEST(same_seed_same_sends_whatever_the_threads)
 }
 END_TEST
 
+/* With one trial and spare threads, a trial's destinations are matched in
+ * parallel (1,024 ranks and up): the sends must not depend on it. */
+START_TEST(parallel_matching_gives_the_same_sends)
+{
+    cs_topology *t = load("mesh2d:32x32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *one = solve(t, &c, 1, 1, 9, 1);
+    cs_result *two = solve(t, &c, 1, 1, 9, 2);
+    cs_result *four = solve(t, &c, 1, 1, 9, 4);
+    assert_same_sends(one->algs[0], two->algs[0]);
+    assert_same_sends(one->algs[0], four->algs[0]);
+    ck_assert_str_eq(json_string_value(json_object_get(one->stats, "schedule_hash")),
+                     json_string_value(json_object_get(four->stats, "schedule_hash")));
+    result_free(one);
+    result_free(two);
+    result_free(four);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(different_seeds_explore_different_schedules)
 {
     cs_topology *t = load("torus2d:4x4");
@@ -412,6 +433,7 @@ static Suite *tacos_suite(void)
     tcase_add_loop_test(tc, every_collective_on_every_topology_verifies, 0,
                         (int)(sizeof every_topology / sizeof every_topology[0]));
     tcase_add_test(tc, same_seed_same_sends_whatever_the_threads);
+    tcase_add_test(tc, parallel_matching_gives_the_same_sends);
     tcase_add_test(tc, different_seeds_explore_different_schedules);
     tcase_add_test(tc, directed_ring_allgather_takes_three_spans);
     tcase_add_test(tc, line_needs_p_minus_one_spans_from_the_end);

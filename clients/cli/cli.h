@@ -43,6 +43,7 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g);    /* cli_offli
 int cli_cmd_simulate(int argc, char **argv, const cli_globals *g);  /* cli_offline.c */
 int cli_cmd_baseline(int argc, char **argv, const cli_globals *g);  /* cli_offline.c */
 int cli_cmd_baselines(int argc, char **argv, const cli_globals *g); /* cli_offline.c */
+int cli_cmd_solve(int argc, char **argv, const cli_globals *g);     /* cli_solve.c */
 int cli_cmd_submit(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
 int cli_cmd_status(int argc, char **argv, const cli_globals *g);     /* cli_remote.c */
 int cli_cmd_wait(int argc, char **argv, const cli_globals *g);       /* cli_remote.c */

@@ -35,6 +35,9 @@ static const char codegen_help[] =
     "  --prefix P         cuda: prefix of the generated identifiers (default collsynth_)\n"
     "  --index K          Result input: the K-th frontier algorithm (default 0)\n"
     "  --size BYTES       Result input: the frontier algorithm fastest for BYTES\n"
+    "  --frontier-dir DIR Result input, msccl-xml: one document per frontier point\n"
+    "                     that is the cheapest for some size, with minBytes/maxBytes\n"
+    "                     set to its size range; prints the MSCCL_XML_FILES value\n"
     "  -o FILE            write to FILE instead of stdout\n"
     "\n"
     "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
@@ -118,6 +121,93 @@ static int load_input(const char *cmd, const char *path, const cs_topology *t, i
     return CLI_EXIT_OK;
 }
 
+/* --frontier-dir: every frontier point that is the cheapest somewhere, as a
+ * document limited to its size range. */
+static int write_frontier(const char *cmd, const char *path, const char *topo_spec,
+                          const cs_msccl_options *base, const char *dir)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    json_t *doc = json_load_file(path, 0, NULL);
+    if (!doc || !json_is_object(doc) || !json_object_get(doc, "frontier")) {
+        json_decref(doc);
+        return cli_usage_error(cmd, "--frontier-dir needs a Result (a JSON file with a "
+                               "\"frontier\")");
+    }
+    cs_result *r;
+    int rc = result_from_json(doc, &r, &err);
+    json_decref(doc);
+    if (rc != CS_OK)
+        return cli_report_error(cmd, "not a usable result", rc, &err);
+    cs_topology *t = NULL;
+    int code = CLI_EXIT_OK;
+    const char *spec = topo_spec ? topo_spec : r->nalgs ? r->algs[0]->topology : "";
+    if (r->nalgs == 0) {
+        result_free(r);
+        return cli_usage_error(cmd, "the result's frontier is empty");
+    }
+    if ((code = cli_load_topology(cmd, spec, &t)) != CLI_EXIT_OK) {
+        result_free(r);
+        return code;
+    }
+    cs_byte_range *ranges = calloc((size_t)r->nalgs, sizeof *ranges);
+    if (!ranges || msccl_frontier_ranges(r, t, ranges, &err) != CS_OK) {
+        free(ranges);
+        result_free(r);
+        topology_free(t);
+        return cli_report_error(cmd, "cannot compute size ranges", CS_ENOMEM, &err);
+    }
+    int written = 0;
+    for (int i = 0; i < r->nalgs && code == CLI_EXIT_OK; i++) {
+        if (!ranges[i].best)
+            continue;
+        const cs_algorithm *a = r->algs[i];
+        if ((rc = algorithm_verify(t, a, &err)) != CS_OK) {
+            code = cli_report_error(cmd, "a frontier algorithm is not valid", rc, &err);
+            break;
+        }
+        cs_msccl_options o = *base;
+        o.min_bytes = ranges[i].min_bytes;
+        o.max_bytes = ranges[i].max_bytes;
+        if (o.runtime == CS_MSCCL_RUNTIME_EXECUTOR && o.max_bytes > 0)
+            o.max_bytes--; /* the executor's maxBytes is inclusive */
+        char name[128], file[4096];
+        snprintf(name, sizeof name, "collsynth-%s-%s-S%d-R%d-C%d", a->method,
+                 collective_kind_name(a->collective.kind), a->steps, a->rounds, a->chunks);
+        if (!base->name)
+            o.name = name;
+        char *text = NULL;
+        size_t len = 0;
+        rc = msccl_xml_generate(a, t, &o, &text, &len, &err);
+        if (rc != CS_OK) {
+            code = cli_report_error(cmd, "cannot lower to MSCCL XML", rc, &err);
+            break;
+        }
+        snprintf(file, sizeof file, "%s/%s.xml", dir, name);
+        code = write_text(cmd, text, len, file);
+        free(text);
+        if (code == CLI_EXIT_OK) {
+            if (ranges[i].max_bytes)
+                fprintf(stderr, "collsynth %s: %s: sizes [%lld, %lld)\n", cmd, file,
+                        ranges[i].min_bytes, ranges[i].max_bytes);
+            else
+                fprintf(stderr, "collsynth %s: %s: sizes from %lld up\n", cmd, file,
+                        ranges[i].min_bytes);
+            printf("%s%s", written ? ":" : "MSCCL_XML_FILES=", file);
+            written++;
+        }
+    }
+    if (written)
+        printf("\n");
+    if (written > 4 && base->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
+        fprintf(stderr, "collsynth %s: note: the msccl runtime loads at most 4 documents; "
+                        "%d were written\n", cmd, written);
+    free(ranges);
+    result_free(r);
+    topology_free(t);
+    return code;
+}
+
 int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
 {
     (void)g;
@@ -125,6 +215,7 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     const char *path = NULL, *format = NULL, *topo_spec = NULL, *runtime = NULL;
     const char *min_s = NULL, *max_s = NULL, *proto = NULL, *name = NULL, *elem = NULL;
     const char *prefix = NULL, *index_s = NULL, *size_s = NULL, *out_path = NULL;
+    const char *frontier_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -138,7 +229,8 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
         } opts[] = {{"--format", &format},   {"--topology", &topo_spec}, {"--runtime", &runtime},
                     {"--min-bytes", &min_s}, {"--max-bytes", &max_s},   {"--proto", &proto},
                     {"--name", &name},       {"--elem", &elem},         {"--prefix", &prefix},
-                    {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path}};
+                    {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path},
+                    {"--frontier-dir", &frontier_dir}};
         bool matched = false;
         for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !matched; k++) {
             m = cli_option(cmd, argc, argv, &i, opts[k].name, &v);
@@ -202,6 +294,13 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     if (size_s && (!cli_parse_size(size_s, &size) || size <= 0))
         return cli_usage_error(cmd, "--size '%s' is not a size", size_s);
 
+    if (frontier_dir) {
+        if (!xml || min_s || max_s || index_s || size_s || out_path)
+            return cli_usage_error(cmd, "--frontier-dir goes with --format msccl-xml and sets "
+                                   "the sizes itself (no --min-bytes, --max-bytes, --index, "
+                                   "--size or -o)");
+        return write_frontier(cmd, path, topo_spec, &mo, frontier_dir);
+    }
     cs_topology *t = NULL;
     int code = CLI_EXIT_OK;
     if (topo_spec && (code = cli_load_topology(cmd, topo_spec, &t)) != CLI_EXIT_OK)

@@ -28,6 +28,7 @@ static const cli_command commands[] = {
     {"simulate", cli_cmd_simulate, "simulate an algorithm: completion time, link utilization"},
     {"baseline", cli_cmd_baseline, "generate a hand-designed algorithm (ring, bine-tree, ...)"},
     {"baselines", cli_cmd_baselines, "list the baselines and the collectives they implement"},
+    {"solve", cli_cmd_solve, "synthesize the Pareto frontier offline (SMT): solve TOPO COLLECTIVE"},
     {"submit", cli_cmd_submit, "ask collsynthd for a synthesis (remote): submit TOPO COLLECTIVE"},
     {"status", cli_cmd_status, "a remote job's status and progress: status JOB"},
     {"wait", cli_cmd_wait, "wait for a remote job, with progress: wait JOB"},
