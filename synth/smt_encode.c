@@ -5,24 +5,30 @@
  *
  * Encoding (docs/smt.md has the full story and the measurements behind it).
  * SCCL encodes an integer time per (chunk, rank) and a Boolean send per
- * (rank, chunk, neighbour).  We keep the sends but encode time in *order*
- * form: has[c][n][t] is true iff rank n holds chunk c by the end of step t
- * (t = 0 is the precondition), with has[t] -> has[t+1].  Everything is then
- * Boolean plus pseudo-Boolean, which Z3's SAT core with native cardinality /
- * PB constraints ("QF_FD") decides much faster than the arithmetic solver:
+ * (rank, chunk, neighbour).  We encode time in *order* form: has[c][n][t] is
+ * true iff rank n holds chunk c by the end of step t (t = 0 is the
+ * precondition), with has[t] -> has[t+1].  Everything is then Boolean plus
+ * cardinality constraints, which Z3's SAT core ("QF_FD", native cardinality
+ * propagation) decides much faster than the arithmetic solver:
  *
  *  - pre: has[c][n][0] fixed; post: has[c][n][S] asserted.
- *  - exactly one receive: for (c, n) not in pre, has[c][n][S] <-> one of the
- *    incoming snd[l][c] (at most one, as a cardinality constraint).
- *  - causality: snd[l][c] and has[c][dst][t] -> has[c][src][t-1].
- *  - bandwidth: y[l][c][t] is implied by "c crosses l in step t"
- *    (snd and has[dst][t] and not has[dst][t-1]); per step t and per link or
- *    shared set, sum y <= lanes * r_t.  r_t = 1 + (extra rounds of step t),
- *    the extras order-encoded as e[t][j], and the constraint written as a
- *    plain cardinality: sum y + (lanes copies of each !e[t][j]) <=
- *    lanes * (1 + X), X = R - S; sum of all e <= X (fewer rounds are padded
- *    afterwards).  Unit coefficients only: Z3 4.8.12's sorting-network PB
- *    encoding returned models violating weighted constraints.
+ *  - sends: y[l][c][t] = "c crosses link l in step t" (the default, `direct`);
+ *    y -> has[src][t-1], y -> has[dst][t], y -> !has[dst][t-1]; arriving in
+ *    step t (has[t] and !has[t-1]) needs one of the y into the rank at t; at
+ *    most one y per (chunk, rank) in all.  The measured alternative (SCCL's
+ *    split: snd[l][c] for "some step" plus y implied from snd and the arrival
+ *    step) is kept behind cfg->direct = false.
+ *  - bandwidth: per step t and per link or shared set, sum y <= lanes * r_t.
+ *    r_t = 1 + (extra rounds of step t), the extras order-encoded as e[t][j],
+ *    written as a plain cardinality: sum y + (lanes copies of each !e[t][j])
+ *    <= lanes * (1 + X), X = R - S; sum of all e = X.  Unit coefficients
+ *    only: Z3 4.8.12's sorting-network PB encoding returned models violating
+ *    weighted constraints.
+ *  - implied bounds (cfg->ingress): per rank and step, received <= capacity *
+ *    r_t and >= capacity * r_t - slack (slack: capacity over R rounds minus
+ *    the chunks the rank must receive); per link and step, carried >= lanes *
+ *    r_t - global slack.  At a bandwidth bound these make every link full in
+ *    every round, which is where instances are hardest.
  *
  * Sound pruning fixes literals before Z3 sees them: a rank cannot hold a
  * chunk before its hop distance from the chunk's sources ("earliest"), and a
@@ -53,7 +59,7 @@ void smt_encode_config_default(smt_encode_config *cfg)
     cfg->sym_len = 0;
     cfg->pb_solver = "sorting";
     cfg->seed = 0;
-    cfg->direct = false;
+    cfg->direct = true;
     cfg->ingress = true;
     cfg->fixed_rounds = NULL;
     cfg->card_solver = true;

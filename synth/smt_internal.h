@@ -75,6 +75,29 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
                      double time_limit_s, smt_live *live, cs_algorithm **out,
                      smt_instance_stats *st, cs_error *err);
 
+/* sign of a/b - c/d for positive denominators */
+static inline int smt_rcmp(long a, long b, long c, long d)
+{
+    long double x = (long double)a * d, y = (long double)c * b;
+    return x < y ? -1 : x > y;
+}
+
+/* A frontier under construction: algorithms in order of increasing S. */
+typedef struct smt_frontier {
+    cs_algorithm **algs;
+    int n;
+    bool complete;
+    json_t *stats;   /* owned */
+} smt_frontier;
+
+void smt_frontier_free(smt_frontier *f);
+int smt_frontier_push(smt_frontier *f, cs_algorithm *a);
+/* The Pareto search (or the single instance in opt) for a non-combining
+ * collective on the topology it is encoded on (smt_search.c).  On CS_OK, f
+ * holds the frontier, possibly empty when limits cut the search short. */
+int smt_run_search(const cs_topology *topo, const cs_collective *coll, const cs_bounds *b,
+                   const cs_smt_options *opt, smt_frontier *f, cs_error *err);
+
 /* The SCCL paper's integer-time encoding (C1-C6) with Z3's default solver:
  * a baseline for benchmarks only (smt_sccl.c).  No live/cancel support. */
 int smt_sccl_solve(const smt_problem *p, int S, int R, double time_limit_s, cs_algorithm **out,
