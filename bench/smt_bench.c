@@ -32,14 +32,14 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "<= 5 s"},
-    {"dgx1-allgather-637", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 3, 7, 6, "<= 2 s"},
-    {"dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, 4, 8, 0, 0, 0, 0, ""},
-    {"dgx1-alltoall-search", "dgx1", CS_COLL_ALLTOALL, 6, 8, 0, 0, 0, 0, "<= 60 s"},
-    {"dgx1-alltoall-2-8-3", "dgx1", CS_COLL_ALLTOALL, 6, 8, 0, 2, 8, 3, ""},
-    {"fc16-allgather-1step", "fc:16", CS_COLL_ALLGATHER, 4, 8, 1, 0, 0, 0, "<= 60 s"},
-    {"dgx2-allgather-search", "dgx2", CS_COLL_ALLGATHER, 15, 4, 0, 0, 0, 0, "<= 60 s"},
-    {"torus4x4-allgather-search", "torus2d:4x4", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, ""},
+    {"dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "<= 5 s", 0},
+    {"dgx1-allgather-637", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 3, 7, 6, "<= 2 s", 0},
+    {"dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, 4, 8, 0, 0, 0, 0, "", 0},
+    {"dgx1-alltoall-search", "dgx1", CS_COLL_ALLTOALL, 6, 8, 0, 0, 0, 0, "<= 60 s", 0},
+    {"dgx1-alltoall-2-8-3", "dgx1", CS_COLL_ALLTOALL, 6, 8, 0, 2, 8, 3, "", 0},
+    {"fc16-allgather-1step", "fc:16", CS_COLL_ALLGATHER, 4, 8, 1, 0, 0, 0, "<= 60 s", 0},
+    {"dgx2-allgather-search", "dgx2", CS_COLL_ALLGATHER, 15, 4, 0, 0, 0, 0, "<= 60 s", 0},
+    {"torus4x4-allgather-search", "torus2d:4x4", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 0},
     {"1thread-dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 1},
     {"1thread-dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, 4, 8, 0, 0, 0, 0, "", 1},
     {"1thread-torus4x4-allgather", "torus2d:4x4", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 1},

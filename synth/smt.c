@@ -169,6 +169,7 @@ static bool topology_is_symmetric(const cs_topology *t)
 static int allreduce(const cs_topology *t, const cs_collective *c, const cs_smt_options *opt,
                      smt_frontier *f, cs_error *err)
 {
+    double t0 = cs_now();
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
     cs_topology *rt = NULL;
@@ -220,10 +221,20 @@ static int allreduce(const cs_topology *t, const cs_collective *c, const cs_smt_
             oi.rounds = a->rounds;
             oi.chunks = a->chunks;
             oi.progress = NULL;
+            if (opt->total_time_limit_s > 0) {
+                /* the mirror solves share the search's budget */
+                double left = opt->total_time_limit_s - (cs_now() - t0);
+                if (left <= 0) {
+                    f->complete = false;
+                    break;
+                }
+                oi.total_time_limit_s = left;
+            }
             smt_frontier one;
             rc = smt_run_search(rt, &ag, &agb, &oi, &one, err);
-            if (rc == CS_EUNSAT) {
-                rc = CS_OK; /* this point has no mirror: leave it out */
+            if (rc == CS_EUNSAT || rc == CS_ETIMEOUT) {
+                /* no mirror (or none found in time): leave the point out */
+                rc = CS_OK;
                 f->complete = false;
                 continue;
             }
@@ -304,8 +315,9 @@ static int synthesize(const cs_topology *t, const cs_collective *c, const cs_smt
     return rc;
 }
 
-int smt_search(const cs_topology *t, const cs_collective *c, const cs_smt_options *opt,
-               cs_result **out, cs_error *err)
+/* c has been validated for t's rank count (custom collectives need it). */
+static int search_validated(const cs_topology *t, const cs_collective *c,
+                            const cs_smt_options *opt, cs_result **out, cs_error *err)
 {
     *out = NULL;
     cs_smt_options defaults;
@@ -360,9 +372,9 @@ int smt_search(const cs_topology *t, const cs_collective *c, const cs_smt_option
     return CS_OK;
 }
 
-int smt_solve_instance(const cs_topology *t, const cs_collective *c, int steps, int rounds,
-                       int chunks, const cs_smt_options *opt, cs_algorithm **out,
-                       cs_error *err)
+static int solve_validated(const cs_topology *t, const cs_collective *c, int steps, int rounds,
+                           int chunks, const cs_smt_options *opt, cs_algorithm **out,
+                           cs_error *err)
 {
     *out = NULL;
     cs_smt_options o;
@@ -400,4 +412,60 @@ int smt_solve_instance(const cs_topology *t, const cs_collective *c, int steps, 
     f.n = 0;
     smt_frontier_free(&f);
     return CS_OK;
+}
+
+/* A copy of c validated for t (smt_options_validate has checked it already). */
+static int validated_copy(const cs_topology *t, const cs_collective *c, cs_collective *cv,
+                          cs_error *err)
+{
+    if (!t || !c || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, !c ? "collective" : "topology",
+                            "no finalized topology or no collective given");
+    int rc = collective_copy(cv, c, err);
+    if (rc)
+        return rc;
+    rc = collective_validate(cv, t->ranks, err);
+    if (rc)
+        collective_free(cv);
+    return rc;
+}
+
+int smt_search(const cs_topology *t, const cs_collective *c, const cs_smt_options *opt,
+               cs_result **out, cs_error *err)
+{
+    *out = NULL;
+    cs_smt_options defaults;
+    if (!opt) {
+        smt_options_default(&defaults);
+        opt = &defaults;
+    }
+    int rc = smt_options_validate(opt, t, c, err);
+    if (rc)
+        return rc;
+    cs_collective cv;
+    rc = validated_copy(t, c, &cv, err);
+    if (rc)
+        return rc;
+    rc = search_validated(t, &cv, opt, out, err);
+    collective_free(&cv);
+    return rc;
+}
+
+int smt_solve_instance(const cs_topology *t, const cs_collective *c, int steps, int rounds,
+                       int chunks, const cs_smt_options *opt, cs_algorithm **out,
+                       cs_error *err)
+{
+    *out = NULL;
+    cs_collective cv;
+    if (t && c && t->finalized && collective_kind_is_rooted(c->kind) &&
+        (c->root < 0 || c->root >= t->ranks))
+        return cs_error_set(err, CS_EINVAL, "root",
+                            "root %d is out of range for %s on %d ranks (0..%d)", c->root,
+                            collective_kind_name(c->kind), t->ranks, t->ranks - 1);
+    int rc = validated_copy(t, c, &cv, err);
+    if (rc)
+        return rc;
+    rc = solve_validated(t, &cv, steps, rounds, chunks, opt, out, err);
+    collective_free(&cv);
+    return rc;
 }

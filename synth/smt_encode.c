@@ -259,6 +259,7 @@ typedef struct enc {
     int S;
     bool direct;
     bool oom;
+    smt_live *live;
     char why[200];                /* reason for an UNSAT found while encoding */
     const smt_problem *p;
     Z3_ast *has;  /* G * P * (S+1) */
@@ -374,6 +375,17 @@ static void lex_leq(enc *E, int n, const Z3_ast *x, const Z3_ast *z)
     }
 }
 
+/* Polled while encoding, so a cancel does not wait for a long encoding. */
+static bool enc_stopped(enc *E)
+{
+    if (!E->live)
+        return false;
+    pthread_mutex_lock(E->live->lock);
+    bool stop = E->live->interrupted;
+    pthread_mutex_unlock(E->live->lock);
+    return stop;
+}
+
 static void z3_silent(Z3_context c, Z3_error_code e)
 {
     (void)c;
@@ -429,6 +441,36 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
     int S = E->S, P = p->P, nl = p->nlinks;
     long G = p->G;
     int X = R - S;
+    /* capacity: decided before building anything */
+    {
+        long total = 0, need_all = 0;
+        for (int l = 0; l < nl; l++)
+            total += (long)p->llanes[l] * R;
+        for (long i = 0; i < G * P; i++)
+            need_all += p->post[i] && !p->pre[i];
+        if (total < need_all) {
+            snprintf(E->why, sizeof E->why,
+                     "no %d-round algorithm exists: the links carry %ld chunks in %d rounds, "
+                     "the postcondition needs %ld receives", R, total, R, need_all);
+            return CS_EUNSAT;
+        }
+        int *cap = ingress_caps(p);
+        if (!cap)
+            return CS_ENOMEM;
+        for (int v = 0; v < P; v++) {
+            long need = 0;
+            for (long g = 0; g < G; g++)
+                need += p->post[(size_t)g * P + v] && !p->pre[(size_t)g * P + v];
+            if ((long)cap[v] * R < need) {
+                snprintf(E->why, sizeof E->why,
+                         "no %d-round algorithm exists: rank %d must receive %ld chunks but "
+                         "takes at most %d per round", R, v, need, cap[v]);
+                free(cap);
+                return CS_EUNSAT;
+            }
+        }
+        free(cap);
+    }
     E->has = malloc(sizeof(Z3_ast) * (size_t)G * (size_t)P * (size_t)(S + 1));
     E->snd = calloc((size_t)nl * (size_t)G, sizeof(Z3_ast));
     E->y = calloc((size_t)nl * (size_t)S * (size_t)G, sizeof(Z3_ast));
@@ -437,7 +479,9 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
         return CS_ENOMEM;
 
     /* has: fixed literals from earliest / latest, fresh variables otherwise */
-    for (long g = 0; g < G; g++)
+    for (long g = 0; g < G; g++) {
+        if (enc_stopped(E))
+            return CS_ECANCELLED;
         for (int n = 0; n < P; n++) {
             size_t gn = (size_t)g * P + n;
             if (p->pre[gn]) {
@@ -474,9 +518,12 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
             if (p->post[gn])
                 clause(E, 1, &HAS(E, g, n, S));
         }
+    }
 
     /* sends, exactly one receive, causality, bandwidth indicators */
-    for (long g = 0; g < G; g++)
+    for (long g = 0; g < G; g++) {
+        if (enc_stopped(E))
+            return CS_ECANCELLED;
         for (int v = 0; v < P; v++) {
             size_t gv = (size_t)g * P + v;
             if (p->pre[gv] || HAS(E, g, v, S) == E->F)
@@ -547,6 +594,7 @@ static int encode(enc *E, int R, const smt_encode_config *cfg)
             }
             free(inv);
         }
+    }
 
     /* rounds: e[t][j] (r_t >= j + 2), order-encoded; at most X extras in all */
     for (int t = 0; t < S; t++)
@@ -926,6 +974,7 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
     E.S = S;
     E.p = p;
     E.direct = cfg->direct;
+    E.live = live;
     int rc = encode(&E, R, cfg);
     st->vars = E.nvars;
     st->constraints = E.ncons;
@@ -988,6 +1037,8 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
         }
     } else if (rc == CS_EUNSAT) {
         cs_error_set(err, CS_EUNSAT, "", "%s", E.why[0] ? E.why : "no algorithm exists");
+    } else if (rc == CS_ECANCELLED) {
+        cs_error_set(err, CS_ECANCELLED, "", "cancelled while encoding");
     } else {
         cs_error_set(err, rc, "", "out of memory encoding the instance");
     }

@@ -2,7 +2,8 @@
  * tacos_internal.h - private interface between the TACOS orchestration
  * (tacos.c: options, switch unwinding, duals, trials, statistics) and the
  * matching engine (tacos_engine.c: one seeded trial of link-chunk matching
- * over a time-expanded network).  Not part of the public API.
+ * over a time-expanded network; tacos_conditions.c: who starts with and who
+ * needs which chunk).  Not part of the public API.
  */
 #ifndef CS_TACOS_INTERNAL_H
 #define CS_TACOS_INTERNAL_H
@@ -45,6 +46,80 @@ typedef struct tacos_trial {
     long cap;
 } tacos_trial;
 
+/* splitmix64 / xoshiro256**: one generator per trial, no shared state. */
+typedef struct tacos_rng { uint64_t s[4]; } tacos_rng;
+void tacos_rng_seed(tacos_rng *r, uint64_t seed);
+uint64_t tacos_rng_next(tacos_rng *r);
+/* Uniform in [0, n), n >= 1. */
+uint32_t tacos_rng_below(tacos_rng *r, uint32_t n);
+
+/* ---- the engine's state, shared by tacos_engine.c and tacos_conditions.c ---- */
+
+typedef struct arrival_log {
+    uint32_t *buf;
+    int64_t base;   /* absolute position of buf[0] */
+    int64_t len, cap;
+} arrival_log;
+
+typedef struct inflight { int32_t link; uint32_t chunk; } inflight;
+
+typedef struct bucket {
+    double time;
+    inflight *items;
+    long n, cap;
+} bucket;
+
+typedef struct engine {
+    const tacos_problem *p;
+    const cs_topology *t;
+    int P, L;
+    long G;
+    long W;                 /* 64-bit words per rank bitset */
+    uint64_t *covered;      /* P * W */
+    uint64_t *holds;        /* P * W, only with rarest-first choice */
+    int *holders;           /* per chunk: ranks holding it, only with rarest-first */
+    long *need;             /* per rank: chunks still to be matched into it */
+    long remaining;
+    double *cost;           /* per link */
+    int *in_sorted;         /* in-links per rank, by cost then index (CSR on in_begin) */
+    int *group_end;         /* per in_sorted position: end of its equal-cost group */
+    int *busy;              /* lanes in use per link */
+    int64_t *cursor;        /* per link, absolute position in its source's log */
+    arrival_log *logs;
+    /* shared sets */
+    int *set_begin, *set_of; /* link -> shared set indices (CSR) */
+    int *set_busy;
+    /* dirty destination ranks: a bitmap, visited in rank order */
+    uint64_t *dirty_bits;
+    long dirty_words;
+    unsigned char *arrived; /* ranks that received something this event */
+    int *arrived_list;
+    int narrived;
+    /* events */
+    bucket *buckets;        /* sorted by time, descending (pop from the end) */
+    int nbuckets, bucket_cap;
+    bucket *spare;          /* recycled bucket storage */
+    int nspare, spare_cap;
+    tacos_rng rng;          /* set-up choices (relay paths) */
+    uint64_t seed_base;     /* per (rank, event) generators derive from it */
+    int match_threads;      /* threads matching destinations in parallel */
+    bool universal;         /* every rank needs every chunk it lacks */
+    bool skip_redundant;    /* slow links skip chunks a cheaper in-link can supply */
+    size_t static_bytes, log_bytes, peak_bytes;
+} engine;
+
+static inline bool bit_get(const uint64_t *row, long c) { return (row[c >> 6] >> (c & 63)) & 1u; }
+static inline void bit_set(uint64_t *row, long c) { row[c >> 6] |= 1ULL << (c & 63); }
+static inline void bit_clear(uint64_t *row, long c) { row[c >> 6] &= ~(1ULL << (c & 63)); }
+
+
+/* Appends chunk c to rank r's arrival log (and holdings). */
+int tacos_log_append(engine *e, int r, uint32_t c);
+/* allgather and broadcast: every rank needs every chunk it lacks. */
+bool tacos_kind_is_universal(const cs_collective *c);
+/* Sets up holdings, needs and relay paths (tacos_conditions.c). */
+int tacos_init_conditions(engine *e, cs_error *err);
+
 /* Occupancy of one lane of link l for one chunk: alpha + bytes / bandwidth. */
 double tacos_link_cost(const cs_link *l, double chunk_bytes);
 
@@ -53,12 +128,5 @@ double tacos_link_cost(const cs_link *l, double chunk_bytes);
 int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_cancel *cancel,
                     tacos_trial *out, cs_error *err);
 void tacos_trial_free(tacos_trial *tr);
-
-/* splitmix64 / xoshiro256**: one generator per trial, no shared state. */
-typedef struct tacos_rng { uint64_t s[4]; } tacos_rng;
-void tacos_rng_seed(tacos_rng *r, uint64_t seed);
-uint64_t tacos_rng_next(tacos_rng *r);
-/* Uniform in [0, n), n >= 1. */
-uint32_t tacos_rng_below(tacos_rng *r, uint32_t n);
 
 #endif

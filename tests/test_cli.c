@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "msccl_interp.h"
 
 typedef struct run_result {
     int code;
@@ -365,6 +366,44 @@ START_TEST(simulate_reports_time_and_links)
 }
 END_TEST
 
+
+/* `solve --format msccl-xml` prints code that runs: the interpreter executes
+ * the document and checks the allgather's result; the report goes to stderr. */
+START_TEST(solve_format_msccl_xml_runs_in_the_interpreter)
+{
+    run_result r = run("solve", "dgx1", "allgather", "--quiet", "--format", "msccl-xml",
+                       "--size", "1GiB");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "bandwidth"));   /* the frontier table */
+    ck_assert_ptr_null(strstr(r.out, "bandwidth"));
+    cs_msccl_doc *doc = NULL;
+    cs_error err;
+    ck_assert_msg(msccl_doc_parse(r.out, strlen(r.out), &doc, &err) == CS_OK, "%s", err.message);
+    ck_assert_int_eq(msccl_doc_ngpus(doc), 8);
+    /* at 1 GiB the bandwidth-optimal (C=6) point wins: 6 chunks per rank, 48 in all */
+    ck_assert_int_eq(msccl_doc_nchunksperloop(doc), 48);
+    cs_msccl_interp_options io;
+    msccl_interp_options_default(&io);
+    ck_assert_msg(msccl_interp_check(doc, &io, NULL, &err) == CS_OK, "%s", err.message);
+    msccl_doc_free(doc);
+    run_free(&r);
+
+    /* TACOS through the same path, into a file */
+    const char *cu = tmpfile_path("ring.cu");
+    r = run("solve", "ring:8", "allgather", "--method", "tacos", "--format", "cuda", "-o", cu);
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    char *text = slurp(cu);
+    ck_assert_ptr_nonnull(strstr(text, "__global__"));
+    free(text);
+    run_free(&r);
+
+    r = run("solve", "dgx1", "allgather", "--format", "bogus");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "bogus"));
+    run_free(&r);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -377,6 +416,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, baseline_verify_roundtrip_and_tampering);
     tcase_add_test(tc, baseline_collective_forms_and_negative_results);
     tcase_add_test(tc, simulate_reports_time_and_links);
+    tcase_add_test(tc, solve_format_msccl_xml_runs_in_the_interpreter);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,13 @@
  * synthesis time.  --json prints (or -o writes) the result document:
  * result_to_json() plus the topology and the collective.
  *
+ * --method tacos hands the arguments to cli_solve_tacos (cli_tacos.c).
+ *
+ * --format msccl-xml|cuda synthesizes into a temporary result document and
+ * then runs `collsynth codegen` on it with the code-generation options, so
+ * algorithm selection (--index, --size) and generation live in one place.
+ * The human report then goes to stderr, keeping stdout for the code.
+ *
  * Exit codes: 0 an algorithm was found, 1 none exists / none found within
  * the limits, 2 bad usage or input, 3 internal error.
  */
@@ -19,12 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli.h"
+#include "cli_tacos.h"
 #include "smt.h"
 
 static const char *const CMD = "solve";
 
-typedef int (*solve_fn)(int argc, char **argv, const char *method);
+/* argv[0] is "solve"; `report` receives the human-readable frontier. */
+typedef int (*solve_fn)(int argc, char **argv, FILE *report);
 
 static void smt_usage(FILE *f)
 {
@@ -38,7 +49,7 @@ static void smt_usage(FILE *f)
             "  COLLECTIVE            allgather, reducescatter, allreduce, broadcast, reduce,\n"
             "                        gather, scatter, alltoall, or a collective JSON document\n"
             "Options:\n"
-            "  --method M            smt (default)\n"
+            "  --method M            smt (default) or tacos (see --method tacos --help)\n"
             "  --k N                 candidates with S <= R <= S + N (default 4)\n"
             "  --max-chunks N        largest C tried (default 8)\n"
             "  --max-steps N         largest S tried (default: steps bound + 8)\n"
@@ -53,6 +64,9 @@ static void smt_usage(FILE *f)
             "  --json                print the result document instead of the table\n"
             "  -o, --output FILE     write the result document to FILE\n"
             "  --quiet               no progress lines on stderr\n"
+            "  --format F            msccl-xml or cuda: print the generated code instead;\n"
+            "                        takes the options of `collsynth codegen` (--runtime,\n"
+            "                        --index, --size, --min-bytes, --max-bytes, --elem, -o)\n"
             "\n"
             "Exit status: 0 found, 1 no algorithm exists (or none within the limits),\n"
             "2 usage or input error, 3 internal error.\n",
@@ -145,9 +159,8 @@ static int double_opt(const char *name, const char *v, double *out)
     return CLI_EXIT_OK;
 }
 
-static int solve_smt(int argc, char **argv, const char *method)
+static int solve_smt(int argc, char **argv, FILE *report)
 {
-    (void)method;
     const char *topo_spec = NULL, *coll_spec = NULL, *out_path = NULL;
     bool as_json = false, quiet = false;
     int root = -2;
@@ -253,11 +266,16 @@ static int solve_smt(int argc, char **argv, const char *method)
             code = wc;
     }
     if (!as_json || out_path)
-        print_table(stdout, r, t, &c);
+        print_table(report, r, t, &c);
     result_free(r);
     collective_free(&c);
     topology_free(t);
     return code;
+}
+
+static int solve_tacos(int argc, char **argv, FILE *report)
+{
+    return cli_solve_tacos(argc - 1, argv + 1, report, stderr);
 }
 
 /* The methods `solve` knows.  To add one: a function taking the arguments
@@ -267,22 +285,115 @@ static const struct {
     solve_fn fn;
 } methods[] = {
     {"smt", solve_smt},
+    {"tacos", solve_tacos},
 };
+
+/* Options that belong to `codegen` when --format asks for code (all take a
+ * value).  --size goes to both: TACOS times its chunks with it, and codegen
+ * picks the frontier algorithm fastest for it. */
+static const char *const codegen_options[] = {
+    "--format", "--runtime", "--min-bytes", "--max-bytes", "--proto", "--name", "--elem",
+    "--prefix", "--index", "--frontier-dir", "--size", "-o", "--output",
+};
+
+static bool is_codegen_option(const char *arg)
+{
+    for (size_t k = 0; k < sizeof codegen_options / sizeof *codegen_options; k++)
+        if (!strcmp(arg, codegen_options[k]))
+            return true;
+    return false;
+}
+
+/* True when argv[i] is the value of the option before it (every solve option
+ * takes a value except these flags). */
+static bool follows_option_value(char **argv, int i)
+{
+    const char *prev = argv[i - 1];
+    return i > 1 && prev[0] == '-' && strcmp(prev, "--json") && strcmp(prev, "--quiet") &&
+           strcmp(prev, "--stats-only");
+}
+
+static int solve_then_codegen(int argc, char **argv, solve_fn fn, const char *method,
+                              const cli_globals *g)
+{
+    char tmp[] = "/tmp/collsynth-solve-XXXXXX";
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return cli_usage_error(CMD, "cannot create a temporary file in /tmp");
+    close(fd);
+    char **sargv = calloc((size_t)argc + 4, sizeof *sargv);
+    char **cargv = calloc((size_t)argc + 6, sizeof *cargv);
+    int code = CLI_EXIT_INTERNAL;
+    if (!sargv || !cargv)
+        goto out;
+    int sc = 0, cc = 0;
+    const char *topo_spec = NULL;
+    cargv[cc++] = "codegen";
+    cargv[cc++] = tmp;
+    sargv[sc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (is_codegen_option(argv[i]) && i + 1 < argc) {
+            if (!strcmp(argv[i], "--output"))
+                cargv[cc++] = "-o";
+            else
+                cargv[cc++] = argv[i];
+            cargv[cc++] = argv[i + 1];
+            if (!strcmp(argv[i], "--size") && !strcmp(method, "tacos")) {
+                sargv[sc++] = argv[i];
+                sargv[sc++] = argv[i + 1];
+            }
+            i++;
+        } else if (!strcmp(argv[i], "--json")) {
+            continue;   /* the code is the output */
+        } else {
+            if (!topo_spec && argv[i][0] != '-' && !follows_option_value(argv, i))
+                topo_spec = argv[i];
+            sargv[sc++] = argv[i];
+        }
+    }
+    sargv[sc++] = "--output";
+    sargv[sc++] = tmp;
+    if (topo_spec) {
+        cargv[cc++] = "--topology";
+        cargv[cc++] = (char *)topo_spec;
+    }
+    code = fn(sc, sargv, stderr);
+    if (code == CLI_EXIT_OK)
+        code = cli_cmd_codegen(cc, cargv, g);
+out:
+    unlink(tmp);
+    free(sargv);
+    free(cargv);
+    return code;
+}
 
 int cli_cmd_solve(int argc, char **argv, const cli_globals *g)
 {
-    (void)g;
-    const char *method = "smt";
+    const char *method = "smt", *format = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m = cli_option(CMD, argc, argv, &i, "--method", &v);
         if (m < 0)
             return CLI_EXIT_USAGE;
-        if (m > 0)
+        if (m > 0) {
             method = v;
+            continue;
+        }
+        m = cli_option(CMD, argc, argv, &i, "--format", &v);
+        if (m < 0)
+            return CLI_EXIT_USAGE;
+        if (m > 0)
+            format = v;
     }
-    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++)
-        if (!strcmp(methods[k].name, method))
-            return methods[k].fn(argc, argv, method);
-    return cli_usage_error(CMD, "unknown --method '%s' (known: smt)", method);
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        if (strcmp(methods[k].name, method))
+            continue;
+        if (!format || !strcmp(format, "json"))
+            return methods[k].fn(argc, argv, stdout);
+        if (strcmp(format, "msccl-xml") && strcmp(format, "cuda"))
+            return cli_usage_error(CMD, "unknown --format '%s' (json, msccl-xml or cuda)",
+                                   format);
+        return solve_then_codegen(argc, argv, methods[k].fn, method, g);
+    }
+    return cli_usage_error(CMD, "unknown --method '%s' (known: smt, tacos)", method);
 }
