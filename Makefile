@@ -40,6 +40,10 @@ SLOW_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_STAMP := build/.deps-$(shell cat scripts/packages-*.txt | md5sum | cut -c1-12)
 
+# Module fragments add to EXTRA_ALL / EXTRA_TEST_DEPS, so they must be read
+# before the rules below: make expands a rule's prerequisites as it reads it.
+include $(wildcard mk/*.mk)
+
 .SECONDARY:
 .PHONY: all deps run test test-asan test-slow bench valgrind clean
 .DEFAULT_GOAL := all
@@ -112,5 +116,4 @@ valgrind: all $(TESTS)
 clean:
 	rm -rf build build-asan
 
--include mk/*.mk
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -240,6 +240,15 @@ static void run_e2e(void)
         e2e_status = 126;
         return;
     }
+    /* Slurm skips a missing "optional" plugin without a word: without this
+     * check every scenario would run with no hook and only fail obliquely. */
+    char plugin[512];
+    snprintf(plugin, sizeof plugin, "%s/slurm/collsynth_spank.so", build_dir());
+    if (access(plugin, R_OK) != 0) {
+        fprintf(stderr, "the SPANK plugin %s is not built\n", plugin);
+        e2e_status = 127;
+        return;
+    }
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "clients/slurm/e2e.sh %s %s/slurm/collsynth_spank.so %s/collsynthd >%s/e2e.log 2>&1",

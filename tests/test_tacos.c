@@ -415,6 +415,26 @@ START_TEST(bad_options_are_named)
     ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &r, &err), CS_EINVAL);
     ck_assert_str_eq(err.field, "options.switch_degree");
     ck_assert_ptr_null(r);
+    /* a custom chunk nobody starts with can never arrive */
+    cs_topology *ring = load("ring:4");
+    cs_collective orphan;
+    memset(&orphan, 0, sizeof orphan);
+    orphan.kind = CS_COLL_CUSTOM;
+    orphan.root = -1;
+    orphan.custom_global_chunks = 2;
+    int pre[] = {0, 0}, post[] = {0, 2, 1, 3};
+    orphan.npre = 1;
+    orphan.npost = 2;
+    orphan.pre = malloc(sizeof pre);
+    orphan.post = malloc(sizeof post);
+    memcpy(orphan.pre, pre, sizeof pre);
+    memcpy(orphan.post, post, sizeof post);
+    tacos_options_default(&opt);
+    int rc = tacos_synthesize(ring, &orphan, &opt, &r, &err);
+    ck_assert_msg(rc == CS_EUNSAT || rc == CS_EINVAL, "rc %d", rc);
+    ck_assert_ptr_null(r);
+    collective_free(&orphan);
+    topology_free(ring);
     /* a chosen degree is used and reported */
     tacos_options_default(&opt);
     opt.switch_degree = 3;
