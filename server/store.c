@@ -97,6 +97,20 @@ static int run1(cs_store *s, const char *sql, int n, const char *const *params, 
     return rc;
 }
 
+/* Runs one statement that RETURNs the rows it touched; *hit tells whether
+ * any came back. */
+static int run1_hit(cs_store *s, const char *sql, int n, const char *const *params, bool *hit,
+                    cs_error *err)
+{
+    db_rows rows;
+    int rc = run1(s, sql, n, params, &rows, err);
+    if (rc)
+        return rc;
+    *hit = rows.nrows > 0;
+    db_rows_free(&rows);
+    return CS_OK;
+}
+
 static void fmt_time(char *buf, size_t n, double t) { snprintf(buf, n, "%.6f", t); }
 
 static int mkdir_p(const char *dir, cs_error *err)
@@ -320,16 +334,15 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
         fmt_time(now, sizeof now, store_wall_time());
         snprintf(tl, sizeof tl, "%.3f", time_limit_s);
         const char *pi[] = {new_id, key, request_json, tl, now};
-        rc = run1(s,
-                  "INSERT INTO jobs (id, key, request, status, time_limit_s, created, updated)"
-                  " VALUES ($1, $2, $3, 'queued', $4, $5, $5)"
-                  " ON CONFLICT (key) WHERE status IN ('queued', 'running') DO NOTHING"
-                  " RETURNING id",
-                  5, pi, &rows, err);
+        bool inserted;
+        rc = run1_hit(s,
+                      "INSERT INTO jobs (id, key, request, status, time_limit_s, created, updated)"
+                      " VALUES ($1, $2, $3, 'queued', $4, $5, $5)"
+                      " ON CONFLICT (key) WHERE status IN ('queued', 'running') DO NOTHING"
+                      " RETURNING id",
+                      5, pi, &inserted, err);
         if (rc)
             return rc;
-        bool inserted = rows.nrows > 0;
-        db_rows_free(&rows);
         if (inserted) {
             snprintf(out->job_id, sizeof out->job_id, "%s", new_id);
             out->outcome = CS_SUBMIT_CREATED;
@@ -502,28 +515,24 @@ int store_job_cancel(cs_store *s, const char *id, cs_job_status *status_after, b
     const char *errjson =
         "{\"code\":\"cancelled\",\"message\":\"cancelled by a client\",\"field\":\"\"}";
     const char *p[] = {id, now, errjson};
-    db_rows rows;
-    int rc = run1(s,
-                  "UPDATE jobs SET status = 'cancelled', error = $3, updated = $2"
-                  " WHERE id = $1 AND status = 'queued' RETURNING id",
-                  3, p, &rows, err);
+    bool hit;
+    int rc = run1_hit(s,
+                      "UPDATE jobs SET status = 'cancelled', error = $3, updated = $2"
+                      " WHERE id = $1 AND status = 'queued' RETURNING id",
+                      3, p, &hit, err);
     if (rc)
         return rc;
-    bool hit = rows.nrows > 0;
-    db_rows_free(&rows);
     if (hit) {
         *found = true;
         *status_after = CS_JOB_CANCELLED;
         return CS_OK;
     }
-    rc = run1(s,
-              "UPDATE jobs SET cancel_requested = 1, updated = $2"
-              " WHERE id = $1 AND status = 'running' RETURNING id",
-              2, p, &rows, err);
+    rc = run1_hit(s,
+                  "UPDATE jobs SET cancel_requested = 1, updated = $2"
+                  " WHERE id = $1 AND status = 'running' RETURNING id",
+                  2, p, &hit, err);
     if (rc)
         return rc;
-    hit = rows.nrows > 0;
-    db_rows_free(&rows);
     if (hit) {
         *found = true;
         *status_after = CS_JOB_RUNNING;

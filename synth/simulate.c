@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "timed_internal.h"
+
 #define TIME_EPS 1e-6
 
 void sim_result_free(cs_sim_result *r)
@@ -37,25 +39,6 @@ void sim_result_free(cs_sim_result *r)
     free(r->link_utilization);
     r->link_busy_us = NULL;
     r->link_utilization = NULL;
-}
-
-/* ---- lane heaps ------------------------------------------------------------------- */
-
-static void lane_replace_min(double *h, int n, double x)
-{
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= x)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
 }
 
 /* ---- records ------------------------------------------------------------------------ */
@@ -239,21 +222,6 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
 
 /* ---- processing order ------------------------------------------------------------- */
 
-typedef struct timed_key {
-    double start, end;
-    int index;
-} timed_key;
-
-static int compare_timed(const void *pa, const void *pb)
-{
-    const timed_key *a = pa, *b = pb;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    if (a->end != b->end)
-        return a->end < b->end ? -1 : 1;
-    return a->index < b->index ? -1 : a->index > b->index;
-}
-
 static int processing_order(const cs_algorithm *a, bool timed, int *ord)
 {
     long n = a->nsends;
@@ -263,7 +231,7 @@ static int processing_order(const cs_algorithm *a, bool timed, int *ord)
             return CS_ENOMEM;
         for (long i = 0; i < n; i++)
             tk[i] = (timed_key){a->sends[i].start_us, a->sends[i].end_us, (int)i};
-        qsort(tk, (size_t)n, sizeof *tk, compare_timed);
+        qsort(tk, (size_t)n, sizeof *tk, timed_key_compare);
         for (long i = 0; i < n; i++)
             ord[i] = tk[i].index;
         free(tk);
@@ -419,10 +387,10 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
                 start = free_at;
         }
         double fin = start + dur[l];
-        lane_replace_min(lh, lanes_l, fin);
+        heap_replace_min(lh, lanes_l, fin);
         for (int m = set_begin[l]; m < set_begin[l + 1]; m++) {
             int set = set_list[m];
-            lane_replace_min(set_lanes + set_lane_begin[set],
+            heap_replace_min(set_lanes + set_lane_begin[set],
                              set_lane_begin[set + 1] - set_lane_begin[set], fin);
         }
         finish[i] = fin;

@@ -197,20 +197,8 @@ static void sweep_concurrency(vctx *v, const timed_key *tk, long len, int lanes,
         /* pop finished (min-heap of end times) */
         while (nh > 0 && heap[0] <= tk[k].start + VERIFY_TIME_EPS) {
             double last = heap[--nh];
-            long i = 0;
-            for (;;) {
-                long c = 2 * i + 1;
-                if (c >= nh)
-                    break;
-                if (c + 1 < nh && heap[c + 1] < heap[c])
-                    c++;
-                if (heap[c] >= last)
-                    break;
-                heap[i] = heap[c];
-                i = c;
-            }
             if (nh > 0)
-                heap[i] = last;
+                heap_replace_min(heap, nh, last);
         }
         if (nh >= lanes)
             verify_send_problem(v, tk[k].index, "%s has %ld sends in flight at %.3f us, more than its "
@@ -260,7 +248,7 @@ static int check_bandwidth_timed(vctx *v, long nvalid, cs_error *err)
         long len = begin[l + 1] - begin[l];
         if (len == 0)
             continue;
-        qsort(tk + begin[l], (size_t)len, sizeof *tk, verify_compare_timed);
+        qsort(tk + begin[l], (size_t)len, sizeof *tk, timed_key_compare);
         char what[48];
         snprintf(what, sizeof what, "link %d->%d", t->links[l].src, t->links[l].dst);
         sweep_concurrency(v, tk + begin[l], len, t->links[l].lanes, heap, what);
@@ -284,7 +272,7 @@ static int check_bandwidth_timed(vctx *v, long nvalid, cs_error *err)
             memcpy(setk + m, tk + b, sizeof *tk * (size_t)(e - b));
             m += e - b;
         }
-        qsort(setk, (size_t)len, sizeof *setk, verify_compare_timed);
+        qsort(setk, (size_t)len, sizeof *setk, timed_key_compare);
         char what[160];
         describe_set(v, set, what, sizeof what);
         sweep_concurrency(v, setk, len, sh->lanes, heap, what);

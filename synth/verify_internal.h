@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "timed_internal.h"
 #include "verify.h"
 
 #define VERIFY_TIME_EPS 1e-6
@@ -55,21 +56,6 @@ typedef struct vctx {
     int *post_rank;
 } vctx;
 
-/* A send's schedule times, for sorting timed sends. */
-typedef struct timed_key {
-    double start, end;
-    int index;
-} timed_key;
-
-static inline int verify_compare_timed(const void *pa, const void *pb)
-{
-    const timed_key *a = pa, *b = pb;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    if (a->end != b->end)
-        return a->end < b->end ? -1 : 1;
-    return a->index < b->index ? -1 : a->index > b->index;
-}
 
 /* Problems: counted always, described while there is room in the report.
  * field is the JSON path of the first problem (for cs_error.field). */

@@ -586,7 +586,7 @@ static void sort_by_time(const cs_send *sends, int *seg, long len, timed_key *tk
         return;
     for (long k = 0; k < len; k++)
         tk[k] = (timed_key){sends[seg[k]].start_us, sends[seg[k]].end_us, seg[k]};
-    qsort(tk, (size_t)len, sizeof *tk, verify_compare_timed);
+    qsort(tk, (size_t)len, sizeof *tk, timed_key_compare);
     for (long k = 0; k < len; k++)
         seg[k] = tk[k].index;
 }

@@ -257,6 +257,24 @@ static int load_algorithm(const char *cmd, const char *path, cs_algorithm **out)
     return CLI_EXIT_OK;
 }
 
+/* The TOPOLOGY and ALGORITHM arguments of verify and simulate (npos of the
+ * two were given).  Returns an exit code; on success the caller frees both. */
+static int load_topology_and_algorithm(const char *cmd, const char *const pos[2], int npos,
+                                       cs_topology **t, cs_algorithm **a)
+{
+    if (npos < 2)
+        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
+                                              : "missing ALGORITHM (a JSON file)");
+    int code = cli_load_topology(cmd, pos[0], t);
+    if (code == CLI_EXIT_OK)
+        code = load_algorithm(cmd, pos[1], a);
+    if (code != CLI_EXIT_OK) {
+        topology_free(*t);
+        *t = NULL;
+    }
+    return code;
+}
+
 static void print_algorithm_line(FILE *f, const cs_algorithm *a)
 {
     fprintf(f, "%s %s", a->method[0] ? a->method : "algorithm",
@@ -441,18 +459,11 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
             return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (npos < 2)
-        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
-                                              : "missing ALGORITHM (a JSON file)");
     cs_topology *t = NULL;
     cs_algorithm *a = NULL;
-    int code = cli_load_topology(cmd, pos[0], &t);
-    if (code == CLI_EXIT_OK)
-        code = load_algorithm(cmd, pos[1], &a);
-    if (code != CLI_EXIT_OK) {
-        topology_free(t);
+    int code = load_topology_and_algorithm(cmd, pos, npos, &t, &a);
+    if (code != CLI_EXIT_OK)
         return code;
-    }
     if (a->topology[0] && strcmp(a->topology, t->name) != 0)
         fprintf(stderr, "collsynth verify: note: the algorithm names topology '%s', checking "
                         "it on '%s'\n",
@@ -542,18 +553,11 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
             return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (npos < 2)
-        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
-                                              : "missing ALGORITHM (a JSON file)");
     cs_topology *t = NULL;
     cs_algorithm *a = NULL;
-    int code = cli_load_topology(cmd, pos[0], &t);
-    if (code == CLI_EXIT_OK)
-        code = load_algorithm(cmd, pos[1], &a);
-    if (code != CLI_EXIT_OK) {
-        topology_free(t);
+    int code = load_topology_and_algorithm(cmd, pos, npos, &t, &a);
+    if (code != CLI_EXIT_OK)
         return code;
-    }
     cs_error err;
     cs_error_clear(&err);
     int rc = algorithm_verify(t, a, &err);

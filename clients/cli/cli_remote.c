@@ -312,17 +312,25 @@ static bool is_terminal_status(const char *s)
                          strcmp(s, "cancelled") == 0);
 }
 
+/* "/v1/jobs/ID" with ID escaped; false when out of memory. */
+static bool job_path(const char *id, char *path, size_t n)
+{
+    char *esc = cs_http_escape(id);
+    if (esc == NULL)
+        return false;
+    snprintf(path, n, "/v1/jobs/%s", esc);
+    free(esc);
+    return true;
+}
+
 /* Polls a job until it ends (or max_s elapses, 0 = forever); prints progress.
  * On done, prints the result (or its JSON).  Returns the exit code. */
 static int wait_for_job(const char *cmd, const cs_http_client *c, const char *job_id,
                         double max_s, bool json_out)
 {
-    char *esc = cs_http_escape(job_id);
-    if (esc == NULL)
-        return EXIT_REMOTE;
     char path[1024];
-    snprintf(path, sizeof path, "/v1/jobs/%s", esc);
-    free(esc);
+    if (!job_path(job_id, path, sizeof path))
+        return EXIT_REMOTE;
     bool tty = isatty(STDERR_FILENO);
     double t0 = cs_now();
     char last[256] = "";
@@ -640,9 +648,10 @@ int cli_cmd_submit(int argc, char **argv, const cli_globals *g)
     return ec;
 }
 
-/* Parses "CMD [common options] ID" for status/wait/cancel. */
-static int one_id_command(const char *cmd, int argc, char **argv, remote_opts *o,
-                          const char **id, double *max_s)
+/* Parses "CMD [common options] ID" for status/wait/cancel, then connects
+ * to the server.  Returns an exit code. */
+static int one_id_command(const char *cmd, int argc, char **argv, const cli_globals *g,
+                          remote_opts *o, const char **id, double *max_s, cs_http_client *c)
 {
     *id = NULL;
     for (int i = 1; i < argc; i++) {
@@ -662,7 +671,7 @@ static int one_id_command(const char *cmd, int argc, char **argv, remote_opts *o
     }
     if (*id == NULL)
         return cli_usage_error(cmd, "missing the job id (usage: collsynth %s JOB)", cmd);
-    return EXIT_OK;
+    return connect_client(cmd, o, g, c);
 }
 
 int cli_cmd_status(int argc, char **argv, const cli_globals *g)
@@ -673,15 +682,12 @@ int cli_cmd_status(int argc, char **argv, const cli_globals *g)
     remote_opts o = {0};
     const char *id;
     cs_http_client c;
-    int ec = one_id_command(cmd, argc, argv, &o, &id, NULL);
-    if (ec == EXIT_OK)
-        ec = connect_client(cmd, &o, g, &c);
+    int ec = one_id_command(cmd, argc, argv, g, &o, &id, NULL, &c);
     if (ec != EXIT_OK)
         return ec;
-    char *esc = cs_http_escape(id);
     char path[1024];
-    snprintf(path, sizeof path, "/v1/jobs/%s", esc ? esc : "");
-    free(esc);
+    if (!job_path(id, path, sizeof path))
+        return EXIT_REMOTE;
     cs_http_response r;
     json_t *job;
     ec = call(cmd, &c, "GET", path, NULL, &r, &job);
@@ -723,9 +729,7 @@ int cli_cmd_wait(int argc, char **argv, const cli_globals *g)
     const char *id;
     double max_s = 0;
     cs_http_client c;
-    int ec = one_id_command(cmd, argc, argv, &o, &id, &max_s);
-    if (ec == EXIT_OK)
-        ec = connect_client(cmd, &o, g, &c);
+    int ec = one_id_command(cmd, argc, argv, g, &o, &id, &max_s, &c);
     if (ec != EXIT_OK)
         return ec;
     return wait_for_job(cmd, &c, id, max_s, o.json);
@@ -739,15 +743,12 @@ int cli_cmd_cancel(int argc, char **argv, const cli_globals *g)
     remote_opts o = {0};
     const char *id;
     cs_http_client c;
-    int ec = one_id_command(cmd, argc, argv, &o, &id, NULL);
-    if (ec == EXIT_OK)
-        ec = connect_client(cmd, &o, g, &c);
+    int ec = one_id_command(cmd, argc, argv, g, &o, &id, NULL, &c);
     if (ec != EXIT_OK)
         return ec;
-    char *esc = cs_http_escape(id);
     char path[1024];
-    snprintf(path, sizeof path, "/v1/jobs/%s", esc ? esc : "");
-    free(esc);
+    if (!job_path(id, path, sizeof path))
+        return EXIT_REMOTE;
     cs_http_response r;
     ec = call(cmd, &c, "DELETE", path, NULL, &r, NULL);
     if (ec != EXIT_OK)

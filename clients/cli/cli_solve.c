@@ -273,11 +273,6 @@ static int solve_smt(int argc, char **argv, FILE *report)
     return code;
 }
 
-static int solve_tacos(int argc, char **argv, FILE *report)
-{
-    return cli_solve_tacos(argc - 1, argv + 1, report, stderr);
-}
-
 /* The methods `solve` knows.  To add one: a function taking the arguments
  * after the command name (argv[0] == "solve"), and one line here. */
 static const struct {
@@ -285,7 +280,7 @@ static const struct {
     solve_fn fn;
 } methods[] = {
     {"smt", solve_smt},
-    {"tacos", solve_tacos},
+    {"tacos", cli_solve_tacos},
 };
 
 /* Options that belong to `codegen` when --format asks for code (all take a

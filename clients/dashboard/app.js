@@ -611,7 +611,7 @@ function renderFrontierPlot() {
     circle.addEventListener('click', () => select(p.i));
     tip(circle, `#${p.i}: ${a.steps} steps, ${a.rounds} rounds, ${a.chunks} chunks${a.optimality ? ' (' + a.optimality + '-optimal)' : ''}`);
     pg.append(circle);
-    pg.append(svg('text', {x: p.x + 8, y: p.y - 8, class: 'point-label', text: `(${a.steps},${a.rounds},${a.chunks})`}));
+    pg.append(svg('text', {x: p.x + 8, y: p.y - 8, class: 'point-label', text: `C=${a.chunks} S=${a.steps} R=${a.rounds}`}));
   }
   c.root.append(pg);
   c.root.setAttribute('data-points', fr.length);
@@ -645,7 +645,7 @@ function renderSizePlot() {
   const c = chart(420, 320, {left: 72, right: 16, top: 16, bottom: 40});
   const sizes = [];
   for (let e = 10; e <= 30; e += 0.5) sizes.push(Math.pow(2, e));
-  const curves = fr.map((a, i) => ({id: 'frontier-' + i, label: `#${i} (${a.steps},${a.rounds},${a.chunks})`, color: PALETTE[i % PALETTE.length], dash: null, alg: a}));
+  const curves = fr.map((a, i) => ({id: 'frontier-' + i, label: `#${i} C=${a.chunks} S=${a.steps} R=${a.rounds}`, color: PALETTE[i % PALETTE.length], dash: null, alg: a}));
   for (const b of baselines) curves.push({id: 'baseline-' + b.name, label: b.name, color: BASELINE_COLORS[b.name] || '#6b7280', dash: '5 4', alg: b.alg});
   let lo = Infinity, hi = 0;
   for (const cv of curves) for (const s of sizes) { const t = algCost(cv.alg, topo, s); lo = Math.min(lo, t); hi = Math.max(hi, t); }
