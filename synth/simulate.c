@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timed_internal.h"
+#include "send_order_internal.h"
 
 #define TIME_EPS 1e-6
 
@@ -85,31 +85,8 @@ static int compare_rec(const void *pa, const void *pb, void *arg)
     return rec_before(c->sends, a, b, c->timed) ? -1 : 1;
 }
 
-typedef uint32_t (*rec_key_fn)(const cs_send *s, uint32_t r);
 static uint32_t rkey_rank(const cs_send *s, uint32_t r) { return (uint32_t)rec_rank(s, r); }
 static uint32_t rkey_chunk(const cs_send *s, uint32_t r) { return (uint32_t)rec_chunk(s, r); }
-
-static int radix_pass(const cs_send *sends, uint32_t *a, uint32_t *tmp, size_t n, rec_key_fn key,
-                      uint32_t maxkey)
-{
-    size_t *count = malloc(sizeof(size_t) * 65537);
-    if (!count)
-        return CS_ENOMEM;
-    for (int shift = 0; shift < 32; shift += 16) {
-        if (shift > 0 && (maxkey >> shift) == 0)
-            break;
-        memset(count, 0, sizeof(size_t) * 65537);
-        for (size_t k = 0; k < n; k++)
-            count[((key(sends, a[k]) >> shift) & 0xffff) + 1]++;
-        for (int d = 0; d < 65536; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++)
-            tmp[count[(key(sends, a[k]) >> shift) & 0xffff]++] = a[k];
-        memcpy(a, tmp, sizeof(uint32_t) * n);
-    }
-    free(count);
-    return CS_OK;
-}
 
 /* Stable LSD radix sort of (key, val) pairs by 32-bit key. */
 static int radix_pairs(uint32_t *key, uint32_t *val, size_t n, uint32_t maxkey)
@@ -175,9 +152,10 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
         rc = radix_pairs(keys, rec, m, (uint32_t)(groups > 0 ? groups - 1 : 0));
     } else {
         uint32_t *tmp = malloc(sizeof(uint32_t) * (m ? m : 1));
-        rc = tmp ? radix_pass(a->sends, rec, tmp, m, rkey_rank, (uint32_t)a->ranks) : CS_ENOMEM;
+        rc = tmp ? send_radix_sort(a->sends, rec, tmp, m, rkey_rank, (uint32_t)a->ranks)
+                 : CS_ENOMEM;
         if (rc == CS_OK)
-            rc = radix_pass(a->sends, rec, tmp, m, rkey_chunk, (uint32_t)a->global_chunks);
+            rc = send_radix_sort(a->sends, rec, tmp, m, rkey_chunk, (uint32_t)a->global_chunks);
         free(tmp);
     }
     if (rc != CS_OK) {

@@ -74,34 +74,9 @@ bool verify_reasons_full(const vctx *v)
 
 /* ---- linear-time sorting of send indices ------------------------------------------ */
 
-/* Stable sort of idx[0..n) by key(idx[i]) (a 32-bit unsigned key computed from
- * the send), least significant 16 bits first. */
-typedef uint32_t (*key_fn)(const cs_send *s);
-
-static uint32_t key_step(const cs_send *s) { return (uint32_t)s->step; }
-static uint32_t key_chunk(const cs_send *s) { return (uint32_t)s->chunk; }
-
-static int radix_sort(const cs_send *sends, int *idx, int *tmp, long n, key_fn key,
-                      uint32_t maxkey)
-{
-    size_t *count = malloc(sizeof(size_t) * 65537);
-    if (!count)
-        return CS_ENOMEM;
-    for (int shift = 0; shift < 32; shift += 16) {
-        if (shift > 0 && (maxkey >> shift) == 0)
-            break;
-        memset(count, 0, sizeof(size_t) * 65537);
-        for (long k = 0; k < n; k++)
-            count[((key(&sends[idx[k]]) >> shift) & 0xffff) + 1]++;
-        for (int d = 0; d < 65536; d++)
-            count[d + 1] += count[d];
-        for (long k = 0; k < n; k++)
-            tmp[count[(key(&sends[idx[k]]) >> shift) & 0xffff]++] = idx[k];
-        memcpy(idx, tmp, sizeof(int) * (size_t)n);
-    }
-    free(count);
-    return CS_OK;
-}
+/* Keys for send_radix_sort (send_order_internal.h). */
+static uint32_t key_step(const cs_send *s, uint32_t i) { return (uint32_t)s[i].step; }
+static uint32_t key_chunk(const cs_send *s, uint32_t i) { return (uint32_t)s[i].chunk; }
 
 /* ---- bandwidth ------------------------------------------------------------------------ */
 
@@ -482,15 +457,16 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         if ((rc = check_bandwidth_timed(&v, nvalid, err)) != CS_OK)
             goto finish;
     } else {
-        if (radix_sort(a->sends, ord, tmp, nvalid, key_step, (uint32_t)(v.S > 0 ? v.S : 1)) !=
-            CS_OK) {
+        if (send_radix_sort(a->sends, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_step,
+                            (uint32_t)(v.S > 0 ? v.S : 1)) != CS_OK) {
             rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
             goto finish;
         }
         if ((rc = check_bandwidth_steps(&v, ord, nvalid, err)) != CS_OK)
             goto finish;
     }
-    if (radix_sort(a->sends, ord, tmp, nvalid, key_chunk, (uint32_t)v.G) != CS_OK) {
+    if (send_radix_sort(a->sends, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_chunk,
+                        (uint32_t)v.G) != CS_OK) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto finish;
     }

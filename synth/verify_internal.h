@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "timed_internal.h"
+#include "send_order_internal.h"
 #include "verify.h"
 
 #define VERIFY_TIME_EPS 1e-6

@@ -230,28 +230,40 @@ typedef struct exchange {
 
 static double remaining(const exchange *x) { return x->deadline - cs_now(); }
 
+/* Sends one request within the budget, capping the connect phase at 2 s when
+ * cap_connect.  Returns false, with why filled, when no answer came. */
+static bool send_within_budget(exchange *x, const char *method, const char *path,
+                               const char *body, bool cap_connect, cs_http_response *r,
+                               char *why, size_t whylen)
+{
+    double left = remaining(x);
+    if (left <= 0.05) {
+        fmt_into(why, whylen, "no answer within timeout=%gs", cfg.timeout_s);
+        return false;
+    }
+    x->http.timeout_s = left;
+    if (cap_connect)
+        x->http.connect_timeout_s = left < 2.0 ? left : 2.0;
+    cs_error err;
+    if (cs_http_request(&x->http, method, path, body, r, &err) != CS_OK) {
+        if (r->unreachable && remaining(x) <= 0.05)
+            fmt_into(why, whylen, "%s did not answer within timeout=%gs", x->http.base_url,
+                     cfg.timeout_s);
+        else
+            fmt_into(why, whylen, "%s", err.message);
+        return false;
+    }
+    return true;
+}
+
 /* One JSON request within the budget.  Returns the parsed body of a 2xx answer
  * (and *status), or NULL with why filled. */
 static json_t *request_json(exchange *x, const char *method, const char *path, const char *body,
                             long *status, char *why, size_t whylen)
 {
-    double left = remaining(x);
-    if (left <= 0.05) {
-        fmt_into(why, whylen, "no answer within timeout=%gs", cfg.timeout_s);
-        return NULL;
-    }
-    x->http.timeout_s = left;
-    x->http.connect_timeout_s = left < 2.0 ? left : 2.0;
     cs_http_response r;
-    cs_error err;
-    if (cs_http_request(&x->http, method, path, body, &r, &err) != CS_OK) {
-        if (r.unreachable && remaining(x) <= 0.05)
-            fmt_into(why, whylen, "%s did not answer within timeout=%gs", x->http.base_url,
-                     cfg.timeout_s);
-        else
-            fmt_into(why, whylen, "%s", err.message);
+    if (!send_within_budget(x, method, path, body, true, &r, why, whylen))
         return NULL;
-    }
     if (status != NULL)
         *status = r.status;
     json_t *doc = NULL;
@@ -273,22 +285,9 @@ static json_t *request_json(exchange *x, const char *method, const char *path, c
 static char *request_text(exchange *x, const char *path, char *why, size_t whylen)
 {
     x->unreachable = true;
-    double left = remaining(x);
-    if (left <= 0.05) {
-        fmt_into(why, whylen, "no answer within timeout=%gs", cfg.timeout_s);
-        return NULL;
-    }
-    x->http.timeout_s = left;
     cs_http_response r;
-    cs_error err;
-    if (cs_http_request(&x->http, "GET", path, NULL, &r, &err) != CS_OK) {
-        if (r.unreachable && remaining(x) <= 0.05)
-            fmt_into(why, whylen, "%s did not answer within timeout=%gs", x->http.base_url,
-                     cfg.timeout_s);
-        else
-            fmt_into(why, whylen, "%s", err.message);
+    if (!send_within_budget(x, "GET", path, NULL, false, &r, why, whylen))
         return NULL;
-    }
     x->unreachable = false;
     if (r.status != 200) {
         char code[64], message[300], field[96];
