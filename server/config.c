@@ -152,6 +152,8 @@ static int set_option(cs_server_config *c, const opt_def *o, const char *value, 
         else if (o->type == OPT_LONG)
             *(long *)p = (long)v;
         else
+            /* p is the OPT_DOUBLE field at o->offset, a double */
+            /* cppcheck-suppress invalidPointerCast */
             *(double *)p = v;
         return CS_OK;
     }

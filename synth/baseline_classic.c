@@ -605,7 +605,7 @@ int bl_gen_recursive_doubling(const bl_request *rq, bl_builder *b, int *chunks, 
     if (rq->c->kind == CS_COLL_ALLGATHER)
         return bl_rd_allgather_phase(rq, b, C, BL_FORWARD, err);
     if (rq->c->kind == CS_COLL_ALLREDUCE) {
-        cs_error local;
+        cs_error local = {0};
         cs_error *e2 = err ? err : &local;
         cs_error_clear(e2);
         return bl_rd_allreduce(rq, b, C, e2);

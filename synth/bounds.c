@@ -242,7 +242,10 @@ static int64_t net_maxflow(flow_net *g, int s, int t)
                 for (int f = g->head[u]; f >= 0; f = g->next[f])
                     if (g->cap[f] > 0 && g->level[g->to[f]] + 1 < h)
                         h = g->level[g->to[f]] + 1;
+                /* levels run 0..n and count has n + 1 entries: old < n below
+                 * limits the gap rule, it is not a bounds check */
                 g->count[old]--;
+                /* cppcheck-suppress arrayIndexThenCheck */
                 if (g->count[old] == 0 && old < n) {
                     /* gap: nothing above old can reach t any more */
                     for (int v = 0; v < n; v++)

@@ -319,18 +319,22 @@ static task *engine_get(engine *E, int S, int R, int C, cs_error *err)
     return tk;
 }
 
-/* Infers UNSAT from a finished UNSAT (S, m*R.., m*C). Main thread. */
+/* Infers UNSAT from a finished UNSAT (S, m*R.., m*C). Main thread; takes the
+ * lock because workers write a task's state and rc while it runs. */
 static bool engine_infer_unsat(engine *E, int S, int R, int C)
 {
-    for (int i = 0; i < E->ntasks; i++) {
+    bool unsat = false;
+    pthread_mutex_lock(&E->lock);
+    for (int i = 0; i < E->ntasks && !unsat; i++) {
         task *o = E->tasks[i];
         if (o->S != S || o->state != T_DONE || o->rc != CS_EUNSAT || o->C % C)
             continue;
         int m = o->C / C;
         if (o->R >= (long)m * R)
-            return true;
+            unsat = true;
     }
-    return false;
+    pthread_mutex_unlock(&E->lock);
+    return unsat;
 }
 
 /* Under lock. */

@@ -478,10 +478,16 @@ void synth_request_free(cs_synth_request *r)
     free(r);
 }
 
-/* Prefixes a sub-parser's field ("links[3]") with its place ("topology."). */
+/* Makes err->field a path from the request's top: "links[2]" under "topology"
+ * becomes "topology.links[2]".  Parsers that already name the full path (the
+ * collective's fields are "collective.root", ...) are left as they are. */
 static int prefix_field(cs_error *err, int rc, const char *prefix)
 {
     if (err && rc != CS_OK) {
+        size_t pn = strlen(prefix);
+        if (strncmp(err->field, prefix, pn) == 0 &&
+            (err->field[pn] == '\0' || err->field[pn] == '.' || err->field[pn] == '['))
+            return rc;
         char f[2 * CS_ERROR_FIELD_MAX + 2];
         if (err->field[0])
             snprintf(f, sizeof f, "%s.%s", prefix, err->field);

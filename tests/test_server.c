@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -684,7 +685,7 @@ END_TEST
 typedef struct burst {
     const cs_daemon *d;
     int first, step;
-    volatile bool stop;
+    atomic_bool stop;  /* set by the main thread while the burst runs */
     int nacked;
     char keys[400][65];
 } burst;
@@ -692,7 +693,7 @@ typedef struct burst {
 static void *burst_thread(void *arg)
 {
     burst *b = arg;
-    for (int i = b->first; !b->stop && b->nacked < 400; i += b->step) {
+    for (int i = b->first; !atomic_load(&b->stop) && b->nacked < 400; i += b->step) {
         char body[256];
         snprintf(body, sizeof body,
                  "{\"topology\":\"ring:%d\",\"collective\":\"allgather\",\"method\":\"ring\","
@@ -725,6 +726,7 @@ START_TEST(kill9_during_writes_keeps_acknowledged)
     pthread_t th[NT];
     for (int i = 0; i < NT; i++) {
         memset(&b[i], 0, sizeof b[i]);
+        atomic_init(&b[i].stop, false);
         b[i].d = &d;
         b[i].first = i;
         b[i].step = NT;
@@ -733,7 +735,7 @@ START_TEST(kill9_during_writes_keeps_acknowledged)
     usleep(800000);
     daemon_kill9(&d);
     for (int i = 0; i < NT; i++) {
-        b[i].stop = true;
+        atomic_store(&b[i].stop, true);
         pthread_join(th[i], NULL);
     }
     int total = 0;
