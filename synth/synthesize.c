@@ -1,20 +1,21 @@
 /*
- * synthesize.c - request parsing, canonical form and key, and the method
- * dispatcher (see synthesize.h).
+ * synthesize.c - request parsing and checking against the service limits,
+ * and the method dispatcher (see synthesize.h).  The canonical form and the
+ * key are built in synthesize_canonical.c, the hash in sha256.c.
  *
- * The canonical form is built here from the parsed objects, not copied from
- * the client's document: that is what makes "dgx1" and the equivalent JSON
- * document, or two link orders, hash to the same key.  The topology is
- * re-serialized from the finalized cs_topology (physical links only; switch
- * lowering is derived again when the canonical document is parsed), and the
- * options are written out in full for the methods that may run, so a default
- * left out and the same default spelled out are the same request.
+ * Parsing is strict and bounded before any work: unknown keys are errors
+ * naming their path, sizes are checked against cs_synth_limits (builtin
+ * names are sized from their dimensions before they are built, and results
+ * too large to return are refused), so a client cannot make the daemon
+ * allocate or compute without limit.  A topology given by name is only ever
+ * a builtin: a client must never make the daemon read a file.
  *
  * Server-side policy (the auto limits, thread counts) and delivery options
  * (wait_s, time_limit_s) are deliberately outside the key: they change when or
  * where the answer is computed, not what was asked.
  */
 #include "synthesize.h"
+#include "synthesize_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -38,128 +39,6 @@ void synth_limits_default(cs_synth_limits *lim)
     lim->smt_max_variables = 50000;
     lim->smt_time_budget_s = 30;
     lim->threads = 0;
-}
-
-/* ---- SHA-256 (FIPS 180-4), written for this file ------------------------------ */
-
-typedef struct sha256_ctx {
-    uint32_t h[8];
-    uint64_t len;
-    unsigned char buf[64];
-    size_t nbuf;
-} sha256_ctx;
-
-static const uint32_t sha256_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
-
-static uint32_t rotr32(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-static void sha256_block(sha256_ctx *c, const unsigned char *p)
-{
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = rotr32(w[i - 15], 7) ^ rotr32(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 = rotr32(w[i - 2], 17) ^ rotr32(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
-    uint32_t e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t s1 = rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25);
-        uint32_t ch = (e & f) ^ (~e & g);
-        uint32_t t1 = h + s1 + ch + sha256_k[i] + w[i];
-        uint32_t s0 = rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22);
-        uint32_t maj = (a & b) ^ (a & cc) ^ (b & cc);
-        uint32_t t2 = s0 + maj;
-        h = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = cc;
-        cc = b;
-        b = a;
-        a = t1 + t2;
-    }
-    c->h[0] += a;
-    c->h[1] += b;
-    c->h[2] += cc;
-    c->h[3] += d;
-    c->h[4] += e;
-    c->h[5] += f;
-    c->h[6] += g;
-    c->h[7] += h;
-}
-
-static void sha256_init(sha256_ctx *c)
-{
-    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    memcpy(c->h, iv, sizeof iv);
-    c->len = 0;
-    c->nbuf = 0;
-}
-
-static void sha256_update(sha256_ctx *c, const unsigned char *p, size_t n)
-{
-    c->len += n;
-    while (n > 0) {
-        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
-        memcpy(c->buf + c->nbuf, p, take);
-        c->nbuf += take;
-        p += take;
-        n -= take;
-        if (c->nbuf == 64) {
-            sha256_block(c, c->buf);
-            c->nbuf = 0;
-        }
-    }
-}
-
-static void sha256_final(sha256_ctx *c, unsigned char out[32])
-{
-    uint64_t bits = c->len * 8;
-    unsigned char pad = 0x80;
-    sha256_update(c, &pad, 1);
-    unsigned char zero = 0;
-    while (c->nbuf != 56)
-        sha256_update(c, &zero, 1);
-    unsigned char lenbe[8];
-    for (int i = 0; i < 8; i++)
-        lenbe[i] = (unsigned char)(bits >> (56 - 8 * i));
-    sha256_update(c, lenbe, 8);
-    for (int i = 0; i < 8; i++) {
-        out[4 * i] = (unsigned char)(c->h[i] >> 24);
-        out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
-        out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
-        out[4 * i + 3] = (unsigned char)c->h[i];
-    }
-}
-
-void synth_sha256_hex(const void *data, size_t len, char out[65])
-{
-    sha256_ctx c;
-    unsigned char digest[32];
-    sha256_init(&c);
-    sha256_update(&c, data, len);
-    sha256_final(&c, digest);
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hex[digest[i] >> 4];
-        out[2 * i + 1] = hex[digest[i] & 15];
-    }
-    out[64] = '\0';
 }
 
 /* ---- option parsing -------------------------------------------------------------- */
@@ -281,189 +160,6 @@ static int parse_tacos_options(const json_t *o, const char *prefix, const cs_syn
         t->seed = (uint64_t)json_integer_value(seed);
     }
     return CS_OK;
-}
-
-/* ---- canonical documents ----------------------------------------------------------- */
-
-static int cmp_link_pair(const void *a, const void *b)
-{
-    const int *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return x[1] < y[1] ? -1 : x[1] > y[1];
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Orders shared sets by their (sorted) link list text, a total order. */
-static int cmp_json_text(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static json_t *int_array(const int *v, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_integer(v[i]));
-    return a;
-}
-
-static json_t *canonical_topology(const cs_topology *t)
-{
-    json_t *doc = json_object();
-    json_object_set_new(doc, "name", json_string(t->name));
-    json_object_set_new(doc, "ranks", json_integer(t->ranks));
-    /* Links: physical only (switch links are re-derived), already sorted by
-     * (src, dst) after finalize; sort again so we do not depend on it. */
-    int n = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        n += t->links[i].switch_id < 0;
-    int *order = malloc(sizeof(int) * 3 * (size_t)(n ? n : 1));
-    int m = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        if (t->links[i].switch_id < 0) {
-            order[3 * m] = t->links[i].src;
-            order[3 * m + 1] = t->links[i].dst;
-            order[3 * m + 2] = i;
-            m++;
-        }
-    qsort(order, (size_t)m, sizeof(int) * 3, cmp_link_pair);
-    json_t *links = json_array();
-    for (int j = 0; j < m; j++) {
-        const cs_link *l = &t->links[order[3 * j + 2]];
-        json_t *o = json_object();
-        json_object_set_new(o, "src", json_integer(l->src));
-        json_object_set_new(o, "dst", json_integer(l->dst));
-        json_object_set_new(o, "lanes", json_integer(l->lanes));
-        json_object_set_new(o, "gbps", json_real(l->gbps));
-        json_object_set_new(o, "alpha_us", json_real(l->alpha_us));
-        json_array_append_new(links, o);
-    }
-    free(order);
-    json_object_set_new(doc, "links", links);
-
-    int nsh = 0;
-    for (int i = 0; i < t->nshared; i++)
-        nsh += t->shared[i].switch_id < 0;
-    if (nsh > 0) {
-        char **texts = calloc((size_t)nsh, sizeof *texts);
-        json_t **sets = calloc((size_t)nsh, sizeof *sets);
-        int k = 0;
-        for (int i = 0; i < t->nshared; i++) {
-            const cs_shared *s = &t->shared[i];
-            if (s->switch_id >= 0)
-                continue;
-            int *pairs = malloc(sizeof(int) * 2 * (size_t)(s->nlinks ? s->nlinks : 1));
-            for (int j = 0; j < s->nlinks; j++) {
-                pairs[2 * j] = t->links[s->links[j]].src;
-                pairs[2 * j + 1] = t->links[s->links[j]].dst;
-            }
-            qsort(pairs, (size_t)s->nlinks, sizeof(int) * 2, cmp_link_pair);
-            json_t *la = json_array();
-            for (int j = 0; j < s->nlinks; j++)
-                json_array_append_new(la, int_array(&pairs[2 * j], 2));
-            free(pairs);
-            json_t *o = json_object();
-            json_object_set_new(o, "links", la);
-            json_object_set_new(o, "lanes", json_integer(s->lanes));
-            sets[k] = o;
-            /* "text\0index" sorts the sets; the index finds the object again */
-            char *txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-            size_t tl = strlen(txt ? txt : "");
-            texts[k] = malloc(tl + 16);
-            snprintf(texts[k], tl + 16, "%s#%d", txt ? txt : "", k);
-            free(txt);
-            k++;
-        }
-        qsort(texts, (size_t)k, sizeof *texts, cmp_json_text);
-        json_t *arr = json_array();
-        for (int j = 0; j < k; j++) {
-            int idx = atoi(strrchr(texts[j], '#') + 1);
-            json_array_append(arr, sets[idx]);
-            free(texts[j]);
-        }
-        for (int j = 0; j < k; j++)
-            json_decref(sets[j]);
-        free(texts);
-        free(sets);
-        json_object_set_new(doc, "shared", arr);
-    }
-    if (t->nswitches > 0) {
-        /* Rank order within a switch matters (TACOS unwinding), so it is kept. */
-        json_t *arr = json_array();
-        for (int i = 0; i < t->nswitches; i++) {
-            const cs_switch *s = &t->switches[i];
-            json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(s->name));
-            json_object_set_new(o, "ranks", int_array(s->ranks, s->nranks));
-            json_object_set_new(o, "gbps", json_real(s->gbps));
-            json_object_set_new(o, "alpha_us", json_real(s->alpha_us));
-            json_array_append_new(arr, o);
-        }
-        json_object_set_new(doc, "switches", arr);
-    }
-    if (t->ngroups > 0) {
-        json_t *arr = json_array();
-        for (int i = 0; i < t->ngroups; i++) {
-            const cs_group *g = &t->groups[i];
-            int *r = malloc(sizeof(int) * (size_t)(g->nranks ? g->nranks : 1));
-            memcpy(r, g->ranks, sizeof(int) * (size_t)g->nranks);
-            qsort(r, (size_t)g->nranks, sizeof(int), cmp_int);
-            json_array_append_new(arr, int_array(r, g->nranks));
-            free(r);
-        }
-        json_object_set_new(doc, "groups", arr);
-    }
-    return doc;
-}
-
-static json_t *canonical_collective(const cs_collective *c)
-{
-    json_t *doc = json_object();
-    json_object_set_new(doc, "kind", json_string(collective_kind_name(c->kind)));
-    if (collective_kind_is_rooted(c->kind))
-        json_object_set_new(doc, "root", json_integer(c->root));
-    if (c->kind == CS_COLL_CUSTOM) {
-        json_object_set_new(doc, "global_chunks", json_integer(c->custom_global_chunks));
-        const int *lists[2] = {c->pre, c->post};
-        int counts[2] = {c->npre, c->npost};
-        const char *names[2] = {"pre", "post"};
-        for (int w = 0; w < 2; w++) {
-            int *p = malloc(sizeof(int) * 2 * (size_t)(counts[w] ? counts[w] : 1));
-            memcpy(p, lists[w], sizeof(int) * 2 * (size_t)counts[w]);
-            qsort(p, (size_t)counts[w], sizeof(int) * 2, cmp_link_pair);
-            json_t *arr = json_array();
-            for (int j = 0; j < counts[w]; j++) {
-                /* duplicates say nothing new */
-                if (j > 0 && p[2 * j] == p[2 * j - 2] && p[2 * j + 1] == p[2 * j - 1])
-                    continue;
-                json_array_append_new(arr, int_array(&p[2 * j], 2));
-            }
-            free(p);
-            json_object_set_new(doc, names[w], arr);
-        }
-    }
-    return doc;
-}
-
-static json_t *smt_options_json(const cs_smt_options *s)
-{
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "k", s->k, "max_chunks",
-                     s->max_chunks, "max_steps", s->max_steps, "steps", s->steps, "rounds",
-                     s->rounds, "chunks", s->chunks, "instance_time_limit_s",
-                     s->instance_time_limit_s, "total_time_limit_s", s->total_time_limit_s);
-}
-
-static json_t *tacos_options_json(const cs_tacos_options *t)
-{
-    return json_pack("{s:i, s:i, s:I, s:i, s:f}", "chunks", t->chunks, "trials", t->trials,
-                     "seed", (json_int_t)t->seed, "switch_degree", t->switch_degree, "bytes",
-                     t->bytes);
 }
 
 /* ---- request ------------------------------------------------------------------------ */
@@ -757,43 +453,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
         }
     }
 
-    /* canonical document and key */
-    json_t *canon = json_object();
-    json_object_set_new(canon, "v", json_integer(1));
-    json_object_set_new(canon, "topology", canonical_topology(r->topology));
-    json_object_set_new(canon, "collective", canonical_collective(&r->collective));
-    json_object_set_new(canon, "method", json_string(r->method));
-    json_t *copts = json_object();
-    switch (r->method_kind) {
-    case CS_SYNTH_SMT: {
-        json_t *tmp = smt_options_json(&r->smt);
-        json_object_update(copts, tmp);
-        json_decref(tmp);
-        break;
-    }
-    case CS_SYNTH_TACOS: {
-        json_t *tmp = tacos_options_json(&r->tacos);
-        json_object_update(copts, tmp);
-        json_decref(tmp);
-        break;
-    }
-    case CS_SYNTH_BASELINE:
-        json_object_set_new(copts, "chunks", json_integer(r->baseline.chunks));
-        break;
-    case CS_SYNTH_AUTO:
-        json_object_set_new(copts, "smt", smt_options_json(&r->smt));
-        json_object_set_new(copts, "tacos", tacos_options_json(&r->tacos));
-        break;
-    }
-    json_object_set_new(canon, "options", copts);
-    r->canonical = canon;
-    char *text = synth_request_canonical_text(r);
-    if (!text) {
-        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if ((rc = synth_request_set_canonical(r, err)))
         goto fail;
-    }
-    synth_sha256_hex(text, strlen(text), r->key);
-    free(text);
     *out = r;
     return CS_OK;
 fail:
@@ -813,11 +474,6 @@ int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim
     int rc = synth_request_from_json(doc, lim, out, err);
     json_decref(doc);
     return rc;
-}
-
-char *synth_request_canonical_text(const cs_synth_request *r)
-{
-    return json_dumps(r->canonical, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 }
 
 long synth_smt_estimate_variables(const cs_topology *t, const cs_collective *c, int max_chunks)
@@ -1015,7 +671,7 @@ json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res)
         return NULL;
     json_object_set_new(doc, "key", json_string(r->key));
     json_object_set_new(doc, "topology", json_string(r->topology->name));
-    json_object_set_new(doc, "collective", canonical_collective(&r->collective));
+    json_object_set_new(doc, "collective", synth_canonical_collective(&r->collective));
     json_object_set_new(doc, "reason", json_string(res->reason));
     if (!json_object_get(doc, "method"))
         json_object_set_new(doc, "method", json_string(res->method));

@@ -18,6 +18,7 @@
  * duplicates and finalize never has to deduplicate.
  */
 #include "topology.h"
+#include "topology_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,8 +28,8 @@
 
 /* Builtins can be bigger than untrusted documents (benchmarks at scale). */
 #define BUILTIN_MAX_RANKS (1 << 20)
-/* The finalize limit on links (CS_TOPOLOGY_MAX_LINKS in topology.c). */
-#define BUILTIN_MAX_LINKS (1 << 23)
+/* The finalize limit on links. */
+#define BUILTIN_MAX_LINKS CS_TOPOLOGY_MAX_LINKS
 
 typedef struct {
     int ndims;
@@ -608,11 +609,6 @@ static bool parse_double(const char *s, const char *end, double *out)
     *out = v;
     return true;
 }
-
-/* Used by topology_load (declared in topology.c): the rank limit is checked
- * from the parameters, before anything is allocated. */
-int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **out,
-                                cs_error *err);
 
 int topology_builtin(const char *spec, cs_topology **out, cs_error *err)
 {

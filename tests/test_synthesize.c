@@ -1,5 +1,6 @@
 /*
- * Tests of synthesize.c: SHA-256 against the FIPS 180-4 vectors, the
+ * Tests of synthesize.h (synthesize.c, synthesize_canonical.c, sha256.c):
+ * SHA-256 against the FIPS 180-4 vectors, the
  * canonical key (same meaning -> same key, different meaning -> different
  * key), validation errors naming their field, and the dispatcher's auto
  * policy.  Algorithms that come back are checked with the verifier.
