@@ -425,14 +425,10 @@ static void *worker_main(void *arg)
         }
         pthread_mutex_lock(&j->lock);
         if (!j->stopping) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
             double wait = j->env.config->poll_s > 0 ? j->env.config->poll_s : 0.5;
             if (rc)
                 wait = 1.0;
-            long ns = ts.tv_nsec + (long)(fmod(wait, 1.0) * 1e9);
-            ts.tv_sec += (time_t)wait + ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
+            struct timespec ts = cs_deadline_after(wait);
             pthread_cond_timedwait(&j->work, &j->lock, &ts);
         }
         pthread_mutex_unlock(&j->lock);
@@ -557,13 +553,7 @@ static void *monitor_main(void *arg)
             pthread_mutex_unlock(&j->lock);
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = cs_deadline_after(0.05);
         pthread_cond_timedwait(&j->tick, &j->lock, &ts);
         bool stop = j->monitor_stop;
         waiter *expired = NULL;

@@ -139,6 +139,17 @@ double cs_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+struct timespec cs_deadline_after(double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long whole = (long)seconds;
+    long ns = ts.tv_nsec + (long)((seconds - (double)whole) * 1e9);
+    ts.tv_sec += (time_t)(whole + ns / 1000000000L);
+    ts.tv_nsec = ns % 1000000000L;
+    return ts;
+}
+
 int cs_cpu_count(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 enum {
     CS_OK = 0,
@@ -92,6 +93,9 @@ typedef void (*cs_progress_fn)(void *ctx, const cs_progress_event *ev);
 
 /* Monotonic wall clock in seconds. */
 double cs_now(void);
+/* The CLOCK_REALTIME instant `seconds` from now, the absolute deadline
+ * pthread_cond_timedwait() takes. */
+struct timespec cs_deadline_after(double seconds);
 /* Number of online CPUs (>= 1). */
 int cs_cpu_count(void);
 /* Reads a whole file; *out is NUL-terminated, caller frees. */

@@ -403,13 +403,7 @@ static void report(engine *E, task *tk)
 static void engine_wait(engine *E)
 {
     pthread_mutex_lock(&E->lock);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = cs_deadline_after(0.05);
     pthread_cond_timedwait(&E->done, &E->lock, &ts);
     double now = cs_now();
     if (E->opt->total_time_limit_s > 0 && now - E->t0 >= E->opt->total_time_limit_s &&

@@ -1,6 +1,7 @@
 /* Tests of cs_common: error values and cancellation tokens. */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -75,6 +76,24 @@ START_TEST(read_file_reports_missing_path)
 }
 END_TEST
 
+
+START_TEST(deadline_after_is_that_far_in_realtime)
+{
+    struct timespec before, after;
+    clock_gettime(CLOCK_REALTIME, &before);
+    struct timespec d = cs_deadline_after(1.75);
+    clock_gettime(CLOCK_REALTIME, &after);
+    double b = (double)before.tv_sec + before.tv_nsec * 1e-9;
+    double a = (double)after.tv_sec + after.tv_nsec * 1e-9;
+    double t = (double)d.tv_sec + d.tv_nsec * 1e-9;
+    ck_assert(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+    ck_assert(t >= b + 1.75 - 1e-6 && t <= a + 1.75 + 1e-6);
+    /* carrying into seconds: 0.999999999 s from now is still normalized */
+    d = cs_deadline_after(0.999999999);
+    ck_assert(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -83,6 +102,7 @@ static Suite *common_suite(void)
     tcase_add_test(tc, cancel_runs_hooks_once_registered_and_late);
     tcase_add_test(tc, cancel_is_seen_across_threads);
     tcase_add_test(tc, read_file_reports_missing_path);
+    tcase_add_test(tc, deadline_after_is_that_far_in_realtime);
     suite_add_tcase(s, tc);
     return s;
 }
