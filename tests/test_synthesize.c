@@ -341,6 +341,29 @@ static void cancel_soon(void *ctx, const cs_progress_event *ev)
     cs_cancel_request(ctx);
 }
 
+
+/* DGX-2: 16 ranks on one switch, each port receives 1 chunk per round, so an
+ * allgather needs R >= 15 for C = 1 at S = 1 (diameter 1): outside the default
+ * class R <= S + 4.  auto widens k and finds (C,S,R) = (1,1,15) by SMT instead
+ * of falling back to TACOS. */
+START_TEST(auto_widens_k_for_switch_hubs)
+{
+    cs_synth_request *req = parse_ok("{\"topology\":\"dgx2\",\"collective\":\"allgather\"}");
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(synth_run(req, NULL, NULL, &res, &err), CS_OK);
+    ck_assert_msg(strcmp(res->method, "smt") == 0, "method %s: %s", res->method, res->reason);
+    ck_assert_ptr_nonnull(strstr(res->reason, "k widened from 4 to 14"));
+    ck_assert_int_ge(res->nalgs, 1);
+    const cs_algorithm *a = res->algs[0];
+    ck_assert_int_eq(a->steps, 1);
+    ck_assert_int_eq(a->rounds, 15 * a->chunks);
+    verify_all(req, res);
+    result_free(res);
+    synth_request_free(req);
+}
+END_TEST
+
 START_TEST(cancel_stops_a_run)
 {
     cs_synth_request *req = parse_ok("{\"topology\":\"ring:6\",\"collective\":\"allgather\","
@@ -375,6 +398,7 @@ static Suite *synthesize_suite(void)
     tcase_add_test(tc, unsupported_baseline_is_rejected_at_parse);
     tcase_add_test(tc, auto_picks_tacos_above_rank_limit);
     tcase_add_test(tc, auto_picks_tacos_above_variable_limit);
+    tcase_add_test(tc, auto_widens_k_for_switch_hubs);
     tcase_add_test(tc, auto_picks_smt_for_small_instances);
     tcase_add_test(tc, cancel_stops_a_run);
     suite_add_tcase(s, tc);
