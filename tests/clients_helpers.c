@@ -5,14 +5,12 @@
  */
 #include "clients_helpers.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cs_common.h"
@@ -23,114 +21,38 @@ const char *cs_test_build_dir(void)
     return b != NULL && b[0] != '\0' ? b : "build";
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-int cs_test_daemon_start(cs_test_daemon *d, const char *extra_args, const char *auth_token,
-                         char **why)
+int cs_test_daemon_start(cs_test_daemon *d, const char *auth_token, char **why)
 {
     memset(d, 0, sizeof *d);
     if (why != NULL)
         *why = NULL;
-    snprintf(d->dir, sizeof d->dir, "/tmp/collsynth-test-daemon.XXXXXX");
-    if (mkdtemp(d->dir) == NULL)
+    /* A later --static-dir overrides the harness's stand-in page. */
+    char dashboard[PATH_MAX];
+    if (realpath("clients/dashboard", dashboard) == NULL)
         return -1;
-    snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
-    char bin[512], data[300];
-    snprintf(bin, sizeof bin, "%s/collsynthd", cs_test_build_dir());
-    snprintf(data, sizeof data, "%s/data", d->dir);
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = bin;
-    argv[argc++] = "--port";
-    argv[argc++] = "0";
-    argv[argc++] = "--data-dir";
-    argv[argc++] = data;
-    char *extra = extra_args != NULL ? strdup(extra_args) : NULL;
-    char *save = NULL;
-    for (char *t = extra ? strtok_r(extra, " ", &save) : NULL; t != NULL && argc < 30;
-         t = strtok_r(NULL, " ", &save))
-        argv[argc++] = t;
-    argv[argc] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        unsetenv("COLLSYNTH_PORT");
-        unsetenv("COLLSYNTH_DATA_DIR");
-        if (auth_token != NULL)
-            setenv("COLLSYNTH_AUTH_TOKEN", auth_token, 1);
-        else
-            unsetenv("COLLSYNTH_AUTH_TOKEN");
-        execv(bin, argv);
-        fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-        _exit(127);
+    const char *extra[5];
+    int n = 0;
+    extra[n++] = "--static-dir";
+    extra[n++] = dashboard;
+    if (auth_token != NULL) {
+        extra[n++] = "--auth-token";
+        extra[n++] = auth_token;
     }
-    free(extra);
-    if (pid < 0)
+    extra[n] = NULL;
+    if (daemon_start(&d->daemon, NULL, NULL, extra) != 0) {
+        if (why != NULL)
+            cs_read_file(d->daemon.log_path, why, NULL, NULL);
+        if (d->daemon.own_dir)
+            remove_tree(d->daemon.dir);
         return -1;
-    d->pid = pid;
-    for (int i = 0; i < 200; i++) {
-        char *text = NULL;
-        if (cs_read_file(d->log, &text, NULL, NULL) == CS_OK) {
-            char *p = strstr(text, "http://");
-            if (p != NULL) {
-                /* keep "http://" + host:port */
-                size_t m = 7 + strcspn(p + 7, " \n\"'/,;");
-                if (m < sizeof d->url && strchr(p + 7, ':') != NULL) {
-                    memcpy(d->url, p, m);
-                    d->url[m] = '\0';
-                    free(text);
-                    return 0;
-                }
-            }
-            free(text);
-        }
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            d->pid = 0;
-            break;
-        }
-        sleep_ms(100);
     }
-    if (why != NULL)
-        cs_read_file(d->log, why, NULL, NULL);
-    cs_test_daemon_stop(d);
-    return -1;
+    snprintf(d->url, sizeof d->url, "%s", d->daemon.base_url);
+    return 0;
 }
 
 void cs_test_daemon_stop(cs_test_daemon *d)
 {
-    if (d->pid > 0) {
-        kill(d->pid, SIGTERM);
-        int status;
-        bool gone = false;
-        for (int i = 0; i < 150 && !gone; i++) {
-            if (waitpid(d->pid, &status, WNOHANG) == d->pid)
-                gone = true;
-            else
-                sleep_ms(100);
-        }
-        if (!gone) {
-            kill(d->pid, SIGKILL);
-            waitpid(d->pid, &status, 0);
-        }
-        d->pid = 0;
-    }
-    if (d->dir[0] != '\0') {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", d->dir);
-        d->dir[0] = '\0';
-    }
+    daemon_stop(&d->daemon);
 }
 
 int cs_test_sh(const char *cmd, char **out, char **err)

@@ -57,7 +57,7 @@ static void run_browser(void)
     }
     cs_test_daemon d;
     char *why = NULL;
-    if (cs_test_daemon_start(&d, NULL, TOKEN, &why) != 0) {
+    if (cs_test_daemon_start(&d, TOKEN, &why) != 0) {
         snprintf(setup_problem, sizeof setup_problem, "collsynthd did not start: %s",
                  why ? why : "");
         free(why);

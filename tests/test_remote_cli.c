@@ -31,7 +31,7 @@ static void start_daemon(void)
 {
     char *why = NULL;
     snprintf(cli, sizeof cli, "%s/collsynth", cs_test_build_dir());
-    daemon_up = cs_test_daemon_start(&daemon_, NULL, TOKEN, &why) == 0;
+    daemon_up = cs_test_daemon_start(&daemon_, TOKEN, &why) == 0;
     if (!daemon_up)
         snprintf(daemon_why, sizeof daemon_why, "%s", why ? why : "(no log)");
     free(why);
