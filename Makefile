@@ -1,7 +1,7 @@
 # collsynth build.  Entry points (README): `make run`, `make test`.
 # Other targets: all, test-asan, test-slow, bench, valgrind, clean.
 #
-# Layout: synth/ and codegen/ build into build/libcollsynth.a; server/ (minus
+# Layout: synth/*/ and codegen/ build into build/libcollsynth.a; server/ (minus
 # main.c) into build/libcollsynthd.a; clients/cli/ into build/collsynth;
 # server/main.c into build/collsynthd.  Every tests/test_*.c is one Check
 # runner (build/tests/test_*), linked with the other tests/*.c helpers.
@@ -14,14 +14,17 @@ OPT ?= -O2 -g
 SAN ?=
 CSTD := -std=c11 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror
-INCLUDES := -Isynth -Icodegen -Iserver -Itests
+# synth/ is split by subject (model, verify, simulate, smt, tacos, baseline,
+# synthesize, ...); every subfolder is on the include path.
+SYNTH_DIRS := $(sort $(dir $(wildcard synth/*/*.h)))
+INCLUDES := $(patsubst %/,-I%,$(SYNTH_DIRS)) -Icodegen -Iserver -Itests
 PKG_CFLAGS = $(shell pkg-config --cflags jansson libmicrohttpd sqlite3 libpq libcurl check 2>/dev/null)
 CFLAGS_ALL = $(CSTD) $(OPT) $(SAN) $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
 LIBS_CORE := -lz3 -ljansson -lpthread -lm
 LIBS_SERVER := -lmicrohttpd -lsqlite3 -lpq -lcurl
 LIBS_CHECK = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt)
 
-LIB_SRC := $(wildcard synth/*.c codegen/*.c)
+LIB_SRC := $(wildcard synth/*/*.c codegen/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 CLI_SRC := $(wildcard clients/cli/*.c)
 TEST_HELPER_SRC := $(filter-out tests/test_%.c tests/slow_%.c,$(wildcard tests/*.c))

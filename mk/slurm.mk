@@ -8,12 +8,12 @@
 
 SLURM_PLUGIN := $(BUILD)/slurm/collsynth_spank.so
 SLURM_PLUGIN_SRC := clients/slurm/collsynth_spank.c clients/slurm/cluster.c \
-    clients/cli/http_client.c synth/cs_common.c
+    clients/cli/http_client.c synth/model/cs_common.c
 
 $(SLURM_PLUGIN): $(SLURM_PLUGIN_SRC) clients/slurm/cluster.h clients/cli/http_client.h \
-    synth/cs_common.h | deps
+    synth/model/cs_common.h | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) -O2 -g $(WARN) -fPIC -shared -fvisibility=default -Isynth \
+	$(CC) $(CSTD) -O2 -g $(WARN) -fPIC -shared -fvisibility=default -Isynth/model \
 	    $(shell pkg-config --cflags jansson libcurl 2>/dev/null) -o $@ $(SLURM_PLUGIN_SRC) \
 	    -ljansson -lcurl -lm
 
