@@ -51,6 +51,32 @@ typedef struct cs_algorithm {
     cs_send *sends;
 } cs_algorithm;
 
+/* ---- reading and changing sends -------------------------------------------------
+ * Code outside algorithm.c reads sends only through these accessors and never
+ * touches the storage behind them: the layout is private and compact (it must
+ * hold tens of millions of sends), and may change.  algorithm_send() returns a
+ * copy; start_us/end_us are NAN for untimed sends. */
+static inline cs_send algorithm_send(const cs_algorithm *a, long i) { return a->sends[i]; }
+static inline long algorithm_send_chunk(const cs_algorithm *a, long i) { return a->sends[i].chunk; }
+static inline int algorithm_send_src(const cs_algorithm *a, long i) { return a->sends[i].src; }
+static inline int algorithm_send_dst(const cs_algorithm *a, long i) { return a->sends[i].dst; }
+static inline int algorithm_send_step(const cs_algorithm *a, long i) { return a->sends[i].step; }
+static inline cs_op algorithm_send_op(const cs_algorithm *a, long i) { return a->sends[i].op; }
+static inline double algorithm_send_start_us(const cs_algorithm *a, long i)
+{
+    return a->sends[i].start_us;
+}
+static inline double algorithm_send_end_us(const cs_algorithm *a, long i)
+{
+    return a->sends[i].end_us;
+}
+/* Overwrites send i (0 <= i < nsends) with *s. */
+static inline void algorithm_set_send(cs_algorithm *a, long i, const cs_send *s) { a->sends[i] = *s; }
+static inline void algorithm_set_send_step(cs_algorithm *a, long i, int step)
+{
+    a->sends[i].step = step;
+}
+
 /* An empty algorithm; rounds_per_step all 1 (rounds = steps). */
 int algorithm_new(const cs_collective *c, const char *topology_name, int ranks, int chunks,
                   int steps, cs_algorithm **out, cs_error *err);
