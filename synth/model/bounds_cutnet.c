@@ -329,13 +329,11 @@ int cutnet_max_outside_ratio(cut_network *n, long budget, cut_found *best, bool 
     }
     if (p < 0)
         return CS_OK;
+    if ((long)nv * cutnet_size(n) > budget)
+        return CS_OK;   /* the single-vertex cuts only */
     unsigned char *in_s = malloc((size_t)nv);
     if (!in_s)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    if ((long)nv * cutnet_size(n) > budget) {
-        free(in_s);
-        return CS_OK;   /* the single-vertex cuts only */
-    }
     int since = 0, k = 0;
     for (; since < nv && k < 64 * nv; k++, since++) {
         int t0 = k % nv;
@@ -433,13 +431,11 @@ int cutnet_min_cut_avoiding(cut_network *n, int pinned, long budget, cut_found *
     }
     if (low < 0)
         return CS_OK;
+    if ((long)nv * cutnet_size(n) > budget)
+        return CS_OK;   /* the single-vertex cuts only */
     unsigned char *in_s = malloc((size_t)nv);
     if (!in_s)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    if ((long)nv * cutnet_size(n) > budget) {
-        free(in_s);
-        return CS_OK;   /* the single-vertex cuts only */
-    }
     for (int v = 0; v < nv; v++) {
         if (v == pinned)
             continue;
