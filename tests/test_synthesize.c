@@ -256,6 +256,24 @@ START_TEST(baseline_runs_and_result_json_has_contract_fields)
     ck_assert(json_is_array(json_object_get(doc, "frontier")));
     ck_assert_ptr_nonnull(json_object_get(doc, "bounds"));
     ck_assert_ptr_nonnull(json_object_get(doc, "synth_seconds"));
+    /* the time bound: a rank receives 3 L over its 2 links of 50 GB/s (0.5 us) */
+    json_t *tb = json_object_get(json_object_get(doc, "bounds"), "time");
+    ck_assert(json_is_object(tb));
+    ck_assert_str_eq(json_string_value(json_object_get(tb, "kind")), "forestcoll");
+    ck_assert(fabs(json_number_value(json_object_get(tb, "bandwidth_us_per_byte")) - 3 / 100e3) <
+              1e-15);
+    ck_assert(fabs(json_number_value(json_object_get(tb, "latency_us")) - 0.5) < 1e-12);
+    /* the ring (1 chunk, one direction) at the default 64 MiB: 3 sends of
+     * 0.5 + L / 50e3 us in a row, against 0.5 + 3 L / 100e3: about 1/2 */
+    ck_assert_int_eq(res->algs[0]->chunks, 1);
+    json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
+    double L = 64.0 * 1048576;
+    ck_assert(json_number_value(json_object_get(a0, "bound_bytes")) == L);
+    double ratio = json_number_value(json_object_get(a0, "ratio_to_bound"));
+    double want = (0.5 + 3 * L / 100e3) / (3 * (0.5 + L / 50e3));
+    ck_assert_msg(fabs(ratio - want) < 1e-9, "ratio_to_bound %.12g, want %.12g", ratio, want);
+    ck_assert(fabs(json_number_value(json_object_get(a0, "simulated_us")) -
+                   3 * (0.5 + L / 50e3)) < 1e-6);
     json_decref(doc);
     result_free(res);
     synth_request_free(req);
