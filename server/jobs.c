@@ -594,10 +594,11 @@ int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err)
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->work, NULL);
     pthread_cond_init(&j->tick, NULL);
-    /* A single daemon owns a SQLite store: whatever it finds running was
-     * interrupted by its own death.  A fleet (PostgreSQL) waits for leases. */
-    bool single = strcmp(store_engine(env->store), "sqlite") == 0;
-    monitor_reap(j, single ? -1 : env->config->lease_s);
+    /* The sole daemon of a store (it holds the store's lock) knows that
+     * whatever it finds running was interrupted by a daemon that is gone.
+     * Anyone else may share the store with live daemons: only leases that
+     * ran out say a job's daemon died. */
+    monitor_reap(j, env->exclusive ? -1 : env->config->lease_s);
     j->nworkers = env->config->workers;
     j->workers = calloc((size_t)j->nworkers, sizeof *j->workers);
     if (!j->workers) {

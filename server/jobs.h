@@ -33,6 +33,7 @@ typedef struct cs_jobs_env {
     const cs_logger *log;
     const cs_server_config *config;
     const char *owner;          /* this daemon's instance id */
+    bool exclusive;             /* sole daemon of the store (store_lock_exclusive) */
 } cs_jobs_env;
 
 int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err);

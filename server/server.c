@@ -7,6 +7,8 @@
 #include "server_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,6 +276,39 @@ static void make_instance_id(char *out, size_t n)
     snprintf(out, n, "%.30s-%d-%.8s", host, (int)getpid(), rnd);
 }
 
+/* Binds and listens on cfg's address (SO_REUSEADDR, close-on-exec,
+ * non-blocking for MHD's epoll threads).  Done before anything touches the
+ * store, so a daemon that cannot listen changes nothing. */
+static int listen_socket(const cs_server_config *cfg, int *fd_out, bool *v6, cs_error *err)
+{
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE,
+                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    if (getaddrinfo(cfg->listen, port, &hints, &ai) != 0 || !ai)
+        return cs_error_set(err, CS_EINVAL, "listen",
+                            "--listen %s is not a numeric IPv4 or IPv6 address", cfg->listen);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd >= 0 && ai->ai_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int e = 0;
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0)
+        e = errno;
+    *v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        return cs_error_set(err, CS_EIO, "port", "cannot listen on %s port %d: %s", cfg->listen,
+                            cfg->port, strerror(e));
+    }
+    *fd_out = fd;
+    return CS_OK;
+}
+
 int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **out,
                  cs_error *err)
 {
@@ -284,12 +319,26 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->cfg = *cfg;
     s->log = *log;
     s->started = cs_now();
+    s->listen_fd = -1;
     metrics_init(&s->metrics);
     make_instance_id(s->instance, sizeof s->instance);
     parse_cors(s);
     static_dir_resolve(cfg->static_dir, s->static_dir, sizeof s->static_dir);
 
-    int rc = store_open(cfg->store, cfg->data_dir, cfg->pg_pool, &s->store, err);
+    /* Order matters: listen, then the store and its lock, then the workers,
+     * then the HTTP threads.  A second `make run` on a busy port stops at
+     * the first step; one on another port stops at the lock; neither reaps
+     * or claims a job. */
+    bool v6 = false;
+    int rc = listen_socket(cfg, &s->listen_fd, &v6, err);
+    if (rc) {
+        server_free(s);
+        return rc;
+    }
+    rc = store_open(cfg->store, cfg->data_dir, cfg->pg_pool, &s->store, err);
+    bool exclusive = false;
+    if (!rc)
+        rc = store_lock_exclusive(s->store, s->instance, &exclusive, err);
     if (rc) {
         server_free(s);
         return rc;
@@ -300,22 +349,13 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     cs_jobs_env env = {.store = s->store, .cache = s->cache, .metrics = &s->metrics,
-                       .log = &s->log, .config = &s->cfg, .owner = s->instance};
+                       .log = &s->log, .config = &s->cfg, .owner = s->instance,
+                       .exclusive = exclusive};
     if ((rc = jobs_start(&env, &s->jobs, err))) {
         server_free(s);
         return rc;
     }
 
-    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE,
-                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    if (getaddrinfo(cfg->listen, port, &hints, &ai) != 0 || !ai) {
-        server_stop(s);
-        server_free(s);
-        return cs_error_set(err, CS_EINVAL, "listen",
-                            "--listen %s is not a numeric IPv4 or IPv6 address", cfg->listen);
-    }
     /* One HTTP thread per CPU measured best on the 2-core box (docs/BENCHMARKS.md):
      * handlers never wait for syntheses, so more threads only add switches. */
     int http_threads = cfg->http_threads > 0 ? cfg->http_threads : cs_cpu_count();
@@ -323,25 +363,30 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         http_threads = 2;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
+    if (v6)
         flags |= MHD_USE_IPv6;
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_logger, s, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
+        mhd_logger, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_END);
-    freeaddrinfo(ai);
+        MHD_OPTION_END);
     if (!s->mhd) {
         server_stop(s);
         server_free(s);
-        return cs_error_set(err, CS_EIO, "port", "cannot listen on %s port %d (in use?)",
+        return cs_error_set(err, CS_EIO, "port", "cannot start the HTTP server on %s port %d",
                             cfg->listen, cfg->port);
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : cfg->port;
+    s->listen_fd = -1; /* MHD owns it now */
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof sa;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+    if (info && getsockname(info->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
+        s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                 : ((struct sockaddr_in *)&sa)->sin_port);
+    else
+        s->port = cfg->port;
     *out = s;
     return CS_OK;
 }
@@ -371,6 +416,10 @@ void server_stop(cs_server *s)
     s->jobs = NULL;
     store_close(s->store);
     s->store = NULL;
+    if (s->listen_fd >= 0) {
+        close(s->listen_fd);
+        s->listen_fd = -1;
+    }
 }
 
 void server_free(cs_server *s)

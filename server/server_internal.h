@@ -27,6 +27,7 @@ struct cs_server {
     cs_metrics metrics;
     cs_jobs *jobs;
     struct MHD_Daemon *mhd;
+    int listen_fd;             /* ours until MHD takes it */
     int port;
     char static_dir[4096];     /* realpath, "" when none */
     int ncors;

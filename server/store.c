@@ -10,17 +10,22 @@
  * done without its result.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store_engine.h"
 
 struct cs_store {
     db_engine *engine;
+    char path[4096];     /* SQLite: the database file; "" for PostgreSQL */
+    int lock_fd;         /* store_lock_exclusive's lock file, -1 when none */
 };
 
 static const char *const status_names[CS_JOB_STATUS_COUNT] = {"queued", "running", "done",
@@ -137,12 +142,12 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
     *out = NULL;
     db_engine *e = NULL;
     int rc;
+    char path[4096] = "";
     bool pg = url && (strncmp(url, "postgresql://", 13) == 0 ||
                       strncmp(url, "postgres://", 11) == 0);
     if (pg) {
         rc = pg_engine_open(url, pool, &e, err);
     } else {
-        char path[4096];
         if (url && *url) {
             const char *p = strncmp(url, "sqlite:", 7) == 0 ? url + 7 : url;
             if (strncmp(p, "//", 2) == 0)
@@ -164,6 +169,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     s->engine = e;
+    s->lock_fd = -1;
+    snprintf(s->path, sizeof s->path, "%s", path);
     db_conn *c = e->acquire(e, err);
     if (!c) {
         store_close(s);
@@ -194,7 +201,45 @@ void store_close(cs_store *s)
         return;
     if (s->engine)
         s->engine->close(s->engine);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the lock; the file stays for the next owner */
     free(s);
+}
+
+int store_lock_exclusive(cs_store *s, const char *owner, bool *exclusive, cs_error *err)
+{
+    *exclusive = false;
+    if (!s->path[0])
+        return CS_OK; /* PostgreSQL: a fleet shares it, leases decide */
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", s->path);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "store", "cannot open the lock file %s: %s", lock_path,
+                            strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[160] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return cs_error_set(err, CS_EIO, "store",
+                                "the SQLite store %s is in use by another collsynthd (%s); "
+                                "one daemon per SQLite store (a fleet shares PostgreSQL)",
+                                s->path, holder[0] ? holder : "unknown");
+        return cs_error_set(err, CS_EIO, "store", "cannot lock %s: %s", lock_path, strerror(e));
+    }
+    /* Who holds it, for the message a second daemon prints. */
+    char who[160];
+    int n = snprintf(who, sizeof who, "pid %d, instance %s\n", (int)getpid(), owner);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, who, (size_t)n, 0) != n) {
+        /* the lock holds without the note; the refusal then says "unknown" */
+    }
+    s->lock_fd = fd;
+    *exclusive = true;
+    return CS_OK;
 }
 
 const char *store_engine(const cs_store *s) { return s->engine->name; }

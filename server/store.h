@@ -83,6 +83,12 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out,
                cs_error *err);
 void store_close(cs_store *s);
 const char *store_engine(const cs_store *s);   /* "sqlite" or "postgresql" */
+/* Makes this process the only daemon of a SQLite store (flock on DB.lock,
+ * held until store_close): *exclusive is then true, and running jobs found
+ * in the store were left by a daemon that is gone, so they can be re-queued
+ * at once.  A second daemon gets CS_EIO naming the holder.  PostgreSQL is
+ * shared by a fleet: *exclusive is false and leases decide. */
+int store_lock_exclusive(cs_store *s, const char *owner, bool *exclusive, cs_error *err);
 /* A cheap round trip: CS_OK when the store answers. */
 int store_ping(cs_store *s, cs_error *err);
 
@@ -124,9 +130,10 @@ int store_job_get(cs_store *s, const char *id, cs_store_job *out, bool *found, c
  * cancel_requested flag (*status_after RUNNING); finished jobs unchanged. */
 int store_job_cancel(cs_store *s, const char *id, cs_job_status *status_after, bool *found,
                      cs_error *err);
-/* Running jobs whose heartbeat is older than lease_s (all running jobs when
- * lease_s < 0, for a single daemon's restart) go back to the queue, or fail
- * with reason "interrupted" once they have had max_attempts. */
+/* Running jobs whose heartbeat is older than lease_s go back to the queue,
+ * or fail with reason "interrupted" once they have had max_attempts.
+ * lease_s < 0 takes every running job: only for the holder of
+ * store_lock_exclusive at its start, when no other daemon can be running. */
 int store_job_reap(cs_store *s, double lease_s, int max_attempts, int *requeued, int *failed,
                    cs_error *err);
 /* Jobs per status (all daemons). */
