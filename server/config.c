@@ -51,6 +51,9 @@ static const opt_def options[] = {
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,
      "HTTP thread pool size (default 0 = one per CPU, at least 2; waiting clients hold none)"},
+    {"parse-threads", OPT_INT, OFF(parse_threads), 0, 0, 256,
+     "threads that parse and validate synthesis requests (default 0 = one per CPU, at least "
+     "2), so costly requests never hold the HTTP threads"},
     {"max-connections", OPT_INT, OFF(max_connections), 0, 1, 100000,
      "concurrent HTTP connections (default 1024)"},
     {"max-queued", OPT_LONG, OFF(max_queued), 0, 1, 1e9,

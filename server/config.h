@@ -24,6 +24,7 @@ typedef struct cs_server_config {
     bool access_log;
     int workers;              /* synthesis worker threads */
     int http_threads;         /* libmicrohttpd thread pool; 0 = CPUs (>= 2) */
+    int parse_threads;        /* request parsing and validation; 0 = CPUs (>= 2) */
     int max_connections;
     long max_queued;          /* queued jobs before 429 */
     double job_time_limit_s;  /* per-job wall-clock cap */

@@ -165,6 +165,14 @@ static enum MHD_Result handle_topology(req_state *rs, const char *name)
     return respond_json(rs, 200, doc);
 }
 
+/* Builtins are bounded by the limits, but the largest legal ones are about a
+ * million links: built on the parse pool. */
+static bool topology_work(req_state *rs)
+{
+    handle_topology(rs, rs->url + 15);
+    return true;
+}
+
 static enum MHD_Result handle_metrics(req_state *rs)
 {
     cs_server *s = rs->srv;
@@ -362,19 +370,11 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
     return queue(rs, 202, r);
 }
 
-static enum MHD_Result handle_synthesize(req_state *rs)
+/* On the parse pool: parse, validate, key, submit; answer, or park the
+ * connection on the job when the client asked to wait (*parked). */
+static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
 {
     cs_server *s = rs->srv;
-    if (rs->phase == 2)
-        return answer_job(rs, false);
-    if (!rs->body || rs->len == 0)
-        return respond_error(rs, 400, "invalid", "body",
-                             "POST a JSON object {topology, collective, method?, options?}");
-    const char *ct = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Content-Type");
-    if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "text/plain", 10) != 0 &&
-        strncmp(ct, "application/x-www-form-urlencoded", 33) != 0)
-        return respond_error(rs, 415, "unsupported_media_type", "Content-Type",
-                             "send the request as application/json");
     json_error_t jerr;
     json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc)
@@ -451,15 +451,37 @@ static enum MHD_Result handle_synthesize(req_state *rs)
     }
     snprintf(rs->job_id, sizeof rs->job_id, "%s", sub.job_id);
     if (wait_s > 0 && !atomic_load(&s->stopping)) {
-        MHD_suspend_connection(rs->conn);
+        /* the connection is suspended already: the job's waiter resumes it */
         rs->phase = 1;
-        if (jobs_wait(s->jobs, rs->job_id, wait_s, wake_parked, rs) == CS_OK)
+        if (jobs_wait(s->jobs, rs->job_id, wait_s, wake_parked, rs) == CS_OK) {
+            *parked = true;
             return MHD_YES;
+        }
         rs->phase = 2;
-        MHD_resume_connection(rs->conn);
-        return MHD_YES;
     }
     return answer_job(rs, sub.outcome == CS_SUBMIT_JOINED);
+}
+
+static bool synthesize_work(req_state *rs)
+{
+    bool parked = false;
+    synthesize_answer(rs, &parked);
+    return !parked;
+}
+
+static enum MHD_Result handle_synthesize(req_state *rs)
+{
+    if (rs->phase == 2)
+        return answer_job(rs, false);
+    if (!rs->body || rs->len == 0)
+        return respond_error(rs, 400, "invalid", "body",
+                             "POST a JSON object {topology, collective, method?, options?}");
+    const char *ct = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Content-Type");
+    if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "text/plain", 10) != 0 &&
+        strncmp(ct, "application/x-www-form-urlencoded", 33) != 0)
+        return respond_error(rs, 415, "unsupported_media_type", "Content-Type",
+                             "send the request as application/json");
+    return offload(rs, synthesize_work);
 }
 
 /* ---- results and generated code -------------------------------------------------------- */
@@ -753,7 +775,7 @@ enum MHD_Result route_request(req_state *rs, const char *url, const char *method
         rs->route = ROUTE_TOPOLOGY;
         if (!get)
             return method_not_allowed(rs, "GET, HEAD, OPTIONS");
-        return handle_topology(rs, url + 15);
+        return offload(rs, topology_work);
     }
     if (!strcmp(url, "/v1/synthesize")) {
         rs->route = ROUTE_SYNTHESIZE;

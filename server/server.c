@@ -38,6 +38,9 @@ static void add_cors(req_state *rs, struct MHD_Response *r)
     MHD_add_response_header(r, "Access-Control-Expose-Headers", "Location, Retry-After, ETag");
 }
 
+/* The request whose handler runs on this pool thread now (offload_task). */
+static _Thread_local const req_state *offloaded_here;
+
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
 {
     if (!r)
@@ -45,9 +48,69 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
     add_cors(rs, r);
     rs->status = status;
     rs->responded = true;
+    if (offloaded_here == rs) {
+        /* MHD queues responses only from its own threads: keep it */
+        if (rs->stash)
+            MHD_destroy_response(rs->stash);
+        rs->stash = r;
+        rs->stash_status = status;
+        return MHD_YES;
+    }
     enum MHD_Result ret = MHD_queue_response(rs->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+typedef struct offload_job {
+    req_state *rs;
+    cs_offload_fn work;
+} offload_job;
+
+static void offload_task(void *arg)
+{
+    offload_job job = *(offload_job *)arg;
+    free(arg);
+    offloaded_here = job.rs;
+    bool resume = job.work(job.rs);
+    offloaded_here = NULL;
+    /* when !resume, rs may already be resumed and gone: do not touch it */
+    if (resume)
+        MHD_resume_connection(job.rs->conn);
+}
+
+enum MHD_Result offload(req_state *rs, cs_offload_fn work)
+{
+    cs_server *s = rs->srv;
+    offload_job *job = malloc(sizeof *job);
+    if (!job)
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    *job = (offload_job){.rs = rs, .work = work};
+    MHD_suspend_connection(rs->conn);
+    int rc = workpool_submit(s->parse_pool, offload_task, job);
+    if (rc == CS_OK)
+        return MHD_YES;
+    free(job);
+    /* answer on resume, from this thread's stash */
+    offloaded_here = rs;
+    json_t *doc = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "busy", "message",
+                            rc == CS_ELIMIT ? "too many requests are being parsed; retry"
+                                            : "the daemon is stopping",
+                            "field", "");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text,
+                                                                    MHD_RESPMEM_MUST_FREE)
+                                  : NULL;
+    if (r) {
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Retry-After", "1");
+        queue(rs, 503, r);
+    } else {
+        free(text);
+    }
+    offloaded_here = NULL;
+    MHD_resume_connection(rs->conn);
+    return MHD_YES;
 }
 
 static void unref_blob_cb(void *cls) { blob_unref(cls); }
@@ -155,6 +218,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         rs->start = cs_now();
         rs->route = ROUTE_OTHER;
         rs->method = method;
+        rs->url = url;
         snprintf(rs->path, sizeof rs->path, "%s", url);
         *con_cls = rs;
         bool has_body = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
@@ -172,6 +236,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         }
     }
     rs->conn = conn;
+    if (rs->stash) {
+        /* resumed after an offloaded handler answered */
+        struct MHD_Response *r = rs->stash;
+        rs->stash = NULL;
+        enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->stash_status, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
     if (*upload_data_size > 0) {
         if (!rs->too_large) {
             if (rs->len + *upload_data_size > (size_t)s->cfg.max_body_bytes) {
@@ -227,6 +299,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         log_event(&s->log, LOG_INFO, "http", "method", rs->method, "path", rs->path, "route",
                   route_name(rs->route), "status", st, "ms", ms, NULL);
     }
+    if (rs->stash)
+        MHD_destroy_response(rs->stash);
     free(rs->body);
     free(rs);
     *con_cls = NULL;
@@ -348,6 +422,16 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         server_free(s);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    int parse_threads = cfg->parse_threads > 0 ? cfg->parse_threads : cs_cpu_count();
+    if (parse_threads < 2)
+        parse_threads = 2;
+    /* every queued task holds a suspended connection: the connection limit
+     * bounds the queue already */
+    s->parse_pool = workpool_start(parse_threads, cfg->max_connections);
+    if (!s->parse_pool) {
+        server_free(s);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the parse threads");
+    }
     cs_jobs_env env = {.store = s->store, .cache = s->cache, .metrics = &s->metrics,
                        .log = &s->log, .config = &s->cfg, .owner = s->instance,
                        .exclusive = exclusive};
@@ -406,6 +490,9 @@ void server_stop(cs_server *s)
     char grace[32];
     snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
     log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
+    /* requests being parsed finish (and may park on a job) before the jobs
+     * stop, which answers every parked request */
+    workpool_stop(s->parse_pool);
     if (s->jobs)
         jobs_stop(s->jobs, s->cfg.shutdown_grace_s);
     if (s->mhd) {
@@ -428,6 +515,7 @@ void server_free(cs_server *s)
         return;
     server_stop(s);
     cache_free(s->cache);
+    workpool_free(s->parse_pool);
     for (int i = 0; i < s->ncors; i++)
         free(s->cors[i]);
     free(s);

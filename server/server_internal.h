@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "store.h"
+#include "workpool.h"
 
 #define MAX_CORS_ORIGINS 32
 
@@ -26,6 +27,7 @@ struct cs_server {
     cs_cache *cache;
     cs_metrics metrics;
     cs_jobs *jobs;
+    cs_workpool *parse_pool;   /* costly handlers run here, not on HTTP threads */
     struct MHD_Daemon *mhd;
     int listen_fd;             /* ours until MHD takes it */
     int port;
@@ -44,11 +46,15 @@ typedef struct req_state {
     cs_route route;
     int status;
     const char *method;
+    const char *url;           /* MHD's, valid for the whole request */
     char path[256];
     char *body;
     size_t len, cap;
     bool too_large;
     bool responded;
+    /* offloaded handling: the response made on the pool, queued on resume */
+    struct MHD_Response *stash;
+    int stash_status;
     /* POST /v1/synthesize waiting for its job */
     int phase;                 /* 0 fresh, 1 parked, 2 woken */
     char job_id[40];
@@ -67,8 +73,15 @@ enum MHD_Result respond_error(req_state *rs, int status, const char *code, const
 /* Maps a CS_E* code to an HTTP status. */
 int http_status_for(int cs_code);
 enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err);
-/* Adds CORS and common headers and queues. */
+/* Adds CORS and common headers and queues (or, on the parse pool, keeps the
+ * response until the connection resumes). */
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
+/* Runs work(rs) on the parse pool with the connection suspended.  work
+ * answers with the respond_* helpers as usual and returns true; or it hands
+ * the suspended connection to someone who resumes it later (jobs_wait) and
+ * returns false.  Answers 503 at once when the pool's queue is full. */
+typedef bool (*cs_offload_fn)(req_state *rs);
+enum MHD_Result offload(req_state *rs, cs_offload_fn work);
 
 /* ---- routes (routes.c) ---- */
 enum MHD_Result route_request(req_state *rs, const char *url, const char *method);

@@ -103,17 +103,21 @@ static json_t *wait_status(const cs_daemon *d, const char *id, const char *want,
     }
 }
 
+/* The whole file (also /proc files, whose size is not known ahead). */
 static char *read_file_text(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    size_t got;
+    while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2)
+            s = realloc(s, cap *= 2);
+    }
+    s[n] = '\0';
     fclose(f);
     return s;
 }
@@ -186,6 +190,131 @@ START_TEST(second_daemon_on_same_sqlite_store_is_refused)
 }
 END_TEST
 
+
+/* ---- 2. amplification and heavy parsing ---------------------------------------------- */
+
+static long daemon_peak_rss_kb(const cs_daemon *d)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+    char *st = read_file_text(path);
+    const char *p = strstr(st, "VmHWM:");
+    long kb = p ? atol(p + 6) : -1;
+    free(st);
+    return kb;
+}
+
+/* A topology with one switch of n ranks, and a collective that names the
+ * root given (out of range: the request is refused after the topology). */
+static char *switch_request(int n, int root)
+{
+    char *body = malloc((size_t)n * 8 + 256);
+    size_t used = (size_t)sprintf(body, "{\"topology\":{\"ranks\":%d,\"switches\":[{\"ranks\":[",
+                                  n);
+    for (int i = 0; i < n; i++)
+        used += (size_t)sprintf(body + used, "%s%d", i ? "," : "", i);
+    sprintf(body + used, "]}]},\"collective\":{\"kind\":\"broadcast\",\"root\":%d}}", root);
+    return body;
+}
+
+typedef struct timed_post {
+    const cs_daemon *d;
+    const char *body;
+    long status;
+    char field[64];
+    double t0, t1;
+} timed_post;
+
+static void *timed_post_thread(void *arg)
+{
+    timed_post *p = arg;
+    p->t0 = cs_now();
+    http_resp r;
+    if (http_request(p->d, "POST", "/v1/synthesize", p->body, NULL, &r) == 0) {
+        p->status = r.status;
+        json_t *doc = json_loads(r.body, 0, NULL);
+        snprintf(p->field, sizeof p->field, "%s",
+                 jstr(json_object_get(doc, "error"), "field"));
+        json_decref(doc);
+    }
+    http_resp_free(&r);
+    p->t1 = cs_now();
+    return NULL;
+}
+
+static void run_posts(timed_post *ps, int n, pthread_t *th)
+{
+    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, timed_post_thread, &ps[i]);
+}
+
+START_TEST(huge_switch_is_refused_from_its_counts)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char *body = switch_request(2895, 0);
+    ck_assert_int_lt(strlen(body), 16 * 1024);
+    enum { N = 4 };
+    timed_post ps[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = (timed_post){.d = &d, .body = body};
+    run_posts(ps, N, th);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(ps[i].status, 413);
+        ck_assert_str_eq(ps[i].field, "topology.switches[0]");
+    }
+    long kb = daemon_peak_rss_kb(&d);
+    ck_assert_msg(kb > 0 && kb < 200 * 1024, "daemon peaked at %ld KB", kb);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Requests that are legal but costly to parse (a 1000-rank switch is ~1M
+ * links) must not hold the threads that answer everyone else: health stays
+ * prompt while many of them are being parsed. */
+START_TEST(heavy_parsing_does_not_starve_health)
+{
+    cs_daemon d;
+    const char *extra[] = {"--http-threads", "2", NULL};
+    start(&d, NULL, extra);
+    char *body = switch_request(1000, 5000);
+    enum { N = 16 };
+    timed_post ps[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = (timed_post){.d = &d, .body = body};
+    run_posts(ps, N, th);
+    usleep(150000);
+    double worst = 0;
+    for (int k = 0; k < 5; k++) {
+        double t0 = cs_now();
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+        double dt = cs_now() - t0;
+        worst = dt > worst ? dt : worst;
+        usleep(100000);
+    }
+    double first = 1e300, last = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(ps[i].status, 400);
+        ck_assert_str_eq(ps[i].field, "collective.root");
+        first = ps[i].t0 < first ? ps[i].t0 : first;
+        last = ps[i].t1 > last ? ps[i].t1 : last;
+    }
+    /* the posts kept the daemon busy for a while; health never waited for them */
+    ck_assert_msg(worst < 0.25 * (last - first) && worst < 1.0,
+                  "health took %.3f s while %d posts took %.3f s", worst, N, last - first);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -194,6 +323,11 @@ static Suite *hardening_suite(void)
     tcase_add_test(store, second_daemon_on_busy_port_leaves_the_store_alone);
     tcase_add_test(store, second_daemon_on_same_sqlite_store_is_refused);
     suite_add_tcase(s, store);
+    TCase *load = tcase_create("load");
+    tcase_set_timeout(load, 90);
+    tcase_add_test(load, huge_switch_is_refused_from_its_counts);
+    tcase_add_test(load, heavy_parsing_does_not_starve_health);
+    suite_add_tcase(s, load);
     return s;
 }
 
