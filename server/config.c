@@ -41,6 +41,9 @@ static const opt_def options[] = {
      "if set, POST and DELETE need 'Authorization: Bearer TOKEN' (prefer the env variable)"},
     {"cors-origins", OPT_STR, OFF(cors_origins), SZ(cors_origins), 0, 0,
      "comma-separated origins allowed by CORS, or * (default: none)"},
+    {"allowed-hosts", OPT_STR, OFF(allowed_hosts), SZ(allowed_hosts), 0, 0,
+     "comma-separated host names this daemon answers to besides loopback names (a loopback "
+     "daemon refuses other Host headers: DNS rebinding); when given, enforced on any bind"},
     {"log-format", OPT_STR, OFF(log_format), SZ(log_format), 0, 0,
      "kv (key=value, default) or json lines, on stderr"},
     {"log-level", OPT_STR, OFF(log_level), SZ(log_level), 0, 0,

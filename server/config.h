@@ -19,6 +19,7 @@ typedef struct cs_server_config {
     char static_dir[1024];    /* "" = clients/dashboard of the binary's repo */
     char auth_token[256];     /* "" = no auth */
     char cors_origins[1024];  /* comma-separated; "*" = any; "" = none */
+    char allowed_hosts[1024]; /* extra Host names answered (comma-separated) */
     char log_format[8];       /* "kv" or "json" */
     char log_level[8];        /* debug, info, warn, error */
     bool access_log;

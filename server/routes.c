@@ -476,11 +476,6 @@ static enum MHD_Result handle_synthesize(req_state *rs)
     if (!rs->body || rs->len == 0)
         return respond_error(rs, 400, "invalid", "body",
                              "POST a JSON object {topology, collective, method?, options?}");
-    const char *ct = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Content-Type");
-    if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "text/plain", 10) != 0 &&
-        strncmp(ct, "application/x-www-form-urlencoded", 33) != 0)
-        return respond_error(rs, 415, "unsupported_media_type", "Content-Type",
-                             "send the request as application/json");
     return offload(rs, synthesize_work);
 }
 

@@ -25,12 +25,7 @@ static void add_cors(req_state *rs, struct MHD_Response *r)
     if (!s->cors_any && s->ncors == 0)
         return;
     const char *origin = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Origin");
-    if (!origin)
-        return;
-    bool ok = s->cors_any;
-    for (int i = 0; i < s->ncors && !ok; i++)
-        ok = strcmp(s->cors[i], origin) == 0;
-    if (!ok)
+    if (!origin || !guard_cors_listed(s, origin))
         return;
     MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_any ? "*" : origin);
     if (!s->cors_any)
@@ -201,6 +196,12 @@ enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err)
 
 /* ---- MHD callbacks ------------------------------------------------------------------ */
 
+static enum MHD_Result respond_refusal(req_state *rs)
+{
+    return respond_error(rs, rs->refusal_status, rs->refusal_code, rs->refusal_field, "%s",
+                         rs->refusal_message);
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -221,8 +222,13 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         rs->url = url;
         snprintf(rs->path, sizeof rs->path, "%s", url);
         *con_cls = rs;
+        if (strcmp(url, "/v1/synthesize") == 0)
+            rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
+        guard_request(rs);
         bool has_body = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
                         strcmp(method, "PATCH") == 0;
+        if (rs->refusal_status && !has_body)
+            return respond_refusal(rs);
         if (has_body) {
             const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -245,7 +251,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ret;
     }
     if (*upload_data_size > 0) {
-        if (!rs->too_large) {
+        if (!rs->too_large && !rs->refusal_status) {
             if (rs->len + *upload_data_size > (size_t)s->cfg.max_body_bytes) {
                 rs->too_large = true;
                 free(rs->body);
@@ -272,6 +278,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (rs->responded)
         return MHD_YES;
+    if (rs->refusal_status)
+        return respond_refusal(rs);
     if (rs->too_large) {
         rs->route = strcmp(url, "/v1/synthesize") == 0 ? ROUTE_SYNTHESIZE : ROUTE_OTHER;
         return respond_error(rs, 413, "too_large", "body", "request body exceeds the limit of %ld bytes",
@@ -318,26 +326,6 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------ */
-
-static void parse_cors(cs_server *s)
-{
-    char buf[sizeof s->cfg.cors_origins];
-    snprintf(buf, sizeof buf, "%s", s->cfg.cors_origins);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        size_t n = strlen(tok);
-        while (n > 0 && tok[n - 1] == ' ')
-            tok[--n] = '\0';
-        if (!n)
-            continue;
-        if (!strcmp(tok, "*"))
-            s->cors_any = true;
-        else if (s->ncors < MAX_CORS_ORIGINS)
-            s->cors[s->ncors++] = strdup(tok);
-    }
-}
 
 static void make_instance_id(char *out, size_t n)
 {
@@ -396,7 +384,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->listen_fd = -1;
     metrics_init(&s->metrics);
     make_instance_id(s->instance, sizeof s->instance);
-    parse_cors(s);
+    guard_init(s);
     static_dir_resolve(cfg->static_dir, s->static_dir, sizeof s->static_dir);
 
     /* Order matters: listen, then the store and its lock, then the workers,
@@ -516,7 +504,6 @@ void server_free(cs_server *s)
     server_stop(s);
     cache_free(s->cache);
     workpool_free(s->parse_pool);
-    for (int i = 0; i < s->ncors; i++)
-        free(s->cors[i]);
+    guard_free(s);
     free(s);
 }

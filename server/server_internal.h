@@ -17,6 +17,7 @@
 #include "workpool.h"
 
 #define MAX_CORS_ORIGINS 32
+#define MAX_ALLOWED_HOSTS 32
 
 struct cs_server {
     cs_server_config cfg;
@@ -35,6 +36,9 @@ struct cs_server {
     int ncors;
     char *cors[MAX_CORS_ORIGINS];
     bool cors_any;
+    int nhosts;                /* --allowed-hosts */
+    char *hosts[MAX_ALLOWED_HOSTS];
+    bool loopback_bind;
     atomic_bool stopping;
 };
 
@@ -52,6 +56,10 @@ typedef struct req_state {
     size_t len, cap;
     bool too_large;
     bool responded;
+    /* refused when the headers came in (guard.c); answered once the body
+     * has been drained */
+    int refusal_status;
+    char refusal_code[32], refusal_field[32], refusal_message[256];
     /* offloaded handling: the response made on the pool, queued on resume */
     struct MHD_Response *stash;
     int stash_status;
@@ -82,6 +90,16 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
  * returns false.  Answers 503 at once when the pool's queue is full. */
 typedef bool (*cs_offload_fn)(req_state *rs);
 enum MHD_Result offload(req_state *rs, cs_offload_fn work);
+
+/* ---- admission (guard.c) ---- */
+void guard_init(cs_server *s);
+void guard_free(cs_server *s);
+/* Host, Origin and Content-Type checks; records a refusal in rs. */
+void guard_request(req_state *rs);
+void guard_refuse(req_state *rs, int status, const char *code, const char *field,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Is origin listed in --cors-origins (or is it "*")? */
+bool guard_cors_listed(const cs_server *s, const char *origin);
 
 /* ---- routes (routes.c) ---- */
 enum MHD_Result route_request(req_state *rs, const char *url, const char *method);

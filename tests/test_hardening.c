@@ -315,6 +315,115 @@ START_TEST(heavy_parsing_does_not_starve_health)
 }
 END_TEST
 
+
+/* ---- 3. cross-site submissions ---------------------------------------------------------- */
+
+#define RING_REQ "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"ring\"}"
+
+static long post_with(const cs_daemon *d, const char *body, const char *const *headers,
+                      char *code, size_t n)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, headers, &r), 0);
+    if (code) {
+        json_t *doc = json_loads(r.body, 0, NULL);
+        snprintf(code, n, "%s", jstr(json_object_get(doc, "error"), "code"));
+        json_decref(doc);
+    }
+    long st = r.status;
+    http_resp_free(&r);
+    return st;
+}
+
+START_TEST(posts_need_json_content_type)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char code[64];
+    /* what a cross-site form or a no-preflight fetch can send */
+    const char *plain[] = {"Content-Type: text/plain", NULL};
+    const char *form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    const char *multi[] = {"Content-Type: multipart/form-data; boundary=x", NULL};
+    const char *none[] = {"Content-Type:", NULL};
+    const char *const *refused[] = {plain, form, multi, none};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(post_with(&d, RING_REQ, refused[i], code, sizeof code), 415);
+        ck_assert_str_eq(code, "unsupported_media_type");
+    }
+    const char *charset[] = {"Content-Type: Application/JSON; charset=utf-8", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, charset, NULL, 0), 202);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(foreign_origins_cannot_submit_or_cancel)
+{
+    cs_daemon d;
+    const char *extra[] = {"--cors-origins", "https://ok.example", NULL};
+    start(&d, NULL, extra);
+    char code[64], self[128];
+    const char *evil[] = {"Origin: https://evil.example", NULL};
+    const char *null_origin[] = {"Origin: null", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, evil, code, sizeof code), 403);
+    ck_assert_str_eq(code, "forbidden_origin");
+    ck_assert_int_eq(post_with(&d, RING_REQ, null_origin, NULL, 0), 403);
+    http_resp r;
+    ck_assert_int_eq(http_request(&d, "DELETE", "/v1/jobs/0123456789abcdef0123456789abcdef", NULL,
+                                  evil, &r), 0);
+    ck_assert_int_eq(r.status, 403);
+    http_resp_free(&r);
+    /* reads stay open (CORS keeps their answers from foreign pages) */
+    ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, evil, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    /* the dashboard served by the daemon itself, and an allowed origin */
+    snprintf(self, sizeof self, "Origin: http://127.0.0.1:%d", d.port);
+    const char *same[] = {self, NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, same, NULL, 0), 202);
+    const char *ok[] = {"Origin: https://ok.example", NULL};
+    ck_assert_int_eq(post_with(&d, "{\"topology\":\"ring:5\",\"collective\":\"allgather\","
+                                   "\"method\":\"ring\"}", ok, NULL, 0), 202);
+    /* nothing was queued by the refused ones */
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_jobs{state=\"queued\"}") +
+                         (long)metrics_value(&d, "collsynth_jobs{state=\"running\"}") +
+                         (long)metrics_value(&d, "collsynth_jobs{state=\"done\"}"),
+                     2);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* DNS rebinding: a page on evil.example re-resolves its name to 127.0.0.1
+ * and talks to the daemon as same-origin; only the Host header tells. */
+START_TEST(loopback_daemon_checks_host)
+{
+    cs_daemon d;
+    const char *extra[] = {"--allowed-hosts", "build-box.internal", NULL};
+    start(&d, NULL, extra);
+    char h[5][128];
+    snprintf(h[0], sizeof h[0], "Host: evil.example:%d", d.port);
+    snprintf(h[1], sizeof h[1], "Host: localhost:%d", d.port);
+    snprintf(h[2], sizeof h[2], "Host: 127.0.0.1:%d", d.port);
+    snprintf(h[3], sizeof h[3], "Host: build-box.internal:%d", d.port);
+    snprintf(h[4], sizeof h[4], "Host: 127.0.0.1.evil.example:%d", d.port);
+    long want[5] = {403, 200, 200, 200, 403};
+    for (int i = 0; i < 5; i++) {
+        const char *hdr[] = {h[i], NULL};
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, hdr, &r), 0);
+        ck_assert_msg(r.status == want[i], "%s: %ld", h[i], r.status);
+        if (want[i] == 403) {
+            json_t *doc = body_json(&r);
+            ck_assert_str_eq(jstr(json_object_get(doc, "error"), "code"), "forbidden_host");
+            json_decref(doc);
+        }
+        http_resp_free(&r);
+    }
+    const char *evil[] = {h[0], NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, evil, NULL, 0), 403);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -328,6 +437,12 @@ static Suite *hardening_suite(void)
     tcase_add_test(load, huge_switch_is_refused_from_its_counts);
     tcase_add_test(load, heavy_parsing_does_not_starve_health);
     suite_add_tcase(s, load);
+    TCase *web = tcase_create("web");
+    tcase_set_timeout(web, 60);
+    tcase_add_test(web, posts_need_json_content_type);
+    tcase_add_test(web, foreign_origins_cannot_submit_or_cancel);
+    tcase_add_test(web, loopback_daemon_checks_host);
+    suite_add_tcase(s, web);
     return s;
 }
 
