@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -202,6 +203,83 @@ static enum MHD_Result respond_refusal(req_state *rs)
                          rs->refusal_message);
 }
 
+/* A refused body is read and thrown away, up to this much beyond the limit,
+ * so that a client which writes its whole body before reading (no
+ * "Expect: 100-continue") gets to read the answer: answering first and
+ * closing with unread data makes the kernel reset the connection, and the
+ * client sees "broken pipe" instead of the 413. */
+static size_t drain_cap(const cs_server *s)
+{
+    size_t cap = 4 * (size_t)s->cfg.max_body_bytes;
+    return cap > (16u << 20) ? cap : (16u << 20);
+}
+
+static bool expects_continue(struct MHD_Connection *conn)
+{
+    const char *e = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+    return e && !strcasecmp(e, "100-continue");
+}
+
+/* First call for a request: the headers are complete, the body not read. */
+static enum MHD_Result request_begins(req_state *rs)
+{
+    cs_server *s = rs->srv;
+    if (strcmp(rs->url, "/v1/synthesize") == 0)
+        rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
+    guard_request(rs);
+    bool has_body = !strcmp(rs->method, "POST") || !strcmp(rs->method, "PUT") ||
+                    !strcmp(rs->method, "PATCH");
+    if (!has_body)
+        return rs->refusal_status ? respond_refusal(rs) : MHD_YES;
+    const char *cl = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    double declared = cl ? strtod(cl, NULL) : 0;
+    if (declared > (double)s->cfg.max_body_bytes)
+        guard_refuse(rs, 413, "too_large", "body",
+                     "request body of %.0f bytes exceeds the limit of %ld", declared,
+                     s->cfg.max_body_bytes);
+    /* A refusal waits for the body, unless the client asked before sending
+     * it (it then never sends it) or the body is too large to drain. */
+    if (rs->refusal_status &&
+        (expects_continue(rs->conn) || declared > (double)drain_cap(s)))
+        return respond_refusal(rs);
+    return MHD_YES;
+}
+
+/* A piece of the body: kept, or counted and dropped once refused. */
+static enum MHD_Result request_body(req_state *rs, const char *data, size_t n)
+{
+    cs_server *s = rs->srv;
+    size_t limit = (size_t)s->cfg.max_body_bytes;
+    if (!rs->refusal_status && rs->len + n > limit) {
+        guard_refuse(rs, 413, "too_large", "body", "request body exceeds the limit of %ld bytes",
+                     s->cfg.max_body_bytes);
+        free(rs->body);
+        rs->body = NULL;
+        rs->drained = rs->len;
+        rs->len = rs->cap = 0;
+    }
+    if (rs->refusal_status) {
+        rs->drained += n;
+        /* past the cap: answer now and let the connection close */
+        return rs->drained > drain_cap(s) && !rs->responded ? respond_refusal(rs) : MHD_YES;
+    }
+    if (rs->len + n + 1 > rs->cap) {
+        size_t ncap = (rs->len + n + 1) * 2;
+        if (ncap > limit + 1)
+            ncap = limit + 1;
+        char *nb = realloc(rs->body, ncap);
+        if (!nb)
+            return MHD_NO;
+        rs->body = nb;
+        rs->cap = ncap;
+    }
+    memcpy(rs->body + rs->len, data, n);
+    rs->len += n;
+    rs->body[rs->len] = '\0';
+    return MHD_YES;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -222,24 +300,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         rs->url = url;
         snprintf(rs->path, sizeof rs->path, "%s", url);
         *con_cls = rs;
-        if (strcmp(url, "/v1/synthesize") == 0)
-            rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
-        guard_request(rs);
-        bool has_body = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-                        strcmp(method, "PATCH") == 0;
-        if (rs->refusal_status && !has_body)
-            return respond_refusal(rs);
-        if (has_body) {
-            const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl && strtod(cl, NULL) > (double)s->cfg.max_body_bytes) {
-                rs->route = strcmp(url, "/v1/synthesize") == 0 ? ROUTE_SYNTHESIZE : ROUTE_OTHER;
-                return respond_error(rs, 413, "too_large", "body",
-                                     "request body of %s bytes exceeds the limit of %ld", cl,
-                                     s->cfg.max_body_bytes);
-            }
-            return MHD_YES;
-        }
+        return request_begins(rs);
     }
     rs->conn = conn;
     if (rs->stash) {
@@ -251,40 +312,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ret;
     }
     if (*upload_data_size > 0) {
-        if (!rs->too_large && !rs->refusal_status) {
-            if (rs->len + *upload_data_size > (size_t)s->cfg.max_body_bytes) {
-                rs->too_large = true;
-                free(rs->body);
-                rs->body = NULL;
-                rs->len = rs->cap = 0;
-            } else {
-                if (rs->len + *upload_data_size + 1 > rs->cap) {
-                    size_t ncap = (rs->len + *upload_data_size + 1) * 2;
-                    if (ncap > (size_t)s->cfg.max_body_bytes + 1)
-                        ncap = (size_t)s->cfg.max_body_bytes + 1;
-                    char *nb = realloc(rs->body, ncap);
-                    if (!nb)
-                        return MHD_NO;
-                    rs->body = nb;
-                    rs->cap = ncap;
-                }
-                memcpy(rs->body + rs->len, upload_data, *upload_data_size);
-                rs->len += *upload_data_size;
-                rs->body[rs->len] = '\0';
-            }
-        }
+        size_t n = *upload_data_size;
         *upload_data_size = 0;
-        return MHD_YES;
+        return request_body(rs, upload_data, n);
     }
     if (rs->responded)
         return MHD_YES;
     if (rs->refusal_status)
         return respond_refusal(rs);
-    if (rs->too_large) {
-        rs->route = strcmp(url, "/v1/synthesize") == 0 ? ROUTE_SYNTHESIZE : ROUTE_OTHER;
-        return respond_error(rs, 413, "too_large", "body", "request body exceeds the limit of %ld bytes",
-                             s->cfg.max_body_bytes);
-    }
     return route_request(rs, url, method);
 }
 

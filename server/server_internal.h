@@ -54,7 +54,7 @@ typedef struct req_state {
     char path[256];
     char *body;
     size_t len, cap;
-    bool too_large;
+    size_t drained;            /* body bytes dropped after a refusal */
     bool responded;
     /* refused when the headers came in (guard.c); answered once the body
      * has been drained */

@@ -424,6 +424,139 @@ START_TEST(loopback_daemon_checks_host)
 }
 END_TEST
 
+
+/* ---- raw sockets ------------------------------------------------------------------------ */
+
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    if (src) {
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &a.sin_addr);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Writes all of it like a naive client (Python's urllib: no 100-continue);
+ * 0, or the errno that stopped it. */
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads until EOF or timeout; returns what came (NUL-terminated), *err the
+ * errno of a failed read (ECONNRESET) or 0. */
+static char *recv_all(int fd, double timeout_s, int *err)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    *err = 0;
+    double until = cs_now() + timeout_s;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((until - cs_now()) * 1000);
+        if (ms <= 0 || poll(&p, 1, ms) <= 0)
+            break;
+        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
+        if (r < 0) {
+            *err = errno;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (cap - n < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- 6. over-limit bodies ---------------------------------------------------------------- */
+
+START_TEST(over_limit_body_is_answered_not_reset)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-body-bytes", "65536", NULL};
+    start(&d, NULL, extra);
+    size_t n = 2 << 20;
+    char *body = malloc(n);
+    memset(body, ' ', n);
+    body[0] = '{';
+    body[n - 1] = '}';
+    for (int chunked = 0; chunked < 2; chunked++) {
+        int fd = connect_from(NULL, d.port);
+        ck_assert_int_ge(fd, 0);
+        char head[512];
+        if (chunked)
+            snprintf(head, sizeof head,
+                     "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        else
+            snprintf(head, sizeof head,
+                     "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", n);
+        ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
+        int werr = 0;
+        if (chunked) {
+            for (size_t off = 0; off < n && !werr; off += 16384) {
+                char line[32];
+                snprintf(line, sizeof line, "%x\r\n", 16384);
+                werr = send_all(fd, line, strlen(line));
+                if (!werr)
+                    werr = send_all(fd, body + off, 16384);
+                if (!werr)
+                    werr = send_all(fd, "\r\n", 2);
+            }
+            if (!werr)
+                werr = send_all(fd, "0\r\n\r\n", 5);
+        } else {
+            werr = send_all(fd, body, n);
+        }
+        ck_assert_msg(werr == 0, "writing the body failed: %s", strerror(werr));
+        int rerr = 0;
+        char *resp = recv_all(fd, 10, &rerr);
+        ck_assert_msg(rerr == 0, "reading the answer failed: %s", strerror(rerr));
+        ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "answer: %.200s", resp);
+        ck_assert_ptr_nonnull(strstr(resp, "\"too_large\""));
+        free(resp);
+        close(fd);
+    }
+    /* a client that asks first is told at once and never sends the body */
+    int fd = connect_from(NULL, d.port);
+    char head[512];
+    snprintf(head, sizeof head,
+             "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nExpect: 100-continue\r\n\r\n", n);
+    ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
+    int rerr = 0;
+    char *resp = recv_all(fd, 5, &rerr);
+    ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "answer: %.200s", resp);
+    free(resp);
+    close(fd);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -443,6 +576,10 @@ static Suite *hardening_suite(void)
     tcase_add_test(web, foreign_origins_cannot_submit_or_cancel);
     tcase_add_test(web, loopback_daemon_checks_host);
     suite_add_tcase(s, web);
+    TCase *wire = tcase_create("wire");
+    tcase_set_timeout(wire, 60);
+    tcase_add_test(wire, over_limit_body_is_answered_not_reset);
+    suite_add_tcase(s, wire);
     return s;
 }
 
