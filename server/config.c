@@ -59,6 +59,13 @@ static const opt_def options[] = {
      "2), so costly requests never hold the HTTP threads"},
     {"max-connections", OPT_INT, OFF(max_connections), 0, 1, 100000,
      "concurrent HTTP connections (default 1024)"},
+    {"max-connections-per-ip", OPT_INT, OFF(max_connections_per_ip), 0, 1, 100000,
+     "concurrent HTTP connections from one client address (default 256)"},
+    {"header-timeout", OPT_DOUBLE, OFF(header_timeout_s), 0, 0.1, 3600,
+     "seconds a request's headers may take to arrive, from the connection's start or its "
+     "previous response: slow or idle connections are closed after it (default 10)"},
+    {"body-timeout", OPT_DOUBLE, OFF(body_timeout_s), 0, 0.1, 3600,
+     "seconds a request body may take to arrive after its headers (default 60)"},
     {"max-queued", OPT_LONG, OFF(max_queued), 0, 1, 1e9,
      "queued jobs before POST answers 429 (default 256)"},
     {"job-time-limit", OPT_DOUBLE, OFF(job_time_limit_s), 0, 0.01, 1e7,
@@ -106,6 +113,9 @@ void config_defaults(cs_server_config *c)
     c->workers = 2;
     c->http_threads = 0;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 256;
+    c->header_timeout_s = 10;
+    c->body_timeout_s = 60;
     c->max_queued = 256;
     c->job_time_limit_s = 600;
     c->max_body_bytes = 1 << 20;

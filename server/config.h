@@ -27,6 +27,9 @@ typedef struct cs_server_config {
     int http_threads;         /* libmicrohttpd thread pool; 0 = CPUs (>= 2) */
     int parse_threads;        /* request parsing and validation; 0 = CPUs (>= 2) */
     int max_connections;
+    int max_connections_per_ip;
+    double header_timeout_s;  /* a request's headers must arrive within this */
+    double body_timeout_s;    /* ... and its body within this after them */
     long max_queued;          /* queued jobs before 429 */
     double job_time_limit_s;  /* per-job wall-clock cap */
     long max_body_bytes;

@@ -176,6 +176,12 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# HELP collsynth_codegen_total Code generated (not served from cache).\n"
                   "# TYPE collsynth_codegen_total counter\ncollsynth_codegen_total %lu\n",
               LOAD(m->coalesced), LOAD(m->rejected_queue_full), LOAD(m->codegen_total));
+    tb_printf(&t, "# HELP collsynth_http_timeouts_total Connections cut off because a request's "
+                  "headers or body did not arrive within their deadline.\n"
+                  "# TYPE collsynth_http_timeouts_total counter\n"
+                  "collsynth_http_timeouts_total{phase=\"headers\"} %lu\n"
+                  "collsynth_http_timeouts_total{phase=\"body\"} %lu\n",
+              LOAD(m->http_timeouts[0]), LOAD(m->http_timeouts[1]));
     tb_printf(&t, "# HELP collsynth_results Results in the store.\n"
                   "# TYPE collsynth_results gauge\ncollsynth_results %ld\n"
                   "# HELP collsynth_cache_entries Results and code held in memory.\n"

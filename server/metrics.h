@@ -40,6 +40,7 @@ typedef struct cs_metrics {
     atomic_ulong syntheses_done, syntheses_failed, syntheses_cancelled, syntheses_requeued;
     atomic_ulong coalesced;                       /* POSTs that joined an active job */
     atomic_ulong rejected_queue_full;
+    atomic_ulong http_timeouts[2];                /* requests cut off: headers, body late */
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */
     atomic_ulong codegen_total;
     atomic_long running;                          /* jobs running on this daemon now */

@@ -229,8 +229,11 @@ static enum MHD_Result request_begins(req_state *rs)
     guard_request(rs);
     bool has_body = !strcmp(rs->method, "POST") || !strcmp(rs->method, "PUT") ||
                     !strcmp(rs->method, "PATCH");
-    if (!has_body)
+    if (!has_body) {
+        conntrack_phase(s, rs->conn, CONN_BUSY);
         return rs->refusal_status ? respond_refusal(rs) : MHD_YES;
+    }
+    conntrack_phase(s, rs->conn, CONN_BODY);
     const char *cl = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     double declared = cl ? strtod(cl, NULL) : 0;
@@ -318,6 +321,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (rs->responded)
         return MHD_YES;
+    conntrack_phase(s, conn, CONN_BUSY); /* the whole request is in */
     if (rs->refusal_status)
         return respond_refusal(rs);
     return route_request(rs, url, method);
@@ -326,9 +330,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     (void)toe;
     cs_server *s = cls;
+    /* the connection waits for its next request now (keep-alive) */
+    conntrack_phase(s, conn, CONN_HEADERS);
     req_state *rs = *con_cls;
     if (!rs)
         return;
@@ -472,13 +477,20 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG;
     if (v6)
         flags |= MHD_USE_IPv6;
+    s->conntrack = conntrack_start(s);
+    if (!s->conntrack) {
+        server_stop(s);
+        server_free(s);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the connection sweeper");
+    }
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_logger, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_END);
     if (!s->mhd) {
         server_stop(s);
         server_free(s);
@@ -522,6 +534,7 @@ void server_stop(cs_server *s)
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
+    conntrack_stop(s->conntrack);
     jobs_free(s->jobs);
     s->jobs = NULL;
     store_close(s->store);
@@ -539,6 +552,7 @@ void server_free(cs_server *s)
     server_stop(s);
     cache_free(s->cache);
     workpool_free(s->parse_pool);
+    conntrack_free(s->conntrack);
     guard_free(s);
     free(s);
 }

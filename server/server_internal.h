@@ -17,6 +17,9 @@
 #include "workpool.h"
 
 #define MAX_CORS_ORIGINS 32
+
+typedef struct cs_conntrack cs_conntrack;
+typedef enum cs_conn_phase { CONN_HEADERS = 0, CONN_BODY, CONN_BUSY } cs_conn_phase;
 #define MAX_ALLOWED_HOSTS 32
 
 struct cs_server {
@@ -29,6 +32,7 @@ struct cs_server {
     cs_metrics metrics;
     cs_jobs *jobs;
     cs_workpool *parse_pool;   /* costly handlers run here, not on HTTP threads */
+    cs_conntrack *conntrack;   /* header and body deadlines */
     struct MHD_Daemon *mhd;
     int listen_fd;             /* ours until MHD takes it */
     int port;
@@ -90,6 +94,16 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
  * returns false.  Answers 503 at once when the pool's queue is full. */
 typedef bool (*cs_offload_fn)(req_state *rs);
 enum MHD_Result offload(req_state *rs, cs_offload_fn work);
+
+/* ---- request deadlines (conntrack.c) ---- */
+cs_conntrack *conntrack_start(cs_server *s);
+void conntrack_stop(cs_conntrack *ct);
+void conntrack_free(cs_conntrack *ct);
+/* MHD_OPTION_NOTIFY_CONNECTION; cls is the server. */
+void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code);
+/* The connection enters a phase; its deadline restarts (none when busy). */
+void conntrack_phase(const cs_server *s, struct MHD_Connection *conn, cs_conn_phase phase);
 
 /* ---- admission (guard.c) ---- */
 void guard_init(cs_server *s);

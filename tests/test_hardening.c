@@ -557,6 +557,108 @@ START_TEST(over_limit_body_is_answered_not_reset)
 }
 END_TEST
 
+
+/* ---- 4. slow connections ------------------------------------------------------------------ */
+
+/* Seconds until the daemon closes fd (EOF or reset), at most limit_s; while
+ * waiting, drips one byte of header every drip_s (0: none). */
+static double seconds_until_closed(int fd, double limit_s, double drip_s)
+{
+    double t0 = cs_now(), next = t0 + drip_s;
+    for (;;) {
+        double now = cs_now();
+        if (now - t0 > limit_s)
+            return now - t0;
+        if (drip_s > 0 && now >= next) {
+            send(fd, "X", 1, MSG_NOSIGNAL);
+            next = now + drip_s;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 50) > 0) {
+            char buf[512];
+            ssize_t r = recv(fd, buf, sizeof buf, 0);
+            if (r <= 0)
+                return cs_now() - t0;
+        }
+    }
+}
+
+START_TEST(slow_headers_meet_a_deadline)
+{
+    cs_daemon d;
+    const char *extra[] = {"--header-timeout", "1", NULL};
+    start(&d, NULL, extra);
+    /* silent after a partial request line */
+    int fd = connect_from(NULL, d.port);
+    ck_assert_int_eq(send_all(fd, "GET /v1/health HT", 17), 0);
+    double t = seconds_until_closed(fd, 6, 0);
+    ck_assert_msg(t < 4, "a silent half-request stayed open %.1f s", t);
+    close(fd);
+    /* a byte every 0.3 s keeps an idle timeout alive forever, not a deadline */
+    fd = connect_from(NULL, d.port);
+    ck_assert_int_eq(send_all(fd, "GET /v1/health HTTP/1.1\r\nX-Slow: ", 33), 0);
+    t = seconds_until_closed(fd, 6, 0.3);
+    ck_assert_msg(t < 4, "a dripping request stayed open %.1f s", t);
+    close(fd);
+    /* the deadline is per request, not per connection: a quick client on a
+     * kept-alive connection is not cut off */
+    fd = connect_from(NULL, d.port);
+    for (int i = 0; i < 3; i++) {
+        const char *req = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        ck_assert_int_eq(send_all(fd, req, strlen(req)), 0);
+        char buf[2048];
+        ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
+        ck_assert_int_gt(r, 0);
+        buf[r] = '\0';
+        ck_assert_msg(!strncmp(buf, "HTTP/1.1 200", 12), "%.100s", buf);
+        usleep(600000);
+    }
+    close(fd);
+    ck_assert_int_ge((long)metrics_value(&d, "collsynth_http_timeouts_total{phase=\"headers\"}"), 2);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(slow_clients_from_one_address_do_not_block_health)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-connections", "200", "--max-connections-per-ip", "20",
+                           "--header-timeout", "30", NULL};
+    start(&d, NULL, extra);
+    enum { N = 300 };
+    int fds[N];
+    int open_ok = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.2", d.port);
+        if (fds[i] >= 0 && send_all(fds[i], "G", 1) == 0)
+            open_ok++;
+    }
+    ck_assert_int_gt(open_ok, 20);
+    usleep(300000);
+    for (int k = 0; k < 3; k++) {
+        double t0 = cs_now();
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+        ck_assert_msg(cs_now() - t0 < 1.0, "health took %.2f s", cs_now() - t0);
+    }
+    /* the daemon holds at most 20 of them */
+    int alive = 0;
+    for (int i = 0; i < N; i++) {
+        if (fds[i] < 0)
+            continue;
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char c;
+        if (!(poll(&p, 1, 0) > 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0))
+            alive++;
+        close(fds[i]);
+    }
+    ck_assert_int_le(alive, 20);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -579,6 +681,8 @@ static Suite *hardening_suite(void)
     TCase *wire = tcase_create("wire");
     tcase_set_timeout(wire, 60);
     tcase_add_test(wire, over_limit_body_is_answered_not_reset);
+    tcase_add_test(wire, slow_headers_meet_a_deadline);
+    tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
     suite_add_tcase(s, wire);
     return s;
 }
