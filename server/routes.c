@@ -370,6 +370,41 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
     return queue(rs, 202, r);
 }
 
+/* Nothing to move (synth_request_trivial): the answer costs nothing, so it
+ * is made and stored here, with no job.  Frees req. */
+static enum MHD_Result answer_trivial(req_state *rs, cs_synth_request *req)
+{
+    cs_server *s = rs->srv;
+    cs_error err;
+    cs_error_clear(&err);
+    cs_result *res = NULL;
+    int rc = synth_run(req, &s->cfg.limits, NULL, &res, &err);
+    json_t *doc = rc == CS_OK ? synth_result_to_json(req, res) : NULL;
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
+    char *canon = text ? synth_request_canonical_text(req) : NULL;
+    json_decref(doc);
+    result_free(res);
+    synth_request_free(req);
+    if (rc || !canon) {
+        free(text);
+        free(canon);
+        return rc ? respond_cs_error(rs, &err) : respond_error(rs, 500, "internal", "",
+                                                               "out of memory");
+    }
+    rc = store_result_put(s->store, rs->key, canon, text, &err);
+    free(canon);
+    cs_blob *b = rc == CS_OK ? blob_adopt(text, strlen(text)) : NULL;
+    if (!b) {
+        free(text);
+        return rc ? respond_cs_error(rs, &err) : respond_error(rs, 500, "internal", "",
+                                                               "out of memory");
+    }
+    cache_put(s->cache, rs->key, b);
+    enum MHD_Result r = respond_result(rs, b, 200);
+    blob_unref(b);
+    return r;
+}
+
 /* On the parse pool: parse, validate, key, submit; answer, or park the
  * connection on the job when the client asked to wait (*parked). */
 static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
@@ -400,6 +435,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         blob_unref(b);
         return r;
     }
+    if (synth_request_trivial(req))
+        return answer_trivial(rs, req);
     char *canon = synth_request_canonical_text(req);
     char new_id[40];
     jobs_new_id(new_id);

@@ -659,6 +659,44 @@ START_TEST(slow_clients_from_one_address_do_not_block_health)
 }
 END_TEST
 
+
+/* ---- 7. trivial requests ------------------------------------------------------------------- */
+
+START_TEST(trivial_requests_are_answered_at_once)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    static const char *const bodies[] = {
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allgather\"}",
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allreduce\","
+        "\"method\":\"ring\"}",
+        "{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"custom\",\"global_chunks\":2,"
+        "\"pre\":[[0,0],[1,1]],\"post\":[[0,0]]},\"method\":\"tacos\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        json_t *doc = NULL;
+        /* no wait_s: still the answer, not a job */
+        ck_assert_int_eq(post(&d, bodies[i], &doc), 200);
+        ck_assert(json_is_true(json_object_get(doc, "complete")));
+        ck_assert_ptr_nonnull(strstr(jstr(doc, "reason"), "trivial"));
+        json_t *front = json_object_get(doc, "frontier");
+        ck_assert_int_eq(json_array_size(front), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(front, 0), "steps")), 0);
+        ck_assert_int_eq(json_array_size(json_object_get(json_array_get(front, 0), "sends")), 0);
+        /* stored like any result */
+        char path[128];
+        snprintf(path, sizeof path, "/v1/results/%s", jstr(doc, "key"));
+        long st = 0;
+        json_t *again = get_json(&d, path, &st);
+        ck_assert_int_eq(st, 200);
+        json_decref(again);
+        json_decref(doc);
+    }
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 0);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -677,6 +715,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(web, posts_need_json_content_type);
     tcase_add_test(web, foreign_origins_cannot_submit_or_cancel);
     tcase_add_test(web, loopback_daemon_checks_host);
+    tcase_add_test(web, trivial_requests_are_answered_at_once);
     suite_add_tcase(s, web);
     TCase *wire = tcase_create("wire");
     tcase_set_timeout(wire, 60);
