@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 
 extern char **environ;
+
+#define DEFAULT_PORT 8470
 
 typedef enum { OPT_STR, OPT_INT, OPT_LONG, OPT_DOUBLE, OPT_BOOL } opt_type;
 
@@ -27,7 +30,8 @@ typedef struct opt_def {
 
 static const opt_def options[] = {
     {"listen", OPT_STR, OFF(listen), SZ(listen), 0, 0,
-     "address to listen on (default 127.0.0.1: loopback only)"},
+     "address to listen on, optionally with the port: 127.0.0.1:8470, [::1]:8470 (default "
+     "127.0.0.1: loopback only)"},
     {"port", OPT_INT, OFF(port), 0, 0, 65535,
      "TCP port (default 8470; 0 picks a free port, printed at startup)"},
     {"data-dir", OPT_STR, OFF(data_dir), SZ(data_dir), 0, 0,
@@ -105,7 +109,7 @@ void config_defaults(cs_server_config *c)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1");
-    c->port = 8470;
+    c->port = DEFAULT_PORT;
     snprintf(c->data_dir, sizeof c->data_dir, "./collsynth-data");
     snprintf(c->log_format, sizeof c->log_format, "kv");
     snprintf(c->log_level, sizeof c->log_level, "info");
@@ -205,6 +209,54 @@ int config_from_env(cs_server_config *c, char **envp, cs_error *err)
     return CS_OK;
 }
 
+/* --listen ADDR, ADDR:PORT or [V6]:PORT ("localhost" is 127.0.0.1).  A port
+ * given both ways must agree, unless --port kept its default. */
+static int split_listen(cs_server_config *c, cs_error *err)
+{
+    static const char how[] =
+        "--listen takes a numeric IPv4 or IPv6 address, optionally with a port: 127.0.0.1, "
+        "0.0.0.0:8470, ::1, [::1]:8470";
+    char host[sizeof c->listen], *port = NULL;
+    snprintf(host, sizeof host, "%s", c->listen);
+    char *addr = host;
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return cs_error_set(err, CS_EINVAL, "listen", "%s is not an address (%s)",
+                                c->listen, how);
+        *close = '\0';
+        addr = host + 1;
+        port = close[1] == ':' ? close + 2 : NULL;
+    } else {
+        char *colon = strchr(host, ':');
+        if (colon && !strchr(colon + 1, ':')) { /* one colon: host:port; more: IPv6 */
+            *colon = '\0';
+            port = colon + 1;
+        }
+    }
+    if (!strcmp(addr, "localhost"))
+        addr = "127.0.0.1";
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
+        return cs_error_set(err, CS_EINVAL, "listen", "%s is not an address (%s)", c->listen,
+                            how);
+    if (port) {
+        char *end;
+        errno = 0;
+        long p = strtol(port, &end, 10);
+        if (errno || end == port || *end || p < 0 || p > 65535)
+            return cs_error_set(err, CS_EINVAL, "listen", "--listen %s: the port must be in "
+                                "[0, 65535] (%s)", c->listen, how);
+        if (c->port != DEFAULT_PORT && c->port != p)
+            return cs_error_set(err, CS_EINVAL, "listen",
+                                "--listen %s and --port %d name different ports; give one",
+                                c->listen, c->port);
+        c->port = (int)p;
+    }
+    memmove(c->listen, addr, strlen(addr) + 1);
+    return CS_OK;
+}
+
 int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_error *err)
 {
     *help = false;
@@ -247,6 +299,9 @@ int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_
         if (rc)
             return rc;
     }
+    int rc = split_listen(c, err);
+    if (rc)
+        return rc;
     if (strcmp(c->log_format, "kv") && strcmp(c->log_format, "json"))
         return cs_error_set(err, CS_EINVAL, "log-format", "--log-format: kv or json");
     if (strcmp(c->log_level, "debug") && strcmp(c->log_level, "info") &&

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "msccl_xml.h"
 #include "synthesize.h"
@@ -57,9 +58,12 @@ static bool authorized(req_state *rs)
     if (!token[0])
         return true;
     const char *h = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0)
+    /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
+    if (!h || strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t'))
         return false;
-    const char *given = h + 7;
+    const char *given = h + 6;
+    while (*given == ' ' || *given == '\t')
+        given++;
     size_t n = strlen(token), m = strlen(given);
     unsigned char diff = (unsigned char)(n != m);
     for (size_t i = 0; i < n; i++)  /* constant time in the token length */

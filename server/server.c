@@ -220,12 +220,37 @@ static bool expects_continue(struct MHD_Connection *conn)
     return e && !strcasecmp(e, "100-continue");
 }
 
+static req_state *new_request(cs_server *s, struct MHD_Connection *conn, const char *raw_uri)
+{
+    req_state *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return NULL;
+    rs->srv = s;
+    rs->conn = conn;
+    rs->start = cs_now();
+    rs->route = ROUTE_OTHER;
+    /* MHD hands the handler the decoded path, where a %00 cuts it short:
+     * "/app.js%00.html" would serve /app.js.  Only the raw target shows it. */
+    rs->nul_in_target = raw_uri && strcasestr(raw_uri, "%00") != NULL;
+    if (raw_uri) /* for the log of a request MHD refuses before the handler */
+        snprintf(rs->path, sizeof rs->path, "%s", raw_uri);
+    return rs;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request line is in; its state begins here. */
+static void *uri_received(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return new_request(cls, conn, uri);
+}
+
 /* First call for a request: the headers are complete, the body not read. */
 static enum MHD_Result request_begins(req_state *rs)
 {
     cs_server *s = rs->srv;
     if (strcmp(rs->url, "/v1/synthesize") == 0)
         rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
+    if (rs->nul_in_target)
+        guard_refuse(rs, 400, "invalid", "path", "the request target contains a NUL byte (%%00)");
     guard_request(rs);
     bool has_body = !strcmp(rs->method, "POST") || !strcmp(rs->method, "PUT") ||
                     !strcmp(rs->method, "PATCH");
@@ -291,18 +316,13 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)version;
     cs_server *s = cls;
     req_state *rs = *con_cls;
-    if (!rs) {
-        rs = calloc(1, sizeof *rs);
-        if (!rs)
-            return MHD_NO;
-        rs->srv = s;
-        rs->conn = conn;
-        rs->start = cs_now();
-        rs->route = ROUTE_OTHER;
+    if (!rs && !(rs = *con_cls = new_request(s, conn, NULL)))
+        return MHD_NO;
+    if (!rs->begun) {
+        rs->begun = true;
         rs->method = method;
         rs->url = url;
         snprintf(rs->path, sizeof rs->path, "%s", url);
-        *con_cls = rs;
         return request_begins(rs);
     }
     rs->conn = conn;
@@ -490,7 +510,8 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
+        uri_received, s, MHD_OPTION_END);
     if (!s->mhd) {
         server_stop(s);
         server_free(s);
@@ -498,6 +519,11 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
                             cfg->listen, cfg->port);
     }
     s->listen_fd = -1; /* MHD owns it now */
+    if (!s->loopback_bind && !cfg->auth_token[0])
+        log_event(&s->log, LOG_WARN, "no_auth_token", "addr", cfg->listen, "message",
+                  "listening beyond loopback without --auth-token: anyone who can reach this "
+                  "address can submit and cancel jobs (set COLLSYNTH_AUTH_TOKEN)",
+                  NULL);
     struct sockaddr_storage sa;
     socklen_t salen = sizeof sa;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);

@@ -53,6 +53,8 @@ typedef struct req_state {
     double start;
     cs_route route;
     int status;
+    bool begun;                /* the access handler has seen the headers */
+    bool nul_in_target;        /* "%00" in the raw request target */
     const char *method;
     const char *url;           /* MHD's, valid for the whole request */
     char path[256];

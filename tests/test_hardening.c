@@ -697,6 +697,86 @@ START_TEST(trivial_requests_are_answered_at_once)
 }
 END_TEST
 
+
+/* ---- 8. smaller ones -------------------------------------------------------------------------- */
+
+START_TEST(bearer_scheme_is_case_insensitive)
+{
+    cs_daemon d;
+    const char *extra[] = {"--auth-token", "s3cret", NULL};
+    start(&d, NULL, extra);
+    const char *spellings[] = {"Authorization: bearer s3cret", "Authorization: BEARER s3cret",
+                               "Authorization: Bearer  s3cret"};
+    for (int i = 0; i < 3; i++) {
+        char body[200];
+        snprintf(body, sizeof body, "{\"topology\":\"ring:%d\",\"collective\":\"allgather\","
+                                    "\"method\":\"ring\"}", 4 + i);
+        const char *h[] = {spellings[i], NULL};
+        ck_assert_msg(post_with(&d, body, h, NULL, 0) == 202, "%s", spellings[i]);
+    }
+    const char *wrong[] = {"Authorization: Basic s3cret", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, wrong, NULL, 0), 401);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(listen_everywhere_without_token_warns)
+{
+    cs_daemon d;
+    const char *extra[] = {"--listen", "0.0.0.0", NULL};
+    start(&d, NULL, extra);
+    char *log = read_file_text(d.log_path);
+    ck_assert_msg(strstr(log, "level=warn event=no_auth_token") != NULL, "log: %.1500s", log);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    /* loopback, or a token: no warning */
+    const char *tok[] = {"--listen", "0.0.0.0", "--auth-token", "t", NULL};
+    start(&d, NULL, tok);
+    log = read_file_text(d.log_path);
+    ck_assert_ptr_null(strstr(log, "no_auth_token"));
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(listen_with_host_port)
+{
+    int port = free_port();
+    char spec[64], ps[16];
+    snprintf(spec, sizeof spec, "127.0.0.1:%d", port);
+    snprintf(ps, sizeof ps, "%d", port);
+    /* the harness passes --port 0 first; the same port again agrees with --listen */
+    const char *extra[] = {"--listen", spec, "--port", ps, NULL};
+    cs_daemon d;
+    start(&d, NULL, extra);
+    ck_assert_int_eq(d.port, port);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(nul_in_the_target_is_refused)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    const char *paths[] = {"/index.html%00.js", "/v1/health%00", "/v1/topologies/ring:4%00x",
+                           "/v1/topologies?x=%00"};
+    for (int i = 0; i < 4; i++) {
+        int fd = connect_from(NULL, d.port);
+        char req[256];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                 paths[i]);
+        ck_assert_int_eq(send_all(fd, req, strlen(req)), 0);
+        int rerr;
+        char *resp = recv_all(fd, 5, &rerr);
+        ck_assert_msg(!strncmp(resp, "HTTP/1.1 400", 12), "%s: %.120s", paths[i], resp);
+        ck_assert_ptr_nonnull(strstr(resp, "\"field\":\"path\""));
+        free(resp);
+        close(fd);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -723,6 +803,13 @@ static Suite *hardening_suite(void)
     tcase_add_test(wire, slow_headers_meet_a_deadline);
     tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
     suite_add_tcase(s, wire);
+    TCase *small = tcase_create("small");
+    tcase_set_timeout(small, 60);
+    tcase_add_test(small, bearer_scheme_is_case_insensitive);
+    tcase_add_test(small, listen_everywhere_without_token_warns);
+    tcase_add_test(small, listen_with_host_port);
+    tcase_add_test(small, nul_in_the_target_is_refused);
+    suite_add_tcase(s, small);
     return s;
 }
 
