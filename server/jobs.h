@@ -42,8 +42,9 @@ void jobs_notify(cs_jobs *j);
 /* Progress of a job running on this daemon ({method, outcome, message, done,
  * total, elapsed, best, steps, rounds, chunks}); NULL if it does not run here. */
 json_t *jobs_local_progress(cs_jobs *j, const char *id);
-/* Cancels a job running here; false when it does not run here. */
-bool jobs_cancel_local(cs_jobs *j, const char *id);
+/* Stops a job running here at once (an explicit cancel, or its last waiter
+ * left), rather than at its next heartbeat; false when it does not run here. */
+bool jobs_cancel_local(cs_jobs *j, const char *id, bool explicit_cancel);
 
 typedef void (*cs_wake_fn)(void *arg);
 /* Calls fn(arg) exactly once, from another thread, when job id is no longer
@@ -53,7 +54,5 @@ int jobs_wait(cs_jobs *j, const char *id, double timeout_s, cs_wake_fn fn, void 
 void jobs_stop(cs_jobs *j, double grace_s);
 void jobs_free(cs_jobs *j);
 
-/* A fresh random job id (32 hex digits). */
-void jobs_new_id(char out[40]);
 
 #endif

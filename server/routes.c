@@ -201,11 +201,16 @@ static enum MHD_Result handle_metrics(req_state *rs)
 
 /* ---- jobs ------------------------------------------------------------------------------ */
 
+/* A job as its caller sees it: read through a handle, "id" is that handle
+ * and "detached" says whether it was let go. */
 static json_t *job_json(cs_server *s, const cs_store_job *j)
 {
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f}", "id", j->id, "key", j->key,
-                            "status", job_status_name(j->status), "attempts", j->attempts,
-                            "created", j->created, "updated", j->updated);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:i}", "id",
+                            j->handle[0] ? j->handle : j->id, "key", j->key, "status",
+                            job_status_name(j->status), "attempts", j->attempts, "created",
+                            j->created, "updated", j->updated, "waiters", j->waiters);
+    if (j->handle[0])
+        json_object_set_new(doc, "detached", json_boolean(j->detached));
     json_t *progress = NULL;
     if (j->status == CS_JOB_RUNNING)
         progress = jobs_local_progress(s->jobs, j->id);
@@ -223,7 +228,8 @@ static json_t *job_json(cs_server *s, const cs_store_job *j)
             json_object_set_new(doc, "error", e);
     }
     if (j->status == CS_JOB_RUNNING || j->status == CS_JOB_QUEUED)
-        json_object_set_new(doc, "cancel_requested", json_boolean(j->cancel_requested));
+        json_object_set_new(doc, "cancel_requested",
+                            json_boolean(j->cancel_requested != CS_CANCEL_NONE));
     if (j->status == CS_JOB_RUNNING && j->owner[0])
         json_object_set_new(doc, "instance", json_string(j->owner)); /* the daemon running it */
     return doc;
@@ -283,11 +289,19 @@ static enum MHD_Result handle_job_get(req_state *rs, const char *id)
     return queue(rs, 200, r);
 }
 
-static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
+static enum MHD_Result delete_answer(req_state *rs, int status, const char *id,
+                                     const char *state, int waiters)
+{
+    json_t *doc = json_pack("{s:s, s:s}", "id", id, "status", state);
+    if (waiters >= 0)
+        json_object_set_new(doc, "waiters", json_integer(waiters));
+    return respond_json(rs, status, doc);
+}
+
+/* The explicit cancel: the synthesis stops for every waiter. */
+static enum MHD_Result cancel_for_everyone(req_state *rs, const char *id)
 {
     cs_server *s = rs->srv;
-    if (!is_hex(id, 32))
-        return respond_error(rs, 400, "invalid", "id", "a job id is 32 lowercase hex digits");
     cs_job_status after;
     bool found = false;
     cs_error err;
@@ -299,15 +313,64 @@ static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
     switch (after) {
     case CS_JOB_CANCELLED:
         log_event(&s->log, LOG_INFO, "job_cancelled", "id", id, "was", "queued", NULL);
-        return respond_json(rs, 200, json_pack("{s:s, s:s}", "id", id, "status", "cancelled"));
-    case CS_JOB_RUNNING:
+        return delete_answer(rs, 200, id, "cancelled", -1);
+    case CS_JOB_RUNNING: {
         /* here: stop it now; elsewhere: its daemon sees the flag on its next heartbeat */
-        jobs_cancel_local(s->jobs, id);
-        return respond_json(rs, 202, json_pack("{s:s, s:s}", "id", id, "status", "cancelling"));
+        cs_store_job j;
+        if (store_job_get(s->store, id, &j, &found, &err) == CS_OK && found) {
+            jobs_cancel_local(s->jobs, j.id, true);
+            store_job_clear(&j);
+        }
+        return delete_answer(rs, 202, id, "cancelling", -1);
+    }
     default:
         return respond_error(rs, 409, "conflict", "id", "job %s already %s", id,
                              job_status_name(after));
     }
+}
+
+/* DELETE /v1/jobs/{handle}: the caller lets go of its job; the synthesis
+ * stops when no one waits for it any more.  ?all=true, or the id of the job
+ * itself (from GET /v1/jobs), cancels it for everyone. */
+static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
+{
+    cs_server *s = rs->srv;
+    if (!is_hex(id, 32))
+        return respond_error(rs, 400, "invalid", "id", "a job id is 32 lowercase hex digits");
+    const char *all = arg(rs, "all");
+    if (all && strcmp(all, "true") && strcmp(all, "1") && strcmp(all, "false") &&
+        strcmp(all, "0"))
+        return respond_error(rs, 400, "invalid", "all", "all must be true or false");
+    if (all && (!strcmp(all, "true") || !strcmp(all, "1")))
+        return cancel_for_everyone(rs, id);
+    cs_detach d;
+    cs_error err;
+    cs_error_clear(&err);
+    if (store_job_detach(s->store, id, &d, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    switch (d.outcome) {
+    case CS_DETACH_NOT_FOUND:
+        return cancel_for_everyone(rs, id); /* a job id, or 404 */
+    case CS_DETACH_LEFT:
+        log_event(&s->log, LOG_INFO, "job_detached", "id", d.job_id, "handle", id, NULL);
+        return delete_answer(rs, 200, id, "detached", d.waiters);
+    case CS_DETACH_CANCELLED:
+        log_event(&s->log, LOG_INFO, "job_cancelled", "id", d.job_id, "was", "queued", "reason",
+                  "no waiter left", NULL);
+        return delete_answer(rs, 200, id, "cancelled", 0);
+    case CS_DETACH_STOPPING:
+        jobs_cancel_local(s->jobs, d.job_id, false);
+        return delete_answer(rs, 202, id, "cancelling", 0);
+    case CS_DETACH_ALREADY:
+    case CS_DETACH_FINISHED:
+        if (d.status == CS_JOB_CANCELLED)
+            return delete_answer(rs, 200, id, "cancelled", -1);
+        if (d.status == CS_JOB_QUEUED || d.status == CS_JOB_RUNNING)
+            return delete_answer(rs, 200, id, "detached", d.waiters);
+        return respond_error(rs, 409, "conflict", "id", "job %s already %s", id,
+                             job_status_name(d.status));
+    }
+    return respond_error(rs, 500, "internal", "", "unexpected detach outcome");
 }
 
 /* ---- synthesize ------------------------------------------------------------------------- */
@@ -356,15 +419,16 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
             status = 504;
         store_job_clear(&j);
         return respond_json(rs, status, json_pack("{s:o, s:s, s:s}", "error", e, "job",
-                                                  rs->job_id, "key", rs->key));
+                                                  rs->handle, "key", rs->key));
     }
     const char *st = found ? job_status_name(j.status) : "queued";
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:b}", "job", rs->job_id, "key", rs->key, "status",
+    /* the caller's own handle: GET shows the job, DELETE lets go of it */
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:b}", "job", rs->handle, "key", rs->key, "status",
                             st, "coalesced", coalesced);
     if (found)
         store_job_clear(&j);
     char loc[64];
-    snprintf(loc, sizeof loc, "/v1/jobs/%s", rs->job_id);
+    snprintf(loc, sizeof loc, "/v1/jobs/%s", rs->handle);
     char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
@@ -443,7 +507,7 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         return answer_trivial(rs, req);
     char *canon = synth_request_canonical_text(req);
     char new_id[40];
-    jobs_new_id(new_id);
+    store_new_id(new_id);
     cs_submit sub;
     rc = canon ? store_job_submit(s->store, new_id, req->key, canon, req->time_limit_s,
                                   s->cfg.max_queued, &sub, &err)
@@ -491,6 +555,7 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         break;
     }
     snprintf(rs->job_id, sizeof rs->job_id, "%s", sub.job_id);
+    snprintf(rs->handle, sizeof rs->handle, "%s", sub.handle_id);
     if (wait_s > 0 && !atomic_load(&s->stopping)) {
         /* the connection is suspended already: the job's waiter resumes it */
         rs->phase = 1;

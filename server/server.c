@@ -393,7 +393,7 @@ static void make_instance_id(char *out, size_t n)
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
     char rnd[40];
-    jobs_new_id(rnd);
+    store_new_id(rnd);
     rnd[8] = '\0';
     snprintf(out, n, "%.30s-%d-%.8s", host, (int)getpid(), rnd);
 }

@@ -72,6 +72,7 @@ typedef struct req_state {
     /* POST /v1/synthesize waiting for its job */
     int phase;                 /* 0 fresh, 1 parked, 2 woken */
     char job_id[40];
+    char handle[40];           /* this caller's handle on job_id */
     char key[65];
 } req_state;
 

@@ -46,6 +46,13 @@ typedef enum cs_job_status {
 const char *job_status_name(cs_job_status s);
 int job_status_from_name(const char *name, cs_job_status *out);
 
+/* Why a running job was asked to stop. */
+typedef enum cs_cancel_kind {
+    CS_CANCEL_NONE = 0,
+    CS_CANCEL_EXPLICIT = 1,   /* cancelled for everyone (DELETE ...?all=true) */
+    CS_CANCEL_ABANDONED = 2   /* its last waiter detached; undone if someone joins */
+} cs_cancel_kind;
+
 /* A job row; strings owned (free with store_job_clear). */
 typedef struct cs_store_job {
     char id[40];
@@ -56,9 +63,12 @@ typedef struct cs_store_job {
     char *error;         /* JSON {"code","message","field"} or NULL */
     char owner[64];
     int attempts;
-    bool cancel_requested;
+    int cancel_requested;  /* cs_cancel_kind */
+    int waiters;           /* handles still attached */
     double time_limit_s;
     double created, updated, heartbeat;
+    char handle[40];       /* store_job_get by a handle: that handle; else "" */
+    bool detached;         /* ... and whether it was detached */
 } cs_store_job;
 
 void store_job_clear(cs_store_job *j);
@@ -73,8 +83,12 @@ typedef enum cs_submit_outcome {
 typedef struct cs_submit {
     cs_submit_outcome outcome;
     char job_id[40];
+    char handle_id[40];  /* JOINED, CREATED: this submission's own handle on the job */
     char *result_json;   /* CACHED only; caller frees */
 } cs_submit;
+
+/* A fresh random id (32 hex digits, 128 bits): jobs, handles, instances. */
+void store_new_id(char out[40]);
 
 /* url: "sqlite:PATH", a path ending in .db/.sqlite, or "postgresql://..."
  * (also "postgres://"); NULL or "" = sqlite at <data_dir>/collsynth.db.
@@ -108,26 +122,55 @@ int store_artifact_put(cs_store *s, const char *key, const char *format, const c
 /* ---- jobs ------------------------------------------------------------------------ */
 
 /* Cached result, else join the active job of key, else (queue permitting)
- * create one with the given id. */
+ * create one with the given id.  Joining or creating attaches a new handle
+ * (out->handle_id): every submitter holds its own, and the job counts them
+ * (waiters).  Joining a job whose last waiter just left (cancel of kind
+ * ABANDONED) withdraws that cancel. */
 int store_job_submit(cs_store *s, const char *new_id, const char *key, const char *request_json,
                      double time_limit_s, long max_queued, cs_submit *out, cs_error *err);
 /* Atomically moves the oldest queued job to running for owner. */
 int store_job_claim(cs_store *s, const char *owner, cs_store_job *out, bool *claimed,
                     cs_error *err);
 /* Records progress (may be NULL) and the heartbeat of a job owner runs;
- * *cancel_requested tells whether someone asked to cancel it; *still_owner is
- * false when the job was taken away (reaped), in which case the owner stops. */
+ * *cancel_requested (cs_cancel_kind) tells whether it should stop and why;
+ * *still_owner is false when the job was taken away (reaped), in which case
+ * the owner stops. */
 int store_job_heartbeat(cs_store *s, const char *id, const char *owner, const char *progress,
-                        bool *cancel_requested, bool *still_owner, cs_error *err);
+                        int *cancel_requested, bool *still_owner, cs_error *err);
 /* Ends a running job: DONE stores result_json under key in the same
  * transaction; FAILED/CANCELLED record error_json.  QUEUED gives it back
- * (graceful shutdown), without counting the attempt. */
+ * (graceful shutdown), without counting the attempt.  CANCELLED of a job
+ * that was abandoned but has waiters again (someone joined meanwhile) gives
+ * it back to the queue instead. */
 int store_job_finish(cs_store *s, const char *id, const char *owner, cs_job_status status,
                      const char *key, const char *request_json, const char *result_json,
                      const char *error_json, cs_error *err);
+/* id: a job id, or a handle (then out->handle and out->detached are set). */
 int store_job_get(cs_store *s, const char *id, cs_store_job *out, bool *found, cs_error *err);
-/* Queued -> cancelled at once (*status_after CANCELLED); running -> the
- * cancel_requested flag (*status_after RUNNING); finished jobs unchanged. */
+
+typedef enum cs_detach_outcome {
+    CS_DETACH_NOT_FOUND = 0, /* no such handle */
+    CS_DETACH_ALREADY,       /* detached before; status says how the job is */
+    CS_DETACH_LEFT,          /* detached; `waiters` others still wait, the job goes on */
+    CS_DETACH_CANCELLED,     /* the last waiter of a queued job: cancelled */
+    CS_DETACH_STOPPING,      /* the last waiter of a running job: its daemon stops it */
+    CS_DETACH_FINISHED       /* the job had ended (status); nothing changed */
+} cs_detach_outcome;
+
+typedef struct cs_detach {
+    cs_detach_outcome outcome;
+    char job_id[40];
+    int waiters;
+    cs_job_status status;
+} cs_detach;
+
+/* Detaches a handle from its job, in one transaction with the job's waiter
+ * count, so that across a fleet the job stops exactly when its last waiter
+ * left and no one joined. */
+int store_job_detach(cs_store *s, const char *handle, cs_detach *out, cs_error *err);
+/* The explicit cancel, for every waiter (id: a job id or any of its handles).
+ * Queued -> cancelled at once (*status_after CANCELLED); running -> a cancel
+ * request of kind EXPLICIT (*status_after RUNNING); finished jobs unchanged. */
 int store_job_cancel(cs_store *s, const char *id, cs_job_status *status_after, bool *found,
                      cs_error *err);
 /* Running jobs whose heartbeat is older than lease_s go back to the queue,

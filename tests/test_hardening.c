@@ -28,10 +28,12 @@
 #include "cs_common.h"
 #include "server_harness.h"
 
-/* SMT on torus2d:4x4 with a wide class: seconds of solver time, interrupted
- * promptly; the format argument adds options (distinct keys per test). */
+/* SMT on the 36-rank torus2d:6x6 with a wide class searches until its time
+ * limit (tens of seconds), and stops promptly when cancelled: a job that is
+ * still running whenever a test looks.  The format argument adds options
+ * (distinct keys per test). */
 #define LONG_JOB                                                                              \
-    "{\"topology\":\"torus2d:4x4\",\"collective\":\"allgather\",\"method\":\"smt\","           \
+    "{\"topology\":\"torus2d:6x6\",\"collective\":\"allgather\",\"method\":\"smt\","           \
     "\"options\":{\"max_chunks\":8,\"k\":6%s}}"
 
 static json_t *body_json(const http_resp *r)
@@ -777,6 +779,141 @@ START_TEST(nul_in_the_target_is_refused)
 }
 END_TEST
 
+
+/* ---- 5. job ownership -------------------------------------------------------------------- */
+
+static long delete_job(const cs_daemon *d, const char *id, const char *query,
+                       const char *const *headers, json_t **doc)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/jobs/%s%s", id, query ? query : "");
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "DELETE", path, NULL, headers, &r), 0);
+    long st = r.status;
+    if (doc)
+        *doc = body_json(&r);
+    http_resp_free(&r);
+    return st;
+}
+
+/* Two callers of one synthesis, on the same daemon or two of a fleet:
+ * the second's DELETE lets go of it, the first keeps waiting; the
+ * synthesis stops when the first lets go too. */
+static void two_callers_one_synthesis(const cs_daemon *a, const cs_daemon *b, const char *opts)
+{
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, opts);
+    json_t *ja = NULL, *jb = NULL;
+    ck_assert_int_eq(post(a, body, &ja), 202);
+    ck_assert_int_eq(post(b, body, &jb), 202);
+    ck_assert(json_is_true(json_object_get(jb, "coalesced")));
+    char ha[40], hb[40];
+    snprintf(ha, sizeof ha, "%s", jstr(ja, "job"));
+    snprintf(hb, sizeof hb, "%s", jstr(jb, "job"));
+    ck_assert_str_eq(jstr(ja, "key"), jstr(jb, "key"));
+    ck_assert_str_ne(ha, hb); /* each caller holds its own handle */
+    json_decref(ja);
+    json_decref(jb);
+    json_t *j = wait_status(a, ha, "running", 20);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "waiters")), 2);
+    json_decref(j);
+    /* the second caller leaves, through the other daemon */
+    json_t *doc = NULL;
+    ck_assert_int_eq(delete_job(a, hb, NULL, NULL, &doc), 200);
+    ck_assert_str_eq(jstr(doc, "status"), "detached");
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "waiters")), 1);
+    json_decref(doc);
+    /* past a heartbeat or two: still running for the first caller */
+    usleep(2500000);
+    j = job_doc(b, ha);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert(!json_is_true(json_object_get(j, "cancel_requested")));
+    ck_assert(json_is_false(json_object_get(j, "detached")));
+    json_decref(j);
+    j = job_doc(a, hb);
+    ck_assert(json_is_true(json_object_get(j, "detached")));
+    json_decref(j);
+    /* the first leaves: no one waits, the synthesis stops */
+    ck_assert_int_eq(delete_job(b, ha, NULL, NULL, &doc), 202);
+    ck_assert_str_eq(jstr(doc, "status"), "cancelling");
+    json_decref(doc);
+    j = wait_status(a, ha, "cancelled", 15);
+    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    ck_assert_ptr_nonnull(strstr(jstr(json_object_get(j, "error"), "message"), "detached"));
+    json_decref(j);
+    /* letting go again is harmless */
+    ck_assert_int_eq(delete_job(a, ha, NULL, NULL, NULL), 200);
+}
+
+START_TEST(delete_detaches_its_caller)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    two_callers_one_synthesis(&d, &d, ",\"instance_time_limit_s\":61");
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 1);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(explicit_cancel_stops_it_for_everyone)
+{
+    cs_daemon d;
+    const char *extra[] = {"--auth-token", "tok", NULL};
+    start(&d, NULL, extra);
+    const char *auth[] = {"Authorization: Bearer tok", NULL};
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":62");
+    http_resp r;
+    char ha[40], hb[40];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", body, auth, &r), 0);
+        ck_assert_int_eq(r.status, 202);
+        json_t *doc = body_json(&r);
+        snprintf(i ? hb : ha, 40, "%s", jstr(doc, "job"));
+        json_decref(doc);
+        http_resp_free(&r);
+    }
+    json_t *j = wait_status(&d, ha, "running", 20);
+    json_decref(j);
+    /* without the token, nothing */
+    ck_assert_int_eq(delete_job(&d, hb, "?all=true", NULL, NULL), 401);
+    ck_assert_int_eq(delete_job(&d, hb, "?all=maybe", auth, NULL), 400);
+    ck_assert_int_eq(delete_job(&d, hb, "?all=true", auth, NULL), 202);
+    j = wait_status(&d, ha, "cancelled", 15);
+    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    json_decref(j);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static cs_pg pg;
+static bool pg_ok;
+static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
+static void pg_teardown(void)
+{
+    if (pg_ok)
+        pg_stop(&pg);
+}
+
+START_TEST(pg_fleet_counts_waiters_across_daemons)
+{
+    ck_assert_msg(pg_ok, "PostgreSQL did not start");
+    char url[256];
+    ck_assert_int_eq(pg_create_db(&pg, "waiters", url, sizeof url), 0);
+    cs_daemon a, b;
+    const char *extra[] = {"--poll", "0.1", NULL};
+    start(&a, url, extra);
+    start(&b, url, extra);
+    two_callers_one_synthesis(&a, &b, ",\"instance_time_limit_s\":63");
+    double started = metrics_value(&a, "collsynth_syntheses_total{outcome=\"started\"}") +
+                     metrics_value(&b, "collsynth_syntheses_total{outcome=\"started\"}");
+    ck_assert_int_eq((long)started, 1);
+    ck_assert_int_eq(daemon_stop(&a), 0);
+    ck_assert_int_eq(daemon_stop(&b), 0);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -810,6 +947,16 @@ static Suite *hardening_suite(void)
     tcase_add_test(small, listen_with_host_port);
     tcase_add_test(small, nul_in_the_target_is_refused);
     suite_add_tcase(s, small);
+    TCase *jobs = tcase_create("jobs");
+    tcase_set_timeout(jobs, 90);
+    tcase_add_test(jobs, delete_detaches_its_caller);
+    tcase_add_test(jobs, explicit_cancel_stops_it_for_everyone);
+    suite_add_tcase(s, jobs);
+    TCase *pgc = tcase_create("postgresql");
+    tcase_set_timeout(pgc, 120);
+    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_test(pgc, pg_fleet_counts_waiters_across_daemons);
+    suite_add_tcase(s, pgc);
     return s;
 }
 
