@@ -72,6 +72,18 @@ struct cs_jobs {
 
 static void fmt_num(char *b, size_t n, double v) { snprintf(b, n, "%.3f", v); }
 
+void jobs_summary(const cs_synth_request *req, const cs_result *res, cs_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->topology, sizeof out->topology, "%s", req->topology->name);
+    snprintf(out->collective, sizeof out->collective, "%s",
+             collective_kind_name(req->collective.kind));
+    out->root = collective_kind_is_rooted(req->collective.kind) ? req->collective.root : -1;
+    snprintf(out->method, sizeof out->method, "%s", res ? res->method : req->method);
+    out->ranks = req->topology->ranks;
+    out->nalgs = res ? res->nalgs : 0;
+}
+
 /* ---- progress ---------------------------------------------------------------- */
 
 static void on_progress(void *ctx, const cs_progress_event *ev)
@@ -316,6 +328,11 @@ static void run_job(cs_jobs *j, cs_store_job *job)
             int src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
                                        job->request, text, NULL, &serr);
             if (src == CS_OK) {
+                cs_summary sum;
+                jobs_summary(req, res, &sum);
+                if (store_result_index_put(j->env.store, job->key, &sum, &serr) != CS_OK)
+                    log_event(j->env.log, LOG_WARN, "result_index_failed", "key", job->key,
+                              "error", serr.message, NULL); /* the next start indexes it */
                 cs_blob *b = blob_adopt(text, strlen(text));
                 text = NULL;
                 cache_put(j->env.cache, job->key, b);

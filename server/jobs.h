@@ -23,6 +23,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
+#include "synthesize.h"
 
 typedef struct cs_jobs cs_jobs;
 
@@ -37,6 +38,8 @@ typedef struct cs_jobs_env {
 } cs_jobs_env;
 
 int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err);
+/* What the lists show of a request (and of its result, when res is given). */
+void jobs_summary(const cs_synth_request *req, const cs_result *res, cs_summary *out);
 /* New work was queued: wake an idle worker. */
 void jobs_notify(cs_jobs *j);
 /* Progress of a job running on this daemon ({method, outcome, message, done,

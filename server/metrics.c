@@ -12,7 +12,7 @@
 
 static const char *const route_names[ROUTE_COUNT] = {
     "health", "topologies", "topology", "synthesize", "job_get", "job_delete",
-    "result", "metrics",    "static",   "preflight",  "other"};
+    "result", "metrics",    "static",   "preflight",  "results_list", "jobs_list", "other"};
 
 static const int status_codes[METRICS_NSTATUS] = {200, 201, 202, 204, 206, 301, 302, 304,
                                                   400, 401, 403, 404, 405, 409, 413, 415,

@@ -20,6 +20,8 @@ typedef enum cs_route {
     ROUTE_METRICS,
     ROUTE_STATIC,
     ROUTE_PREFLIGHT,
+    ROUTE_RESULTS_LIST,
+    ROUTE_JOBS_LIST,
     ROUTE_OTHER,
     ROUTE_COUNT
 } cs_route;

@@ -448,6 +448,9 @@ static enum MHD_Result answer_trivial(req_state *rs, cs_synth_request *req)
     cs_result *res = NULL;
     int rc = synth_run(req, &s->cfg.limits, NULL, &res, &err);
     json_t *doc = rc == CS_OK ? synth_result_to_json(req, res) : NULL;
+    cs_summary sum;
+    if (rc == CS_OK)
+        jobs_summary(req, res, &sum);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
     char *canon = text ? synth_request_canonical_text(req) : NULL;
     json_decref(doc);
@@ -460,6 +463,8 @@ static enum MHD_Result answer_trivial(req_state *rs, cs_synth_request *req)
                                                                "out of memory");
     }
     rc = store_result_put(s->store, rs->key, canon, text, &err);
+    if (rc == CS_OK)
+        rc = store_result_index_put(s->store, rs->key, &sum, &err);
     free(canon);
     cs_blob *b = rc == CS_OK ? blob_adopt(text, strlen(text)) : NULL;
     if (!b) {
@@ -509,7 +514,9 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
     char new_id[40];
     store_new_id(new_id);
     cs_submit sub;
-    rc = canon ? store_job_submit(s->store, new_id, req->key, canon, req->time_limit_s,
+    cs_summary sum;
+    jobs_summary(req, NULL, &sum);
+    rc = canon ? store_job_submit(s->store, new_id, req->key, canon, &sum, req->time_limit_s,
                                   s->cfg.max_queued, &sub, &err)
                : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
     free(canon);
@@ -885,6 +892,11 @@ enum MHD_Result route_request(req_state *rs, const char *url, const char *method
         if (!authorized(rs))
             return unauthorized(rs);
         return handle_synthesize(rs);
+    }
+    if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/results")) {
+        bool results = url[4] == 'r';
+        rs->route = results ? ROUTE_RESULTS_LIST : ROUTE_JOBS_LIST;
+        return get ? route_lists(rs, results) : method_not_allowed(rs, "GET, HEAD, OPTIONS");
     }
     if (!strncmp(url, "/v1/jobs/", 9)) {
         const char *id = url + 9;

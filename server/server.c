@@ -398,6 +398,8 @@ static void make_instance_id(char *out, size_t n)
     snprintf(out, n, "%.30s-%d-%.8s", host, (int)getpid(), rnd);
 }
 
+static void backfill_task(void *arg) { lists_backfill(arg); }
+
 /* Binds and listens on cfg's address (SO_REUSEADDR, close-on-exec,
  * non-blocking for MHD's epoll threads).  Done before anything touches the
  * store, so a daemon that cannot listen changes nothing. */
@@ -519,6 +521,9 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
                             cfg->listen, cfg->port);
     }
     s->listen_fd = -1; /* MHD owns it now */
+    /* results stored without a summary (a crash in between, an older store)
+     * join the results list in the background */
+    workpool_submit(s->parse_pool, backfill_task, s);
     if (!s->loopback_bind && !cfg->auth_token[0])
         log_event(&s->log, LOG_WARN, "no_auth_token", "addr", cfg->listen, "message",
                   "listening beyond loopback without --auth-token: anyone who can reach this "

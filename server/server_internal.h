@@ -118,6 +118,12 @@ void guard_refuse(req_state *rs, int status, const char *code, const char *field
 /* Is origin listed in --cors-origins (or is it "*")? */
 bool guard_cors_listed(const cs_server *s, const char *origin);
 
+/* ---- lists (lists.c) ---- */
+/* GET /v1/results (results) or GET /v1/jobs. */
+enum MHD_Result route_lists(req_state *rs, bool results);
+/* Summarizes stored results that have no summary yet (start-up task). */
+void lists_backfill(cs_server *s);
+
 /* ---- routes (routes.c) ---- */
 enum MHD_Result route_request(req_state *rs, const char *url, const char *method);
 /* ---- static files (static_files.c) ---- */

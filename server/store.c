@@ -100,14 +100,41 @@ static const char handles_sql[] =
     " detached INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS job_handles_by_job ON job_handles (job_id);";
 
+/* The results list reads summaries from here (filled when results are
+ * stored), never the result documents. */
+static const char lists_sql[] =
+    "CREATE TABLE IF NOT EXISTS result_index ("
+    " key TEXT PRIMARY KEY, topology TEXT NOT NULL, collective TEXT NOT NULL,"
+    " root INTEGER NOT NULL DEFAULT -1, method TEXT NOT NULL, ranks INTEGER NOT NULL,"
+    " nalgs INTEGER NOT NULL, created_us BIGINT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS result_index_by_created ON result_index (created_us, key);";
+
+/* Newest first by microseconds: computed in SQL, so a cursor names a row
+ * exactly (REAL columns do not survive a round trip through text). */
+#define JOB_CREATED_US "CAST(created * 1000000 AS BIGINT)"
+
 static int migrate_jobs(db_engine *e, db_conn *c, cs_error *err)
 {
     int rc = e->exec_script(c, handles_sql, err);
+    if (!rc)
+        rc = e->exec_script(c, lists_sql, err);
     if (rc)
         return rc;
     cs_error probe;
     if (e->query(c, "SELECT waiters FROM jobs LIMIT 0", 0, NULL, NULL, &probe) != CS_OK)
         rc = e->exec_script(c, "ALTER TABLE jobs ADD COLUMN waiters INTEGER NOT NULL DEFAULT 0;",
+                            err);
+    if (!rc && e->query(c, "SELECT method FROM jobs LIMIT 0", 0, NULL, NULL, &probe) != CS_OK)
+        rc = e->exec_script(c,
+                            "ALTER TABLE jobs ADD COLUMN topology TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN collective TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN root INTEGER;"
+                            "ALTER TABLE jobs ADD COLUMN method TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN ranks INTEGER;",
+                            err);
+    if (!rc)
+        rc = e->exec_script(c, "CREATE INDEX IF NOT EXISTS jobs_by_created_us ON jobs"
+                               " ((" JOB_CREATED_US "), id);",
                             err);
     return rc;
 }
@@ -433,8 +460,14 @@ static int txn_q(cs_store *s, db_conn *c, const char *sql, int np, const char *c
 }
 
 int store_job_submit(cs_store *s, const char *new_id, const char *key, const char *request_json,
-                     double time_limit_s, long max_queued, cs_submit *out, cs_error *err)
+                     const cs_summary *summary, double time_limit_s, long max_queued,
+                     cs_submit *out, cs_error *err)
 {
+    char ranks[16] = "", root[16] = "";
+    if (summary) {
+        snprintf(ranks, sizeof ranks, "%d", summary->ranks);
+        snprintf(root, sizeof root, "%d", summary->root);
+    }
     memset(out, 0, sizeof *out);
     store_new_id(out->handle_id);
     for (int attempt = 0; attempt < 5; attempt++) {
@@ -477,13 +510,17 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
             }
         }
         if (!rc && !joined) {
-            const char *pi[] = {new_id, key, request_json, tl, now};
+            const char *pi[] = {new_id, key, request_json, tl, now,
+                                summary ? summary->topology : NULL,
+                                summary ? summary->collective : NULL, summary ? root : NULL,
+                                summary ? summary->method : NULL, summary ? ranks : NULL};
             rc = txn_q(s, c,
                        "INSERT INTO jobs (id, key, request, status, time_limit_s, created,"
-                       " updated, waiters) VALUES ($1, $2, $3, 'queued', $4, $5, $5, 1)"
+                       " updated, waiters, topology, collective, root, method, ranks)"
+                       " VALUES ($1, $2, $3, 'queued', $4, $5, $5, 1, $6, $7, $8, $9, $10)"
                        " ON CONFLICT (key) WHERE status IN ('queued', 'running') DO NOTHING"
                        " RETURNING id",
-                       5, pi, &inserted, NULL, 0, err);
+                       10, pi, &inserted, NULL, 0, err);
             if (inserted)
                 snprintf(job[0], sizeof job[0], "%s", new_id);
         }
@@ -886,5 +923,226 @@ int store_job_counts(cs_store *s, long counts[CS_JOB_STATUS_COUNT], cs_error *er
             counts[st] = atol(db_cell(&rows, i, 1));
     }
     db_rows_free(&rows);
+    return CS_OK;
+}
+
+/* ---- lists --------------------------------------------------------------------------------- */
+
+int store_result_index_put(cs_store *s, const char *key, const cs_summary *sum, cs_error *err)
+{
+    char root[16], ranks[16], nalgs[16], created[32];
+    snprintf(root, sizeof root, "%d", sum->root);
+    snprintf(ranks, sizeof ranks, "%d", sum->ranks);
+    snprintf(nalgs, sizeof nalgs, "%d", sum->nalgs);
+    const char *pk[] = {key};
+    db_rows rows;
+    /* the result's own time when it is stored, else now */
+    int rc = run1(s, "SELECT CAST(created * 1000000 AS BIGINT) FROM results WHERE key = $1", 1,
+                  pk, &rows, err);
+    if (rc)
+        return rc;
+    if (rows.nrows > 0 && db_cell(&rows, 0, 0))
+        snprintf(created, sizeof created, "%s", db_cell(&rows, 0, 0));
+    else
+        snprintf(created, sizeof created, "%lld", (long long)(store_wall_time() * 1e6));
+    db_rows_free(&rows);
+    const char *p[] = {key, sum->topology, sum->collective, root, sum->method, ranks, nalgs,
+                       created};
+    return run1(s,
+                "INSERT INTO result_index (key, topology, collective, root, method, ranks, nalgs,"
+                " created_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                " ON CONFLICT (key) DO NOTHING",
+                8, p, NULL, err);
+}
+
+int store_results_unindexed(cs_store *s, int max, char (*keys)[65], int *n, cs_error *err)
+{
+    *n = 0;
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", max);
+    const char *p[] = {lim};
+    db_rows rows;
+    int rc = run1(s,
+                  "SELECT r.key FROM results r WHERE NOT EXISTS"
+                  " (SELECT 1 FROM result_index i WHERE i.key = r.key) LIMIT $1",
+                  1, p, &rows, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < rows.nrows && i < max; i++)
+        snprintf(keys[(*n)++], 65, "%s", db_cell(&rows, i, 0) ? db_cell(&rows, i, 0) : "");
+    db_rows_free(&rows);
+    return CS_OK;
+}
+
+/* A cursor is "<microseconds>.<id>": the last row of a page. */
+static int parse_cursor(const char *after, char us[32], char id[80], cs_error *err)
+{
+    const char *dot = after ? strchr(after, '.') : NULL;
+    size_t nus = dot ? (size_t)(dot - after) : 0, nid = dot ? strlen(dot + 1) : 0;
+    bool ok = dot && nus > 0 && nus < 20 && nid > 0 && nid < 80;
+    for (size_t i = 0; ok && i < nus; i++)
+        ok = after[i] >= '0' && after[i] <= '9';
+    for (size_t i = 0; ok && i < nid; i++)
+        ok = (dot[1 + i] >= '0' && dot[1 + i] <= '9') || (dot[1 + i] >= 'a' && dot[1 + i] <= 'z') ||
+             (dot[1 + i] >= 'A' && dot[1 + i] <= 'Z') || dot[1 + i] == '-' || dot[1 + i] == '_';
+    if (!ok)
+        return cs_error_set(err, CS_EINVAL, "after",
+                            "after must be the \"next\" cursor of a previous page");
+    snprintf(us, 32, "%.*s", (int)nus, after);
+    snprintf(id, 80, "%s", dot + 1);
+    return CS_OK;
+}
+
+/* Builds "WHERE ..." from the filters and the cursor, numbering parameters
+ * from $1; the page's LIMIT is the last parameter. */
+typedef struct where_clause {
+    char sql[768];
+    const char *params[12];
+    int n;
+    char us[32], id[80], status[16], limit[16];
+} where_clause;
+
+static void where_add(where_clause *w, const char *cond_fmt, const char *value)
+{
+    char cond[256];
+    snprintf(cond, sizeof cond, cond_fmt, w->n + 1, w->n + 1);
+    size_t used = strlen(w->sql);
+    snprintf(w->sql + used, sizeof w->sql - used, "%s%s", w->n ? " AND " : " WHERE ", cond);
+    w->params[w->n++] = value;
+}
+
+static int where_build(where_clause *w, const cs_list_query *q, const char *created_expr,
+                       const char *id_col, bool jobs, cs_error *err)
+{
+    memset(w, 0, sizeof *w);
+    if (q->topology)
+        where_add(w, "topology = $%d", q->topology);
+    if (q->collective)
+        where_add(w, "collective = $%d", q->collective);
+    if (q->method)
+        where_add(w, "method = $%d", q->method);
+    if (jobs && q->status >= 0) {
+        snprintf(w->status, sizeof w->status, "%s", job_status_name((cs_job_status)q->status));
+        where_add(w, "status = $%d", w->status);
+    }
+    if (q->after) {
+        int rc = parse_cursor(q->after, w->us, w->id, err);
+        if (rc)
+            return rc;
+        char cond[256];
+        /* cast: SQLite orders every integer below every text */
+        snprintf(cond, sizeof cond,
+                 "(%s < CAST($%d AS BIGINT) OR (%s = CAST($%d AS BIGINT) AND %s < $%d))",
+                 created_expr, w->n + 1, created_expr, w->n + 1, id_col, w->n + 2);
+        size_t used = strlen(w->sql);
+        snprintf(w->sql + used, sizeof w->sql - used, "%s%s", w->n ? " AND " : " WHERE ", cond);
+        w->params[w->n++] = w->us;
+        w->params[w->n++] = w->id;
+    }
+    /* one row more than asked tells whether there is a next page */
+    snprintf(w->limit, sizeof w->limit, "%d", (q->limit > 0 ? q->limit : 50) + 1);
+    w->params[w->n++] = w->limit;
+    return CS_OK;
+}
+
+static void cell_str(const db_rows *r, int row, int col, char *out, size_t n)
+{
+    snprintf(out, n, "%s", db_cell(r, row, col) ? db_cell(r, row, col) : "");
+}
+
+static int cell_int(const db_rows *r, int row, int col, int dflt)
+{
+    return db_cell(r, row, col) ? atoi(db_cell(r, row, col)) : dflt;
+}
+
+int store_results_list(cs_store *s, const cs_list_query *q, cs_result_row **out, int *n,
+                       char next[96], cs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    next[0] = '\0';
+    where_clause w;
+    int rc = where_build(&w, q, "created_us", "key", false, err);
+    if (rc)
+        return rc;
+    char sql[1200];
+    snprintf(sql, sizeof sql,
+             "SELECT key, topology, collective, root, method, ranks, nalgs, created_us"
+             " FROM result_index%s ORDER BY created_us DESC, key DESC"
+             " LIMIT CAST($%d AS INTEGER)",
+             w.sql, w.n);
+    db_rows rows;
+    if ((rc = run1(s, sql, w.n, w.params, &rows, err)))
+        return rc;
+    int limit = q->limit > 0 ? q->limit : 50;
+    int take = rows.nrows < limit ? rows.nrows : limit;
+    cs_result_row *r = calloc((size_t)(take > 0 ? take : 1), sizeof *r);
+    if (!r) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < take; i++) {
+        cell_str(&rows, i, 0, r[i].key, sizeof r[i].key);
+        cell_str(&rows, i, 1, r[i].sum.topology, sizeof r[i].sum.topology);
+        cell_str(&rows, i, 2, r[i].sum.collective, sizeof r[i].sum.collective);
+        r[i].sum.root = cell_int(&rows, i, 3, -1);
+        cell_str(&rows, i, 4, r[i].sum.method, sizeof r[i].sum.method);
+        r[i].sum.ranks = cell_int(&rows, i, 5, 0);
+        r[i].sum.nalgs = cell_int(&rows, i, 6, 0);
+        r[i].created = db_cell(&rows, i, 7) ? strtod(db_cell(&rows, i, 7), NULL) * 1e-6 : 0;
+    }
+    if (rows.nrows > limit && take > 0)
+        snprintf(next, 96, "%s.%s", db_cell(&rows, take - 1, 7), r[take - 1].key);
+    db_rows_free(&rows);
+    *out = r;
+    *n = take;
+    return CS_OK;
+}
+
+int store_jobs_list(cs_store *s, const cs_list_query *q, cs_job_row **out, int *n,
+                    char next[96], cs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    next[0] = '\0';
+    where_clause w;
+    int rc = where_build(&w, q, JOB_CREATED_US, "id", true, err);
+    if (rc)
+        return rc;
+    char sql[1400];
+    snprintf(sql, sizeof sql,
+             "SELECT id, key, status, created, updated, topology, collective, root, method,"
+             " ranks, waiters, " JOB_CREATED_US " FROM jobs%s"
+             " ORDER BY " JOB_CREATED_US " DESC, id DESC LIMIT CAST($%d AS INTEGER)",
+             w.sql, w.n);
+    db_rows rows;
+    if ((rc = run1(s, sql, w.n, w.params, &rows, err)))
+        return rc;
+    int limit = q->limit > 0 ? q->limit : 50;
+    int take = rows.nrows < limit ? rows.nrows : limit;
+    cs_job_row *r = calloc((size_t)(take > 0 ? take : 1), sizeof *r);
+    if (!r) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < take; i++) {
+        cell_str(&rows, i, 0, r[i].id, sizeof r[i].id);
+        cell_str(&rows, i, 1, r[i].key, sizeof r[i].key);
+        if (job_status_from_name(db_cell(&rows, i, 2), &r[i].status) != CS_OK)
+            r[i].status = CS_JOB_FAILED;
+        r[i].created = db_cell(&rows, i, 3) ? strtod(db_cell(&rows, i, 3), NULL) : 0;
+        r[i].updated = db_cell(&rows, i, 4) ? strtod(db_cell(&rows, i, 4), NULL) : 0;
+        cell_str(&rows, i, 5, r[i].sum.topology, sizeof r[i].sum.topology);
+        cell_str(&rows, i, 6, r[i].sum.collective, sizeof r[i].sum.collective);
+        r[i].sum.root = cell_int(&rows, i, 7, -1);
+        cell_str(&rows, i, 8, r[i].sum.method, sizeof r[i].sum.method);
+        r[i].sum.ranks = cell_int(&rows, i, 9, 0);
+        r[i].waiters = cell_int(&rows, i, 10, 0);
+    }
+    if (rows.nrows > limit && take > 0)
+        snprintf(next, 96, "%s.%s", db_cell(&rows, take - 1, 11), r[take - 1].id);
+    db_rows_free(&rows);
+    *out = r;
+    *n = take;
     return CS_OK;
 }

@@ -73,6 +73,17 @@ typedef struct cs_store_job {
 
 void store_job_clear(cs_store_job *j);
 
+/* What the lists show of a job or a result without reading its request or
+ * its result document. */
+typedef struct cs_summary {
+    char topology[128];    /* the topology's name (CS_NAME_MAX) */
+    char collective[32];   /* the collective's kind */
+    int root;              /* rooted kinds: the root; else -1 */
+    char method[32];       /* jobs: the method asked for; results: the one that ran */
+    int ranks;
+    int nalgs;             /* results: algorithms on the frontier */
+} cs_summary;
+
 typedef enum cs_submit_outcome {
     CS_SUBMIT_CACHED = 0, /* the result exists: *result_json set */
     CS_SUBMIT_JOINED,     /* an identical job is queued or running: job_id set */
@@ -127,7 +138,8 @@ int store_artifact_put(cs_store *s, const char *key, const char *format, const c
  * (waiters).  Joining a job whose last waiter just left (cancel of kind
  * ABANDONED) withdraws that cancel. */
 int store_job_submit(cs_store *s, const char *new_id, const char *key, const char *request_json,
-                     double time_limit_s, long max_queued, cs_submit *out, cs_error *err);
+                     const cs_summary *summary, double time_limit_s, long max_queued,
+                     cs_submit *out, cs_error *err);
 /* Atomically moves the oldest queued job to running for owner. */
 int store_job_claim(cs_store *s, const char *owner, cs_store_job *out, bool *claimed,
                     cs_error *err);
@@ -181,6 +193,51 @@ int store_job_reap(cs_store *s, double lease_s, int max_attempts, int *requeued,
                    cs_error *err);
 /* Jobs per status (all daemons). */
 int store_job_counts(cs_store *s, long counts[CS_JOB_STATUS_COUNT], cs_error *err);
+
+/* ---- lists (GET /v1/results, GET /v1/jobs) ------------------------------------------
+ * Newest first, a page at a time: `next` is "" on the last page, else the
+ * cursor to pass as `after` for the next one (opaque to clients; stable while
+ * rows are added, since it names the last row shown). */
+
+/* Records the summary of a stored result, for the results list (idempotent).
+ * Whoever stores a result calls it; a result stored without it (a crash in
+ * between, a store from before the list) is picked up by
+ * store_results_unindexed and indexed from its document. */
+int store_result_index_put(cs_store *s, const char *key, const cs_summary *sum,
+                           cs_error *err);
+/* Up to max keys of stored results that have no summary yet. */
+int store_results_unindexed(cs_store *s, int max, char (*keys)[65], int *n, cs_error *err);
+
+typedef struct cs_list_query {
+    int limit;             /* rows per page */
+    const char *after;     /* cursor of the previous page, or NULL */
+    const char *topology;  /* filters: exact values, NULL for any */
+    const char *collective;
+    const char *method;
+    int status;            /* jobs: a cs_job_status, or -1 for any */
+} cs_list_query;
+
+typedef struct cs_result_row {
+    char key[65];
+    cs_summary sum;
+    double created;
+} cs_result_row;
+
+typedef struct cs_job_row {
+    char id[40];
+    char key[65];
+    cs_job_status status;
+    double created, updated;
+    cs_summary sum;        /* empty strings for jobs submitted before the lists */
+    int waiters;
+} cs_job_row;
+
+/* CS_EINVAL (field "after") for a cursor this store did not make. *rows is
+ * malloc'ed (caller frees), *n rows. */
+int store_results_list(cs_store *s, const cs_list_query *q, cs_result_row **rows, int *n,
+                       char next[96], cs_error *err);
+int store_jobs_list(cs_store *s, const cs_list_query *q, cs_job_row **rows, int *n,
+                    char next[96], cs_error *err);
 
 /* Wall clock, seconds since the epoch. */
 double store_wall_time(void);

@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "check_main.h"
 #include "cs_common.h"
 #include "server_harness.h"
@@ -914,6 +916,189 @@ START_TEST(pg_fleet_counts_waiters_across_daemons)
 }
 END_TEST
 
+
+/* ---- lists: GET /v1/results, GET /v1/jobs -------------------------------------------- */
+
+/* Follows `next` through every page of path (which has its own query);
+ * returns the items in order and checks newest first. */
+static json_t *all_pages(const cs_daemon *d, const char *path, const char *name, int limit,
+                         int *pages)
+{
+    json_t *all = json_array();
+    char cursor[128] = "";
+    *pages = 0;
+    for (;;) {
+        char url[512];
+        snprintf(url, sizeof url, "%s%slimit=%d%s%s", path, strchr(path, '?') ? "&" : "?", limit,
+                 cursor[0] ? "&after=" : "", cursor);
+        long st = 0;
+        json_t *doc = get_json(d, url, &st);
+        ck_assert_msg(st == 200, "%s: %ld", url, st);
+        json_t *items = json_object_get(doc, name);
+        ck_assert(json_is_array(items));
+        ck_assert_int_le(json_array_size(items), (size_t)limit);
+        json_array_extend(all, items);
+        (*pages)++;
+        json_t *next = json_object_get(doc, "next");
+        ck_assert(json_is_null(next) || json_is_string(next));
+        if (json_is_null(next)) {
+            json_decref(doc);
+            break;
+        }
+        ck_assert_int_eq(json_array_size(items), (size_t)limit); /* only the last page is short */
+        snprintf(cursor, sizeof cursor, "%s", json_string_value(next));
+        json_decref(doc);
+        ck_assert_int_lt(*pages, 100);
+    }
+    for (size_t i = 1; i < json_array_size(all); i++) {
+        double a = json_real_value(json_object_get(json_array_get(all, i - 1), "created"));
+        double b = json_real_value(json_object_get(json_array_get(all, i), "created"));
+        ck_assert_msg(a >= b, "not newest first at %zu", i);
+    }
+    return all;
+}
+
+static bool has_key(const json_t *items, const char *field, const char *value)
+{
+    for (size_t i = 0; i < json_array_size(items); i++)
+        if (!strcmp(jstr(json_array_get(items, i), field), value))
+            return true;
+    return false;
+}
+
+static void lists_on(const char *store)
+{
+    cs_daemon d;
+    start(&d, store, NULL);
+    enum { N = 7 };
+    char keys[N][65];
+    for (int i = 0; i < N; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"topology\":\"ring:%d\",\"collective\":\"%s\",\"method\":\"ring\","
+                 "\"options\":{\"wait_s\":30}}",
+                 4 + i, i < 5 ? "allgather" : "allreduce");
+        json_t *doc = NULL;
+        ck_assert_int_eq(post(&d, body, &doc), 200);
+        snprintf(keys[i], 65, "%s", jstr(doc, "key"));
+        json_decref(doc);
+    }
+    int pages = 0;
+    json_t *all = all_pages(&d, "/v1/results", "results", 3, &pages);
+    ck_assert_int_eq(json_array_size(all), N);
+    ck_assert_int_eq(pages, 3);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(has_key(all, "key", keys[i]), "result %d missing", i);
+    /* newest first: the last posted comes first */
+    json_t *first = json_array_get(all, 0);
+    ck_assert_str_eq(jstr(first, "key"), keys[N - 1]);
+    ck_assert_str_eq(jstr(first, "topology"), "ring:10");
+    ck_assert_str_eq(jstr(first, "collective"), "allreduce");
+    ck_assert_str_eq(jstr(first, "method"), "ring");
+    ck_assert_int_eq(json_integer_value(json_object_get(first, "ranks")), 10);
+    ck_assert_int_ge(json_integer_value(json_object_get(first, "nalgs")), 1);
+    json_decref(all);
+    /* filters */
+    all = all_pages(&d, "/v1/results?collective=allreduce", "results", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), 2);
+    json_decref(all);
+    all = all_pages(&d, "/v1/results?topology=ring:5&method=ring", "results", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), 1);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), keys[1]);
+    json_decref(all);
+    /* jobs: the same syntheses, plus one cancelled */
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":64");
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, body, &doc), 202);
+    char handle[40], lkey[65];
+    snprintf(handle, sizeof handle, "%s", jstr(doc, "job"));
+    snprintf(lkey, sizeof lkey, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    ck_assert_int_eq(delete_job(&d, handle, NULL, NULL, NULL) / 100, 2);
+    json_decref(wait_status(&d, handle, "cancelled", 15));
+    all = all_pages(&d, "/v1/jobs", "jobs", 2, &pages);
+    ck_assert_int_eq(json_array_size(all), N + 1);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), lkey);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "status"), "cancelled");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "torus2d:6x6");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "method"), "smt");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "collective"), "allgather");
+    json_decref(all);
+    all = all_pages(&d, "/v1/jobs?status=done", "jobs", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), N);
+    ck_assert(!has_key(all, "key", lkey));
+    json_decref(all);
+    /* bad parameters name themselves */
+    struct { const char *path, *field; } bad[] = {
+        {"/v1/results?limit=0", "limit"},      {"/v1/results?limit=501", "limit"},
+        {"/v1/results?limit=x", "limit"},      {"/v1/results?after=zzz", "after"},
+        {"/v1/results?collective=allsorts", "collective"},
+        {"/v1/jobs?status=sleeping", "status"}, {"/v1/jobs?after=1.%27%3B", "after"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long st = 0;
+        json_t *e = get_json(&d, bad[i].path, &st);
+        ck_assert_msg(st == 400, "%s: %ld", bad[i].path, st);
+        ck_assert_str_eq(jstr(json_object_get(e, "error"), "field"), bad[i].field);
+        json_decref(e);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+
+START_TEST(lists_page_newest_first_sqlite) { lists_on(NULL); }
+END_TEST
+
+START_TEST(pg_lists_page_newest_first)
+{
+    ck_assert_msg(pg_ok, "PostgreSQL did not start");
+    char url[256];
+    ck_assert_int_eq(pg_create_db(&pg, "lists", url, sizeof url), 0);
+    lists_on(url);
+}
+END_TEST
+
+/* Results stored without a summary (the daemon died in between, or the
+ * store is older than the lists) are listed after the next start. */
+START_TEST(results_without_summary_are_listed_after_restart)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+                              "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
+    char key[65], dir[256];
+    snprintf(key, sizeof key, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    snprintf(dir, sizeof dir, "%s", d.dir);
+    ck_assert_int_eq(daemon_stop_ex(&d, 15, true), 0);
+    char db_path[300];
+    snprintf(db_path, sizeof db_path, "%s/collsynth.db", dir);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM result_index", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cs_daemon d2;
+    ck_assert_int_eq(daemon_start(&d2, NULL, dir, NULL), 0);
+    int pages = 0;
+    json_t *all = NULL;
+    for (double until = cs_now() + 10; cs_now() < until; usleep(100000)) {
+        all = all_pages(&d2, "/v1/results", "results", 50, &pages);
+        if (json_array_size(all) == 1)
+            break;
+        json_decref(all);
+        all = NULL;
+    }
+    ck_assert_ptr_nonnull(all);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), key);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "ring:6");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(all, 0), "ranks")), 6);
+    json_decref(all);
+    ck_assert_int_eq(daemon_stop(&d2), 0);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -951,11 +1136,14 @@ static Suite *hardening_suite(void)
     tcase_set_timeout(jobs, 90);
     tcase_add_test(jobs, delete_detaches_its_caller);
     tcase_add_test(jobs, explicit_cancel_stops_it_for_everyone);
+    tcase_add_test(jobs, lists_page_newest_first_sqlite);
+    tcase_add_test(jobs, results_without_summary_are_listed_after_restart);
     suite_add_tcase(s, jobs);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 120);
     tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
     tcase_add_test(pgc, pg_fleet_counts_waiters_across_daemons);
+    tcase_add_test(pgc, pg_lists_page_newest_first);
     suite_add_tcase(s, pgc);
     return s;
 }

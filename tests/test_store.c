@@ -110,17 +110,17 @@ static void submit_outcomes(bool use_pg)
     key_of(2, k2);
     key_of(3, k3);
     cs_submit sub;
-    ck_assert_int_eq(store_job_submit(s, "job-a", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-a", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     ck_assert_str_eq(sub.job_id, "job-a");
     /* the same key joins the active job */
-    ck_assert_int_eq(store_job_submit(s, "job-b", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-b", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_JOINED);
     ck_assert_str_eq(sub.job_id, "job-a");
-    ck_assert_int_eq(store_job_submit(s, "job-c", k2, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-c", k2, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     /* two queued, limit two: a third key is refused */
-    ck_assert_int_eq(store_job_submit(s, "job-d", k3, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-d", k3, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_FULL);
     long counts[CS_JOB_STATUS_COUNT];
     ck_assert_int_eq(store_job_counts(s, counts, NULL), CS_OK);
@@ -137,7 +137,7 @@ static void submit_outcomes(bool use_pg)
                                       "{\"res\":1}", NULL, NULL),
                      CS_OK);
     store_job_clear(&j);
-    ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CACHED);
     ck_assert_str_eq(sub.result_json, "{\"res\":1}");
     free(sub.result_json);
@@ -185,7 +185,7 @@ static void claims_are_exclusive(bool use_pg)
         key_of(i, key);
         snprintf(id, sizeof id, "job-%02d", i);
         cs_submit sub;
-        ck_assert_int_eq(store_job_submit(a, id, key, "{}", 0, 0, &sub, NULL), CS_OK);
+        ck_assert_int_eq(store_job_submit(a, id, key, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
         ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     }
     claimer cl[NTHREADS];
@@ -222,7 +222,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     key_of(2, k2);
     key_of(3, k3);
     cs_submit sub;
-    ck_assert_int_eq(store_job_submit(s, "q1", k1, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "q1", k1, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     /* cancelling a queued job ends it at once */
     cs_job_status after;
     bool found = false;
@@ -232,7 +232,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     ck_assert_int_eq(store_job_cancel(s, "nope", &after, &found, NULL), CS_OK);
     ck_assert(!found);
     /* a running job gets the flag; its owner sees it on the heartbeat */
-    ck_assert_int_eq(store_job_submit(s, "r1", k2, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "r1", k2, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     cs_store_job j;
     bool claimed = false;
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
@@ -258,7 +258,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     ck_assert_str_eq(j.progress, "{\"done\":1}");
     store_job_clear(&j);
     /* a job whose daemon died: re-queued until max_attempts, then failed */
-    ck_assert_int_eq(store_job_submit(s, "d1", k3, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "d1", k3, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     for (int attempt = 1; attempt <= 3; attempt++) {
         ck_assert_int_eq(store_job_claim(s, "dead", &j, &claimed, NULL), CS_OK);
         ck_assert(claimed);
@@ -279,7 +279,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     /* giving a job back (graceful shutdown) does not count the attempt */
     char k4[65];
     key_of(4, k4);
-    ck_assert_int_eq(store_job_submit(s, "g1", k4, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "g1", k4, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
     store_job_clear(&j);
     ck_assert_int_eq(store_job_finish(s, "g1", "A", CS_JOB_QUEUED, k4, "{}", NULL, NULL, NULL),
@@ -368,11 +368,11 @@ static void handles_detach_and_revive(bool use_pg)
     key_of(3, k3);
     key_of(4, k4);
     cs_submit a, b, c;
-    ck_assert_int_eq(store_job_submit(s, "J1", k1, "{}", 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J1", k1, "{}", NULL, 0, 0, &a, NULL), CS_OK);
     ck_assert_int_eq(a.outcome, CS_SUBMIT_CREATED);
     ck_assert_int_eq(strlen(a.handle_id), 32);
     ck_assert_str_ne(a.handle_id, "J1");
-    ck_assert_int_eq(store_job_submit(s, "J1b", k1, "{}", 0, 0, &b, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J1b", k1, "{}", NULL, 0, 0, &b, NULL), CS_OK);
     ck_assert_int_eq(b.outcome, CS_SUBMIT_JOINED);
     ck_assert_str_eq(b.job_id, "J1");
     ck_assert_str_ne(b.handle_id, a.handle_id);
@@ -414,7 +414,7 @@ static void handles_detach_and_revive(bool use_pg)
     ck_assert_int_eq(store_job_heartbeat(s, "J1", "A", NULL, &cancel, &owner, NULL), CS_OK);
     ck_assert_int_eq(cancel, CS_CANCEL_ABANDONED);
     /* someone asks for it before its daemon gave up: it lives on */
-    ck_assert_int_eq(store_job_submit(s, "J1c", k1, "{}", 0, 0, &c, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J1c", k1, "{}", NULL, 0, 0, &c, NULL), CS_OK);
     ck_assert_int_eq(c.outcome, CS_SUBMIT_JOINED);
     ck_assert_int_eq(store_job_heartbeat(s, "J1", "A", NULL, &cancel, &owner, NULL), CS_OK);
     ck_assert_int_eq(cancel, CS_CANCEL_NONE);
@@ -438,7 +438,7 @@ static void handles_detach_and_revive(bool use_pg)
     ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
     store_job_clear(&j);
     /* queued, the only waiter leaves: cancelled at once */
-    ck_assert_int_eq(store_job_submit(s, "J2", k2, "{}", 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J2", k2, "{}", NULL, 0, 0, &a, NULL), CS_OK);
     ck_assert_int_eq(store_job_detach(s, a.handle_id, &d, NULL), CS_OK);
     ck_assert_int_eq(d.outcome, CS_DETACH_CANCELLED);
     ck_assert_int_eq(store_job_get(s, "J2", &j, &found, NULL), CS_OK);
@@ -446,8 +446,8 @@ static void handles_detach_and_revive(bool use_pg)
     ck_assert_ptr_nonnull(strstr(j.error, "detached"));
     store_job_clear(&j);
     /* an explicit cancel (through any handle) ends it for every waiter */
-    ck_assert_int_eq(store_job_submit(s, "J3", k3, "{}", 0, 0, &a, NULL), CS_OK);
-    ck_assert_int_eq(store_job_submit(s, "J3b", k3, "{}", 0, 0, &b, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J3", k3, "{}", NULL, 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J3b", k3, "{}", NULL, 0, 0, &b, NULL), CS_OK);
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
     ck_assert_str_eq(j.id, "J3");
     store_job_clear(&j);
@@ -457,7 +457,7 @@ static void handles_detach_and_revive(bool use_pg)
     ck_assert_int_eq(after, CS_JOB_RUNNING);
     ck_assert_int_eq(store_job_heartbeat(s, "J3", "A", NULL, &cancel, &owner, NULL), CS_OK);
     ck_assert_int_eq(cancel, CS_CANCEL_EXPLICIT);
-    ck_assert_int_eq(store_job_submit(s, "J3c", k3, "{}", 0, 0, &c, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J3c", k3, "{}", NULL, 0, 0, &c, NULL), CS_OK);
     ck_assert_int_eq(store_job_heartbeat(s, "J3", "A", NULL, &cancel, &owner, NULL), CS_OK);
     ck_assert_int_eq(cancel, CS_CANCEL_EXPLICIT); /* a joiner does not undo it */
     ck_assert_int_eq(store_job_finish(s, "J3", "A", CS_JOB_CANCELLED, k3, "{}", NULL,
@@ -467,7 +467,7 @@ static void handles_detach_and_revive(bool use_pg)
     ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
     store_job_clear(&j);
     /* a finished job: detaching changes nothing and says how it ended */
-    ck_assert_int_eq(store_job_submit(s, "J4", k4, "{}", 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J4", k4, "{}", NULL, 0, 0, &a, NULL), CS_OK);
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
     store_job_clear(&j);
     ck_assert_int_eq(store_job_finish(s, "J4", "A", CS_JOB_DONE, k4, "{}", "{\"r\":4}", NULL,
@@ -545,7 +545,7 @@ START_TEST(old_store_gains_handles)
     sqlite3_close(db);
     cs_store *s = open_store(url);
     cs_submit sub;
-    ck_assert_int_eq(store_job_submit(s, "new1", key, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "new1", key, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_JOINED);
     ck_assert_str_eq(sub.job_id, "old1");
     cs_detach d;
