@@ -53,7 +53,12 @@ static const opt_def options[] = {
     {"log-level", OPT_STR, OFF(log_level), SZ(log_level), 0, 0,
      "debug, info (default), warn or error"},
     {"access-log", OPT_BOOL, OFF(access_log), 0, 0, 1,
-     "log every HTTP request (default true)"},
+     "log HTTP requests (default true): each at debug; server errors at warn, requests slower "
+     "than 1 s and the --access-log-sample fraction at info"},
+    {"access-log-sample", OPT_DOUBLE, OFF(access_log_sample), 0, 0, 1,
+     "fraction of requests logged at info level (default 0; 1 = every request)"},
+    {"log-file", OPT_STR, OFF(log_file), SZ(log_file), 0, 0,
+     "write logs to this file instead of stderr (appended; reopened on SIGHUP, for logrotate)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,

@@ -256,6 +256,7 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         finish(j, job, CS_JOB_QUEUED, NULL, NULL);
         return;
     }
+    metrics_observe_queue_wait(m, store_wall_time() - job->created);
     pthread_mutex_init(&lj->plock, NULL);
     snprintf(lj->id, sizeof lj->id, "%s", job->id);
     snprintf(lj->key, sizeof lj->key, "%s", job->key);
@@ -299,6 +300,12 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     stop_reason stop = lj->stop;
     lj->finishing = true;
     pthread_mutex_unlock(&j->lock);
+    if (rc == CS_OK)
+        metrics_observe_synthesis(m, res->method, SYNTH_DONE, secs);
+    else if (stop == STOP_USER || stop == STOP_ABANDONED)
+        metrics_observe_synthesis(m, req->method, SYNTH_CANCELLED, secs);
+    else if (stop != STOP_SHUTDOWN && stop != STOP_LOST)
+        metrics_observe_synthesis(m, req->method, SYNTH_FAILED, secs);
     if (rc == CS_OK && cfg->limits.max_sends > 0) {
         long total = 0;
         for (int i = 0; i < res->nalgs; i++)

@@ -190,6 +190,9 @@ static enum MHD_Result handle_metrics(req_state *rs)
     cache_stats(s->cache, &g.cache_entries, &g.cache_bytes);
     g.uptime_s = cs_now() - s->started;
     g.workers = s->cfg.workers;
+    g.version = COLLSYNTHD_VERSION;
+    g.mhd_version = MHD_get_version();
+    metrics_sample_process(&g);
     char *text = metrics_render(&s->metrics, &g);
     if (!text)
         return respond_error(rs, 500, "internal", "", "cannot render metrics");

@@ -27,7 +27,25 @@ struct cs_store {
     db_engine *engine;
     char path[4096];     /* SQLite: the database file; "" for PostgreSQL */
     int lock_fd;         /* store_lock_exclusive's lock file, -1 when none */
+    cs_store_observer observe;
+    void *observe_ctx;
 };
+
+void store_set_observer(cs_store *s, cs_store_observer fn, void *ctx)
+{
+    s->observe = fn;
+    s->observe_ctx = ctx;
+}
+
+/* Reports a statement to the observer: reads are SELECTs, COMMIT ends a
+ * transaction, everything else writes. */
+static void observed(cs_store *s, const char *sql, double t0, int rc)
+{
+    if (!s->observe)
+        return;
+    int op = !strncmp(sql, "SELECT", 6) ? 0 : !strncmp(sql, "COMMIT", 6) ? 2 : 1;
+    s->observe(s->observe_ctx, op, cs_now() - t0, rc == CS_OK);
+}
 
 static const char *const status_names[CS_JOB_STATUS_COUNT] = {"queued", "running", "done",
                                                               "failed", "cancelled"};
@@ -166,11 +184,15 @@ void store_new_id(char out[40])
 static int run1(cs_store *s, const char *sql, int n, const char *const *params, db_rows *rows,
                 cs_error *err)
 {
+    double t0 = cs_now();
     db_conn *c = s->engine->acquire(s->engine, err);
-    if (!c)
+    if (!c) {
+        observed(s, sql, t0, CS_EIO);
         return CS_EIO;
+    }
     int rc = s->engine->query(c, sql, n, params, rows, err);
     s->engine->release(s->engine, c);
+    observed(s, sql, t0, rc);
     return rc;
 }
 
@@ -432,8 +454,11 @@ static db_conn *txn_begin(cs_store *s, cs_error *err)
  * or the commit's error. */
 static int txn_end(cs_store *s, db_conn *c, int rc, bool commit, cs_error *err)
 {
-    if (rc == CS_OK && commit)
+    if (rc == CS_OK && commit) {
+        double t0 = cs_now();
         rc = s->engine->query(c, "COMMIT", 0, NULL, NULL, err);
+        observed(s, "COMMIT", t0, rc);
+    }
     if (rc != CS_OK || !commit) {
         cs_error e2;
         s->engine->query(c, "ROLLBACK", 0, NULL, NULL, &e2);
@@ -448,7 +473,9 @@ static int txn_q(cs_store *s, db_conn *c, const char *sql, int np, const char *c
                  bool *hit, char cells[][64], int ncells, cs_error *err)
 {
     db_rows rows;
+    double t0 = cs_now();
     int rc = s->engine->query(c, sql, np, params, &rows, err);
+    observed(s, sql, t0, rc);
     if (rc)
         return rc;
     if (hit)

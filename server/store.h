@@ -239,6 +239,12 @@ int store_results_list(cs_store *s, const cs_list_query *q, cs_result_row **rows
 int store_jobs_list(cs_store *s, const cs_list_query *q, cs_job_row **rows, int *n,
                     char next[96], cs_error *err);
 
+/* Called after every statement with its kind (0 read, 1 write, 2 commit: a
+ * transaction's end), its time including the wait for a connection, and
+ * whether it worked.  Set before the store is shared between threads. */
+typedef void (*cs_store_observer)(void *ctx, int op, double seconds, bool ok);
+void store_set_observer(cs_store *s, cs_store_observer fn, void *ctx);
+
 /* Wall clock, seconds since the epoch. */
 double store_wall_time(void);
 

@@ -1099,6 +1099,151 @@ START_TEST(results_without_summary_are_listed_after_restart)
 }
 END_TEST
 
+
+/* ---- observability ------------------------------------------------------------------------ */
+
+static char *metrics_text(const cs_daemon *d)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "GET", "/metrics", NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    return r.body; /* caller frees */
+}
+
+START_TEST(metrics_cover_syntheses_queue_store_and_process)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+                              "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
+    json_decref(doc);
+    /* synthesis time by the method that ran, and how long the job queued */
+    ck_assert_int_eq((long)metrics_value(
+                         &d, "collsynth_synthesis_seconds_count{method=\"ring\",outcome=\"done\"}"),
+                     1);
+    ck_assert_int_eq((long)metrics_value(
+                         &d, "collsynth_synthesis_seconds_bucket{method=\"ring\",outcome=\"done\","
+                             "le=\"+Inf\"}"),
+                     1);
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_queue_wait_seconds_count"), 1);
+    ck_assert_int_ge(metrics_value(&d, "collsynth_queue_wait_seconds_sum"), 0);
+    /* the store's latency, by kind of statement */
+    ck_assert_int_gt((long)metrics_value(&d, "collsynth_store_seconds_count{op=\"read\"}"), 0);
+    ck_assert_int_gt((long)metrics_value(&d, "collsynth_store_seconds_count{op=\"write\"}"), 0);
+    /* the process itself */
+    ck_assert_int_gt(metrics_value(&d, "process_resident_memory_bytes"), 1e6);
+    ck_assert_int_gt(metrics_value(&d, "process_open_fds"), 3);
+    ck_assert_int_gt(metrics_value(&d, "process_max_fds"), 3);
+    ck_assert_int_gt(metrics_value(&d, "process_start_time_seconds"), 1e9);
+    ck_assert_int_ge(metrics_value(&d, "process_cpu_seconds_total"), 0);
+    char *text = metrics_text(&d);
+    ck_assert_ptr_nonnull(strstr(text, "# TYPE collsynth_build_info gauge"));
+    ck_assert_ptr_nonnull(strstr(text, "collsynth_build_info{version=\"0.1.0\""));
+    ck_assert_ptr_nonnull(strstr(text, "# TYPE collsynth_synthesis_seconds histogram"));
+    free(text);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+START_TEST(access_log_is_debug_or_sampled)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    for (int i = 0; i < 50; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    /* a fresh daemon for each setting; the harness removed the dir */
+    const char *dbg[] = {"--log-level", "debug", NULL};
+    start(&d, NULL, dbg);
+    for (int i = 0; i < 20; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    char *log = read_file_text(d.log_path);
+    ck_assert_int_ge(count_lines(log, "event=http "), 20);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    const char *sampled[] = {"--access-log-sample", "1", NULL};
+    start(&d, NULL, sampled);
+    for (int i = 0; i < 10; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    log = read_file_text(d.log_path);
+    ck_assert_int_ge(count_lines(log, "level=info event=http "), 10);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* By default: at info, a busy daemon does not write a line per request. */
+START_TEST(access_log_quiet_at_info)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    for (int i = 0; i < 50; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    char *log = read_file_text(d.log_path);
+    ck_assert_msg(count_lines(log, "event=http ") == 0, "%d request lines at info",
+                  count_lines(log, "event=http "));
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(sighup_reopens_the_log_file)
+{
+    char dir[256], logf[300], rotated[310];
+    ck_assert_int_eq(make_temp_dir("collsynth-logs", dir, sizeof dir), 0);
+    snprintf(logf, sizeof logf, "%s/collsynthd.log", dir);
+    snprintf(rotated, sizeof rotated, "%s.1", logf);
+    const char *extra[] = {"--log-file", logf, NULL};
+    cs_daemon d;
+    start(&d, NULL, extra);
+    char *before = read_file_text(logf);
+    ck_assert_ptr_nonnull(strstr(before, "event=listening"));
+    free(before);
+    /* logrotate: move the file away, then SIGHUP */
+    ck_assert_int_eq(rename(logf, rotated), 0);
+    kill(d.pid, SIGHUP);
+    double until = cs_now() + 5;
+    while (access(logf, F_OK) != 0 && cs_now() < until)
+        usleep(20000);
+    ck_assert_int_eq(access(logf, F_OK), 0);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, RING_REQ, &doc), 202);
+    json_decref(doc);
+    usleep(300000);
+    char *now = read_file_text(logf), *old = read_file_text(rotated);
+    ck_assert_ptr_nonnull(strstr(now, "event=job_queued"));
+    ck_assert_ptr_null(strstr(old, "event=job_queued"));
+    free(now);
+    free(old);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -1139,6 +1284,13 @@ static Suite *hardening_suite(void)
     tcase_add_test(jobs, lists_page_newest_first_sqlite);
     tcase_add_test(jobs, results_without_summary_are_listed_after_restart);
     suite_add_tcase(s, jobs);
+    TCase *obs = tcase_create("observability");
+    tcase_set_timeout(obs, 60);
+    tcase_add_test(obs, metrics_cover_syntheses_queue_store_and_process);
+    tcase_add_test(obs, access_log_quiet_at_info);
+    tcase_add_test(obs, access_log_is_debug_or_sampled);
+    tcase_add_test(obs, sighup_reopens_the_log_file);
+    suite_add_tcase(s, obs);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 120);
     tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
