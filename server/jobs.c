@@ -300,12 +300,6 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     stop_reason stop = lj->stop;
     lj->finishing = true;
     pthread_mutex_unlock(&j->lock);
-    if (rc == CS_OK)
-        metrics_observe_synthesis(m, res->method, SYNTH_DONE, secs);
-    else if (stop == STOP_USER || stop == STOP_ABANDONED)
-        metrics_observe_synthesis(m, req->method, SYNTH_CANCELLED, secs);
-    else if (stop != STOP_SHUTDOWN && stop != STOP_LOST)
-        metrics_observe_synthesis(m, req->method, SYNTH_FAILED, secs);
     if (rc == CS_OK && cfg->limits.max_sends > 0) {
         long total = 0;
         for (int i = 0; i < res->nalgs; i++)
@@ -317,6 +311,13 @@ static void run_job(cs_jobs *j, cs_store_job *job)
             stop = STOP_NONE;
         }
     }
+
+    if (rc == CS_OK)
+        metrics_observe_synthesis(m, res->method, SYNTH_DONE, secs);
+    else if (stop == STOP_USER || stop == STOP_ABANDONED)
+        metrics_observe_synthesis(m, req->method, SYNTH_CANCELLED, secs);
+    else if (stop != STOP_SHUTDOWN && stop != STOP_LOST)
+        metrics_observe_synthesis(m, req->method, SYNTH_FAILED, secs);
 
     char secs_s[32];
     fmt_num(secs_s, sizeof secs_s, secs);

@@ -701,7 +701,6 @@ START_TEST(trivial_requests_are_answered_at_once)
 }
 END_TEST
 
-
 /* ---- 8. smaller ones -------------------------------------------------------------------------- */
 
 START_TEST(bearer_scheme_is_case_insensitive)
