@@ -560,7 +560,7 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
         if (rc)
             return rc;
         if (joined || inserted) {
-            snprintf(out->job_id, sizeof out->job_id, "%s", job[0]);
+            snprintf(out->job_id, sizeof out->job_id, "%.39s", job[0]);
             out->outcome = joined ? CS_SUBMIT_JOINED : CS_SUBMIT_CREATED;
             return CS_OK;
         }
@@ -790,7 +790,7 @@ int store_job_detach(cs_store *s, const char *handle, cs_detach *out, cs_error *
             store_job_clear(&j);
         return CS_OK;
     }
-    snprintf(out->job_id, sizeof out->job_id, "%s", cell[0]);
+    snprintf(out->job_id, sizeof out->job_id, "%.39s", cell[0]);
     const char *pj[] = {out->job_id, now};
     rc = txn_q(s, c,
                "UPDATE jobs SET waiters = CASE WHEN waiters > 0 THEN waiters - 1 ELSE 0 END,"
