@@ -145,9 +145,9 @@ json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res);
  * the per-rank share L, as TACOS' default `bytes`. */
 #define CS_BOUND_DEFAULT_BYTES (64.0 * 1024 * 1024)
 
-/* The size of a request's ratio_to_bound: its tacos `bytes` option (part of
- * every canonical request; default CS_BOUND_DEFAULT_BYTES), whatever method
- * runs. */
+/* The size of a request's ratio_to_bound: its tacos `bytes` option (in the
+ * canonical request of the methods that take it; else the default,
+ * CS_BOUND_DEFAULT_BYTES), whatever method runs. */
 double synth_bound_bytes(const cs_synth_request *r);
 
 typedef struct cs_bound_ratio {

@@ -3,16 +3,16 @@
  * and, per frontier algorithm, its simulated time against the bound at one
  * size (CONTRACT.md section 4, `ratio_to_bound` and `bound_bytes`).
  *
- * The size is the request's tacos `bytes` option (default 64 MiB, the per-
- * rank share L of the cost model), whichever method ran: it is part of every
- * canonical request, so a cached result's ratios match its key.  The bound
+ * The size is the request's tacos `bytes` option (the per-rank share L of
+ * the cost model) where the method takes one (tacos, auto: it is in their
+ * canonical request), else its default 64 MiB, whichever method ran: either
+ * way a cached result's ratios match its key.  The bound
  * itself holds at every size (A + B L and D): clients evaluate it anywhere;
  * only the simulated time needs a simulation, which costs about as much as
  * verifying the algorithm (O(sends log lanes)).
  */
 #include "synthesize.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "bounds.h"
