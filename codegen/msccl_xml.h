@@ -77,6 +77,39 @@ const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime runtime);
 int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t,
                        const cs_msccl_options *opt, char **out, size_t *len, cs_error *err);
 
+/* Per-rank slices, for streaming and for each node fetching only its ranks.
+ *
+ * A slice of ranks rank_lo..rank_hi is the same <algo> element (every
+ * attribute identical to the full document's, ngpus unchanged) holding only
+ * those ranks' <gpu> elements, each byte-identical to its part of the full
+ * document; 0..ranks-1 is the full document, byte-identical to
+ * msccl_xml_generate's.  Both runtimes parse only their own rank's <gpu>, so
+ * a rank loads its slice exactly as it loads the full document.  Slices of
+ * different widths can be concatenated (the <gpu> elements between the
+ * header and "</algo>") into the full document.
+ *
+ * write is called with consecutive pieces of the document (the header,
+ * then one <gpu> element at a time, then "</algo>
+"); it returns CS_OK or
+ * an error code, which stops the generation and is returned.  Memory is
+ * bounded by what the ranks being written need: one pass over all sends
+ * (O(ranks + links) memory for sends in canonical order) decides what every
+ * rank shares; then windows of ranks are planned from the sends incident to
+ * them and their peers, written and freed.  Limits are checked for every
+ * rank before anything is written where they follow from per-link counts
+ * (thread blocks, channels, blocks per channel); the step and element
+ * counts of each rank are exact only once its window is laid out, so an
+ * error can arrive after earlier windows were written: on error, discard
+ * what was written.  Thread-safe (no global state). */
+typedef int (*cs_write_fn)(void *ctx, const char *data, size_t len);   /* CS_OK or an error */
+
+int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
+                          int rank_lo, int rank_hi, cs_write_fn write, void *ctx, cs_error *err);
+/* The same into a malloc'd NUL-terminated string (len may be NULL). */
+int msccl_xml_generate_ranks(const cs_algorithm *a, const cs_topology *t,
+                             const cs_msccl_options *opt, int rank_lo, int rank_hi, char **out,
+                             size_t *len, cs_error *err);
+
 /* Size ranges for a frontier: where each algorithm of r has the lowest
  * alpha-beta cost on t (algorithm_cost_us; ties go to the earlier one, as in
  * result_best_for_size).  out[i] gets [min_bytes, max_bytes) with max_bytes
