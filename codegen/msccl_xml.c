@@ -902,53 +902,61 @@ static int cmp_dbl(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int cheapest(const cs_result *r, const cs_topology *t, double bytes)
+/* Costs are lines in the size: a + b * bytes. */
+typedef struct cost_line {
+    double a, b;
+} cost_line;
+
+static double line_at(cost_line l, double x)
+{
+    return l.a + l.b * x;
+}
+
+/* The cheapest of lines idx[0..n) at x (ties to the earlier). */
+static int cheapest_among(const cost_line *l, const int *idx, int n, double x)
 {
     int best = -1;
     double best_cost = 0;
-    for (int i = 0; i < r->nalgs; i++) {
-        double c = algorithm_cost_us(r->algs[i], t, bytes);
+    for (int k = 0; k < n; k++) {
+        double c = line_at(l[idx[k]], x);
         if (best < 0 || c < best_cost) {
-            best = i;
+            best = idx[k];
             best_cost = c;
         }
     }
     return best;
 }
 
-int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
-                          cs_error *err)
+/* Sizes where the cheapest of a set can change: 0 and every crossing. */
+static int crossings(const cost_line *l, const int *idx, int n, double **out, size_t *nout)
 {
-    if (!r || !t || !out)
-        return cs_error_set(err, CS_EINVAL, "result", "a result and its topology are needed");
-    int n = r->nalgs;
-    for (int i = 0; i < n; i++)
-        out[i] = (cs_byte_range){0, 0, false};
-    if (n == 0)
-        return CS_OK;
-    /* costs are lines in the size: the cheapest changes only where two cross */
-    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
     double *x = malloc(((size_t)n * (size_t)n + 2) * sizeof *x);
-    if (!a || !b || !x) {
-        free(a);
-        free(b);
-        free(x);
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        a[i] = algorithm_cost_us(r->algs[i], t, 0);
-        b[i] = (algorithm_cost_us(r->algs[i], t, 1e9) - a[i]) / 1e9;
-    }
+    if (!x)
+        return CS_ENOMEM;
     size_t nx = 0;
     x[nx++] = 0;
     for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (b[i] != b[j]) {
-                double c = (a[j] - a[i]) / (b[i] - b[j]);
+        for (int j = i + 1; j < n; j++) {
+            cost_line a = l[idx[i]], b = l[idx[j]];
+            if (a.b != b.b) {
+                double c = (b.a - a.a) / (a.b - b.b);
                 if (c > 0 && c < 9e18)
                     x[nx++] = ceil(c);
             }
+        }
     qsort(x, nx, sizeof *x, cmp_dbl);
+    *out = x;
+    *nout = nx;
+    return CS_OK;
+}
+
+/* Ranges where each of idx[0..n) is the cheapest among them. */
+static int ranges_among(const cost_line *l, const int *idx, int n, cs_byte_range *out)
+{
+    double *x;
+    size_t nx;
+    if (crossings(l, idx, n, &x, &nx) != CS_OK)
+        return CS_ENOMEM;
     int prev = -1;
     for (size_t k = 0; k < nx; k++) {
         if (k > 0 && x[k] == x[k - 1])
@@ -958,7 +966,7 @@ int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_rang
         while (nk < nx && x[nk] == x[k])
             nk++;
         double probe = nk < nx ? (x[k] + x[nk]) / 2 : x[k] * 2 + 1e6;
-        int w = cheapest(r, t, probe);
+        int w = cheapest_among(l, idx, n, probe);
         if (w != prev) {
             if (prev >= 0)
                 out[prev].max_bytes = (long long)x[k];
@@ -969,8 +977,150 @@ int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_rang
             prev = w;
         }
     }
-    free(a);
-    free(b);
     free(x);
     return CS_OK;
+}
+
+static int frontier_lines(const cs_result *r, const cs_topology *t, cost_line **out, int **all,
+                          cs_error *err)
+{
+    int n = r->nalgs;
+    *out = malloc((size_t)(n ? n : 1) * sizeof **out);
+    *all = malloc((size_t)(n ? n : 1) * sizeof **all);
+    if (!*out || !*all) {
+        free(*out);
+        free(*all);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        double a0 = algorithm_cost_us(r->algs[i], t, 0);
+        (*out)[i] = (cost_line){a0, (algorithm_cost_us(r->algs[i], t, 1e9) - a0) / 1e9};
+        (*all)[i] = i;
+    }
+    return CS_OK;
+}
+
+int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
+                          cs_error *err)
+{
+    return msccl_frontier_ranges_limited(r, t, 0, out, NULL, err);
+}
+
+/* The worst slowdown over all sizes of the best of `sub` against the best of
+ * `all`: both are lower envelopes of lines, so the ratio is largest at a
+ * crossing of some pair, at 0, or for very large sizes. */
+static double worst_slowdown(const cost_line *l, const int *sub, int ns, const int *all, int na,
+                             const double *probes, size_t np)
+{
+    double worst = 1;
+    for (size_t k = 0; k <= np; k++) {
+        double x = k < np ? probes[k] : 1e15;
+        double cs = line_at(l[cheapest_among(l, sub, ns, x)], x);
+        double ca = line_at(l[cheapest_among(l, all, na, x)], x);
+        if (ca > 0 && cs / ca > worst)
+            worst = cs / ca;
+    }
+    return worst;
+}
+
+int msccl_frontier_ranges_limited(const cs_result *r, const cs_topology *t, int max_docs,
+                                  cs_byte_range *out, int *dropped, cs_error *err)
+{
+    if (!r || !t || !out)
+        return cs_error_set(err, CS_EINVAL, "result", "a result and its topology are needed");
+    int n = r->nalgs;
+    if (dropped)
+        *dropped = 0;
+    for (int i = 0; i < n; i++)
+        out[i] = (cs_byte_range){0, 0, false};
+    if (n == 0)
+        return CS_OK;
+    cost_line *l;
+    int *all;
+    int rc = frontier_lines(r, t, &l, &all, err);
+    if (rc != CS_OK)
+        return rc;
+    if (ranges_among(l, all, n, out) != CS_OK) {
+        free(l);
+        free(all);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    int nw = 0;
+    int *win = malloc((size_t)n * sizeof *win), *pick = malloc((size_t)n * sizeof *pick);
+    int *best = malloc((size_t)n * sizeof *best);
+    double *probes = NULL;
+    size_t np = 0;
+    if (!win || !pick || !best || crossings(l, all, n, &probes, &np) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if (out[i].best)
+            win[nw++] = i;
+    if (max_docs <= 0 || nw <= max_docs)
+        goto done;
+    /* keep the max_docs winners whose worst slowdown is smallest: every
+     * subset when there are few, else drop greedily */
+    double best_worst = INFINITY;
+    long subsets = 1;
+    for (int k = 0; k < max_docs && subsets < 100000; k++)
+        subsets = subsets * (nw - k) / (k + 1);
+    if (subsets < 100000 && max_docs <= 64) {
+        int c[64];
+        for (int k = 0; k < max_docs; k++)
+            c[k] = k;
+        for (;;) {
+            for (int k = 0; k < max_docs; k++)
+                pick[k] = win[c[k]];
+            double w = worst_slowdown(l, pick, max_docs, win, nw, probes, np);
+            if (w < best_worst - 1e-12) {
+                best_worst = w;
+                memcpy(best, pick, (size_t)max_docs * sizeof *pick);
+            }
+            int k = max_docs - 1;
+            while (k >= 0 && c[k] == nw - max_docs + k)
+                k--;
+            if (k < 0)
+                break;
+            c[k]++;
+            for (int j = k + 1; j < max_docs; j++)
+                c[j] = c[j - 1] + 1;
+        }
+    } else {
+        int m = nw;
+        memcpy(best, win, (size_t)nw * sizeof *win);
+        while (m > max_docs) {
+            int drop = 0;
+            double dw = INFINITY;
+            for (int k = 0; k < m; k++) {
+                int q = 0;
+                for (int j = 0; j < m; j++)
+                    if (j != k)
+                        pick[q++] = best[j];
+                double w = worst_slowdown(l, pick, m - 1, win, nw, probes, np);
+                if (w < dw) {
+                    dw = w;
+                    drop = k;
+                }
+            }
+            memmove(best + drop, best + drop + 1, (size_t)(m - drop - 1) * sizeof *best);
+            m--;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = (cs_byte_range){0, 0, false};
+    if (ranges_among(l, best, max_docs, out) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    if (dropped)
+        *dropped = nw - max_docs;
+done:
+    free(probes);
+    free(win);
+    free(pick);
+    free(best);
+    free(l);
+    free(all);
+    return rc;
 }

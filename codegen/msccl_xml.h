@@ -124,4 +124,16 @@ typedef struct cs_byte_range {
 int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
                           cs_error *err);
 
+/* The old runtime loads at most this many documents (MSCCL_XML_FILES). */
+#define CS_MSCCL_MAX_ALGORITHMS 4
+
+/* The same with at most max_docs algorithms marked best (max_docs <= 0: no
+ * limit).  When more frontier points are the cheapest somewhere, the
+ * max_docs of them whose worst slowdown over all sizes (cost of their
+ * cheapest / cost of the frontier's cheapest) is smallest are kept, and the
+ * ranges are computed among them, so every size still has a document.
+ * *dropped (may be NULL) gets how many were left out. */
+int msccl_frontier_ranges_limited(const cs_result *r, const cs_topology *t, int max_docs,
+                                  cs_byte_range *out, int *dropped, cs_error *err);
+
 #endif

@@ -12,6 +12,7 @@
 #include "msccl_check.h"
 #include "msccl_interp.h"
 #include "msccl_xml.h"
+#include "verify.h"
 
 static int count(const char *hay, const char *needle)
 {
@@ -850,6 +851,107 @@ START_TEST(frontier_size_ranges_meet_at_the_crossover)
 END_TEST
 
 /* The CLI front end (skipped when the binary is not built). */
+/* Broadcast of 60 chunks from rank 0 to 1 on line:2, all in the first of
+ * k steps with 3600/k rounds in all: cost k alpha + (60/k) L beta, so each
+ * k = 1..6 is the cheapest for some size (the crossing of k and k + 1 is
+ * at L = k (k + 1) alpha / (60 beta), growing with k). */
+static cs_result *six_winners(void)
+{
+    cs_error err;
+    cs_result *r;
+    ck_assert_int_eq(result_new("smt", &r, &err), CS_OK);
+    for (int k = 1; k <= 6; k++) {
+        cs_collective c;
+        collective_init(&c, CS_COLL_BROADCAST, 0);
+        cs_algorithm *a;
+        ck_assert_int_eq(algorithm_new(&c, "line:2", 2, 60, k, &a, &err), CS_OK);
+        for (int s = 0; s < k; s++)
+            a->rounds_per_step[s] = s == 0 ? 3600 / k - (k - 1) : 1;
+        algorithm_update_rounds(a);
+        for (int j = 0; j < 60; j++)
+            ck_assert_int_eq(algorithm_add_send(a, j, 0, 1, 0, CS_OP_COPY), CS_OK);
+        snprintf(a->method, sizeof a->method, "smt");
+        ck_assert_int_eq(result_add(r, a), CS_OK);
+    }
+    return r;
+}
+
+START_TEST(frontier_documents_are_capped_for_the_old_runtime)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("line:2", &t, &err), CS_OK);
+    cs_result *r = six_winners();
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(algorithm_verify(t, r->algs[i], &err) == CS_OK, "%s", err.message);
+    cs_byte_range all[6], four[6];
+    ck_assert_int_eq(msccl_frontier_ranges(r, t, all, &err), CS_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(all[i].best, "point %d should be the cheapest somewhere", i);
+    int dropped = -1;
+    ck_assert_int_eq(msccl_frontier_ranges_limited(r, t, 4, four, &dropped, &err), CS_OK);
+    ck_assert_int_eq(dropped, 2);
+    /* four kept, and their ranges still cover every size: [0, a) [a, b) ... [z, inf) */
+    int kept = 0;
+    long long next = 0;
+    for (int i = 0; i < 6; i++) {
+        if (!four[i].best)
+            continue;
+        kept++;
+        ck_assert_int_eq(four[i].min_bytes, next);
+        next = four[i].max_bytes;
+        ck_assert(four[i].max_bytes == 0 || four[i].max_bytes > four[i].min_bytes);
+    }
+    ck_assert_int_eq(kept, 4);
+    ck_assert_int_eq(next, 0);
+    /* the extremes are irreplaceable: the fastest for tiny and for huge sizes */
+    ck_assert(four[0].best && four[5].best);
+    /* within the limit nothing changes */
+    ck_assert_int_eq(msccl_frontier_ranges_limited(r, t, 6, four, &dropped, &err), CS_OK);
+    ck_assert_int_eq(dropped, 0);
+    ck_assert_int_eq(memcmp(four, all, sizeof all), 0);
+
+    /* the CLI writes at most 4 documents for the msccl runtime and auto, and
+     * says which were dropped; every one for the executor */
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char bin[512];
+    snprintf(bin, sizeof bin, "%s/collsynth", build);
+    if (access(bin, X_OK) != 0) {
+        printf("test_msccl_xml: SKIPPED the CLI part: %s not built\n", bin);
+    } else {
+        char dir[] = "/tmp/collsynth-frontier-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char rpath[600], cmd[2048], out[700];
+        snprintf(rpath, sizeof rpath, "%s/result.json", dir);
+        json_t *j = result_to_json(r);
+        ck_assert_int_eq(json_dump_file(j, rpath, 0), 0);
+        json_decref(j);
+        const char *rts[] = {"msccl", "auto", "msccl-executor"};
+        int expect[] = {4, 4, 6};
+        for (int k = 0; k < 3; k++) {
+            snprintf(cmd, sizeof cmd, "rm -f '%s'/*.xml; '%s' codegen '%s' --format msccl-xml "
+                     "--runtime %s --frontier-dir '%s' > '%s/files.txt' 2> '%s/err.txt'", dir,
+                     bin, rpath, rts[k], dir, dir, dir);
+            ck_assert_int_eq(system(cmd), 0);
+            char *text;
+            snprintf(out, sizeof out, "%s/files.txt", dir);
+            ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+            ck_assert_msg(count(text, ".xml") == expect[k], "%s: %s", rts[k], text);
+            free(text);
+            snprintf(out, sizeof out, "%s/err.txt", dir);
+            ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+            ck_assert_msg(count(text, "dropped") == (expect[k] == 4 ? 2 : 0), "%s: %s", rts[k],
+                          text);
+            free(text);
+        }
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(cli_codegen_writes_both_formats)
 {
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -945,6 +1047,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, forwarding_ranks_use_scratch);
     tcase_add_test(tc, cli_codegen_writes_both_formats);
     tcase_add_test(tc, frontier_size_ranges_meet_at_the_crossover);
+    tcase_add_test(tc, frontier_documents_are_capped_for_the_old_runtime);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,6 +38,8 @@ static const char codegen_help[] =
     "  --frontier-dir DIR Result input, msccl-xml: one document per frontier point\n"
     "                     that is the cheapest for some size, with minBytes/maxBytes\n"
     "                     set to its size range; prints the MSCCL_XML_FILES value\n"
+    "                     (msccl and auto: at most 4, the runtime's limit: the 4 that\n"
+    "                     lose least over all sizes; the dropped ones are named)\n"
     "  -o FILE            write to FILE instead of stdout\n"
     "\n"
     "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
@@ -150,13 +152,32 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
         result_free(r);
         return code;
     }
+    /* the old runtime loads at most 4 documents: keep the 4 that lose least */
+    int cap = base->runtime == CS_MSCCL_RUNTIME_EXECUTOR ? 0 : CS_MSCCL_MAX_ALGORITHMS;
     cs_byte_range *ranges = calloc((size_t)r->nalgs, sizeof *ranges);
-    if (!ranges || msccl_frontier_ranges(r, t, ranges, &err) != CS_OK) {
+    cs_byte_range *all = calloc((size_t)r->nalgs, sizeof *all);
+    int dropped = 0;
+    if (!ranges || !all || msccl_frontier_ranges(r, t, all, &err) != CS_OK ||
+        msccl_frontier_ranges_limited(r, t, cap, ranges, &dropped, &err) != CS_OK) {
         free(ranges);
+        free(all);
         result_free(r);
         topology_free(t);
         return cli_report_error(cmd, "cannot compute size ranges", CS_ENOMEM, &err);
     }
+    for (int i = 0; i < r->nalgs && dropped; i++) {
+        if (!all[i].best || ranges[i].best)
+            continue;
+        const cs_algorithm *a = r->algs[i];
+        char upto[64] = "up";
+        if (all[i].max_bytes)
+            snprintf(upto, sizeof upto, "below %lld", all[i].max_bytes);
+        fprintf(stderr, "collsynth %s: the msccl runtime loads at most %d algorithms: dropped "
+                "frontier point %d (S=%d R=%d C=%d, the cheapest from %lld bytes %s); the %d "
+                "kept lose least over all sizes\n", cmd, CS_MSCCL_MAX_ALGORITHMS, i, a->steps,
+                a->rounds, a->chunks, all[i].min_bytes, upto, CS_MSCCL_MAX_ALGORITHMS);
+    }
+    free(all);
     int written = 0;
     for (int i = 0; i < r->nalgs && code == CLI_EXIT_OK; i++) {
         if (!ranges[i].best)
@@ -199,9 +220,6 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
     }
     if (written)
         printf("\n");
-    if (written > 4 && base->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
-        fprintf(stderr, "collsynth %s: note: the msccl runtime loads at most 4 documents; "
-                        "%d were written\n", cmd, written);
     free(ranges);
     result_free(r);
     topology_free(t);
