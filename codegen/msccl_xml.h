@@ -19,8 +19,17 @@
  * needs data produced (or still read) by another thread block of the same
  * rank names it with depid/deps; several such blocks become nops in front of
  * the step, each carrying one dependency, the step itself the last; every
- * step depended upon has hasdep="1".  One algorithm chunk is one XML chunk
- * (cnt="1").  Links with several lanes get several channels.
+ * step depended upon has hasdep="1".  Consecutive messages of one connection
+ * in the same step between contiguous slots move as one step (cnt > 1), as do
+ * runs of contiguous final copies.  Links with several lanes get several
+ * channels.
+ *
+ * Long schedules: where a thread block would exceed the runtime's steps, each
+ * lane's messages are spread over more channels (within the runtime's
+ * channels, thread blocks and blocks per channel); where that is not enough,
+ * contiguous chunks also merge across steps (cnt up to 71); what still does
+ * not fit is CS_ELIMIT naming the limit, the rank and the value, and pointing
+ * to the hierarchical method.  docs/codegen.md has the rules.
  *
  * Buffers use NCCL's layout (allgather output = the ranks' inputs in rank
  * order, reducescatter input = one block per destination rank, ...).  For
@@ -42,7 +51,8 @@
  *    broadcast, alltoall); for reducescatter, gather and scatter no common
  *    name exists and the executor's name is used.
  * A document that cannot fit the runtime's limits is CS_ELIMIT with a message
- * naming the limit, the value and the rank.
+ * naming the limit, the value and the rank; msccl_check.h checks a document
+ * against them independently.
  */
 #ifndef CS_MSCCL_XML_H
 #define CS_MSCCL_XML_H

@@ -1004,6 +1004,20 @@ START_TEST(cli_codegen_writes_both_formats)
     ck_assert_ptr_nonnull(strstr(text, "__global__ void collsynth_kernel"));
     ck_assert_ptr_nonnull(strstr(text, "#define COLLSYNTH_ELEM double"));
     free(text);
+    /* --ranks: one rank's slice */
+    snprintf(out, sizeof out, "%s/r3.xml", dir);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --ranks 3 -o '%s'", bin, path,
+             out);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+    ck_assert_int_eq(count(text, "<gpu "), 1);
+    ck_assert_ptr_nonnull(strstr(text, "<gpu id=\"3\""));
+    ck_assert_ptr_nonnull(strstr(text, "ngpus=\"8\""));
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --ranks 6-9 2>/dev/null", bin,
+             path);
+    int st8 = system(cmd);
+    ck_assert(WIFEXITED(st8) && WEXITSTATUS(st8) == 2);
     /* --frontier-dir: one document per winning frontier point */
     snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --frontier-dir '%s' "
              "> '%s/files.txt' 2>/dev/null", bin, rpath, dir, dir);
