@@ -114,17 +114,24 @@ static int feed(scan *sc, long l, long i)
 }
 
 /* Canonical order per link for the index sort (qsort_r: the algorithm is the
- * context, no global state). */
-static int cmp_canonical(const void *x, const void *y, void *ctx)
+ * context, no global state): link, then step and chunk (untimed) or start
+ * time (timed), then send index. */
+static int cmp_link(const cs_algorithm *a, long i, long j)
 {
-    const cs_algorithm *a = ctx;
-    long i = *(const uint32_t *)x, j = *(const uint32_t *)y;
     int si = algorithm_send_src(a, i), sj = algorithm_send_src(a, j);
     if (si != sj)
         return si < sj ? -1 : 1;
     int di = algorithm_send_dst(a, i), dj = algorithm_send_dst(a, j);
-    if (di != dj)
-        return di < dj ? -1 : 1;
+    return (di > dj) - (di < dj);
+}
+
+static int cmp_canonical(const void *x, const void *y, void *ctx)
+{
+    const cs_algorithm *a = ctx;
+    long i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+    int c = cmp_link(a, i, j);
+    if (c)
+        return c;
     int ti = algorithm_send_step(a, i), tj = algorithm_send_step(a, j);
     if (ti != tj)
         return ti < tj ? -1 : 1;
@@ -138,12 +145,9 @@ static int cmp_canonical_timed(const void *x, const void *y, void *ctx)
 {
     const cs_algorithm *a = ctx;
     long i = *(const uint32_t *)x, j = *(const uint32_t *)y;
-    int si = algorithm_send_src(a, i), sj = algorithm_send_src(a, j);
-    if (si != sj)
-        return si < sj ? -1 : 1;
-    int di = algorithm_send_dst(a, i), dj = algorithm_send_dst(a, j);
-    if (di != dj)
-        return di < dj ? -1 : 1;
+    int c = cmp_link(a, i, j);
+    if (c)
+        return c;
     double ti = algorithm_send_start_us(a, i), tj = algorithm_send_start_us(a, j);
     if (ti != tj)
         return ti < tj ? -1 : 1;

@@ -204,6 +204,22 @@ static int run(const char *cmd, char *line, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Runs a compiled driver out of place and, where the collective allows it,
+ * in place; each run must print "ok". */
+static void run_modes(const char *exe, cs_coll_kind k, const char *label)
+{
+    char cmd[1024], line[1024];
+    bool inplace = k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER ||
+                   k == CS_COLL_ALLREDUCE || k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
+    for (int mode = 0; mode < (inplace ? 2 : 1); mode++) {
+        /* 6 elements per chunk: one 128-bit vector and a tail for floats */
+        snprintf(cmd, sizeof cmd, "'%s' %d 6 2>&1", exe, mode);
+        int rc = run(cmd, line, sizeof line);
+        ck_assert_msg(rc == 0 && strncmp(line, "ok", 2) == 0, "%s (%s): %s", label,
+                      mode ? "in place" : "out of place", line);
+    }
+}
+
 /* Generates, compiles the host build and runs it out of place and, where the
  * collective allows it, in place. */
 static void host_check(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *o,
@@ -222,16 +238,7 @@ static void host_check(const cs_algorithm *a, const cs_topology *t, const cs_cud
              "-DGEN_FILE='\"%s\"' -x c '%s/driver.c' -pthread -o '%s' 2>&1", cu, tmpdir, exe);
     rc = run(cmd, line, sizeof line);
     ck_assert_msg(rc == 0, "%s: host build does not compile: %s", label, line);
-    cs_coll_kind k = a->collective.kind;
-    bool inplace = k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER ||
-                   k == CS_COLL_ALLREDUCE || k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
-    for (int mode = 0; mode < (inplace ? 2 : 1); mode++) {
-        /* 6 elements per chunk: one 128-bit vector and a tail for floats */
-        snprintf(cmd, sizeof cmd, "'%s' %d 6 2>&1", exe, mode);
-        rc = run(cmd, line, sizeof line);
-        ck_assert_msg(rc == 0 && strncmp(line, "ok", 2) == 0, "%s (%s): %s", label,
-                      mode ? "in place" : "out of place", line);
-    }
+    run_modes(exe, a->collective.kind, label);
 }
 
 static void host_matrix(unsigned which)
@@ -288,15 +295,9 @@ static void slices_check(const cs_algorithm *a, const cs_topology *t, int width,
              "'%s/slices_driver.c' -pthread -o '%s' 2>&1", tmpdir, tmpdir, exe);
     int rc = run(cmd, line, sizeof line);
     ck_assert_msg(rc == 0, "%s: slices do not compile together: %s", label, line);
-    cs_coll_kind k = a->collective.kind;
-    bool inplace = k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER ||
-                   k == CS_COLL_ALLREDUCE || k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
-    for (int mode = 0; mode < (inplace ? 2 : 1); mode++) {
-        snprintf(cmd, sizeof cmd, "'%s' %d 6 2>&1", exe, mode);
-        rc = run(cmd, line, sizeof line);
-        ck_assert_msg(rc == 0 && strncmp(line, "ok", 2) == 0, "%s, slices of %d (%s): %s", label,
-                      width, mode ? "in place" : "out of place", line);
-    }
+    char what[200];
+    snprintf(what, sizeof what, "%s, slices of %d", label, width);
+    run_modes(exe, a->collective.kind, what);
 }
 
 START_TEST(slices_run_together_like_the_whole)
