@@ -456,7 +456,7 @@ static int assign_channels(builder *b, const cs_topology *t)
     for (long x = 0; x < n; x++)
         order[begin[lid[x]]++] = x;
     int spread = sum->spread;
-    bool block = sum->merge_steps;
+    bool block = sum->block_deal;
     for (long k = 0; k < n && rc == CS_OK;) {
         long e = k;
         while (e < n && lid[order[e]] == lid[order[k]])

@@ -102,7 +102,8 @@ typedef struct cg_summary {
     int *rank_links;
     long *incident;         /* per rank: sends + receives */
     int spread;             /* channels per base channel */
-    bool merge_steps;       /* deal in blocks, merge contiguous chunks across steps */
+    bool merge_steps;       /* merge contiguous chunks across steps */
+    bool block_deal;        /* deal in contiguous blocks (else round-robin) */
     int nchannels;
     bool ordered;           /* the sends came in canonical order (no index built) */
     cg_hmap link_map;       /* (src, dst) -> link */

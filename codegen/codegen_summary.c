@@ -234,8 +234,7 @@ typedef struct evaluation {
     long max_msgs;       /* messages of the fullest thread block */
     long max_elements;   /* estimated XML elements of the fullest rank (one <gpu>) */
     int nchannels;
-    int bad_code;        /* the first structural violation */
-    char bad[400];
+    char bad[400];       /* the first structural violation */
 } evaluation;
 
 static long link_sub_count(const cg_summary *s, int l, int ch, int spread, bool block)
@@ -336,14 +335,33 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
     return CS_OK;
 }
 
+/* Merging across steps: deal in contiguous blocks (neighbouring chunks
+ * stay on one channel and can move as one step) unless that spreads the
+ * channels past the runtime's limits; round-robin dealing still merges what
+ * happens to be contiguous. */
+static int set_merging(cg_summary *s, const cg_limits *lim, evaluation *ev, cs_error *err)
+{
+    s->merge_steps = true;
+    s->block_deal = true;
+    if (evaluate(s, lim, s->spread, true, ev) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!ev->feasible) {
+        s->block_deal = false;
+        if (evaluate(s, lim, s->spread, false, ev) != CS_OK)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    return CS_OK;
+}
+
 /* The smallest spread (1, 2, 4, ...) whose fullest thread block leaves room
  * for the waits (nops) of a few steps; failing that, the largest spread the
- * runtime's channels and blocks allow, with merging across steps. */
+ * runtime's channels and blocks allow, with merging across steps.  Merging
+ * also when a rank's elements would not fit without it. */
 static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
 {
-    evaluation ev;
+    evaluation ev, first;
     s->spread = 1;
-    s->merge_steps = false;
+    s->merge_steps = s->block_deal = false;
     if (!lim) {
         if (evaluate(s, NULL, 1, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
@@ -353,8 +371,9 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     long steps_room = lim->max_steps - lim->max_steps / 8;
     long elem_room = lim->max_elements ? lim->max_elements - 1 - lim->max_elements / 16 : 0;
     int best_feasible = 0;
-    evaluation first;
-    for (int spread = 1; spread <= lim->max_channels; spread *= 2) {
+    bool fits = false;
+    memset(&first, 0, sizeof first);
+    for (int spread = 1; spread <= lim->max_channels && !fits; spread *= 2) {
         if (evaluate(s, lim, spread, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
         if (spread == 1)
@@ -362,27 +381,18 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
         if (!ev.feasible)
             break; /* more channels only adds blocks */
         best_feasible = spread;
-        if (ev.max_msgs <= steps_room) {
-            s->spread = spread;
-            s->merge_steps = elem_room && ev.max_elements > elem_room;
-            if (s->merge_steps && evaluate(s, lim, spread, true, &ev) != CS_OK)
-                return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-            s->nchannels = ev.nchannels;
-            return CS_OK;
-        }
+        fits = ev.max_msgs <= steps_room;
     }
     if (!best_feasible)
         return cs_error_set(err, CS_ELIMIT, "runtime", "%s%s", first.bad, CG_HIERARCHICAL_HINT);
-    /* the fullest block is still long: as many channels as allowed, and
-     * neighbouring chunks dealt together so they can move as one step */
+    /* the smallest spread that fits, else as many channels as allowed */
     s->spread = best_feasible;
-    s->merge_steps = true;
-    if (evaluate(s, lim, s->spread, true, &ev) != CS_OK)
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    if (!ev.feasible) { /* block dealing spaces channels differently */
-        s->merge_steps = false;
-        if (evaluate(s, lim, s->spread, false, &ev) != CS_OK)
-            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (fits && elem_room && ev.max_elements > elem_room)
+        fits = false;
+    if (!fits) { /* else ev is the evaluation of this spread */
+        int rc = set_merging(s, lim, &ev, err);
+        if (rc != CS_OK)
+            return rc;
     }
     s->nchannels = ev.nchannels;
     return CS_OK;
