@@ -4,9 +4,10 @@
  * push-model tasks.  See codegen_plan.h for the design and the argument why
  * the resulting order cannot deadlock.
  *
- * Memory is proportional to the sends plus the (rank, slot) pairs actually
- * touched: locations and slot states live in hash maps, not dense tables, so
- * large TACOS schedules lower without materializing ranks x chunks arrays.
+ * A plan covers the sends incident to its core ranks only, so memory is
+ * proportional to those sends plus the (rank, slot) pairs they touch:
+ * locations and slot states live in hash maps, not dense tables, so large
+ * TACOS schedules lower without materializing ranks x chunks arrays.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen_channels.h"
 #include "codegen_plan.h"
 
 /* ---- growable string ----------------------------------------------------- */
@@ -61,13 +63,18 @@ void cg_printf(cg_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void cg_puts(cg_buf *b, const char *s)
+void cg_append(cg_buf *b, const char *data, size_t n)
 {
-    size_t n = strlen(s);
     if (!buf_reserve(b, n))
         return;
-    memcpy(b->s + b->len, s, n + 1);
+    memcpy(b->s + b->len, data, n);
     b->len += n;
+    b->s[b->len] = 0;
+}
+
+void cg_puts(cg_buf *b, const char *s)
+{
+    cg_append(b, s, strlen(s));
 }
 
 /* ---- layouts ------------------------------------------------------------- */
@@ -106,81 +113,6 @@ int codegen_out_offset(cs_coll_kind kind, int P, int C, long g, int rank)
     }
 }
 
-/* ---- a small open-addressing hash map: uint64 -> long -------------------- */
-
-typedef struct hmap {
-    uint64_t *keys; /* stored as key + 1; 0 = empty */
-    long *vals;
-    size_t cap, n;
-} hmap;
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static long hmap_get(const hmap *m, uint64_t key)
-{
-    if (!m->cap)
-        return -1;
-    size_t mask = m->cap - 1, i = mix64(key) & mask;
-    while (m->keys[i]) {
-        if (m->keys[i] == key + 1)
-            return m->vals[i];
-        i = (i + 1) & mask;
-    }
-    return -1;
-}
-
-static int hmap_put(hmap *m, uint64_t key, long val)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *keys = calloc(cap, sizeof *keys);
-        long *vals = malloc(cap * sizeof *vals);
-        if (!keys || !vals) {
-            free(keys);
-            free(vals);
-            return CS_ENOMEM;
-        }
-        for (size_t j = 0; j < m->cap; j++) {
-            if (!m->keys[j])
-                continue;
-            size_t i = mix64(m->keys[j] - 1) & (cap - 1);
-            while (keys[i])
-                i = (i + 1) & (cap - 1);
-            keys[i] = m->keys[j];
-            vals[i] = m->vals[j];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = keys;
-        m->vals = vals;
-        m->cap = cap;
-    }
-    size_t mask = m->cap - 1, i = mix64(key) & mask;
-    while (m->keys[i]) {
-        if (m->keys[i] == key + 1) {
-            m->vals[i] = val;
-            return CS_OK;
-        }
-        i = (i + 1) & mask;
-    }
-    m->keys[i] = key + 1;
-    m->vals[i] = val;
-    m->n++;
-    return CS_OK;
-}
-
-static void hmap_free(hmap *m)
-{
-    free(m->keys);
-    free(m->vals);
-}
-
 /* ---- keys ---------------------------------------------------------------- */
 
 int cg_key_cmp(const cg_key *x, const cg_key *y)
@@ -208,34 +140,59 @@ typedef struct reader_node {
     long next;
 } reader_node;
 
+/* An event of a transfer: its read (the send's key) or its landing (the
+ * receive's key).  Ordered by (t, key); given t the key's major part is
+ * fixed, so (t, minor, phase, send index) is the same order, packed small
+ * for sorting. */
 typedef struct event {
     double t;
-    cg_key key;
-    long xfer;
-    int is_write;
+    long minor;
+    uint64_t order;   /* phase << 62 | send index */
+    long xw;          /* transfer * 2 + (1 for the landing) */
 } event;
+
+/* Locations larger than this many chunks live in a hash map, not an array. */
+#define DENSE_CHUNKS (1L << 22)
 
 typedef struct builder {
     const cs_algorithm *a;
+    const cg_summary *sum;
     cs_collective coll;     /* validated copy */
     cg_plan *p;
     int P, C;
     long G;
-    int *chan;              /* per send */
-    long *minor;            /* per send */
-    double *rt, *wt;        /* semantic read / write time per send */
-    long *send_lop;         /* per send */
-    unsigned char *landed;  /* per send */
-    hmap locmap;            /* (rank, chunk) -> index into locs */
+    bool full;              /* every rank core: tasks too */
+    /* per transfer (index into p->xfers): what the lowering reads of its
+     * send, copied once in send order so the rank-by-rank passes do not
+     * wander over the whole algorithm */
+    struct xinfo {
+        long chunk;
+        int src, dst, step, op;
+    } *xi;
+    int *chan;
+    long *minor;
+    double *rt, *wt;        /* semantic read / write time */
+    long *send_lop;         /* -1 when the sender is not core */
+    long *recv_lop;         /* -1 when the receiver is not core */
+    unsigned char *landed;
+    /* The rank being lowered.  A rank's slots and locations change only
+     * through its own events, so ranks are lowered one after the other with
+     * their state in arrays reused (and reset through touched lists). */
+    int cur;
+    bool dense_loc;
+    cg_slot *loc;           /* per chunk, buf 0: still where the precondition put it */
+    cg_hmap locmap;         /* chunk -> index into locs (when not dense) */
     cg_slot *locs;
     long nlocs, caplocs;
-    hmap slotmap;           /* (rank, canonical slot) -> index into states */
-    slot_state *states;
-    long nstates, capstates;
+    long *touched;          /* chunks whose loc was set */
+    long ntouched, captouched;
+    slot_state *states;     /* o slots, then i slots, then scratch slots */
+    long nio, capstates;
+    long *stouched;         /* o/i states used */
+    long nstouched, capstouched;
     reader_node *readers;
     long nreaders, capreaders;
     long caplops, capdeps, captasks;
-    int spread;             /* channels per lane */
     cs_error *err;
 } builder;
 
@@ -257,89 +214,129 @@ static bool kind_inplace(cs_coll_kind k)
            k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
 }
 
-/* The slot's identity for hazards: i slots that alias an o slot in place are
- * the o slot. */
-static uint64_t canon(const builder *b, int rank, cg_slot s)
+/* The slot's identity for hazards on the current rank: o slots, then i
+ * slots, then scratch; i slots that alias an o slot in place are the o
+ * slot. */
+static long canon(const builder *b, cg_slot s)
 {
-    long id;
-    if (s.buf == 'o') {
-        id = 3L * s.off;
-    } else if (s.buf == 'i') {
-        id = 3L * s.off + 1;
-        if (b->p->inplace) {
+    const cg_plan *p = b->p;
+    if (s.buf == 'o')
+        return s.off;
+    if (s.buf == 'i') {
+        if (p->inplace) {
             long alias = -1;
-            switch (b->p->kind) {
+            switch (p->kind) {
             case CS_COLL_ALLGATHER:
-                alias = (long)rank * b->C + s.off;
+                alias = (long)b->cur * b->C + s.off;
                 break;
             case CS_COLL_REDUCESCATTER:
-                if (s.off >= (long)rank * b->C && s.off < (long)(rank + 1) * b->C)
-                    alias = s.off - (long)rank * b->C;
+                if (s.off >= (long)b->cur * b->C && s.off < (long)(b->cur + 1) * b->C)
+                    alias = s.off - (long)b->cur * b->C;
                 break;
             default:
                 alias = s.off;
                 break;
             }
             if (alias >= 0)
-                id = 3L * alias;
+                return alias;
         }
-    } else {
-        id = 3L * s.off + 2;
+        return (long)p->o_chunks + s.off;
     }
-    return ((uint64_t)rank << 42) ^ (uint64_t)id;
+    return b->nio + s.off;
 }
 
-static int loc_get(builder *b, int rank, long g, cg_slot *out)
+static cg_slot loc_get(const builder *b, long g)
 {
-    long idx = hmap_get(&b->locmap, ((uint64_t)rank << 42) ^ (uint64_t)g);
-    if (idx >= 0) {
-        *out = b->locs[idx];
+    cg_slot out = {0, 0};
+    if (b->dense_loc) {
+        out = b->loc[g];
+    } else {
+        long idx = cg_hmap_get(&b->locmap, (uint64_t)g);
+        if (idx >= 0)
+            out = b->locs[idx];
+    }
+    if (!out.buf && collective_pre(&b->coll, b->P, b->C, g, b->cur)) {
+        out.buf = 'i';
+        out.off = codegen_in_offset(b->p->kind, b->P, b->C, g, b->cur);
+    }
+    return out;
+}
+
+static int loc_set(builder *b, long g, cg_slot s)
+{
+    if (b->dense_loc) {
+        if (!b->loc[g].buf) {
+            GROW(b->touched, b->ntouched, b->captouched, long);
+            b->touched[b->ntouched++] = g;
+        }
+        b->loc[g] = s;
         return CS_OK;
     }
-    out->buf = 0;
-    out->off = 0;
-    if (collective_pre(&b->coll, b->P, b->C, g, rank)) {
-        out->buf = 'i';
-        out->off = codegen_in_offset(b->p->kind, b->P, b->C, g, rank);
-    }
-    return CS_OK;
-}
-
-static int loc_set(builder *b, int rank, long g, cg_slot s)
-{
-    uint64_t key = ((uint64_t)rank << 42) ^ (uint64_t)g;
-    long idx = hmap_get(&b->locmap, key);
+    long idx = cg_hmap_get(&b->locmap, (uint64_t)g);
     if (idx >= 0) {
         b->locs[idx] = s;
         return CS_OK;
     }
     GROW(b->locs, b->nlocs, b->caplocs, cg_slot);
     b->locs[b->nlocs] = s;
-    return hmap_put(&b->locmap, key, b->nlocs++);
+    return cg_hmap_put(&b->locmap, (uint64_t)g, b->nlocs++);
 }
 
-/* Index of the state of (rank, slot), created on first use. */
-static long state_of(builder *b, int rank, cg_slot s, int *rc)
+/* Index of the state of a slot of the current rank (fresh ones are empty). */
+static long state_of(builder *b, cg_slot s, int *rc)
 {
-    uint64_t key = canon(b, rank, s);
-    long idx = hmap_get(&b->slotmap, key);
-    if (idx >= 0)
+    long idx = canon(b, s);
+    if (idx < b->nio) {
+        if (b->states[idx].last_writer == -2) {
+            if (b->nstouched >= b->capstouched) {
+                long nc = b->capstouched ? b->capstouched * 2 : 256;
+                long *nt = realloc(b->stouched, (size_t)nc * sizeof *nt);
+                if (!nt) {
+                    *rc = CS_ENOMEM;
+                    return -1;
+                }
+                b->stouched = nt;
+                b->capstouched = nc;
+            }
+            b->stouched[b->nstouched++] = idx;
+            b->states[idx] = (slot_state){-1, -1};
+        }
         return idx;
-    if (b->nstates >= b->capstates) {
-        long nc = b->capstates ? b->capstates * 2 : 256;
+    }
+    if (idx >= b->capstates) {
+        long nc = b->capstates * 2;
+        while (nc <= idx)
+            nc *= 2;
         slot_state *ns = realloc(b->states, (size_t)nc * sizeof *ns);
         if (!ns) {
             *rc = CS_ENOMEM;
             return -1;
         }
+        for (long k = b->capstates; k < nc; k++)
+            ns[k] = (slot_state){-1, -1};
         b->states = ns;
         b->capstates = nc;
     }
-    b->states[b->nstates].last_writer = -1;
-    b->states[b->nstates].readers = -1;
-    if ((*rc = hmap_put(&b->slotmap, key, b->nstates)) != CS_OK)
-        return -1;
-    return b->nstates++;
+    return idx;
+}
+
+/* Forgets the current rank's state (only what it touched). */
+static void reset_rank_state(builder *b)
+{
+    if (b->dense_loc) {
+        for (long k = 0; k < b->ntouched; k++)
+            b->loc[b->touched[k]] = (cg_slot){0, 0};
+    } else {
+        cg_hmap_free(&b->locmap);
+        b->nlocs = 0;
+    }
+    b->ntouched = 0;
+    for (long k = 0; k < b->nstouched; k++)
+        b->states[b->stouched[k]].last_writer = -2;
+    b->nstouched = 0;
+    for (long k = b->nio; k < b->capstates; k++)
+        b->states[k] = (slot_state){-1, -1};
+    b->nreaders = 0;
 }
 
 static int add_reader(builder *b, long st, long lop)
@@ -400,7 +397,8 @@ typedef struct send_rec {
     int src, dst, step;
     double start;
     long chunk;
-    long idx;
+    long idx;   /* the algorithm's send index */
+    long x;     /* transfer */
 } send_rec;
 
 static int cmp_untimed(const void *x, const void *y)
@@ -422,103 +420,104 @@ static int cmp_timed(const void *x, const void *y)
     return a->idx < b->idx ? -1 : (a->idx > b->idx);
 }
 
+/* Every link of a transfer in the plan has all its sends in the plan (they
+ * are selected by endpoint), so dealing it here gives the same channels as
+ * the summary's pass over all sends.  Transfers are grouped by link with a
+ * stable counting sort, which keeps send order: canonical order already
+ * when the summary found the sends ordered, else each link is sorted. */
 static int assign_channels(builder *b, const cs_topology *t)
 {
-    const cs_algorithm *a = b->a;
-    long n = a->nsends;
-    send_rec *rec = malloc((size_t)(n ? n : 1) * sizeof *rec);
-    long *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
-    double *ends = NULL;
-    long capends = 0;
-    if (!idx || !rec) {
-        free(idx);
-        free(rec);
-        return CS_ENOMEM;
+    const cg_plan *p = b->p;
+    const cg_summary *sum = b->sum;
+    long n = p->nxfers;
+    int *lid = malloc((size_t)(n ? n : 1) * sizeof *lid);
+    long *begin = calloc((size_t)sum->nlinks + 1, sizeof *begin);
+    long *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    int *base = malloc((size_t)(n ? n : 1) * sizeof *base);
+    send_rec *rec = NULL;
+    long caprec = 0;
+    long *ord = NULL;
+    int capord = 0, rc = CS_OK;
+    if (!lid || !begin || !order || !base) {
+        rc = CS_ENOMEM;
+        goto done;
     }
-    for (long k = 0; k < n; k++) {
-        const cs_send sv = algorithm_send(a, k), *s = &sv;
-        rec[k] = (send_rec){s->src, s->dst, s->step, s->start_us, s->chunk, k};
-    }
-    qsort(rec, (size_t)n, sizeof *rec, b->p->timed ? cmp_timed : cmp_untimed);
-    for (long k = 0; k < n; k++)
-        idx[k] = rec[k].idx;
-    free(rec);
-    int maxchan = 0;
-    for (long k = 0; k < n;) {
-        const cs_send sv0 = algorithm_send(a, idx[k]), *s0 = &sv0;
-        int lanes = 1;
-        if (t) {
-            int li = topology_find_link(t, s0->src, s0->dst);
-            if (li >= 0 && t->links[li].lanes > 1)
-                lanes = t->links[li].lanes;
+    for (long x = 0; x < n; x++) {
+        lid[x] = cg_summary_link(sum, b->xi[x].src, b->xi[x].dst);
+        if (lid[x] < 0) {
+            rc = cs_error_set(b->err, CS_EINTERNAL, "", "send %ld is on no link of the summary",
+                              p->xfers[x]);
+            goto done;
         }
+        begin[lid[x] + 1]++;
+    }
+    for (int l = 0; l < sum->nlinks; l++)
+        begin[l + 1] += begin[l];
+    for (long x = 0; x < n; x++)
+        order[begin[lid[x]]++] = x;
+    int spread = sum->spread;
+    bool block = sum->block_deal;
+    for (long k = 0; k < n && rc == CS_OK;) {
         long e = k;
-        while (e < n && algorithm_send_src(a, idx[e]) == s0->src &&
-               algorithm_send_dst(a, idx[e]) == s0->dst)
+        while (e < n && lid[order[e]] == lid[order[k]])
             e++;
-        if (!b->p->timed) {
-            long j = 0;
-            for (long q = k; q < e; q++) {
-                if (q > k && algorithm_send_step(a, idx[q]) != algorithm_send_step(a, idx[q - 1]))
-                    j = 0;
-                b->chan[idx[q]] = (int)(j % lanes);
-                b->minor[idx[q]] = j / lanes;
-                j++;
-            }
-        } else {
-            long nch = 0;
-            for (long q = k; q < e; q++) {
-                long x = idx[q];
-                long c = 0;
-                while (c < nch && ends[c] > b->rt[x] + 1e-9)
-                    c++;
-                if (c == nch) {
-                    if (nch >= capends) {
-                        long nc = capends ? capends * 2 : 16;
-                        double *ne = realloc(ends, (size_t)nc * sizeof *ne);
-                        if (!ne) {
-                            free(idx);
-                            free(ends);
-                            return CS_ENOMEM;
-                        }
-                        ends = ne;
-                        capends = nc;
-                    }
-                    nch++;
+        if (!sum->ordered) {
+            if (e - k > caprec) {
+                free(rec);
+                caprec = e - k;
+                if (!(rec = malloc((size_t)caprec * sizeof *rec))) {
+                    rc = CS_ENOMEM;
+                    break;
                 }
-                ends[c] = b->wt[x];
-                b->chan[x] = (int)c;
-                b->minor[x] = 0;
-            }
-        }
-        if (b->spread > 1) {
-            /* deal each channel's messages, in order, over `spread` channels:
-             * a subsequence of a channel keeps its order properties */
-            int nbase = 0;
-            for (long q = k; q < e; q++)
-                if (b->chan[idx[q]] + 1 > nbase)
-                    nbase = b->chan[idx[q]] + 1;
-            long *ord = calloc((size_t)nbase, sizeof *ord);
-            if (!ord) {
-                free(idx);
-                free(ends);
-                return CS_ENOMEM;
             }
             for (long q = k; q < e; q++) {
-                int base = b->chan[idx[q]];
-                b->chan[idx[q]] = base * b->spread + (int)(ord[base]++ % b->spread);
+                long x = order[q];
+                rec[q - k] = (send_rec){b->xi[x].src, b->xi[x].dst, b->xi[x].step,
+                                        p->timed ? b->rt[x] : 0, b->xi[x].chunk, p->xfers[x], x};
             }
-            free(ord);
+            qsort(rec, (size_t)(e - k), sizeof *rec, p->timed ? cmp_timed : cmp_untimed);
+            for (long q = k; q < e; q++)
+                order[q] = rec[q - k].x;
         }
-        for (long q = k; q < e; q++)
-            if (b->chan[idx[q]] > maxchan)
-                maxchan = b->chan[idx[q]];
+        long x0 = order[k];
+        cg_lane_state ls;
+        cg_lane_init(&ls, p->timed, cg_link_lanes(t, b->xi[x0].src, b->xi[x0].dst));
+        for (long q = k; q < e && rc == CS_OK; q++) {
+            long x = order[q];
+            rc = cg_lane_next(&ls, b->xi[x].step, b->xi[x].chunk, b->rt[x], b->wt[x], &base[x],
+                              &b->minor[x]);
+        }
+        /* deal each base channel's messages, in order, over `spread` channels:
+         * a subsequence of a channel keeps its order properties */
+        if (rc == CS_OK && ls.ncount > capord) {
+            long *no = realloc(ord, (size_t)ls.ncount * sizeof *no);
+            if (!no)
+                rc = CS_ENOMEM;
+            else {
+                ord = no;
+                capord = ls.ncount;
+            }
+        }
+        if (rc == CS_OK) {
+            for (int c = 0; c < ls.ncount; c++)
+                ord[c] = 0;
+            for (long q = k; q < e; q++) {
+                long x = order[q];
+                int c = base[x];
+                b->chan[x] = c * spread + cg_deal(ord[c]++, ls.count[c], spread, block);
+            }
+        }
+        cg_lane_free(&ls);
         k = e;
     }
-    b->p->nchannels = maxchan + 1;
-    free(idx);
-    free(ends);
-    return CS_OK;
+done:
+    free(ord);
+    free(rec);
+    free(lid);
+    free(begin);
+    free(order);
+    free(base);
+    return rc;
 }
 
 static int cmp_event(const void *x, const void *y)
@@ -526,51 +525,58 @@ static int cmp_event(const void *x, const void *y)
     const event *a = x, *b = y;
     if (a->t != b->t)
         return a->t < b->t ? -1 : 1;
-    return cg_key_cmp(&a->key, &b->key);
+    if (a->minor != b->minor)
+        return a->minor < b->minor ? -1 : 1;
+    return (a->order > b->order) - (a->order < b->order);
 }
 
-/* ---- event processing ----------------------------------------------------- */
+/* ---- event processing (the current rank) --------------------------------- */
 
 static cg_key send_key(const builder *b, long x)
 {
-    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
+    long i = b->p->xfers[x];
     if (b->p->timed)
-        return (cg_key){b->rt[x], 0, 1, x};
-    return (cg_key){s->step, b->minor[x], 0, x};
+        return (cg_key){b->rt[x], 0, 1, i};
+    return (cg_key){b->xi[x].step, b->minor[x], 0, i};
 }
 
 static cg_key recv_key(const builder *b, long x)
 {
-    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
+    long i = b->p->xfers[x];
     if (b->p->timed)
-        return (cg_key){b->wt[x], 0, 0, x};
-    return (cg_key){s->step, b->minor[x], 1, x};
+        return (cg_key){b->wt[x], 0, 0, i};
+    return (cg_key){b->xi[x].step, b->minor[x], 1, i};
+}
+
+static event make_event(const builder *b, long x, int landing)
+{
+    cg_key k = landing ? recv_key(b, x) : send_key(b, x);
+    return (event){landing ? b->wt[x] : b->rt[x], k.minor,
+                   ((uint64_t)k.phase << 62) | (uint64_t)k.tid, 2 * x + landing};
 }
 
 static int do_read(builder *b, long x)
 {
-    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
-    cg_slot L;
-    int rc = loc_get(b, s->src, s->chunk, &L);
-    if (rc != CS_OK)
-        return rc;
+    long chunk = b->xi[x].chunk;
+    cg_slot L = loc_get(b, chunk);
     if (!L.buf)
         return cs_error_set(b->err, CS_EINVAL, "sends", "send %ld: rank %d does not hold chunk %ld "
                             "when it sends it in step %d (verify the algorithm first)",
-                            x, s->src, s->chunk, s->step);
+                            b->p->xfers[x], b->cur, chunk, b->xi[x].step);
     long id;
+    int rc;
     if ((rc = new_lop(b, &id)) != CS_OK)
         return rc;
     cg_lop *l = &b->p->lops[id];
     l->kind = CG_SEND;
-    l->rank = s->src;
-    l->peer = s->dst;
+    l->rank = b->cur;
+    l->peer = b->xi[x].dst;
     l->chan = b->chan[x];
-    l->op = s->op;
+    l->op = b->xi[x].op;
     l->xfer = x;
     l->key = send_key(b, x);
     l->src = L;
-    long st = state_of(b, s->src, L, &rc);
+    long st = state_of(b, L, &rc);
     if (st < 0)
         return rc;
     if ((rc = add_dep(b, id, b->states[st].last_writer)) != CS_OK)
@@ -588,21 +594,21 @@ static bool post_at(const builder *b, int rank, long g)
 
 static int do_write(builder *b, long x)
 {
-    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
+    int src = b->xi[x].src, dst = b->cur;
+    long chunk = b->xi[x].chunk;
     cg_plan *p = b->p;
     int rc = CS_OK;
-    int op = s->op;
+    int op = b->xi[x].op;
     cg_slot red = {0, 0}, target = {0, 0};
     if (op == CS_OP_REDUCE) {
-        if ((rc = loc_get(b, s->dst, s->chunk, &red)) != CS_OK)
-            return rc;
+        red = loc_get(b, chunk);
         if (!red.buf)
             op = CS_OP_COPY;
     }
-    if (post_at(b, s->dst, s->chunk)) {
+    if (post_at(b, dst, chunk)) {
         target.buf = 'o';
-        target.off = codegen_out_offset(p->kind, b->P, b->C, s->chunk, s->dst);
-        long st = state_of(b, s->dst, target, &rc);
+        target.off = codegen_out_offset(p->kind, b->P, b->C, chunk, dst);
+        long st = state_of(b, target, &rc);
         if (st < 0)
             return rc;
         for (long r = b->states[st].readers; r >= 0; r = b->readers[r].next) {
@@ -615,26 +621,23 @@ static int do_write(builder *b, long x)
     }
     if (!target.buf) {
         target.buf = 's';
-        target.off = p->s_chunks[s->dst]++;
+        target.off = p->s_chunks[dst]++;
     }
     long id;
     if ((rc = new_lop(b, &id)) != CS_OK)
         return rc;
     cg_lop *l = &p->lops[id];
-    long sl = b->send_lop[x];
     l->kind = CG_RECV;
-    l->rank = s->dst;
-    l->peer = s->src;
+    l->rank = dst;
+    l->peer = src;
     l->chan = b->chan[x];
     l->op = op;
     l->xfer = x;
     l->key = recv_key(b, x);
-    l->src = p->lops[sl].src;
     l->dst = target;
     l->red = op == CS_OP_REDUCE ? red : (cg_slot){0, 0};
-    p->lops[sl].dst = target;
     if (op == CS_OP_REDUCE) {
-        long sr = state_of(b, s->dst, red, &rc);
+        long sr = state_of(b, red, &rc);
         if (sr < 0)
             return rc;
         if ((rc = add_dep(b, id, b->states[sr].last_writer)) != CS_OK)
@@ -642,7 +645,7 @@ static int do_write(builder *b, long x)
         if ((rc = add_reader(b, sr, id)) != CS_OK)
             return rc;
     }
-    long st = state_of(b, s->dst, target, &rc);
+    long st = state_of(b, target, &rc);
     if (st < 0)
         return rc;
     if ((rc = add_dep(b, id, b->states[st].last_writer)) != CS_OK)
@@ -652,19 +655,15 @@ static int do_write(builder *b, long x)
             return rc;
     b->states[st].last_writer = id;
     b->states[st].readers = -1;
-    b->landed[x] = 1;
-    if ((rc = loc_set(b, s->dst, s->chunk, target)) != CS_OK)
-        return rc;
-    return add_task(b, sl, id, s->src, s->dst);
+    b->recv_lop[x] = id;
+    return loc_set(b, chunk, target);
 }
 
-static int final_copy(builder *b, int rank, long g, long *ncopies)
+static int final_copy(builder *b, long g)
 {
     cg_plan *p = b->p;
-    cg_slot L, H = {'o', codegen_out_offset(p->kind, b->P, b->C, g, rank)};
-    int rc = loc_get(b, rank, g, &L);
-    if (rc != CS_OK)
-        return rc;
+    int rank = b->cur;
+    cg_slot L = loc_get(b, g), H = {'o', codegen_out_offset(p->kind, b->P, b->C, g, rank)};
     if (!L.buf)
         return cs_error_set(b->err, CS_EINVAL, "sends",
                             "rank %d never receives chunk %ld that it must hold at the end "
@@ -672,26 +671,27 @@ static int final_copy(builder *b, int rank, long g, long *ncopies)
     if (L.buf == H.buf && L.off == H.off)
         return CS_OK;
     long id;
+    int rc;
     if ((rc = new_lop(b, &id)) != CS_OK)
         return rc;
     cg_lop *l = &p->lops[id];
     l->kind = CG_COPY;
     l->rank = rank;
     l->op = CS_OP_COPY;
-    l->key = (cg_key){INFINITY, 0, 0, (*ncopies)++};
+    l->key = (cg_key){INFINITY, 0, 0, g};
     l->src = L;
     l->dst = H;
-    long sl = state_of(b, rank, L, &rc);
+    long sl = state_of(b, L, &rc);
     if (sl < 0)
         return rc;
     if ((rc = add_dep(b, id, b->states[sl].last_writer)) != CS_OK)
         return rc;
     if ((rc = add_reader(b, sl, id)) != CS_OK)
         return rc;
-    long sh = state_of(b, rank, H, &rc);
+    long sh = state_of(b, H, &rc);
     if (sh < 0)
         return rc;
-    if (canon(b, rank, L) != canon(b, rank, H)) {
+    if (sl != sh) {
         if ((rc = add_dep(b, id, b->states[sh].last_writer)) != CS_OK)
             return rc;
         for (long r = b->states[sh].readers; r >= 0; r = b->readers[r].next)
@@ -703,42 +703,64 @@ static int final_copy(builder *b, int rank, long g, long *ncopies)
      * the sends still reading the input need not be waited for */
     b->states[sh].last_writer = id;
     b->states[sh].readers = -1;
-    if ((rc = loc_set(b, rank, g, H)) != CS_OK)
-        return rc;
-    return add_task(b, id, -1, rank, rank);
+    return loc_set(b, g, H);
 }
 
+/* Final copies of the current rank, in chunk order: the chunks it must hold
+ * at the end, enumerated without scanning every (rank, chunk) pair. */
 static int final_copies(builder *b)
 {
-    long ncopies = 0;
     int rc = CS_OK;
-    int P = b->P;
-    for (long g = 0; g < b->G && rc == CS_OK; g++) {
-        switch (b->p->kind) {
-        case CS_COLL_ALLGATHER:
-        case CS_COLL_BROADCAST:
-        case CS_COLL_ALLREDUCE:
-            for (int r = 0; r < P && rc == CS_OK; r++)
-                rc = final_copy(b, r, g, &ncopies);
-            break;
-        case CS_COLL_REDUCESCATTER:
-        case CS_COLL_SCATTER:
-            rc = final_copy(b, (int)(g % P), g, &ncopies);
-            break;
-        case CS_COLL_GATHER:
-        case CS_COLL_REDUCE:
-            rc = final_copy(b, b->p->root, g, &ncopies);
-            break;
-        case CS_COLL_ALLTOALL:
-            rc = final_copy(b, (int)((g / P) % P), g, &ncopies);
-            break;
-        default:
-            for (int r = 0; r < P && rc == CS_OK; r++)
-                if (post_at(b, r, g))
-                    rc = final_copy(b, r, g, &ncopies);
-            break;
-        }
+    int P = b->P, C = b->C, r = b->cur;
+    switch (b->p->kind) {
+    case CS_COLL_ALLGATHER:
+    case CS_COLL_BROADCAST:
+    case CS_COLL_ALLREDUCE:
+        for (long g = 0; g < b->G && rc == CS_OK; g++)
+            rc = final_copy(b, g);
+        break;
+    case CS_COLL_REDUCESCATTER:
+    case CS_COLL_SCATTER:
+        for (long g = r; g < b->G && rc == CS_OK; g += P)
+            rc = final_copy(b, g);
+        break;
+    case CS_COLL_GATHER:
+    case CS_COLL_REDUCE:
+        for (long g = 0; r == b->p->root && g < b->G && rc == CS_OK; g++)
+            rc = final_copy(b, g);
+        break;
+    case CS_COLL_ALLTOALL:
+        for (long c = 0; c < C && rc == CS_OK; c++)
+            for (long q = 0; q < P && rc == CS_OK; q++)
+                rc = final_copy(b, c * P * P + (long)r * P + q);
+        break;
+    default:
+        for (long g = 0; g < b->G && rc == CS_OK; g++)
+            if (post_at(b, r, g))
+                rc = final_copy(b, g);
+        break;
     }
+    return rc;
+}
+
+/* One rank: its events (reads and landings of its sends, writes of what it
+ * receives) in the global order restricted to it, then its final copies. */
+static int lower_rank(builder *b, event *ev, long nev)
+{
+    qsort(ev, (size_t)nev, sizeof *ev, cmp_event);
+    int rc = CS_OK;
+    for (long k = 0; k < nev && rc == CS_OK; k++) {
+        long x = ev[k].xw / 2;
+        if (!(ev[k].xw & 1))
+            rc = do_read(b, x);
+        else if (b->xi[x].dst == b->cur)
+            rc = do_write(b, x);
+        else
+            b->landed[x] = 1; /* one of its sends landed: its slot may be reused */
+    }
+    if (rc == CS_OK)
+        rc = final_copies(b);
+    reset_rank_state(b);
     return rc;
 }
 
@@ -778,6 +800,13 @@ static int order_ranks(builder *b)
         return CS_ENOMEM;
     for (int r = 0; r < p->ranks; r++) {
         long lo = p->rank_begin[r], hi = p->rank_begin[r + 1];
+        /* timed schedules create a rank's operations in key order already */
+        bool sorted = true;
+        for (long k = lo + 1; k < hi && sorted; k++)
+            sorted = cg_key_cmp(&p->lops[p->rank_lops[k - 1]].key,
+                                &p->lops[p->rank_lops[k]].key) < 0;
+        if (sorted)
+            continue;
         for (long k = lo; k < hi; k++)
             rec[k - lo] = (lop_rec){p->lops[p->rank_lops[k]].key, p->rank_lops[k]};
         qsort(rec, (size_t)(hi - lo), sizeof *rec, cmp_lop);
@@ -790,7 +819,8 @@ static int order_ranks(builder *b)
         const cg_lop *l = &p->lops[k];
         for (int d = 0; d < l->ndeps; d++) {
             const cg_lop *dl = &p->lops[p->deps[l->dep_begin + d]];
-            if (dl->rank != l->rank || cg_key_cmp(&dl->key, &l->key) >= 0 || dl->task >= l->task)
+            if (dl->rank != l->rank || cg_key_cmp(&dl->key, &l->key) >= 0 ||
+                (b->full && dl->task >= l->task))
                 return cs_error_set(b->err, CS_EINTERNAL, "",
                                     "lowering produced a forward dependency on rank %d", l->rank);
         }
@@ -805,6 +835,8 @@ void codegen_plan_free(cg_plan *p)
     if (!p)
         return;
     free(p->s_chunks);
+    free(p->core);
+    free(p->xfers);
     free(p->lops);
     free(p->deps);
     free(p->rank_begin);
@@ -813,7 +845,7 @@ void codegen_plan_free(cg_plan *p)
     free(p);
 }
 
-static int plan_sizes(cg_plan *p)
+static void plan_sizes(cg_plan *p)
 {
     int P = p->ranks, C = p->chunks;
     switch (p->kind) {
@@ -834,39 +866,128 @@ static int plan_sizes(cg_plan *p)
         p->i_chunks = p->o_chunks = (int)p->global_chunks;
         break;
     }
-    return CS_OK;
 }
 
 int codegen_plan_build(const cs_algorithm *a, const cs_topology *t, cg_plan **out, cs_error *err)
 {
-    return codegen_plan_build_spread(a, t, 1, out, err);
+    *out = NULL;
+    cg_summary *sum;
+    int rc = codegen_summary_build(a, t, NULL, &sum, err);
+    if (rc != CS_OK)
+        return rc;
+    rc = codegen_plan_build_core(a, t, sum, NULL, out, err);
+    codegen_summary_free(sum);
+    return rc;
 }
 
-int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int spread,
-                              cg_plan **out, cs_error *err)
+/* The transfers with a core endpoint, in send order. */
+static int select_transfers(builder *b)
+{
+    const cs_algorithm *a = b->a;
+    cg_plan *p = b->p;
+    long n = 0;
+    for (long i = 0; i < a->nsends; i++)
+        if (b->full || p->core[algorithm_send_src(a, i)] || p->core[algorithm_send_dst(a, i)])
+            n++;
+    p->xfers = malloc((size_t)(n ? n : 1) * sizeof(long));
+    b->xi = malloc((size_t)(n ? n : 1) * sizeof *b->xi);
+    if (!p->xfers || !b->xi)
+        return CS_ENOMEM;
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        if (!b->full && !p->core[src] && !p->core[dst])
+            continue;
+        b->xi[p->nxfers] = (struct xinfo){algorithm_send_chunk(a, i), src, dst,
+                                          algorithm_send_step(a, i), algorithm_send_op(a, i)};
+        p->xfers[p->nxfers++] = i;
+    }
+    return CS_OK;
+}
+
+/* Per-rank event lists: a core rank gets the read and the landing of each
+ * of its sends and the write of each of its receives. */
+static int rank_events(builder *b, long **begin_out, event **ev_out)
+{
+    cg_plan *p = b->p;
+    long *begin = calloc((size_t)p->ranks + 1, sizeof(long));
+    if (!begin)
+        return CS_ENOMEM;
+    for (long x = 0; x < p->nxfers; x++) {
+        int src = b->xi[x].src, dst = b->xi[x].dst;
+        if (p->core[src])
+            begin[src + 1] += 2;
+        if (p->core[dst])
+            begin[dst + 1]++;
+    }
+    for (int r = 0; r < p->ranks; r++)
+        begin[r + 1] += begin[r];
+    long n = begin[p->ranks];
+    event *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
+    long *fill = malloc((size_t)p->ranks * sizeof(long));
+    if (!ev || !fill) {
+        free(begin);
+        free(ev);
+        free(fill);
+        return CS_ENOMEM;
+    }
+    memcpy(fill, begin, (size_t)p->ranks * sizeof(long));
+    for (long x = 0; x < p->nxfers; x++) {
+        int src = b->xi[x].src, dst = b->xi[x].dst;
+        if (p->core[src]) {
+            ev[fill[src]++] = make_event(b, x, 0);
+            ev[fill[src]++] = make_event(b, x, 1);
+        }
+        if (p->core[dst])
+            ev[fill[dst]++] = make_event(b, x, 1);
+    }
+    free(fill);
+    *begin_out = begin;
+    *ev_out = ev;
+    return CS_OK;
+}
+
+/* Push-model tasks of a full plan: transfers in landing order, then the
+ * final copies rank by rank. */
+static int make_tasks(builder *b)
+{
+    cg_plan *p = b->p;
+    long n = p->nxfers;
+    event *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
+    if (!ev)
+        return CS_ENOMEM;
+    for (long x = 0; x < n; x++)
+        ev[x] = make_event(b, x, 1);
+    qsort(ev, (size_t)n, sizeof *ev, cmp_event);
+    int rc = CS_OK;
+    for (long k = 0; k < n && rc == CS_OK; k++) {
+        long x = ev[k].xw / 2;
+        const cg_lop *sl = &p->lops[b->send_lop[x]];
+        rc = add_task(b, b->send_lop[x], b->recv_lop[x], sl->rank, sl->peer);
+    }
+    free(ev);
+    for (long k = 0; k < p->nlops && rc == CS_OK; k++)
+        if (p->lops[k].kind == CG_COPY)
+            rc = add_task(b, k, -1, p->lops[k].rank, p->lops[k].rank);
+    return rc;
+}
+
+int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const cg_summary *sum,
+                            const unsigned char *core, cg_plan **out, cs_error *err)
 {
     *out = NULL;
-    if (spread < 1 || spread > 1024)
-        return cs_error_set(err, CS_EINVAL, "spread", "channels per lane must be 1..1024");
-    if (!a)
+    if (!a || !sum)
         return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
-    if (a->ranks < 1 || a->chunks < 1)
-        return cs_error_set(err, CS_EINVAL, "ranks", "algorithm has %d ranks and %d chunks",
-                            a->ranks, a->chunks);
-    if (t && t->ranks != a->ranks)
-        return cs_error_set(err, CS_EINVAL, "topology", "topology has %d ranks, algorithm %d",
-                            t->ranks, a->ranks);
-    long G = collective_global_chunks(&a->collective, a->ranks, a->chunks);
-    if (G < 1 || G > (1L << 30) || (long)a->ranks * a->chunks > (1L << 30))
-        return cs_error_set(err, CS_ELIMIT, "chunks", "%ld global chunks is too many to lower", G);
+    if (sum->ranks != a->ranks || sum->nsends != a->nsends)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "the summary is of another algorithm");
     builder b;
     memset(&b, 0, sizeof b);
     b.a = a;
+    b.sum = sum;
     b.err = err;
     b.P = a->ranks;
     b.C = a->chunks;
-    b.G = G;
-    b.spread = spread;
+    b.G = sum->global_chunks;
+    b.full = core == NULL;
     int rc = collective_copy(&b.coll, &a->collective, err);
     if (rc != CS_OK)
         return rc;
@@ -875,8 +996,8 @@ int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int s
         return rc;
     }
     cg_plan *p = calloc(1, sizeof *p);
-    long n = a->nsends;
-    size_t nn = (size_t)(n ? n : 1);
+    event *ev = NULL;
+    long *ev_begin = NULL;
     b.p = p;
     if (!p)
         goto nomem;
@@ -884,55 +1005,78 @@ int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int s
     p->root = a->collective.root;
     p->ranks = a->ranks;
     p->chunks = a->chunks;
-    p->global_chunks = G;
-    p->timed = n > 0 && algorithm_is_timed(a);
+    p->global_chunks = b.G;
+    p->timed = sum->timed;
     p->inplace = kind_inplace(p->kind);
+    p->nchannels = sum->nchannels;
+    p->merge_steps = sum->merge_steps;
     plan_sizes(p);
     p->s_chunks = calloc((size_t)a->ranks, sizeof(int));
+    p->core = malloc((size_t)a->ranks);
+    if (!p->s_chunks || !p->core)
+        goto nomem;
+    for (int r = 0; r < a->ranks; r++)
+        p->core[r] = core ? core[r] != 0 : 1;
+    if (select_transfers(&b) != CS_OK)
+        goto nomem;
+    long n = p->nxfers;
+    size_t nn = (size_t)(n ? n : 1);
     b.chan = malloc(nn * sizeof(int));
     b.minor = malloc(nn * sizeof(long));
     b.rt = malloc(nn * sizeof(double));
     b.wt = malloc(nn * sizeof(double));
     b.send_lop = malloc(nn * sizeof(long));
+    b.recv_lop = malloc(nn * sizeof(long));
     b.landed = calloc(nn, 1);
-    event *ev = malloc(2 * nn * sizeof(event));
-    if (!p->s_chunks || !b.chan || !b.minor || !b.rt || !b.wt || !b.send_lop || !b.landed || !ev) {
-        free(ev);
+    /* rank state: chunk locations and o/i slot states, reused rank by rank */
+    b.dense_loc = b.G <= DENSE_CHUNKS;
+    if (b.dense_loc)
+        b.loc = calloc((size_t)b.G, sizeof(cg_slot));
+    b.nio = (long)p->o_chunks + p->i_chunks;
+    b.capstates = b.nio + 256;
+    b.states = malloc((size_t)b.capstates * sizeof(slot_state));
+    /* about two operations per transfer: no reallocation on the way */
+    b.caplops = 2 * (long)nn + 64;
+    p->lops = malloc((size_t)b.caplops * sizeof(cg_lop));
+    b.capdeps = (long)nn + 64;
+    p->deps = malloc((size_t)b.capdeps * sizeof(long));
+    if (!b.chan || !b.minor || !b.rt || !b.wt || !b.send_lop || !b.recv_lop || !b.landed ||
+        (b.dense_loc && !b.loc) || !b.states || !p->lops || !p->deps)
         goto nomem;
-    }
+    for (long k = 0; k < b.capstates; k++)
+        b.states[k] = (slot_state){k < b.nio ? -2 : -1, -1};
     for (long x = 0; x < n; x++) {
-        const cs_send sv = algorithm_send(a, x), *s = &sv;
-        if (s->src < 0 || s->src >= a->ranks || s->dst < 0 || s->dst >= a->ranks ||
-            s->src == s->dst || s->chunk < 0 || s->chunk >= G) {
-            free(ev);
+        long i = p->xfers[x];
+        int src = b.xi[x].src, dst = b.xi[x].dst;
+        long chunk = b.xi[x].chunk;
+        if (src < 0 || src >= a->ranks || dst < 0 || dst >= a->ranks || src == dst ||
+            chunk < 0 || chunk >= b.G) {
             rc = cs_error_set(err, CS_EINVAL, "sends", "send %ld is out of range "
-                              "(chunk %ld, src %d, dst %d)", x, s->chunk, s->src, s->dst);
+                              "(chunk %ld, src %d, dst %d)", i, chunk, src, dst);
             goto fail;
         }
-        if (p->timed) {
-            b.rt[x] = s->start_us;
-            b.wt[x] = s->end_us - 2e-6;
-            if (!(b.wt[x] > b.rt[x]))
-                b.wt[x] = b.rt[x] + 1e-9;
-        } else {
-            b.rt[x] = 2.0 * s->step;
-            b.wt[x] = 2.0 * s->step + 1;
-        }
+        cg_send_times(a, i, p->timed, &b.rt[x], &b.wt[x]);
+        b.send_lop[x] = b.recv_lop[x] = -1;
     }
-    if ((rc = assign_channels(&b, t)) != CS_OK) {
-        free(ev);
+    if ((rc = assign_channels(&b, t)) != CS_OK)
         goto fail;
+    if (rank_events(&b, &ev_begin, &ev) != CS_OK)
+        goto nomem;
+    for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
+        if (!p->core[r])
+            continue;
+        b.cur = r;
+        rc = lower_rank(&b, ev + ev_begin[r], ev_begin[r + 1] - ev_begin[r]);
     }
-    for (long x = 0; x < n; x++) {
-        ev[2 * x] = (event){b.rt[x], send_key(&b, x), x, 0};
-        ev[2 * x + 1] = (event){b.wt[x], recv_key(&b, x), x, 1};
+    /* each side of a transfer learns the other's slot */
+    for (long x = 0; x < n && rc == CS_OK; x++) {
+        if (b.send_lop[x] < 0 || b.recv_lop[x] < 0)
+            continue;
+        p->lops[b.recv_lop[x]].src = p->lops[b.send_lop[x]].src;
+        p->lops[b.send_lop[x]].dst = p->lops[b.recv_lop[x]].dst;
     }
-    qsort(ev, (size_t)(2 * n), sizeof *ev, cmp_event);
-    for (long k = 0; k < 2 * n && rc == CS_OK; k++)
-        rc = ev[k].is_write ? do_write(&b, ev[k].xfer) : do_read(&b, ev[k].xfer);
-    free(ev);
-    if (rc == CS_OK)
-        rc = final_copies(&b);
+    if (rc == CS_OK && b.full && make_tasks(&b) != CS_OK)
+        rc = CS_ENOMEM;
     if (rc == CS_OK)
         rc = order_ranks(&b);
     if (rc != CS_OK)
@@ -946,16 +1090,22 @@ fail:
     codegen_plan_free(p);
     p = NULL;
 done:
+    free(ev);
+    free(ev_begin);
+    free(b.xi);
     free(b.chan);
     free(b.minor);
     free(b.rt);
     free(b.wt);
     free(b.send_lop);
+    free(b.recv_lop);
     free(b.landed);
-    hmap_free(&b.locmap);
-    hmap_free(&b.slotmap);
+    free(b.loc);
+    cg_hmap_free(&b.locmap);
     free(b.locs);
+    free(b.touched);
     free(b.states);
+    free(b.stouched);
     free(b.readers);
     collective_free(&b.coll);
     *out = p;

@@ -5,8 +5,27 @@
  *
  * An algorithm says which chunk moves where in which step; a runtime needs to
  * know in which buffer slot each value lives, which thread block moves it and
- * what it must wait for.  codegen_plan_build() answers that once:
+ * what it must wait for.  The lowering answers that in two parts:
  *
+ *  - A summary (codegen_summary_build): one pass over the sends that needs
+ *    O(ranks + links) memory when the sends come in their canonical order
+ *    (step then chunk, or start time: what every synthesizer produces), and
+ *    a 4-byte index per send otherwise.  It finds every link, deals each
+ *    link's messages over channels, and decides the things that must be the
+ *    same for every rank: channels per lane (`spread`), whether contiguous
+ *    chunks may merge across steps, nchannels.  It checks every rank against
+ *    the limits that follow from per-link counts (thread blocks, channels,
+ *    blocks per channel), so a limit is refused the same way whichever ranks
+ *    are generated.
+ *  - A plan (codegen_plan_build_core) for a set of "core" ranks, built from
+ *    the sends incident to them only.  Everything a rank's operations depend
+ *    on (its slots, hazards, order) is a function of the sends incident to
+ *    it, so a rank's plan is the same whether built alone or with every
+ *    other rank: slices of a document are byte-identical to its parts.  A
+ *    transfer whose other end is not core has that side missing (slot
+ *    buf 0); emitting a rank needs its peers core.
+ *
+ * The lowering itself:
  *  - Buffers: every rank has an input (i), output (o) and scratch (s) buffer
  *    in units of one algorithm chunk.  A value starts in i (the collective's
  *    precondition, NCCL layout) and must end in o (its "home").  A receive
@@ -28,21 +47,84 @@
  *    with a key.  Untimed schedules: (step, slot index on the link's channel,
  *    send before receive); timed ones (TACOS): (time, receive before send).
  *    The sends of one link in one step go round-robin over the link's lanes
- *    (channels); timed sends go to the first channel free at their start.
- *    Every dependency points to a smaller key and each channel carries
- *    messages in key order, so executing every thread block in key order
- *    cannot deadlock even with one-message FIFOs (induction on the key).
- *  - Tasks: for the push model (CUDA), a transfer is one task executed by the
- *    sender; tasks are numbered in the order their data lands, and every task
- *    depends only on tasks with smaller numbers.
+ *    (base channels); timed sends go to the first base channel free at their
+ *    start.  With spread > 1 each base channel's messages are dealt over
+ *    spread channels (round-robin; in contiguous blocks when merging across
+ *    steps is on, which keeps neighbouring chunks together).  Every
+ *    dependency points to a smaller key and each channel carries messages in
+ *    key order, so executing every thread block in key order cannot deadlock
+ *    even with one-message FIFOs (induction on the key).
+ *  - Tasks (full plans only): for the push model (CUDA), a transfer is one
+ *    task executed by the sender; tasks are numbered in the order their data
+ *    lands, and every task depends only on tasks with smaller numbers.
  */
 #ifndef CS_CODEGEN_PLAN_H
 #define CS_CODEGEN_PLAN_H
 
 #include "algorithm.h"
+#include "codegen_channels.h"
+
+/* ---- runtime limits (NULL where a target has none, e.g. CUDA) ------------ */
+
+typedef struct cg_limits {
+    const char *owner;      /* "the msccl runtime", ... for messages */
+    int max_tb;             /* thread blocks per rank (ids 0..max_tb-1) */
+    int max_steps;          /* steps per thread block (s 0..max_steps-1) */
+    int max_channels;       /* channel ids 0..max_channels-1 */
+    int max_tb_per_channel; /* sending and receiving blocks per channel; 0: none */
+    int max_elements;       /* XML elements one rank parses must be fewer; 0: none */
+    int max_cnt;            /* chunks one step moves */
+} cg_limits;
+
+/* The hint every CS_ELIMIT message ends with. */
+#define CG_HIERARCHICAL_HINT \
+    "; a hierarchical schedule (method \"hierarchical\") keeps per-rank lists short"
+
+/* ---- summary --------------------------------------------------------------- */
+
+typedef struct cg_link {
+    int src, dst, lanes;
+    long n;          /* messages */
+    int nbase;       /* base channels used */
+    long base_off;   /* messages per base channel: summary->base_count[base_off + c] */
+} cg_link;
+
+typedef struct cg_summary {
+    cs_coll_kind kind;
+    int ranks, chunks;
+    long global_chunks;
+    long nsends;
+    bool timed;
+    int nlinks;
+    cg_link *links;
+    long *base_count;
+    long *rank_link_begin;  /* ranks + 1: links out of or into each rank */
+    int *rank_links;
+    long *incident;         /* per rank: sends + receives */
+    int spread;             /* channels per base channel */
+    bool merge_steps;       /* merge contiguous chunks across steps */
+    bool block_deal;        /* deal in contiguous blocks (else round-robin) */
+    int nchannels;
+    bool ordered;           /* the sends came in canonical order (no index built) */
+    cg_hmap link_map;       /* (src, dst) -> link */
+} cg_summary;
+
+/* lim may be NULL (no runtime limits: spread 1).  Validates every send's
+ * ranks and chunk; CS_ELIMIT names the rank, the limit and the value. */
+int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_limits *lim,
+                          cg_summary **out, cs_error *err);
+void codegen_summary_free(cg_summary *s);
+/* The link src -> dst, -1 when no send uses it. */
+int cg_summary_link(const cg_summary *s, int src, int dst);
+/* The channel a base channel's ord-th message (of m) goes to, and how many
+ * messages sub-channel k of a base channel with m messages carries. */
+int cg_deal(long ord, long m, int spread, bool block);
+long cg_deal_count(long m, int spread, bool block, int k);
+
+/* ---- plan ------------------------------------------------------------------- */
 
 typedef struct cg_slot {
-    char buf;   /* 'i', 'o', 's'; 0 = none */
+    char buf;   /* 'i', 'o', 's'; 0 = none or unknown (the other side is not core) */
     int off;
 } cg_slot;
 
@@ -50,7 +132,7 @@ typedef struct cg_key {
     double major;   /* step (untimed) or time (timed); +inf for final copies */
     long minor;     /* slot index on the channel (untimed) */
     int phase;
-    long tid;       /* tie break: transfer index */
+    long tid;       /* tie break: send index (chunk for final copies) */
 } cg_key;
 
 enum { CG_SEND = 0, CG_RECV = 1, CG_COPY = 2 };
@@ -61,7 +143,7 @@ typedef struct cg_lop {
     int peer;          /* the other rank; -1 for copies */
     int chan;          /* channel; 0 for copies */
     int op;            /* CS_OP_COPY or CS_OP_REDUCE (receives) */
-    long xfer;         /* index into the algorithm's sends; -1 for copies */
+    long xfer;         /* index into plan->xfers; -1 for copies */
     cg_key key;
     /* SEND: src = local slot read, dst = the receiver's slot written.
      * RECV: src = the sender's slot, dst = local slot written, red = local slot
@@ -70,7 +152,7 @@ typedef struct cg_lop {
     cg_slot src, dst, red;
     long dep_begin;    /* into plan->deps: local ops on the same rank */
     int ndeps;
-    long task;         /* push-model task executing this op */
+    long task;         /* push-model task executing this op (full plans) */
 } cg_lop;
 
 typedef struct cg_task {
@@ -88,8 +170,12 @@ typedef struct cg_plan {
     bool timed;
     bool inplace;          /* one document works in place and out of place */
     int i_chunks, o_chunks; /* per rank, same on every rank */
-    int *s_chunks;         /* per rank */
-    int nchannels;
+    int *s_chunks;         /* per rank (exact for core ranks) */
+    int nchannels;         /* from the summary */
+    bool merge_steps;      /* from the summary */
+    unsigned char *core;   /* per rank: 1 when its operations are in the plan */
+    long nxfers;
+    long *xfers;           /* the algorithm's send index of each transfer */
     long nlops;
     cg_lop *lops;
     long ndeps;
@@ -97,17 +183,17 @@ typedef struct cg_plan {
     long *rank_begin;      /* ranks + 1 */
     long *rank_lops;       /* per rank, lop ids sorted by key */
     long ntasks;
-    cg_task *tasks;        /* in landing order */
+    cg_task *tasks;        /* in landing order (full plans) */
 } cg_plan;
 
-/* t may be NULL: then every link has one lane (one channel per link). */
+/* Every rank core, with tasks: the CUDA lowering.  t may be NULL: then every
+ * link has one lane (one channel per link). */
 int codegen_plan_build(const cs_algorithm *a, const cs_topology *t, cg_plan **out,
                        cs_error *err);
-/* The same with `spread` channels per lane: each lane's messages are dealt
- * round-robin over spread channels, shortening every thread block's step
- * list about spread-fold (for runtimes with few steps per block). */
-int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int spread,
-                              cg_plan **out, cs_error *err);
+/* The plan of the ranks with core[r] != 0 (core NULL: all, with tasks),
+ * using the summary's channel decisions. */
+int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const cg_summary *sum,
+                            const unsigned char *core, cg_plan **out, cs_error *err);
 void codegen_plan_free(cg_plan *p);
 int cg_key_cmp(const cg_key *x, const cg_key *y);
 
@@ -125,5 +211,6 @@ typedef struct cg_buf {
 
 void cg_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_puts(cg_buf *b, const char *s);
+void cg_append(cg_buf *b, const char *data, size_t len);
 
 #endif

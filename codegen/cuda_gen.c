@@ -71,6 +71,7 @@ static const char *const runtime_template =
 "#endif\n"
 "\n"
 "typedef struct @P@task {\n"
+"    int id;                   /* the task's flag (the same in every slice) */\n"
 "    int src_rank, dst_rank;   /* where the source is read / the result is written */\n"
 "    int op;                   /* 0 copy, 1 reduce: dst = src + red */\n"
 "    int sbuf, dbuf, rbuf;     /* 0 input, 1 output, 2 scratch */\n"
@@ -82,6 +83,13 @@ static const char *const runtime_template =
 "    @U@ELEM *buf[@U@RANKS][3];       /* peer pointers: input, output, scratch */\n"
 "    @P@flag_t *flags[@U@RANKS];     /* per rank, one flag per task landing there */\n"
 "} @P@ptrs;\n"
+"\n"
+"/* One rank's memory as a slice sees it (@P@run_slice). */\n"
+"typedef struct @P@peer {\n"
+"    void *input, *output;\n"
+"    void *scratch;                  /* @P@scratch_bytes(rank, chunk_elems) */\n"
+"    void *flags;                    /* @P@flags_bytes(), zeroed before the first run */\n"
+"} @P@peer;\n"
 "\n"
 "@TABLES@"
 "\n"
@@ -152,8 +160,8 @@ static const char *const runtime_template =
 "{\n"
 "    int b = @P@rank_block_begin[rank] + block;\n"
 "    for (int k = @P@block_begin[b]; k < @P@block_begin[b + 1]; k++) {\n"
-"        int id = @P@block_tasks[k];\n"
-"        const @P@task *t = &@P@tasks[id];\n"
+"        const @P@task *t = &@P@tasks[@P@block_tasks[k]];\n"
+"        int id = t->id;\n"
 "        if (@U@TID == 0) {\n"
 "            @U@SPIN_STATE\n"
 "            for (int d = 0; d < t->ndeps; d++) {\n"
@@ -189,9 +197,6 @@ static const char *const runtime_template =
 "    @P@flag_t *flags[@U@RANKS];\n"
 "    size_t chunk_elems;\n"
 "    unsigned long long epoch;\n"
-"#ifndef CS_HOST_BUILD\n"
-"    cudaStream_t streams[@U@RANKS];\n"
-"#endif\n"
 "    char error[200];\n"
 "} @P@ctx;\n"
 "\n"
@@ -245,21 +250,16 @@ static const char *const runtime_template =
 "    return NULL;\n"
 "}\n"
 "\n"
-"/* Runs the collective with one host thread per thread block; a run that\n"
-" * does not finish within @U@HOST_TIMEOUT_S seconds (a deadlock) fails. */\n"
+"/* Runs the blocks of this source's ranks with one host thread per thread\n"
+" * block; a run that does not finish within @U@HOST_TIMEOUT_S seconds (a\n"
+" * deadlock) fails. */\n"
 "#ifndef @U@HOST_TIMEOUT_S\n"
 "#define @U@HOST_TIMEOUT_S 20.0\n"
 "#endif\n"
-"int @P@run(@P@ctx *ctx, void *const *inputs, void *const *outputs)\n"
+"static int @P@launch(const @P@ptrs *p, unsigned long long epoch, size_t n, const int *devices,\n"
+"                     char *error, size_t errlen)\n"
 "{\n"
-"    @P@ptrs p;\n"
-"    for (int r = 0; r < @U@RANKS; r++) {\n"
-"        p.buf[r][0] = (@U@ELEM *)inputs[r];\n"
-"        p.buf[r][1] = (@U@ELEM *)outputs[r];\n"
-"        p.buf[r][2] = ctx->scratch[r];\n"
-"        p.flags[r] = ctx->flags[r];\n"
-"    }\n"
-"    unsigned long long epoch = ++ctx->epoch;\n"
+"    (void)devices;\n"
 "    int nthreads = @P@host_rank_block_begin[@U@RANKS];\n"
 "    pthread_t *th = (pthread_t *)calloc((size_t)(nthreads ? nthreads : 1), sizeof(pthread_t));\n"
 "    @P@thread_arg *args = (@P@thread_arg *)calloc((size_t)(nthreads ? nthreads : 1), sizeof(@P@thread_arg));\n"
@@ -269,22 +269,22 @@ static const char *const runtime_template =
 "    if (!th || !args) {\n"
 "        free(th);\n"
 "        free(args);\n"
-"        snprintf(ctx->error, sizeof ctx->error, \"out of memory\");\n"
+"        snprintf(error, errlen, \"out of memory\");\n"
 "        return -1;\n"
 "    }\n"
 "    int started = 0, rc = 0;\n"
-"    for (int r = 0; r < @U@RANKS && rc == 0; r++)\n"
+"    for (int r = @U@RANK_LO; r <= @U@RANK_HI && rc == 0; r++)\n"
 "        for (int b = 0; b < @P@host_rank_block_begin[r + 1] - @P@host_rank_block_begin[r]; b++) {\n"
 "            @P@thread_arg *a = &args[started];\n"
-"            a->p = &p;\n"
+"            a->p = p;\n"
 "            a->rank = r;\n"
 "            a->block = b;\n"
 "            a->epoch = epoch;\n"
-"            a->n = ctx->chunk_elems;\n"
+"            a->n = n;\n"
 "            a->sync = &sync;\n"
 "            if (pthread_create(&th[started], NULL, @P@thread_main, a) != 0) {\n"
 "                @U@FLAG_STORE(&sync.abort, 1ULL);\n"
-"                snprintf(ctx->error, sizeof ctx->error, \"cannot start a thread\");\n"
+"                snprintf(error, errlen, \"cannot start a thread\");\n"
 "                rc = -1;\n"
 "                break;\n"
 "            }\n"
@@ -295,7 +295,7 @@ static const char *const runtime_template =
 "    free(th);\n"
 "    free(args);\n"
 "    if (rc == 0 && @U@FLAG_LOAD(&sync.abort)) {\n"
-"        snprintf(ctx->error, sizeof ctx->error, \"timed out: thread blocks waited more than %g s (deadlock)\",\n"
+"        snprintf(error, errlen, \"timed out: thread blocks waited more than %g s (deadlock)\",\n"
 "                 (double)@U@HOST_TIMEOUT_S);\n"
 "        rc = -2;\n"
 "    }\n"
@@ -307,11 +307,12 @@ static const char *const runtime_template =
 "    (void)@P@block(rank, (int)blockIdx.x, &p, epoch, n, NULL);\n"
 "}\n"
 "\n"
-"static int @P@cuda_fail(@P@ctx *ctx, const char *what, cudaError_t e)\n"
+"static int @P@cuda_fail_to(char *error, size_t errlen, const char *what, cudaError_t e)\n"
 "{\n"
-"    snprintf(ctx->error, sizeof ctx->error, \"%s: %s\", what, cudaGetErrorString(e));\n"
+"    snprintf(error, errlen, \"%s: %s\", what, cudaGetErrorString(e));\n"
 "    return -(int)e;\n"
 "}\n"
+"#define @P@cuda_fail(ctx, what, e) @P@cuda_fail_to((ctx)->error, sizeof (ctx)->error, (what), (e))\n"
 "\n"
 "/* Enables peer access between every pair of the ranks' GPUs and allocates\n"
 " * scratch and flags on each. */\n"
@@ -355,8 +356,6 @@ static const char *const runtime_template =
 "            return @P@cuda_fail(ctx, \"cudaMalloc\", e);\n"
 "        if ((e = cudaMemset(ctx->flags[r], 0, fb)) != cudaSuccess)\n"
 "            return @P@cuda_fail(ctx, \"cudaMemset\", e);\n"
-"        if ((e = cudaStreamCreateWithFlags(&ctx->streams[r], cudaStreamNonBlocking)) != cudaSuccess)\n"
-"            return @P@cuda_fail(ctx, \"cudaStreamCreate\", e);\n"
 "    }\n"
 "    return 0;\n"
 "}\n"
@@ -370,20 +369,49 @@ static const char *const runtime_template =
 "            (void)cudaFree(ctx->scratch[r]);\n"
 "        if (ctx->flags[r])\n"
 "            (void)cudaFree(ctx->flags[r]);\n"
-"        if (ctx->streams[r])\n"
-"            (void)cudaStreamDestroy(ctx->streams[r]);\n"
 "        ctx->scratch[r] = NULL;\n"
 "        ctx->flags[r] = NULL;\n"
-"        ctx->streams[r] = NULL;\n"
 "    }\n"
 "}\n"
 "\n"
-"/* Launches every rank's kernel (all blocks of all GPUs must be resident at\n"
-" * once: one block per (peer, channel)) and waits for them. */\n"
+"/* Launches the kernels of this source's ranks (all blocks of all GPUs must\n"
+" * be resident at once: one block per (peer, channel)) on the default stream\n"
+" * of each rank's GPU and waits for them. */\n"
+"static int @P@launch(const @P@ptrs *p, unsigned long long epoch, size_t n, const int *devices,\n"
+"                     char *error, size_t errlen)\n"
+"{\n"
+"    cudaError_t e;\n"
+"    for (int r = @U@RANK_LO; r <= @U@RANK_HI; r++) {\n"
+"        int nb = @P@host_rank_block_begin[r + 1] - @P@host_rank_block_begin[r];\n"
+"        if (nb == 0)\n"
+"            continue;\n"
+"        if ((e = cudaSetDevice(devices[r])) != cudaSuccess)\n"
+"            return @P@cuda_fail_to(error, errlen, \"cudaSetDevice\", e);\n"
+"        @P@kernel<<<nb, @U@THREADS>>>(r, *p, epoch, n);\n"
+"        if ((e = cudaGetLastError()) != cudaSuccess)\n"
+"            return @P@cuda_fail_to(error, errlen, \"kernel launch\", e);\n"
+"    }\n"
+"    for (int r = @U@RANK_LO; r <= @U@RANK_HI; r++) {\n"
+"        if ((e = cudaSetDevice(devices[r])) != cudaSuccess)\n"
+"            return @P@cuda_fail_to(error, errlen, \"cudaSetDevice\", e);\n"
+"        if ((e = cudaDeviceSynchronize()) != cudaSuccess)\n"
+"            return @P@cuda_fail_to(error, errlen, \"cudaDeviceSynchronize\", e);\n"
+"    }\n"
+"    return 0;\n"
+"}\n"
+"#endif\n"
+"\n"
+"/* The whole schedule from one process driving every GPU (setup/run). */\n"
 "int @P@run(@P@ctx *ctx, void *const *inputs, void *const *outputs)\n"
 "{\n"
+"#if @U@RANK_LO != 0 || @U@RANK_HI != @U@RANKS - 1\n"
+"    (void)inputs;\n"
+"    (void)outputs;\n"
+"    snprintf(ctx->error, sizeof ctx->error, \"this source holds ranks %d-%d of %d only: run \"\n"
+"             \"each slice with @P@run_slice\", @U@RANK_LO, @U@RANK_HI, @U@RANKS);\n"
+"    return -1;\n"
+"#else\n"
 "    @P@ptrs p;\n"
-"    cudaError_t e;\n"
 "    for (int r = 0; r < @U@RANKS; r++) {\n"
 "        p.buf[r][0] = (@U@ELEM *)inputs[r];\n"
 "        p.buf[r][1] = (@U@ELEM *)outputs[r];\n"
@@ -391,25 +419,50 @@ static const char *const runtime_template =
 "        p.flags[r] = ctx->flags[r];\n"
 "    }\n"
 "    unsigned long long epoch = ++ctx->epoch;\n"
-"    for (int r = 0; r < @U@RANKS; r++) {\n"
-"        int nb = @P@host_rank_block_begin[r + 1] - @P@host_rank_block_begin[r];\n"
-"        if (nb == 0)\n"
-"            continue;\n"
-"        if ((e = cudaSetDevice(ctx->devices[r])) != cudaSuccess)\n"
-"            return @P@cuda_fail(ctx, \"cudaSetDevice\", e);\n"
-"        @P@kernel<<<nb, @U@THREADS, 0, ctx->streams[r]>>>(r, p, epoch, ctx->chunk_elems);\n"
-"        if ((e = cudaGetLastError()) != cudaSuccess)\n"
-"            return @P@cuda_fail(ctx, \"kernel launch\", e);\n"
-"    }\n"
-"    for (int r = 0; r < @U@RANKS; r++) {\n"
-"        if ((e = cudaSetDevice(ctx->devices[r])) != cudaSuccess)\n"
-"            return @P@cuda_fail(ctx, \"cudaSetDevice\", e);\n"
-"        if ((e = cudaStreamSynchronize(ctx->streams[r])) != cudaSuccess)\n"
-"            return @P@cuda_fail(ctx, \"cudaStreamSynchronize\", e);\n"
-"    }\n"
-"    return 0;\n"
+"    return @P@launch(&p, epoch, ctx->chunk_elems, ctx->devices, ctx->error, sizeof ctx->error);\n"
+"#endif\n"
 "}\n"
-"#endif\n";
+"\n"
+"/* Bytes of scratch rank `rank` needs, and of the flags every rank needs\n"
+" * (zero them before the first run), for chunks of chunk_elems elements. */\n"
+"size_t @P@scratch_bytes(int rank, size_t chunk_elems)\n"
+"{\n"
+"    if (rank < 0 || rank >= @U@RANKS)\n"
+"        return 0;\n"
+"    size_t s = (size_t)@P@s_chunks[rank] * chunk_elems;\n"
+"    return (s ? s : 1) * sizeof(@U@ELEM);\n"
+"}\n"
+"\n"
+"size_t @P@flags_bytes(void)\n"
+"{\n"
+"    return sizeof(@P@flag_t) * (@U@NTASKS ? @U@NTASKS : 1);\n"
+"}\n"
+"\n"
+"/* Runs this source's ranks (@U@RANK_LO..@U@RANK_HI) with every rank's memory\n"
+" * given: peers[r] for each of the @U@RANKS ranks, however the job obtained\n"
+" * it (with a process per GPU, the other ranks' pointers come from\n"
+" * cudaIpcOpenMemHandle).  Every slice of one run uses the same epoch: 1 for\n"
+" * the first run, one more for each next one.  devices[r] is rank r's GPU\n"
+" * (NULL: GPU r; ignored by the host build).  0, or a negative error with a\n"
+" * message in error. */\n"
+"int @P@run_slice(const @P@peer *peers, unsigned long long epoch, size_t chunk_elems,\n"
+"                 const int *devices, char *error, size_t errlen)\n"
+"{\n"
+"    @P@ptrs p;\n"
+"    int dev[@U@RANKS];\n"
+"    for (int r = 0; r < @U@RANKS; r++) {\n"
+"        p.buf[r][0] = (@U@ELEM *)peers[r].input;\n"
+"        p.buf[r][1] = (@U@ELEM *)peers[r].output;\n"
+"        p.buf[r][2] = (@U@ELEM *)peers[r].scratch;\n"
+"        p.flags[r] = (@P@flag_t *)peers[r].flags;\n"
+"        dev[r] = devices ? devices[r] : r;\n"
+"    }\n"
+"    if (epoch == 0) {\n"
+"        snprintf(error, errlen, \"epoch must be 1 or more (flags start at 0)\");\n"
+"        return -1;\n"
+"    }\n"
+"    return @P@launch(&p, epoch, chunk_elems, dev, error, errlen);\n"
+"}\n";
 
 void cuda_options_default(cs_cuda_options *opt)
 {
@@ -503,25 +556,35 @@ static void emit_int_table(cg_buf *b, const char *qual, const char *type, const 
     cg_puts(b, "\n};\n");
 }
 
-/* Tables: tasks, dependencies, blocks per rank and their task lists. */
-static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U)
+/* Tables: the tasks ranks lo..hi execute (with their flag ids, which are
+ * the same in every slice), their dependencies, blocks per rank and their
+ * task lists; the other ranks get no blocks. */
+static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U, int lo, int hi)
 {
     long nt = p->ntasks;
     size_t ntz = (size_t)(nt ? nt : 1);
-    int *task_block = malloc(ntz * sizeof(int));     /* global block index */
+    int *task_block = malloc(ntz * sizeof(int));     /* block index within the slice, -1 */
+    long *task_row = malloc(ntz * sizeof(long));     /* row in the slice's task table, -1 */
     blk *blocks = malloc(ntz * sizeof(blk));
     long *rank_block_begin = calloc((size_t)p->ranks + 1, sizeof(long));
     long *block_begin = NULL, *block_tasks = malloc(ntz * sizeof(long));
     long *deps = NULL, ndeps = 0, capdeps = 0;
     char name[160];
     int rc = CS_ENOMEM;
-    if (!task_block || !blocks || !rank_block_begin || !block_tasks)
+    if (!task_block || !task_row || !blocks || !rank_block_begin || !block_tasks)
         goto done;
     /* blocks of each rank: distinct (peer, channel) of the transfers it runs */
-    long nblocks = 0;
+    long nblocks = 0, nrows = 0;
     blk *rank_blocks = blocks;
+    for (long k = 0; k < nt; k++) {
+        int er = p->tasks[k].exec_rank;
+        task_block[k] = -1;
+        task_row[k] = er >= lo && er <= hi ? nrows++ : -1;
+    }
     for (int r = 0; r < p->ranks; r++) {
         rank_block_begin[r] = nblocks;
+        if (r < lo || r > hi)
+            continue;
         int nb = 0;
         for (long k = 0; k < nt; k++) {
             if (p->tasks[k].exec_rank != r)
@@ -551,7 +614,8 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
     if (!block_begin)
         goto done;
     for (long k = 0; k < nt; k++)
-        block_begin[task_block[k] + 1]++;
+        if (task_block[k] >= 0)
+            block_begin[task_block[k] + 1]++;
     for (long k = 0; k < nblocks; k++)
         block_begin[k + 1] += block_begin[k];
     {
@@ -561,16 +625,19 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
         for (long k = 0; k < nblocks; k++)
             fill[k] = block_begin[k];
         for (long k = 0; k < nt; k++) /* tasks are in landing order: keep it */
-            block_tasks[fill[task_block[k]]++] = k;
+            if (task_block[k] >= 0)
+                block_tasks[fill[task_block[k]]++] = task_row[k];
         free(fill);
     }
     /* task table */
     cg_printf(b, "#define %sNTASKS %ld\n#define %sNBLOCKS %ld\n\n", U, nt, U, nblocks);
     snprintf(name, sizeof name, "%stasks", P);
-    cg_printf(b, "%sTABLE %stask %s[%ld] = {\n", U, P, name, nt ? nt : 1);
-    if (nt == 0)
-        cg_puts(b, "    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}\n");
+    cg_printf(b, "%sTABLE %stask %s[%ld] = {\n", U, P, name, nrows ? nrows : 1);
+    if (nrows == 0)
+        cg_puts(b, "    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}\n");
     for (long k = 0; k < nt; k++) {
+        if (task_row[k] < 0)
+            continue;
         const cg_task *t = &p->tasks[k];
         const cg_lop *l = &p->lops[t->lop];
         const cg_lop *rl = t->recv_lop >= 0 ? &p->lops[t->recv_lop] : NULL;
@@ -588,6 +655,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
             int read_rank = s == 0 ? src_rank : dst_rank;
             for (int d = 0; d < sides[s]->ndeps; d++) {
                 long dt = p->lops[p->deps[sides[s]->dep_begin + d]].task;
+                /* same block: implied by the block's order */
                 if (dt == k || task_block[dt] == task_block[k])
                     continue;
                 bool seen = false;
@@ -607,9 +675,9 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
                 ndeps++;
             }
         }
-        cg_printf(b, "    {%d, %d, %d, %d, %d, %d, %d, %d, %d, %ld, %ld},\n", src_rank, dst_rank,
-                  op, bufcode(src.buf), bufcode(dst.buf), bufcode(red.buf), src.off, dst.off,
-                  red.off, begin, ndeps - begin);
+        cg_printf(b, "    {%ld, %d, %d, %d, %d, %d, %d, %d, %d, %d, %ld, %ld},\n", k, src_rank,
+                  dst_rank, op, bufcode(src.buf), bufcode(dst.buf), bufcode(red.buf), src.off,
+                  dst.off, red.off, begin, ndeps - begin);
     }
     cg_puts(b, "};\n");
     char qual[96];
@@ -619,7 +687,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
     snprintf(name, sizeof name, "%sblock_begin", P);
     emit_int_table(b, qual, "int", name, block_begin, nblocks + 1);
     snprintf(name, sizeof name, "%sblock_tasks", P);
-    emit_int_table(b, qual, "int", name, block_tasks, nt);
+    emit_int_table(b, qual, "int", name, block_tasks, nrows);
     snprintf(name, sizeof name, "%srank_block_begin", P);
     emit_int_table(b, qual, "int", name, rank_block_begin, p->ranks + 1);
     /* host-side copies */
@@ -636,7 +704,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
         free(s);
     }
     {
-        /* (sender, receiver) pairs that need peer access */
+        /* (sender, receiver) pairs of the slice's transfers that need peer access */
         char *seen = calloc((size_t)p->ranks * (size_t)p->ranks, 1);
         long *pairs = malloc((size_t)(2 * nt + 2) * sizeof(long));
         long npairs = 0;
@@ -647,7 +715,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
         }
         for (long k = 0; k < nt; k++) {
             const cg_task *t = &p->tasks[k];
-            if (t->exec_rank == t->flag_rank)
+            if (t->exec_rank == t->flag_rank || task_row[k] < 0)
                 continue;
             size_t at = (size_t)t->exec_rank * (size_t)p->ranks + (size_t)t->flag_rank;
             if (seen[at])
@@ -667,6 +735,7 @@ static int emit_tables(cg_buf *b, const cg_plan *p, const char *P, const char *U
     rc = CS_OK;
 done:
     free(task_block);
+    free(task_row);
     free(blocks);
     free(rank_block_begin);
     free(block_begin);
@@ -677,6 +746,17 @@ done:
 
 int cuda_generate(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *opt,
                   char **out, size_t *len, cs_error *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!a)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
+    return cuda_generate_ranks(a, t, opt, 0, a->ranks - 1, out, len, err);
+}
+
+int cuda_generate_ranks(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *opt,
+                        int rank_lo, int rank_hi, char **out, size_t *len, cs_error *err)
 {
     cs_cuda_options dflt;
     cuda_options_default(&dflt);
@@ -698,7 +778,11 @@ int cuda_generate(const cs_algorithm *a, const cs_topology *t, const cs_cuda_opt
         return cs_error_set(err, CS_EINVAL, "elem", "unknown element type %d", (int)opt->elem);
     if (a->ranks > CS_CUDA_MAX_RANKS)
         return cs_error_set(err, CS_ELIMIT, "ranks", "the CUDA lowering is for the GPUs of one "
-                            "node: %d ranks exceeds %d", a->ranks, CS_CUDA_MAX_RANKS);
+                            "node: %d ranks exceeds %d (MSCCL XML has no such limit)", a->ranks,
+                            CS_CUDA_MAX_RANKS);
+    if (rank_lo < 0 || rank_hi < rank_lo || rank_hi >= a->ranks)
+        return cs_error_set(err, CS_EINVAL, "ranks", "ranks %d-%d are not within 0-%d", rank_lo,
+                            rank_hi, a->ranks - 1);
     char upper[64];
     size_t pl = strlen(prefix);
     for (size_t k = 0; k <= pl; k++)
@@ -719,18 +803,20 @@ int cuda_generate(const cs_algorithm *a, const cs_topology *t, const cs_cuda_opt
               "per-transfer\n * flags, 128-bit tiled copies with fused reductions.  Compile with\n"
               " *   nvcc -arch=sm_80 -c this.cu           (CUDA)\n"
               " *   cc -std=c11 -DCS_HOST_BUILD -x c -c this.cu -pthread   (host threads)\n"
-              " * See docs/codegen.md for the API.\n */\n",
+              " * Thread blocks of ranks %d-%d%s.  See docs/codegen.md for the API.\n */\n",
               collective_kind_name(a->collective.kind), a->topology[0] ? a->topology : "?",
-              a->ranks, a->chunks, a->steps, a->method[0] ? a->method : "?");
+              a->ranks, a->chunks, a->steps, a->method[0] ? a->method : "?", rank_lo, rank_hi,
+              rank_lo == 0 && rank_hi == a->ranks - 1 ? " (all)" : ": a slice, run with run_slice");
     cg_printf(&b, "#ifndef %sGENERATED\n#define %sGENERATED 1\n", upper, upper);
     cg_printf(&b, "#define %sRANKS %d\n#define %sCHUNKS %d\n#define %sI_CHUNKS %d\n"
               "#define %sO_CHUNKS %d\n#define %sKIND \"%s\"\n#define %sROOT %d\n"
-              "#define %sELEM %s\n#define %sVEC_LANES %d\n",
+              "#define %sELEM %s\n#define %sVEC_LANES %d\n"
+              "#define %sRANK_LO %d\n#define %sRANK_HI %d\n",
               upper, p->ranks, upper, p->chunks, upper, p->i_chunks, upper, p->o_chunks, upper,
               collective_kind_name(p->kind), upper, p->root, upper, elem_c[opt->elem], upper,
-              lanes[opt->elem]);
+              lanes[opt->elem], upper, rank_lo, upper, rank_hi);
     cg_buf tables = {0};
-    if ((rc = emit_tables(&tables, p, prefix, upper)) != CS_OK || tables.failed) {
+    if ((rc = emit_tables(&tables, p, prefix, upper, rank_lo, rank_hi)) != CS_OK || tables.failed) {
         free(tables.s);
         free(b.s);
         codegen_plan_free(p);

@@ -21,14 +21,31 @@
  *
  * Generated API (PREFIX defaults to "collsynth_", macros upper-case):
  *     COLLSYNTH_RANKS, COLLSYNTH_CHUNKS, COLLSYNTH_I_CHUNKS, COLLSYNTH_O_CHUNKS,
- *     COLLSYNTH_KIND ("allgather", ...), COLLSYNTH_ROOT, COLLSYNTH_ELEM (type)
+ *     COLLSYNTH_KIND ("allgather", ...), COLLSYNTH_ROOT, COLLSYNTH_ELEM (type),
+ *     COLLSYNTH_RANK_LO, COLLSYNTH_RANK_HI (the ranks whose blocks the file holds)
  *     int  collsynth_setup(collsynth_ctx *ctx, const int *devices, size_t chunk_elems);
  *     int  collsynth_run(collsynth_ctx *ctx, void *const *inputs, void *const *outputs);
  *     void collsynth_teardown(collsynth_ctx *ctx);
  *     const char *collsynth_error(const collsynth_ctx *ctx);
+ *     size_t collsynth_scratch_bytes(int rank, size_t chunk_elems);
+ *     size_t collsynth_flags_bytes(void);
+ *     int  collsynth_run_slice(const collsynth_peer *peers, unsigned long long epoch,
+ *                              size_t chunk_elems, const int *devices, char *error, size_t n);
  * inputs[r] / outputs[r] are rank r's device buffers (I_CHUNKS and O_CHUNKS
  * chunks of chunk_elems elements, NCCL layout); devices[r] is rank r's GPU
  * (ignored by the host build).  Functions return 0 or a negative error.
+ *
+ * Slices (cuda_generate_ranks): the source for ranks A..B of a schedule
+ * (one node, at most CS_CUDA_MAX_RANKS ranks) holds the same API, macros and
+ * tables, restricted to the thread blocks ranks A..B run: their tasks (with
+ * the schedule-wide flag ids), dependencies and blocks; RANK_LO = A,
+ * RANK_HI = B.  It is meant for a process (or a group of processes) per GPU:
+ * each runs its slice with run_slice, given every rank's input, output,
+ * scratch (scratch_bytes) and flag (flags_bytes, zeroed once) memory, the
+ * peers' opened through CUDA IPC, and the same epoch (1, 2, ...) in every
+ * process.  The slices of all ranks, run together, do exactly what the full
+ * source does; setup/run (one process driving every GPU) refuse a partial
+ * slice.  Ranks 0..P-1 is the full source, byte-identical to cuda_generate's.
  */
 #ifndef CS_CUDA_GEN_H
 #define CS_CUDA_GEN_H
@@ -58,5 +75,8 @@ int cuda_elem_from_name(const char *name, cs_cuda_elem *out, cs_error *err);
  * malloc'd NUL-terminated source; len may be NULL. */
 int cuda_generate(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *opt,
                   char **out, size_t *len, cs_error *err);
+/* The source of ranks rank_lo..rank_hi's thread blocks (see above). */
+int cuda_generate_ranks(const cs_algorithm *a, const cs_topology *t, const cs_cuda_options *opt,
+                        int rank_lo, int rank_hi, char **out, size_t *len, cs_error *err);
 
 #endif

@@ -52,6 +52,7 @@ struct cs_msccl_doc {
     int ngpus, nchunksperloop, nchannels;
     bool inplace, outofplace;
     long long min_bytes, max_bytes;
+    bool slice;              /* parsed as a slice: some <gpu> may be absent */
     x_gpu *gpus;
 };
 
@@ -267,7 +268,8 @@ static const char *const known_colls[] = {"allreduce", "allgather", "reduce", "b
                                           "alltoall", "reduce_scatter", "reducescatter",
                                           "custom", "gather", "scatter"};
 
-int msccl_doc_parse(const char *text, size_t len, cs_msccl_doc **out, cs_error *err)
+static int parse_doc(const char *text, size_t len, bool slice, cs_msccl_doc **out,
+                     cs_error *err)
 {
     *out = NULL;
     if (len > (64u << 20))
@@ -335,9 +337,10 @@ int msccl_doc_parse(const char *text, size_t len, cs_msccl_doc **out, cs_error *
             rc = load_gpu(g, d, err);
     }
     for (int r = 0; r < d->ngpus && rc == CS_OK; r++)
-        if (d->gpus[r].i_chunks < 0)
+        if (d->gpus[r].i_chunks < 0 && !slice)
             rc = cs_error_set(err, CS_EINVAL, "ngpus", "ngpus=%d but there is no <gpu id=\"%d\">",
                               d->ngpus, r);
+    d->slice = slice;
 done:
     xmlr_free(root);
     if (rc != CS_OK) {
@@ -346,6 +349,21 @@ done:
     }
     *out = d;
     return CS_OK;
+}
+
+int msccl_doc_parse(const char *text, size_t len, cs_msccl_doc **out, cs_error *err)
+{
+    return parse_doc(text, len, false, out, err);
+}
+
+int msccl_doc_parse_slice(const char *text, size_t len, cs_msccl_doc **out, cs_error *err)
+{
+    return parse_doc(text, len, true, out, err);
+}
+
+bool msccl_doc_has_gpu(const cs_msccl_doc *d, int rank)
+{
+    return rank >= 0 && rank < d->ngpus && d->gpus[rank].i_chunks >= 0;
 }
 
 int msccl_doc_ngpus(const cs_msccl_doc *d) { return d->ngpus; }
@@ -359,12 +377,12 @@ long long msccl_doc_max_bytes(const cs_msccl_doc *d) { return d->max_bytes; }
 
 int msccl_doc_rank_tbs(const cs_msccl_doc *d, int rank)
 {
-    return rank >= 0 && rank < d->ngpus ? d->gpus[rank].ntb : -1;
+    return msccl_doc_has_gpu(d, rank) ? d->gpus[rank].ntb : -1;
 }
 
 int msccl_doc_rank_max_steps(const cs_msccl_doc *d, int rank)
 {
-    if (rank < 0 || rank >= d->ngpus)
+    if (!msccl_doc_has_gpu(d, rank))
         return -1;
     int m = 0;
     for (int t = 0; t < d->gpus[rank].ntb; t++)
@@ -924,6 +942,10 @@ int msccl_interp_check(const cs_msccl_doc *doc, const cs_msccl_interp_options *o
         opt->fifo_capacity > 1 << 20)
         return cs_error_set(err, CS_EINVAL, "options", "elems_per_chunk must be 1..4096 and "
                             "fifo_capacity >= 1");
+    for (int r = 0; r < doc->ngpus; r++)
+        if (!msccl_doc_has_gpu(doc, r))
+            return cs_error_set(err, CS_EINVAL, "ngpus", "the slice has no <gpu id=\"%d\">: only "
+                                "a document with every rank runs", r);
     if (opt->inplace && !doc->inplace)
         return cs_error_set(err, CS_EINVAL, "inplace", "the document is not for in-place calls");
     if (!opt->inplace && !doc->outofplace)

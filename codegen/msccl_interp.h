@@ -58,6 +58,11 @@ typedef struct cs_msccl_interp_stats {
 } cs_msccl_interp_stats;
 
 int msccl_doc_parse(const char *text, size_t len, cs_msccl_doc **out, cs_error *err);
+/* The same for a slice (msccl_xml_generate_ranks): <gpu> elements may be
+ * absent; those present are checked as in a full document.  A slice parses
+ * and answers the header queries, but only a document with every rank runs. */
+int msccl_doc_parse_slice(const char *text, size_t len, cs_msccl_doc **out, cs_error *err);
+bool msccl_doc_has_gpu(const cs_msccl_doc *doc, int rank);
 void msccl_doc_free(cs_msccl_doc *doc);
 
 /* Header queries. */
@@ -69,7 +74,8 @@ bool msccl_doc_inplace(const cs_msccl_doc *doc);
 bool msccl_doc_outofplace(const cs_msccl_doc *doc);
 long long msccl_doc_min_bytes(const cs_msccl_doc *doc);
 long long msccl_doc_max_bytes(const cs_msccl_doc *doc);   /* -1 when absent */
-/* Per rank: thread blocks and the largest step count of one of them. */
+/* Per rank: thread blocks and the largest step count of one of them (-1 for
+ * a rank the document does not hold). */
 int msccl_doc_rank_tbs(const cs_msccl_doc *doc, int rank);
 int msccl_doc_rank_max_steps(const cs_msccl_doc *doc, int rank);
 

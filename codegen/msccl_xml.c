@@ -11,6 +11,14 @@
  * both runtimes, so waiting on the latest step of a block covers its earlier
  * steps: one dependency per block is enough.
  *
+ * Ranks are generated in windows: a window's ranks and their peers ("core")
+ * get a plan built from the sends incident to them, the window's <gpu>
+ * elements are written through the caller's write function, and everything
+ * is freed before the next window.  What a rank's element says depends only
+ * on the sends incident to it and to its peers plus the summary's global
+ * decisions, so a slice is byte for byte the same as that part of the full
+ * document.
+ *
  * The text is written for the old runtime's tokenizer: attributes separated
  * by single spaces, values in double quotes, "/>" right after the last value,
  * indentation with spaces only, no XML declaration and no comments.
@@ -33,6 +41,9 @@
 #define EXECUTOR_MAX_STEPS 64
 #define EXECUTOR_MAX_CHANNELS 32
 #define UNLIMITED_BYTES 4611686018427387904LL /* 2^62: "no limit" in both runtimes */
+/* A window's ranks and peers may touch about this many sends (counted once
+ * per endpoint): it bounds a window's plan to some tens of MB. */
+#define WINDOW_INCIDENCE (1L << 19)
 
 void msccl_options_default(cs_msccl_options *opt)
 {
@@ -94,21 +105,19 @@ const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime rt)
     }
 }
 
-typedef struct limits {
-    int max_tb, max_steps, max_channels, max_tb_per_channel, max_elements;
-} limits;
-
-static limits runtime_limits(cs_msccl_runtime rt)
+static cg_limits runtime_limits(cs_msccl_runtime rt)
 {
     switch (rt) {
     case CS_MSCCL_RUNTIME_MSCCL:
-        return (limits){MSCCL_MAX_TB, MSCCL_MAX_STEPS, MSCCL_MAX_CHANNELS,
-                        MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS};
+        return (cg_limits){"the msccl runtime", MSCCL_MAX_TB, MSCCL_MAX_STEPS, MSCCL_MAX_CHANNELS,
+                           MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT};
     case CS_MSCCL_RUNTIME_EXECUTOR:
-        return (limits){EXECUTOR_MAX_TB, EXECUTOR_MAX_STEPS, EXECUTOR_MAX_CHANNELS, 0, 0};
+        return (cg_limits){"the msccl-executor runtime", EXECUTOR_MAX_TB, EXECUTOR_MAX_STEPS,
+                           EXECUTOR_MAX_CHANNELS, 0, 0, MSCCL_MAX_CNT};
     default:
-        return (limits){MSCCL_MAX_TB, EXECUTOR_MAX_STEPS, MSCCL_MAX_CHANNELS,
-                        MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS};
+        return (cg_limits){"runtime auto (a form both runtimes accept)", MSCCL_MAX_TB,
+                           EXECUTOR_MAX_STEPS, MSCCL_MAX_CHANNELS, MSCCL_MAX_TB_PER_CHANNEL,
+                           MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT};
     }
 }
 
@@ -187,7 +196,7 @@ static long *build_rank_index(const cg_plan *p)
 
 /* Pass 1: thread blocks, and runs of final copies between contiguous slots
  * (they come last, in slot order) merged into one step. */
-static int layout_blocks(const cg_plan *p, int r, rank_layout *L, cs_error *err)
+static int layout_blocks(const cg_plan *p, int r, int max_cnt, rank_layout *L, cs_error *err)
 {
     long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
     size_t nn = (size_t)(n ? n : 1);
@@ -203,18 +212,25 @@ static int layout_blocks(const cg_plan *p, int r, rank_layout *L, cs_error *err)
     if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_next || !L->lop_leader ||
         !L->lop_cnt || !L->hasdep)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    /* distinct blocks */
+    /* distinct blocks, kept sorted (a rank has few) */
     for (long k = 0; k < n; k++) {
         const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
-        L->tbs[L->ntb++] = (tb_info){l->kind == CG_COPY ? -1 : l->peer,
-                                     l->kind == CG_COPY ? 0 : l->chan, false, false, 0, 0};
+        tb_info key = {l->kind == CG_COPY ? -1 : l->peer, l->kind == CG_COPY ? 0 : l->chan,
+                       false, false, 0, 0};
+        int a = 0, z = L->ntb;
+        while (a < z) {
+            int mid = (a + z) / 2;
+            if (cmp_tb(&L->tbs[mid], &key) < 0)
+                a = mid + 1;
+            else
+                z = mid;
+        }
+        if (a < L->ntb && cmp_tb(&L->tbs[a], &key) == 0)
+            continue;
+        memmove(&L->tbs[a + 1], &L->tbs[a], (size_t)(L->ntb - a) * sizeof(tb_info));
+        L->tbs[a] = key;
+        L->ntb++;
     }
-    qsort(L->tbs, (size_t)L->ntb, sizeof(tb_info), cmp_tb);
-    int m = 0;
-    for (int k = 0; k < L->ntb; k++)
-        if (m == 0 || cmp_tb(&L->tbs[k], &L->tbs[m - 1]) != 0)
-            L->tbs[m++] = L->tbs[k];
-    L->ntb = m;
     /* block of each op; runs of final copies between contiguous slots become
      * one step (they come last, in slot order) */
     for (long k = 0; k < n; k++) {
@@ -233,7 +249,7 @@ static int layout_blocks(const cg_plan *p, int r, rank_layout *L, cs_error *err)
             long ld = L->lop_leader[k - 1];
             const cg_lop *f = &p->lops[p->rank_lops[lo + ld]];
             int c = L->lop_cnt[ld];
-            if (c < MSCCL_MAX_CNT && f->src.buf == l->src.buf && f->dst.buf == l->dst.buf &&
+            if (c < max_cnt && f->src.buf == l->src.buf && f->dst.buf == l->dst.buf &&
                 l->src.off == f->src.off + c && l->dst.off == f->dst.off + c) {
                 L->lop_leader[k] = ld;
                 L->lop_cnt[ld]++;
@@ -326,47 +342,57 @@ static bool next_slot(cg_slot a, int c, cg_slot b)
     return a.buf == b.buf && b.off == a.off + c;
 }
 
-/* Pass 2: consecutive messages of one connection in the same step between
- * contiguous slots become one step moving cnt chunks, on both ends alike.  A run may only
- * grow while each new member needs nothing that comes after the run's
- * first step, so the merged step can run where the first one was. */
-static void merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts)
+/* Pass 2: consecutive messages of one connection between contiguous slots
+ * become one step moving cnt chunks, on both ends alike.  Normally only
+ * messages of the same step (same start time) merge: merging across steps
+ * would undo the schedule's pipelining.  When the summary found blocks too
+ * long for the runtime (merge_steps), runs grow across steps too.  A run
+ * may only grow while each new member needs nothing that comes after the
+ * run's first step, so the merged step can run where the first one was.
+ * Only the links of window ranks are merged; their peers are core. */
+static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
+                           const unsigned char *window, int max_cnt)
 {
-    long nx = 0;
-    for (long k = 0; k < p->nlops; k++)
-        if (p->lops[k].xfer + 1 > nx)
-            nx = p->lops[k].xfer + 1;
+    long nx = p->nxfers;
     long *recv_of = malloc((size_t)(nx ? nx : 1) * sizeof(long));
     if (!recv_of)
-        return; /* merging is an optimization: without memory, skip it */
+        return CS_ENOMEM;
+    for (long x = 0; x < nx; x++)
+        recv_of[x] = -1;
     for (long k = 0; k < p->nlops; k++)
         if (p->lops[k].kind == CG_RECV)
             recv_of[p->lops[k].xfer] = k;
     for (int r = 0; r < p->ranks; r++) {
+        if (!p->core[r])
+            continue;
         rank_layout *Ls = &layouts[r];
         long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
         for (long k = 0; k < n; k++) {
             const cg_lop *s1 = &p->lops[p->rank_lops[lo + k]];
             if (s1->kind != CG_SEND || Ls->lop_leader[k] != k)
                 continue;
+            if (!window[r] && !window[s1->peer])
+                continue;
             long lead_s = p->rank_lops[lo + k], lead_r = recv_of[s1->xfer];
+            if (lead_r < 0)
+                continue;
             rank_layout *Lr = &layouts[s1->peer];
             long rk = rank_index[lead_r];
             const cg_lop *r1 = &p->lops[lead_r];
             long ks = k, kr = rk;
-            while (Ls->lop_cnt[k] < MSCCL_MAX_CNT) {
+            while (Ls->lop_cnt[k] < max_cnt) {
                 long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
                 if (ks2 < 0 || kr2 < 0)
                     break;
                 long s2l = p->rank_lops[lo + ks2];
                 const cg_lop *s2 = &p->lops[s2l];
-                if (s2->kind != CG_SEND || recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
+                if (s2->kind != CG_SEND ||
+                    recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
                     break;
                 const cg_lop *r2 = &p->lops[recv_of[s2->xfer]];
                 int c = Ls->lop_cnt[k];
-                /* only messages of the same step (same start time): merging
-                 * across steps would undo the schedule's pipelining */
-                if (s2->key.major != s1->key.major || r2->key.major != r1->key.major ||
+                if ((!p->merge_steps &&
+                     (s2->key.major != s1->key.major || r2->key.major != r1->key.major)) ||
                     r2->op != r1->op || !next_slot(s1->src, c, s2->src) ||
                     !next_slot(r1->dst, c, r2->dst) ||
                     (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)) ||
@@ -383,45 +409,35 @@ static void merge_transfers(const cg_plan *p, const long *rank_index, rank_layou
         }
     }
     free(recv_of);
+    return CS_OK;
 }
 
-static const char *limit_owner(cs_msccl_runtime rt)
+/* Exact limits of one rank's part of a document with ndoc_gpus <gpu>s. */
+static int check_limits(const cg_plan *p, const rank_layout *L, int r, const cg_limits *lim,
+                        int ndoc_gpus, cs_error *err)
 {
-    switch (rt) {
-    case CS_MSCCL_RUNTIME_MSCCL:
-        return "the msccl runtime";
-    case CS_MSCCL_RUNTIME_EXECUTOR:
-        return "the msccl-executor runtime";
-    default:
-        return "runtime auto (a form both runtimes accept)";
-    }
-}
-
-static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_runtime rt,
-                        long *step_limit, cs_error *err)
-{
-    limits lim = runtime_limits(rt);
-    const char *rname = limit_owner(rt);
-    if (L->ntb > lim.max_tb)
+    if (L->ntb > lim->max_tb)
         return cs_error_set(err, CS_ELIMIT, "runtime",
                             "rank %d needs %d thread blocks; %s allows at most %d "
-                            "(thread block ids 0..%d)", r, L->ntb, rname, lim.max_tb, lim.max_tb - 1);
+                            "(thread block ids 0..%d)%s", r, L->ntb, lim->owner, lim->max_tb,
+                            lim->max_tb - 1, CG_HIERARCHICAL_HINT);
     long steps = 0;
     for (int k = 0; k < L->ntb; k++) {
-        if (L->tbs[k].nsteps > lim.max_steps) {
-            *step_limit = L->tbs[k].nsteps;
+        if (L->tbs[k].nsteps > lim->max_steps)
             return cs_error_set(err, CS_ELIMIT, "runtime",
-                                "rank %d thread block %d needs %ld steps with %d channels; %s "
-                                "allows step s <= %d", r, k, L->tbs[k].nsteps, p->nchannels,
-                                rname, lim.max_steps - 1);
-        }
+                                "rank %d thread block %d (%s %d) needs %ld steps with %d channels%s; "
+                                "%s allows step s <= %d%s", r, k,
+                                L->tbs[k].peer < 0 ? "local copies" : "peer",
+                                L->tbs[k].peer, L->tbs[k].nsteps, p->nchannels,
+                                p->merge_steps ? " and contiguous chunks merged" : "", lim->owner,
+                                lim->max_steps - 1, CG_HIERARCHICAL_HINT);
         steps += L->tbs[k].nsteps;
     }
-    if (p->nchannels > lim.max_channels)
+    if (p->nchannels > lim->max_channels)
         return cs_error_set(err, CS_ELIMIT, "runtime",
-                            "the algorithm needs %d channels; %s allows chan < %d",
-                            p->nchannels, rname, lim.max_channels);
-    if (lim.max_tb_per_channel) {
+                            "the algorithm needs %d channels; %s allows chan < %d%s",
+                            p->nchannels, lim->owner, lim->max_channels, CG_HIERARCHICAL_HINT);
+    if (lim->max_tb_per_channel) {
         for (int c = 0; c < p->nchannels; c++) {
             int ns = 0, nr = 0;
             for (int k = 0; k < L->ntb; k++) {
@@ -430,30 +446,82 @@ static int check_limits(const cg_plan *p, const rank_layout *L, int r, cs_msccl_
                 ns += L->tbs[k].sends;
                 nr += L->tbs[k].recvs;
             }
-            if (ns > lim.max_tb_per_channel || nr > lim.max_tb_per_channel)
+            if (ns > lim->max_tb_per_channel || nr > lim->max_tb_per_channel)
                 return cs_error_set(err, CS_ELIMIT, "runtime",
                                     "rank %d has %d sending and %d receiving thread blocks on "
-                                    "channel %d; %s allows %d of each per channel",
-                                    r, ns, nr, c, rname, lim.max_tb_per_channel);
+                                    "channel %d; %s allows %d of each per channel%s",
+                                    r, ns, nr, c, lim->owner, lim->max_tb_per_channel,
+                                    CG_HIERARCHICAL_HINT);
         }
     }
-    /* elements parsed by one rank: algo, every gpu, its blocks and steps */
-    long elements = 1 + p->ranks + L->ntb + steps;
-    if (lim.max_elements && elements >= lim.max_elements)
+    /* elements one rank parses: <algo>, every <gpu> of the document, its own
+     * blocks and steps (the old runtime skips other ranks' children) */
+    long elements = 1 + ndoc_gpus + L->ntb + steps;
+    if (lim->max_elements && elements >= lim->max_elements)
         return cs_error_set(err, CS_ELIMIT, "runtime",
-                            "rank %d's part has %ld XML elements; %s reads fewer than %d per "
-                            "rank", r, elements, rname, lim.max_elements);
+                            "rank %d's part has %ld XML elements (1 <algo>, %d <gpu>, %d <tb>, "
+                            "%ld <step>); %s reads fewer than %d per rank%s%s", r, elements,
+                            ndoc_gpus, L->ntb, steps, lim->owner, lim->max_elements,
+                            ndoc_gpus > 1 && 2 + L->ntb + steps < lim->max_elements
+                                ? "; a per-rank slice (one <gpu>) fits"
+                                : "",
+                            CG_HIERARCHICAL_HINT);
     return CS_OK;
 }
 
 /* ---- text ------------------------------------------------------------------ */
 
+/* Steps are most of a document's bytes: they are formatted by hand rather
+ * than through printf. */
+static char *put_num(char *o, long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *o++ = '-';
+    while (n)
+        *o++ = tmp[--n];
+    return o;
+}
+
+static char *put_lit(char *o, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(o, s, n);
+    return o + n;
+}
+
 static void put_step(cg_buf *b, long s, const char *type, cg_slot src, cg_slot dst, int cnt,
                      int depid, long deps, int hasdep)
 {
-    cg_printf(b, "      <step s=\"%ld\" type=\"%s\" srcbuf=\"%c\" srcoff=\"%d\" dstbuf=\"%c\" "
-              "dstoff=\"%d\" cnt=\"%d\" depid=\"%d\" deps=\"%ld\" hasdep=\"%d\"/>\n",
-              s, type, src.buf, src.off, dst.buf, dst.off, cnt, depid, deps, hasdep);
+    char line[320], *o = line;
+    o = put_lit(o, "      <step s=\"");
+    o = put_num(o, s);
+    o = put_lit(o, "\" type=\"");
+    o = put_lit(o, type);
+    o = put_lit(o, "\" srcbuf=\"");
+    *o++ = src.buf;
+    o = put_lit(o, "\" srcoff=\"");
+    o = put_num(o, src.off);
+    o = put_lit(o, "\" dstbuf=\"");
+    *o++ = dst.buf;
+    o = put_lit(o, "\" dstoff=\"");
+    o = put_num(o, dst.off);
+    o = put_lit(o, "\" cnt=\"");
+    o = put_num(o, cnt);
+    o = put_lit(o, "\" depid=\"");
+    o = put_num(o, depid);
+    o = put_lit(o, "\" deps=\"");
+    o = put_num(o, deps);
+    o = put_lit(o, "\" hasdep=\"");
+    o = put_num(o, hasdep);
+    o = put_lit(o, "\"/>\n");
+    cg_append(b, line, (size_t)(o - line));
 }
 
 static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
@@ -462,17 +530,14 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
     long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
     cg_printf(b, "  <gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"%d\">\n", r,
               i_chunks, o_chunks, p->s_chunks[r]);
-    int *dep_tb = malloc(sizeof(int) * (size_t)(L->ntb ? L->ntb : 1));
-    long *dep_pos = malloc(sizeof(long) * (size_t)(L->ntb ? L->ntb : 1));
-    if (!dep_tb || !dep_pos) {
+    size_t ntb = (size_t)(L->ntb ? L->ntb : 1);
+    int *dep_tb = malloc(sizeof(int) * ntb);
+    long *dep_pos = malloc(sizeof(long) * ntb);
+    long *first = malloc(sizeof(long) * ntb);
+    if (!dep_tb || !dep_pos || !first) {
         free(dep_tb);
         free(dep_pos);
-        return CS_ENOMEM;
-    }
-    long *first = malloc(sizeof(long) * (size_t)(L->ntb ? L->ntb : 1));
-    if (!first) {
-        free(dep_tb);
-        free(dep_pos);
+        free(first);
         return CS_ENOMEM;
     }
     for (int t = 0; t < L->ntb; t++)
@@ -563,18 +628,24 @@ static int clean_name(const char *in, char *out, size_t n, cs_error *err)
     return CS_OK;
 }
 
-int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
-                       char **out, size_t *len, cs_error *err)
+/* ---- documents ---------------------------------------------------------------- */
+
+/* Everything a window needs that is the same for every rank. */
+typedef struct doc {
+    const cs_algorithm *a;
+    const cs_topology *t;
+    const cs_msccl_options *opt;
+    cg_limits lim;
+    cg_summary *sum;
+    int i_chunks, o_chunks, nchunksperloop;
+    int ndoc_gpus;
+    cs_write_fn write;
+    void *ctx;
+} doc;
+
+static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, cg_buf *header,
+                   cs_error *err)
 {
-    cs_msccl_options dflt;
-    msccl_options_default(&dflt);
-    if (!opt)
-        opt = &dflt;
-    *out = NULL;
-    if (len)
-        *len = 0;
-    if (!a)
-        return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
     if (opt->runtime < CS_MSCCL_RUNTIME_AUTO || opt->runtime > CS_MSCCL_RUNTIME_EXECUTOR)
         return cs_error_set(err, CS_EINVAL, "runtime", "unknown runtime %d", (int)opt->runtime);
     const char *proto = opt->proto ? opt->proto : "Simple";
@@ -606,89 +677,202 @@ int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msc
                          (unsigned char)*c < 0x20) ? '_' : *c;
         name[k] = 0;
     }
-
-    /* Too many steps in a thread block: deal each lane's messages over more
-     * channels (2, 4, ...) while the runtime has channels to spare. */
-    cg_plan *p = NULL;
-    long *rank_index = NULL;
-    rank_layout *layouts = NULL;
-    cg_buf b = {0};
-    int rc;
-    for (int spread = 1;;) {
-        rc = codegen_plan_build_spread(a, t, spread, &p, err);
-        if (rc != CS_OK)
-            return rc;
-        rank_index = build_rank_index(p);
-        layouts = calloc((size_t)(p->ranks > 0 ? p->ranks : 1), sizeof *layouts);
-        if (!rank_index || !layouts) {
-            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
-            goto done;
-        }
-        long step_limit = 0; /* steps of a block over the limit, 0 if none */
-        for (int r = 0; r < p->ranks && rc == CS_OK; r++)
-            rc = layout_blocks(p, r, &layouts[r], err);
-        if (rc == CS_OK && !opt->single_chunk_steps)
-            merge_transfers(p, rank_index, layouts);
-        for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
-            layout_steps(p, r, rank_index, &layouts[r]);
-            rc = check_limits(p, &layouts[r], r, opt->runtime, &step_limit, err);
-        }
-        limits lim = runtime_limits(opt->runtime);
-        if (rc == CS_OK || !step_limit || p->nchannels * 2 > lim.max_channels)
-            break;
-        /* steps shrink about in proportion: jump to the spread that should
-         * fit, as far as the channels allow */
-        int grow = 2;
-        while (grow < 64 && (long)grow * lim.max_steps < step_limit &&
-               p->nchannels * grow * 2 <= lim.max_channels)
-            grow *= 2;
-        spread *= grow;
-        for (int r = 0; r < p->ranks; r++)
-            layout_free(&layouts[r]);
-        free(layouts);
-        free(rank_index);
-        codegen_plan_free(p);
-        layouts = NULL;
-        rank_index = NULL;
-        p = NULL;
-    }
+    d->lim = runtime_limits(opt->runtime);
+    int rc = codegen_summary_build(a, d->t, &d->lim, &d->sum, err);
     if (rc != CS_OK)
-        goto done;
-    int i_chunks = p->i_chunks, o_chunks = p->o_chunks;
-    int nchunksperloop;
-    switch (p->kind) {
+        return rc;
+    /* the buffer sizes every <gpu> declares */
+    int P = a->ranks, C = a->chunks;
+    long G = d->sum->global_chunks;
+    switch (a->collective.kind) {
     case CS_COLL_ALLGATHER:
     case CS_COLL_GATHER:
-        nchunksperloop = p->o_chunks;
+        d->i_chunks = C;
+        d->o_chunks = P * C;
+        d->nchunksperloop = d->o_chunks;
+        break;
+    case CS_COLL_REDUCESCATTER:
+    case CS_COLL_SCATTER:
+        d->i_chunks = P * C;
+        d->o_chunks = C;
+        d->nchunksperloop = d->i_chunks;
+        break;
+    case CS_COLL_ALLTOALL:
+        d->i_chunks = d->o_chunks = d->nchunksperloop = P * C;
         break;
     default:
-        nchunksperloop = p->i_chunks > p->o_chunks ? p->i_chunks : p->o_chunks;
+        d->i_chunks = d->o_chunks = d->nchunksperloop = (int)G;
         break;
     }
     if (strcmp(coll, "custom") == 0) /* the old runtime wants both equal to the loop */
-        i_chunks = o_chunks = nchunksperloop;
+        d->i_chunks = d->o_chunks = d->nchunksperloop;
     long long max_bytes = opt->max_bytes;
     if (max_bytes == 0 && opt->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
         max_bytes = UNLIMITED_BYTES;
-    cg_printf(&b, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
+    bool inplace = a->collective.kind == CS_COLL_ALLGATHER ||
+                   a->collective.kind == CS_COLL_REDUCESCATTER ||
+                   a->collective.kind == CS_COLL_ALLREDUCE ||
+                   a->collective.kind == CS_COLL_BROADCAST || a->collective.kind == CS_COLL_REDUCE;
+    cg_printf(header, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
               "ngpus=\"%d\" coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
               "maxBytes=\"%lld\" redop=\"sum\">\n",
-              name, proto, p->nchannels, nchunksperloop, p->ranks, coll, p->inplace ? 1 : 0,
+              name, proto, d->sum->nchannels, d->nchunksperloop, P, coll, inplace ? 1 : 0,
               opt->min_bytes, max_bytes);
-    for (int r = 0; r < p->ranks && rc == CS_OK; r++)
-        rc = emit_rank(&b, p, r, &layouts[r], rank_index, i_chunks, o_chunks);
-    cg_puts(&b, "</algo>\n");
-    if (rc == CS_OK && b.failed)
-        rc = CS_ENOMEM;
-    if (rc == CS_ENOMEM)
-        cs_error_set(err, CS_ENOMEM, "", "out of memory writing the document");
+    return header->failed ? cs_error_set(err, CS_ENOMEM, "", "out of memory") : CS_OK;
+}
+
+static int put(const doc *d, cg_buf *b, cs_error *err)
+{
+    if (b->failed)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory writing the document");
+    int rc = b->len ? d->write(d->ctx, b->s, b->len) : CS_OK;
+    b->len = 0;
+    if (rc != CS_OK)
+        return cs_error_set(err, rc, "", "writing the document failed (%s)", cs_status_name(rc));
+    return CS_OK;
+}
+
+/* The <gpu> elements of ranks lo..hi: plan of them and their peers, layouts,
+ * exact limits, text. */
+static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsigned char *window,
+                       cs_error *err)
+{
+    const cg_summary *s = d->sum;
+    int P = s->ranks;
+    memset(core, 0, (size_t)P);
+    memset(window, 0, (size_t)P);
+    for (int r = lo; r <= hi; r++) {
+        window[r] = core[r] = 1;
+        for (long k = s->rank_link_begin[r]; k < s->rank_link_begin[r + 1]; k++) {
+            const cg_link *L = &s->links[s->rank_links[k]];
+            core[L->src] = core[L->dst] = 1;
+        }
+    }
+    cg_plan *p = NULL;
+    int rc = codegen_plan_build_core(d->a, d->t, s, core, &p, err);
+    if (rc != CS_OK)
+        return rc;
+    long *rank_index = build_rank_index(p);
+    rank_layout *layouts = calloc((size_t)P, sizeof *layouts);
+    cg_buf b = {0};
+    if (!rank_index || !layouts) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    for (int r = 0; r < P && rc == CS_OK; r++)
+        if (core[r])
+            rc = layout_blocks(p, r, d->lim.max_cnt, &layouts[r], err);
+    if (rc == CS_OK && !d->opt->single_chunk_steps &&
+        merge_transfers(p, rank_index, layouts, window, d->lim.max_cnt) != CS_OK)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (int r = lo; r <= hi && rc == CS_OK; r++) {
+        layout_steps(p, r, rank_index, &layouts[r]);
+        rc = check_limits(p, &layouts[r], r, &d->lim, d->ndoc_gpus, err);
+    }
+    for (int r = lo; r <= hi && rc == CS_OK; r++) {
+        if ((rc = emit_rank(&b, p, r, &layouts[r], rank_index, d->i_chunks, d->o_chunks)) != CS_OK)
+            cs_error_set(err, rc, "", "out of memory writing the document");
+        else
+            rc = put(d, &b, err);
+    }
 done:
-    if (layouts && p)
-        for (int r = 0; r < p->ranks; r++)
+    if (layouts)
+        for (int r = 0; r < P; r++)
             layout_free(&layouts[r]);
     free(layouts);
     free(rank_index);
+    free(b.s);
     codegen_plan_free(p);
+    return rc;
+}
+
+/* The last rank of the window starting at lo: ranks are added while the
+ * sends incident to the window and its peers stay within the budget. */
+static int window_end(const cg_summary *s, int lo, int hi, unsigned char *mark)
+{
+    long used = 0;
+    int end = lo;
+    memset(mark, 0, (size_t)s->ranks);
+    for (int r = lo; r <= hi; r++) {
+        long add = mark[r] ? 0 : s->incident[r];
+        for (long k = s->rank_link_begin[r]; k < s->rank_link_begin[r + 1]; k++) {
+            const cg_link *L = &s->links[s->rank_links[k]];
+            int q = L->src == r ? L->dst : L->src;
+            if (!mark[q])
+                add += s->incident[q]; /* counted twice if two links: still a bound */
+        }
+        if (r > lo && used + add > WINDOW_INCIDENCE)
+            break;
+        used += add;
+        mark[r] = 1;
+        for (long k = s->rank_link_begin[r]; k < s->rank_link_begin[r + 1]; k++) {
+            const cg_link *L = &s->links[s->rank_links[k]];
+            mark[L->src] = mark[L->dst] = 1;
+        }
+        end = r;
+    }
+    return end;
+}
+
+int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
+                          int rank_lo, int rank_hi, cs_write_fn write, void *ctx, cs_error *err)
+{
+    cs_msccl_options dflt;
+    msccl_options_default(&dflt);
+    if (!opt)
+        opt = &dflt;
+    if (!a)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
+    if (!write)
+        return cs_error_set(err, CS_EINVAL, "write", "no write function");
+    if (rank_lo < 0 || rank_hi < rank_lo || rank_hi >= a->ranks)
+        return cs_error_set(err, CS_EINVAL, "ranks", "ranks %d-%d are not within 0-%d", rank_lo,
+                            rank_hi, a->ranks - 1);
+    doc d = {.a = a, .t = t, .opt = opt, .ndoc_gpus = rank_hi - rank_lo + 1, .write = write,
+             .ctx = ctx};
+    cg_buf b = {0};
+    int rc = prepare(&d, a, opt, &b, err);
+    if (rc == CS_OK)
+        rc = put(&d, &b, err);
+    unsigned char *core = NULL, *window = NULL;
+    if (rc == CS_OK) {
+        core = malloc((size_t)a->ranks);
+        window = malloc((size_t)a->ranks);
+        if (!core || !window)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int lo = rank_lo; lo <= rank_hi && rc == CS_OK;) {
+        int hi = window_end(d.sum, lo, rank_hi, core);
+        rc = emit_window(&d, lo, hi, core, window, err);
+        lo = hi + 1;
+    }
+    if (rc == CS_OK) {
+        cg_puts(&b, "</algo>\n");
+        rc = put(&d, &b, err);
+    }
+    free(core);
+    free(window);
+    free(b.s);
+    codegen_summary_free(d.sum);
+    return rc;
+}
+
+static int append(void *ctx, const char *data, size_t len)
+{
+    cg_buf *b = ctx;
+    cg_append(b, data, len);
+    return b->failed ? CS_ENOMEM : CS_OK;
+}
+
+int msccl_xml_generate_ranks(const cs_algorithm *a, const cs_topology *t,
+                             const cs_msccl_options *opt, int rank_lo, int rank_hi, char **out,
+                             size_t *len, cs_error *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    cg_buf b = {0};
+    int rc = msccl_xml_write_ranks(a, t, opt, rank_lo, rank_hi, append, &b, err);
     if (rc != CS_OK) {
         free(b.s);
         return rc;
@@ -699,6 +883,17 @@ done:
     return CS_OK;
 }
 
+int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
+                       char **out, size_t *len, cs_error *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!a)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "no algorithm");
+    return msccl_xml_generate_ranks(a, t, opt, 0, a->ranks - 1, out, len, err);
+}
+
 /* ---- size ranges for a frontier ------------------------------------------- */
 
 static int cmp_dbl(const void *x, const void *y)
@@ -707,53 +902,61 @@ static int cmp_dbl(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int cheapest(const cs_result *r, const cs_topology *t, double bytes)
+/* Costs are lines in the size: a + b * bytes. */
+typedef struct cost_line {
+    double a, b;
+} cost_line;
+
+static double line_at(cost_line l, double x)
+{
+    return l.a + l.b * x;
+}
+
+/* The cheapest of lines idx[0..n) at x (ties to the earlier). */
+static int cheapest_among(const cost_line *l, const int *idx, int n, double x)
 {
     int best = -1;
     double best_cost = 0;
-    for (int i = 0; i < r->nalgs; i++) {
-        double c = algorithm_cost_us(r->algs[i], t, bytes);
+    for (int k = 0; k < n; k++) {
+        double c = line_at(l[idx[k]], x);
         if (best < 0 || c < best_cost) {
-            best = i;
+            best = idx[k];
             best_cost = c;
         }
     }
     return best;
 }
 
-int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
-                          cs_error *err)
+/* Sizes where the cheapest of a set can change: 0 and every crossing. */
+static int crossings(const cost_line *l, const int *idx, int n, double **out, size_t *nout)
 {
-    if (!r || !t || !out)
-        return cs_error_set(err, CS_EINVAL, "result", "a result and its topology are needed");
-    int n = r->nalgs;
-    for (int i = 0; i < n; i++)
-        out[i] = (cs_byte_range){0, 0, false};
-    if (n == 0)
-        return CS_OK;
-    /* costs are lines in the size: the cheapest changes only where two cross */
-    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
     double *x = malloc(((size_t)n * (size_t)n + 2) * sizeof *x);
-    if (!a || !b || !x) {
-        free(a);
-        free(b);
-        free(x);
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        a[i] = algorithm_cost_us(r->algs[i], t, 0);
-        b[i] = (algorithm_cost_us(r->algs[i], t, 1e9) - a[i]) / 1e9;
-    }
+    if (!x)
+        return CS_ENOMEM;
     size_t nx = 0;
     x[nx++] = 0;
     for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (b[i] != b[j]) {
-                double c = (a[j] - a[i]) / (b[i] - b[j]);
+        for (int j = i + 1; j < n; j++) {
+            cost_line a = l[idx[i]], b = l[idx[j]];
+            if (a.b != b.b) {
+                double c = (b.a - a.a) / (a.b - b.b);
                 if (c > 0 && c < 9e18)
                     x[nx++] = ceil(c);
             }
+        }
     qsort(x, nx, sizeof *x, cmp_dbl);
+    *out = x;
+    *nout = nx;
+    return CS_OK;
+}
+
+/* Ranges where each of idx[0..n) is the cheapest among them. */
+static int ranges_among(const cost_line *l, const int *idx, int n, cs_byte_range *out)
+{
+    double *x;
+    size_t nx;
+    if (crossings(l, idx, n, &x, &nx) != CS_OK)
+        return CS_ENOMEM;
     int prev = -1;
     for (size_t k = 0; k < nx; k++) {
         if (k > 0 && x[k] == x[k - 1])
@@ -763,7 +966,7 @@ int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_rang
         while (nk < nx && x[nk] == x[k])
             nk++;
         double probe = nk < nx ? (x[k] + x[nk]) / 2 : x[k] * 2 + 1e6;
-        int w = cheapest(r, t, probe);
+        int w = cheapest_among(l, idx, n, probe);
         if (w != prev) {
             if (prev >= 0)
                 out[prev].max_bytes = (long long)x[k];
@@ -774,8 +977,150 @@ int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_rang
             prev = w;
         }
     }
-    free(a);
-    free(b);
     free(x);
     return CS_OK;
+}
+
+static int frontier_lines(const cs_result *r, const cs_topology *t, cost_line **out, int **all,
+                          cs_error *err)
+{
+    int n = r->nalgs;
+    *out = malloc((size_t)(n ? n : 1) * sizeof **out);
+    *all = malloc((size_t)(n ? n : 1) * sizeof **all);
+    if (!*out || !*all) {
+        free(*out);
+        free(*all);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        double a0 = algorithm_cost_us(r->algs[i], t, 0);
+        (*out)[i] = (cost_line){a0, (algorithm_cost_us(r->algs[i], t, 1e9) - a0) / 1e9};
+        (*all)[i] = i;
+    }
+    return CS_OK;
+}
+
+int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
+                          cs_error *err)
+{
+    return msccl_frontier_ranges_limited(r, t, 0, out, NULL, err);
+}
+
+/* The worst slowdown over all sizes of the best of `sub` against the best of
+ * `all`: both are lower envelopes of lines, so the ratio is largest at a
+ * crossing of some pair, at 0, or for very large sizes. */
+static double worst_slowdown(const cost_line *l, const int *sub, int ns, const int *all, int na,
+                             const double *probes, size_t np)
+{
+    double worst = 1;
+    for (size_t k = 0; k <= np; k++) {
+        double x = k < np ? probes[k] : 1e15;
+        double cs = line_at(l[cheapest_among(l, sub, ns, x)], x);
+        double ca = line_at(l[cheapest_among(l, all, na, x)], x);
+        if (ca > 0 && cs / ca > worst)
+            worst = cs / ca;
+    }
+    return worst;
+}
+
+int msccl_frontier_ranges_limited(const cs_result *r, const cs_topology *t, int max_docs,
+                                  cs_byte_range *out, int *dropped, cs_error *err)
+{
+    if (!r || !t || !out)
+        return cs_error_set(err, CS_EINVAL, "result", "a result and its topology are needed");
+    int n = r->nalgs;
+    if (dropped)
+        *dropped = 0;
+    for (int i = 0; i < n; i++)
+        out[i] = (cs_byte_range){0, 0, false};
+    if (n == 0)
+        return CS_OK;
+    cost_line *l;
+    int *all;
+    int rc = frontier_lines(r, t, &l, &all, err);
+    if (rc != CS_OK)
+        return rc;
+    if (ranges_among(l, all, n, out) != CS_OK) {
+        free(l);
+        free(all);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    int nw = 0;
+    int *win = malloc((size_t)n * sizeof *win), *pick = malloc((size_t)n * sizeof *pick);
+    int *best = malloc((size_t)n * sizeof *best);
+    double *probes = NULL;
+    size_t np = 0;
+    if (!win || !pick || !best || crossings(l, all, n, &probes, &np) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if (out[i].best)
+            win[nw++] = i;
+    if (max_docs <= 0 || nw <= max_docs)
+        goto done;
+    /* keep the max_docs winners whose worst slowdown is smallest: every
+     * subset when there are few, else drop greedily */
+    double best_worst = INFINITY;
+    long subsets = 1;
+    for (int k = 0; k < max_docs && subsets < 100000; k++)
+        subsets = subsets * (nw - k) / (k + 1);
+    if (subsets < 100000 && max_docs <= 64) {
+        int c[64];
+        for (int k = 0; k < max_docs; k++)
+            c[k] = k;
+        for (;;) {
+            for (int k = 0; k < max_docs; k++)
+                pick[k] = win[c[k]];
+            double w = worst_slowdown(l, pick, max_docs, win, nw, probes, np);
+            if (w < best_worst - 1e-12) {
+                best_worst = w;
+                memcpy(best, pick, (size_t)max_docs * sizeof *pick);
+            }
+            int k = max_docs - 1;
+            while (k >= 0 && c[k] == nw - max_docs + k)
+                k--;
+            if (k < 0)
+                break;
+            c[k]++;
+            for (int j = k + 1; j < max_docs; j++)
+                c[j] = c[j - 1] + 1;
+        }
+    } else {
+        int m = nw;
+        memcpy(best, win, (size_t)nw * sizeof *win);
+        while (m > max_docs) {
+            int drop = 0;
+            double dw = INFINITY;
+            for (int k = 0; k < m; k++) {
+                int q = 0;
+                for (int j = 0; j < m; j++)
+                    if (j != k)
+                        pick[q++] = best[j];
+                double w = worst_slowdown(l, pick, m - 1, win, nw, probes, np);
+                if (w < dw) {
+                    dw = w;
+                    drop = k;
+                }
+            }
+            memmove(best + drop, best + drop + 1, (size_t)(m - drop - 1) * sizeof *best);
+            m--;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = (cs_byte_range){0, 0, false};
+    if (ranges_among(l, best, max_docs, out) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    if (dropped)
+        *dropped = nw - max_docs;
+done:
+    free(probes);
+    free(win);
+    free(pick);
+    free(best);
+    free(l);
+    free(all);
+    return rc;
 }

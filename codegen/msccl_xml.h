@@ -19,8 +19,17 @@
  * needs data produced (or still read) by another thread block of the same
  * rank names it with depid/deps; several such blocks become nops in front of
  * the step, each carrying one dependency, the step itself the last; every
- * step depended upon has hasdep="1".  One algorithm chunk is one XML chunk
- * (cnt="1").  Links with several lanes get several channels.
+ * step depended upon has hasdep="1".  Consecutive messages of one connection
+ * in the same step between contiguous slots move as one step (cnt > 1), as do
+ * runs of contiguous final copies.  Links with several lanes get several
+ * channels.
+ *
+ * Long schedules: where a thread block would exceed the runtime's steps, each
+ * lane's messages are spread over more channels (within the runtime's
+ * channels, thread blocks and blocks per channel); where that is not enough,
+ * contiguous chunks also merge across steps (cnt up to 71); what still does
+ * not fit is CS_ELIMIT naming the limit, the rank and the value, and pointing
+ * to the hierarchical method.  docs/codegen.md has the rules.
  *
  * Buffers use NCCL's layout (allgather output = the ranks' inputs in rank
  * order, reducescatter input = one block per destination rank, ...).  For
@@ -42,7 +51,8 @@
  *    broadcast, alltoall); for reducescatter, gather and scatter no common
  *    name exists and the executor's name is used.
  * A document that cannot fit the runtime's limits is CS_ELIMIT with a message
- * naming the limit, the value and the rank.
+ * naming the limit, the value and the rank; msccl_check.h checks a document
+ * against them independently.
  */
 #ifndef CS_MSCCL_XML_H
 #define CS_MSCCL_XML_H
@@ -77,6 +87,39 @@ const char *msccl_coll_name(cs_coll_kind kind, cs_msccl_runtime runtime);
 int msccl_xml_generate(const cs_algorithm *a, const cs_topology *t,
                        const cs_msccl_options *opt, char **out, size_t *len, cs_error *err);
 
+/* Per-rank slices, for streaming and for each node fetching only its ranks.
+ *
+ * A slice of ranks rank_lo..rank_hi is the same <algo> element (every
+ * attribute identical to the full document's, ngpus unchanged) holding only
+ * those ranks' <gpu> elements, each byte-identical to its part of the full
+ * document; 0..ranks-1 is the full document, byte-identical to
+ * msccl_xml_generate's.  Both runtimes parse only their own rank's <gpu>, so
+ * a rank loads its slice exactly as it loads the full document.  Slices of
+ * different widths can be concatenated (the <gpu> elements between the
+ * header and "</algo>") into the full document.
+ *
+ * write is called with consecutive pieces of the document (the header,
+ * then one <gpu> element at a time, then "</algo>
+"); it returns CS_OK or
+ * an error code, which stops the generation and is returned.  Memory is
+ * bounded by what the ranks being written need: one pass over all sends
+ * (O(ranks + links) memory for sends in canonical order) decides what every
+ * rank shares; then windows of ranks are planned from the sends incident to
+ * them and their peers, written and freed.  Limits are checked for every
+ * rank before anything is written where they follow from per-link counts
+ * (thread blocks, channels, blocks per channel); the step and element
+ * counts of each rank are exact only once its window is laid out, so an
+ * error can arrive after earlier windows were written: on error, discard
+ * what was written.  Thread-safe (no global state). */
+typedef int (*cs_write_fn)(void *ctx, const char *data, size_t len);   /* CS_OK or an error */
+
+int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *opt,
+                          int rank_lo, int rank_hi, cs_write_fn write, void *ctx, cs_error *err);
+/* The same into a malloc'd NUL-terminated string (len may be NULL). */
+int msccl_xml_generate_ranks(const cs_algorithm *a, const cs_topology *t,
+                             const cs_msccl_options *opt, int rank_lo, int rank_hi, char **out,
+                             size_t *len, cs_error *err);
+
 /* Size ranges for a frontier: where each algorithm of r has the lowest
  * alpha-beta cost on t (algorithm_cost_us; ties go to the earlier one, as in
  * result_best_for_size).  out[i] gets [min_bytes, max_bytes) with max_bytes
@@ -90,5 +133,17 @@ typedef struct cs_byte_range {
 
 int msccl_frontier_ranges(const cs_result *r, const cs_topology *t, cs_byte_range *out,
                           cs_error *err);
+
+/* The old runtime loads at most this many documents (MSCCL_XML_FILES). */
+#define CS_MSCCL_MAX_ALGORITHMS 4
+
+/* The same with at most max_docs algorithms marked best (max_docs <= 0: no
+ * limit).  When more frontier points are the cheapest somewhere, the
+ * max_docs of them whose worst slowdown over all sizes (cost of their
+ * cheapest / cost of the frontier's cheapest) is smallest are kept, and the
+ * ranges are computed among them, so every size still has a document.
+ * *dropped (may be NULL) gets how many were left out. */
+int msccl_frontier_ranges_limited(const cs_result *r, const cs_topology *t, int max_docs,
+                                  cs_byte_range *out, int *dropped, cs_error *err);
 
 #endif

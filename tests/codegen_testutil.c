@@ -159,3 +159,81 @@ cs_topology *cgt_topology(int n, int lanes, bool full)
     }
     return t;
 }
+
+int cgt_reassemble_slices(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *o,
+                          int width, char **out, size_t *len, cs_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    char *doc = NULL, *header = NULL;
+    size_t n = 0, cap = 0, hlen = 0;
+    int rc = CS_OK;
+    static const char trailer[] = "</algo>\n";
+    for (int lo = 0; lo < a->ranks && rc == CS_OK; lo += width) {
+        int hi = lo + width - 1 < a->ranks - 1 ? lo + width - 1 : a->ranks - 1;
+        char *s;
+        size_t sl;
+        if ((rc = msccl_xml_generate_ranks(a, t, o, lo, hi, &s, &sl, err)) != CS_OK)
+            break;
+        const char *nl = memchr(s, '\n', sl);
+        size_t h = nl ? (size_t)(nl - s) + 1 : 0;
+        size_t tl = sizeof trailer - 1;
+        if (!nl || strncmp(s, "<algo ", 6) != 0 || sl < h + tl ||
+            memcmp(s + sl - tl, trailer, tl) != 0) {
+            rc = cs_error_set(err, CS_EVERIFY, "slice", "slice %d-%d is not <algo ...> <gpu>... "
+                              "</algo>", lo, hi);
+        } else if (header && (h != hlen || memcmp(s, header, h) != 0)) {
+            rc = cs_error_set(err, CS_EVERIFY, "slice", "slice %d-%d has another <algo> header",
+                              lo, hi);
+        } else {
+            /* the body holds exactly ranks lo..hi, in order */
+            int expect = lo;
+            const char *p = s + h, *end = s + sl - tl;
+            while (rc == CS_OK && (p = strstr(p, "<gpu id=\"")) && p < end) {
+                int id = atoi(p + 9);
+                if (id != expect)
+                    rc = cs_error_set(err, CS_EVERIFY, "slice", "slice %d-%d holds gpu %d where "
+                                      "gpu %d belongs", lo, hi, id, expect);
+                expect++;
+                p++;
+            }
+            if (rc == CS_OK && expect != hi + 1)
+                rc = cs_error_set(err, CS_EVERIFY, "slice", "slice %d-%d holds gpus %d-%d", lo,
+                                  hi, lo, expect - 1);
+        }
+        if (rc == CS_OK) {
+            if (!header) {
+                header = strndup(s, h);
+                hlen = h;
+            }
+            size_t body = sl - h - tl;
+            if (n + body + hlen + tl + 1 > cap) {
+                cap = (n + body + hlen + tl + 1) * 2;
+                char *nd = realloc(doc, cap);
+                if (!nd || !header)
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                else
+                    doc = nd;
+            }
+            if (rc == CS_OK) {
+                if (n == 0) {
+                    memcpy(doc, header, hlen);
+                    n = hlen;
+                }
+                memcpy(doc + n, s + h, body);
+                n += body;
+            }
+        }
+        free(s);
+    }
+    if (rc == CS_OK) {
+        memcpy(doc + n, trailer, sizeof trailer);
+        n += sizeof trailer - 1;
+        *out = doc;
+        *len = n;
+    } else {
+        free(doc);
+    }
+    free(header);
+    return rc;
+}

@@ -7,6 +7,7 @@
 #define CS_CODEGEN_TESTUTIL_H
 
 #include "algorithm.h"
+#include "msccl_xml.h"
 
 enum { CGT_BASELINE = 1, CGT_SMT = 2, CGT_TACOS = 4 };
 
@@ -32,5 +33,13 @@ void cgt_free(cgt_set *set);
 /* A finalized topology of n ranks; every ordered pair linked with `lanes`
  * lanes when full, else a bidirectional chain 0-1-...-(n-1). */
 cs_topology *cgt_topology(int n, int lanes, bool full);
+
+/* The document generated as slices of `width` ranks (the last may be
+ * shorter), reassembled: every slice must carry the same <algo> header,
+ * exactly its ranks' <gpu> elements in order, and "</algo>".  *out gets the
+ * reassembled document (malloc'd); CS_EVERIFY names a slice that is not
+ * right, other codes are the generator's. */
+int cgt_reassemble_slices(const cs_algorithm *a, const cs_topology *t, const cs_msccl_options *o,
+                          int width, char **out, size_t *len, cs_error *err);
 
 #endif

@@ -1,15 +1,21 @@
 /* Tests of the MSCCL XML interpreter: hand-written documents (right, wrong,
  * deadlocking, malformed) and every generated document of the codegen
- * matrix (each collective on the DGX-1 from SMT, TACOS and a baseline). */
+ * matrix (each collective on the DGX-1 from SMT, TACOS and a baseline, and
+ * schedules on other topologies), each also generated as per-rank slices
+ * that are reassembled and run, and checked against the runtimes' limits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "check_main.h"
 #include "codegen_testutil.h"
+#include "msccl_check.h"
 #include "msccl_interp.h"
 #include "msccl_xml.h"
+#include "smt.h"
 #include "tacos.h"
+#include "verify.h"
 
 /* Two-rank allreduce of one chunk, written by hand: each rank sends its
  * input, then receives the peer's and adds its own input into the output. */
@@ -341,8 +347,77 @@ START_TEST(malformed_documents_are_rejected_clearly)
 }
 END_TEST
 
+/* The document of an algorithm for one runtime: whole, and as slices of 1
+ * and of 3 ranks reassembled, which must be byte for byte the whole one;
+ * every slice and the whole pass the runtime's limits (counted on the
+ * text).  Returns the document (the caller frees it). */
+static char *whole_and_slices(const cs_algorithm *a, const cs_topology *t, cs_msccl_runtime rt,
+                              const char *label, size_t *len)
+{
+    cs_msccl_options mo;
+    msccl_options_default(&mo);
+    mo.runtime = rt;
+    char *xml;
+    cs_error err;
+    int rc = msccl_xml_generate(a, t, &mo, &xml, len, &err);
+    ck_assert_msg(rc == CS_OK, "%s (%s): %s", label, msccl_runtime_name(rt), err.message);
+    cs_msccl_check_stats st;
+    rc = msccl_check_limits(xml, *len, rt, &st, &err);
+    ck_assert_msg(rc == CS_OK, "%s (%s): the generated document breaks a limit: %s", label,
+                  msccl_runtime_name(rt), err.message);
+    ck_assert_int_eq(st.gpus, a->ranks);
+    static const int widths[] = {1, 3};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        char *re;
+        size_t rlen;
+        rc = cgt_reassemble_slices(a, t, &mo, widths[w], &re, &rlen, &err);
+        ck_assert_msg(rc == CS_OK, "%s (%s), slices of %d: %s", label, msccl_runtime_name(rt),
+                      widths[w], err.message);
+        ck_assert_msg(rlen == *len && memcmp(re, xml, rlen) == 0,
+                      "%s (%s): slices of %d ranks reassemble to another document", label,
+                      msccl_runtime_name(rt), widths[w]);
+        free(re);
+    }
+    /* one rank's slice on its own, as that rank's runtime reads it */
+    for (int r = 0; r < a->ranks; r += a->ranks > 4 ? a->ranks / 4 : 1) {
+        char *one;
+        size_t olen;
+        ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &mo, r, r, &one, &olen, &err), CS_OK);
+        rc = msccl_check_limits(one, olen, rt, &st, &err);
+        ck_assert_msg(rc == CS_OK, "%s: slice of rank %d: %s", label, r, err.message);
+        ck_assert_int_eq(st.gpus, 1);
+        free(one);
+    }
+    return xml;
+}
+
+static void run_document(const char *xml, size_t len, const cs_collective *coll, const char *label,
+                         bool int64_in_place)
+{
+    cs_error err;
+    cs_msccl_doc *d;
+    int rc = msccl_doc_parse(xml, len, &d, &err);
+    ck_assert_msg(rc == CS_OK, "%s: generated XML rejected: %s", label, err.message);
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 1 && !msccl_doc_inplace(d))
+            continue;
+        cs_msccl_interp_options o;
+        msccl_interp_options_default(&o);
+        o.collective = coll;
+        o.inplace = mode;
+        o.type = mode && int64_in_place ? CS_INTERP_INT64 : CS_INTERP_DOUBLE;
+        cs_msccl_interp_stats st;
+        rc = msccl_interp_check(d, &o, &st, &err);
+        ck_assert_msg(rc == CS_OK, "%s (%s): %s", label, mode ? "in place" : "out of place",
+                      err.message);
+        ck_assert_int_gt(st.steps_executed, 0);
+    }
+    msccl_doc_free(d);
+}
+
 /* Every generated document of the matrix runs right, in and out of place,
- * on doubles and on int64, for every runtime that accepts it. */
+ * on doubles and on int64, for every runtime that accepts it; its slices
+ * reassemble to it. */
 static void check_matrix(unsigned which)
 {
     cgt_set set;
@@ -356,37 +431,14 @@ static void check_matrix(unsigned which)
     for (int i = 0; i < set.n; i++) {
         const cgt_alg *x = &set.algs[i];
         for (size_t r = 0; r < sizeof rts / sizeof rts[0]; r++) {
-            cs_msccl_options mo;
-            msccl_options_default(&mo);
-            mo.runtime = rts[r];
-            char *xml;
             size_t len;
-            rc = msccl_xml_generate(x->alg, x->topo, &mo, &xml, &len, &err);
             /* every DGX-1 schedule here fits every runtime's limits */
-            ck_assert_msg(rc == CS_OK, "%s (%s): %s", x->label, msccl_runtime_name(rts[r]),
-                          err.message);
-            cs_msccl_doc *d;
-            rc = msccl_doc_parse(xml, len, &d, &err);
-            ck_assert_msg(rc == CS_OK, "%s: generated XML rejected: %s", x->label, err.message);
-            ck_assert_int_eq(msccl_doc_ngpus(d), 8);
-            for (int mode = 0; mode < 2; mode++) {
-                if (mode == 1 && !msccl_doc_inplace(d))
-                    continue;
-                cs_msccl_interp_options o;
-                msccl_interp_options_default(&o);
-                o.collective = &x->coll;
-                o.inplace = mode;
-                o.type = mode ? CS_INTERP_INT64 : CS_INTERP_DOUBLE;
-                cs_msccl_interp_stats st;
-                rc = msccl_interp_check(d, &o, &st, &err);
-                ck_assert_msg(rc == CS_OK, "%s (%s, %s): %s", x->label,
-                              msccl_runtime_name(rts[r]), mode ? "in place" : "out of place",
-                              err.message);
-                ck_assert_int_gt(st.steps_executed, 0);
-                checked++;
-            }
-            msccl_doc_free(d);
+            char *xml = whole_and_slices(x->alg, x->topo, rts[r], x->label, &len);
+            char label[200];
+            snprintf(label, sizeof label, "%s (%s)", x->label, msccl_runtime_name(rts[r]));
+            run_document(xml, len, &x->coll, label, true);
             free(xml);
+            checked++;
         }
     }
     ck_assert_int_ge(checked, set.n);
@@ -400,6 +452,82 @@ START_TEST(generated_from_smt_frontier_run_right) { check_matrix(CGT_SMT); }
 END_TEST
 
 START_TEST(generated_from_tacos_run_right) { check_matrix(CGT_TACOS); }
+END_TEST
+
+/* Slices reassembled run right on other topologies too: TACOS on a torus
+ * and a mesh, baselines on rings and a full mesh, SMT on a ring. */
+START_TEST(slices_on_several_topologies_run_right)
+{
+    struct {
+        const char *topo, *method, *kind;
+        int chunks;
+    } cases[] = {
+        {"torus2d:4x4", "tacos", "allgather", 2},
+        {"torus2d:4x4", "tacos", "allreduce", 1},
+        {"mesh2d:3x4", "tacos", "reducescatter", 1},
+        {"ring:12", "ring", "allreduce", 0},
+        {"ring:12", "recursive-doubling", "allgather", 0},
+        {"fc:16", "direct", "alltoall", 0},
+        {"fc:9", "binomial-tree", "scatter", 0},
+        {"ring:5", "smt", "allgather", 0},
+    };
+    static const cs_msccl_runtime rts[] = {CS_MSCCL_RUNTIME_MSCCL, CS_MSCCL_RUNTIME_EXECUTOR};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        cs_error err;
+        cs_topology *t;
+        char label[160];
+        snprintf(label, sizeof label, "%s %s on %s", cases[k].kind, cases[k].method,
+                 cases[k].topo);
+        ck_assert_msg(topology_builtin(cases[k].topo, &t, &err) == CS_OK, "%s: %s", label,
+                      err.message);
+        cs_coll_kind kind;
+        ck_assert_int_eq(collective_kind_from_name(cases[k].kind, &kind), CS_OK);
+        cs_collective c;
+        collective_init(&c, kind, collective_kind_is_rooted(kind) ? 1 : -1);
+        ck_assert_int_eq(collective_validate(&c, t->ranks, &err), CS_OK);
+        cs_algorithm *a = NULL;
+        cs_result *res = NULL;
+        if (!strcmp(cases[k].method, "tacos")) {
+            cs_tacos_options to;
+            tacos_options_default(&to);
+            to.chunks = cases[k].chunks;
+            to.trials = 1;
+            to.threads = 1;
+            to.keep_sends = true;
+            ck_assert_msg(tacos_synthesize(t, &c, &to, &res, &err) == CS_OK, "%s: %s", label,
+                          err.message);
+        } else if (!strcmp(cases[k].method, "smt")) {
+            cs_smt_options so;
+            smt_options_default(&so);
+            so.k = 1;
+            so.max_chunks = 2;
+            so.threads = 1;
+            so.total_time_limit_s = 8;
+            so.instance_time_limit_s = 5;
+            ck_assert_msg(smt_search(t, &c, &so, &res, &err) == CS_OK, "%s: %s", label,
+                          err.message);
+        } else {
+            ck_assert_msg(baseline_generate(cases[k].method, t, &c, NULL, &a, &err) == CS_OK,
+                          "%s: %s", label, err.message);
+        }
+        const cs_algorithm *alg = a;
+        if (res) {
+            ck_assert_int_ge(res->nalgs, 1);
+            alg = res->algs[res->nalgs - 1];
+        }
+        ck_assert_msg(algorithm_verify(t, alg, &err) == CS_OK, "%s: %s", label, err.message);
+        for (size_t r = 0; r < sizeof rts / sizeof rts[0]; r++) {
+            size_t len;
+            char *xml = whole_and_slices(alg, t, rts[r], label, &len);
+            run_document(xml, len, &c, label, false);
+            free(xml);
+        }
+        algorithm_free(a);
+        result_free(res);
+        collective_free(&c);
+        topology_free(t);
+    }
+}
 END_TEST
 
 START_TEST(large_tacos_schedule_runs_right)
@@ -469,6 +597,7 @@ static Suite *msccl_interp_suite(void)
     tcase_add_test(tc, generated_from_baselines_run_right);
     tcase_add_test(tc, generated_from_smt_frontier_run_right);
     tcase_add_test(tc, generated_from_tacos_run_right);
+    tcase_add_test(tc, slices_on_several_topologies_run_right);
     tcase_add_test(tc, large_tacos_schedule_runs_right);
     suite_add_tcase(s, tc);
     return s;

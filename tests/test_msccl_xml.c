@@ -9,8 +9,10 @@
 #include "baseline.h"
 #include "check_main.h"
 #include "codegen_testutil.h"
+#include "msccl_check.h"
 #include "msccl_interp.h"
 #include "msccl_xml.h"
+#include "verify.h"
 
 static int count(const char *hay, const char *needle)
 {
@@ -149,8 +151,11 @@ START_TEST(collective_names_follow_the_runtime)
 }
 END_TEST
 
-/* Broadcast from rank 0 to rank 1, one chunk per step: a block with n steps. */
-static cs_algorithm *long_broadcast(int n)
+/* Broadcast from rank 0 to rank 1, one chunk per step: a block with n steps.
+ * stride 1 sends the chunks in order (neighbours in the buffers follow each
+ * other); a stride coprime with n sends chunk (s * stride) % n in step s, so
+ * no two consecutive messages are contiguous. */
+static cs_algorithm *long_broadcast_strided(int n, int stride)
 {
     cs_error err;
     cs_collective c;
@@ -158,8 +163,13 @@ static cs_algorithm *long_broadcast(int n)
     cs_algorithm *a;
     ck_assert_int_eq(algorithm_new(&c, "chain", 2, n, n, &a, &err), CS_OK);
     for (int s = 0; s < n; s++)
-        algorithm_add_send(a, s, 0, 1, s, CS_OP_COPY);
+        algorithm_add_send(a, (long)s * stride % n, 0, 1, s, CS_OP_COPY);
     return a;
+}
+
+static cs_algorithm *long_broadcast(int n)
+{
+    return long_broadcast_strided(n, 1);
 }
 
 static void interp_ok(const char *xml, const cs_collective *c)
@@ -174,48 +184,322 @@ static void interp_ok(const char *xml, const cs_collective *c)
     msccl_doc_free(d);
 }
 
-START_TEST(step_limits_spread_channels_then_give_elimit)
+/* The checker (counting on the text) accepts the document for rt. */
+static void limits_ok(const char *xml, cs_msccl_runtime rt, cs_msccl_check_stats *st)
+{
+    cs_error err;
+    ck_assert_msg(msccl_check_limits(xml, strlen(xml), rt, st, &err) == CS_OK, "%s: %s",
+                  msccl_runtime_name(rt), err.message);
+}
+
+START_TEST(step_limits_spread_channels_then_merge_then_give_elimit)
 {
     cs_topology *t = cgt_topology(2, 1, false);
     cs_error err;
     int rc;
     char *x;
+    cs_msccl_check_stats st;
     /* 70 steps: fits the old runtime on one channel; the executor's 64 steps
      * per block need the link's messages dealt over 2 channels */
     cs_algorithm *a = long_broadcast(70);
     rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_ptr_nonnull(strstr(x, "nchannels=\"1\""));
+    limits_ok(x, CS_MSCCL_RUNTIME_MSCCL, &st);
+    ck_assert_int_eq(st.max_steps, 70);
     free(x);
     rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_ptr_nonnull(strstr(x, "nchannels=\"2\""));
     ck_assert_ptr_nonnull(strstr(x, "<step s=\"34\" type=\"s\""));
     ck_assert_ptr_null(strstr(x, "<step s=\"35\" type=\"s\""));
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, &st);
+    /* spreading was enough: every message is its own step (only the root's
+     * final copy moves its 70 contiguous chunks in one step) */
+    ck_assert_int_eq(count(x, "type=\"s\""), 70);
+    ck_assert_int_eq(count(x, "type=\"cpy\""), 1);
     interp_ok(x, &a->collective);
     free(x);
     algorithm_free(a);
-    /* 2100 steps: more than 32 channels x 64 steps */
+    /* 2100 steps: more than 32 channels x 64 steps.  The chunks are
+     * neighbours in the buffers, so the executor's document deals them in
+     * contiguous blocks over 32 channels and moves each block in steps of
+     * up to 71 chunks (cnt), across the schedule's steps */
     a = long_broadcast(2100);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"32\""));
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, &st);
+    ck_assert_int_gt(st.max_cnt, 1);
+    ck_assert_int_le(st.max_cnt, 71);
+    ck_assert_int_le(st.max_steps, 64);
+    interp_ok(x, &a->collective);
+    free(x);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err); /* 16 channels x <= 224 messages */
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"16\""));
+    limits_ok(x, CS_MSCCL_RUNTIME_MSCCL, &st);
+    interp_ok(x, &a->collective);
+    free(x);
+    algorithm_free(a);
+    /* the same 2100 chunks in a scattered order: nothing can merge, so the
+     * executor refuses, naming the rank, the limit, the value, and the way out */
+    a = long_broadcast_strided(2100, 1031);
     rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_ptr_null(x);
-    ck_assert_msg(strstr(err.message, "s <= 63") && strstr(err.message, "msccl-executor") &&
-                  strstr(err.message, "32 channels"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "rank 0") && strstr(err.message, "s <= 63") &&
+                  strstr(err.message, "msccl-executor") && strstr(err.message, "32 channels") &&
+                  strstr(err.message, "hierarchical"), "%s", err.message);
     rc = gen(a, t, CS_MSCCL_RUNTIME_AUTO, &x, &err);
     ck_assert_int_eq(rc, CS_ELIMIT);
     ck_assert_msg(strstr(err.message, "both runtimes"), "%s", err.message);
-    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err); /* 16 channels x <= 256 steps */
+    algorithm_free(a);
+    /* 5000 scattered steps: rank 0's part would have more than 4096
+     * elements for the old runtime (contiguous ones merge and fit) */
+    a = long_broadcast_strided(5000, 2999);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "fewer than 4096") && strstr(err.message, "rank 0") &&
+                  strstr(err.message, "hierarchical"), "%s", err.message);
+    algorithm_free(a);
+    a = long_broadcast(5000);
+    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
-    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"16\""));
+    limits_ok(x, CS_MSCCL_RUNTIME_MSCCL, &st);
+    ck_assert_int_lt(st.max_elements, 4096);
     interp_ok(x, &a->collective);
     free(x);
     algorithm_free(a);
-    /* 5000 steps: rank 0's part would have more than 4096 elements */
-    a = long_broadcast(5000);
-    rc = gen(a, t, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
-    ck_assert_int_eq(rc, CS_ELIMIT);
-    ck_assert_msg(strstr(err.message, "fewer than 4096"), "%s", err.message);
+    topology_free(t);
+}
+END_TEST
+
+/* Gather of one chunk per rank straight to the root over one channel: the
+ * root has a receiving thread block per peer. */
+static cs_algorithm *star_gather(int ranks)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_GATHER, 0);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "star", ranks, 1, 1, &a, &err), CS_OK);
+    for (int r = 1; r < ranks; r++)
+        algorithm_add_send(a, r, r, 0, 0, CS_OP_COPY);
+    return a;
+}
+
+START_TEST(thread_block_limits_are_refused_with_the_rank)
+{
+    cs_error err;
+    char *x;
+    /* 40 peers on channel 0: more than the old runtime's 32 receiving blocks
+     * per channel; the executor has no such limit */
+    cs_algorithm *a = star_gather(41);
+    ck_assert_int_eq(gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &x, &err), CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "rank 0 has 0 sending and 40 receiving") &&
+                  strstr(err.message, "32 of each") && strstr(err.message, "hierarchical"), "%s",
+                  err.message);
+    /* the same refusal for one rank's slice: the summary checks every rank */
+    ck_assert_int_eq(msccl_xml_generate_ranks(a, NULL, NULL, 5, 5, &x, NULL, &err), CS_ELIMIT);
+    ck_assert_int_eq(gen(a, NULL, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err), CS_OK);
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, NULL);
+    interp_ok(x, &a->collective);
+    free(x);
+    algorithm_free(a);
+    /* 230 peers: more than the old runtime's 216 thread blocks */
+    a = star_gather(230);
+    ck_assert_int_eq(gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &x, &err), CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "rank 0 needs 230 thread blocks") &&
+                  strstr(err.message, "at most 216"), "%s", err.message);
+    ck_assert_int_eq(gen(a, NULL, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err), CS_OK);
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, NULL);
+    free(x);
+    algorithm_free(a);
+}
+END_TEST
+
+static char *header_of(const char *doc)
+{
+    const char *nl = strchr(doc, '\n');
+    ck_assert_ptr_nonnull(nl);
+    return strndup(doc, (size_t)(nl - doc + 1));
+}
+
+typedef struct pieces {
+    int calls;
+    size_t bytes;
+    int fail_at; /* return CS_EIO on this call, 0: never */
+} pieces;
+
+static int count_pieces(void *ctx, const char *data, size_t len)
+{
+    pieces *p = ctx;
+    (void)data;
+    p->calls++;
+    p->bytes += len;
+    return p->calls == p->fail_at ? CS_EIO : CS_OK;
+}
+
+START_TEST(rank_slices_hold_the_same_algo_and_their_gpus)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("torus2d:4x4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.runtime = CS_MSCCL_RUNTIME_EXECUTOR;
+    char *full, *all;
+    size_t flen, alen;
+    ck_assert_int_eq(msccl_xml_generate(a, t, &o, &full, &flen, &err), CS_OK);
+    ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, 0, 15, &all, &alen, &err), CS_OK);
+    ck_assert(alen == flen && memcmp(all, full, flen) == 0);
+    free(all);
+    char *hfull = header_of(full);
+    cs_msccl_doc *dfull;
+    ck_assert_int_eq(msccl_doc_parse(full, flen, &dfull, &err), CS_OK);
+    for (int r = 0; r < 16; r++) {
+        char *one;
+        size_t olen;
+        ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, r, r, &one, &olen, &err), CS_OK);
+        char *h = header_of(one);
+        ck_assert_str_eq(h, hfull); /* every <algo> attribute, ngpus unchanged */
+        free(h);
+        /* the slice's <gpu> is the full document's, byte for byte */
+        char tag[32];
+        snprintf(tag, sizeof tag, "  <gpu id=\"%d\" ", r);
+        const char *in_full = strstr(full, tag), *in_one = strstr(one, tag);
+        ck_assert_ptr_nonnull(in_one);
+        size_t glen = (size_t)(strstr(in_one, "</gpu>\n") + 7 - in_one);
+        ck_assert_int_eq(memcmp(in_full, in_one, glen), 0);
+        ck_assert_int_eq(olen, strlen(hfull) + glen + strlen("</algo>\n"));
+        cs_msccl_doc *d;
+        ck_assert_msg(msccl_doc_parse_slice(one, olen, &d, &err) == CS_OK, "%s", err.message);
+        ck_assert_int_eq(msccl_doc_ngpus(d), 16);
+        ck_assert_int_eq(msccl_doc_nchannels(d), msccl_doc_nchannels(dfull));
+        ck_assert_int_eq(msccl_doc_nchunksperloop(d), msccl_doc_nchunksperloop(dfull));
+        ck_assert_str_eq(msccl_doc_coll(d), msccl_doc_coll(dfull));
+        for (int q = 0; q < 16; q++)
+            ck_assert_int_eq(msccl_doc_has_gpu(d, q), q == r);
+        ck_assert_int_eq(msccl_doc_rank_tbs(d, r), msccl_doc_rank_tbs(dfull, r));
+        ck_assert_int_eq(msccl_doc_rank_max_steps(d, r), msccl_doc_rank_max_steps(dfull, r));
+        /* a slice alone does not run; the strict parser wants every rank */
+        ck_assert_int_eq(msccl_interp_check(d, NULL, NULL, &err), CS_EINVAL);
+        ck_assert_msg(strstr(err.message, "only a document with every rank"), "%s", err.message);
+        msccl_doc_free(d);
+        ck_assert_int_eq(msccl_doc_parse(one, olen, &d, &err), CS_EINVAL);
+        free(one);
+    }
+    msccl_doc_free(dfull);
+    /* streaming: the header, one piece per <gpu>, the trailer */
+    pieces pc = {0, 0, 0};
+    ck_assert_int_eq(msccl_xml_write_ranks(a, t, &o, 0, 15, count_pieces, &pc, &err), CS_OK);
+    ck_assert_int_eq(pc.calls, 16 + 2);
+    ck_assert_int_eq(pc.bytes, flen);
+    /* a failing writer stops the generation with its code */
+    pieces fail = {0, 0, 3};
+    ck_assert_int_eq(msccl_xml_write_ranks(a, t, &o, 0, 15, count_pieces, &fail, &err), CS_EIO);
+    ck_assert_int_eq(fail.calls, 3);
+    ck_assert_ptr_nonnull(strstr(err.message, "writing"));
+    /* bad ranges */
+    char *x;
+    ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, 3, 2, &x, NULL, &err), CS_EINVAL);
+    ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, -1, 2, &x, NULL, &err), CS_EINVAL);
+    ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, 0, 16, &x, NULL, &err), CS_EINVAL);
+    ck_assert_msg(strstr(err.message, "0-15"), "%s", err.message);
+    ck_assert_int_eq(msccl_xml_write_ranks(a, t, &o, 0, 1, NULL, NULL, &err), CS_EINVAL);
+    free(hfull);
+    free(full);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* A document with one rank holding one thread block of n nops. */
+static char *nop_doc(int n, const char *extra_algo)
+{
+    size_t cap = 512 + (size_t)n * 200;
+    char *d = malloc(cap);
+    size_t k = (size_t)snprintf(d, cap, "<algo name=\"x\" proto=\"Simple\" nchannels=\"1\" "
+                                "nchunksperloop=\"1\" ngpus=\"2\" coll=\"allreduce\" inplace=\"1\" "
+                                "outofplace=\"1\" minBytes=\"0\" maxBytes=\"0\"%s>\n"
+                                "<gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\" s_chunks=\"0\">\n"
+                                "<tb id=\"0\" send=\"1\" recv=\"1\" chan=\"0\">\n", extra_algo);
+    for (int s = 0; s < n; s++)
+        k += (size_t)snprintf(d + k, cap - k, "<step s=\"%d\" type=\"nop\" srcbuf=\"i\" "
+                              "srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"0\" depid=\"-1\" "
+                              "deps=\"-1\" hasdep=\"0\"/>\n", s);
+    if (k + 32 < cap)
+        memcpy(d + k, "</tb>\n</gpu>\n</algo>\n", 22);
+    return d;
+}
+
+START_TEST(the_limit_checker_counts_on_the_text)
+{
+    cs_error err;
+    cs_msccl_check_stats st;
+    /* 1 <algo> + 1 <gpu> + 1 <tb> + n <step>: 4095 elements load, 4096 not */
+    char *d = nop_doc(4092, "");
+    ck_assert_int_eq(msccl_check_limits(d, strlen(d), CS_MSCCL_RUNTIME_MSCCL, &st, &err),
+                     CS_ELIMIT); /* but 4092 steps break s <= 255 first */
+    ck_assert_msg(strstr(err.message, "s=256"), "%s", err.message);
+    free(d);
+    d = nop_doc(256, "");
+    ck_assert_int_eq(msccl_check_limits(d, strlen(d), CS_MSCCL_RUNTIME_MSCCL, &st, &err), CS_OK);
+    ck_assert_int_eq(st.max_elements, 259);
+    ck_assert_int_eq(st.max_steps, 256);
+    ck_assert_int_eq(st.gpus, 1);
+    ck_assert_int_eq(msccl_check_limits(d, strlen(d), CS_MSCCL_RUNTIME_EXECUTOR, &st, &err),
+                     CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "s=64") && strstr(err.message, "s < 64"), "%s",
+                  err.message);
+    free(d);
+    /* 17 attributes: more than the old runtime reads */
+    d = nop_doc(1, " a1=\"1\" a2=\"2\" a3=\"3\" a4=\"4\" a5=\"5\" a6=\"6\" a7=\"7\"");
+    ck_assert_int_eq(msccl_check_limits(d, strlen(d), CS_MSCCL_RUNTIME_MSCCL, &st, &err),
+                     CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "at most 16"), "%s", err.message);
+    ck_assert_int_eq(msccl_check_limits(d, strlen(d), CS_MSCCL_RUNTIME_EXECUTOR, &st, &err),
+                     CS_OK);
+    free(d);
+    /* edits of a generated document that each break one rule */
+    cs_topology *t;
+    ck_assert_int_eq(topology_builtin("ring:4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(baseline_generate("ring", t, &c, NULL, &a, &err), CS_OK);
+    char *x;
+    ck_assert_int_eq(gen(a, t, CS_MSCCL_RUNTIME_AUTO, &x, &err), CS_OK);
+    limits_ok(x, CS_MSCCL_RUNTIME_AUTO, NULL);
+    struct {
+        const char *from, *to, *expect;
+        int code;
+    } edits[] = {
+        {"cnt=\"1\"", "cnt=\"72\"", "cnt=72", CS_ELIMIT},
+        {"<tb id=\"1\"", "<tb id=\"7\"", "consecutive", CS_EINVAL},
+        {"chan=\"0\"", "chan=\"3\"", "nchannels=1", CS_EINVAL},
+        {" hasdep=\"0\"", "", "lacks hasdep", CS_EINVAL},
+        {"type=\"s\"", "type=\"x\"", "type \"x\"", CS_EINVAL},
+        {"coll=\"allgather\"", "coll=\"allgather2\"", "coll=\"allgather2\"", CS_EINVAL},
+        {"minBytes=\"0\" ", "", "lacks minBytes", CS_EINVAL},
+    };
+    for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+        const char *at = strstr(x, edits[k].from);
+        ck_assert_ptr_nonnull(at);
+        size_t pre = (size_t)(at - x), fl = strlen(edits[k].from);
+        char *y = malloc(strlen(x) + 64);
+        sprintf(y, "%.*s%s%s", (int)pre, x, edits[k].to, at + fl);
+        int rc = msccl_check_limits(y, strlen(y), CS_MSCCL_RUNTIME_AUTO, NULL, &err);
+        ck_assert_msg(rc == edits[k].code && strstr(err.message, edits[k].expect),
+                      "edit %zu: rc %d: %s", k, rc, err.message);
+        free(y);
+    }
+    free(x);
     algorithm_free(a);
     topology_free(t);
 }
@@ -567,6 +851,109 @@ START_TEST(frontier_size_ranges_meet_at_the_crossover)
 END_TEST
 
 /* The CLI front end (skipped when the binary is not built). */
+/* Broadcast of 60 chunks from rank 0 to 1 on line:2, all in the first of
+ * k steps with 3600/k rounds in all: cost k alpha + (60/k) L beta, so each
+ * k = 1..6 is the cheapest for some size (the crossing of k and k + 1 is
+ * at L = k (k + 1) alpha / (60 beta), growing with k). */
+static cs_result *six_winners(void)
+{
+    cs_error err;
+    cs_result *r;
+    ck_assert_int_eq(result_new("smt", &r, &err), CS_OK);
+    for (int k = 1; k <= 6; k++) {
+        cs_collective c;
+        collective_init(&c, CS_COLL_BROADCAST, 0);
+        cs_algorithm *a;
+        ck_assert_int_eq(algorithm_new(&c, "line:2", 2, 60, k, &a, &err), CS_OK);
+        for (int s = 0; s < k; s++)
+            a->rounds_per_step[s] = s == 0 ? 3600 / k - (k - 1) : 1;
+        algorithm_update_rounds(a);
+        for (int j = 0; j < 60; j++)
+            ck_assert_int_eq(algorithm_add_send(a, j, 0, 1, 0, CS_OP_COPY), CS_OK);
+        snprintf(a->method, sizeof a->method, "smt");
+        ck_assert_int_eq(result_add(r, a), CS_OK);
+    }
+    return r;
+}
+
+START_TEST(frontier_documents_are_capped_for_the_old_runtime)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("line:2", &t, &err), CS_OK);
+    cs_result *r = six_winners();
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(algorithm_verify(t, r->algs[i], &err) == CS_OK, "%s", err.message);
+    cs_byte_range all[6], four[6];
+    ck_assert_int_eq(msccl_frontier_ranges(r, t, all, &err), CS_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(all[i].best, "point %d should be the cheapest somewhere", i);
+    int dropped = -1;
+    ck_assert_int_eq(msccl_frontier_ranges_limited(r, t, 4, four, &dropped, &err), CS_OK);
+    ck_assert_int_eq(dropped, 2);
+    /* four kept, and their ranges still cover every size: [0, a) [a, b) ... [z, inf) */
+    int kept = 0;
+    long long next = 0;
+    for (int i = 0; i < 6; i++) {
+        if (!four[i].best)
+            continue;
+        kept++;
+        ck_assert_int_eq(four[i].min_bytes, next);
+        next = four[i].max_bytes;
+        ck_assert(four[i].max_bytes == 0 || four[i].max_bytes > four[i].min_bytes);
+    }
+    ck_assert_int_eq(kept, 4);
+    ck_assert_int_eq(next, 0);
+    /* the extremes are irreplaceable: the fastest for tiny and for huge sizes */
+    ck_assert(four[0].best && four[5].best);
+    /* within the limit nothing changes */
+    ck_assert_int_eq(msccl_frontier_ranges_limited(r, t, 6, four, &dropped, &err), CS_OK);
+    ck_assert_int_eq(dropped, 0);
+    for (int i = 0; i < 6; i++)
+        ck_assert(four[i].best == all[i].best && four[i].min_bytes == all[i].min_bytes &&
+                  four[i].max_bytes == all[i].max_bytes);
+
+    /* the CLI writes at most 4 documents for the msccl runtime and auto, and
+     * says which were dropped; every one for the executor */
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char bin[512];
+    snprintf(bin, sizeof bin, "%s/collsynth", build);
+    if (access(bin, X_OK) != 0) {
+        printf("test_msccl_xml: SKIPPED the CLI part: %s not built\n", bin);
+    } else {
+        char dir[] = "/tmp/collsynth-frontier-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char rpath[600], cmd[2048], out[700];
+        snprintf(rpath, sizeof rpath, "%s/result.json", dir);
+        json_t *j = result_to_json(r);
+        ck_assert_int_eq(json_dump_file(j, rpath, 0), 0);
+        json_decref(j);
+        const char *rts[] = {"msccl", "auto", "msccl-executor"};
+        int expect[] = {4, 4, 6};
+        for (int k = 0; k < 3; k++) {
+            snprintf(cmd, sizeof cmd, "rm -f '%s'/*.xml; '%s' codegen '%s' --format msccl-xml "
+                     "--runtime %s --frontier-dir '%s' > '%s/files.txt' 2> '%s/err.txt'", dir,
+                     bin, rpath, rts[k], dir, dir, dir);
+            ck_assert_int_eq(system(cmd), 0);
+            char *text;
+            snprintf(out, sizeof out, "%s/files.txt", dir);
+            ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+            ck_assert_msg(count(text, ".xml") == expect[k], "%s: %s", rts[k], text);
+            free(text);
+            snprintf(out, sizeof out, "%s/err.txt", dir);
+            ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+            ck_assert_msg(count(text, "dropped") == (expect[k] == 4 ? 2 : 0), "%s: %s", rts[k],
+                          text);
+            free(text);
+        }
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(cli_codegen_writes_both_formats)
 {
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -619,6 +1006,20 @@ START_TEST(cli_codegen_writes_both_formats)
     ck_assert_ptr_nonnull(strstr(text, "__global__ void collsynth_kernel"));
     ck_assert_ptr_nonnull(strstr(text, "#define COLLSYNTH_ELEM double"));
     free(text);
+    /* --ranks: one rank's slice */
+    snprintf(out, sizeof out, "%s/r3.xml", dir);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --ranks 3 -o '%s'", bin, path,
+             out);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cs_read_file(out, &text, NULL, &err), CS_OK);
+    ck_assert_int_eq(count(text, "<gpu "), 1);
+    ck_assert_ptr_nonnull(strstr(text, "<gpu id=\"3\""));
+    ck_assert_ptr_nonnull(strstr(text, "ngpus=\"8\""));
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --ranks 6-9 2>/dev/null", bin,
+             path);
+    int st8 = system(cmd);
+    ck_assert(WIFEXITED(st8) && WEXITSTATUS(st8) == 2);
     /* --frontier-dir: one document per winning frontier point */
     snprintf(cmd, sizeof cmd, "'%s' codegen '%s' --format msccl-xml --frontier-dir '%s' "
              "> '%s/files.txt' 2>/dev/null", bin, rpath, dir, dir);
@@ -648,7 +1049,10 @@ static Suite *msccl_xml_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ring_allgather_document_matches_hand_lowering);
     tcase_add_test(tc, collective_names_follow_the_runtime);
-    tcase_add_test(tc, step_limits_spread_channels_then_give_elimit);
+    tcase_add_test(tc, step_limits_spread_channels_then_merge_then_give_elimit);
+    tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
+    tcase_add_test(tc, rank_slices_hold_the_same_algo_and_their_gpus);
+    tcase_add_test(tc, the_limit_checker_counts_on_the_text);
     tcase_add_test(tc, lanes_become_channels);
     tcase_add_test(tc, same_step_chunks_merge_into_one_step);
     tcase_add_test(tc, allreduce_is_one_inplace_document);
@@ -659,6 +1063,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, forwarding_ranks_use_scratch);
     tcase_add_test(tc, cli_codegen_writes_both_formats);
     tcase_add_test(tc, frontier_size_ranges_meet_at_the_crossover);
+    tcase_add_test(tc, frontier_documents_are_capped_for_the_old_runtime);
     suite_add_tcase(s, tc);
     return s;
 }

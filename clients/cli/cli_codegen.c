@@ -38,6 +38,11 @@ static const char codegen_help[] =
     "  --frontier-dir DIR Result input, msccl-xml: one document per frontier point\n"
     "                     that is the cheapest for some size, with minBytes/maxBytes\n"
     "                     set to its size range; prints the MSCCL_XML_FILES value\n"
+    "                     (msccl and auto: at most 4, the runtime's limit: the 4 that\n"
+    "                     lose least over all sizes; the dropped ones are named)\n"
+    "  --ranks A-B        only ranks A..B (or --ranks R): an MSCCL slice (the same\n"
+    "                     <algo>, those ranks' <gpu> elements) or a CUDA slice\n"
+    "                     (those ranks' thread blocks, run with run_slice)\n"
     "  -o FILE            write to FILE instead of stdout\n"
     "\n"
     "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
@@ -150,13 +155,32 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
         result_free(r);
         return code;
     }
+    /* the old runtime loads at most 4 documents: keep the 4 that lose least */
+    int cap = base->runtime == CS_MSCCL_RUNTIME_EXECUTOR ? 0 : CS_MSCCL_MAX_ALGORITHMS;
     cs_byte_range *ranges = calloc((size_t)r->nalgs, sizeof *ranges);
-    if (!ranges || msccl_frontier_ranges(r, t, ranges, &err) != CS_OK) {
+    cs_byte_range *all = calloc((size_t)r->nalgs, sizeof *all);
+    int dropped = 0;
+    if (!ranges || !all || msccl_frontier_ranges(r, t, all, &err) != CS_OK ||
+        msccl_frontier_ranges_limited(r, t, cap, ranges, &dropped, &err) != CS_OK) {
         free(ranges);
+        free(all);
         result_free(r);
         topology_free(t);
         return cli_report_error(cmd, "cannot compute size ranges", CS_ENOMEM, &err);
     }
+    for (int i = 0; i < r->nalgs && dropped; i++) {
+        if (!all[i].best || ranges[i].best)
+            continue;
+        const cs_algorithm *a = r->algs[i];
+        char upto[64] = "up";
+        if (all[i].max_bytes)
+            snprintf(upto, sizeof upto, "below %lld", all[i].max_bytes);
+        fprintf(stderr, "collsynth %s: the msccl runtime loads at most %d algorithms: dropped "
+                "frontier point %d (S=%d R=%d C=%d, the cheapest from %lld bytes %s); the %d "
+                "kept lose least over all sizes\n", cmd, CS_MSCCL_MAX_ALGORITHMS, i, a->steps,
+                a->rounds, a->chunks, all[i].min_bytes, upto, CS_MSCCL_MAX_ALGORITHMS);
+    }
+    free(all);
     int written = 0;
     for (int i = 0; i < r->nalgs && code == CLI_EXIT_OK; i++) {
         if (!ranges[i].best)
@@ -199,9 +223,6 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
     }
     if (written)
         printf("\n");
-    if (written > 4 && base->runtime != CS_MSCCL_RUNTIME_EXECUTOR)
-        fprintf(stderr, "collsynth %s: note: the msccl runtime loads at most 4 documents; "
-                        "%d were written\n", cmd, written);
     free(ranges);
     result_free(r);
     topology_free(t);
@@ -215,7 +236,7 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     const char *path = NULL, *format = NULL, *topo_spec = NULL, *runtime = NULL;
     const char *min_s = NULL, *max_s = NULL, *proto = NULL, *name = NULL, *elem = NULL;
     const char *prefix = NULL, *index_s = NULL, *size_s = NULL, *out_path = NULL;
-    const char *frontier_dir = NULL;
+    const char *frontier_dir = NULL, *ranks_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -230,7 +251,7 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
                     {"--min-bytes", &min_s}, {"--max-bytes", &max_s},   {"--proto", &proto},
                     {"--name", &name},       {"--elem", &elem},         {"--prefix", &prefix},
                     {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path},
-                    {"--frontier-dir", &frontier_dir}};
+                    {"--frontier-dir", &frontier_dir}, {"--ranks", &ranks_s}};
         bool matched = false;
         for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !matched; k++) {
             m = cli_option(cmd, argc, argv, &i, opts[k].name, &v);
@@ -294,11 +315,25 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     if (size_s && (!cli_parse_size(size_s, &size) || size <= 0))
         return cli_usage_error(cmd, "--size '%s' is not a size", size_s);
 
+    int rank_lo = -1, rank_hi = -1;
+    if (ranks_s) {
+        char lo[32], hi[32];
+        const char *dash = strchr(ranks_s, '-');
+        size_t n = dash ? (size_t)(dash - ranks_s) : strlen(ranks_s);
+        if (n >= sizeof lo || (dash && strlen(dash + 1) >= sizeof hi))
+            return cli_usage_error(cmd, "--ranks '%s' is not R or A-B", ranks_s);
+        memcpy(lo, ranks_s, n);
+        lo[n] = 0;
+        snprintf(hi, sizeof hi, "%s", dash ? dash + 1 : lo);
+        if (!cli_parse_int(lo, &rank_lo) || !cli_parse_int(hi, &rank_hi) || rank_lo < 0 ||
+            rank_hi < rank_lo)
+            return cli_usage_error(cmd, "--ranks '%s' is not R or A-B with A <= B", ranks_s);
+    }
     if (frontier_dir) {
-        if (!xml || min_s || max_s || index_s || size_s || out_path)
+        if (!xml || min_s || max_s || index_s || size_s || out_path || ranks_s)
             return cli_usage_error(cmd, "--frontier-dir goes with --format msccl-xml and sets "
                                    "the sizes itself (no --min-bytes, --max-bytes, --index, "
-                                   "--size or -o)");
+                                   "--size, --ranks or -o)");
         return write_frontier(cmd, path, topo_spec, &mo, frontier_dir);
     }
     cs_topology *t = NULL;
@@ -327,9 +362,15 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     }
     char *text = NULL;
     size_t len = 0;
+    if (rc == CS_OK && ranks_s && rank_hi >= a->ranks) {
+        code = cli_usage_error(cmd, "--ranks %s: the algorithm has ranks 0-%d", ranks_s,
+                               a->ranks - 1);
+        rc = CS_EINVAL;
+    }
     if (rc == CS_OK) {
-        rc = xml ? msccl_xml_generate(a, t, &mo, &text, &len, &err)
-                 : cuda_generate(a, t, &co, &text, &len, &err);
+        int lo = ranks_s ? rank_lo : 0, hi = ranks_s ? rank_hi : a->ranks - 1;
+        rc = xml ? msccl_xml_generate_ranks(a, t, &mo, lo, hi, &text, &len, &err)
+                 : cuda_generate_ranks(a, t, &co, lo, hi, &text, &len, &err);
         if (rc != CS_OK)
             code = cli_report_error(cmd, xml ? "cannot lower to MSCCL XML" : "cannot lower to CUDA",
                                     rc, &err);

@@ -298,7 +298,7 @@ static const struct {
  * picks the frontier algorithm fastest for it. */
 static const char *const codegen_options[] = {
     "--format", "--runtime", "--min-bytes", "--max-bytes", "--proto", "--name", "--elem",
-    "--prefix", "--index", "--frontier-dir", "--size", "-o", "--output",
+    "--prefix", "--index", "--frontier-dir", "--size", "--ranks", "-o", "--output",
 };
 
 static bool is_codegen_option(const char *arg)
