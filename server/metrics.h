@@ -42,6 +42,12 @@ typedef struct cs_metrics {
     atomic_ulong rejected_queue_full;
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */
     atomic_ulong codegen_total;
+    /* result representations (documents, slices, code) answered: from memory,
+     * from stored artifacts, or generated from the result now (built or
+     * streamed); 304s; POSTs refused from memory without parsing */
+    atomic_ulong rep_memory, rep_store, rep_generated;
+    atomic_ulong not_modified;
+    atomic_ulong refusals_remembered;
     atomic_long running;                          /* jobs running on this daemon now */
 } cs_metrics;
 

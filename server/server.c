@@ -166,8 +166,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
                                      "request body of %s bytes exceeds the limit of %ld", cl,
                                      s->cfg.max_body_bytes);
             }
-            return MHD_YES;
         }
+        /* Answer on the next call, not this one: a response queued during the
+         * first call makes libmicrohttpd close the connection after it (it
+         * cannot know the request is complete), which defeats keep-alive. */
+        return MHD_YES;
     }
     rs->conn = conn;
     if (*upload_data_size > 0) {
