@@ -16,8 +16,14 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#define ZSTD_HTTP_LEVEL 3
-#define GZIP_LEVEL 6
+/* Documents kept in memory are compressed once and sent many times: a good
+ * ratio pays.  Streamed ones are compressed on every request, at the speed
+ * of the socket: the fastest levels (zstd 1: ~500 MB/s, gzip 1: ~100 MB/s
+ * on this machine, against ~130 and ~35 at the defaults). */
+#define ZSTD_KEPT_LEVEL 3
+#define GZIP_KEPT_LEVEL 6
+#define ZSTD_STREAM_LEVEL 1
+#define GZIP_STREAM_LEVEL 1
 #define IN_BLOCK (1 << 16)
 
 const char *encoding_name(cs_encoding e)
@@ -89,8 +95,8 @@ struct cs_encoder {
     ZSTD_CStream *zs;
 };
 
-int encoder_new(cs_encoding kind, source_fn src, void *src_ctx, cs_encoder **out,
-                cs_error *err)
+static int encoder_start(cs_encoding kind, bool kept, source_fn src, void *src_ctx,
+                         cs_encoder **out, cs_error *err)
 {
     *out = NULL;
     cs_encoder *e = calloc(1, sizeof *e);
@@ -102,7 +108,8 @@ int encoder_new(cs_encoding kind, source_fn src, void *src_ctx, cs_encoder **out
     e->src = src;
     e->src_ctx = src_ctx;
     if (kind == ENC_GZIP) {
-        if (deflateInit2(&e->z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+        if (deflateInit2(&e->z, kept ? GZIP_KEPT_LEVEL : GZIP_STREAM_LEVEL, Z_DEFLATED, 15 + 16,
+                         8, Z_DEFAULT_STRATEGY) !=
             Z_OK) {
             encoder_free(e);
             return cs_error_set(err, CS_ENOMEM, "", "zlib: cannot start a gzip stream");
@@ -110,13 +117,20 @@ int encoder_new(cs_encoding kind, source_fn src, void *src_ctx, cs_encoder **out
         e->z_init = true;
     } else if (kind == ENC_ZSTD) {
         e->zs = ZSTD_createCStream();
-        if (!e->zs || ZSTD_isError(ZSTD_initCStream(e->zs, ZSTD_HTTP_LEVEL))) {
+        if (!e->zs ||
+            ZSTD_isError(ZSTD_initCStream(e->zs, kept ? ZSTD_KEPT_LEVEL : ZSTD_STREAM_LEVEL))) {
             encoder_free(e);
             return cs_error_set(err, CS_ENOMEM, "", "zstd: cannot start a stream");
         }
     }
     *out = e;
     return CS_OK;
+}
+
+int encoder_new(cs_encoding kind, source_fn src, void *src_ctx, cs_encoder **out,
+                cs_error *err)
+{
+    return encoder_start(kind, false, src, src_ctx, out, err);
 }
 
 void encoder_free(cs_encoder *e)
@@ -296,7 +310,7 @@ int encode_buffer(cs_encoding kind, const void *data, size_t len, char **out, si
         char *z = malloc(bound + 1);
         if (!z)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        size_t n = ZSTD_compress(z, bound, data, len, ZSTD_HTTP_LEVEL);
+        size_t n = ZSTD_compress(z, bound, data, len, ZSTD_KEPT_LEVEL);
         if (ZSTD_isError(n)) {
             free(z);
             return cs_error_set(err, CS_EINTERNAL, "", "zstd: %s", ZSTD_getErrorName(n));
@@ -309,7 +323,7 @@ int encode_buffer(cs_encoding kind, const void *data, size_t len, char **out, si
     }
     mem_source m = {data, len, 0};
     cs_encoder *e = NULL;
-    int rc = encoder_new(kind, mem_read, &m, &e, err);
+    int rc = encoder_start(kind, true, mem_read, &m, &e, err);
     if (rc)
         return rc;
     rc = drain_source(encoder_source, e, out, olen, err);
