@@ -105,6 +105,35 @@ static void fmt_us(char *buf, size_t n, double us)
         snprintf(buf, n, "%.3fs", us / 1e6);
 }
 
+/* The result document (result_to_json plus the topology and collective),
+ * streamed: a large frontier is never built as a JSON tree. */
+static int write_result(const cs_result *r, const cs_topology *t, const cs_collective *c,
+                        const char *out_path)
+{
+    cs_result_shell sh;
+    cs_error err;
+    if (result_shell_init(&sh, r, &err) != CS_OK)
+        return cli_report_error(CMD, "output", err.code, &err);
+    json_t *skel = result_to_json(&sh.result);
+    result_shell_release(&sh);
+    if (skel) {
+        json_object_set_new(skel, "topology", topology_to_json(t));
+        json_object_set_new(skel, "collective", collective_to_json(c));
+    }
+    cs_result_writer *w = NULL;
+    cs_json_view jv = CS_JSON_VIEW_FULL;
+    int rc = skel ? result_writer_open_memory(r, skel, &jv, &w, &err)
+                  : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
+    long nsends = 0;
+    for (int i = 0; i < r->nalgs; i++)
+        nsends += r->algs[i]->nsends;
+    int code = rc ? cli_report_error(CMD, "output", rc, &err)
+                  : cli_write_streamed(CMD, w, nsends, out_path);
+    result_writer_free(w);
+    json_decref(skel);
+    return code;
+}
+
 static void print_table(FILE *f, const cs_result *r, const cs_topology *t,
                         const cs_collective *c)
 {
@@ -255,13 +284,7 @@ static int solve_smt(int argc, char **argv, FILE *report)
     }
     code = r->nalgs > 0 ? CLI_EXIT_OK : CLI_EXIT_NEGATIVE;
     if (as_json || out_path) {
-        json_t *doc = result_to_json(r);
-        if (doc) {
-            json_object_set_new(doc, "topology", topology_to_json(t));
-            json_object_set_new(doc, "collective", collective_to_json(&c));
-        }
-        int wc = cli_write_json(CMD, doc, out_path);
-        json_decref(doc);
+        int wc = write_result(r, t, &c, out_path);
         if (wc != CLI_EXIT_OK)
             code = wc;
     }

@@ -144,6 +144,11 @@ int result_writer_open_encoded(const cs_codec_view *v, const cs_json_view *jv,
  * res and skeleton must outlive the writer. */
 int result_writer_open_memory(const cs_result *res, const json_t *skeleton,
                               const cs_json_view *jv, cs_result_writer **out, cs_error *err);
+/* One algorithm's own document (algorithm_to_json's form) from memory;
+ * skeleton: that document without sends (algorithm_to_json of a
+ * cs_result_shell's algorithm).  a and skeleton must outlive the writer. */
+int result_writer_open_algorithm(const cs_algorithm *a, const json_t *skeleton,
+                                 cs_result_writer **out, cs_error *err);
 /* Up to cap bytes of the document into buf: the count, 0 at the end, or a
  * negative CS_E* (err filled). */
 long result_writer_read(cs_result_writer *w, char *buf, size_t cap, cs_error *err);

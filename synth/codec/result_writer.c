@@ -42,6 +42,7 @@ struct cs_result_writer {
     const cs_codec_view *view;   /* encoded */
     cs_send_cursor *cursor;
     const cs_result *res;        /* memory */
+    const cs_algorithm *one;     /* memory, an algorithm's own document */
     long mem_next;
     int lo, hi;
     bool first_send;
@@ -260,6 +261,36 @@ int result_writer_open_memory(const cs_result *res, const json_t *skeleton,
     return rc;
 }
 
+int result_writer_open_algorithm(const cs_algorithm *a, const json_t *skeleton,
+                                 cs_result_writer **out, cs_error *err)
+{
+    *out = NULL;
+    const json_t *sends = json_object_get(skeleton, "sends");
+    if (!json_is_array(sends) || json_array_size(sends) != 0)
+        return cs_error_set(err, CS_EINTERNAL, "", "the algorithm document without sends has "
+                                                   "sends");
+    cs_result_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    layout l = {0};
+    lay_algorithm(&l, skeleton, 0, false, a->nsends);
+    lay_flush_text(&l);
+    bytebuf_free(&l.text);
+    if (l.oom) {
+        for (int i = 0; i < l.n; i++)
+            free(l.pieces[i].text);
+        free(l.pieces);
+        free(w);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory laying out the document");
+    }
+    w->pieces = l.pieces;
+    w->npieces = l.n;
+    w->lo = w->hi = -1;
+    w->one = a;
+    *out = w;
+    return CS_OK;
+}
+
 void result_writer_free(cs_result_writer *w)
 {
     if (!w)
@@ -431,7 +462,7 @@ static int next_batch(cs_result_writer *w, int alg, bool *done, cs_error *err)
         if (rc)
             return rc;
     } else {
-        const cs_algorithm *a = w->res->algs[alg];
+        const cs_algorithm *a = w->one ? w->one : w->res->algs[alg];
         while (n < SEND_BATCH && w->mem_next < a->nsends) {
             cs_send s = algorithm_send(a, w->mem_next++);
             if (w->lo >= 0 && !((s.src >= w->lo && s.src <= w->hi) ||
