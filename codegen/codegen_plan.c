@@ -436,7 +436,7 @@ static int assign_channels(builder *b, const cs_topology *t)
         return CS_ENOMEM;
     }
     for (long k = 0; k < n; k++) {
-        const cs_send *s = &a->sends[k];
+        const cs_send sv = algorithm_send(a, k), *s = &sv;
         rec[k] = (send_rec){s->src, s->dst, s->step, s->start_us, s->chunk, k};
     }
     qsort(rec, (size_t)n, sizeof *rec, b->p->timed ? cmp_timed : cmp_untimed);
@@ -445,7 +445,7 @@ static int assign_channels(builder *b, const cs_topology *t)
     free(rec);
     int maxchan = 0;
     for (long k = 0; k < n;) {
-        const cs_send *s0 = &a->sends[idx[k]];
+        const cs_send sv0 = algorithm_send(a, idx[k]), *s0 = &sv0;
         int lanes = 1;
         if (t) {
             int li = topology_find_link(t, s0->src, s0->dst);
@@ -453,12 +453,13 @@ static int assign_channels(builder *b, const cs_topology *t)
                 lanes = t->links[li].lanes;
         }
         long e = k;
-        while (e < n && a->sends[idx[e]].src == s0->src && a->sends[idx[e]].dst == s0->dst)
+        while (e < n && algorithm_send_src(a, idx[e]) == s0->src &&
+               algorithm_send_dst(a, idx[e]) == s0->dst)
             e++;
         if (!b->p->timed) {
             long j = 0;
             for (long q = k; q < e; q++) {
-                if (q > k && a->sends[idx[q]].step != a->sends[idx[q - 1]].step)
+                if (q > k && algorithm_send_step(a, idx[q]) != algorithm_send_step(a, idx[q - 1]))
                     j = 0;
                 b->chan[idx[q]] = (int)(j % lanes);
                 b->minor[idx[q]] = j / lanes;
@@ -532,7 +533,7 @@ static int cmp_event(const void *x, const void *y)
 
 static cg_key send_key(const builder *b, long x)
 {
-    const cs_send *s = &b->a->sends[x];
+    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
     if (b->p->timed)
         return (cg_key){b->rt[x], 0, 1, x};
     return (cg_key){s->step, b->minor[x], 0, x};
@@ -540,7 +541,7 @@ static cg_key send_key(const builder *b, long x)
 
 static cg_key recv_key(const builder *b, long x)
 {
-    const cs_send *s = &b->a->sends[x];
+    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
     if (b->p->timed)
         return (cg_key){b->wt[x], 0, 0, x};
     return (cg_key){s->step, b->minor[x], 1, x};
@@ -548,7 +549,7 @@ static cg_key recv_key(const builder *b, long x)
 
 static int do_read(builder *b, long x)
 {
-    const cs_send *s = &b->a->sends[x];
+    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
     cg_slot L;
     int rc = loc_get(b, s->src, s->chunk, &L);
     if (rc != CS_OK)
@@ -587,7 +588,7 @@ static bool post_at(const builder *b, int rank, long g)
 
 static int do_write(builder *b, long x)
 {
-    const cs_send *s = &b->a->sends[x];
+    const cs_send sv = algorithm_send(b->a, x), *s = &sv;
     cg_plan *p = b->p;
     int rc = CS_OK;
     int op = s->op;
@@ -900,7 +901,7 @@ int codegen_plan_build_spread(const cs_algorithm *a, const cs_topology *t, int s
         goto nomem;
     }
     for (long x = 0; x < n; x++) {
-        const cs_send *s = &a->sends[x];
+        const cs_send sv = algorithm_send(a, x), *s = &sv;
         if (s->src < 0 || s->src >= a->ranks || s->dst < 0 || s->dst >= a->ranks ||
             s->src == s->dst || s->chunk < 0 || s->chunk >= G) {
             free(ev);

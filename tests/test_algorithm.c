@@ -8,6 +8,7 @@
 
 #include "algorithm.h"
 #include "check_main.h"
+#include "send_edit.h"
 #include "verify.h"
 
 /* A unidirectional ring 0->1->...->P-1->0 (lanes 1, 1 GB/s, 1 us). */
@@ -97,20 +98,129 @@ START_TEST(add_send_grows_and_keeps_every_send)
     for (long i = 0; i < n; i++) {
         ck_assert_int_eq(algorithm_add_send(a, i % 4096, (int)(i % 64), (int)((i + 1) % 64),
                                             (int)(i % 4), CS_OP_COPY), CS_OK);
-        if (a->cap != last_cap) {
+        if (a->store.cap != last_cap) {
             reallocs++;
-            last_cap = a->cap;
+            last_cap = a->store.cap;
         }
     }
     ck_assert_int_eq(a->nsends, n);
-    ck_assert_int_ge(a->cap, n);
+    ck_assert_int_ge(a->store.cap, n);
     ck_assert_int_lt(reallocs, 40); /* geometric growth */
     for (long i = 0; i < n; i += 9973) {
-        ck_assert_int_eq(a->sends[i].chunk, i % 4096);
-        ck_assert_int_eq(a->sends[i].src, i % 64);
-        ck_assert(isnan(a->sends[i].start_us));
+        ck_assert_int_eq(algorithm_send_chunk(a, i), i % 4096);
+        ck_assert_int_eq(algorithm_send_src(a, i), i % 64);
+        ck_assert(isnan(algorithm_send_start_us(a, i)));
     }
     ck_assert(!algorithm_is_timed(a));
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(storage_is_narrow_and_exact)
+{
+    /* 64 ranks, 4096 chunks, 4 steps: chunk ids take 2 bytes, ranks and
+     * steps 1, op a bit; two 1-byte time indices once timed */
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "x", 64, 1, 4, &a, NULL), CS_OK);
+    const long n = 100000;
+    ck_assert_int_eq(algorithm_reserve_sends(a, n), CS_OK);
+    for (long i = 0; i < n; i++)
+        ck_assert_int_eq(algorithm_add_timed_send(a, i % 4096, (int)(i % 64), (int)((i + 1) % 64),
+                                                  (int)(i % 4), i % 3 ? CS_OP_COPY : CS_OP_REDUCE,
+                                                  0.1 * (double)(i % 4), 0.1 * (double)(i % 4) + 0.3),
+                         CS_OK);
+    double per_send = (double)algorithm_storage_bytes(a) / (double)n;
+    ck_assert_msg(per_send < 7.2, "%.2f bytes per send", per_send);
+    for (long i = 0; i < n; i += 997) {
+        cs_send s = algorithm_send(a, i);
+        ck_assert_int_eq(s.chunk, i % 4096);
+        ck_assert_int_eq(s.dst, (i + 1) % 64);
+        ck_assert_int_eq(s.op, i % 3 ? CS_OP_COPY : CS_OP_REDUCE);
+        /* times come back bit for bit */
+        ck_assert(s.start_us == 0.1 * (double)(i % 4));
+        ck_assert(s.end_us == 0.1 * (double)(i % 4) + 0.3);
+    }
+    ck_assert(algorithm_is_timed(a));
+    ck_assert_int_le(algorithm_time_count(a), 1 + 8);
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(values_widen_refuse_beyond_32_bits_and_truncate)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "x", 8, 1, 2, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 1, 1, 2, 0, CS_OP_COPY), CS_OK);
+    /* malformed values (for the verifier to name) widen their columns */
+    ck_assert_int_eq(algorithm_add_send(a, -1, 70000, 300, 1 << 20, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 2147483647L, -5, 3, -1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_send_chunk(a, 0), 1);
+    ck_assert_int_eq(algorithm_send_src(a, 0), 1);
+    ck_assert_int_eq(algorithm_send_chunk(a, 1), -1);
+    ck_assert_int_eq(algorithm_send_src(a, 1), 70000);
+    ck_assert_int_eq(algorithm_send_dst(a, 1), 300);
+    ck_assert_int_eq(algorithm_send_step(a, 1), 1 << 20);
+    ck_assert_int_eq(algorithm_send_chunk(a, 2), 2147483647L);
+    ck_assert_int_eq(algorithm_send_src(a, 2), -5);
+    ck_assert_int_eq(algorithm_send_step(a, 2), -1);
+    /* nothing is truncated: a chunk id beyond 32 bits is refused */
+    ck_assert_int_eq(algorithm_add_send(a, 2147483648L, 0, 1, 0, CS_OP_COPY), CS_ELIMIT);
+    ck_assert_int_eq(a->nsends, 3);
+    ck_assert_int_eq(algorithm_set_send_step(a, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_send_step(a, 0), 1);
+    /* one timed send among untimed ones: the others read NAN */
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 1.5, 2.5), CS_OK);
+    ck_assert(isnan(algorithm_send_start_us(a, 0)));
+    ck_assert_double_eq(algorithm_send_end_us(a, 3), 2.5);
+    ck_assert(!algorithm_is_timed(a));
+    algorithm_truncate_sends(a, 1);
+    ck_assert_int_eq(a->nsends, 1);
+    ck_assert_int_eq(algorithm_send_chunk(a, 0), 1);
+    algorithm_free(a);
+
+    /* more global chunks than 32-bit ids can number: refused up front */
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    ck_assert_int_eq(algorithm_new(&c, "x", 50000, 1, 1, &a, &err), CS_ELIMIT);
+    ck_assert_ptr_null(a);
+    ck_assert_ptr_nonnull(strstr(err.message, "2500000000 global chunks"));
+    collective_free(&c);
+}
+END_TEST
+
+START_TEST(steps_from_start_times_numbers_distinct_starts)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "x", 4, 1, 1, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 1, 2, 0, CS_OP_COPY, 7.25, 9.0), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 7.25), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 3, 0, CS_OP_COPY, 7.25, 8.0), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 2, 3, 0, CS_OP_COPY, 9.0, 10.0), CS_OK);
+    ck_assert_int_eq(algorithm_steps_from_start_times(a, &err), CS_OK);
+    ck_assert_int_eq(a->steps, 3);
+    ck_assert_int_eq(a->rounds, 3);
+    ck_assert_int_eq(algorithm_send_step(a, 0), 1);
+    ck_assert_int_eq(algorithm_send_step(a, 1), 0);
+    ck_assert_int_eq(algorithm_send_step(a, 2), 1);
+    ck_assert_int_eq(algorithm_send_step(a, 3), 2);
+    /* time ranks order the dictionary by value */
+    uint32_t rank[16];
+    ck_assert_int_le(algorithm_time_count(a), 16);
+    ck_assert_int_eq(algorithm_time_ranks(a, rank), CS_OK);
+    for (long i = 0; i < a->nsends; i++)
+        for (long j = 0; j < a->nsends; j++)
+            ck_assert_int_eq(rank[algorithm_send_start_index(a, i)] <
+                             rank[algorithm_send_start_index(a, j)],
+                             algorithm_send_start_us(a, i) < algorithm_send_start_us(a, j));
     algorithm_free(a);
     collective_free(&c);
 }
@@ -127,12 +237,12 @@ START_TEST(sort_orders_by_step_chunk_src_dst)
     algorithm_add_send(a, 1, 2, 3, 0, CS_OP_COPY);
     algorithm_add_send(a, 1, 1, 2, 0, CS_OP_COPY);
     algorithm_sort_sends(a);
-    ck_assert_int_eq(a->sends[0].chunk, 1);
-    ck_assert_int_eq(a->sends[0].src, 1);
-    ck_assert_int_eq(a->sends[1].chunk, 1);
-    ck_assert_int_eq(a->sends[1].src, 2);
-    ck_assert_int_eq(a->sends[2].chunk, 3);
-    ck_assert_int_eq(a->sends[3].step, 2);
+    ck_assert_int_eq(algorithm_send_chunk(a, 0), 1);
+    ck_assert_int_eq(algorithm_send_src(a, 0), 1);
+    ck_assert_int_eq(algorithm_send_chunk(a, 1), 1);
+    ck_assert_int_eq(algorithm_send_src(a, 1), 2);
+    ck_assert_int_eq(algorithm_send_chunk(a, 2), 3);
+    ck_assert_int_eq(algorithm_send_step(a, 3), 2);
     algorithm_free(a);
     collective_free(&c);
 }
@@ -161,10 +271,10 @@ START_TEST(parse_reads_every_field)
     ck_assert_str_eq(a->method, "smt");
     ck_assert_str_eq(a->optimality, "both");
     ck_assert_int_eq(a->nsends, 2);
-    ck_assert_int_eq(a->sends[1].chunk, 1);
-    ck_assert_int_eq(a->sends[1].dst, 2);
-    ck_assert_int_eq(a->sends[1].step, 1);
-    ck_assert_int_eq(a->sends[1].op, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_send_chunk(a, 1), 1);
+    ck_assert_int_eq(algorithm_send_dst(a, 1), 2);
+    ck_assert_int_eq(algorithm_send_step(a, 1), 1);
+    ck_assert_int_eq(algorithm_send_op(a, 1), CS_OP_COPY);
     algorithm_free(a);
 }
 END_TEST
@@ -264,8 +374,8 @@ START_TEST(parse_rejects_mixed_timing_and_reads_times)
     cs_error err;
     ck_assert_int_eq(algorithm_parse(doc, strlen(doc), &a, &err), CS_OK);
     ck_assert(algorithm_is_timed(a));
-    ck_assert_double_eq(a->sends[0].start_us, 0.5);
-    ck_assert_double_eq(a->sends[0].end_us, 2.5);
+    ck_assert_double_eq(algorithm_send_start_us(a, 0), 0.5);
+    ck_assert_double_eq(algorithm_send_end_us(a, 0), 2.5);
     ck_assert_int_eq(a->collective.root, 0);
     algorithm_free(a);
 
@@ -306,11 +416,11 @@ START_TEST(json_round_trip_keeps_everything)
     ck_assert_str_eq(b->topology, "ring-uni");
     ck_assert_int_eq(b->nsends, a->nsends);
     for (long i = 0; i < a->nsends; i++) {
-        ck_assert_int_eq(b->sends[i].chunk, a->sends[i].chunk);
-        ck_assert_int_eq(b->sends[i].src, a->sends[i].src);
-        ck_assert_int_eq(b->sends[i].dst, a->sends[i].dst);
-        ck_assert_int_eq(b->sends[i].step, a->sends[i].step);
-        ck_assert_int_eq(b->sends[i].op, a->sends[i].op);
+        ck_assert_int_eq(algorithm_send_chunk(b, i), algorithm_send_chunk(a, i));
+        ck_assert_int_eq(algorithm_send_src(b, i), algorithm_send_src(a, i));
+        ck_assert_int_eq(algorithm_send_dst(b, i), algorithm_send_dst(a, i));
+        ck_assert_int_eq(algorithm_send_step(b, i), algorithm_send_step(a, i));
+        ck_assert_int_eq(algorithm_send_op(b, i), algorithm_send_op(a, i));
     }
     algorithm_free(a);
     algorithm_free(b);
@@ -321,14 +431,16 @@ START_TEST(json_round_trip_keeps_everything)
     ck_assert_int_eq(algorithm_new(&c, "x", 3, 1, 2, &a, NULL), CS_OK);
     algorithm_add_timed_send(a, 0, 1, 0, 0, CS_OP_COPY, 0.0, 1.25);
     algorithm_add_timed_send(a, 0, 0, 2, 1, CS_OP_COPY, 1.25, 2.5);
+    a->timed_chunk_bytes = 4096.5;
     doc = algorithm_to_json(a);
     text = json_dumps(doc, 0);
     json_decref(doc);
     ck_assert_int_eq(algorithm_parse(text, strlen(text), &b, &err), CS_OK);
     free(text);
     ck_assert(algorithm_is_timed(b));
-    ck_assert_double_eq(b->sends[1].start_us, 1.25);
-    ck_assert_double_eq(b->sends[1].end_us, 2.5);
+    ck_assert_double_eq(algorithm_send_start_us(b, 1), 1.25);
+    ck_assert_double_eq(algorithm_send_end_us(b, 1), 2.5);
+    ck_assert_double_eq(b->timed_chunk_bytes, 4096.5);
     ck_assert_int_eq(b->collective.root, 1);
     algorithm_free(a);
     algorithm_free(b);
@@ -360,9 +472,9 @@ START_TEST(clone_is_deep)
     cs_algorithm *b = NULL;
     ck_assert_int_eq(algorithm_clone(a, &b, NULL), CS_OK);
     ck_assert_int_eq(b->nsends, a->nsends);
-    ck_assert_ptr_ne(b->sends, a->sends);
-    b->sends[0].chunk = 3;
-    ck_assert_int_ne(a->sends[0].chunk, 3);
+    ck_assert_ptr_ne(b->store.chunk.data, a->store.chunk.data);
+    SEND_SET(b, 0, chunk, 3);
+    ck_assert_int_ne(algorithm_send_chunk(a, 0), 3);
     ck_assert_int_eq(b->global_chunks, 4);
     algorithm_free(a);
     algorithm_free(b);
@@ -519,7 +631,7 @@ START_TEST(invert_allgather_gives_verified_reducescatter)
     ck_assert_int_eq(rs->steps, P - 1);
     ck_assert_int_eq(rs->nsends, ag->nsends);
     for (long i = 0; i < rs->nsends; i++)
-        ck_assert_int_eq(rs->sends[i].op, CS_OP_REDUCE);
+        ck_assert_int_eq(algorithm_send_op(rs, i), CS_OP_REDUCE);
     ck_assert_int_eq(algorithm_verify(ring, rs, &err), CS_OK);
     /* on the reversed topology the reversed sends have no links */
     ck_assert_int_eq(algorithm_verify(rev, rs, &err), CS_EVERIFY);
@@ -608,7 +720,7 @@ START_TEST(invert_scatter_gives_gather)
     ck_assert_int_eq(algorithm_invert(a, &g, &err), CS_OK);
     ck_assert_int_eq(g->collective.kind, CS_COLL_GATHER);
     for (long i = 0; i < g->nsends; i++)
-        ck_assert_int_eq(g->sends[i].op, CS_OP_COPY);
+        ck_assert_int_eq(algorithm_send_op(g, i), CS_OP_COPY);
     ck_assert_int_eq(algorithm_verify(t, g, &err), CS_OK);
     algorithm_free(a);
     algorithm_free(g);
@@ -625,11 +737,10 @@ START_TEST(timed_inversion_and_concat_keep_time_order)
     cs_topology *ring = uni_ring(P, false);
     cs_algorithm *ag_rev = allgather_on_reversed_ring(P), *ag = allgather_on_ring(P);
     for (long i = 0; i < ag_rev->nsends; i++) {
-        cs_send *s = &ag_rev->sends[i];
-        s->start_us = 3.0 * s->step;
-        s->end_us = 3.0 * s->step + 2.0;
-        ag->sends[i].start_us = 3.0 * ag->sends[i].step;
-        ag->sends[i].end_us = 3.0 * ag->sends[i].step + 2.0;
+        SEND_SET(ag_rev, i, start_us, 3.0 * algorithm_send_step(ag_rev, i));
+        SEND_SET(ag_rev, i, end_us, 3.0 * algorithm_send_step(ag_rev, i) + 2.0);
+        SEND_SET(ag, i, start_us, 3.0 * algorithm_send_step(ag, i));
+        SEND_SET(ag, i, end_us, 3.0 * algorithm_send_step(ag, i) + 2.0);
     }
     cs_algorithm *rs = NULL, *ar = NULL;
     cs_error err;
@@ -637,7 +748,7 @@ START_TEST(timed_inversion_and_concat_keep_time_order)
     ck_assert(algorithm_is_timed(rs));
     /* horizon 3*2 + 2 = 8: a send at [0, 2] becomes [6, 8] */
     for (long i = 0; i < rs->nsends; i++) {
-        const cs_send *s = &rs->sends[i];
+        const cs_send sv = algorithm_send(rs, i), *s = &sv;
         ck_assert_double_eq_tol(s->end_us - s->start_us, 2.0, 1e-12);
         ck_assert_double_eq_tol(s->start_us, 3.0 * s->step, 1e-12);
     }
@@ -647,8 +758,8 @@ START_TEST(timed_inversion_and_concat_keep_time_order)
     /* the allgather starts when the reducescatter's last send ends (8 us) */
     double first_ag = 1e9;
     for (long i = 0; i < ar->nsends; i++)
-        if (ar->sends[i].op == CS_OP_COPY && ar->sends[i].start_us < first_ag)
-            first_ag = ar->sends[i].start_us;
+        if (algorithm_send_op(ar, i) == CS_OP_COPY && algorithm_send_start_us(ar, i) < first_ag)
+            first_ag = algorithm_send_start_us(ar, i);
     ck_assert_double_eq_tol(first_ag, 8.0, 1e-12);
     ck_assert_int_eq(algorithm_verify(ring, ar, &err), CS_OK);
     algorithm_free(ar);
@@ -665,6 +776,9 @@ static Suite *algorithm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, new_sets_header_fields);
     tcase_add_test(tc, add_send_grows_and_keeps_every_send);
+    tcase_add_test(tc, storage_is_narrow_and_exact);
+    tcase_add_test(tc, values_widen_refuse_beyond_32_bits_and_truncate);
+    tcase_add_test(tc, steps_from_start_times_numbers_distinct_starts);
     tcase_add_test(tc, sort_orders_by_step_chunk_src_dst);
     tcase_add_test(tc, parse_reads_every_field);
     tcase_add_test(tc, parse_errors_name_the_field);

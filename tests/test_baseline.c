@@ -94,10 +94,10 @@ static void check_single_receive(const cs_algorithm *a)
     long n = 0;
     long *pairs = malloc((size_t)(a->nsends + 1) * 2 * sizeof *pairs);
     for (long i = 0; i < a->nsends; i++) {
-        if (a->sends[i].op != CS_OP_COPY)
+        if (algorithm_send_op(a, i) != CS_OP_COPY)
             continue;
-        pairs[2 * n] = a->sends[i].chunk;
-        pairs[2 * n + 1] = a->sends[i].dst;
+        pairs[2 * n] = algorithm_send_chunk(a, i);
+        pairs[2 * n + 1] = algorithm_send_dst(a, i);
         n++;
     }
     qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_pair);
@@ -208,7 +208,7 @@ START_TEST(ring_allgather_on_ring_is_the_textbook_ring)
     ck_assert_int_eq(a->rounds, 7);
     ck_assert_int_eq(a->nsends, 56);
     for (long i = 0; i < a->nsends; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         ck_assert_int_eq(s->dst, (s->src + 1) % 8);
         /* chunk g leaves g at step 0 and is at g + s after step s - 1 */
         ck_assert_int_eq(s->src, (int)((s->chunk + s->step) % 8));
@@ -221,9 +221,9 @@ START_TEST(ring_allgather_on_ring_is_the_textbook_ring)
     ck_assert_int_eq(a->rounds, 14);
     long reduces = 0;
     for (long i = 0; i < a->nsends; i++) {
-        ck_assert_int_eq(a->sends[i].dst, (a->sends[i].src + 1) % 8);
-        reduces += a->sends[i].op == CS_OP_REDUCE;
-        ck_assert_int_eq(a->sends[i].op == CS_OP_REDUCE, a->sends[i].step < 7);
+        ck_assert_int_eq(algorithm_send_dst(a, i), (algorithm_send_src(a, i) + 1) % 8);
+        reduces += algorithm_send_op(a, i) == CS_OP_REDUCE;
+        ck_assert_int_eq(algorithm_send_op(a, i) == CS_OP_REDUCE, algorithm_send_step(a, i) < 7);
     }
     ck_assert_int_eq(reduces, 56);
     algorithm_free(a);
@@ -238,7 +238,7 @@ START_TEST(routing_over_missing_links)
     cs_topology *t = load("line:4");
     cs_algorithm *a = gen("ring", t, CS_COLL_ALLGATHER, 0, 0);
     for (long i = 0; i < a->nsends; i++)
-        ck_assert_int_eq(abs(a->sends[i].src - a->sends[i].dst), 1);
+        ck_assert_int_eq(abs(algorithm_send_src(a, i) - algorithm_send_dst(a, i)), 1);
     /* every rank receives each of the 3 other chunks exactly once */
     ck_assert_int_eq(a->nsends, 12);
     check_single_receive(a);
@@ -247,8 +247,8 @@ START_TEST(routing_over_missing_links)
     a = gen("ring", t, CS_COLL_REDUCESCATTER, 0, 0);
     ck_assert_int_eq(a->nsends, 12);
     for (long i = 0; i < a->nsends; i++) {
-        ck_assert_int_eq(a->sends[i].op, CS_OP_REDUCE);
-        ck_assert_int_eq(abs(a->sends[i].src - a->sends[i].dst), 1);
+        ck_assert_int_eq(algorithm_send_op(a, i), CS_OP_REDUCE);
+        ck_assert_int_eq(abs(algorithm_send_src(a, i) - algorithm_send_dst(a, i)), 1);
     }
     algorithm_free(a);
     /* a reduce to rank 3 over the star's hub keeps the hub's contribution */
@@ -268,8 +268,8 @@ START_TEST(direct_alltoall_and_binomial_shapes)
     ck_assert_int_eq(a->steps, 1);
     ck_assert_int_eq(a->nsends, 12);
     for (long i = 0; i < a->nsends; i++) {
-        ck_assert_int_eq(a->sends[i].src, (int)(a->sends[i].chunk % 4));
-        ck_assert_int_eq(a->sends[i].dst, (int)((a->sends[i].chunk / 4) % 4));
+        ck_assert_int_eq(algorithm_send_src(a, i), (int)(algorithm_send_chunk(a, i) % 4));
+        ck_assert_int_eq(algorithm_send_dst(a, i), (int)((algorithm_send_chunk(a, i) / 4) % 4));
     }
     algorithm_free(a);
     topology_free(t);
@@ -280,22 +280,22 @@ START_TEST(direct_alltoall_and_binomial_shapes)
     ck_assert_int_eq(a->steps, 3);
     ck_assert_int_eq(a->nsends, 7);
     for (long i = 0; i < a->nsends; i++)
-        if (a->sends[i].step == 0) {
-            ck_assert_int_eq(a->sends[i].src, 2);
-            ck_assert_int_eq(a->sends[i].dst, 6);
+        if (algorithm_send_step(a, i) == 0) {
+            ck_assert_int_eq(algorithm_send_src(a, i), 2);
+            ck_assert_int_eq(algorithm_send_dst(a, i), 6);
         }
     algorithm_free(a);
     /* recursive doubling allgather on fc:8: step k partner r ^ 2^k */
     a = gen("recursive-doubling", t, CS_COLL_ALLGATHER, 0, 0);
     ck_assert_int_eq(a->steps, 3);
     for (long i = 0; i < a->nsends; i++)
-        ck_assert_int_eq(a->sends[i].dst, a->sends[i].src ^ (1 << a->sends[i].step));
+        ck_assert_int_eq(algorithm_send_dst(a, i), algorithm_send_src(a, i) ^ (1 << algorithm_send_step(a, i)));
     algorithm_free(a);
     /* recursive halving reduce-scatter: distance halving, partner r ^ 4 first */
     a = gen("recursive-halving", t, CS_COLL_REDUCESCATTER, 0, 0);
     ck_assert_int_eq(a->steps, 3);
     for (long i = 0; i < a->nsends; i++)
-        ck_assert_int_eq(a->sends[i].dst, a->sends[i].src ^ (4 >> a->sends[i].step));
+        ck_assert_int_eq(algorithm_send_dst(a, i), algorithm_send_src(a, i) ^ (4 >> algorithm_send_step(a, i)));
     ck_assert_int_eq(a->nsends, 4 * 8 + 2 * 8 + 8);
     algorithm_free(a);
     topology_free(t);
@@ -310,7 +310,7 @@ START_TEST(double_binary_tree_shape)
     cs_algorithm *a = gen("double-binary-tree", t, CS_COLL_BROADCAST, 0, 2);
     int sends_from[2][8] = {{0}};
     for (long i = 0; i < a->nsends; i++)
-        sends_from[a->sends[i].chunk][a->sends[i].src]++;
+        sends_from[algorithm_send_chunk(a, i)][algorithm_send_src(a, i)]++;
     /* chunk 0 (tree 0) inner nodes 0,4,2,6; chunk 1 (tree 1, mirrored, fed
      * by 0 -> 7) inner nodes 0,7,3,5,1 */
     const int inner0[8] = {1, 0, 1, 0, 1, 0, 1, 0};

@@ -108,8 +108,8 @@ static void check_tree(int p, const int (*edges)[3], int nedges, int nsteps)
     for (int i = 0; i < nedges; i++) {
         bool found = false;
         for (long k = 0; k < a->nsends; k++)
-            if (a->sends[k].step == edges[i][0] && a->sends[k].src == edges[i][1] &&
-                a->sends[k].dst == edges[i][2])
+            if (algorithm_send_step(a, k) == edges[i][0] && algorithm_send_src(a, k) == edges[i][1] &&
+                algorithm_send_dst(a, k) == edges[i][2])
                 found = true;
         ck_assert_msg(found, "p=%d: missing step %d: %d->%d", p, edges[i][0], edges[i][1],
                       edges[i][2]);
@@ -138,14 +138,14 @@ START_TEST(tree_p16_matches_reference)
     cs_topology *t = load("fc:16");
     cs_algorithm *a = gen("bine-tree", t, CS_COLL_BROADCAST, 0, 1);
     for (long k = 0; k < a->nsends; k++)
-        ck_assert_int_eq(a->sends[k].step, recv[a->sends[k].dst]);
+        ck_assert_int_eq(algorithm_send_step(a, k), recv[algorithm_send_dst(a, k)]);
     algorithm_free(a);
     /* another root rotates the tree: root 5 sends first to (11 + 5) % 16 = 0 */
     a = gen("bine-tree", t, CS_COLL_BROADCAST, 5, 1);
     for (long k = 0; k < a->nsends; k++)
-        if (a->sends[k].step == 0) {
-            ck_assert_int_eq(a->sends[k].src, 5);
-            ck_assert_int_eq(a->sends[k].dst, 0);
+        if (algorithm_send_step(a, k) == 0) {
+            ck_assert_int_eq(algorithm_send_src(a, k), 5);
+            ck_assert_int_eq(algorithm_send_dst(a, k), 0);
         }
     algorithm_free(a);
     topology_free(t);
@@ -161,7 +161,7 @@ START_TEST(butterfly_partners_and_blocks_p8)
     cs_algorithm *ag = gen("bine-butterfly", t, CS_COLL_ALLGATHER, 0, 1);
     ck_assert_int_eq(ag->steps, 3);
     for (long k = 0; k < ag->nsends; k++) {
-        const cs_send *s = &ag->sends[k];
+        const cs_send sv = algorithm_send(ag, k), *s = &sv;
         ck_assert_int_eq(s->dst, bine_butterfly_peer(s->src, 2 - s->step, 8));
     }
     /* 8 ranks x (1 + 2 + 4) chunks received */
@@ -185,7 +185,7 @@ START_TEST(butterfly_partners_and_blocks_p8)
                 if (pos[x] >= lo && pos[x] < lo + B)
                     expected |= 1 << x;
             for (long k = 0; k < rs->nsends; k++) {
-                const cs_send *s = &rs->sends[k];
+                const cs_send sv = algorithm_send(rs, k), *s = &sv;
                 if (s->step != step || s->src != r)
                     continue;
                 ck_assert_int_eq(s->dst, peer);
@@ -268,7 +268,7 @@ static int modular_distance_sum(const char *name)
     cs_algorithm *a = gen(name, t, CS_COLL_BROADCAST, 0, 1);
     int sum = 0;
     for (long k = 0; k < a->nsends; k++) {
-        int d = abs(a->sends[k].src - a->sends[k].dst);
+        int d = abs(algorithm_send_src(a, k) - algorithm_send_dst(a, k));
         sum += d < 16 - d ? d : 16 - d;
     }
     algorithm_free(a);

@@ -152,22 +152,37 @@ START_TEST(machine_models)
     t = check_counts("ndv2:1", 8, 32, 4);
     ck_assert_int_eq(t->nswitches, 0);
     topology_free(t);
-    /* dgxa100: 8 GPUs all pairs, 12 lanes: 56 links, 84 lanes out */
+    /* dgxa100: one NVSwitch of 8 (as dgx2): 8*7 derived links of 300 GB/s (12
+     * NVLinks x 25 GB/s per direction), 2 sets per rank, 1 lane in and out */
     t = check_counts("dgxa100", 8, 56, 7);
-    ck_assert_int_eq(topology_egress_lanes(t, 3), 84);
+    ck_assert_int_eq(t->nswitches, 1);
+    ck_assert_int_eq(t->nshared, 16);
+    ck_assert_int_eq(topology_egress_lanes(t, 3), 1);
+    ck_assert_int_eq(topology_ingress_lanes(t, 3), 1);
+    ck_assert(t->links[topology_find_link(t, 3, 4)].gbps == 300.0);
+    ck_assert(topology_egress_bw(t, 3) == 300e3);
     topology_free(t);
-    /* dgxa100:2: 112 + 8 rails x 2*1 derived = 128; a rail of 2 gives each port a
-     * single derived link, so no sets (the link's 1 lane says it all) */
+    /* dgxa100:2: 2 NVSwitches (2 x 56) + 8 rails x 2*1 derived = 128 links; a
+     * rail of 2 gives each port a single derived link, so no set for it: 2 x 8
+     * x 2 = 32 sets, all from the NVSwitches.  A GPU sends 1 chunk per round
+     * into its NVSwitch and 1 through its NIC (25 GB/s, HDR 200 Gb/s). */
     t = check_counts("dgxa100:2", 16, 128, 8);
-    ck_assert_int_eq(t->nswitches, 8);
-    ck_assert_int_eq(t->nshared, 0);
-    ck_assert_int_eq(topology_egress_lanes(t, 0), 85);
+    ck_assert_int_eq(t->nswitches, 10);
+    ck_assert_int_eq(t->nshared, 32);
+    ck_assert_int_eq(topology_egress_lanes(t, 0), 2);
+    ck_assert(topology_egress_bw(t, 0) == 325e3);
+    ck_assert(t->links[topology_find_link(t, 0, 8)].gbps == 25.0);
+    ck_assert_int_eq(topology_find_link(t, 0, 9), -1);   /* other rail: via the NVSwitch */
     ck_assert_int_eq(t->ngroups, 2);
     topology_free(t);
-    /* dgxh100:4: 4 x 56 + 8 rails x 4*3 = 224 + 96 = 320; 18 lanes per pair */
+    /* dgxh100:4: 4 x 56 + 8 rails x 4*3 = 224 + 96 = 320; 450 GB/s ports (18 x
+     * 25), 50 GB/s NICs (NDR 400 Gb/s); 1 lane into each switch: 2 in all */
     t = check_counts("dgxh100:4", 32, 320, 10);
-    ck_assert_int_eq(t->links[topology_find_link(t, 0, 1)].lanes, 18);
-    ck_assert_int_eq(topology_egress_lanes(t, 0), 7 * 18 + 1);
+    ck_assert_int_eq(t->links[topology_find_link(t, 0, 1)].lanes, 1);
+    ck_assert(t->links[topology_find_link(t, 0, 1)].gbps == 450.0);
+    ck_assert(t->links[topology_find_link(t, 0, 8)].gbps == 50.0);
+    ck_assert_int_eq(topology_egress_lanes(t, 0), 2);
+    ck_assert(topology_egress_bw(t, 0) == 500e3);
     topology_free(t);
     /* dragonfly:4x5: 4 groups x 5*4 local + 4*3 global = 80 + 12 = 92.  Group 0
      * meets groups 1, 2, 3 on routers 0, 1, 2: ranks 0..2 have degree 5, 3..4 have 4. */

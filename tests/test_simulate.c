@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "send_edit.h"
 #include "simulate.h"
 #include "verify.h"
 
@@ -114,8 +115,8 @@ START_TEST(two_hop_pipeline_overlaps_steps)
     /* steps are not barriers: with both chunks' first hops in step 0 (2
      * rounds) the second hops still start when each chunk arrives:
      *   c0 0->1 [0,2], c1 0->1 [2,4], c0 1->2 [2,4], c1 1->2 [4,6] */
-    a->sends[2].step = 0;  /* c1 0->1 */
-    a->sends[3].step = 1;  /* c1 1->2 */
+    SEND_SET(a, 2, step, 0);  /* c1 0->1 */
+    SEND_SET(a, 3, step, 1);  /* c1 1->2 */
     ck_assert_int_eq(algorithm_fit_rounds(a, t, NULL), CS_OK);
     ck_assert_int_eq(algorithm_verify(t, a, NULL), CS_OK);
     ck_assert_int_eq(simulate_algorithm(t, a, 2000.0, &r, NULL), CS_OK);
@@ -301,7 +302,7 @@ START_TEST(bad_input_is_refused)
     cs_error err;
     ck_assert_int_eq(simulate_algorithm(t, a, -1.0, &r, &err), CS_EINVAL);
     ck_assert_str_eq(err.field, "bytes");
-    a->sends[0].step = 4;
+    SEND_SET(a, 0, step, 4);
     ck_assert_int_eq(simulate_algorithm(t, a, 1.0, &r, &err), CS_EINVAL);
     ck_assert_ptr_null(r.link_busy_us);
     algorithm_free(a);

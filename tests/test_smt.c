@@ -113,7 +113,7 @@ START_TEST(dgx1_reducescatter_frontier_by_inversion)
         expect_frontier("dgx1", CS_COLL_REDUCESCATTER, -1, &o, want, 2, 2, 7.0 / 6, true);
     for (int i = 0; i < r->nalgs; i++)
         for (long s = 0; s < r->algs[i]->nsends; s++)
-            ck_assert_int_eq(r->algs[i]->sends[s].op, CS_OP_REDUCE);
+            ck_assert_int_eq(algorithm_send_op(r->algs[i], s), CS_OP_REDUCE);
     result_free(r);
 }
 END_TEST
@@ -142,7 +142,7 @@ START_TEST(dgx1_broadcast_and_reduce_zero_synchronous)
     result_free(r);
     r = expect_frontier("dgx1", CS_COLL_REDUCE, 0, &o, want, 2, 2, 1.0 / 6, false);
     for (long s = 0; s < r->algs[0]->nsends; s++)
-        ck_assert_int_eq(r->algs[0]->sends[s].op, CS_OP_REDUCE);
+        ck_assert_int_eq(algorithm_send_op(r->algs[0], s), CS_OP_REDUCE);
     result_free(r);
 }
 END_TEST

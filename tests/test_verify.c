@@ -8,6 +8,7 @@
 
 #include "algorithm.h"
 #include "check_main.h"
+#include "send_edit.h"
 #include "verify.h"
 
 static cs_topology *builtin(const char *spec)
@@ -140,7 +141,7 @@ START_TEST(dropped_send_fails_postcondition)
     cs_topology *t = builtin("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     /* drop the last send: step 2, rank 3 forwards chunk (3 - 2) = 1 to rank 0 */
-    ck_assert_int_eq(a->sends[a->nsends - 1].chunk, 1);
+    ck_assert_int_eq(algorithm_send_chunk(a, a->nsends - 1), 1);
     a->nsends--;
     expect_reject(t, a, "chunk 1 never reaches rank 0 (postcondition)");
     algorithm_free(a);
@@ -153,11 +154,11 @@ START_TEST(missing_link_is_named)
     cs_topology *t = uni_ring(4);
     cs_algorithm *a = ring_allgather(4, 1);
     expect_accept(t, a);
-    a->sends[5].src = 2;
-    a->sends[5].dst = 1;
-    a->sends[5].chunk = 2;
+    SEND_SET(a, 5, src, 2);
+    SEND_SET(a, 5, dst, 1);
+    SEND_SET(a, 5, chunk, 2);
     char want[96];
-    snprintf(want, sizeof want, "send 5 (chunk 2, 2->1, step %d): no link 2->1", a->sends[5].step);
+    snprintf(want, sizeof want, "send 5 (chunk 2, 2->1, step %d): no link 2->1", algorithm_send_step(a, 5));
     expect_reject(t, a, want);
     algorithm_free(a);
     topology_free(t);
@@ -207,7 +208,7 @@ START_TEST(overfull_shared_set_is_rejected)
     algorithm_set_steps(a, 2, NULL);
     a->rounds_per_step[0] = 1;
     algorithm_update_rounds(a);
-    a->sends[1].step = 1;
+    SEND_SET(a, 1, step, 1);
     expect_accept(t, a);
     algorithm_free(a);
     topology_free(t);
@@ -240,8 +241,8 @@ START_TEST(send_before_arrival_is_a_causality_error)
     cs_algorithm *a = ring_allgather(4, 1);
     /* rank 1 forwards chunk 0 in step 0, before receiving it at the end of step 0 */
     for (long i = 0; i < a->nsends; i++)
-        if (a->sends[i].src == 1 && a->sends[i].chunk == 0)
-            a->sends[i].step = 0;
+        if (algorithm_send_src(a, i) == 1 && algorithm_send_chunk(a, i) == 0)
+            SEND_SET(a, i, step, 0);
     expect_reject(t, a, "rank 1 does not hold chunk 0 before step 0");
     algorithm_free(a);
     topology_free(t);
@@ -252,7 +253,7 @@ START_TEST(reduce_in_noncombining_collective_is_rejected)
 {
     cs_topology *t = builtin("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
-    a->sends[0].op = CS_OP_REDUCE;
+    SEND_SET(a, 0, op, CS_OP_REDUCE);
     expect_reject(t, a, "reduce is not allowed in allgather");
     algorithm_free(a);
     topology_free(t);
@@ -341,7 +342,7 @@ START_TEST(shared_values_are_never_changed_through_another_rank)
     algorithm_add_send(a, 0, 0, 1, 3, CS_OP_COPY);
     expect_accept(t, a);
     /* and reducing it instead double counts 0 and 1 */
-    a->sends[a->nsends - 1].op = CS_OP_REDUCE;
+    SEND_SET(a, a->nsends - 1, op, CS_OP_REDUCE);
     expect_reject(t, a, "reduce counts the contribution of rank 0 twice");
     algorithm_free(a);
     topology_free(t);
@@ -378,15 +379,15 @@ START_TEST(bad_header_fields_are_reported)
     a->rounds_per_step[0] = 1;
     a->rounds = 3;
     expect_accept(t, a);
-    a->sends[3].step = 3;
+    SEND_SET(a, 3, step, 3);
     expect_reject(t, a, "step 3 out of range for 3 steps");
-    a->sends[3].step = 0;
-    a->sends[2].dst = 9;
+    SEND_SET(a, 3, step, 0);
+    SEND_SET(a, 2, dst, 9);
     expect_reject(t, a, "send 2 (chunk 2, 2->9, step 0): rank 9 out of range for 4 ranks");
-    a->sends[2].dst = 2;
+    SEND_SET(a, 2, dst, 2);
     expect_reject(t, a, "rank 2 sends to itself");
-    a->sends[2].dst = 3;
-    a->sends[4].chunk = 11;
+    SEND_SET(a, 2, dst, 3);
+    SEND_SET(a, 4, chunk, 11);
     expect_reject(t, a, "chunk 11 out of range for 4 global chunks");
     algorithm_free(a);
 
@@ -405,8 +406,8 @@ START_TEST(report_collects_several_reasons_and_counts_all)
     cs_algorithm *a = ring_allgather(8, 1);
     /* break every send's link: 56 problems, 16 reasons */
     for (long i = 0; i < a->nsends; i++) {
-        int s = a->sends[i].src;
-        a->sends[i].dst = (s + 2) % 8;
+        int s = algorithm_send_src(a, i);
+        SEND_SET(a, i, dst, (s + 2) % 8);
     }
     cs_verify_report rep;
     ck_assert_int_eq(algorithm_verify_report(t, a, &rep, NULL), CS_EVERIFY);
@@ -429,15 +430,15 @@ START_TEST(timed_schedules_check_time_causality_and_lanes)
     algorithm_add_timed_send(a, 1, 1, 2, 1, CS_OP_COPY, 2.0, 3.0);
     expect_accept(t, a);
     /* chunk 1 leaves rank 1 before it arrived (by time, although the steps agree) */
-    a->sends[3].start_us = 1.5;
+    SEND_SET(a, 3, start_us, 1.5);
     expect_reject(t, a, "rank 1 only has chunk 1 from 2.000 us");
-    a->sends[3].start_us = 2.0;
+    SEND_SET(a, 3, start_us, 2.0);
     /* both chunks on 0->1 at once: one lane */
-    a->sends[2].start_us = 0.5;
-    a->sends[2].end_us = 1.5;
+    SEND_SET(a, 2, start_us, 0.5);
+    SEND_SET(a, 2, end_us, 1.5);
     expect_reject(t, a, "link 0->1 has 2 sends in flight at 0.500 us, more than its 1 lanes");
     /* a mix of timed and untimed sends is refused */
-    a->sends[2].start_us = NAN;
+    SEND_SET(a, 2, start_us, NAN);
     expect_reject(t, a, "carry start_us/end_us");
     algorithm_free(a);
     topology_free(t);
@@ -452,8 +453,8 @@ START_TEST(timed_combining_schedule_is_replayed_in_time_order)
     algorithm_add_timed_send(a, 0, 1, 0, 0, CS_OP_REDUCE, 1.0, 2.0);
     expect_accept(t, a);
     /* leaving before 2's partial arrives loses it */
-    a->sends[1].start_us = 0.5;
-    a->sends[1].end_us = 1.5;
+    SEND_SET(a, 1, start_us, 0.5);
+    SEND_SET(a, 1, end_us, 1.5);
     expect_reject(t, a, "lacks the contribution of rank 2");
     algorithm_free(a);
     topology_free(t);
@@ -503,9 +504,11 @@ START_TEST(every_builtin_kind_checks_its_postcondition)
         }
         ck_assert_int_eq(algorithm_fit_rounds(a, t, NULL), CS_OK);
         expect_accept(t, a);
-        long g = a->sends[0].chunk;
-        int dst = a->sends[0].dst;
-        a->sends[0] = a->sends[--a->nsends];
+        long g = algorithm_send_chunk(a, 0);
+        int dst = algorithm_send_dst(a, 0);
+        cs_send last = algorithm_send(a, a->nsends - 1);
+        ck_assert_int_eq(algorithm_set_send(a, 0, &last), CS_OK);
+        algorithm_truncate_sends(a, a->nsends - 1);
         char want[64];
         snprintf(want, sizeof want, "chunk %ld never reaches rank %d", g, dst);
         expect_reject(t, a, want);
@@ -557,7 +560,7 @@ static bool naive_valid(const cs_topology *t, const cs_algorithm *a)
     if (sum != a->rounds || P != t->ranks)
         return false;
     for (long i = 0; i < a->nsends; i++) {
-        const cs_send *x = &a->sends[i];
+        const cs_send xv = algorithm_send(a, i), *x = &xv;
         if (x->chunk < 0 || x->chunk >= G || x->src < 0 || x->src >= P || x->dst < 0 ||
             x->dst >= P || x->src == x->dst || x->step < 0 || x->step >= S ||
             topology_find_link(t, x->src, x->dst) < 0 || (x->op == CS_OP_REDUCE && !comb))
@@ -568,17 +571,17 @@ static bool naive_valid(const cs_topology *t, const cs_algorithm *a)
         for (int l = 0; l < t->nlinks; l++) {
             long n = 0;
             for (long i = 0; i < a->nsends; i++)
-                n += a->sends[i].step == s &&
-                     topology_find_link(t, a->sends[i].src, a->sends[i].dst) == l;
+                n += algorithm_send_step(a, i) == s &&
+                     topology_find_link(t, algorithm_send_src(a, i), algorithm_send_dst(a, i)) == l;
             if (n > (long)t->links[l].lanes * a->rounds_per_step[s])
                 return false;
         }
         for (int k = 0; k < t->nshared; k++) {
             long n = 0;
             for (long i = 0; i < a->nsends; i++) {
-                if (a->sends[i].step != s)
+                if (algorithm_send_step(a, i) != s)
                     continue;
-                int l = topology_find_link(t, a->sends[i].src, a->sends[i].dst);
+                int l = topology_find_link(t, algorithm_send_src(a, i), algorithm_send_dst(a, i));
                 for (int j = 0; j < t->shared[k].nlinks; j++)
                     n += t->shared[k].links[j] == l;
             }
@@ -600,7 +603,7 @@ static bool naive_valid(const cs_topology *t, const cs_algorithm *a)
     for (int s = 0; s < S && ok; s++) {
         memcpy(before, val, sizeof(unsigned) * (size_t)(G * P));
         for (long i = 0; i < a->nsends && ok; i++) {
-            const cs_send *x = &a->sends[i];
+            const cs_send xv = algorithm_send(a, i), *x = &xv;
             if (x->step != s)
                 continue;
             unsigned in = before[x->chunk * P + x->src];
@@ -678,20 +681,24 @@ static void mutate(cs_algorithm *a, const cs_topology *t, unsigned *seed)
     if (a->nsends == 0)
         return;
     long i = rand_r(seed) % a->nsends;
-    cs_send *x = &a->sends[i];
+    cs_send xv = algorithm_send(a, i), *x = &xv, last = algorithm_send(a, a->nsends - 1);
     switch (rand_r(seed) % 7) {
-    case 0: a->sends[i] = a->sends[--a->nsends]; break;              /* drop */
+    case 0: /* drop */
+        ck_assert_int_eq(algorithm_set_send(a, i, &last), CS_OK);
+        algorithm_truncate_sends(a, a->nsends - 1);
+        return;
     case 1: x->step = (x->step + 1) % a->steps; break;                 /* later / wrap */
     case 2: if (x->step > 0) x->step--; break;                        /* earlier */
     case 3: x->op = x->op == CS_OP_COPY ? CS_OP_REDUCE : CS_OP_COPY; break;
-    case 4: algorithm_add_send(a, x->chunk, x->src, x->dst, x->step, x->op); break; /* dup */
-    case 5: a->rounds_per_step[x->step] = 1; algorithm_update_rounds(a); break;
+    case 4: algorithm_add_send(a, x->chunk, x->src, x->dst, x->step, x->op); return; /* dup */
+    case 5: a->rounds_per_step[x->step] = 1; algorithm_update_rounds(a); return;
     default: {
         const cs_link *l = &t->links[rand_r(seed) % t->nlinks];
         x->src = l->src;
         x->dst = l->dst;
     }
     }
+    ck_assert_int_eq(algorithm_set_send(a, i, x), CS_OK);
 }
 
 START_TEST(random_schedules_agree_with_a_naive_replay)

@@ -1,14 +1,43 @@
 /*
- * algorithm.c - the schedule object (CONTRACT.md section 3), its JSON form,
- * bandwidth fitting, the alpha-beta cost, and synthesis results (section 4).
+ * algorithm.c - the schedule object (CONTRACT.md section 3), its compact send
+ * storage, its JSON form, bandwidth fitting, the alpha-beta cost, and
+ * synthesis results (section 4).
  *
- * Sends live in one flat array that grows geometrically: TACOS schedules reach
- * millions of sends, so there is no per-send allocation and no per-send JSON
- * object kept around.  The parser is strict about what it accepts (types,
- * ranges, consistency of the header) and names the JSON path of the first bad
- * field, because algorithms come from files and other programs; unknown keys
- * are ignored so the contract can grow.  Semantic validity (links, causality,
- * postcondition) is the verifier's job, not the parser's.
+ * Send storage.  TACOS schedules reach hundreds of millions of sends (a
+ * 100x100 mesh allgather has 99,990,000), and every byte per send is paid on
+ * the whole synthesize -> verify -> simulate -> store path, so sends are not
+ * an array of structs but private columns (cs_send_store in algorithm.h):
+ *  - chunk, src, dst and step are integer columns, each at the narrowest of
+ *    1, 2 or 4 bytes that holds every value stored so far.  Their bounds are
+ *    known up front (ranks, global chunks, steps), so a column starts at the
+ *    right width and is re-encoded wider only when a value needs it (steps
+ *    growing past 255 or 65535, or a deliberately malformed send that the
+ *    verifier is meant to report).  1- and 2-byte columns are unsigned (valid
+ *    values are >= 0); 4-byte ones are int32, so -1 and out-of-range values
+ *    stay representable for the verifier to name.  Nothing is truncated: a
+ *    value that does not fit int32 is CS_ELIMIT, and algorithm_new refuses
+ *    more than 2^31 - 1 global chunks.  Up to 65,536 ranks and chunks that is
+ *    2 bytes per column; 4 bytes beyond.
+ *  - op is one bit per send.
+ *  - times (timed schedules only) are a dictionary of distinct doubles, kept
+ *    exactly, with two index columns (start, end) of adaptive width.  TACOS
+ *    has few distinct event times (the spans, times the distinct link costs),
+ *    so its indices take 2 bytes; a schedule imported with arbitrary times
+ *    still works, with up to two dictionary entries per send.  Entry 0 is NAN,
+ *    so untimed sends among timed ones (which the verifier reports) need no
+ *    special case.  A hash of the dictionary deduplicates on insertion.
+ * So a 100x100 mesh allgather takes 12 bytes and 1 bit per send (the old
+ * 40-byte struct array took 40), and a 4096-rank one 12 as well.  Columns grow
+ * geometrically with realloc (large blocks are remapped, not copied, and
+ * untouched capacity is not resident); builders that know their count call
+ * algorithm_reserve_sends once.  Accessors (algorithm.h) are static inline:
+ * one predictable switch on the width and a load.
+ *
+ * The parser is strict about what it accepts (types, ranges, consistency of
+ * the header) and names the JSON path of the first bad field, because
+ * algorithms come from files and other programs; unknown keys are ignored so
+ * the contract can grow.  Semantic validity (links, causality, postcondition)
+ * is the verifier's job, not the parser's.
  *
  * Inversion and concatenation are in transform.c.
  */
@@ -20,11 +49,224 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Beyond this the dense per-chunk loops of the verifier and simulator stop
- * making sense; documents asking for more are refused up front. */
-#define ALG_MAX_GLOBAL_CHUNKS ((long)1 << 40)
+/* Chunk ids are stored in 32 bits; the verifier and simulator index chunks
+ * with 32-bit keys as well. */
+#define ALG_MAX_GLOBAL_CHUNKS 0x7fffffffL
 #define ALG_MAX_RANKS (1 << 24)
 #define ALG_MAX_STEPS (1 << 24)
+
+/* ---- columns -------------------------------------------------------------------- */
+
+/* The narrowest width (bytes) that holds v; v must fit int32. */
+static int width_for(long v)
+{
+    if (v >= 0 && v <= 0xff)
+        return 1;
+    if (v >= 0 && v <= 0xffff)
+        return 2;
+    return 4;
+}
+
+static inline bool fits_int32(long v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+static inline void column_put(cs_column *c, long i, int32_t v)
+{
+    switch (c->width) {
+    case 1: ((uint8_t *)c->data)[i] = (uint8_t)v; break;
+    case 2: ((uint16_t *)c->data)[i] = (uint16_t)v; break;
+    default: ((int32_t *)c->data)[i] = v; break;
+    }
+}
+
+/* Re-encodes the first n values of c at `width` (wider than c's) in a buffer
+ * of cap values. */
+static int column_widen(cs_column *c, long n, long cap, int width)
+{
+    cs_column w = {malloc((size_t)(cap > 0 ? cap : 1) * (size_t)width), width};
+    if (!w.data)
+        return CS_ENOMEM;
+    for (long i = 0; i < n; i++)
+        column_put(&w, i, cs_column_get(c, i));
+    free(c->data);
+    *c = w;
+    return CS_OK;
+}
+
+/* Makes c able to hold v at index < cap (widening as needed). */
+static inline int column_admit(cs_column *c, long n, long cap, long v)
+{
+    int w = width_for(v);
+    if (w <= c->width)
+        return CS_OK;
+    return column_widen(c, n, cap, w);
+}
+
+static int column_resize(cs_column *c, long cap)
+{
+    void *d = realloc(c->data, (size_t)(cap > 0 ? cap : 1) * (size_t)c->width);
+    if (!d)
+        return CS_ENOMEM;
+    c->data = d;
+    return CS_OK;
+}
+
+/* A column of n values at its narrowest width (for columns rebuilt whole). */
+static int column_copy(cs_column *dst, const cs_column *src, long n)
+{
+    dst->width = src->width;
+    dst->data = malloc((size_t)(n > 0 ? n : 1) * (size_t)src->width);
+    if (!dst->data)
+        return CS_ENOMEM;
+    if (n > 0)
+        memcpy(dst->data, src->data, (size_t)n * (size_t)src->width);
+    return CS_OK;
+}
+
+/* ---- the time dictionary ----------------------------------------------------------- */
+
+static inline uint64_t time_hash(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    b ^= b >> 33;
+    b *= 0xff51afd7ed558ccdULL;
+    b ^= b >> 33;
+    b *= 0xc4ceb9fe1a85ec53ULL;
+    return b ^ (b >> 33);
+}
+
+static inline bool same_bits(double x, double y)
+{
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+static int times_rehash(cs_send_store *st, long slots)
+{
+    uint32_t *h = calloc((size_t)slots, sizeof *h);
+    if (!h)
+        return CS_ENOMEM;
+    for (long k = 1; k < st->ntimes; k++) {
+        long j = (long)(time_hash(st->times[k]) & (uint64_t)(slots - 1));
+        while (h[j])
+            j = (j + 1) & (slots - 1);
+        h[j] = (uint32_t)k + 1;
+    }
+    free(st->time_slots);
+    st->time_slots = h;
+    st->time_slots_cap = slots;
+    return CS_OK;
+}
+
+static int times_init(cs_send_store *st)
+{
+    st->times = malloc(16 * sizeof *st->times);
+    if (!st->times)
+        return CS_ENOMEM;
+    st->times[0] = NAN;
+    st->ntimes = 1;
+    st->times_cap = 16;
+    return times_rehash(st, 32);
+}
+
+/* Index of x in the dictionary, added if new.  NAN is always entry 0; other
+ * values are matched bit for bit (so times come back exactly as stored). */
+static int time_index(cs_send_store *st, double x, long *out)
+{
+    if (isnan(x)) {
+        *out = 0;
+        return CS_OK;
+    }
+    long mask = st->time_slots_cap - 1;
+    long j = (long)(time_hash(x) & (uint64_t)mask);
+    while (st->time_slots[j]) {
+        long k = (long)st->time_slots[j] - 1;
+        if (same_bits(st->times[k], x)) {
+            *out = k;
+            return CS_OK;
+        }
+        j = (j + 1) & mask;
+    }
+    if (st->ntimes >= 0xfffffffeL)
+        return CS_ELIMIT;
+    if (st->ntimes == st->times_cap) {
+        long cap = st->times_cap * 2;
+        double *t = realloc(st->times, (size_t)cap * sizeof *t);
+        if (!t)
+            return CS_ENOMEM;
+        st->times = t;
+        st->times_cap = cap;
+    }
+    long k = st->ntimes++;
+    st->times[k] = x;
+    if (2 * st->ntimes > st->time_slots_cap) {
+        if (times_rehash(st, st->time_slots_cap * 2) != CS_OK) {
+            st->ntimes--;
+            return CS_ENOMEM;
+        }
+    } else {
+        st->time_slots[j] = (uint32_t)k + 1;
+    }
+    *out = k;
+    return CS_OK;
+}
+
+/* Creates the start/end columns (every existing send untimed: index 0). */
+static int times_columns_init(cs_algorithm *a)
+{
+    cs_send_store *st = &a->store;
+    if (st->start.data)
+        return CS_OK;
+    if (!st->times && times_init(st) != CS_OK)
+        return CS_ENOMEM;
+    long cap = st->cap > 0 ? st->cap : 1;
+    cs_column s = {calloc((size_t)cap, 1), 1}, e = {calloc((size_t)cap, 1), 1};
+    if (!s.data || !e.data) {
+        free(s.data);
+        free(e.data);
+        return CS_ENOMEM;
+    }
+    st->start = s;
+    st->end = e;
+    return CS_OK;
+}
+
+long algorithm_time_count(const cs_algorithm *a)
+{
+    return a->store.times ? a->store.ntimes : 1;
+}
+
+double algorithm_time_value(const cs_algorithm *a, uint32_t index)
+{
+    return a->store.times && (long)index < a->store.ntimes ? a->store.times[index] : NAN;
+}
+
+static int compare_time_index(const void *pa, const void *pb, void *ctx)
+{
+    const double *t = ctx;
+    double x = t[*(const uint32_t *)pa], y = t[*(const uint32_t *)pb];
+    if (isnan(x) || isnan(y))
+        return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
+}
+
+int algorithm_time_ranks(const cs_algorithm *a, uint32_t *rank)
+{
+    long n = algorithm_time_count(a);
+    if (!a->store.times) {
+        rank[0] = 0;
+        return CS_OK;
+    }
+    uint32_t *idx = malloc((size_t)n * sizeof *idx);
+    if (!idx)
+        return CS_ENOMEM;
+    for (long k = 0; k < n; k++)
+        idx[k] = (uint32_t)k;
+    qsort_r(idx, (size_t)n, sizeof *idx, compare_time_index, a->store.times);
+    for (long k = 0; k < n; k++)
+        rank[idx[k]] = (uint32_t)k;
+    free(idx);
+    return CS_OK;
+}
 
 /* ---- construction -------------------------------------------------------------- */
 
@@ -60,8 +302,10 @@ int algorithm_new(const cs_collective *c, const char *topology_name, int ranks, 
                             ALG_MAX_STEPS);
     if (global_chunks_estimate(c, ranks, chunks) > (double)ALG_MAX_GLOBAL_CHUNKS)
         return cs_error_set(err, CS_ELIMIT, "chunks",
-                            "%d chunks on %d ranks give more than %ld global chunks", chunks,
-                            ranks, ALG_MAX_GLOBAL_CHUNKS);
+                            "%s with %d chunks on %d ranks has %.0f global chunks, more than "
+                            "the %ld an algorithm can number (chunk ids are 32-bit)",
+                            collective_kind_name(c->kind), chunks, ranks,
+                            global_chunks_estimate(c, ranks, chunks), ALG_MAX_GLOBAL_CHUNKS);
     cs_algorithm *a = calloc(1, sizeof *a);
     if (!a)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
@@ -89,8 +333,26 @@ int algorithm_new(const cs_collective *c, const char *topology_name, int ranks, 
     for (int s = 0; s < steps; s++)
         a->rounds_per_step[s] = 1;
     a->rounds = steps;
+    /* columns start at the width their valid values need */
+    a->store.chunk.width = width_for(a->global_chunks > 0 ? a->global_chunks - 1 : 0);
+    a->store.src.width = a->store.dst.width = width_for(ranks - 1);
+    a->store.step.width = width_for(steps > 0 ? steps - 1 : 0);
     *out = a;
     return CS_OK;
+}
+
+static void store_free(cs_send_store *st)
+{
+    free(st->chunk.data);
+    free(st->src.data);
+    free(st->dst.data);
+    free(st->step.data);
+    free(st->reduce);
+    free(st->start.data);
+    free(st->end.data);
+    free(st->times);
+    free(st->time_slots);
+    memset(st, 0, sizeof *st);
 }
 
 void algorithm_free(cs_algorithm *a)
@@ -99,25 +361,146 @@ void algorithm_free(cs_algorithm *a)
         return;
     collective_free(&a->collective);
     free(a->rounds_per_step);
-    free(a->sends);
+    store_free(&a->store);
     free(a);
 }
 
-static int reserve_sends(cs_algorithm *a, long need)
+/* Room for `cap` sends in every column (exactly cap: callers choose growth). */
+static int store_resize(cs_send_store *st, long cap)
 {
-    if (need <= a->cap)
+    if ((size_t)cap > SIZE_MAX / 8)
+        return CS_ENOMEM;
+    if (column_resize(&st->chunk, cap) || column_resize(&st->src, cap) ||
+        column_resize(&st->dst, cap) || column_resize(&st->step, cap))
+        return CS_ENOMEM;
+    if (st->start.data && (column_resize(&st->start, cap) || column_resize(&st->end, cap)))
+        return CS_ENOMEM;
+    size_t old_bytes = st->reduce ? (size_t)(st->cap + 7) / 8 : 0, bytes = (size_t)(cap + 7) / 8;
+    unsigned char *r = realloc(st->reduce, bytes > 0 ? bytes : 1);
+    if (!r)
+        return CS_ENOMEM;
+    if (bytes > old_bytes)
+        memset(r + old_bytes, 0, bytes - old_bytes);
+    st->reduce = r;
+    st->cap = cap;
+    return CS_OK;
+}
+
+int algorithm_reserve_sends(cs_algorithm *a, long n)
+{
+    if (n <= a->store.cap)
         return CS_OK;
-    long cap = a->cap ? a->cap : 64;
+    return store_resize(&a->store, n);
+}
+
+static int grow_for(cs_algorithm *a, long need)
+{
+    if (need <= a->store.cap)
+        return CS_OK;
+    long cap = a->store.cap ? a->store.cap : 64;
     while (cap < need)
         cap += cap / 2 + 16;
-    if ((size_t)cap > SIZE_MAX / sizeof(cs_send))
-        return CS_ENOMEM;
-    cs_send *s = realloc(a->sends, sizeof(cs_send) * (size_t)cap);
-    if (!s)
-        return CS_ENOMEM;
-    a->sends = s;
-    a->cap = cap;
+    return store_resize(&a->store, cap);
+}
+
+size_t algorithm_storage_bytes(const cs_algorithm *a)
+{
+    const cs_send_store *st = &a->store;
+    size_t cap = (size_t)st->cap;
+    size_t b = cap * (size_t)(st->chunk.width + st->src.width + st->dst.width + st->step.width) +
+               (cap + 7) / 8;
+    if (st->start.data)
+        b += cap * (size_t)(st->start.width + st->end.width);
+    if (st->times)
+        b += (size_t)st->times_cap * sizeof(double) +
+             (size_t)st->time_slots_cap * sizeof(uint32_t);
+    return b;
+}
+
+static inline bool send_is_timed(double start, double end)
+{
+    return isfinite(start) && isfinite(end);
+}
+
+/* Writes send i (i < cap) into the columns, widening them as needed. */
+static int store_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op,
+                      double start_us, double end_us)
+{
+    cs_send_store *st = &a->store;
+    if (!fits_int32(chunk))
+        return CS_ELIMIT;
+    int rc;
+    if ((rc = column_admit(&st->chunk, a->nsends, st->cap, chunk)) ||
+        (rc = column_admit(&st->src, a->nsends, st->cap, src)) ||
+        (rc = column_admit(&st->dst, a->nsends, st->cap, dst)) ||
+        (rc = column_admit(&st->step, a->nsends, st->cap, step)))
+        return rc;
+    long ks = 0, ke = 0;
+    if (!isnan(start_us) || !isnan(end_us) || st->start.data) {
+        if ((rc = times_columns_init(a)) || (rc = time_index(st, start_us, &ks)) ||
+            (rc = time_index(st, end_us, &ke)) ||
+            (rc = column_admit(&st->start, a->nsends, st->cap, ks)) ||
+            (rc = column_admit(&st->end, a->nsends, st->cap, ke)))
+            return rc;
+    }
+    column_put(&st->chunk, i, (int32_t)chunk);
+    column_put(&st->src, i, src);
+    column_put(&st->dst, i, dst);
+    column_put(&st->step, i, step);
+    if (op == CS_OP_REDUCE)
+        st->reduce[i >> 3] |= (unsigned char)(1u << (i & 7));
+    else
+        st->reduce[i >> 3] &= (unsigned char)~(1u << (i & 7));
+    if (st->start.data) {
+        column_put(&st->start, i, (int32_t)ks);
+        column_put(&st->end, i, (int32_t)ke);
+    }
     return CS_OK;
+}
+
+int algorithm_add_timed_send(cs_algorithm *a, long chunk, int src, int dst, int step,
+                             cs_op op, double start_us, double end_us)
+{
+    int rc = grow_for(a, a->nsends + 1);
+    if (rc == CS_OK)
+        rc = store_send(a, a->nsends, chunk, src, dst, step, op, start_us, end_us);
+    if (rc != CS_OK)
+        return rc;
+    a->nsends++;
+    a->store.ntimed += send_is_timed(start_us, end_us);
+    return CS_OK;
+}
+
+int algorithm_add_send(cs_algorithm *a, long chunk, int src, int dst, int step, cs_op op)
+{
+    return algorithm_add_timed_send(a, chunk, src, dst, step, op, NAN, NAN);
+}
+
+int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s)
+{
+    bool was = send_is_timed(algorithm_send_start_us(a, i), algorithm_send_end_us(a, i));
+    int rc = store_send(a, i, s->chunk, s->src, s->dst, s->step, s->op, s->start_us, s->end_us);
+    if (rc != CS_OK)
+        return rc;
+    a->store.ntimed += (long)send_is_timed(s->start_us, s->end_us) - (long)was;
+    return CS_OK;
+}
+
+int algorithm_set_send_step(cs_algorithm *a, long i, int step)
+{
+    int rc = column_admit(&a->store.step, a->nsends, a->store.cap, step);
+    if (rc == CS_OK)
+        column_put(&a->store.step, i, step);
+    return rc;
+}
+
+void algorithm_truncate_sends(cs_algorithm *a, long n)
+{
+    if (n < 0 || n >= a->nsends)
+        return;
+    for (long i = n; i < a->nsends; i++)
+        a->store.ntimed -= send_is_timed(algorithm_send_start_us(a, i), algorithm_send_end_us(a, i));
+    a->nsends = n;
 }
 
 int algorithm_clone(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
@@ -131,36 +514,39 @@ int algorithm_clone(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
     b->global_chunks = a->global_chunks;
     memcpy(b->method, a->method, sizeof b->method);
     memcpy(b->optimality, a->optimality, sizeof b->optimality);
-    if (reserve_sends(b, a->nsends) != CS_OK) {
+    b->timed_chunk_bytes = a->timed_chunk_bytes;
+    const cs_send_store *sa = &a->store;
+    cs_send_store *sb = &b->store;
+    long n = a->nsends;
+    size_t bits = (size_t)(n + 7) / 8;
+    bool ok = column_copy(&sb->chunk, &sa->chunk, n) == CS_OK &&
+              column_copy(&sb->src, &sa->src, n) == CS_OK &&
+              column_copy(&sb->dst, &sa->dst, n) == CS_OK &&
+              column_copy(&sb->step, &sa->step, n) == CS_OK &&
+              (sb->reduce = malloc(bits > 0 ? bits : 1)) != NULL;
+    if (ok && bits > 0)
+        memcpy(sb->reduce, sa->reduce, bits);
+    if (ok && sa->start.data)
+        ok = column_copy(&sb->start, &sa->start, n) == CS_OK &&
+             column_copy(&sb->end, &sa->end, n) == CS_OK &&
+             (sb->times = malloc((size_t)sa->times_cap * sizeof(double))) != NULL &&
+             (sb->time_slots = malloc((size_t)sa->time_slots_cap * sizeof(uint32_t))) != NULL;
+    if (!ok) {
         algorithm_free(b);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory copying %ld sends", a->nsends);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory copying %ld sends", n);
     }
-    if (a->nsends)
-        memcpy(b->sends, a->sends, sizeof(cs_send) * (size_t)a->nsends);
-    b->nsends = a->nsends;
+    if (sa->start.data) {
+        memcpy(sb->times, sa->times, (size_t)sa->ntimes * sizeof(double));
+        memcpy(sb->time_slots, sa->time_slots, (size_t)sa->time_slots_cap * sizeof(uint32_t));
+        sb->ntimes = sa->ntimes;
+        sb->times_cap = sa->times_cap;
+        sb->time_slots_cap = sa->time_slots_cap;
+    }
+    sb->cap = n;
+    sb->ntimed = sa->ntimed;
+    b->nsends = n;
     *out = b;
     return CS_OK;
-}
-
-int algorithm_add_timed_send(cs_algorithm *a, long chunk, int src, int dst, int step,
-                             cs_op op, double start_us, double end_us)
-{
-    if (a->nsends == a->cap && reserve_sends(a, a->nsends + 1) != CS_OK)
-        return CS_ENOMEM;
-    cs_send *s = &a->sends[a->nsends++];
-    s->chunk = chunk;
-    s->src = src;
-    s->dst = dst;
-    s->step = step;
-    s->op = op;
-    s->start_us = start_us;
-    s->end_us = end_us;
-    return CS_OK;
-}
-
-int algorithm_add_send(cs_algorithm *a, long chunk, int src, int dst, int step, cs_op op)
-{
-    return algorithm_add_timed_send(a, chunk, src, dst, step, op, NAN, NAN);
 }
 
 int algorithm_set_steps(cs_algorithm *a, int steps, cs_error *err)
@@ -189,12 +575,61 @@ void algorithm_update_rounds(cs_algorithm *a)
 
 bool algorithm_is_timed(const cs_algorithm *a)
 {
+    return a->nsends > 0 && a->store.ntimed == a->nsends;
+}
+
+int algorithm_steps_from_start_times(cs_algorithm *a, cs_error *err)
+{
     if (a->nsends == 0)
-        return false;
+        return CS_OK;
+    if (!algorithm_is_timed(a))
+        return cs_error_set(err, CS_EINVAL, "sends", "steps from start times need a timed "
+                            "schedule (%ld of %ld sends timed)", a->store.ntimed, a->nsends);
+    long D = a->store.ntimes;
+    uint32_t *step_of = calloc((size_t)D, sizeof *step_of);   /* used start entries, then steps */
+    uint32_t *order = malloc((size_t)D * sizeof *order);
+    cs_column col = {NULL, 1};
+    if (!step_of || !order) {
+        free(step_of);
+        free(order);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory renumbering steps");
+    }
     for (long i = 0; i < a->nsends; i++)
-        if (!isfinite(a->sends[i].start_us) || !isfinite(a->sends[i].end_us))
-            return false;
-    return true;
+        step_of[algorithm_send_start_index(a, i)] = 1;
+    long nused = 0;
+    for (long k = 0; k < D; k++)
+        if (step_of[k])
+            order[nused++] = (uint32_t)k;
+    qsort_r(order, (size_t)nused, sizeof *order, compare_time_index, a->store.times);
+    int rc = CS_OK;
+    if (nused > ALG_MAX_STEPS) {
+        rc = cs_error_set(err, CS_ELIMIT, "steps", "%ld distinct start times: more than %d steps",
+                          nused, ALG_MAX_STEPS);
+        goto done;
+    }
+    for (long s = 0; s < nused; s++)
+        step_of[order[s]] = (uint32_t)s;
+    col.width = width_for(nused - 1);
+    col.data = malloc((size_t)a->store.cap * (size_t)col.width);
+    if (!col.data) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory renumbering steps");
+        goto done;
+    }
+    for (long i = 0; i < a->nsends; i++)
+        column_put(&col, i, (int32_t)step_of[algorithm_send_start_index(a, i)]);
+    if ((rc = algorithm_set_steps(a, (int)nused, err)) != CS_OK) {
+        free(col.data);
+        goto done;
+    }
+    free(a->store.step.data);
+    a->store.step = col;
+    for (int s = 0; s < a->steps; s++)
+        a->rounds_per_step[s] = 1;
+    algorithm_update_rounds(a);
+done:
+    free(step_of);
+    free(order);
+    return rc;
 }
 
 /* ---- bandwidth fitting ------------------------------------------------------------- */
@@ -246,7 +681,7 @@ int algorithm_fit_rounds(cs_algorithm *a, const cs_topology *t, cs_error *err)
     free(fill);
 
     for (long i = 0; i < n; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->step < 0 || s->step >= S) {
             rc = cs_error_set(err, CS_EINVAL, "sends", "send %ld: step %d out of range [0, %d)",
                               i, s->step, S);
@@ -271,7 +706,7 @@ int algorithm_fit_rounds(cs_algorithm *a, const cs_topology *t, cs_error *err)
         }
         memcpy(pos, step_begin, sizeof(long) * (size_t)(S + 1));
         for (long i = 0; i < n; i++)
-            order[pos[a->sends[i].step]++] = (int)i;
+            order[pos[algorithm_send_step(a, i)]++] = (int)i;
         free(pos);
     }
     for (int s = 0; s < S; s++) {
@@ -324,31 +759,82 @@ done:
 
 /* ---- sorting --------------------------------------------------------------------- */
 
-static int compare_sends(const void *pa, const void *pb)
+static int compare_sends(const void *pa, const void *pb, void *ctx)
 {
-    const cs_send *a = pa, *b = pb;
-    if (a->step != b->step)
-        return a->step < b->step ? -1 : 1;
-    if (a->chunk != b->chunk)
-        return a->chunk < b->chunk ? -1 : 1;
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    if (a->dst != b->dst)
-        return a->dst < b->dst ? -1 : 1;
-    if (a->op != b->op)
-        return a->op < b->op ? -1 : 1;
+    const cs_algorithm *alg = ctx;
+    uint32_t i = *(const uint32_t *)pa, j = *(const uint32_t *)pb;
+    cs_send a = algorithm_send(alg, i), b = algorithm_send(alg, j);
+    if (a.step != b.step)
+        return a.step < b.step ? -1 : 1;
+    if (a.chunk != b.chunk)
+        return a.chunk < b.chunk ? -1 : 1;
+    if (a.src != b.src)
+        return a.src < b.src ? -1 : 1;
+    if (a.dst != b.dst)
+        return a.dst < b.dst ? -1 : 1;
+    if (a.op != b.op)
+        return a.op < b.op ? -1 : 1;
     /* timed sends: earlier start first; NaN (untimed) compares equal */
-    if (a->start_us < b->start_us)
+    if (a.start_us < b.start_us)
         return -1;
-    if (a->start_us > b->start_us)
+    if (a.start_us > b.start_us)
         return 1;
-    return 0;
+    return i < j ? -1 : i > j;
 }
 
-void algorithm_sort_sends(cs_algorithm *a)
+static int column_gather(cs_column *c, const uint32_t *perm, long n)
 {
-    if (a->nsends > 1)
-        qsort(a->sends, (size_t)a->nsends, sizeof(cs_send), compare_sends);
+    cs_column g = {malloc((size_t)(n > 0 ? n : 1) * (size_t)c->width), c->width};
+    if (!g.data)
+        return CS_ENOMEM;
+    for (long k = 0; k < n; k++)
+        column_put(&g, k, cs_column_get(c, perm[k]));
+    free(c->data);
+    *c = g;
+    return CS_OK;
+}
+
+/* Reorders the sends: new send k is old send perm[k].  Column by column, so
+ * the extra memory is one column at a time.  On CS_ENOMEM part of the columns
+ * may be reordered: callers treat the algorithm as lost. */
+static int store_permute(cs_algorithm *a, const uint32_t *perm)
+{
+    cs_send_store *st = &a->store;
+    long n = a->nsends;
+    size_t bytes = (size_t)(n + 7) / 8;
+    unsigned char *r = calloc(bytes > 0 ? bytes : 1, 1);
+    if (!r || column_gather(&st->chunk, perm, n) || column_gather(&st->src, perm, n) ||
+        column_gather(&st->dst, perm, n) || column_gather(&st->step, perm, n) ||
+        (st->start.data && (column_gather(&st->start, perm, n) ||
+                            column_gather(&st->end, perm, n)))) {
+        free(r);
+        return CS_ENOMEM;
+    }
+    for (long k = 0; k < n; k++)
+        if ((st->reduce[perm[k] >> 3] >> (perm[k] & 7)) & 1)
+            r[k >> 3] |= (unsigned char)(1u << (k & 7));
+    free(st->reduce);
+    st->reduce = r;
+    st->cap = n;
+    return CS_OK;
+}
+
+int algorithm_sort_sends(cs_algorithm *a)
+{
+    long n = a->nsends;
+    if (n < 2)
+        return CS_OK;
+    if (n > 0xffffffffL)
+        return CS_ELIMIT;
+    uint32_t *perm = malloc((size_t)n * sizeof *perm);
+    if (!perm)
+        return CS_ENOMEM;
+    for (long k = 0; k < n; k++)
+        perm[k] = (uint32_t)k;
+    qsort_r(perm, (size_t)n, sizeof *perm, compare_sends, a);
+    int rc = store_permute(a, perm);
+    free(perm);
+    return rc;
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -492,9 +978,11 @@ static int parse_send(const json_t *js, long i, cs_algorithm *a, cs_error *err)
             return cs_error_set(err, CS_EINVAL, path, "%s: %g is before start_us %g", path, end,
                                 start);
     }
-    if (algorithm_add_timed_send(a, chunk, (int)src, (int)dst, (int)step, op, start, end) !=
-        CS_OK)
-        return cs_error_set(err, CS_ENOMEM, "sends", "out of memory at send %ld", i);
+    if ((rc = algorithm_add_timed_send(a, chunk, (int)src, (int)dst, (int)step, op, start,
+                                       end)) != CS_OK)
+        return cs_error_set(err, rc, "sends", rc == CS_ELIMIT
+                            ? "send %ld: more than 2^32 distinct times"
+                            : "out of memory at send %ld", i);
     return CS_OK;
 }
 
@@ -619,6 +1107,16 @@ int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
                           a->optimality);
         goto fail;
     }
+    json_t *jcb = json_object_get(doc, "chunk_bytes");
+    if (jcb && !json_is_null(jcb)) {
+        if (!json_is_number(jcb) || !isfinite(json_number_value(jcb)) ||
+            json_number_value(jcb) < 0) {
+            rc = cs_error_set(err, CS_EINVAL, "chunk_bytes",
+                              "chunk_bytes must be a finite number >= 0");
+            goto fail;
+        }
+        a->timed_chunk_bytes = json_number_value(jcb);
+    }
     json_t *js = json_object_get(doc, "sends");
     if (!js) {
         rc = cs_error_set(err, CS_EINVAL, "sends", "sends is required");
@@ -629,16 +1127,14 @@ int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
         goto fail;
     }
     size_t n = json_array_size(js);
-    if (reserve_sends(a, (long)n) != CS_OK) {
+    if (algorithm_reserve_sends(a, (long)n) != CS_OK) {
         rc = cs_error_set(err, CS_ENOMEM, "sends", "out of memory for %zu sends", n);
         goto fail;
     }
     for (size_t i = 0; i < n; i++)
         if ((rc = parse_send(json_array_get(js, i), (long)i, a, err)) != CS_OK)
             goto fail;
-    long ntimed = 0;
-    for (long i = 0; i < a->nsends; i++)
-        ntimed += !isnan(a->sends[i].start_us);
+    long ntimed = a->store.ntimed;
     if (ntimed != 0 && ntimed != a->nsends) {
         rc = cs_error_set(err, CS_EINVAL, "sends",
                           "%ld of %ld sends have start_us/end_us: give them on every send or "
@@ -707,8 +1203,11 @@ json_t *algorithm_to_json(const cs_algorithm *a)
     set_new(doc, "method", json_string(a->method), &ok);
     set_new(doc, "optimality", json_string(a->optimality), &ok);
     json_t *sends = json_array();
+    bool timed = algorithm_is_timed(a);
+    if (timed && a->timed_chunk_bytes > 0)
+        set_new(doc, "chunk_bytes", json_real(a->timed_chunk_bytes), &ok);
     for (long i = 0; sends && ok && i < a->nsends; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         json_t *js = json_object();
         if (!js) {
             ok = false;

@@ -21,12 +21,15 @@
 #define CS_ALGORITHM_H
 
 #include <jansson.h>
+#include <math.h>
+#include <stdint.h>
 #include "cs_common.h"
 #include "collective.h"
 #include "topology.h"
 
 typedef enum cs_op { CS_OP_COPY = 0, CS_OP_REDUCE = 1 } cs_op;
 
+/* One send, as the accessors return it (a value, not a view of the storage). */
 typedef struct cs_send {
     long chunk;
     int src, dst;
@@ -35,57 +38,140 @@ typedef struct cs_send {
     double start_us, end_us;   /* NAN when the schedule is not timed */
 } cs_send;
 
+/* ---- send storage (private: algorithm.c owns it; read it through the accessors) ----
+ * Columns of small integers, each at the narrowest of 1, 2 or 4 bytes that
+ * holds every value stored so far (widened when a larger or negative value
+ * arrives; 1- and 2-byte columns are unsigned, 4-byte ones int32).  Times are
+ * a dictionary of distinct doubles, and each timed send keeps two indices into
+ * it; entry 0 is NAN.  Layout and reasons: algorithm.c's design comment. */
+typedef struct cs_column {
+    void *data;
+    int width;                 /* bytes per value: 1, 2 or 4 */
+} cs_column;
+
+typedef struct cs_send_store {
+    long cap;                  /* sends the columns have room for */
+    cs_column chunk, src, dst, step;
+    unsigned char *reduce;     /* one bit per send: op is reduce */
+    cs_column start, end;      /* indices into times; data NULL until a send is timed */
+    double *times;             /* the time dictionary, times[0] = NAN */
+    long ntimes, times_cap;
+    uint32_t *time_slots;      /* hash of times -> index + 1 (0: empty), for deduplication */
+    long time_slots_cap;       /* a power of two */
+    long ntimed;               /* sends whose start_us and end_us are both finite */
+} cs_send_store;
+
 typedef struct cs_algorithm {
     cs_collective collective;  /* owned copy */
     char topology[CS_NAME_MAX];
     int ranks;
     int chunks;                /* C: per-rank (or per-buffer) chunk count */
-    long global_chunks;        /* G, from collective_global_chunks */
+    long global_chunks;        /* G, from collective_global_chunks (< 2^31) */
     int steps;                 /* S */
     int rounds;                /* R = sum of rounds_per_step */
     int *rounds_per_step;      /* steps entries, each >= 1 */
     char method[32];           /* "smt", "tacos", "ring", ... */
     char optimality[16];       /* "latency", "bandwidth", "both" or "" */
-    long nsends;
-    long cap;
-    cs_send *sends;
+    /* Timed schedules: the size of one chunk, in bytes, that start_us/end_us
+     * were computed for (the verifier needs it to check the rates of sends that
+     * share a switch port); 0 when unknown.  JSON "chunk_bytes". */
+    double timed_chunk_bytes;
+    long nsends;               /* read-only outside algorithm.c */
+    cs_send_store store;       /* private */
 } cs_algorithm;
 
 /* ---- reading and changing sends -------------------------------------------------
  * Code outside algorithm.c reads sends only through these accessors and never
  * touches the storage behind them: the layout is private and compact (it must
- * hold tens of millions of sends), and may change.  algorithm_send() returns a
- * copy; start_us/end_us are NAN for untimed sends. */
-static inline cs_send algorithm_send(const cs_algorithm *a, long i) { return a->sends[i]; }
-static inline long algorithm_send_chunk(const cs_algorithm *a, long i) { return a->sends[i].chunk; }
-static inline int algorithm_send_src(const cs_algorithm *a, long i) { return a->sends[i].src; }
-static inline int algorithm_send_dst(const cs_algorithm *a, long i) { return a->sends[i].dst; }
-static inline int algorithm_send_step(const cs_algorithm *a, long i) { return a->sends[i].step; }
-static inline cs_op algorithm_send_op(const cs_algorithm *a, long i) { return a->sends[i].op; }
+ * hold hundreds of millions of sends), and may change.  algorithm_send()
+ * returns a copy; start_us/end_us are NAN for untimed sends.  0 <= i < nsends. */
+static inline int32_t cs_column_get(const cs_column *c, long i)
+{
+    switch (c->width) {
+    case 1: return ((const uint8_t *)c->data)[i];
+    case 2: return ((const uint16_t *)c->data)[i];
+    default: return ((const int32_t *)c->data)[i];
+    }
+}
+
+static inline long algorithm_send_chunk(const cs_algorithm *a, long i)
+{
+    return cs_column_get(&a->store.chunk, i);
+}
+static inline int algorithm_send_src(const cs_algorithm *a, long i)
+{
+    return cs_column_get(&a->store.src, i);
+}
+static inline int algorithm_send_dst(const cs_algorithm *a, long i)
+{
+    return cs_column_get(&a->store.dst, i);
+}
+static inline int algorithm_send_step(const cs_algorithm *a, long i)
+{
+    return cs_column_get(&a->store.step, i);
+}
+static inline cs_op algorithm_send_op(const cs_algorithm *a, long i)
+{
+    return (a->store.reduce[i >> 3] >> (i & 7)) & 1 ? CS_OP_REDUCE : CS_OP_COPY;
+}
 static inline double algorithm_send_start_us(const cs_algorithm *a, long i)
 {
-    return a->sends[i].start_us;
+    return a->store.start.data ? a->store.times[cs_column_get(&a->store.start, i)] : NAN;
 }
 static inline double algorithm_send_end_us(const cs_algorithm *a, long i)
 {
-    return a->sends[i].end_us;
+    return a->store.end.data ? a->store.times[cs_column_get(&a->store.end, i)] : NAN;
 }
-/* Overwrites send i (0 <= i < nsends) with *s. */
-static inline void algorithm_set_send(cs_algorithm *a, long i, const cs_send *s) { a->sends[i] = *s; }
-static inline void algorithm_set_send_step(cs_algorithm *a, long i, int step)
+static inline cs_send algorithm_send(const cs_algorithm *a, long i)
 {
-    a->sends[i].step = step;
+    cs_send s = {algorithm_send_chunk(a, i), algorithm_send_src(a, i), algorithm_send_dst(a, i),
+                 algorithm_send_step(a, i), algorithm_send_op(a, i),
+                 algorithm_send_start_us(a, i), algorithm_send_end_us(a, i)};
+    return s;
 }
+/* Overwrites send i (0 <= i < nsends) with *s.  CS_OK; CS_ELIMIT when a value
+ * does not fit 32 bits; CS_ENOMEM (the send is then unchanged). */
+int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s);
+int algorithm_set_send_step(cs_algorithm *a, long i, int step);
+/* Drops every send from index n on (0 <= n <= nsends). */
+void algorithm_truncate_sends(cs_algorithm *a, long n);
+
+/* Time dictionary (for code that orders timed sends by time without reading
+ * doubles): algorithm_send_start_index/end_index give the index of the send's
+ * time in a dictionary of algorithm_time_count() distinct times, and
+ * algorithm_time_ranks() fills rank[k] with the position of dictionary entry
+ * k in ascending time order (NAN last), so comparing ranks compares times.
+ * Untimed algorithms have one entry (NAN) and every index is 0. */
+static inline uint32_t algorithm_send_start_index(const cs_algorithm *a, long i)
+{
+    return a->store.start.data ? (uint32_t)cs_column_get(&a->store.start, i) : 0;
+}
+static inline uint32_t algorithm_send_end_index(const cs_algorithm *a, long i)
+{
+    return a->store.end.data ? (uint32_t)cs_column_get(&a->store.end, i) : 0;
+}
+long algorithm_time_count(const cs_algorithm *a);
+double algorithm_time_value(const cs_algorithm *a, uint32_t index);
+/* rank has room for algorithm_time_count(a) entries.  CS_OK or CS_ENOMEM. */
+int algorithm_time_ranks(const cs_algorithm *a, uint32_t *rank);
+
+/* Bytes the send storage holds (columns, dictionary, hash), for accounting. */
+size_t algorithm_storage_bytes(const cs_algorithm *a);
 
 /* An empty algorithm; rounds_per_step all 1 (rounds = steps). */
 int algorithm_new(const cs_collective *c, const char *topology_name, int ranks, int chunks,
                   int steps, cs_algorithm **out, cs_error *err);
 void algorithm_free(cs_algorithm *a);
 int algorithm_clone(const cs_algorithm *a, cs_algorithm **out, cs_error *err);
-/* Appends an untimed send.  Grows geometrically; returns CS_ENOMEM on failure. */
+/* Appends an untimed send.  Grows geometrically; CS_ENOMEM when memory runs
+ * out, CS_ELIMIT when chunk does not fit 32 bits (algorithm_new already
+ * refuses more than 2^31 - 1 global chunks). */
 int algorithm_add_send(cs_algorithm *a, long chunk, int src, int dst, int step, cs_op op);
 int algorithm_add_timed_send(cs_algorithm *a, long chunk, int src, int dst, int step,
                              cs_op op, double start_us, double end_us);
+/* Makes room for n sends in all, so a builder that knows its count grows the
+ * columns once (and to the exact size).  CS_OK or CS_ENOMEM. */
+int algorithm_reserve_sends(cs_algorithm *a, long n);
 /* Changes the step count (rounds_per_step resized, new entries 1). */
 int algorithm_set_steps(cs_algorithm *a, int steps, cs_error *err);
 /* Recomputes rounds from rounds_per_step. */
@@ -94,10 +180,15 @@ void algorithm_update_rounds(cs_algorithm *a);
  * (max over links and shared sets of ceil(sends / lanes), at least 1).  Used by
  * baselines and by anything that builds schedules without choosing rounds. */
 int algorithm_fit_rounds(cs_algorithm *a, const cs_topology *t, cs_error *err);
-/* Sorts sends by (step, chunk, src, dst): a canonical order for output and
- * comparison. */
-void algorithm_sort_sends(cs_algorithm *a);
+/* Sorts sends by (step, chunk, src, dst, op, start_us): a canonical order for
+ * output and comparison.  CS_OK or CS_ENOMEM (sends then unchanged). */
+int algorithm_sort_sends(cs_algorithm *a);
+/* Every send has finite start_us and end_us (and there is at least one). */
 bool algorithm_is_timed(const cs_algorithm *a);
+/* Timed schedules: step := the index of the send's start time among the
+ * distinct start times, steps := their number, rounds_per_step all 1 (the
+ * contract's form for schedules that are not step-synchronous). */
+int algorithm_steps_from_start_times(cs_algorithm *a, cs_error *err);
 
 /* ---- JSON ---------------------------------------------------------------------- */
 

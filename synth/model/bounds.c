@@ -76,6 +76,7 @@
  * diameter when P * (P + links) > 2e8.  All still valid, possibly loose.
  */
 #include "collective.h"
+#include "bounds_internal.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -96,199 +97,8 @@
 /* the exact diameter (P BFS) while P * (P + links) fits this */
 #define BOUNDS_DIAMETER_WORK 200000000L
 #define BOUNDS_FALLBACK_RANKS 4096
-#define FLOW_INF (INT64_MAX / 4)
 /* Work budget (ranks+links per BFS times BFS count) for custom steps. */
 #define CUSTOM_STEPS_BUDGET 100000000L
-
-/* ---- max-flow on int64 capacities: the network ------------------------------------- */
-
-typedef struct {
-    int n, m, cap_m;
-    int *head, *next, *to;   /* adjacency lists; edge e and e^1 are a pair */
-    int64_t *cap, *base;     /* residual capacity, capacity as built */
-    int *level, *iter, *queue;
-    int64_t *excess;         /* push-relabel */
-    int *count;              /* nodes per height, 0..n */
-    unsigned char *queued;
-    int *active;             /* FIFO of active nodes (queue is the BFS's) */
-} flow_net;
-
-static void net_free(flow_net *g)
-{
-    free(g->head);
-    free(g->next);
-    free(g->to);
-    free(g->cap);
-    free(g->base);
-    free(g->level);
-    free(g->iter);
-    free(g->queue);
-    free(g->excess);
-    free(g->count);
-    free(g->queued);
-    free(g->active);
-    memset(g, 0, sizeof *g);
-}
-
-static int net_init(flow_net *g, int n, int max_edges)
-{
-    memset(g, 0, sizeof *g);
-    g->n = n;
-    g->cap_m = 2 * max_edges;
-    g->head = malloc(sizeof(int) * (size_t)n);
-    g->next = malloc(sizeof(int) * (size_t)g->cap_m);
-    g->to = malloc(sizeof(int) * (size_t)g->cap_m);
-    g->cap = malloc(sizeof(int64_t) * (size_t)g->cap_m);
-    g->base = malloc(sizeof(int64_t) * (size_t)g->cap_m);
-    g->level = malloc(sizeof(int) * (size_t)n);
-    g->iter = malloc(sizeof(int) * (size_t)n);
-    g->queue = malloc(sizeof(int) * (size_t)n);
-    g->excess = malloc(sizeof(int64_t) * (size_t)n);
-    g->count = malloc(sizeof(int) * ((size_t)n + 1));
-    g->queued = malloc((size_t)n);
-    g->active = malloc(sizeof(int) * (size_t)n);
-    if (!g->active || !g->head || !g->next || !g->to || !g->cap || !g->base || !g->level || !g->iter ||
-        !g->queue || !g->excess || !g->count || !g->queued) {
-        net_free(g);
-        return CS_ENOMEM;
-    }
-    for (int i = 0; i < n; i++)
-        g->head[i] = -1;
-    return CS_OK;
-}
-
-/* Adds u->v; returns the edge index (its reverse is index ^ 1). */
-static int net_edge(flow_net *g, int u, int v, int64_t cap)
-{
-    int e = g->m;
-    g->to[e] = v, g->base[e] = cap, g->next[e] = g->head[u], g->head[u] = e;
-    g->to[e + 1] = u, g->base[e + 1] = 0, g->next[e + 1] = g->head[v], g->head[v] = e + 1;
-    g->m += 2;
-    return e;
-}
-
-/* ---- push-relabel (FIFO, gap and global relabelling), first phase only ------------ */
-
-/* Exact distances to t in the residual graph into level[] (n when t is out
- * of reach), and the per-height counts. */
-static void pr_global_relabel(flow_net *g, int s, int t)
-{
-    int n = g->n;
-    for (int i = 0; i < n; i++)
-        g->level[i] = n;
-    for (int h = 0; h <= n; h++)
-        g->count[h] = 0;
-    int head = 0, tail = 0;
-    g->level[t] = 0;
-    g->queue[tail++] = t;
-    while (head < tail) {
-        int w = g->queue[head++];
-        for (int e = g->head[w]; e >= 0; e = g->next[e]) {
-            int x = g->to[e];          /* residual x -> w is edge e ^ 1 */
-            if (g->cap[e ^ 1] > 0 && g->level[x] == n && x != s) {
-                g->level[x] = g->level[w] + 1;
-                g->queue[tail++] = x;
-            }
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        g->count[g->level[i]]++;
-        g->iter[i] = g->head[i];
-    }
-}
-
-/* The value of a maximum preflow from s to t (= the max flow value).  Only the
- * first phase of push-relabel runs: it settles the minimum cut, which is all
- * the bounds need.  Afterwards level[v] < n iff v can still reach t, i.e. v is
- * on the sink side of a minimum cut. */
-static int64_t net_maxflow(flow_net *g, int s, int t)
-{
-    int n = g->n;
-    for (int i = 0; i < n; i++) {
-        g->excess[i] = 0;
-        g->queued[i] = 0;
-    }
-    pr_global_relabel(g, s, t);
-    int qhead = 0, qlen = 0;
-    /* the queue is circular over n slots: a node is in it at most once */
-#define PR_ENQUEUE(v)                                          \
-    do {                                                       \
-        g->active[(qhead + qlen) % n] = (v);                    \
-        qlen++;                                                \
-        g->queued[(v)] = 1;                                    \
-    } while (0)
-    for (int e = g->head[s]; e >= 0; e = g->next[e]) {
-        int64_t c = g->cap[e];
-        int v = g->to[e];
-        if (c <= 0)
-            continue;
-        g->cap[e] = 0;
-        g->cap[e ^ 1] += c;
-        g->excess[v] += c;
-        if (v != t && !g->queued[v] && g->level[v] < n)
-            PR_ENQUEUE(v);
-    }
-    long relabels = 0;
-    while (qlen > 0) {
-        int u = g->active[qhead];
-        qhead = (qhead + 1) % n;
-        qlen--;
-        g->queued[u] = 0;
-        while (g->excess[u] > 0 && g->level[u] < n) {
-            int e = g->iter[u];
-            if (e < 0) {
-                /* relabel */
-                int old = g->level[u], h = n;
-                for (int f = g->head[u]; f >= 0; f = g->next[f])
-                    if (g->cap[f] > 0 && g->level[g->to[f]] + 1 < h)
-                        h = g->level[g->to[f]] + 1;
-                /* levels run 0..n and count has n + 1 entries: old < n below
-                 * limits the gap rule, it is not a bounds check */
-                g->count[old]--;
-                /* cppcheck-suppress arrayIndexThenCheck */
-                if (g->count[old] == 0 && old < n) {
-                    /* gap: nothing above old can reach t any more */
-                    for (int v = 0; v < n; v++)
-                        if (g->level[v] > old && g->level[v] < n) {
-                            g->count[g->level[v]]--;
-                            g->level[v] = n;
-                            g->count[n]++;
-                        }
-                    h = n;
-                }
-                g->level[u] = h;
-                g->count[h]++;
-                g->iter[u] = g->head[u];
-                if (++relabels % n == 0) {
-                    pr_global_relabel(g, s, t);
-                }
-                continue;
-            }
-            int v = g->to[e];
-            if (g->cap[e] > 0 && g->level[u] == g->level[v] + 1) {
-                int64_t d = g->excess[u] < g->cap[e] ? g->excess[u] : g->cap[e];
-                g->cap[e] -= d;
-                g->cap[e ^ 1] += d;
-                g->excess[u] -= d;
-                g->excess[v] += d;
-                if (v != t && v != s && !g->queued[v] && g->level[v] < n)
-                    PR_ENQUEUE(v);
-                if (g->cap[e] == 0)
-                    g->iter[u] = g->next[e];
-            } else {
-                g->iter[u] = g->next[e];
-            }
-        }
-    }
-#undef PR_ENQUEUE
-    pr_global_relabel(g, s, t);
-    return g->excess[t];
-}
-
-static bool net_sink_side(const flow_net *g, int v)
-{
-    return g->level[v] < g->n;
-}
 
 /* ---- the cut network of a topology ------------------------------------------------- */
 
@@ -304,7 +114,7 @@ typedef struct {
 
 static void cut_free(cut_net *c)
 {
-    net_free(&c->g);
+    flow_net_free(&c->g);
     free(c->src_edge);
     free(c->sink_edge);
 }
@@ -340,7 +150,7 @@ static int cut_build(const cs_topology *t, cut_net *c, cs_error *err)
     free(fill);
     long edges = K + t->nlinks + memberships + 2L * P;
     int n = P + 2 * K + 2;
-    if (edges > INT_MAX / 4 || net_init(&c->g, n, (int)edges) != CS_OK) {
+    if (edges > INT_MAX / 4 || flow_net_init(&c->g, n, (int)edges) != CS_OK) {
         free(cnt);
         free(sets);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory for the cut network");
@@ -349,15 +159,15 @@ static int cut_build(const cs_topology *t, cut_net *c, cs_error *err)
     c->s = P + 2 * K;
     c->t = c->s + 1;
     for (int k = 0; k < K; k++)
-        net_edge(&c->g, P + 2 * k, P + 2 * k + 1, t->shared[k].lanes);
+        flow_net_edge(&c->g, P + 2 * k, P + 2 * k + 1, t->shared[k].lanes);
     for (int l = 0; l < t->nlinks; l++) {
         const cs_link *lk = &t->links[l];
         int prev = lk->src;
         for (int i = cnt[l]; i < cnt[l + 1]; i++) {
-            net_edge(&c->g, prev, P + 2 * sets[i], lk->lanes);
+            flow_net_edge(&c->g, prev, P + 2 * sets[i], lk->lanes);
             prev = P + 2 * sets[i] + 1;
         }
-        net_edge(&c->g, prev, lk->dst, lk->lanes);
+        flow_net_edge(&c->g, prev, lk->dst, lk->lanes);
         c->total_lanes += lk->lanes;
     }
     free(cnt);
@@ -370,8 +180,8 @@ static int cut_build(const cs_topology *t, cut_net *c, cs_error *err)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     for (int r = 0; r < P; r++) {
-        c->src_edge[r] = net_edge(&c->g, c->s, r, 0);
-        c->sink_edge[r] = net_edge(&c->g, r, c->t, 0);
+        c->src_edge[r] = flow_net_edge(&c->g, c->s, r, 0);
+        c->sink_edge[r] = flow_net_edge(&c->g, r, c->t, 0);
     }
     return CS_OK;
 }
@@ -396,7 +206,7 @@ static int64_t cut_capacity_into(cut_net *c, const unsigned char *in_s)
         else
             c->g.cap[c->src_edge[r]] = FLOW_INF;
     }
-    return net_maxflow(&c->g, c->s, c->t);
+    return flow_net_maxflow(&c->g, c->s, c->t);
 }
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -611,10 +421,10 @@ static int allgather_cuts(const cs_topology *t, rpc_bound *ag, rpc_bound *a2a, c
         for (int r = 0; r < P; r++)
             c.g.cap[c.src_edge[r]] = p;
         c.g.cap[c.sink_edge[t0]] = FLOW_INF;
-        int64_t cut = net_maxflow(&c.g, c.s, c.t);
+        int64_t cut = flow_net_maxflow(&c.g, c.s, c.t);
         int size = 0;
         for (int r = 0; r < P; r++) {
-            in_s[r] = net_sink_side(&c.g, r);
+            in_s[r] = flow_net_sink_side(&c.g, r);
             size += in_s[r];
         }
         int64_t capq = cut - p * size;      /* = q * cap(S) */
@@ -660,7 +470,7 @@ static int broadcast_cut(const cs_topology *t, int root, rpc_bound *b, cs_error 
         cut_reset(&c, 1);
         c.g.cap[c.src_edge[root]] = FLOW_INF;
         c.g.cap[c.sink_edge[v]] = FLOW_INF;
-        int64_t f = net_maxflow(&c.g, c.s, c.t);
+        int64_t f = flow_net_maxflow(&c.g, c.s, c.t);
         if (f < best) {
             best = f;
             at = v;
@@ -693,10 +503,10 @@ static int scatter_cuts(const cs_topology *t, int root, rpc_bound *b, cs_error *
         for (int r = 0; r < P; r++)
             if (r != root)
                 c.g.cap[c.sink_edge[r]] = p;
-        int64_t cut = net_maxflow(&c.g, c.s, c.t);
+        int64_t cut = flow_net_maxflow(&c.g, c.s, c.t);
         int size = 0;
         for (int r = 0; r < P; r++) {
-            in_s[r] = net_sink_side(&c.g, r);
+            in_s[r] = flow_net_sink_side(&c.g, r);
             size += in_s[r];
         }
         int64_t capq = cut - p * (int64_t)(P - 1 - size);   /* q * cap(S) */

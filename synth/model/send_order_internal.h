@@ -56,13 +56,13 @@ static inline void heap_replace_min(double *h, long n, double x)
 }
 
 /* The 32-bit sort key of index x (a send index, or a record index that
- * encodes one) into sends. */
-typedef uint32_t (*send_key_fn)(const cs_send *sends, uint32_t x);
+ * encodes one) into alg's sends. */
+typedef uint32_t (*send_key_fn)(const cs_algorithm *a, uint32_t x);
 
 /* Stable sort of a[0..n) by key(sends, a[i]) (every key <= maxkey), 16 bits
  * at a time, least significant first; tmp has room for n.  CS_OK or
  * CS_ENOMEM. */
-static inline int send_radix_sort(const cs_send *sends, uint32_t *a, uint32_t *tmp, size_t n,
+static inline int send_radix_sort(const cs_algorithm *alg, uint32_t *a, uint32_t *tmp, size_t n,
                                   send_key_fn key, uint32_t maxkey)
 {
     size_t *count = malloc(sizeof(size_t) * 65537);
@@ -73,11 +73,11 @@ static inline int send_radix_sort(const cs_send *sends, uint32_t *a, uint32_t *t
             break;
         memset(count, 0, sizeof(size_t) * 65537);
         for (size_t k = 0; k < n; k++)
-            count[((key(sends, a[k]) >> shift) & 0xffff) + 1]++;
+            count[((key(alg, a[k]) >> shift) & 0xffff) + 1]++;
         for (int d = 0; d < 65536; d++)
             count[d + 1] += count[d];
         for (size_t k = 0; k < n; k++)
-            tmp[count[(key(sends, a[k]) >> shift) & 0xffff]++] = a[k];
+            tmp[count[(key(alg, a[k]) >> shift) & 0xffff]++] = a[k];
         memcpy(a, tmp, sizeof(uint32_t) * n);
     }
     free(count);

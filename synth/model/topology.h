@@ -170,7 +170,8 @@ int topology_shortest_path(const cs_topology *t, int src, int dst, int *path, in
  * shared set that covers all of the rank's out (in) links. */
 int topology_egress_lanes(const cs_topology *t, int rank);
 int topology_ingress_lanes(const cs_topology *t, int rank);
-/* Bytes per microsecond a rank can send / receive (sum over lanes of gbps*1e3). */
+/* Bytes per microsecond a rank can send / receive: the sum over lanes of
+ * gbps*1e3, where a shared set counts its lanes at the fastest of its links. */
 double topology_egress_bw(const cs_topology *t, int rank);
 double topology_ingress_bw(const cs_topology *t, int rank);
 /* The reversed topology (every link src->dst becomes dst->src; shared sets and

@@ -305,10 +305,18 @@ static int build_dgx2(const char *name, const spec_params *p, cs_topology **out,
     return finish(t, out, err);
 }
 
-/* DGX A100 / H100 nodes: all pairs with `lanes` NVLinks of 25 GB/s; N nodes
- * joined by rail switches (GPU i of every node on switch i). */
-static int build_nvswitch_nodes(const char *name, const spec_params *p, int lanes,
-                                double rail_gbps, cs_topology **out, cs_error *err)
+/* DGX A100 / H100 nodes (docs/model.md, "DGX nodes"): the 8 GPUs of a node
+ * on one NVSwitch whose port is the GPU's whole NVLink bandwidth per
+ * direction (A100: 12 NVLinks x 25 GB/s = 300 GB/s; H100: 18 x 25 = 450),
+ * as dgx2 models its NVSwitch.  N nodes: GPU i of every node has its own NIC
+ * (A100: ConnectX-6 HDR 200 Gb/s = 25 GB/s; H100: ConnectX-7 NDR 400 Gb/s =
+ * 50 GB/s) on rail switch i, a non-blocking fabric per rail; traffic between
+ * rails goes through the NVSwitch (as NCCL's PXN does).  Groups = nodes. */
+#define NVSWITCH_ALPHA 0.7
+#define RAIL_ALPHA 2.0
+
+static int build_nvswitch_nodes(const char *name, const spec_params *p, double nvlink_gbps,
+                                double nic_gbps, cs_topology **out, cs_error *err)
 {
     int nodes = p->ndims ? (int)p->dims[0] : 1;
     cs_topology *t = new_topology(name, 8L * nodes, err);
@@ -317,11 +325,13 @@ static int build_nvswitch_nodes(const char *name, const spec_params *p, int lane
     int rc = CS_OK;
     for (int n = 0; n < nodes && rc == CS_OK; n++) {
         int r[8];
+        char sw[32];
         for (int i = 0; i < 8; i++)
             r[i] = 8 * n + i;
-        rc = add_fc(t, r, 8, lanes, 25.0, alpha_or(p, 0.7), err);
+        snprintf(sw, sizeof sw, "nvswitch%d", n);
+        rc = topology_add_switch(t, sw, r, 8, nvlink_gbps, alpha_or(p, NVSWITCH_ALPHA), err);
     }
-    if (nodes > 1) {
+    if (nodes > 1 && rc == CS_OK) {
         int *rail = malloc(sizeof(int) * (size_t)nodes);
         if (!rail)
             return fail_build(t, cs_error_set(err, CS_ENOMEM, "topology", "out of memory"));
@@ -330,7 +340,7 @@ static int build_nvswitch_nodes(const char *name, const spec_params *p, int lane
             snprintf(sw, sizeof sw, "rail%d", i);
             for (int n = 0; n < nodes; n++)
                 rail[n] = 8 * n + i;
-            rc = topology_add_switch(t, sw, rail, nodes, rail_gbps, alpha_or(p, 2.0), err);
+            rc = topology_add_switch(t, sw, rail, nodes, nic_gbps, alpha_or(p, RAIL_ALPHA), err);
         }
         free(rail);
     }
@@ -344,13 +354,13 @@ static int build_nvswitch_nodes(const char *name, const spec_params *p, int lane
 static int build_dgxa100(const char *name, const spec_params *p, cs_topology **out,
                          cs_error *err)
 {
-    return build_nvswitch_nodes(name, p, 12, 25.0, out, err);  /* 200 Gb/s HDR rails */
+    return build_nvswitch_nodes(name, p, 300.0, 25.0, out, err);
 }
 
 static int build_dgxh100(const char *name, const spec_params *p, cs_topology **out,
                          cs_error *err)
 {
-    return build_nvswitch_nodes(name, p, 18, 50.0, out, err);  /* 400 Gb/s NDR rails */
+    return build_nvswitch_nodes(name, p, 450.0, 50.0, out, err);
 }
 
 /* Dragonfly GxR: G groups of R fully connected routers (one rank each); one
@@ -520,9 +530,11 @@ static const cs_builtin_info infos[] = {
     { "ndv2", "ndv2:N", "ndv2:2",
       "N DGX-1-like servers; GPUs 0 and 1 of each on a 12.5 GB/s switch; groups = servers" },
     { "dgxa100", "dgxa100[:N]", "dgxa100:2",
-      "N DGX A100 nodes: 8 GPUs, 12 NVLinks per pair; rail switches at 25 GB/s" },
+      "N DGX A100 nodes: 8 GPUs on an NVSwitch (300 GB/s ports); a 25 GB/s NIC per GPU on "
+      "rail switches" },
     { "dgxh100", "dgxh100[:N]", "dgxh100:2",
-      "N DGX H100 nodes: 8 GPUs, 18 NVLinks per pair; rail switches at 50 GB/s" },
+      "N DGX H100 nodes: 8 GPUs on an NVSwitch (450 GB/s ports); a 50 GB/s NIC per GPU on "
+      "rail switches" },
     { "dragonfly", "dragonfly:GxR", "dragonfly:4x5",
       "G groups of R fully connected routers (400 GB/s), one global link per group pair "
       "(200 GB/s)" },

@@ -168,26 +168,42 @@ static int rank_link_pos(const cs_topology *t, int l, int begin, int end, bool i
     return lo < end && t->in_links[lo] == l ? lo - begin : -1;
 }
 
-/* Applies set sh to the rank's links [begin, end) (see capped_lanes),
- * walking whichever of the two lists is shorter. */
+/* What a rank's out- (in-) links can carry at once: lanes (chunks per round)
+ * and bw (bytes per us). */
+typedef struct {
+    long lanes;
+    double bw;
+} rank_capacity;
+
+/* Applies set sh to the rank's links [begin, end) (see capped_capacity),
+ * walking whichever of the two lists is shorter.  The set carries at most
+ * sh->lanes of the rank's links at once, each at most at the fastest of their
+ * speeds: that caps both figures. */
 static void apply_set(const cs_topology *t, const cs_shared *sh, int begin, int end, bool in,
-                      unsigned char *used, long *total)
+                      unsigned char *used, rank_capacity *total)
 {
     long in_set = 0;
+    double in_set_bw = 0, fastest = 0;
     bool clash = false;
     bool walk_set = sh->nlinks < end - begin;
     if (walk_set) {
         for (int j = 0; j < sh->nlinks; j++) {
             int p = rank_link_pos(t, sh->links[j], begin, end, in);
             if (p >= 0) {
-                in_set += t->links[sh->links[j]].lanes;
+                const cs_link *l = &t->links[sh->links[j]];
+                in_set += l->lanes;
+                in_set_bw += l->lanes * l->gbps * 1e3;
+                fastest = l->gbps * 1e3 > fastest ? l->gbps * 1e3 : fastest;
                 clash = clash || used[p];
             }
         }
     } else {
         for (int i = begin; i < end; i++)
             if (set_contains(sh, in ? t->in_links[i] : i)) {
-                in_set += t->links[in ? t->in_links[i] : i].lanes;
+                const cs_link *l = &t->links[in ? t->in_links[i] : i];
+                in_set += l->lanes;
+                in_set_bw += l->lanes * l->gbps * 1e3;
+                fastest = l->gbps * 1e3 > fastest ? l->gbps * 1e3 : fastest;
                 clash = clash || used[i - begin];
             }
     }
@@ -204,35 +220,41 @@ static void apply_set(const cs_topology *t, const cs_shared *sh, int begin, int 
             if (set_contains(sh, in ? t->in_links[i] : i))
                 used[i - begin] = 1;
     }
-    *total -= in_set - sh->lanes;
+    total->lanes -= in_set - sh->lanes;
+    double cap_bw = sh->lanes * fastest;
+    if (cap_bw < in_set_bw)
+        total->bw -= in_set_bw - cap_bw;
 }
 
-/* Chunks per round through the rank's out- (in-) links: the sum of their
- * lanes, where the links of a shared set count at most the set's lanes.  Sets
- * are applied only when disjoint (on this rank's links) from sets already
- * applied, so overlapping sets never make the figure smaller than the truth:
- * it is an upper bound on what the rank can move per round, which is what
- * lower bounds need.
+/* Chunks per round (and bytes per us) through the rank's out- (in-) links:
+ * the sum over their lanes, where the links of a shared set count at most the
+ * set's lanes (at the fastest of their speeds).  Sets are applied only when
+ * disjoint (on this rank's links) from sets already applied, so overlapping
+ * sets never make the figures smaller than the truth: they are upper bounds
+ * on what the rank can move, which is what lower bounds need.
  *
  * Cost: every document set is examined (O(degree log) each); of the
  * switch-derived sets only the rank's own (found by binary search on the
  * order finalize gives them), since another rank's derived set holds at most
  * one of this rank's links, of 1 lane against its 1 lane, and never lowers
  * the figure.  So the query stays cheap with thousands of switch ports. */
-static int capped_lanes(const cs_topology *t, int rank, bool in)
+static rank_capacity capped_capacity(const cs_topology *t, int rank, bool in)
 {
     int begin = in ? t->in_begin[rank] : t->out_begin[rank];
     int end = in ? t->in_begin[rank + 1] : t->out_begin[rank + 1];
     int deg = end - begin;
-    long total = 0;
-    for (int i = begin; i < end; i++)
-        total += t->links[in ? t->in_links[i] : i].lanes;
+    rank_capacity total = {0, 0.0};
+    for (int i = begin; i < end; i++) {
+        const cs_link *l = &t->links[in ? t->in_links[i] : i];
+        total.lanes += l->lanes;
+        total.bw += l->lanes * l->gbps * 1e3;
+    }
     if (t->nshared == 0 || deg == 0)
-        return total > 0x7fffffff ? 0x7fffffff : (int)total;
+        return total;
     unsigned char local[64];
     unsigned char *used = deg <= 64 ? local : calloc((size_t)deg, 1);
     if (!used)
-        return total > 0x7fffffff ? 0x7fffffff : (int)total;
+        return total;
     memset(used, 0, (size_t)deg);
     /* document sets come first */
     int lo = 0, hi = t->nshared;
@@ -259,7 +281,13 @@ static int capped_lanes(const cs_topology *t, int rank, bool in)
         apply_set(t, &t->shared[s], begin, end, in, used, &total);
     if (used != local)
         free(used);
-    return total > 0x7fffffff ? 0x7fffffff : (int)total;
+    return total;
+}
+
+static int capped_lanes(const cs_topology *t, int rank, bool in)
+{
+    long lanes = capped_capacity(t, rank, in).lanes;
+    return lanes > 0x7fffffff ? 0x7fffffff : (int)lanes;
 }
 
 int topology_egress_lanes(const cs_topology *t, int rank)
@@ -276,24 +304,11 @@ int topology_ingress_lanes(const cs_topology *t, int rank)
     return capped_lanes(t, rank, true);
 }
 
-/* Bytes per microsecond: 1 GB/s = 1e9 B/s = 1e3 B/us.  When shared sets cap
- * the lanes, the sum is scaled by capped / total lanes (an average over the
- * rank's links, exact when they all have the same gbps). */
+/* Bytes per microsecond: 1 GB/s = 1e9 B/s = 1e3 B/us; a set caps its links
+ * at its lanes times their fastest speed (capped_capacity). */
 static double capped_bw(const cs_topology *t, int rank, bool in)
 {
-    int begin = in ? t->in_begin[rank] : t->out_begin[rank];
-    int end = in ? t->in_begin[rank + 1] : t->out_begin[rank + 1];
-    double bw = 0;
-    long lanes = 0;
-    for (int i = begin; i < end; i++) {
-        const cs_link *l = &t->links[in ? t->in_links[i] : i];
-        bw += l->lanes * l->gbps * 1e3;
-        lanes += l->lanes;
-    }
-    int capped = capped_lanes(t, rank, in);
-    if (lanes > 0 && capped < lanes)
-        bw *= (double)capped / (double)lanes;
-    return bw;
+    return capped_capacity(t, rank, in).bw;
 }
 
 double topology_egress_bw(const cs_topology *t, int rank)

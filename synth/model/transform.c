@@ -46,7 +46,7 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
     if (n > 0x7fffffff)
         return cs_error_set(err, CS_ELIMIT, "sends", "too many sends to invert (%ld)", n);
     for (long i = 0; i < n; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->chunk < 0 || s->chunk >= a->global_chunks || s->dst < 0 || s->dst >= a->ranks ||
             s->src < 0 || s->src >= a->ranks)
             return cs_error_set(err, CS_EINVAL, "sends",
@@ -68,15 +68,15 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
     if (!keys)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (long i = 0; i < n; i++) {
-        keys[i].chunk = a->sends[i].chunk;
-        keys[i].dst = a->sends[i].dst;
+        keys[i].chunk = algorithm_send_chunk(a, i);
+        keys[i].dst = algorithm_send_dst(a, i);
         keys[i].index = (int)i;
     }
     qsort(keys, (size_t)n, sizeof *keys, compare_recv);
     int rc = CS_OK;
     for (long i = 1; i < n; i++) {
         if (keys[i].chunk == keys[i - 1].chunk && keys[i].dst == keys[i - 1].dst) {
-            const cs_send *s = &a->sends[keys[i].index];
+            const cs_send sv = algorithm_send(a, keys[i].index), *s = &sv;
             rc = cs_error_set(err, CS_EINVAL, "sends",
                               "send %d (chunk %ld, %d->%d, step %d): rank %d receives chunk %ld "
                               "again (first in send %d); inversion needs each (chunk, rank) "
@@ -135,22 +135,28 @@ int algorithm_invert(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
     algorithm_update_rounds(b);
     memcpy(b->method, a->method, sizeof b->method);
     memcpy(b->optimality, a->optimality, sizeof b->optimality);
+    b->timed_chunk_bytes = a->timed_chunk_bytes;
     bool timed = algorithm_is_timed(a);
     double horizon = 0.0;
     if (timed)
         for (long i = 0; i < a->nsends; i++)
-            if (a->sends[i].end_us > horizon)
-                horizon = a->sends[i].end_us;
+            if (algorithm_send_end_us(a, i) > horizon)
+                horizon = algorithm_send_end_us(a, i);
     /* Reversed order keeps the output roughly in step order. */
+    if (algorithm_reserve_sends(b, a->nsends) != CS_OK) {
+        algorithm_free(b);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", a->nsends);
+    }
     for (long i = a->nsends - 1; i >= 0; i--) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         int step = a->steps - 1 - s->step;
         int r = timed ? algorithm_add_timed_send(b, s->chunk, s->dst, s->src, step, op,
                                                  horizon - s->end_us, horizon - s->start_us)
                       : algorithm_add_send(b, s->chunk, s->dst, s->src, step, op);
         if (r != CS_OK) {
             algorithm_free(b);
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            return cs_error_set(err, r, NULL, r == CS_ELIMIT ? "more than 2^32 distinct times"
+                                                           : "out of memory");
         }
     }
     *out = b;
@@ -211,25 +217,33 @@ int algorithm_concat(const cs_algorithm *first, const cs_algorithm *second,
         snprintf(c->method, sizeof c->method, "%.15s+%.15s", first->method, second->method);
     if (strcmp(first->optimality, second->optimality) == 0)
         memcpy(c->optimality, first->optimality, sizeof c->optimality);
+    if (first->timed_chunk_bytes == second->timed_chunk_bytes)
+        c->timed_chunk_bytes = first->timed_chunk_bytes;
+    if (algorithm_reserve_sends(c, first->nsends + second->nsends) != CS_OK) {
+        algorithm_free(c);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends",
+                            first->nsends + second->nsends);
+    }
     bool timed = algorithm_is_timed(first) && algorithm_is_timed(second);
     double shift = 0.0;
     if (timed)
         for (long i = 0; i < first->nsends; i++)
-            if (first->sends[i].end_us > shift)
-                shift = first->sends[i].end_us;
+            if (algorithm_send_end_us(first, i) > shift)
+                shift = algorithm_send_end_us(first, i);
     for (int part = 0; part < 2; part++) {
         const cs_algorithm *a = part ? second : first;
         int step0 = part ? first->steps : 0;
         double t0 = part ? shift : 0.0;
         for (long i = 0; i < a->nsends; i++) {
-            const cs_send *s = &a->sends[i];
+            const cs_send sv = algorithm_send(a, i), *s = &sv;
             int r = timed ? algorithm_add_timed_send(c, s->chunk, s->src, s->dst, s->step + step0,
                                                      s->op, s->start_us + t0, s->end_us + t0)
                           : algorithm_add_send(c, s->chunk, s->src, s->dst, s->step + step0,
                                                s->op);
             if (r != CS_OK) {
                 algorithm_free(c);
-                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+                return cs_error_set(err, r, NULL, r == CS_ELIMIT ? "more than 2^32 distinct times"
+                                                               : "out of memory");
             }
         }
     }

@@ -45,23 +45,26 @@ void sim_result_free(cs_sim_result *r)
 
 /* A record is send index * 2 + kind: kind 0 = the send leaving src, 1 = its
  * arrival at dst. */
-static inline long rec_chunk(const cs_send *s, uint32_t r) { return s[r >> 1].chunk; }
-static inline int rec_rank(const cs_send *s, uint32_t r)
+static inline long rec_chunk(const cs_algorithm *a, uint32_t r)
 {
-    return (r & 1) ? s[r >> 1].dst : s[r >> 1].src;
+    return algorithm_send_chunk(a, r >> 1);
+}
+static inline int rec_rank(const cs_algorithm *a, uint32_t r)
+{
+    return (r & 1) ? algorithm_send_dst(a, r >> 1) : algorithm_send_src(a, r >> 1);
 }
 
 /* Schedule time of a record: untimed, a send of step s sits at s + 0.5 and an
  * arrival of step s at s + 1; timed, a send at start + eps, an arrival at end. */
-static inline double rec_time(const cs_send *s, uint32_t r, bool timed)
+static inline double rec_time(const cs_algorithm *s, uint32_t r, bool timed)
 {
-    const cs_send *x = &s[r >> 1];
+    long x = r >> 1;
     if (timed)
-        return (r & 1) ? x->end_us : x->start_us + TIME_EPS;
-    return (r & 1) ? x->step + 1.0 : x->step + 0.5;
+        return (r & 1) ? algorithm_send_end_us(s, x) : algorithm_send_start_us(s, x) + TIME_EPS;
+    return (r & 1) ? algorithm_send_step(s, x) + 1.0 : algorithm_send_step(s, x) + 0.5;
 }
 
-static inline bool rec_before(const cs_send *s, uint32_t a, uint32_t b, bool timed)
+static inline bool rec_before(const cs_algorithm *s, uint32_t a, uint32_t b, bool timed)
 {
     double ta = rec_time(s, a, timed), tb = rec_time(s, b, timed);
     if (ta != tb)
@@ -72,7 +75,7 @@ static inline bool rec_before(const cs_send *s, uint32_t a, uint32_t b, bool tim
 }
 
 typedef struct rec_sort_ctx {
-    const cs_send *sends;
+    const cs_algorithm *alg;
     bool timed;
 } rec_sort_ctx;
 
@@ -82,11 +85,11 @@ static int compare_rec(const void *pa, const void *pb, void *arg)
     uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     if (a == b)
         return 0;
-    return rec_before(c->sends, a, b, c->timed) ? -1 : 1;
+    return rec_before(c->alg, a, b, c->timed) ? -1 : 1;
 }
 
-static uint32_t rkey_rank(const cs_send *s, uint32_t r) { return (uint32_t)rec_rank(s, r); }
-static uint32_t rkey_chunk(const cs_send *s, uint32_t r) { return (uint32_t)rec_chunk(s, r); }
+static uint32_t rkey_rank(const cs_algorithm *s, uint32_t r) { return (uint32_t)rec_rank(s, r); }
+static uint32_t rkey_chunk(const cs_algorithm *s, uint32_t r) { return (uint32_t)rec_chunk(s, r); }
 
 /* Stable LSD radix sort of (key, val) pairs by 32-bit key. */
 static int radix_pairs(uint32_t *key, uint32_t *val, size_t n, uint32_t maxkey)
@@ -146,16 +149,16 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
             return CS_ENOMEM;
         }
         for (size_t k = 0; k < m; k++) {
-            const cs_send *s = &a->sends[k >> 1];
-            keys[k] = (uint32_t)s->chunk * (uint32_t)a->ranks + (uint32_t)((k & 1) ? s->dst : s->src);
+            keys[k] = (uint32_t)rec_chunk(a, (uint32_t)k) * (uint32_t)a->ranks +
+                      (uint32_t)rec_rank(a, (uint32_t)k);
         }
         rc = radix_pairs(keys, rec, m, (uint32_t)(groups > 0 ? groups - 1 : 0));
     } else {
         uint32_t *tmp = malloc(sizeof(uint32_t) * (m ? m : 1));
-        rc = tmp ? send_radix_sort(a->sends, rec, tmp, m, rkey_rank, (uint32_t)a->ranks)
+        rc = tmp ? send_radix_sort(a, rec, tmp, m, rkey_rank, (uint32_t)a->ranks)
                  : CS_ENOMEM;
         if (rc == CS_OK)
-            rc = send_radix_sort(a->sends, rec, tmp, m, rkey_chunk, (uint32_t)a->global_chunks);
+            rc = send_radix_sort(a, rec, tmp, m, rkey_chunk, (uint32_t)a->global_chunks);
         free(tmp);
     }
     if (rc != CS_OK) {
@@ -163,7 +166,7 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
         free(keys);
         return rc;
     }
-    rec_sort_ctx ctx = {a->sends, timed};
+    rec_sort_ctx ctx = {a, timed};
     size_t k = 0;
     while (k < m) {
         size_t e = k + 1;
@@ -171,9 +174,9 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
             while (e < m && keys[e] == keys[k])
                 e++;
         } else {
-            long g = rec_chunk(a->sends, rec[k]);
-            int r = rec_rank(a->sends, rec[k]);
-            while (e < m && rec_chunk(a->sends, rec[e]) == g && rec_rank(a->sends, rec[e]) == r)
+            long g = rec_chunk(a, rec[k]);
+            int r = rec_rank(a, rec[k]);
+            while (e < m && rec_chunk(a, rec[e]) == g && rec_rank(a, rec[e]) == r)
                 e++;
         }
         if (e - k == 1) {
@@ -182,7 +185,7 @@ static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint
             for (size_t i = k + 1; i < e; i++) {
                 uint32_t x = rec[i];
                 size_t j = i;
-                while (j > k && rec_before(a->sends, x, rec[j - 1], timed)) {
+                while (j > k && rec_before(a, x, rec[j - 1], timed)) {
                     rec[j] = rec[j - 1];
                     j--;
                 }
@@ -208,7 +211,7 @@ static int processing_order(const cs_algorithm *a, bool timed, int *ord)
         if (!tk)
             return CS_ENOMEM;
         for (long i = 0; i < n; i++)
-            tk[i] = (timed_key){a->sends[i].start_us, a->sends[i].end_us, (int)i};
+            tk[i] = (timed_key){algorithm_send_start_us(a, i), algorithm_send_end_us(a, i), (int)i};
         qsort(tk, (size_t)n, sizeof *tk, timed_key_compare);
         for (long i = 0; i < n; i++)
             ord[i] = tk[i].index;
@@ -219,11 +222,11 @@ static int processing_order(const cs_algorithm *a, bool timed, int *ord)
     if (!begin)
         return CS_ENOMEM;
     for (long i = 0; i < n; i++)
-        begin[a->sends[i].step + 1]++;
+        begin[algorithm_send_step(a, i) + 1]++;
     for (int s = 0; s < a->steps; s++)
         begin[s + 1] += begin[s];
     for (long i = 0; i < n; i++)
-        ord[begin[a->sends[i].step]++] = (int)i;
+        ord[begin[algorithm_send_step(a, i)]++] = (int)i;
     free(begin);
     return CS_OK;
 }
@@ -271,7 +274,7 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         goto done;
     }
     for (long i = 0; i < n; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->step < 0 || s->step >= a->steps || s->chunk < 0 ||
             s->chunk >= a->global_chunks) {
             rc = cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
@@ -335,13 +338,13 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     double end_time = 0.0;
     for (long k = 0; k < n; k++) {
         int i = ord[k];
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         /* ready: the latest finish among the receives before this send in its group */
         double r = 0.0;
         for (size_t p = pos_of[i]; p-- > 0;) {
             uint32_t q = rec[p];
             if (group_key ? group_key[p] != group_key[pos_of[i]]
-                          : (rec_chunk(a->sends, q) != s->chunk || rec_rank(a->sends, q) != s->src))
+                          : (rec_chunk(a, q) != s->chunk || rec_rank(a, q) != s->src))
                 break;
             int j = (int)(q >> 1);
             if (q & 1) {

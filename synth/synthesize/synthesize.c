@@ -797,5 +797,8 @@ json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res)
     json_object_set_new(doc, "reason", json_string(res->reason));
     if (!json_object_get(doc, "method"))
         json_object_set_new(doc, "method", json_string(res->method));
+    /* the bound is an addition: a result without it (out of memory) is still whole */
+    synth_annotate_time_bound(doc, r->topology, &r->collective, res, synth_bound_bytes(r),
+                              NULL);
     return doc;
 }

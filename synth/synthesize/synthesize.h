@@ -47,6 +47,7 @@
 #include <jansson.h>
 #include "algorithm.h"
 #include "baseline.h"
+#include "bounds.h"
 #include "smt.h"
 #include "tacos.h"
 
@@ -142,8 +143,37 @@ typedef struct cs_synth_hooks {
 int synth_run(const cs_synth_request *r, const cs_synth_limits *lim,
               const cs_synth_hooks *hooks, cs_result **out, cs_error *err);
 
-/* result_to_json plus key, topology (name), collective and reason. */
+/* result_to_json plus key, topology (name), collective and reason, and the
+ * time bound with each algorithm's ratio_to_bound (synth_annotate_time_bound
+ * at synth_bound_bytes(r)): it simulates every frontier algorithm once. */
 json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res);
+
+/* ---- the time bound in results (synthesize_bound.c) -------------------------- */
+
+/* The size at which results report ratio_to_bound when nothing else says:
+ * the per-rank share L, as TACOS' default `bytes`. */
+#define CS_BOUND_DEFAULT_BYTES (64.0 * 1024 * 1024)
+
+/* The size of a request's ratio_to_bound: its tacos `bytes` option (part of
+ * every canonical request; default CS_BOUND_DEFAULT_BYTES), whatever method
+ * runs. */
+double synth_bound_bytes(const cs_synth_request *r);
+
+typedef struct cs_bound_ratio {
+    double bound_us;       /* time_bound_us at the size */
+    double simulated_us;   /* simulate_algorithm at the size */
+    double ratio;          /* bound_us / simulated_us: <= 1 */
+} cs_bound_ratio;
+
+/* Simulates a on t at `bytes` (the per-rank share) and compares with tb. */
+int synth_ratio_to_bound(const cs_topology *t, const cs_time_bound *tb, const cs_algorithm *a,
+                         double bytes, cs_bound_ratio *out, cs_error *err);
+
+/* Adds to a result document (result_to_json's form) bounds.time and, to
+ * frontier[i] (res->algs[i]), ratio_to_bound, bound_bytes, bound_us and
+ * simulated_us at `bytes`.  An algorithm the simulator refuses keeps none. */
+int synth_annotate_time_bound(json_t *doc, const cs_topology *t, const cs_collective *c,
+                              const cs_result *res, double bytes, cs_error *err);
 
 /* SHA-256 of data as 64 lowercase hex digits and a NUL. */
 void synth_sha256_hex(const void *data, size_t len, char out[65]);

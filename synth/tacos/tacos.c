@@ -365,6 +365,11 @@ static int trial_to_algorithm(const phase *ph, int chunks, double chunk_bytes, c
     if (rc)
         return rc;
     snprintf(a->method, sizeof a->method, "tacos");
+    a->timed_chunk_bytes = chunk_bytes;
+    if (algorithm_reserve_sends(a, tr->nsends) != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", tr->nsends);
+    }
     for (long i = 0; i < tr->nsends; i++) {
         const tacos_rec *r = &tr->recs[i];
         const cs_link *l = &ph->topo->links[r->link];
@@ -376,49 +381,6 @@ static int trial_to_algorithm(const phase *ph, int chunks, double chunk_bytes, c
         }
     }
     *out = a;
-    return CS_OK;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* step = index of the distinct start time; rounds_per_step all 1. */
-static int renumber_steps(cs_algorithm *a, cs_error *err)
-{
-    if (a->nsends == 0)
-        return CS_OK;
-    double *ts = malloc((size_t)a->nsends * sizeof *ts);
-    if (!ts)
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory renumbering steps");
-    for (long i = 0; i < a->nsends; i++)
-        ts[i] = a->sends[i].start_us;
-    qsort(ts, (size_t)a->nsends, sizeof *ts, cmp_double);
-    long n = 0;
-    for (long i = 0; i < a->nsends; i++)
-        if (n == 0 || ts[i] != ts[n - 1])
-            ts[n++] = ts[i];
-    for (long i = 0; i < a->nsends; i++) {
-        double v = a->sends[i].start_us;
-        long lo = 0, hi = n - 1;
-        while (lo < hi) {
-            long mid = (lo + hi) / 2;
-            if (ts[mid] < v)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        a->sends[i].step = (int)lo;
-    }
-    free(ts);
-    int rc = algorithm_set_steps(a, (int)n, err);
-    if (rc)
-        return rc;
-    for (int s = 0; s < a->steps; s++)
-        a->rounds_per_step[s] = 1;
-    algorithm_update_rounds(a);
     return CS_OK;
 }
 
@@ -441,7 +403,7 @@ static int plan_to_algorithm(const plan *pl, const cs_collective *c, const cs_ta
     if (c->kind != CS_COLL_ALLREDUCE) {
         a = rs;
         rs = NULL;
-        rc = renumber_steps(a, err);
+        rc = algorithm_steps_from_start_times(a, err);
         goto done;
     }
     /* algorithm_concat starts the allgather when the reducescatter ends */
@@ -449,7 +411,7 @@ static int plan_to_algorithm(const plan *pl, const cs_collective *c, const cs_ta
         goto done;
     if ((rc = algorithm_concat(rs, ag, &a, err)))
         goto done;
-    rc = renumber_steps(a, err);
+    rc = algorithm_steps_from_start_times(a, err);
 done:
     if (dual)
         algorithm_free(dual);

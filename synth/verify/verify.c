@@ -51,7 +51,7 @@ void verify_send_problem(vctx *v, long i, const char *fmt, ...)
         v->rep->nproblems++;
         return;
     }
-    const cs_send *s = &v->a->sends[i];
+    const cs_send sv = algorithm_send(v->a, i), *s = &sv;
     char head[128], field[48], msg[256];
     if (v->timed)
         snprintf(head, sizeof head, "send %ld (chunk %ld, %d->%d, step %d, %.3f-%.3f us): ", i,
@@ -75,8 +75,14 @@ bool verify_reasons_full(const vctx *v)
 /* ---- linear-time sorting of send indices ------------------------------------------ */
 
 /* Keys for send_radix_sort (send_order_internal.h). */
-static uint32_t key_step(const cs_send *s, uint32_t i) { return (uint32_t)s[i].step; }
-static uint32_t key_chunk(const cs_send *s, uint32_t i) { return (uint32_t)s[i].chunk; }
+static uint32_t key_step(const cs_algorithm *a, uint32_t i)
+{
+    return (uint32_t)algorithm_send_step(a, i);
+}
+static uint32_t key_chunk(const cs_algorithm *a, uint32_t i)
+{
+    return (uint32_t)algorithm_send_chunk(a, i);
+}
 
 /* ---- bandwidth ------------------------------------------------------------------------ */
 
@@ -112,10 +118,10 @@ static int check_bandwidth_steps(vctx *v, const int *ord, long nvalid, cs_error 
     }
     long k = 0;
     while (k < nvalid) {
-        int step = v->a->sends[ord[k]].step;
+        int step = algorithm_send_step(v->a, ord[k]);
         long rounds = v->a->rounds_per_step[step];
         int nl = 0, ns = 0;
-        for (; k < nvalid && v->a->sends[ord[k]].step == step; k++) {
+        for (; k < nvalid && algorithm_send_step(v->a, ord[k]) == step; k++) {
             int i = ord[k];
             int l = v->link_of[i];
             if (lcnt[l]++ == 0)
@@ -215,8 +221,8 @@ static int check_bandwidth_timed(vctx *v, long nvalid, cs_error *err)
         memcpy(pos, begin, sizeof(long) * (size_t)(L + 1));
         for (long i = 0; i < v->n; i++)
             if (v->link_of[i] >= 0)
-                tk[pos[v->link_of[i]]++] = (timed_key){v->a->sends[i].start_us,
-                                                       v->a->sends[i].end_us, (int)i};
+                tk[pos[v->link_of[i]]++] = (timed_key){algorithm_send_start_us(v->a, i),
+                                                       algorithm_send_end_us(v->a, i), (int)i};
         free(pos);
     }
     for (int l = 0; l < L; l++) {
@@ -334,13 +340,9 @@ static bool check_header(vctx *v)
             usable = false;
         }
     }
-    if (a->nsends > 0 && !a->sends) {
-        verify_problem(v, "sends", "sends is NULL with nsends %ld", a->nsends);
-        usable = false;
-    }
     long ntimed = 0;
-    for (long i = 0; i < a->nsends && a->sends; i++)
-        ntimed += isfinite(a->sends[i].start_us) && isfinite(a->sends[i].end_us);
+    for (long i = 0; i < a->nsends; i++)
+        ntimed += isfinite(algorithm_send_start_us(a, i)) && isfinite(algorithm_send_end_us(a, i));
     if (ntimed != 0 && ntimed != a->nsends)
         verify_problem(v, "sends", "%ld of %ld sends carry start_us/end_us: a timed schedule times "
                 "every send", ntimed, a->nsends);
@@ -353,7 +355,7 @@ static long check_sends(vctx *v)
     const cs_algorithm *a = v->a;
     long nvalid = 0;
     for (long i = 0; i < v->n; i++) {
-        const cs_send *s = &a->sends[i];
+        const cs_send sv = algorithm_send(a, i), *s = &sv;
         v->link_of[i] = -1;
         if (s->chunk < 0 || s->chunk >= v->G) {
             verify_send_problem(v, i, "chunk %ld out of range for %ld global chunks", s->chunk, v->G);
@@ -457,7 +459,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         if ((rc = check_bandwidth_timed(&v, nvalid, err)) != CS_OK)
             goto finish;
     } else {
-        if (send_radix_sort(a->sends, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_step,
+        if (send_radix_sort(a, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_step,
                             (uint32_t)(v.S > 0 ? v.S : 1)) != CS_OK) {
             rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
             goto finish;
@@ -465,7 +467,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         if ((rc = check_bandwidth_steps(&v, ord, nvalid, err)) != CS_OK)
             goto finish;
     }
-    if (send_radix_sort(a->sends, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_chunk,
+    if (send_radix_sort(a, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_chunk,
                         (uint32_t)v.G) != CS_OK) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto finish;

@@ -229,7 +229,7 @@ static void reduce_into(vctx *v, long i, int dst, vref *in)
  * step >= 0 (untimed schedules) enables the same-step write conflict check. */
 static void apply_combining(vctx *v, long i, vref in, int step)
 {
-    const cs_send *s = &v->a->sends[i];
+    const cs_send sv = algorithm_send(v->a, i), *s = &sv;
     int dst = s->dst;
     touch(v, s->chunk, dst);
     /* wstep: 2*step + (a copy wrote in that step); -1 when never written */
@@ -406,7 +406,7 @@ static void replay_plain_untimed(vctx *v, long g, const int *seg, long len, long
 {
     for (long k = 0; k < len; k++) {
         int i = seg[k];
-        const cs_send *s = &v->a->sends[i];
+        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
         if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
               (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->step)))
             verify_send_problem(v, i, "rank %d does not hold chunk %ld before step %d", s->src, g,
@@ -423,7 +423,7 @@ static void replay_plain_timed(vctx *v, long g, const int *seg, long len, long *
 {
     for (long k = 0; k < len; k++) {
         int i = seg[k];
-        const cs_send *s = &v->a->sends[i];
+        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
         if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
               (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->start_us + VERIFY_TIME_EPS))) {
             if (v->stamp[s->src] == v->epoch)
@@ -464,31 +464,29 @@ static void live_init(vctx *v, long g, int r)
  * single owner, so reductions update bitsets in place instead of copying. */
 static void mark_dead_sources(vctx *v, long g, const int *seg, long len, unsigned char *dead)
 {
-    const cs_send *sends = v->a->sends;
+    const cs_algorithm *al = v->a;
     long end = len;
     while (end > 0) {
-        int step = sends[seg[end - 1]].step;
+        int step = algorithm_send_step(al, seg[end - 1]);
         long k = end;
-        while (k > 0 && sends[seg[k - 1]].step == step)
+        while (k > 0 && algorithm_send_step(al, seg[k - 1]) == step)
             k--;
         for (long j = k; j < end; j++) {
-            const cs_send *s = &sends[seg[j]];
-            live_init(v, g, s->dst);
-            if (s->op == CS_OP_COPY)
-                v->live[s->dst] = 0;
+            int d = algorithm_send_dst(al, seg[j]);
+            live_init(v, g, d);
+            if (algorithm_send_op(al, seg[j]) == CS_OP_COPY)
+                v->live[d] = 0;
         }
+        for (long j = k; j < end; j++)
+            if (algorithm_send_op(al, seg[j]) == CS_OP_REDUCE)
+                v->live[algorithm_send_dst(al, seg[j])] = 1;
         for (long j = k; j < end; j++) {
-            const cs_send *s = &sends[seg[j]];
-            if (s->op == CS_OP_REDUCE)
-                v->live[s->dst] = 1;
-        }
-        for (long j = k; j < end; j++) {
-            int a = sends[seg[j]].src;
+            int a = algorithm_send_src(al, seg[j]);
             live_init(v, g, a);
             dead[j] = !v->live[a];
         }
         for (long j = k; j < end; j++)
-            v->live[sends[seg[j]].src] = 1;
+            v->live[algorithm_send_src(al, seg[j])] = 1;
         end = k;
     }
 }
@@ -499,16 +497,16 @@ static int replay_combining_untimed(vctx *v, long g, const int *seg, long len, v
     mark_dead_sources(v, g, seg, len, dead);
     long k = 0;
     while (k < len) {
-        int step = v->a->sends[seg[k]].step;
+        int step = algorithm_send_step(v->a, seg[k]);
         long end = k;
-        while (end < len && v->a->sends[seg[end]].step == step)
+        while (end < len && algorithm_send_step(v->a, seg[end]) == step)
             end++;
         for (long j = k; j < end; j++)
-            snap[j - k] = snapshot(v, g, v->a->sends[seg[j]].src);
+            snap[j - k] = snapshot(v, g, algorithm_send_src(v->a, seg[j]));
         for (long j = k; j < end; j++) {
             if (!dead[j])
                 continue;
-            int a = v->a->sends[seg[j]].src;
+            int a = algorithm_send_src(v->a, seg[j]);
             value_unref(v, v->val[a]);
             v->val[a] = NULL;
             v->single[a] = -1;
@@ -566,7 +564,7 @@ static int replay_combining_timed(vctx *v, long g, const int *seg, long len, arr
     long nh = 0;
     for (long k = 0; k < len; k++) {
         int i = seg[k];
-        const cs_send *s = &v->a->sends[i];
+        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
         while (nh > 0 && heap[0].end <= s->start_us + VERIFY_TIME_EPS) {
             arrival x = heap_pop(heap, &nh);
             apply_combining(v, x.send, x.val, -1);
@@ -580,12 +578,13 @@ static int replay_combining_timed(vctx *v, long g, const int *seg, long len, arr
     return v->oom ? CS_ENOMEM : CS_OK;
 }
 
-static void sort_by_time(const cs_send *sends, int *seg, long len, timed_key *tk)
+static void sort_by_time(const cs_algorithm *a, int *seg, long len, timed_key *tk)
 {
     if (len < 2)
         return;
     for (long k = 0; k < len; k++)
-        tk[k] = (timed_key){sends[seg[k]].start_us, sends[seg[k]].end_us, seg[k]};
+        tk[k] = (timed_key){algorithm_send_start_us(a, seg[k]), algorithm_send_end_us(a, seg[k]),
+                            seg[k]};
     qsort(tk, (size_t)len, sizeof *tk, timed_key_compare);
     for (long k = 0; k < len; k++)
         seg[k] = tk[k].index;
@@ -599,7 +598,7 @@ int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err)
     long maxseg = 0;
     for (long k = 0; k < nvalid;) {
         long e = k;
-        while (e < nvalid && v->a->sends[ord[e]].chunk == v->a->sends[ord[k]].chunk)
+        while (e < nvalid && algorithm_send_chunk(v->a, ord[e]) == algorithm_send_chunk(v->a, ord[k]))
             e++;
         if (e - k > maxseg)
             maxseg = e - k;
@@ -634,7 +633,7 @@ int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err)
     long k = 0;
     for (long g = 0; g < v->G; g++) {
         long e = k;
-        while (e < nvalid && v->a->sends[ord[e]].chunk == g)
+        while (e < nvalid && algorithm_send_chunk(v->a, ord[e]) == g)
             e++;
         v->epoch++;
         if (v->epoch == 0) { /* wrapped: clear stamps once */
@@ -648,7 +647,7 @@ int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err)
         int *seg = ord + k;
         long len = e - k;
         if (v->timed)
-            sort_by_time(v->a->sends, seg, len, tk);
+            sort_by_time(v->a, seg, len, tk);
         if (!v->combining) {
             if (v->timed)
                 replay_plain_timed(v, g, seg, len, &received);

@@ -1,0 +1,985 @@
+/*
+ * bounds_time.c - the time bound of bounds.h: per collective, which cuts to
+ * search (on the network of bounds_cutnet.c) and the path latency; plus the
+ * bound's JSON form.
+ *
+ * Why each linear part is a bound in the simulator's model (simulate.h:
+ * a send of b bytes over a link lane takes alpha + b / bw, a lane and every
+ * shared-set lane carry one send at a time, a switch port is such a set):
+ * the sends that cross a cut into S run on lanes of the cut's edges, each
+ * lane at most at its edge's per-lane speed; if X bytes must cross, the last
+ * lane to finish ran for at least alpha + X / cap(S) (a lane that carried x
+ * bytes was busy at least alpha + x / bw, and the x add up to X).  So
+ * T >= alpha_min(cut) + X / cap(S), with X = k L from the collective:
+ *
+ *   allgather      k = P - |S|: every chunk from outside S enters S once;
+ *   reducescatter  k = P - |S| leaving S: every chunk reduced outside S needs
+ *                  a contribution from S;
+ *   broadcast      k = 1 into any S without the root; reduce: out of S;
+ *   scatter        k = |S| into S without the root; gather: out of S;
+ *   alltoall       k = |S| (P - |S|): every pair (outside, inside) has L;
+ *   allreduce      k = 1 into every S and out of every S; and the gossip
+ *                  bound: any schedule that leaves every rank with every
+ *                  contribution is, per chunk, a one-way gossip among the k
+ *                  parts of any partition (a part knows what any of its ranks
+ *                  knows), which takes at least 2k - 2 calls (the one-way
+ *                  gossip minimum), i.e. 2(k-1) sends between parts per chunk:
+ *                  2(k-1) L bytes over the parts' summed egress (ingress).
+ *
+ * ForestColl's allreduce optimum is reducescatter + allgather; that sum is
+ * a bound for schedules that run RS then AG, not for every allreduce: when
+ * the RS bottleneck (a rank's egress) and the AG bottleneck (another rank's
+ * ingress) are different links, a schedule streams through both at once.
+ * On symmetric topologies the gossip bound over the groups (or over single
+ * ranks) equals RS + AG (e.g. dgxh100:N: 2 (N-1)/N L over a node's NICs).
+ */
+#include "bounds.h"
+#include "bounds_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Exhaustive cut searches while (searches x network size) fit this; beyond,
+ * single ranks and the group quotient.  About 10-30 ms of max-flow. */
+#define TB_CUT_WORK 6000000L
+/* All-pairs path latency while ranks x (nodes + edges) fit this; beyond, a
+ * few sweeps from far ranks (each distance found is a valid bound). */
+#define TB_PATH_WORK 3000000L
+#define TB_PATH_SWEEPS 6
+/* Alltoall: hop-distance sum while ranks x (ranks + links) fit this, and
+ * BFS-order prefix sweeps from up to this many ranks. */
+#define TB_DISTANCE_WORK 20000000L
+#define TB_PREFIX_ORDERS 8
+/* Custom: multi-source path searches per chunk, within this work. */
+#define TB_CUSTOM_PATH_WORK 20000000L
+
+/* ---- the bound being built ------------------------------------------------------- */
+
+static void offer(cs_time_bound *b, double latency, double bw, const char *kind, bool exact,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Takes (latency, bw) when bw is larger (or equal with a larger latency). */
+static void offer(cs_time_bound *b, double latency, double bw, const char *kind, bool exact,
+                  const char *fmt, ...)
+{
+    if (!isfinite(bw) || bw < 0 || !isfinite(latency))
+        return;
+    if (b->kind[0] && (bw < b->bandwidth_us_per_byte ||
+                       (bw == b->bandwidth_us_per_byte && latency <= b->latency_us)))
+        return;
+    b->latency_us = latency;
+    b->bandwidth_us_per_byte = bw;
+    b->exact = exact;
+    snprintf(b->kind, sizeof b->kind, "%s", kind);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->cut, sizeof b->cut, fmt, ap);
+    va_end(ap);
+}
+
+void time_bound_offer(cs_time_bound *b, double latency_us, double bandwidth_us_per_byte,
+                      const char *kind, bool exact, const char *cut)
+{
+    offer(b, latency_us, bandwidth_us_per_byte, kind ? kind : "", exact, "%s", cut ? cut : "");
+}
+
+double time_bound_us(const cs_time_bound *b, double bytes, int chunks)
+{
+    double L = b->per_chunk ? bytes / (chunks > 0 ? chunks : 1) : bytes;
+    double lin = b->latency_us + b->bandwidth_us_per_byte * L;
+    return lin > b->path_latency_us ? lin : b->path_latency_us;
+}
+
+/* ---- describing rank sets ------------------------------------------------------------ */
+
+static int list_ranks(const unsigned char *in, int P, bool want, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "{");
+    bool first = true;
+    for (int r = 0; r < P && used < size; r++)
+        if ((bool)in[r] == want) {
+            used += (size_t)snprintf(buf + used, size - used, "%s%d", first ? "" : ",", r);
+            first = false;
+        }
+    if (used < size)
+        snprintf(buf + used, size - used, "}");
+    return 0;
+}
+
+/* "{3}", "all but {5}", "group 3 (ranks 24-31)", "groups {1,4} (16 ranks)",
+ * "512 ranks from 0". */
+static void describe_ranks(const cs_topology *t, const unsigned char *in, char *buf, size_t size)
+{
+    int P = t->ranks, n = 0, first = -1;
+    for (int r = 0; r < P; r++)
+        if (in[r]) {
+            n++;
+            if (first < 0)
+                first = r;
+        }
+    if (n <= 6) {
+        list_ranks(in, P, true, buf, size);
+        return;
+    }
+    if (P - n <= 4) {
+        size_t used = (size_t)snprintf(buf, size, "all but ");
+        list_ranks(in, P, false, buf + used, size - used);
+        return;
+    }
+    /* a union of whole groups? */
+    int whole = 0, ngroups_in = 0, one = -1;
+    for (int g = 0; g < t->ngroups; g++) {
+        int c = 0;
+        for (int i = 0; i < t->groups[g].nranks; i++)
+            c += in[t->groups[g].ranks[i]];
+        if (c == t->groups[g].nranks && c > 0) {
+            whole += c;
+            ngroups_in++;
+            one = g;
+        } else if (c != 0) {
+            whole = -1;
+            break;
+        }
+    }
+    if (whole == n && ngroups_in == 1) {
+        const cs_group *g = &t->groups[one];
+        int lo = g->ranks[0], hi = g->ranks[0];
+        for (int i = 1; i < g->nranks; i++) {
+            lo = g->ranks[i] < lo ? g->ranks[i] : lo;
+            hi = g->ranks[i] > hi ? g->ranks[i] : hi;
+        }
+        if (hi - lo + 1 == g->nranks)
+            snprintf(buf, size, "group %d (ranks %d-%d)", one, lo, hi);
+        else
+            snprintf(buf, size, "group %d (%d ranks)", one, g->nranks);
+        return;
+    }
+    if (whole == n && ngroups_in > 1) {
+        snprintf(buf, size, "%d groups (%d ranks from %d)", ngroups_in, n, first);
+        return;
+    }
+    snprintf(buf, size, "%d ranks from %d", n, first);
+}
+
+/* Rank-level membership of a vertex set. */
+static int ranks_of(const cut_network *n, const unsigned char *in_s, unsigned char **out,
+                    cs_error *err)
+{
+    int P = n->topo->ranks;
+    unsigned char *r = malloc((size_t)P);
+    if (!r)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (int i = 0; i < P; i++)
+        r[i] = in_s[n->part_of[i]];
+    *out = r;
+    return CS_OK;
+}
+
+/* Offers the cut c of network n: T >= alpha + k L / cap. */
+static int offer_cut(cs_time_bound *b, const cut_network *n, const cut_found *c,
+                     const char *kind, bool exact, const char *what, cs_error *err)
+{
+    if (!c->in_s || !(c->cap_bw > 0))
+        return CS_OK;
+    unsigned char *ranks = NULL;
+    int rc = ranks_of(n, c->in_s, &ranks, err);
+    if (rc)
+        return rc;
+    char d[96];
+    describe_ranks(n->topo, ranks, d, sizeof d);
+    free(ranks);
+    double alpha = cutnet_crossing_alpha(n, c->in_s);
+    offer(b, isfinite(alpha) ? alpha : 0, (double)c->k / c->cap_bw, kind, exact,
+          "S = %s: %lld x L must %s S over %.6g GB/s", d, (long long)c->k,
+          what ? what : (n->reversed ? "leave" : "enter"), c->cap_bw / 1e3);
+    return CS_OK;
+}
+
+/* ---- the group quotient ---------------------------------------------------------------- */
+
+/* rank -> part: the topology's groups, then each ungrouped rank alone.
+ * Returns the part count (0 when the topology has no groups). */
+static int group_parts(const cs_topology *t, int **out, cs_error *err)
+{
+    *out = NULL;
+    if (t->ngroups == 0 || !t->group_of)
+        return 0;
+    int *part = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!part) {
+        cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        return -1;
+    }
+    int k = t->ngroups;
+    for (int r = 0; r < t->ranks; r++)
+        part[r] = t->group_of[r] >= 0 ? t->group_of[r] : k++;
+    *out = part;
+    return k;
+}
+
+/* Runs search(net) on the rank network and, unless that was exhaustive, on
+ * the group quotient too; offers what each found. */
+typedef int (*cut_search)(cut_network *n, int pinned, cut_found *best, bool *exact,
+                          cs_error *err);
+
+static int search_both(const cs_topology *t, bool reversed, int root, cut_search search,
+                       cs_time_bound *b, const char *kind, const char *what, cs_error *err)
+{
+    cut_network n;
+    int rc = cutnet_build(t, NULL, 0, reversed, &n, err);
+    if (rc)
+        return rc;
+    cut_found best = {0};
+    bool exact = false;
+    rc = search(&n, root, &best, &exact, err);
+    if (rc == CS_OK)
+        rc = offer_cut(b, &n, &best, kind, exact, what, err);
+    cut_found_free(&best);
+    cutnet_free(&n);
+    if (rc || exact)
+        return rc;
+    int *part;
+    int nparts = group_parts(t, &part, err);
+    if (nparts < 0)
+        return CS_ENOMEM;
+    if (nparts < 2) {
+        free(part);
+        return CS_OK;
+    }
+    rc = cutnet_build(t, part, nparts, reversed, &n, err);
+    if (rc == CS_OK) {
+        rc = search(&n, root >= 0 ? part[root] : -1, &best, &exact, err);
+        if (rc == CS_OK)
+            rc = offer_cut(b, &n, &best, kind, false, what, err);
+        cut_found_free(&best);
+        cutnet_free(&n);
+    }
+    free(part);
+    return rc;
+}
+
+static int search_spread(cut_network *n, int pinned, cut_found *best, bool *exact,
+                         cs_error *err)
+{
+    (void)pinned;
+    return cutnet_max_outside_ratio(n, TB_CUT_WORK, best, exact, err);
+}
+
+static int search_root_spread(cut_network *n, int pinned, cut_found *best, bool *exact,
+                              cs_error *err)
+{
+    return cutnet_max_inside_ratio(n, pinned, TB_CUT_WORK, best, exact, err);
+}
+
+static int search_root_min_cut(cut_network *n, int pinned, cut_found *best, bool *exact,
+                               cs_error *err)
+{
+    return cutnet_min_cut_avoiding(n, pinned, TB_CUT_WORK, best, exact, err);
+}
+
+/* ---- allreduce ------------------------------------------------------------------------- */
+
+/* Gossip over the vertices of n (a partition): 2(k-1) L over the summed
+ * egress (or ingress) of the parts. */
+static void offer_gossip(cs_time_bound *b, const cut_network *n, const char *parts)
+{
+    double out = 0, in = 0, alpha = INFINITY;
+    for (int v = 0; v < n->nv; v++) {
+        out += n->out_bw[v];
+        in += n->in_bw[v];
+    }
+    const cs_topology *t = n->topo;
+    for (int l = 0; l < t->nlinks; l++)
+        if (n->part_of[t->links[l].src] != n->part_of[t->links[l].dst] &&
+            t->links[l].alpha_us < alpha)
+            alpha = t->links[l].alpha_us;
+    double cap = out < in ? out : in;
+    if (n->nv < 2 || !(cap > 0))
+        return;
+    offer(b, isfinite(alpha) ? alpha : 0, 2.0 * (n->nv - 1) / cap, "gossip", false,
+          "gossip among %d %s: each chunk crosses between them 2(k-1) = %d times, over "
+          "%.6g GB/s of their %s",
+          n->nv, parts, 2 * (n->nv - 1), cap / 1e3, out < in ? "egress" : "ingress");
+}
+
+/* The smallest cut of the whole topology, each way: L must cross it. */
+static int offer_global_min_cut(cs_time_bound *b, const cs_topology *t, const int *part,
+                                int nparts, cs_error *err)
+{
+    for (int dir = 0; dir < 2; dir++) {
+        cut_network n;
+        int rc = cutnet_build(t, part, nparts, dir == 1, &n, err);
+        if (rc)
+            return rc;
+        cut_found best = {0};
+        bool exact = false;
+        rc = cutnet_min_cut_avoiding(&n, 0, TB_CUT_WORK / 2, &best, &exact, err);
+        if (rc == CS_OK)
+            rc = offer_cut(b, &n, &best, "cut", false, NULL, err);
+        cut_found_free(&best);
+        cutnet_free(&n);
+        if (rc)
+            return rc;
+    }
+    return CS_OK;
+}
+
+static int allreduce_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
+{
+    cut_network n;
+    int rc = cutnet_build(t, NULL, 0, false, &n, err);
+    if (rc)
+        return rc;
+    offer_gossip(b, &n, "ranks");
+    cutnet_free(&n);
+    if ((rc = offer_global_min_cut(b, t, NULL, 0, err)))
+        return rc;
+    int *part;
+    int nparts = group_parts(t, &part, err);
+    if (nparts < 0)
+        return CS_ENOMEM;
+    if (nparts >= 2) {
+        rc = cutnet_build(t, part, nparts, false, &n, err);
+        if (rc == CS_OK) {
+            offer_gossip(b, &n, "groups");
+            cutnet_free(&n);
+            rc = offer_global_min_cut(b, t, part, nparts, err);
+        }
+    }
+    free(part);
+    return rc;
+}
+
+/* ---- alltoall ----------------------------------------------------------------------- */
+
+/* Switch membership as CSR: the switches of rank r are sw[begin[r]..begin[r+1]). */
+typedef struct {
+    int *begin, *sw;
+} rank_switches;
+
+static void rank_switches_free(rank_switches *rs)
+{
+    free(rs->begin);
+    free(rs->sw);
+}
+
+static int rank_switches_build(const cs_topology *t, rank_switches *rs, cs_error *err)
+{
+    long total = 0;
+    for (int s = 0; s < t->nswitches; s++)
+        total += t->switches[s].nranks;
+    rs->begin = calloc((size_t)t->ranks + 1, sizeof(int));
+    rs->sw = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
+    int *fill = malloc(sizeof(int) * (size_t)(t->ranks + 1));
+    if (!rs->begin || !rs->sw || !fill) {
+        free(fill);
+        rank_switches_free(rs);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int s = 0; s < t->nswitches; s++)
+        for (int i = 0; i < t->switches[s].nranks; i++)
+            rs->begin[t->switches[s].ranks[i] + 1]++;
+    for (int r = 0; r < t->ranks; r++)
+        rs->begin[r + 1] += rs->begin[r];
+    memcpy(fill, rs->begin, sizeof(int) * (size_t)(t->ranks + 1));
+    for (int s = 0; s < t->nswitches; s++)
+        for (int i = 0; i < t->switches[s].nranks; i++)
+            rs->sw[fill[t->switches[s].ranks[i]]++] = s;
+    free(fill);
+    return CS_OK;
+}
+
+/* Offers S = the first k ranks of `order` (k = 1..P-1), with cap(S) from a
+ * cut of the network: the physical links into S (shared sets ignored) plus,
+ * per switch, the cheaper side of its ports (min(inside, outside) ports).  An
+ * upper bound on the min cut, so a valid bound; O(degree) per rank added. */
+static void prefix_sweep(const cs_topology *t, const rank_switches *rs, const int *order,
+                         unsigned char *in_s, int *sw_in, const char *what, cs_time_bound *b)
+{
+    int P = t->ranks;
+    memset(in_s, 0, (size_t)P);
+    memset(sw_in, 0, sizeof(int) * (size_t)(t->nswitches > 0 ? t->nswitches : 1));
+    double cap = 0, best = -1;
+    int best_k = 0;
+    for (int k = 1; k < P; k++) {
+        int v = order[k - 1];
+        for (int i = t->in_begin[v]; i < t->in_begin[v + 1]; i++) {
+            const cs_link *l = &t->links[t->in_links[i]];
+            if (l->switch_id < 0 && !in_s[l->src])
+                cap += l->lanes * l->gbps * 1e3;
+        }
+        for (int i = t->out_begin[v]; i < t->out_begin[v + 1]; i++) {
+            const cs_link *l = &t->links[i];
+            if (l->switch_id < 0 && in_s[l->dst])
+                cap -= l->lanes * l->gbps * 1e3;
+        }
+        for (int j = rs->begin[v]; j < rs->begin[v + 1]; j++) {
+            const cs_switch *s = &t->switches[rs->sw[j]];
+            int c = sw_in[rs->sw[j]]++, m = s->nranks;
+            int before = c < m - c ? c : m - c, after = c + 1 < m - c - 1 ? c + 1 : m - c - 1;
+            cap += (after - before) * s->gbps * 1e3;
+        }
+        in_s[v] = 1;
+        double ratio = cap > 0 ? (double)k * (P - k) / cap : -1;
+        if (ratio > best) {
+            best = ratio;
+            best_k = k;
+        }
+    }
+    if (best_k == 0)
+        return;
+    /* the winner again, for its description and alpha */
+    memset(in_s, 0, (size_t)P);
+    for (int k = 0; k < best_k; k++)
+        in_s[order[k]] = 1;
+    double alpha = INFINITY;
+    for (int l = 0; l < t->nlinks; l++)
+        if (!in_s[t->links[l].src] && in_s[t->links[l].dst] && t->links[l].alpha_us < alpha)
+            alpha = t->links[l].alpha_us;
+    char d[96];
+    describe_ranks(t, in_s, d, sizeof d);
+    offer(b, isfinite(alpha) ? alpha : 0, best, "cut", false,
+          "S = %s, the first %d ranks of %s: |S|(P-|S|) = %lld x L must enter S over "
+          "%.6g GB/s",
+          d, best_k, what, (long long)best_k * (P - best_k), (double)best_k * (P - best_k) / best / 1e3);
+}
+
+/* BFS from src over links: order[] gets the ranks in visit order, dist[] hops. */
+static void bfs(const cs_topology *t, int src, int *order, int *dist)
+{
+    for (int r = 0; r < t->ranks; r++)
+        dist[r] = -1;
+    int head = 0, tail = 0;
+    order[tail++] = src;
+    dist[src] = 0;
+    while (head < tail) {
+        int u = order[head++];
+        for (int i = t->out_begin[u]; i < t->out_begin[u + 1]; i++) {
+            int v = t->links[i].dst;
+            if (dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                order[tail++] = v;
+            }
+        }
+    }
+}
+
+static int alltoall_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
+{
+    int P = t->ranks, rc;
+    cut_network n;
+    if ((rc = cutnet_build(t, NULL, 0, false, &n, err)))
+        return rc;
+    double alpha_all = INFINITY, out_total = 0, in_total = 0;
+    for (int l = 0; l < t->nlinks; l++)
+        alpha_all = t->links[l].alpha_us < alpha_all ? t->links[l].alpha_us : alpha_all;
+    if (!isfinite(alpha_all))
+        alpha_all = 0;
+    /* each rank alone, and all ranks but one: (P-1) L in or out */
+    for (int v = 0; v < P; v++) {
+        out_total += n.out_bw[v];
+        in_total += n.in_bw[v];
+        if (n.in_bw[v] > 0)
+            offer(b, alpha_all, (P - 1) / n.in_bw[v], "cut", false,
+                  "S = {%d}: (P-1) = %d x L must enter S over %.6g GB/s", v, P - 1,
+                  n.in_bw[v] / 1e3);
+        if (n.out_bw[v] > 0)
+            offer(b, alpha_all, (P - 1) / n.out_bw[v], "cut", false,
+                  "S = all but {%d}: (P-1) = %d x L must leave rank %d over %.6g GB/s", v,
+                  P - 1, v, n.out_bw[v] / 1e3);
+    }
+    cutnet_free(&n);
+    /* each group and its complement, with its exact cut */
+    int *part;
+    int nparts = group_parts(t, &part, err);
+    if (nparts < 0)
+        return CS_ENOMEM;
+    for (int dir = 0; nparts >= 2 && dir < 2; dir++) {
+        if ((rc = cutnet_build(t, part, nparts, dir == 1, &n, err))) {
+            free(part);
+            return rc;
+        }
+        unsigned char *in_s = calloc((size_t)nparts, 1);
+        for (int g = 0; in_s && g < t->ngroups; g++) {
+            cut_found c = {.in_s = in_s, .k = n.weight[g] * (P - n.weight[g])};
+            in_s[g] = 1;
+            if ((long)nparts * cutnet_size(&n) <= TB_CUT_WORK)
+                rc = cutnet_capacity_into(&n, in_s, &c.cap_bw, err);
+            else
+                c.cap_bw = n.in_bw[g];   /* reversed: the group's egress */
+            if (rc == CS_OK)
+                rc = offer_cut(b, &n, &c, "cut", false, NULL, err);
+            in_s[g] = 0;
+            if (rc)
+                break;
+        }
+        if (!in_s)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        free(in_s);
+        cutnet_free(&n);
+        if (rc) {
+            free(part);
+            return rc;
+        }
+    }
+    free(part);
+    /* prefixes of the numbering and of BFS orders; the hop-distance sum */
+    rank_switches rs;
+    if ((rc = rank_switches_build(t, &rs, err)))
+        return rc;
+    int *order = malloc(sizeof(int) * (size_t)P), *dist = malloc(sizeof(int) * (size_t)P);
+    int *sw_in = malloc(sizeof(int) * (size_t)(t->nswitches > 0 ? t->nswitches : 1));
+    unsigned char *in_s = malloc((size_t)P);
+    if (!order || !dist || !sw_in || !in_s) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    for (int r = 0; r < P; r++)
+        order[r] = r;
+    prefix_sweep(t, &rs, order, in_s, sw_in, "the numbering", b);
+    int src = 0;
+    for (int k = 0; k < TB_PREFIX_ORDERS; k++) {
+        bfs(t, src, order, dist);
+        prefix_sweep(t, &rs, order, in_s, sw_in, "a BFS order", b);
+        int far = order[P - 1];
+        src = far == src ? (src + 1) % P : far;
+    }
+    if ((long)P * ((long)P + t->nlinks) <= TB_DISTANCE_WORK) {
+        double hops = 0;
+        for (int s = 0; s < P; s++) {
+            bfs(t, s, order, dist);
+            for (int r = 0; r < P; r++)
+                hops += dist[r] > 0 ? dist[r] : 0;
+        }
+        double cap = out_total < in_total ? out_total : in_total;
+        if (cap > 0)
+            offer(b, alpha_all, hops / cap, "distance", false,
+                  "hop distance: the P(P-1) pairs' L travel %.0f hops in all, over %.6g GB/s "
+                  "of total %s",
+                  hops, cap / 1e3, out_total < in_total ? "egress" : "ingress");
+    }
+    /* The max-concurrent-flow LP bound (kind "mcf-lp") is not computed here:
+     * it needs the LP solver of synth/mcf, a layer above this one, which
+     * joins it to this bound with time_bound_offer(). */
+done:
+    free(order);
+    free(dist);
+    free(sw_in);
+    free(in_s);
+    rank_switches_free(&rs);
+    return rc;
+}
+
+/* ---- custom ---------------------------------------------------------------------------- */
+
+/* Per rank: the chunks it must receive, and the chunks only it holds that
+ * others need, over its capacity (L = one chunk). */
+static int custom_bound(const cs_topology *t, const cs_collective *c, cs_time_bound *b,
+                        cs_error *err)
+{
+    int P = t->ranks;
+    long *need_in = calloc((size_t)P, sizeof(long)), *need_out = calloc((size_t)P, sizeof(long));
+    cut_network n;
+    int rc = need_in && need_out ? cutnet_build(t, NULL, 0, false, &n, err)
+                                 : cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (rc) {
+        free(need_in);
+        free(need_out);
+        return rc;
+    }
+    for (long g = 0; g < c->custom_global_chunks; g++) {
+        int src = collective_source(c, P, 1, g);
+        bool leaves = false;
+        for (int r = 0; r < P; r++)
+            if (collective_post(c, P, 1, g, r) && !collective_pre(c, P, 1, g, r)) {
+                need_in[r]++;
+                if (r != src)
+                    leaves = true;
+            }
+        if (src >= 0 && leaves)
+            need_out[src]++;
+    }
+    double alpha_all = INFINITY;
+    for (int l = 0; l < t->nlinks; l++)
+        alpha_all = t->links[l].alpha_us < alpha_all ? t->links[l].alpha_us : alpha_all;
+    if (!isfinite(alpha_all))
+        alpha_all = 0;
+    for (int r = 0; r < P; r++) {
+        if (need_in[r] > 0 && n.in_bw[r] > 0)
+            offer(b, alpha_all, need_in[r] / n.in_bw[r], "cut", false,
+                  "rank %d must receive %ld chunks over %.6g GB/s", r, need_in[r],
+                  n.in_bw[r] / 1e3);
+        if (need_out[r] > 0 && n.out_bw[r] > 0)
+            offer(b, alpha_all, need_out[r] / n.out_bw[r], "cut", false,
+                  "rank %d alone holds %ld needed chunks, sent over %.6g GB/s", r, need_out[r],
+                  n.out_bw[r] / 1e3);
+    }
+    cutnet_free(&n);
+    free(need_in);
+    free(need_out);
+    return CS_OK;
+}
+
+/* ---- path latency ------------------------------------------------------------------ */
+
+/* Ranks and switches; a link costs its alpha, entering a switch its port's
+ * alpha and leaving it nothing (one switch hop = one port alpha).  Where a
+ * physical link joins two ranks of a switch the simulator has no derived
+ * link between them; the path through the switch node is then an extra,
+ * shorter path: distances only get smaller, so they stay bounds. */
+typedef struct {
+    int n;
+    int *begin, *to;
+    double *w;
+} path_graph;
+
+static void path_graph_free(path_graph *g)
+{
+    free(g->begin);
+    free(g->to);
+    free(g->w);
+}
+
+static int path_graph_build(const cs_topology *t, bool backward, path_graph *g, cs_error *err)
+{
+    memset(g, 0, sizeof *g);
+    int P = t->ranks;
+    g->n = P + t->nswitches;
+    long m = 0;
+    for (int l = 0; l < t->nlinks; l++)
+        m += t->links[l].switch_id < 0;
+    for (int s = 0; s < t->nswitches; s++)
+        m += 2L * t->switches[s].nranks;
+    g->begin = calloc((size_t)g->n + 1, sizeof(int));
+    g->to = malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
+    g->w = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
+    int *fill = malloc(sizeof(int) * ((size_t)g->n + 1));
+    if (!g->begin || !g->to || !g->w || !fill) {
+        free(fill);
+        path_graph_free(g);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    /* two passes: count, then place (u -> v of weight w; backward swaps u, v) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int l = 0; l < t->nlinks; l++) {
+            const cs_link *k = &t->links[l];
+            if (k->switch_id >= 0)
+                continue;
+            int u = backward ? k->dst : k->src, v = backward ? k->src : k->dst;
+            if (pass == 0) {
+                g->begin[u + 1]++;
+            } else {
+                g->to[fill[u]] = v;
+                g->w[fill[u]++] = k->alpha_us;
+            }
+        }
+        for (int s = 0; s < t->nswitches; s++)
+            for (int i = 0; i < t->switches[s].nranks; i++) {
+                int r = t->switches[s].ranks[i], sw = P + s;
+                double a = t->switches[s].alpha_us;
+                /* forward: r -> sw costs a, sw -> r is free; backward mirrored */
+                int u1 = backward ? sw : r, v1 = backward ? r : sw;
+                int u2 = backward ? r : sw, v2 = backward ? sw : r;
+                if (pass == 0) {
+                    g->begin[u1 + 1]++;
+                    g->begin[u2 + 1]++;
+                } else {
+                    g->to[fill[u1]] = v1;
+                    g->w[fill[u1]++] = a;
+                    g->to[fill[u2]] = v2;
+                    g->w[fill[u2]++] = 0;
+                }
+            }
+        if (pass == 0) {
+            for (int v = 0; v < g->n; v++)
+                g->begin[v + 1] += g->begin[v];
+            memcpy(fill, g->begin, sizeof(int) * ((size_t)g->n + 1));
+        }
+    }
+    free(fill);
+    return CS_OK;
+}
+
+typedef struct {
+    double d;
+    int v;
+} heap_item;
+
+/* Dijkstra from the sources (dist 0) into dist[n]; heap has room for
+ * n + edges items. */
+static void dijkstra(const path_graph *g, const int *src, int nsrc, double *dist, heap_item *heap)
+{
+    for (int v = 0; v < g->n; v++)
+        dist[v] = INFINITY;
+    int len = 0;
+    for (int i = 0; i < nsrc; i++) {
+        dist[src[i]] = 0;
+        heap[len++] = (heap_item){0, src[i]};
+    }
+    while (len > 0) {
+        heap_item top = heap[0];
+        heap_item last = heap[--len];
+        int i = 0;
+        while (2 * i + 1 < len) {   /* sift last down from the root */
+            int c = 2 * i + 1;
+            if (c + 1 < len && heap[c + 1].d < heap[c].d)
+                c++;
+            if (heap[c].d >= last.d)
+                break;
+            heap[i] = heap[c];
+            i = c;
+        }
+        if (len > 0)
+            heap[i] = last;
+        if (top.d > dist[top.v])
+            continue;
+        for (int e = g->begin[top.v]; e < g->begin[top.v + 1]; e++) {
+            int v = g->to[e];
+            double nd = top.d + g->w[e];
+            if (nd < dist[v]) {
+                dist[v] = nd;
+                int j = len++;   /* sift up */
+                while (j > 0 && heap[(j - 1) / 2].d > nd) {
+                    heap[j] = heap[(j - 1) / 2];
+                    j = (j - 1) / 2;
+                }
+                heap[j] = (heap_item){nd, v};
+            }
+        }
+    }
+}
+
+/* The farthest rank from the sources: its index, distance in *far_d. */
+static int farthest_rank(const double *dist, int P, double *far_d)
+{
+    int far = -1;
+    *far_d = 0;
+    for (int r = 0; r < P; r++)
+        if (isfinite(dist[r]) && (far < 0 || dist[r] > *far_d)) {
+            far = r;
+            *far_d = dist[r];
+        }
+    return far;
+}
+
+static int path_latency(const cs_topology *t, const cs_collective *c, cs_time_bound *b,
+                        cs_error *err)
+{
+    int P = t->ranks;
+    bool backward = c->kind == CS_COLL_GATHER || c->kind == CS_COLL_REDUCE;
+    path_graph g;
+    int rc = path_graph_build(t, backward, &g, err);
+    if (rc)
+        return rc;
+    long m = g.begin[g.n];
+    double *dist = malloc(sizeof(double) * (size_t)g.n);
+    heap_item *heap = malloc(sizeof(heap_item) * (size_t)(g.n + m + 1));
+    int *src = malloc(sizeof(int) * (size_t)P);
+    if (!dist || !heap || !src) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    double best = 0, d;
+    int from = -1, to = -1;
+    switch (c->kind) {
+    case CS_COLL_BROADCAST:
+    case CS_COLL_SCATTER:
+    case CS_COLL_GATHER:
+    case CS_COLL_REDUCE:
+        src[0] = c->root;
+        dijkstra(&g, src, 1, dist, heap);
+        to = farthest_rank(dist, P, &best);
+        from = c->root;
+        if (backward) {   /* distances are to the root */
+            from = to;
+            to = c->root;
+        }
+        break;
+    case CS_COLL_CUSTOM: {
+        long spent = 0, per = (long)g.n + m;
+        for (long ch = 0; ch < c->custom_global_chunks && spent < TB_CUSTOM_PATH_WORK; ch++) {
+            int ns = 0;
+            for (int r = 0; r < P; r++)
+                if (collective_pre(c, P, 1, ch, r))
+                    src[ns++] = r;
+            if (ns == 0)
+                continue;
+            dijkstra(&g, src, ns, dist, heap);
+            spent += per;
+            for (int r = 0; r < P; r++)
+                if (collective_post(c, P, 1, ch, r) && isfinite(dist[r]) && dist[r] > best) {
+                    best = dist[r];
+                    to = r;
+                    from = (int)ch;
+                }
+        }
+        if (to >= 0)
+            snprintf(b->path, sizeof b->path, "chunk %d to rank %d: %.6g us", from, to, best);
+        b->path_latency_us = best;
+        goto done;
+    }
+    default:   /* every pair: the alpha-weighted diameter, or sweeps toward it */
+        if ((long)P * ((long)g.n + m) <= TB_PATH_WORK) {
+            for (int s = 0; s < P; s++) {
+                src[0] = s;
+                dijkstra(&g, src, 1, dist, heap);
+                int far = farthest_rank(dist, P, &d);
+                if (far >= 0 && d > best) {
+                    best = d;
+                    from = s;
+                    to = far;
+                }
+            }
+        } else {
+            int s = 0;
+            for (int k = 0; k < TB_PATH_SWEEPS; k++) {
+                src[0] = s;
+                dijkstra(&g, src, 1, dist, heap);
+                int far = farthest_rank(dist, P, &d);
+                if (far < 0)
+                    break;
+                if (d > best) {
+                    best = d;
+                    from = s;
+                    to = far;
+                }
+                s = far == s ? (s + 1) % P : far;
+            }
+        }
+        break;
+    }
+    b->path_latency_us = best;
+    if (from >= 0 && to >= 0)
+        snprintf(b->path, sizeof b->path, "rank %d -> rank %d: %.6g us", from, to, best);
+done:
+    free(dist);
+    free(heap);
+    free(src);
+    path_graph_free(&g);
+    return rc;
+}
+
+/* ---- the entry point ----------------------------------------------------------------- */
+
+int collective_time_bound(const cs_topology *t, const cs_collective *c, cs_time_bound *out,
+                          cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!t || !t->finalized || !c)
+        return cs_error_set(err, CS_EINVAL, "", "the time bound needs a finalized topology and "
+                            "a collective");
+    if (collective_kind_is_rooted(c->kind) && (c->root < 0 || c->root >= t->ranks))
+        return cs_error_set(err, CS_EINVAL, "collective.root", "root %d out of range 0..%d",
+                            c->root, t->ranks - 1);
+    if (c->kind == CS_COLL_CUSTOM && (!c->custom_bits || c->custom_ranks != t->ranks))
+        return cs_error_set(err, CS_EINVAL, "collective",
+                            "call collective_validate for %d ranks first", t->ranks);
+    double t0 = cs_now();
+    out->per_chunk = c->kind == CS_COLL_CUSTOM;
+    if (t->ranks < 2) {
+        snprintf(out->kind, sizeof out->kind, "trivial");
+        snprintf(out->cut, sizeof out->cut, "one rank: nothing moves");
+        return CS_OK;
+    }
+    int rc;
+    switch (c->kind) {
+    case CS_COLL_ALLGATHER:
+    case CS_COLL_REDUCESCATTER:
+        rc = search_both(t, c->kind == CS_COLL_REDUCESCATTER, -1, search_spread, out,
+                         "forestcoll", NULL, err);
+        break;
+    case CS_COLL_SCATTER:
+    case CS_COLL_GATHER:
+        rc = search_both(t, c->kind == CS_COLL_GATHER, c->root, search_root_spread, out, "cut",
+                         NULL, err);
+        break;
+    case CS_COLL_BROADCAST:
+    case CS_COLL_REDUCE:
+        rc = search_both(t, c->kind == CS_COLL_REDUCE, c->root, search_root_min_cut, out, "cut",
+                         NULL, err);
+        break;
+    case CS_COLL_ALLREDUCE:
+        rc = allreduce_bound(t, out, err);
+        break;
+    case CS_COLL_ALLTOALL:
+        rc = alltoall_bound(t, out, err);
+        break;
+    case CS_COLL_CUSTOM:
+        rc = custom_bound(t, c, out, err);
+        break;
+    default:
+        rc = cs_error_set(err, CS_EINVAL, "collective.kind", "unknown collective kind");
+    }
+    if (rc == CS_OK)
+        rc = path_latency(t, c, out, err);
+    if (rc == CS_OK && !out->kind[0]) {
+        snprintf(out->kind, sizeof out->kind, "cut");
+        snprintf(out->cut, sizeof out->cut, "no data must cross any cut");
+    }
+    out->seconds = cs_now() - t0;
+    return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+json_t *time_bound_to_json(const cs_time_bound *b)
+{
+    json_t *doc = json_object();
+    if (!doc)
+        return NULL;
+    int bad = 0;
+    bad |= json_object_set_new(doc, "latency_us", json_real(b->latency_us));
+    bad |= json_object_set_new(doc, "bandwidth_us_per_byte", json_real(b->bandwidth_us_per_byte));
+    bad |= json_object_set_new(doc, "path_latency_us", json_real(b->path_latency_us));
+    bad |= json_object_set_new(doc, "kind", json_string(b->kind));
+    bad |= json_object_set_new(doc, "cut", json_string(b->cut));
+    bad |= json_object_set_new(doc, "path", json_string(b->path));
+    bad |= json_object_set_new(doc, "exact", json_boolean(b->exact));
+    bad |= json_object_set_new(doc, "seconds", json_real(b->seconds));
+    if (b->per_chunk)
+        bad |= json_object_set_new(doc, "per_chunk", json_true());
+    if (bad) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static int get_number(const json_t *doc, const char *key, double *out, cs_error *err)
+{
+    const json_t *v = json_object_get(doc, key);
+    if (!v)
+        return CS_OK;
+    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+        return cs_error_set(err, CS_EINVAL, key, "%s must be a number >= 0", key);
+    *out = json_number_value(v);
+    return CS_OK;
+}
+
+static void get_string(const json_t *doc, const char *key, char *buf, size_t size)
+{
+    const char *s = json_string_value(json_object_get(doc, key));
+    if (s)
+        snprintf(buf, size, "%s", s);
+}
+
+int time_bound_from_json(const json_t *doc, cs_time_bound *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(doc))
+        return cs_error_set(err, CS_EINVAL, "", "a time bound must be a JSON object");
+    int rc;
+    if ((rc = get_number(doc, "latency_us", &out->latency_us, err)) ||
+        (rc = get_number(doc, "bandwidth_us_per_byte", &out->bandwidth_us_per_byte, err)) ||
+        (rc = get_number(doc, "path_latency_us", &out->path_latency_us, err)) ||
+        (rc = get_number(doc, "seconds", &out->seconds, err)))
+        return rc;
+    get_string(doc, "kind", out->kind, sizeof out->kind);
+    get_string(doc, "cut", out->cut, sizeof out->cut);
+    get_string(doc, "path", out->path, sizeof out->path);
+    out->exact = json_is_true(json_object_get(doc, "exact"));
+    out->per_chunk = json_is_true(json_object_get(doc, "per_chunk"));
+    return CS_OK;
+}
