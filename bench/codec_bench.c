@@ -65,10 +65,7 @@ int main(int argc, char **argv)
     long nsends = res->algs[0]->nsends;
     printf("topology %s\nsends %ld\ntacos_s %.2f\nrss_after_tacos_mb %.0f\n", name, nsends,
            cs_now() - t0, peak_rss_kb() / 1024.0);
-    cs_result_shell sh;
-    result_shell_init(&sh, res, &err);
-    json_t *skel = result_to_json(&sh.result);
-    result_shell_release(&sh);
+    json_t *skel = result_to_json_frame(res);
     double enc[16], dec[16], full[16], slice[16];
     void *blob = NULL;
     size_t len = 0;

@@ -229,12 +229,8 @@ bool delivery_result_known(cs_server *s, const char *key)
 int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_request *req,
                          const cs_result *res, cs_error *err)
 {
-    cs_result_shell sh;
-    int rc = result_shell_init(&sh, res, err);
-    if (rc)
-        return rc;
-    json_t *skel = synth_result_to_json(req, &sh.result);
-    result_shell_release(&sh);
+    int rc;
+    json_t *skel = synth_result_to_json_frame(req, res);
     if (!skel)
         return cs_error_set(err, CS_ENOMEM, "", "cannot write the result document");
     void *blob = NULL;

@@ -110,12 +110,8 @@ static void fmt_us(char *buf, size_t n, double us)
 static int write_result(const cs_result *r, const cs_topology *t, const cs_collective *c,
                         const char *out_path)
 {
-    cs_result_shell sh;
     cs_error err;
-    if (result_shell_init(&sh, r, &err) != CS_OK)
-        return cli_report_error(CMD, "output", err.code, &err);
-    json_t *skel = result_to_json(&sh.result);
-    result_shell_release(&sh);
+    json_t *skel = result_to_json_frame(r);
     if (skel) {
         json_object_set_new(skel, "topology", topology_to_json(t));
         json_object_set_new(skel, "collective", collective_to_json(c));

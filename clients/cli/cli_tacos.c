@@ -67,18 +67,12 @@ static int write_streamed(const cs_result *r, const cs_algorithm *a, const char 
     cs_result_writer *w = NULL;
     int rc;
     if (r) {
-        cs_result_shell sh;
-        if ((rc = result_shell_init(&sh, r, &err)) == CS_OK) {
-            skel = result_to_json(&sh.result);
-            result_shell_release(&sh);
-            cs_json_view jv = CS_JSON_VIEW_FULL;
-            rc = skel ? result_writer_open_memory(r, skel, &jv, &w, &err)
-                      : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
-        }
+        skel = result_to_json_frame(r);
+        cs_json_view jv = CS_JSON_VIEW_FULL;
+        rc = skel ? result_writer_open_memory(r, skel, &jv, &w, &err)
+                  : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
     } else {
-        cs_algorithm shell = *a; /* a copy that reports no sends: the document's frame */
-        shell.nsends = 0;
-        skel = algorithm_to_json(&shell);
+        skel = algorithm_to_json_frame(a);
         rc = skel ? result_writer_open_algorithm(a, skel, &w, &err)
                   : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
     }

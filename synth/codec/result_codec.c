@@ -265,37 +265,6 @@ static int fb_flush(encoder *e, frame_builder *f, frame_entry *fe, cs_error *err
     return CS_OK;
 }
 
-/* ---- the shell ----------------------------------------------------------------------- */
-
-int result_shell_init(cs_result_shell *sh, const cs_result *res, cs_error *err)
-{
-    memset(sh, 0, sizeof *sh);
-    sh->result = *res;
-    if (res->nalgs == 0)
-        return CS_OK;
-    sh->copies = calloc((size_t)res->nalgs, sizeof *sh->copies);
-    sh->ptrs = calloc((size_t)res->nalgs, sizeof *sh->ptrs);
-    if (!sh->copies || !sh->ptrs) {
-        result_shell_release(sh);
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    }
-    for (int i = 0; i < res->nalgs; i++) {
-        /* a struct copy that reports no sends: its storage is never read */
-        sh->copies[i] = *res->algs[i];
-        sh->copies[i].nsends = 0;
-        sh->ptrs[i] = &sh->copies[i];
-    }
-    sh->result.algs = sh->ptrs;
-    return CS_OK;
-}
-
-void result_shell_release(cs_result_shell *sh)
-{
-    free(sh->copies);
-    free(sh->ptrs);
-    memset(sh, 0, sizeof *sh);
-}
-
 /* ---- encoding --------------------------------------------------------------------------- */
 
 typedef struct alg_tables {

@@ -38,10 +38,7 @@
  *
  * Encoding a result:
  *
- *     cs_result_shell sh;                       // the result with no sends
- *     result_shell_init(&sh, res, &err);
- *     json_t *skeleton = synth_result_to_json(req, &sh.result);   // the caller's document
- *     result_shell_release(&sh);
+ *     json_t *skeleton = synth_result_to_json_frame(req, res);  // the document, sends []
  *     void *blob; size_t len;
  *     result_codec_encode(res, skeleton, &blob, &len, &err);
  *
@@ -68,25 +65,12 @@
 /* A rank group closes once its ranks take part in this many sends. */
 #define CS_CODEC_GROUP_SENDS 32768
 
-/* ---- the result without sends ------------------------------------------------ */
-
-/* A shallow view of res whose algorithms hold no sends: give &shell.result to
- * result_to_json / synth_result_to_json to get the document without sends
- * (every other field exactly as the full document has it).  The shell shares
- * everything else with res: keep res alive, never free the shell's parts. */
-typedef struct cs_result_shell {
-    cs_result result;
-    cs_algorithm *copies;
-    cs_algorithm **ptrs;
-} cs_result_shell;
-
-int result_shell_init(cs_result_shell *sh, const cs_result *res, cs_error *err);
-void result_shell_release(cs_result_shell *sh);
-
 /* ---- encoding and decoding ----------------------------------------------------- */
 
 /* skeleton: the result document whose "frontier" holds res->nalgs algorithm
- * objects with "sends": [] (see cs_result_shell).  *out is malloc'd. */
+ * objects with "sends": [] (result_to_json_frame, synth_result_to_json_frame:
+ * the members computed from the whole result, the sends left out).  *out is
+ * malloc'd. */
 int result_codec_encode(const cs_result *res, const json_t *skeleton, void **out,
                         size_t *len, cs_error *err);
 
@@ -140,13 +124,13 @@ typedef struct cs_result_writer cs_result_writer;
 /* From an encoded result; the view must outlive the writer. */
 int result_writer_open_encoded(const cs_codec_view *v, const cs_json_view *jv,
                                cs_result_writer **out, cs_error *err);
-/* From a result in memory and its document without sends (cs_result_shell);
- * res and skeleton must outlive the writer. */
+/* From a result in memory and its document without sends
+ * (result_to_json_frame); res and skeleton must outlive the writer. */
 int result_writer_open_memory(const cs_result *res, const json_t *skeleton,
                               const cs_json_view *jv, cs_result_writer **out, cs_error *err);
 /* One algorithm's own document (algorithm_to_json's form) from memory;
- * skeleton: that document without sends (algorithm_to_json of a
- * cs_result_shell's algorithm).  a and skeleton must outlive the writer. */
+ * skeleton: that document without sends (algorithm_to_json_frame).  a and
+ * skeleton must outlive the writer. */
 int result_writer_open_algorithm(const cs_algorithm *a, const json_t *skeleton,
                                  cs_result_writer **out, cs_error *err);
 /* Up to cap bytes of the document into buf: the count, 0 at the end, or a

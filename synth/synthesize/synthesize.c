@@ -786,9 +786,23 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     return CS_OK;
 }
 
+static json_t *synth_result_doc(const cs_synth_request *r, const cs_result *res,
+                                bool with_sends);
+
 json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res)
 {
-    json_t *doc = result_to_json(res);
+    return synth_result_doc(r, res, true);
+}
+
+json_t *synth_result_to_json_frame(const cs_synth_request *r, const cs_result *res)
+{
+    return synth_result_doc(r, res, false);
+}
+
+static json_t *synth_result_doc(const cs_synth_request *r, const cs_result *res,
+                                bool with_sends)
+{
+    json_t *doc = with_sends ? result_to_json(res) : result_to_json_frame(res);
     if (!doc)
         return NULL;
     json_object_set_new(doc, "key", json_string(r->key));

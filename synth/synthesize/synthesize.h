@@ -147,6 +147,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim,
  * time bound with each algorithm's ratio_to_bound (synth_annotate_time_bound
  * at synth_bound_bytes(r)): it simulates every frontier algorithm once. */
 json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res);
+/* The same document with every algorithm's "sends": [] (its members computed
+ * from the whole result, sends included): what result_codec_encode stores as
+ * the result's header. */
+json_t *synth_result_to_json_frame(const cs_synth_request *r, const cs_result *res);
 
 /* ---- the time bound in results (synthesize_bound.c) -------------------------- */
 
