@@ -299,10 +299,51 @@ typedef struct post_memo {
     char key[65];
     char method[32];
     char ranks[16];
-    double wait_s, time_limit_s;
     size_t canon_len;
     char canon[];
 } post_memo;
+
+/* Reads options.wait_s and options.time_limit_s (checked as the full parse
+ * checks them) and hashes the request without them, in a canonical spelling
+ * (sorted keys, compact), into norm_hash.  False when they are not valid:
+ * the full parse then names the problem. */
+static bool delivery_options(json_t *doc, const cs_synth_limits *lim, double *wait_s,
+                             double *time_limit_s, char norm_hash[65])
+{
+    json_t *opts = json_object_get(doc, "options");
+    json_t *w = json_object_get(opts, "wait_s"), *t = json_object_get(opts, "time_limit_s");
+    if ((w && (!json_is_number(w) || json_number_value(w) < 0 ||
+               json_number_value(w) > lim->max_wait_s)) ||
+        (t && (!json_is_number(t) || json_number_value(t) < 0 ||
+               json_number_value(t) > lim->max_time_limit_s)))
+        return false;
+    *wait_s = w ? json_number_value(w) : 0;
+    *time_limit_s = t ? json_number_value(t) : 0;
+    json_incref(w);
+    json_incref(t);
+    if (w)
+        json_object_del(opts, "wait_s");
+    if (t)
+        json_object_del(opts, "time_limit_s");
+    /* no options and empty options are the same request */
+    bool drop = json_is_object(opts) && json_object_size(opts) == 0;
+    json_incref(opts);
+    if (drop)
+        json_object_del(doc, "options");
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (drop)
+        json_object_set(doc, "options", opts);
+    json_decref(opts);
+    if (w)
+        json_object_set_new(opts, "wait_s", w);
+    if (t)
+        json_object_set_new(opts, "time_limit_s", t);
+    if (!text)
+        return false;
+    synth_sha256_hex(text, strlen(text), norm_hash);
+    free(text);
+    return true;
+}
 
 static enum MHD_Result refuse_remembered(req_state *rs, int code, const char *error_json)
 {
@@ -323,8 +364,9 @@ static enum MHD_Result refuse_remembered(req_state *rs, int code, const char *er
 }
 
 /* Refuses with err and, when the same body would always be refused the
- * same way, remembers it by the body's hash. */
-static enum MHD_Result refuse_body(req_state *rs, const char *body_hash, const cs_error *err)
+ * same way, remembers it by the body's hash (and its normalized hash). */
+static enum MHD_Result refuse_body(req_state *rs, const char *body_hash, const char *norm_hash,
+                                   const cs_error *err)
 {
     int st = http_status_for(err->code);
     if (st == 400 || st == 413 || st == 422) {
@@ -335,6 +377,8 @@ static enum MHD_Result refuse_body(req_state *rs, const char *body_hash, const c
         json_decref(e);
         if (ej)
             delivery_remember_refusal(rs->srv->cache, 'B', body_hash, err->code, ej);
+        if (ej && norm_hash)
+            delivery_remember_refusal(rs->srv->cache, 'N', norm_hash, err->code, ej);
         free(ej);
     }
     return respond_cs_error(rs, err);
@@ -365,23 +409,36 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         blob_unref(refused);
         return r;
     }
+    json_error_t jerr;
+    json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc) {
+        cs_error_set(&err, CS_EINVAL, "body", "malformed JSON at line %d column %d: %s",
+                     jerr.line, jerr.column, jerr.text);
+        return refuse_body(rs, body_hash, NULL, &err);
+    }
+    /* The request without its delivery options (wait_s, time_limit_s), in one
+     * spelling: what the parse below depends on.  Hook herds post the same
+     * allocation with slightly different waits. */
+    double wait_s = 0, time_limit_s = 0;
+    char norm_hash[65];
+    bool delivery_ok = delivery_options(doc, &s->cfg.limits, &wait_s, &time_limit_s, norm_hash);
+    refused = delivery_ok ? delivery_refusal(s->cache, 'N', norm_hash, &code, &ej) : NULL;
+    if (refused) {
+        json_decref(doc);
+        enum MHD_Result r = refuse_remembered(rs, code, ej);
+        blob_unref(refused);
+        return r;
+    }
     char memo_key[80];
-    snprintf(memo_key, sizeof memo_key, "M|%s", body_hash);
-    cs_blob *mb = cache_get(s->cache, memo_key);
+    snprintf(memo_key, sizeof memo_key, "M|%s", norm_hash);
+    cs_blob *mb = delivery_ok ? cache_get(s->cache, memo_key) : NULL;
     if (!mb) {
-        json_error_t jerr;
-        json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!doc) {
-            cs_error_set(&err, CS_EINVAL, "body", "malformed JSON at line %d column %d: %s",
-                         jerr.line, jerr.column, jerr.text);
-            enum MHD_Result r = refuse_body(rs, body_hash, &err);
-            return r;
-        }
         cs_synth_request *req = NULL;
         int rc = synth_request_from_json(doc, &s->cfg.limits, &req, &err);
         json_decref(doc);
+        doc = NULL;
         if (rc)
-            return refuse_body(rs, body_hash, &err);
+            return refuse_body(rs, body_hash, delivery_ok ? norm_hash : NULL, &err);
         char *canon = synth_request_canonical_text(req);
         size_t cl = canon ? strlen(canon) : 0;
         post_memo *pm = canon ? malloc(sizeof *pm + cl + 1) : NULL;
@@ -393,20 +450,21 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         snprintf(pm->key, sizeof pm->key, "%s", req->key);
         snprintf(pm->method, sizeof pm->method, "%s", req->method);
         snprintf(pm->ranks, sizeof pm->ranks, "%d", req->topology->ranks);
-        pm->wait_s = req->wait_s;
-        pm->time_limit_s = req->time_limit_s;
         pm->canon_len = cl;
         memcpy(pm->canon, canon, cl + 1);
+        wait_s = req->wait_s;
+        time_limit_s = req->time_limit_s;
         free(canon);
         synth_request_free(req);
         mb = blob_adopt((char *)pm, sizeof *pm + cl);
         if (!mb)
             return respond_error(rs, 500, "internal", "", "out of memory");
-        cache_put(s->cache, memo_key, mb);
+        if (delivery_ok)
+            cache_put(s->cache, memo_key, mb);
     }
+    json_decref(doc);
     const post_memo *pm = (const post_memo *)mb->data;
     snprintf(rs->key, sizeof rs->key, "%s", pm->key);
-    double wait_s = pm->wait_s;
     refused = delivery_refusal(s->cache, 'K', rs->key, &code, &ej);
     if (refused) {
         blob_unref(mb);
@@ -426,7 +484,7 @@ static enum MHD_Result handle_synthesize(req_state *rs)
     char new_id[40];
     jobs_new_id(new_id);
     cs_submit sub;
-    int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, pm->time_limit_s,
+    int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, time_limit_s,
                               s->cfg.max_queued, &sub, &err);
     char ranks[16], method[32];
     snprintf(ranks, sizeof ranks, "%s", pm->ranks);

@@ -574,13 +574,22 @@ START_TEST(refusals_are_remembered)
     ck_assert_int_eq(r.status, 413);
     http_resp_free(&r);
     ck_assert_int_eq(metrics_value(&d, remembered), 2);
+    /* the same request with another wait is the same request: refused from memory */
+    ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize",
+                                  "{\"topology\":\"torus2d:16x16\",\"collective\":\"allgather\","
+                                  "\"options\":{\"wait_s\":2.5}}",
+                                  NULL, &r),
+                     0);
+    ck_assert_int_eq(r.status, 413);
+    http_resp_free(&r);
+    ck_assert_int_eq(metrics_value(&d, remembered), 3);
     /* malformed bodies are remembered too; good ones are not refused */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", "{\"topology\":", NULL, &r), 0);
         ck_assert_int_eq(r.status, 400);
         http_resp_free(&r);
     }
-    ck_assert_int_eq(metrics_value(&d, remembered), 3);
+    ck_assert_int_eq(metrics_value(&d, remembered), 4);
     ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize",
                                   "{\"topology\":\"ring:4\",\"collective\":\"allgather\","
                                   "\"method\":\"ring\",\"options\":{\"wait_s\":30}}",
