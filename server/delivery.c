@@ -875,15 +875,35 @@ static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *
         if (found) {
             count(&s->metrics.rep_store);
         } else {
+            /* a document that cannot be generated is remembered: finding that
+             * out can take as long as generating it */
+            char gk[80];
+            snprintf(gk, sizeof gk, "%016llx",
+                     (unsigned long long)fnv1a(ck, 1469598103934665603ULL));
+            int code = 0;
+            const char *ej = NULL;
+            cs_blob *refused = delivery_refusal(s->cache, 'G', gk, &code, &ej);
+            if (refused) {
+                count(&s->metrics.refusals_remembered);
+                json_t *e = json_loads(ej, 0, NULL);
+                enum MHD_Result ret = respond_json(rs, 422, json_pack("{s:o}", "error", e));
+                blob_unref(refused);
+                return ret;
+            }
             char *z = NULL;
             size_t zl = 0;
             rc = generate_code(s, d, r, idx, &z, &zl, &err);
             if (rc) {
-                if (rc == CS_EUNSUPPORTED || rc == CS_ELIMIT)
-                    return respond_error(rs, 422, cs_status_name(rc),
-                                         err.field[0] ? err.field : "format", "%s",
-                                         err.message);
-                return respond_cs_error(rs, &err);
+                if (rc != CS_EUNSUPPORTED && rc != CS_ELIMIT)
+                    return respond_cs_error(rs, &err);
+                const char *field = err.field[0] ? err.field : "format";
+                json_t *e = json_pack("{s:s, s:s, s:s}", "code", cs_status_name(rc), "message",
+                                      err.message, "field", field);
+                char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+                if (text)
+                    delivery_remember_refusal(s->cache, 'G', gk, rc, text);
+                free(text);
+                return respond_json(rs, 422, json_pack("{s:o}", "error", e));
             }
             count(&s->metrics.rep_generated);
             cs_error e2;

@@ -629,6 +629,37 @@ START_TEST(failed_keys_are_remembered)
 }
 END_TEST
 
+/* A document the code generator refuses (a runtime that lacks the
+ * collective) is refused again from memory, without generating. */
+START_TEST(code_refusals_are_remembered)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char key[65];
+    synthesize(&d, "{\"topology\":\"ring:3\",\"method\":\"smt\",\"collective\":{\"kind\":\"custom\","
+                   "\"global_chunks\":2,\"pre\":[[0,0],[1,1]],\"post\":[[0,1],[1,0]]},"
+                   "\"options\":{\"wait_s\":60}}",
+               key);
+    char path[300];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl-executor", key);
+    for (int i = 0; i < 3; i++) {
+        http_resp r = get(&d, path, NULL);
+        ck_assert_msg(r.status == 422, "%ld %s", r.status, r.body);
+        json_t *doc = body_json(&r);
+        ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "message"));
+        json_decref(doc);
+        http_resp_free(&r);
+        ck_assert_int_eq(metrics_value(&d, "collsynth_refusals_remembered_total"), i);
+    }
+    /* the other runtime has a name for it */
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl", key);
+    http_resp r = get(&d, path, NULL);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A job's document carries the result, whole or as a summary. */
 START_TEST(job_document_carries_the_result)
 {
@@ -698,6 +729,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, refusals_are_remembered);
     tcase_add_test(tc, failed_keys_are_remembered);
     tcase_add_test(tc, job_document_carries_the_result);
+    tcase_add_test(tc, code_refusals_are_remembered);
     suite_add_tcase(s, tc);
     return s;
 }
