@@ -81,7 +81,7 @@ static int bench_scale(int runs)
                 return 1;
             secs[r] = num(res, "search_seconds");
             links = t->nlinks;
-            ratio = num(res, "ratio");
+            ratio = num(res, "ratio_to_ideal");
             result_free(res);
             topology_free(t);
         }
@@ -128,7 +128,7 @@ static int bench_quality(int trials)
             return 1;
         printf("quality %s %s chunks %d trials %d sim_us %.3f ideal_us %.3f ratio %.4f seconds %.3f\n",
                cases[i].topo, collective_kind_name(cases[i].kind), cases[i].chunks, trials,
-               num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio"), num(r, "seconds"));
+               num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio_to_ideal"), num(r, "seconds"));
         if (strcmp(cases[i].topo, "dgx1") == 0 && cases[i].kind == CS_COLL_ALLGATHER) {
             /* SMT optimum (3,7,6): 3 alpha + 7/6 L beta, alpha 0.7 us, 25 GB/s per lane */
             double smt = 3 * 0.7 + 7.0 / 6.0 * 1073741824.0 / 25e3;
@@ -152,7 +152,7 @@ static int bench_big(int side)
            "sim_us %.1f ideal_us %.1f ratio %.4f\n",
            spec, side * side, num(r, "seconds"), num(r, "search_seconds"),
            num(r, "ideal_seconds"), num(r, "peak_rss_kb") / 1024.0, num(r, "sends"),
-           num(r, "spans"), num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio"));
+           num(r, "spans"), num(r, "sim_time_us"), num(r, "ideal_us"), num(r, "ratio_to_ideal"));
     result_free(r);
     return 0;
 }

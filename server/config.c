@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 extern char **environ;
+
+#define DEFAULT_PORT 8470
 
 typedef enum { OPT_STR, OPT_INT, OPT_LONG, OPT_DOUBLE, OPT_BOOL } opt_type;
 
@@ -28,7 +31,8 @@ typedef struct opt_def {
 
 static const opt_def options[] = {
     {"listen", OPT_STR, OFF(listen), SZ(listen), 0, 0,
-     "address to listen on (default 127.0.0.1: loopback only)"},
+     "address to listen on, optionally with the port: 127.0.0.1:8470, [::1]:8470 (default "
+     "127.0.0.1: loopback only)"},
     {"port", OPT_INT, OFF(port), 0, 0, 65535,
      "TCP port (default 8470; 0 picks a free port, printed at startup)"},
     {"data-dir", OPT_STR, OFF(data_dir), SZ(data_dir), 0, 0,
@@ -42,18 +46,36 @@ static const opt_def options[] = {
      "if set, POST and DELETE need 'Authorization: Bearer TOKEN' (prefer the env variable)"},
     {"cors-origins", OPT_STR, OFF(cors_origins), SZ(cors_origins), 0, 0,
      "comma-separated origins allowed by CORS, or * (default: none)"},
+    {"allowed-hosts", OPT_STR, OFF(allowed_hosts), SZ(allowed_hosts), 0, 0,
+     "comma-separated host names this daemon answers to besides loopback names (a loopback "
+     "daemon refuses other Host headers: DNS rebinding); when given, enforced on any bind"},
     {"log-format", OPT_STR, OFF(log_format), SZ(log_format), 0, 0,
      "kv (key=value, default) or json lines, on stderr"},
     {"log-level", OPT_STR, OFF(log_level), SZ(log_level), 0, 0,
      "debug, info (default), warn or error"},
     {"access-log", OPT_BOOL, OFF(access_log), 0, 0, 1,
-     "log every HTTP request (default true)"},
+     "log HTTP requests (default true): each at debug; server errors at warn, requests slower "
+     "than 1 s and the --access-log-sample fraction at info"},
+    {"access-log-sample", OPT_DOUBLE, OFF(access_log_sample), 0, 0, 1,
+     "fraction of requests logged at info level (default 0; 1 = every request)"},
+    {"log-file", OPT_STR, OFF(log_file), SZ(log_file), 0, 0,
+     "write logs to this file instead of stderr (appended; reopened on SIGHUP, for logrotate)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,
      "HTTP thread pool size (default 0 = one per CPU, at least 2; waiting clients hold none)"},
+    {"parse-threads", OPT_INT, OFF(parse_threads), 0, 0, 256,
+     "threads that parse and validate synthesis requests (default 0 = one per CPU, at least "
+     "2), so costly requests never hold the HTTP threads"},
     {"max-connections", OPT_INT, OFF(max_connections), 0, 1, 100000,
      "concurrent HTTP connections (default 1024)"},
+    {"max-connections-per-ip", OPT_INT, OFF(max_connections_per_ip), 0, 1, 100000,
+     "concurrent HTTP connections from one client address (default 256)"},
+    {"header-timeout", OPT_DOUBLE, OFF(header_timeout_s), 0, 0.1, 3600,
+     "seconds a request's headers may take to arrive, from the connection's start or its "
+     "previous response: slow or idle connections are closed after it (default 10)"},
+    {"body-timeout", OPT_DOUBLE, OFF(body_timeout_s), 0, 0.1, 3600,
+     "seconds a request body may take to arrive after its headers (default 60)"},
     {"max-queued", OPT_LONG, OFF(max_queued), 0, 1, 1e9,
      "queued jobs before POST answers 429 (default 256)"},
     {"job-time-limit", OPT_DOUBLE, OFF(job_time_limit_s), 0, 0.01, 1e7,
@@ -96,7 +118,7 @@ void config_defaults(cs_server_config *c)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1");
-    c->port = 8470;
+    c->port = DEFAULT_PORT;
     snprintf(c->data_dir, sizeof c->data_dir, "./collsynth-data");
     snprintf(c->log_format, sizeof c->log_format, "kv");
     snprintf(c->log_level, sizeof c->log_level, "info");
@@ -104,6 +126,9 @@ void config_defaults(cs_server_config *c)
     c->workers = 2;
     c->http_threads = 0;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 256;
+    c->header_timeout_s = 10;
+    c->body_timeout_s = 60;
     c->max_queued = 256;
     c->job_time_limit_s = 600;
     c->max_body_bytes = 1 << 20;
@@ -206,6 +231,54 @@ int config_from_env(cs_server_config *c, char **envp, cs_error *err)
     return CS_OK;
 }
 
+/* --listen ADDR, ADDR:PORT or [V6]:PORT ("localhost" is 127.0.0.1).  A port
+ * given both ways must agree, unless --port kept its default. */
+static int split_listen(cs_server_config *c, cs_error *err)
+{
+    static const char how[] =
+        "--listen takes a numeric IPv4 or IPv6 address, optionally with a port: 127.0.0.1, "
+        "0.0.0.0:8470, ::1, [::1]:8470";
+    char host[sizeof c->listen], *port = NULL;
+    snprintf(host, sizeof host, "%s", c->listen);
+    char *addr = host;
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return cs_error_set(err, CS_EINVAL, "listen", "%s is not an address (%s)",
+                                c->listen, how);
+        *close = '\0';
+        addr = host + 1;
+        port = close[1] == ':' ? close + 2 : NULL;
+    } else {
+        char *colon = strchr(host, ':');
+        if (colon && !strchr(colon + 1, ':')) { /* one colon: host:port; more: IPv6 */
+            *colon = '\0';
+            port = colon + 1;
+        }
+    }
+    if (!strcmp(addr, "localhost"))
+        addr = "127.0.0.1";
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
+        return cs_error_set(err, CS_EINVAL, "listen", "%s is not an address (%s)", c->listen,
+                            how);
+    if (port) {
+        char *end;
+        errno = 0;
+        long p = strtol(port, &end, 10);
+        if (errno || end == port || *end || p < 0 || p > 65535)
+            return cs_error_set(err, CS_EINVAL, "listen", "--listen %s: the port must be in "
+                                "[0, 65535] (%s)", c->listen, how);
+        if (c->port != DEFAULT_PORT && c->port != p)
+            return cs_error_set(err, CS_EINVAL, "listen",
+                                "--listen %s and --port %d name different ports; give one",
+                                c->listen, c->port);
+        c->port = (int)p;
+    }
+    memmove(c->listen, addr, strlen(addr) + 1);
+    return CS_OK;
+}
+
 int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_error *err)
 {
     *help = false;
@@ -248,6 +321,9 @@ int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_
         if (rc)
             return rc;
     }
+    int rc = split_listen(c, err);
+    if (rc)
+        return rc;
     if (strcmp(c->log_format, "kv") && strcmp(c->log_format, "json"))
         return cs_error_set(err, CS_EINVAL, "log-format", "--log-format: kv or json");
     if (strcmp(c->log_level, "debug") && strcmp(c->log_level, "info") &&

@@ -19,12 +19,19 @@ typedef struct cs_server_config {
     char static_dir[1024];    /* "" = clients/dashboard of the binary's repo */
     char auth_token[256];     /* "" = no auth */
     char cors_origins[1024];  /* comma-separated; "*" = any; "" = none */
+    char allowed_hosts[1024]; /* extra Host names answered (comma-separated) */
     char log_format[8];       /* "kv" or "json" */
     char log_level[8];        /* debug, info, warn, error */
     bool access_log;
+    double access_log_sample; /* fraction of requests logged at info */
+    char log_file[1024];      /* "" = stderr; reopened on SIGHUP */
     int workers;              /* synthesis worker threads */
     int http_threads;         /* libmicrohttpd thread pool; 0 = CPUs (>= 2) */
+    int parse_threads;        /* request parsing and validation; 0 = CPUs (>= 2) */
     int max_connections;
+    int max_connections_per_ip;
+    double header_timeout_s;  /* a request's headers must arrive within this */
+    double body_timeout_s;    /* ... and its body within this after them */
     long max_queued;          /* queued jobs before 429 */
     double job_time_limit_s;  /* per-job wall-clock cap */
     long max_body_bytes;

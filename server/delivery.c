@@ -148,7 +148,7 @@ static int rdoc_get(cs_server *s, const char *key, cs_blob **holder, bool *found
     *from_memory = *found;
     if (*found)
         return CS_OK;
-    cs_result_row row;
+    cs_stored_result row;
     int rc = store_result_load(s->store, key, STORE_WANT_REQUEST | STORE_WANT_BODY, &row, found,
                                err);
     if (rc || !*found)
@@ -179,7 +179,7 @@ static int rdoc_get(cs_server *s, const char *key, cs_blob **holder, bool *found
     }
     if (!rc)
         rc = rdoc_new(key, row.request, row.body, holder, err);
-    store_result_row_clear(&row);
+    store_result_clear(&row);
     if (!rc)
         cache_put(s->cache, ck, *holder);
     return rc;

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +25,8 @@
 
 typedef enum {
     STOP_NONE = 0,
-    STOP_USER,      /* DELETE /v1/jobs/{id} */
+    STOP_USER,      /* an explicit cancel, for every waiter */
+    STOP_ABANDONED, /* its last waiter detached */
     STOP_TIMEOUT,   /* per-job time limit */
     STOP_SHUTDOWN,  /* the daemon is stopping: re-queue */
     STOP_LOST       /* the store gave the job to someone else */
@@ -71,29 +71,19 @@ struct cs_jobs {
     long nrunning;
 };
 
-void jobs_new_id(char out[40])
-{
-    unsigned char r[16];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        /* never expected; fall back to time and address entropy */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
-                               (unsigned long long)(size_t)out;
-        for (int i = 0; i < 16; i++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            r[i] = (unsigned char)(x >> 56);
-        }
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[32] = '\0';
-}
-
 static void fmt_num(char *b, size_t n, double v) { snprintf(b, n, "%.3f", v); }
+
+void jobs_summary(const cs_synth_request *req, const cs_result *res, cs_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->topology, sizeof out->topology, "%s", req->topology->name);
+    snprintf(out->collective, sizeof out->collective, "%s",
+             collective_kind_name(req->collective.kind));
+    out->root = collective_kind_is_rooted(req->collective.kind) ? req->collective.root : -1;
+    snprintf(out->method, sizeof out->method, "%s", res ? res->method : req->method);
+    out->ranks = req->topology->ranks;
+    out->nalgs = res ? res->nalgs : 0;
+}
 
 /* ---- progress ---------------------------------------------------------------- */
 
@@ -265,6 +255,7 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         finish(j, job, CS_JOB_QUEUED, NULL, NULL);
         return;
     }
+    metrics_observe_queue_wait(m, store_wall_time() - job->created);
     pthread_mutex_init(&lj->plock, NULL);
     snprintf(lj->id, sizeof lj->id, "%s", job->id);
     snprintf(lj->key, sizeof lj->key, "%s", job->key);
@@ -320,6 +311,13 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         }
     }
 
+    if (rc == CS_OK)
+        metrics_observe_synthesis(m, res->method, SYNTH_DONE, secs);
+    else if (stop == STOP_USER || stop == STOP_ABANDONED)
+        metrics_observe_synthesis(m, req->method, SYNTH_CANCELLED, secs);
+    else if (stop != STOP_SHUTDOWN && stop != STOP_LOST)
+        metrics_observe_synthesis(m, req->method, SYNTH_FAILED, secs);
+
     char secs_s[32];
     fmt_num(secs_s, sizeof secs_s, secs);
     if (rc == CS_OK) {
@@ -333,6 +331,11 @@ static void run_job(cs_jobs *j, cs_store_job *job)
             src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
                                    job->request, NULL, NULL, &serr);
         if (src == CS_OK) {
+            cs_summary sum;
+            jobs_summary(req, res, &sum);
+            if (store_result_index_put(j->env.store, job->key, &sum, &serr) != CS_OK)
+                log_event(j->env.log, LOG_WARN, "result_index_failed", "key", job->key,
+                          "error", serr.message, NULL); /* the next start indexes it */
             atomic_fetch_add(&m->syntheses_done, 1);
             char nalgs[16];
             snprintf(nalgs, sizeof nalgs, "%d", res->nalgs);
@@ -351,12 +354,18 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         log_event(j->env.log, LOG_INFO, "job_requeued", "id", job->id, "reason", "shutdown", NULL);
     } else if (stop == STOP_LOST) {
         log_event(j->env.log, LOG_WARN, "job_lost", "id", job->id, NULL);
-    } else if (stop == STOP_USER) {
-        char *ej = error_json("cancelled", "cancelled by a client", "");
+    } else if (stop == STOP_USER || stop == STOP_ABANDONED) {
+        /* the store re-queues an abandoned job that someone joined since */
+        char *ej = error_json("cancelled",
+                              stop == STOP_USER
+                                  ? "cancelled for every client by an explicit cancel"
+                                  : "cancelled: every client that asked for it detached (DELETE)",
+                              "");
         finish(j, job, CS_JOB_CANCELLED, NULL, ej);
         free(ej);
         atomic_fetch_add(&m->syntheses_cancelled, 1);
-        log_event(j->env.log, LOG_INFO, "job_cancelled", "id", job->id, "seconds", secs_s, NULL);
+        log_event(j->env.log, LOG_INFO, "job_stopped", "id", job->id, "reason",
+                  stop == STOP_USER ? "cancelled" : "no waiter left", "seconds", secs_s, NULL);
     } else {
         char msg[CS_ERROR_MESSAGE_MAX + 64];
         const char *code = cs_status_name(rc);
@@ -431,6 +440,24 @@ static void *worker_main(void *arg)
 
 /* ---- monitor ---------------------------------------------------------------------- */
 
+/* Asks the solver of a job running here to stop; false when it does not
+ * run here. */
+static bool stop_local(cs_jobs *j, const char *id, stop_reason why)
+{
+    bool found = false;
+    pthread_mutex_lock(&j->lock);
+    for (local_job *lj = j->running; lj; lj = lj->next)
+        if (!strcmp(lj->id, id)) {
+            found = true;
+            if (lj->stop == STOP_NONE && !lj->finishing) {
+                lj->stop = why;
+                cs_cancel_request(lj->cancel);
+            }
+        }
+    pthread_mutex_unlock(&j->lock);
+    return found;
+}
+
 typedef struct hb_item {
     char id[40];
     char *progress;
@@ -451,20 +478,16 @@ static void monitor_heartbeats(cs_jobs *j)
     }
     pthread_mutex_unlock(&j->lock);
     for (long i = 0; i < k; i++) {
-        bool cancel = false, owner = true;
+        int cancel = CS_CANCEL_NONE;
+        bool owner = true;
         cs_error err;
         cs_error_clear(&err);
         int rc = store_job_heartbeat(j->env.store, items[i].id, j->owner, items[i].progress,
                                      &cancel, &owner, &err);
-        if (rc == CS_OK && (cancel || !owner)) {
-            pthread_mutex_lock(&j->lock);
-            for (local_job *lj = j->running; lj; lj = lj->next)
-                if (!strcmp(lj->id, items[i].id) && lj->stop == STOP_NONE && !lj->finishing) {
-                    lj->stop = cancel ? STOP_USER : STOP_LOST;
-                    cs_cancel_request(lj->cancel);
-                }
-            pthread_mutex_unlock(&j->lock);
-        }
+        if (rc == CS_OK && (cancel != CS_CANCEL_NONE || !owner))
+            stop_local(j, items[i].id, !owner                         ? STOP_LOST
+                                       : cancel == CS_CANCEL_EXPLICIT ? STOP_USER
+                                                                      : STOP_ABANDONED);
         free(items[i].progress);
     }
     free(items);
@@ -587,10 +610,11 @@ int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err)
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->work, NULL);
     pthread_cond_init(&j->tick, NULL);
-    /* A single daemon owns a SQLite store: whatever it finds running was
-     * interrupted by its own death.  A fleet (PostgreSQL) waits for leases. */
-    bool single = strcmp(store_engine(env->store), "sqlite") == 0;
-    monitor_reap(j, single ? -1 : env->config->lease_s);
+    /* The sole daemon of a store (it holds the store's lock) knows that
+     * whatever it finds running was interrupted by a daemon that is gone.
+     * Anyone else may share the store with live daemons: only leases that
+     * ran out say a job's daemon died. */
+    monitor_reap(j, env->exclusive ? -1 : env->config->lease_s);
     j->nworkers = env->config->workers;
     j->workers = calloc((size_t)j->nworkers, sizeof *j->workers);
     if (!j->workers) {
@@ -638,20 +662,9 @@ json_t *jobs_local_progress(cs_jobs *j, const char *id)
     return p;
 }
 
-bool jobs_cancel_local(cs_jobs *j, const char *id)
+bool jobs_cancel_local(cs_jobs *j, const char *id, bool explicit_cancel)
 {
-    bool found = false;
-    pthread_mutex_lock(&j->lock);
-    for (local_job *lj = j->running; lj; lj = lj->next)
-        if (!strcmp(lj->id, id)) {
-            found = true;
-            if (lj->stop == STOP_NONE && !lj->finishing) {
-                lj->stop = STOP_USER;
-                cs_cancel_request(lj->cancel);
-            }
-        }
-    pthread_mutex_unlock(&j->lock);
-    return found;
+    return stop_local(j, id, explicit_cancel ? STOP_USER : STOP_ABANDONED);
 }
 
 void jobs_stop(cs_jobs *j, double grace_s)

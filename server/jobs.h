@@ -23,6 +23,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
+#include "synthesize.h"
 
 typedef struct cs_jobs cs_jobs;
 
@@ -33,16 +34,20 @@ typedef struct cs_jobs_env {
     const cs_logger *log;
     const cs_server_config *config;
     const char *owner;          /* this daemon's instance id */
+    bool exclusive;             /* sole daemon of the store (store_lock_exclusive) */
 } cs_jobs_env;
 
 int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err);
+/* What the lists show of a request (and of its result, when res is given). */
+void jobs_summary(const cs_synth_request *req, const cs_result *res, cs_summary *out);
 /* New work was queued: wake an idle worker. */
 void jobs_notify(cs_jobs *j);
 /* Progress of a job running on this daemon ({method, outcome, message, done,
  * total, elapsed, best, steps, rounds, chunks}); NULL if it does not run here. */
 json_t *jobs_local_progress(cs_jobs *j, const char *id);
-/* Cancels a job running here; false when it does not run here. */
-bool jobs_cancel_local(cs_jobs *j, const char *id);
+/* Stops a job running here at once (an explicit cancel, or its last waiter
+ * left), rather than at its next heartbeat; false when it does not run here. */
+bool jobs_cancel_local(cs_jobs *j, const char *id, bool explicit_cancel);
 
 typedef void (*cs_wake_fn)(void *arg);
 /* Calls fn(arg) exactly once, from another thread, when job id is no longer
@@ -52,7 +57,5 @@ int jobs_wait(cs_jobs *j, const char *id, double timeout_s, cs_wake_fn fn, void 
 void jobs_stop(cs_jobs *j, double grace_s);
 void jobs_free(cs_jobs *j);
 
-/* A fresh random job id (32 hex digits). */
-void jobs_new_id(char out[40]);
 
 #endif

@@ -5,6 +5,8 @@
  */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 void log_init(cs_logger *lg, const char *level, const char *format)
 {
     lg->fd = 2;
+    lg->path[0] = '\0';
     lg->json = format && !strcmp(format, "json");
     lg->level = LOG_INFO;
     if (level) {
@@ -24,6 +27,32 @@ void log_init(cs_logger *lg, const char *level, const char *format)
         else if (!strcmp(level, "error"))
             lg->level = LOG_ERROR;
     }
+}
+
+int log_open_file(cs_logger *lg, const char *path, cs_error *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "log-file", "cannot open the log file %s: %s", path,
+                            strerror(errno));
+    lg->fd = fd;
+    snprintf(lg->path, sizeof lg->path, "%s", path);
+    return CS_OK;
+}
+
+int log_reopen(const cs_logger *lg, cs_error *err)
+{
+    if (!lg->path[0])
+        return CS_OK;
+    int fd = open(lg->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "log-file", "cannot reopen the log file %s: %s",
+                            lg->path, strerror(errno));
+    int rc = dup2(fd, lg->fd) < 0 ? cs_error_set(err, CS_EIO, "log-file", "dup2: %s",
+                                                 strerror(errno))
+                                  : CS_OK;
+    close(fd);
+    return rc;
 }
 
 typedef struct line_buf {

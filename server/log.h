@@ -10,6 +10,7 @@
 #define CS_SERVER_LOG_H
 
 #include <stdbool.h>
+#include "cs_common.h"
 
 typedef enum { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR } cs_log_level;
 
@@ -17,9 +18,16 @@ typedef struct cs_logger {
     cs_log_level level;
     bool json;
     int fd;               /* 2 = stderr */
+    char path[1024];      /* log_open_file's file, "" for stderr */
 } cs_logger;
 
 void log_init(cs_logger *lg, const char *level, const char *format);
+/* Logs to path (appended) instead of stderr; CS_EIO naming it on failure. */
+int log_open_file(cs_logger *lg, const char *path, cs_error *err);
+/* Opens the file again by its path and puts it behind the same descriptor
+ * (dup2, atomic for concurrent writers): after logrotate moved it, new lines
+ * go to a new file.  No-op on stderr. */
+int log_reopen(const cs_logger *lg, cs_error *err);
 /* Pairs of (key, value) strings, NULL-terminated; a NULL value prints as "". */
 void log_event(const cs_logger *lg, cs_log_level level, const char *event, ...)
     __attribute__((sentinel));

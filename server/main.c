@@ -43,6 +43,10 @@ int main(int argc, char **argv)
 
     cs_logger log;
     log_init(&log, cfg.log_level, cfg.log_format);
+    if (cfg.log_file[0] && log_open_file(&log, cfg.log_file, &err) != CS_OK) {
+        fprintf(stderr, "collsynthd: %s\n", err.message);
+        return 2;
+    }
     cs_server *srv = NULL;
     if (server_start(&cfg, &log, &srv, &err) != CS_OK) {
         log_event(&log, LOG_ERROR, "start_failed", "error", err.message, "field", err.field, NULL);
@@ -65,8 +69,14 @@ int main(int argc, char **argv)
     for (;;) {
         if (sigwait(&set, &sig) != 0)
             continue;
-        if (sig == SIGHUP)
-            continue; /* reserved; logs go to stderr, nothing to reopen */
+        if (sig == SIGHUP) {
+            /* logrotate moved the log file: write to a new one */
+            if (log_reopen(&log, &err) != CS_OK)
+                fprintf(stderr, "collsynthd: %s\n", err.message);
+            else
+                log_event(&log, LOG_INFO, "log_reopened", "path", log.path, NULL);
+            continue;
+        }
         break;
     }
     log_event(&log, LOG_INFO, "signal", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);

@@ -5,14 +5,20 @@
  */
 #include "metrics.h"
 
+#include <jansson.h>
+
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char *const route_names[ROUTE_COUNT] = {
     "health", "topologies", "topology", "synthesize", "job_get", "job_delete",
-    "result", "metrics",    "static",   "preflight",  "other"};
+    "result", "metrics",    "static",   "preflight",  "results_list", "jobs_list", "other"};
 
 static const int status_codes[METRICS_NSTATUS] = {200, 201, 202, 204, 206, 301, 302, 304,
                                                   400, 401, 403, 404, 405, 409, 413, 415,
@@ -27,9 +33,132 @@ const char *route_name(cs_route r)
     return (unsigned)r < ROUTE_COUNT ? route_names[r] : "other";
 }
 
+/* Bucket bounds; the last is +Inf. */
+static const double synthesis_bounds[METRICS_HIST_BUCKETS] = {
+    0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 1e300};
+static const double queue_bounds[METRICS_HIST_BUCKETS] = {
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 1e300};
+static const double store_bounds[METRICS_HIST_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,   0.5,     1,      2.5,   5,      1e300};
+static const char *const outcome_names[SYNTH_OUTCOMES] = {"done", "failed", "cancelled"};
+static const char *const store_op_names[STORE_OPS] = {"read", "write", "commit"};
+
 void metrics_init(cs_metrics *m)
 {
     memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->method_lock, NULL);
+}
+
+void metrics_destroy(cs_metrics *m) { pthread_mutex_destroy(&m->method_lock); }
+
+static void hist_observe(cs_hist *h, const double *bounds, double seconds)
+{
+    int b = 0;
+    while (b < METRICS_HIST_BUCKETS - 1 && seconds > bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, (unsigned long)(seconds > 0 ? seconds * 1e6 : 0),
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+}
+
+/* The slot of a method name; the last slot collects names beyond it. */
+static int method_slot(cs_metrics *m, const char *method)
+{
+    int n = atomic_load(&m->nmethods);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(m->method_names[i], method))
+            return i;
+    pthread_mutex_lock(&m->method_lock);
+    n = atomic_load(&m->nmethods);
+    int slot = -1;
+    for (int i = 0; i < n && slot < 0; i++)
+        if (!strcmp(m->method_names[i], method))
+            slot = i;
+    if (slot < 0 && n < METRICS_NMETHODS - 1) {
+        slot = n;
+        snprintf(m->method_names[slot], sizeof m->method_names[slot], "%s", method);
+        atomic_store(&m->nmethods, n + 1); /* published after the name is written */
+    } else if (slot < 0) {
+        slot = METRICS_NMETHODS - 1;
+        snprintf(m->method_names[slot], sizeof m->method_names[slot], "other");
+        if (n < METRICS_NMETHODS)
+            atomic_store(&m->nmethods, METRICS_NMETHODS);
+    }
+    pthread_mutex_unlock(&m->method_lock);
+    return slot;
+}
+
+void metrics_observe_synthesis(cs_metrics *m, const char *method, cs_synth_outcome outcome,
+                               double seconds)
+{
+    if ((unsigned)outcome >= SYNTH_OUTCOMES)
+        return;
+    hist_observe(&m->synthesis[method_slot(m, method && *method ? method : "unknown")][outcome],
+                 synthesis_bounds, seconds);
+}
+
+void metrics_observe_queue_wait(cs_metrics *m, double seconds)
+{
+    hist_observe(&m->queue_wait, queue_bounds, seconds);
+}
+
+void metrics_observe_store(cs_metrics *m, cs_store_op_kind op, double seconds, bool ok)
+{
+    if ((unsigned)op >= STORE_OPS)
+        return;
+    hist_observe(&m->store[op], store_bounds, seconds);
+    if (!ok)
+        atomic_fetch_add_explicit(&m->store_errors, 1, memory_order_relaxed);
+}
+
+void metrics_sample_process(cs_metrics_gauges *g)
+{
+    long page = sysconf(_SC_PAGESIZE), ticks = sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f) {
+        /* after the ")" that ends the command name: fields 3.. of proc(5) */
+        char buf[1024];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        unsigned long utime = 0, stime = 0, vsize = 0;
+        long threads = 0, rss = 0;
+        unsigned long long start = 0;
+        if (p && sscanf(p + 2,
+                        "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d "
+                        "%ld %*d %llu %lu %ld",
+                        &utime, &stime, &threads, &start, &vsize, &rss) == 6) {
+            g->cpu_seconds = (double)(utime + stime) / (double)ticks;
+            g->threads = threads;
+            g->vsize_bytes = (double)vsize;
+            g->rss_bytes = (double)rss * (double)page;
+            /* start is in ticks since boot */
+            FILE *u = fopen("/proc/uptime", "r");
+            double up = 0;
+            if (u && fscanf(u, "%lf", &up) == 1) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                g->start_time = (double)now.tv_sec + now.tv_nsec * 1e-9 - up +
+                                (double)start / (double)ticks;
+            }
+            if (u)
+                fclose(u);
+        }
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+            n += e->d_name[0] != '.';
+        closedir(d);
+        g->open_fds = n - 1; /* the directory's own fd */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        g->max_fds = rl.rlim_cur == RLIM_INFINITY ? -1 : (long)rl.rlim_cur;
 }
 
 static int status_index(int status)
@@ -85,6 +214,80 @@ static void tb_printf(text_buf *t, const char *fmt, ...)
 }
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+/* One histogram's series; labels is "" or 'a="b",' (with the trailing comma). */
+static void render_hist(text_buf *t, const char *name, const char *labels, const cs_hist *hc,
+                        const double *bounds)
+{
+    cs_hist *h = (cs_hist *)hc;
+    unsigned long cum = 0;
+    for (int b = 0; b < METRICS_HIST_BUCKETS; b++) {
+        cum += LOAD(h->bucket[b]);
+        if (b == METRICS_HIST_BUCKETS - 1)
+            tb_printf(t, "%s_bucket{%sle=\"+Inf\"} %lu\n", name, labels, cum);
+        else
+            tb_printf(t, "%s_bucket{%sle=\"%g\"} %lu\n", name, labels, bounds[b], cum);
+    }
+    size_t ll = strlen(labels);
+    /* sum and count carry the labels without the trailing comma */
+    tb_printf(t, "%s_sum%s%.*s%s %.6f\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
+              ll ? "}" : "", (double)LOAD(h->sum_us) * 1e-6);
+    tb_printf(t, "%s_count%s%.*s%s %lu\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
+              ll ? "}" : "", LOAD(h->count));
+}
+
+static void render_observability(text_buf *t, cs_metrics *m, const cs_metrics_gauges *g)
+{
+    tb_printf(t, "# HELP collsynth_synthesis_seconds Time a synthesis took, by the method that "
+                 "ran and how it ended.\n# TYPE collsynth_synthesis_seconds histogram\n");
+    int nm = atomic_load(&m->nmethods);
+    for (int i = 0; i < nm && i < METRICS_NMETHODS; i++)
+        for (int o = 0; o < SYNTH_OUTCOMES; o++) {
+            if (!LOAD(m->synthesis[i][o].count))
+                continue;
+            char labels[128];
+            snprintf(labels, sizeof labels, "method=\"%s\",outcome=\"%s\",", m->method_names[i],
+                     outcome_names[o]);
+            render_hist(t, "collsynth_synthesis_seconds", labels, &m->synthesis[i][o],
+                        synthesis_bounds);
+        }
+    tb_printf(t, "# HELP collsynth_queue_wait_seconds Time jobs this daemon ran spent queued.\n"
+                 "# TYPE collsynth_queue_wait_seconds histogram\n");
+    render_hist(t, "collsynth_queue_wait_seconds", "", &m->queue_wait, queue_bounds);
+    tb_printf(t, "# HELP collsynth_store_seconds Store statements, by kind (read, write, "
+                 "commit), including the wait for a connection.\n"
+                 "# TYPE collsynth_store_seconds histogram\n");
+    for (int o = 0; o < STORE_OPS; o++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "op=\"%s\",", store_op_names[o]);
+        render_hist(t, "collsynth_store_seconds", labels, &m->store[o], store_bounds);
+    }
+    tb_printf(t, "# HELP collsynth_store_errors_total Store statements that failed.\n"
+                 "# TYPE collsynth_store_errors_total counter\ncollsynth_store_errors_total %lu\n",
+              LOAD(m->store_errors));
+    tb_printf(t, "# HELP collsynth_build_info The daemon's version and what it was built with.\n"
+                 "# TYPE collsynth_build_info gauge\n"
+                 "collsynth_build_info{version=\"%s\",compiler=\"%s\",libmicrohttpd=\"%s\","
+                 "jansson=\"%s\"} 1\n",
+              g->version ? g->version : "", __VERSION__, g->mhd_version ? g->mhd_version : "",
+              JANSSON_VERSION);
+    tb_printf(t, "# HELP process_resident_memory_bytes Resident memory.\n"
+                 "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n"
+                 "# HELP process_virtual_memory_bytes Virtual memory.\n"
+                 "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n"
+                 "# HELP process_cpu_seconds_total User and system CPU time.\n"
+                 "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+                 "# HELP process_open_fds Open file descriptors.\n"
+                 "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n"
+                 "# HELP process_max_fds The limit on open file descriptors.\n"
+                 "# TYPE process_max_fds gauge\nprocess_max_fds %ld\n"
+                 "# HELP process_threads Threads of the process.\n"
+                 "# TYPE process_threads gauge\nprocess_threads %ld\n"
+                 "# HELP process_start_time_seconds Start time, seconds since the epoch.\n"
+                 "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+              g->rss_bytes, g->vsize_bytes, g->cpu_seconds, g->open_fds, g->max_fds, g->threads,
+              g->start_time);
+}
 
 char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
 {
@@ -191,6 +394,12 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "collsynth_refusals_remembered_total %lu\n",
               LOAD(m->rep_memory), LOAD(m->rep_store), LOAD(m->rep_generated),
               LOAD(m->not_modified), LOAD(m->refusals_remembered));
+    tb_printf(&t, "# HELP collsynth_http_timeouts_total Connections cut off because a request's "
+                  "headers or body did not arrive within their deadline.\n"
+                  "# TYPE collsynth_http_timeouts_total counter\n"
+                  "collsynth_http_timeouts_total{phase=\"headers\"} %lu\n"
+                  "collsynth_http_timeouts_total{phase=\"body\"} %lu\n",
+              LOAD(m->http_timeouts[0]), LOAD(m->http_timeouts[1]));
     tb_printf(&t, "# HELP collsynth_results Results in the store.\n"
                   "# TYPE collsynth_results gauge\ncollsynth_results %ld\n"
                   "# HELP collsynth_cache_entries Results and code held in memory.\n"
@@ -200,5 +409,6 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# HELP collsynth_uptime_seconds Seconds since start.\n"
                   "# TYPE collsynth_uptime_seconds gauge\ncollsynth_uptime_seconds %.3f\n",
               g->results, g->cache_entries, g->cache_bytes, g->uptime_s);
+    render_observability(&t, m, g);
     return t.s;
 }

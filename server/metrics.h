@@ -6,7 +6,9 @@
 #ifndef CS_SERVER_METRICS_H
 #define CS_SERVER_METRICS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum cs_route {
@@ -20,6 +22,8 @@ typedef enum cs_route {
     ROUTE_METRICS,
     ROUTE_STATIC,
     ROUTE_PREFLIGHT,
+    ROUTE_RESULTS_LIST,
+    ROUTE_JOBS_LIST,
     ROUTE_OTHER,
     ROUTE_COUNT
 } cs_route;
@@ -28,6 +32,21 @@ const char *route_name(cs_route r);
 
 #define METRICS_NSTATUS 24
 #define METRICS_NBUCKETS 15
+
+/* A histogram with METRICS_HIST_BUCKETS bounds fixed per family (metrics.c). */
+#define METRICS_HIST_BUCKETS 16
+typedef struct cs_hist {
+    atomic_ulong bucket[METRICS_HIST_BUCKETS]; /* non-cumulative; cumulated at render */
+    atomic_ulong count;
+    atomic_ulong sum_us;
+} cs_hist;
+
+#define METRICS_NMETHODS 32   /* synthesis methods told apart; more share "other" */
+
+typedef enum cs_synth_outcome { SYNTH_DONE = 0, SYNTH_FAILED, SYNTH_CANCELLED,
+                                SYNTH_OUTCOMES } cs_synth_outcome;
+typedef enum cs_store_op_kind { STORE_READ = 0, STORE_WRITE, STORE_COMMIT, STORE_OPS }
+    cs_store_op_kind;
 
 typedef struct cs_metrics {
     atomic_ulong requests[ROUTE_COUNT][METRICS_NSTATUS];
@@ -40,6 +59,7 @@ typedef struct cs_metrics {
     atomic_ulong syntheses_done, syntheses_failed, syntheses_cancelled, syntheses_requeued;
     atomic_ulong coalesced;                       /* POSTs that joined an active job */
     atomic_ulong rejected_queue_full;
+    atomic_ulong http_timeouts[2];                /* requests cut off: headers, body late */
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */
     atomic_ulong codegen_total;
     /* result representations (documents, slices, code) answered: from memory,
@@ -49,10 +69,25 @@ typedef struct cs_metrics {
     atomic_ulong not_modified;
     atomic_ulong refusals_remembered;
     atomic_long running;                          /* jobs running on this daemon now */
+    /* synthesis time by method and outcome: methods get a slot when first seen */
+    pthread_mutex_t method_lock;
+    char method_names[METRICS_NMETHODS][32];
+    atomic_int nmethods;
+    cs_hist synthesis[METRICS_NMETHODS][SYNTH_OUTCOMES];
+    cs_hist queue_wait;                           /* queued -> claimed, this daemon's claims */
+    cs_hist store[STORE_OPS];                     /* statements, by kind */
+    atomic_ulong store_errors;
 } cs_metrics;
 
 void metrics_init(cs_metrics *m);
+void metrics_destroy(cs_metrics *m);
 void metrics_observe_request(cs_metrics *m, cs_route route, int status, double seconds);
+/* A synthesis ended: method is the one that ran (or was asked for, if none did). */
+void metrics_observe_synthesis(cs_metrics *m, const char *method, cs_synth_outcome outcome,
+                               double seconds);
+void metrics_observe_queue_wait(cs_metrics *m, double seconds);
+/* A store statement (store_set_observer). */
+void metrics_observe_store(cs_metrics *m, cs_store_op_kind op, double seconds, bool ok);
 
 typedef struct cs_metrics_gauges {
     long jobs[5];          /* by status, fleet-wide (from the store); -1 unknown */
@@ -61,7 +96,16 @@ typedef struct cs_metrics_gauges {
     long cache_bytes;
     double uptime_s;
     int workers;
+    /* the process (metrics_sample_process), Prometheus' standard names */
+    double rss_bytes, vsize_bytes, cpu_seconds, start_time;
+    long open_fds, max_fds, threads;
+    /* collsynth_build_info labels */
+    const char *version, *mhd_version;
 } cs_metrics_gauges;
+
+/* Reads RSS, virtual size, CPU time, open and maximum fds, threads and start
+ * time of this process (from /proc and getrlimit). */
+void metrics_sample_process(cs_metrics_gauges *g);
 
 /* The exposition text; caller frees. */
 char *metrics_render(const cs_metrics *m, const cs_metrics_gauges *g);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "synthesize.h"
 
@@ -29,6 +30,11 @@ static bool is_hex(const char *s, size_t n)
         if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
             return false;
     return true;
+}
+
+static const char *arg(req_state *rs, const char *name)
+{
+    return MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 static enum MHD_Result method_not_allowed(req_state *rs, const char *allow)
@@ -50,9 +56,12 @@ static bool authorized(req_state *rs)
     if (!token[0])
         return true;
     const char *h = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0)
+    /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
+    if (!h || strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t'))
         return false;
-    const char *given = h + 7;
+    const char *given = h + 6;
+    while (*given == ' ' || *given == '\t')
+        given++;
     size_t n = strlen(token), m = strlen(given);
     unsigned char diff = (unsigned char)(n != m);
     for (size_t i = 0; i < n; i++)  /* constant time in the token length */
@@ -129,6 +138,14 @@ static enum MHD_Result handle_topology(req_state *rs, const char *name)
     return respond_json(rs, 200, doc);
 }
 
+/* Builtins are bounded by the limits, but the largest legal ones are about a
+ * million links: built on the parse pool. */
+static bool topology_work(req_state *rs)
+{
+    handle_topology(rs, rs->url + 15);
+    return true;
+}
+
 static enum MHD_Result handle_metrics(req_state *rs)
 {
     cs_server *s = rs->srv;
@@ -142,6 +159,9 @@ static enum MHD_Result handle_metrics(req_state *rs)
     cache_stats(s->cache, &g.cache_entries, &g.cache_bytes);
     g.uptime_s = cs_now() - s->started;
     g.workers = s->cfg.workers;
+    g.version = COLLSYNTHD_VERSION;
+    g.mhd_version = MHD_get_version();
+    metrics_sample_process(&g);
     char *text = metrics_render(&s->metrics, &g);
     if (!text)
         return respond_error(rs, 500, "internal", "", "cannot render metrics");
@@ -153,11 +173,16 @@ static enum MHD_Result handle_metrics(req_state *rs)
 
 /* ---- jobs ------------------------------------------------------------------------------ */
 
+/* A job as its caller sees it: read through a handle, "id" is that handle
+ * and "detached" says whether it was let go. */
 static json_t *job_json(cs_server *s, const cs_store_job *j)
 {
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f}", "id", j->id, "key", j->key,
-                            "status", job_status_name(j->status), "attempts", j->attempts,
-                            "created", j->created, "updated", j->updated);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:i}", "id",
+                            j->handle[0] ? j->handle : j->id, "key", j->key, "status",
+                            job_status_name(j->status), "attempts", j->attempts, "created",
+                            j->created, "updated", j->updated, "waiters", j->waiters);
+    if (j->handle[0])
+        json_object_set_new(doc, "detached", json_boolean(j->detached));
     json_t *progress = NULL;
     if (j->status == CS_JOB_RUNNING)
         progress = jobs_local_progress(s->jobs, j->id);
@@ -175,7 +200,8 @@ static json_t *job_json(cs_server *s, const cs_store_job *j)
             json_object_set_new(doc, "error", e);
     }
     if (j->status == CS_JOB_RUNNING || j->status == CS_JOB_QUEUED)
-        json_object_set_new(doc, "cancel_requested", json_boolean(j->cancel_requested));
+        json_object_set_new(doc, "cancel_requested",
+                            json_boolean(j->cancel_requested != CS_CANCEL_NONE));
     if (j->status == CS_JOB_RUNNING && j->owner[0])
         json_object_set_new(doc, "instance", json_string(j->owner)); /* the daemon running it */
     return doc;
@@ -203,7 +229,7 @@ static enum MHD_Result handle_job_get(req_state *rs, const char *id)
     json_decref(doc);
     if (!text)
         return respond_error(rs, 500, "internal", "", "out of memory");
-    if (done)
+    if (done) /* with its result, streamed when large */
         return delivery_respond_job(rs, text, key);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -211,11 +237,19 @@ static enum MHD_Result handle_job_get(req_state *rs, const char *id)
     return queue(rs, 200, r);
 }
 
-static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
+static enum MHD_Result delete_answer(req_state *rs, int status, const char *id,
+                                     const char *state, int waiters)
+{
+    json_t *doc = json_pack("{s:s, s:s}", "id", id, "status", state);
+    if (waiters >= 0)
+        json_object_set_new(doc, "waiters", json_integer(waiters));
+    return respond_json(rs, status, doc);
+}
+
+/* The explicit cancel: the synthesis stops for every waiter. */
+static enum MHD_Result cancel_for_everyone(req_state *rs, const char *id)
 {
     cs_server *s = rs->srv;
-    if (!is_hex(id, 32))
-        return respond_error(rs, 400, "invalid", "id", "a job id is 32 lowercase hex digits");
     cs_job_status after;
     bool found = false;
     cs_error err;
@@ -227,15 +261,64 @@ static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
     switch (after) {
     case CS_JOB_CANCELLED:
         log_event(&s->log, LOG_INFO, "job_cancelled", "id", id, "was", "queued", NULL);
-        return respond_json(rs, 200, json_pack("{s:s, s:s}", "id", id, "status", "cancelled"));
-    case CS_JOB_RUNNING:
+        return delete_answer(rs, 200, id, "cancelled", -1);
+    case CS_JOB_RUNNING: {
         /* here: stop it now; elsewhere: its daemon sees the flag on its next heartbeat */
-        jobs_cancel_local(s->jobs, id);
-        return respond_json(rs, 202, json_pack("{s:s, s:s}", "id", id, "status", "cancelling"));
+        cs_store_job j;
+        if (store_job_get(s->store, id, &j, &found, &err) == CS_OK && found) {
+            jobs_cancel_local(s->jobs, j.id, true);
+            store_job_clear(&j);
+        }
+        return delete_answer(rs, 202, id, "cancelling", -1);
+    }
     default:
         return respond_error(rs, 409, "conflict", "id", "job %s already %s", id,
                              job_status_name(after));
     }
+}
+
+/* DELETE /v1/jobs/{handle}: the caller lets go of its job; the synthesis
+ * stops when no one waits for it any more.  ?all=true, or the id of the job
+ * itself (from GET /v1/jobs), cancels it for everyone. */
+static enum MHD_Result handle_job_delete(req_state *rs, const char *id)
+{
+    cs_server *s = rs->srv;
+    if (!is_hex(id, 32))
+        return respond_error(rs, 400, "invalid", "id", "a job id is 32 lowercase hex digits");
+    const char *all = arg(rs, "all");
+    if (all && strcmp(all, "true") && strcmp(all, "1") && strcmp(all, "false") &&
+        strcmp(all, "0"))
+        return respond_error(rs, 400, "invalid", "all", "all must be true or false");
+    if (all && (!strcmp(all, "true") || !strcmp(all, "1")))
+        return cancel_for_everyone(rs, id);
+    cs_detach d;
+    cs_error err;
+    cs_error_clear(&err);
+    if (store_job_detach(s->store, id, &d, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    switch (d.outcome) {
+    case CS_DETACH_NOT_FOUND:
+        return cancel_for_everyone(rs, id); /* a job id, or 404 */
+    case CS_DETACH_LEFT:
+        log_event(&s->log, LOG_INFO, "job_detached", "id", d.job_id, "handle", id, NULL);
+        return delete_answer(rs, 200, id, "detached", d.waiters);
+    case CS_DETACH_CANCELLED:
+        log_event(&s->log, LOG_INFO, "job_cancelled", "id", d.job_id, "was", "queued", "reason",
+                  "no waiter left", NULL);
+        return delete_answer(rs, 200, id, "cancelled", 0);
+    case CS_DETACH_STOPPING:
+        jobs_cancel_local(s->jobs, d.job_id, false);
+        return delete_answer(rs, 202, id, "cancelling", 0);
+    case CS_DETACH_ALREADY:
+    case CS_DETACH_FINISHED:
+        if (d.status == CS_JOB_CANCELLED)
+            return delete_answer(rs, 200, id, "cancelled", -1);
+        if (d.status == CS_JOB_QUEUED || d.status == CS_JOB_RUNNING)
+            return delete_answer(rs, 200, id, "detached", d.waiters);
+        return respond_error(rs, 409, "conflict", "id", "job %s already %s", id,
+                             job_status_name(d.status));
+    }
+    return respond_error(rs, 500, "internal", "", "unexpected detach outcome");
 }
 
 /* ---- synthesize ------------------------------------------------------------------------- */
@@ -252,13 +335,18 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
     cs_server *s = rs->srv;
     cs_error err;
     cs_error_clear(&err);
+    bool missing = false;
+    if (delivery_result_in_memory(s, rs->key)) {
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
+            return r;
+    }
     cs_store_job j;
     bool found = false;
     if (store_job_get(s->store, rs->job_id, &j, &found, &err) != CS_OK)
         return respond_cs_error(rs, &err);
     if (found && j.status == CS_JOB_DONE) {
         store_job_clear(&j);
-        bool missing = false;
         enum MHD_Result r = delivery_respond_result(rs, &missing);
         if (!missing)
             return r;
@@ -275,15 +363,16 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
             status = 504;
         store_job_clear(&j);
         return respond_json(rs, status, json_pack("{s:o, s:s, s:s}", "error", e, "job",
-                                                  rs->job_id, "key", rs->key));
+                                                  rs->handle, "key", rs->key));
     }
     const char *st = found ? job_status_name(j.status) : "queued";
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:b}", "job", rs->job_id, "key", rs->key, "status",
+    /* the caller's own handle: GET shows the job, DELETE lets go of it */
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:b}", "job", rs->handle, "key", rs->key, "status",
                             st, "coalesced", coalesced);
     if (found)
         store_job_clear(&j);
     char loc[64];
-    snprintf(loc, sizeof loc, "/v1/jobs/%s", rs->job_id);
+    snprintf(loc, sizeof loc, "/v1/jobs/%s", rs->handle);
     char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
@@ -293,12 +382,39 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
     return queue(rs, 202, r);
 }
 
+/* Nothing to move (synth_request_trivial): the answer costs nothing, so it
+ * is made and stored here, with no job.  Frees req. */
+static enum MHD_Result answer_trivial(req_state *rs, cs_synth_request *req)
+{
+    cs_server *s = rs->srv;
+    cs_error err;
+    cs_error_clear(&err);
+    cs_result *res = NULL;
+    int rc = synth_run(req, &s->cfg.limits, NULL, &res, &err);
+    cs_summary sum;
+    if (rc == CS_OK) {
+        jobs_summary(req, res, &sum);
+        rc = delivery_save_result(s->store, s->cache, req, res, &err);
+    }
+    if (rc == CS_OK)
+        rc = store_result_index_put(s->store, rs->key, &sum, &err);
+    result_free(res);
+    synth_request_free(req);
+    if (rc)
+        return respond_cs_error(rs, &err);
+    bool missing = false;
+    enum MHD_Result r = delivery_respond_result(rs, &missing);
+    return missing ? respond_error(rs, 500, "internal", "", "the result just stored is missing")
+                   : r;
+}
+
 /* What a POST body parsed to, kept by the body's SHA-256 so an identical
  * body (a herd of launch hooks) skips parsing and topology expansion. */
 typedef struct post_memo {
     char key[65];
     char method[32];
     char ranks[16];
+    cs_summary sum;
     size_t canon_len;
     char canon[];
 } post_memo;
@@ -384,19 +500,14 @@ static enum MHD_Result refuse_body(req_state *rs, const char *body_hash, const c
     return respond_cs_error(rs, err);
 }
 
-static enum MHD_Result handle_synthesize(req_state *rs)
+/* On the parse pool: parse, validate, key, submit; answer, or park the
+ * connection on the job when the client asked to wait (*parked).  What a
+ * request parses to is kept by the hash of its body without the delivery
+ * options (post_memo), and refusals by the hashes and by key, so a herd of
+ * identical requests (launch hooks) costs one parse. */
+static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
 {
     cs_server *s = rs->srv;
-    if (rs->phase == 2)
-        return answer_job(rs, false);
-    if (!rs->body || rs->len == 0)
-        return respond_error(rs, 400, "invalid", "body",
-                             "POST a JSON object {topology, collective, method?, options?}");
-    const char *ct = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Content-Type");
-    if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "text/plain", 10) != 0 &&
-        strncmp(ct, "application/x-www-form-urlencoded", 33) != 0)
-        return respond_error(rs, 415, "unsupported_media_type", "Content-Type",
-                             "send the request as application/json");
     cs_error err;
     cs_error_clear(&err);
     char body_hash[65];
@@ -416,9 +527,6 @@ static enum MHD_Result handle_synthesize(req_state *rs)
                      jerr.line, jerr.column, jerr.text);
         return refuse_body(rs, body_hash, NULL, &err);
     }
-    /* The request without its delivery options (wait_s, time_limit_s), in one
-     * spelling: what the parse below depends on.  Hook herds post the same
-     * allocation with slightly different waits. */
     double wait_s = 0, time_limit_s = 0;
     char norm_hash[65];
     bool delivery_ok = delivery_options(doc, &s->cfg.limits, &wait_s, &time_limit_s, norm_hash);
@@ -439,6 +547,9 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         doc = NULL;
         if (rc)
             return refuse_body(rs, body_hash, delivery_ok ? norm_hash : NULL, &err);
+        snprintf(rs->key, sizeof rs->key, "%s", req->key);
+        if (synth_request_trivial(req))
+            return answer_trivial(rs, req);
         char *canon = synth_request_canonical_text(req);
         size_t cl = canon ? strlen(canon) : 0;
         post_memo *pm = canon ? malloc(sizeof *pm + cl + 1) : NULL;
@@ -450,6 +561,7 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         snprintf(pm->key, sizeof pm->key, "%s", req->key);
         snprintf(pm->method, sizeof pm->method, "%s", req->method);
         snprintf(pm->ranks, sizeof pm->ranks, "%d", req->topology->ranks);
+        jobs_summary(req, NULL, &pm->sum);
         pm->canon_len = cl;
         memcpy(pm->canon, canon, cl + 1);
         wait_s = req->wait_s;
@@ -482,9 +594,9 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         return respond_error(rs, 500, "internal", "", "the result left memory and the store");
     }
     char new_id[40];
-    jobs_new_id(new_id);
+    store_new_id(new_id);
     cs_submit sub;
-    int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, time_limit_s,
+    int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, &pm->sum, time_limit_s,
                               s->cfg.max_queued, &sub, &err);
     char ranks[16], method[32];
     snprintf(ranks, sizeof ranks, "%s", pm->ranks);
@@ -525,16 +637,34 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         break;
     }
     snprintf(rs->job_id, sizeof rs->job_id, "%s", sub.job_id);
+    snprintf(rs->handle, sizeof rs->handle, "%s", sub.handle_id);
     if (wait_s > 0 && !atomic_load(&s->stopping)) {
-        MHD_suspend_connection(rs->conn);
+        /* the connection is suspended already: the job's waiter resumes it */
         rs->phase = 1;
-        if (jobs_wait(s->jobs, rs->job_id, wait_s, wake_parked, rs) == CS_OK)
+        if (jobs_wait(s->jobs, rs->job_id, wait_s, wake_parked, rs) == CS_OK) {
+            *parked = true;
             return MHD_YES;
+        }
         rs->phase = 2;
-        MHD_resume_connection(rs->conn);
-        return MHD_YES;
     }
     return answer_job(rs, sub.outcome == CS_SUBMIT_JOINED);
+}
+
+static bool synthesize_work(req_state *rs)
+{
+    bool parked = false;
+    synthesize_answer(rs, &parked);
+    return !parked;
+}
+
+static enum MHD_Result handle_synthesize(req_state *rs)
+{
+    if (rs->phase == 2)
+        return answer_job(rs, false);
+    if (!rs->body || rs->len == 0)
+        return respond_error(rs, 400, "invalid", "body",
+                             "POST a JSON object {topology, collective, method?, options?}");
+    return offload(rs, synthesize_work);
 }
 
 /* ---- dispatch --------------------------------------------------------------------------- */
@@ -570,7 +700,7 @@ enum MHD_Result route_request(req_state *rs, const char *url, const char *method
         rs->route = ROUTE_TOPOLOGY;
         if (!get)
             return method_not_allowed(rs, "GET, HEAD, OPTIONS");
-        return handle_topology(rs, url + 15);
+        return offload(rs, topology_work);
     }
     if (!strcmp(url, "/v1/synthesize")) {
         rs->route = ROUTE_SYNTHESIZE;
@@ -579,6 +709,11 @@ enum MHD_Result route_request(req_state *rs, const char *url, const char *method
         if (!authorized(rs))
             return unauthorized(rs);
         return handle_synthesize(rs);
+    }
+    if (!strcmp(url, "/v1/jobs") || !strcmp(url, "/v1/results")) {
+        bool results = url[4] == 'r';
+        rs->route = results ? ROUTE_RESULTS_LIST : ROUTE_JOBS_LIST;
+        return get ? route_lists(rs, results) : method_not_allowed(rs, "GET, HEAD, OPTIONS");
     }
     if (!strncmp(url, "/v1/jobs/", 9)) {
         const char *id = url + 9;

@@ -7,11 +7,14 @@
 #include "server_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,18 +26,16 @@ static void add_cors(req_state *rs, struct MHD_Response *r)
     if (!s->cors_any && s->ncors == 0)
         return;
     const char *origin = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Origin");
-    if (!origin)
-        return;
-    bool ok = s->cors_any;
-    for (int i = 0; i < s->ncors && !ok; i++)
-        ok = strcmp(s->cors[i], origin) == 0;
-    if (!ok)
+    if (!origin || !guard_cors_listed(s, origin))
         return;
     MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_any ? "*" : origin);
     if (!s->cors_any)
         MHD_add_response_header(r, "Vary", "Origin");
     MHD_add_response_header(r, "Access-Control-Expose-Headers", "Location, Retry-After, ETag");
 }
+
+/* The request whose handler runs on this pool thread now (offload_task). */
+static _Thread_local const req_state *offloaded_here;
 
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
 {
@@ -43,9 +44,69 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
     add_cors(rs, r);
     rs->status = status;
     rs->responded = true;
+    if (offloaded_here == rs) {
+        /* MHD queues responses only from its own threads: keep it */
+        if (rs->stash)
+            MHD_destroy_response(rs->stash);
+        rs->stash = r;
+        rs->stash_status = status;
+        return MHD_YES;
+    }
     enum MHD_Result ret = MHD_queue_response(rs->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+typedef struct offload_job {
+    req_state *rs;
+    cs_offload_fn work;
+} offload_job;
+
+static void offload_task(void *arg)
+{
+    offload_job job = *(offload_job *)arg;
+    free(arg);
+    offloaded_here = job.rs;
+    bool resume = job.work(job.rs);
+    offloaded_here = NULL;
+    /* when !resume, rs may already be resumed and gone: do not touch it */
+    if (resume)
+        MHD_resume_connection(job.rs->conn);
+}
+
+enum MHD_Result offload(req_state *rs, cs_offload_fn work)
+{
+    cs_server *s = rs->srv;
+    offload_job *job = malloc(sizeof *job);
+    if (!job)
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    *job = (offload_job){.rs = rs, .work = work};
+    MHD_suspend_connection(rs->conn);
+    int rc = workpool_submit(s->parse_pool, offload_task, job);
+    if (rc == CS_OK)
+        return MHD_YES;
+    free(job);
+    /* answer on resume, from this thread's stash */
+    offloaded_here = rs;
+    json_t *doc = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "busy", "message",
+                            rc == CS_ELIMIT ? "too many requests are being parsed; retry"
+                                            : "the daemon is stopping",
+                            "field", "");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text,
+                                                                    MHD_RESPMEM_MUST_FREE)
+                                  : NULL;
+    if (r) {
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Retry-After", "1");
+        queue(rs, 503, r);
+    } else {
+        free(text);
+    }
+    offloaded_here = NULL;
+    MHD_resume_connection(rs->conn);
+    return MHD_YES;
 }
 
 static void unref_blob_cb(void *cls) { blob_unref(cls); }
@@ -136,6 +197,117 @@ enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err)
 
 /* ---- MHD callbacks ------------------------------------------------------------------ */
 
+static enum MHD_Result respond_refusal(req_state *rs)
+{
+    return respond_error(rs, rs->refusal_status, rs->refusal_code, rs->refusal_field, "%s",
+                         rs->refusal_message);
+}
+
+/* A refused body is read and thrown away, up to this much beyond the limit,
+ * so that a client which writes its whole body before reading (no
+ * "Expect: 100-continue") gets to read the answer: answering first and
+ * closing with unread data makes the kernel reset the connection, and the
+ * client sees "broken pipe" instead of the 413. */
+static size_t drain_cap(const cs_server *s)
+{
+    size_t cap = 4 * (size_t)s->cfg.max_body_bytes;
+    return cap > (16u << 20) ? cap : (16u << 20);
+}
+
+static bool expects_continue(struct MHD_Connection *conn)
+{
+    const char *e = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+    return e && !strcasecmp(e, "100-continue");
+}
+
+static req_state *new_request(cs_server *s, struct MHD_Connection *conn, const char *raw_uri)
+{
+    req_state *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return NULL;
+    rs->srv = s;
+    rs->conn = conn;
+    rs->start = cs_now();
+    rs->route = ROUTE_OTHER;
+    /* MHD hands the handler the decoded path, where a %00 cuts it short:
+     * "/app.js%00.html" would serve /app.js.  Only the raw target shows it. */
+    rs->nul_in_target = raw_uri && strcasestr(raw_uri, "%00") != NULL;
+    if (raw_uri) /* for the log of a request MHD refuses before the handler */
+        snprintf(rs->path, sizeof rs->path, "%s", raw_uri);
+    return rs;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request line is in; its state begins here. */
+static void *uri_received(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return new_request(cls, conn, uri);
+}
+
+/* First call for a request: the headers are complete, the body not read. */
+static enum MHD_Result request_begins(req_state *rs)
+{
+    cs_server *s = rs->srv;
+    if (strcmp(rs->url, "/v1/synthesize") == 0)
+        rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
+    if (rs->nul_in_target)
+        guard_refuse(rs, 400, "invalid", "path", "the request target contains a NUL byte (%%00)");
+    guard_request(rs);
+    bool has_body = !strcmp(rs->method, "POST") || !strcmp(rs->method, "PUT") ||
+                    !strcmp(rs->method, "PATCH");
+    if (!has_body) {
+        conntrack_phase(s, rs->conn, CONN_BUSY);
+        return rs->refusal_status ? respond_refusal(rs) : MHD_YES;
+    }
+    conntrack_phase(s, rs->conn, CONN_BODY);
+    const char *cl = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    double declared = cl ? strtod(cl, NULL) : 0;
+    if (declared > (double)s->cfg.max_body_bytes)
+        guard_refuse(rs, 413, "too_large", "body",
+                     "request body of %.0f bytes exceeds the limit of %ld", declared,
+                     s->cfg.max_body_bytes);
+    /* A refusal waits for the body, unless the client asked before sending
+     * it (it then never sends it) or the body is too large to drain. */
+    if (rs->refusal_status &&
+        (expects_continue(rs->conn) || declared > (double)drain_cap(s)))
+        return respond_refusal(rs);
+    return MHD_YES;
+}
+
+/* A piece of the body: kept, or counted and dropped once refused. */
+static enum MHD_Result request_body(req_state *rs, const char *data, size_t n)
+{
+    cs_server *s = rs->srv;
+    size_t limit = (size_t)s->cfg.max_body_bytes;
+    if (!rs->refusal_status && rs->len + n > limit) {
+        guard_refuse(rs, 413, "too_large", "body", "request body exceeds the limit of %ld bytes",
+                     s->cfg.max_body_bytes);
+        free(rs->body);
+        rs->body = NULL;
+        rs->drained = rs->len;
+        rs->len = rs->cap = 0;
+    }
+    if (rs->refusal_status) {
+        rs->drained += n;
+        /* past the cap: answer now and let the connection close */
+        return rs->drained > drain_cap(s) && !rs->responded ? respond_refusal(rs) : MHD_YES;
+    }
+    if (rs->len + n + 1 > rs->cap) {
+        size_t ncap = (rs->len + n + 1) * 2;
+        if (ncap > limit + 1)
+            ncap = limit + 1;
+        char *nb = realloc(rs->body, ncap);
+        if (!nb)
+            return MHD_NO;
+        rs->body = nb;
+        rs->cap = ncap;
+    }
+    memcpy(rs->body + rs->len, data, n);
+    rs->len += n;
+    rs->body[rs->len] = '\0';
+    return MHD_YES;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -144,90 +316,82 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)version;
     cs_server *s = cls;
     req_state *rs = *con_cls;
-    if (!rs) {
-        rs = calloc(1, sizeof *rs);
-        if (!rs)
-            return MHD_NO;
-        rs->srv = s;
-        rs->conn = conn;
-        rs->start = cs_now();
-        rs->route = ROUTE_OTHER;
+    if (!rs && !(rs = *con_cls = new_request(s, conn, NULL)))
+        return MHD_NO;
+    if (!rs->begun) {
+        rs->begun = true;
         rs->method = method;
+        rs->url = url;
         snprintf(rs->path, sizeof rs->path, "%s", url);
-        *con_cls = rs;
-        bool has_body = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-                        strcmp(method, "PATCH") == 0;
-        if (has_body) {
-            const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl && strtod(cl, NULL) > (double)s->cfg.max_body_bytes) {
-                rs->route = strcmp(url, "/v1/synthesize") == 0 ? ROUTE_SYNTHESIZE : ROUTE_OTHER;
-                return respond_error(rs, 413, "too_large", "body",
-                                     "request body of %s bytes exceeds the limit of %ld", cl,
-                                     s->cfg.max_body_bytes);
-            }
-        }
-        /* Answer on the next call, not this one: a response queued during the
-         * first call makes libmicrohttpd close the connection after it (it
-         * cannot know the request is complete), which defeats keep-alive. */
-        return MHD_YES;
+        return request_begins(rs);
     }
     rs->conn = conn;
+    if (rs->stash) {
+        /* resumed after an offloaded handler answered */
+        struct MHD_Response *r = rs->stash;
+        rs->stash = NULL;
+        enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->stash_status, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
     if (*upload_data_size > 0) {
-        if (!rs->too_large) {
-            if (rs->len + *upload_data_size > (size_t)s->cfg.max_body_bytes) {
-                rs->too_large = true;
-                free(rs->body);
-                rs->body = NULL;
-                rs->len = rs->cap = 0;
-            } else {
-                if (rs->len + *upload_data_size + 1 > rs->cap) {
-                    size_t ncap = (rs->len + *upload_data_size + 1) * 2;
-                    if (ncap > (size_t)s->cfg.max_body_bytes + 1)
-                        ncap = (size_t)s->cfg.max_body_bytes + 1;
-                    char *nb = realloc(rs->body, ncap);
-                    if (!nb)
-                        return MHD_NO;
-                    rs->body = nb;
-                    rs->cap = ncap;
-                }
-                memcpy(rs->body + rs->len, upload_data, *upload_data_size);
-                rs->len += *upload_data_size;
-                rs->body[rs->len] = '\0';
-            }
-        }
+        size_t n = *upload_data_size;
         *upload_data_size = 0;
-        return MHD_YES;
+        return request_body(rs, upload_data, n);
     }
     if (rs->responded)
         return MHD_YES;
-    if (rs->too_large) {
-        rs->route = strcmp(url, "/v1/synthesize") == 0 ? ROUTE_SYNTHESIZE : ROUTE_OTHER;
-        return respond_error(rs, 413, "too_large", "body", "request body exceeds the limit of %ld bytes",
-                             s->cfg.max_body_bytes);
-    }
+    conntrack_phase(s, conn, CONN_BUSY); /* the whole request is in */
+    if (rs->refusal_status)
+        return respond_refusal(rs);
     return route_request(rs, url, method);
+}
+
+/* One info line per request made 70 MB in 400k requests: requests log at
+ * debug, except server errors (warn), slow ones and a sampled fraction (info). */
+static cs_log_level access_log_level(const cs_server *s, int status, double secs)
+{
+    if (status >= 500)
+        return LOG_WARN;
+    if (secs >= 1.0)
+        return LOG_INFO;
+    double p = s->cfg.access_log_sample;
+    if (p > 0) {
+        static _Thread_local unsigned long long x;
+        if (!x)
+            x = (unsigned long long)(size_t)&x ^ (unsigned long long)(cs_now() * 1e9);
+        x ^= x << 13; /* xorshift64: cheap, per thread, no lock */
+        x ^= x >> 7;
+        x ^= x << 17;
+        if ((double)(x >> 11) * 0x1.0p-53 < p)
+            return LOG_INFO;
+    }
+    return LOG_DEBUG;
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     (void)toe;
     cs_server *s = cls;
+    /* the connection waits for its next request now (keep-alive) */
+    conntrack_phase(s, conn, CONN_HEADERS);
     req_state *rs = *con_cls;
     if (!rs)
         return;
     double secs = cs_now() - rs->start;
     int status = rs->responded ? rs->status : 0;
     metrics_observe_request(&s->metrics, rs->route, status, secs);
-    if (s->cfg.access_log && s->log.level <= LOG_INFO) {
+    cs_log_level level = access_log_level(s, status, secs);
+    if (s->cfg.access_log && level >= s->log.level) {
         char st[16], ms[32];
         snprintf(st, sizeof st, "%d", status);
         snprintf(ms, sizeof ms, "%.3f", secs * 1e3);
-        log_event(&s->log, LOG_INFO, "http", "method", rs->method, "path", rs->path, "route",
+        log_event(&s->log, level, "http", "method", rs->method, "path", rs->path, "route",
                   route_name(rs->route), "status", st, "ms", ms, NULL);
     }
+    if (rs->stash)
+        MHD_destroy_response(rs->stash);
     free(rs->body);
     free(rs);
     *con_cls = NULL;
@@ -246,35 +410,56 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ------------------------------------------------------------------------ */
 
-static void parse_cors(cs_server *s)
-{
-    char buf[sizeof s->cfg.cors_origins];
-    snprintf(buf, sizeof buf, "%s", s->cfg.cors_origins);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        size_t n = strlen(tok);
-        while (n > 0 && tok[n - 1] == ' ')
-            tok[--n] = '\0';
-        if (!n)
-            continue;
-        if (!strcmp(tok, "*"))
-            s->cors_any = true;
-        else if (s->ncors < MAX_CORS_ORIGINS)
-            s->cors[s->ncors++] = strdup(tok);
-    }
-}
-
 static void make_instance_id(char *out, size_t n)
 {
     char host[64] = "host";
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
     char rnd[40];
-    jobs_new_id(rnd);
+    store_new_id(rnd);
     rnd[8] = '\0';
     snprintf(out, n, "%.30s-%d-%.8s", host, (int)getpid(), rnd);
+}
+
+static void backfill_task(void *arg) { lists_backfill(arg); }
+
+static void store_observed(void *ctx, int op, double seconds, bool ok)
+{
+    cs_server *s = ctx;
+    metrics_observe_store(&s->metrics, (cs_store_op_kind)op, seconds, ok);
+}
+
+/* Binds and listens on cfg's address (SO_REUSEADDR, close-on-exec,
+ * non-blocking for MHD's epoll threads).  Done before anything touches the
+ * store, so a daemon that cannot listen changes nothing. */
+static int listen_socket(const cs_server_config *cfg, int *fd_out, bool *v6, cs_error *err)
+{
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE,
+                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    if (getaddrinfo(cfg->listen, port, &hints, &ai) != 0 || !ai)
+        return cs_error_set(err, CS_EINVAL, "listen",
+                            "--listen %s is not a numeric IPv4 or IPv6 address", cfg->listen);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd >= 0 && ai->ai_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int e = 0;
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0)
+        e = errno;
+    *v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        return cs_error_set(err, CS_EIO, "port", "cannot listen on %s port %d: %s", cfg->listen,
+                            cfg->port, strerror(e));
+    }
+    *fd_out = fd;
+    return CS_OK;
 }
 
 int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **out,
@@ -287,12 +472,28 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->cfg = *cfg;
     s->log = *log;
     s->started = cs_now();
+    s->listen_fd = -1;
     metrics_init(&s->metrics);
     make_instance_id(s->instance, sizeof s->instance);
-    parse_cors(s);
+    guard_init(s);
     static_dir_resolve(cfg->static_dir, s->static_dir, sizeof s->static_dir);
 
-    int rc = store_open(cfg->store, cfg->data_dir, cfg->pg_pool, &s->store, err);
+    /* Order matters: listen, then the store and its lock, then the workers,
+     * then the HTTP threads.  A second `make run` on a busy port stops at
+     * the first step; one on another port stops at the lock; neither reaps
+     * or claims a job. */
+    bool v6 = false;
+    int rc = listen_socket(cfg, &s->listen_fd, &v6, err);
+    if (rc) {
+        server_free(s);
+        return rc;
+    }
+    rc = store_open(cfg->store, cfg->data_dir, cfg->pg_pool, &s->store, err);
+    if (!rc)
+        store_set_observer(s->store, store_observed, s);
+    bool exclusive = false;
+    if (!rc)
+        rc = store_lock_exclusive(s->store, s->instance, &exclusive, err);
     if (rc) {
         server_free(s);
         return rc;
@@ -302,23 +503,24 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         server_free(s);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    int parse_threads = cfg->parse_threads > 0 ? cfg->parse_threads : cs_cpu_count();
+    if (parse_threads < 2)
+        parse_threads = 2;
+    /* every queued task holds a suspended connection: the connection limit
+     * bounds the queue already */
+    s->parse_pool = workpool_start(parse_threads, cfg->max_connections);
+    if (!s->parse_pool) {
+        server_free(s);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the parse threads");
+    }
     cs_jobs_env env = {.store = s->store, .cache = s->cache, .metrics = &s->metrics,
-                       .log = &s->log, .config = &s->cfg, .owner = s->instance};
+                       .log = &s->log, .config = &s->cfg, .owner = s->instance,
+                       .exclusive = exclusive};
     if ((rc = jobs_start(&env, &s->jobs, err))) {
         server_free(s);
         return rc;
     }
 
-    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE,
-                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    if (getaddrinfo(cfg->listen, port, &hints, &ai) != 0 || !ai) {
-        server_stop(s);
-        server_free(s);
-        return cs_error_set(err, CS_EINVAL, "listen",
-                            "--listen %s is not a numeric IPv4 or IPv6 address", cfg->listen);
-    }
     /* One HTTP thread per CPU measured best on the 2-core box (docs/BENCHMARKS.md):
      * handlers never wait for syntheses, so more threads only add switches. */
     int http_threads = cfg->http_threads > 0 ? cfg->http_threads : cs_cpu_count();
@@ -326,25 +528,46 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         http_threads = 2;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
+    if (v6)
         flags |= MHD_USE_IPv6;
+    s->conntrack = conntrack_start(s);
+    if (!s->conntrack) {
+        server_stop(s);
+        server_free(s);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the connection sweeper");
+    }
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_logger, s, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
+        mhd_logger, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_END);
-    freeaddrinfo(ai);
+        MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
+        uri_received, s, MHD_OPTION_END);
     if (!s->mhd) {
         server_stop(s);
         server_free(s);
-        return cs_error_set(err, CS_EIO, "port", "cannot listen on %s port %d (in use?)",
+        return cs_error_set(err, CS_EIO, "port", "cannot start the HTTP server on %s port %d",
                             cfg->listen, cfg->port);
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : cfg->port;
+    s->listen_fd = -1; /* MHD owns it now */
+    /* results stored without a summary (a crash in between, an older store)
+     * join the results list in the background */
+    workpool_submit(s->parse_pool, backfill_task, s);
+    if (!s->loopback_bind && !cfg->auth_token[0])
+        log_event(&s->log, LOG_WARN, "no_auth_token", "addr", cfg->listen, "message",
+                  "listening beyond loopback without --auth-token: anyone who can reach this "
+                  "address can submit and cancel jobs (set COLLSYNTH_AUTH_TOKEN)",
+                  NULL);
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof sa;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+    if (info && getsockname(info->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
+        s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                 : ((struct sockaddr_in *)&sa)->sin_port);
+    else
+        s->port = cfg->port;
     *out = s;
     return CS_OK;
 }
@@ -364,16 +587,24 @@ void server_stop(cs_server *s)
     char grace[32];
     snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
     log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
+    /* requests being parsed finish (and may park on a job) before the jobs
+     * stop, which answers every parked request */
+    workpool_stop(s->parse_pool);
     if (s->jobs)
         jobs_stop(s->jobs, s->cfg.shutdown_grace_s);
     if (s->mhd) {
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
+    conntrack_stop(s->conntrack);
     jobs_free(s->jobs);
     s->jobs = NULL;
     store_close(s->store);
     s->store = NULL;
+    if (s->listen_fd >= 0) {
+        close(s->listen_fd);
+        s->listen_fd = -1;
+    }
 }
 
 void server_free(cs_server *s)
@@ -382,7 +613,9 @@ void server_free(cs_server *s)
         return;
     server_stop(s);
     cache_free(s->cache);
-    for (int i = 0; i < s->ncors; i++)
-        free(s->cors[i]);
+    workpool_free(s->parse_pool);
+    conntrack_free(s->conntrack);
+    metrics_destroy(&s->metrics);
+    guard_free(s);
     free(s);
 }

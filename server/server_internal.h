@@ -14,8 +14,13 @@
 #include "metrics.h"
 #include "server.h"
 #include "store.h"
+#include "workpool.h"
 
 #define MAX_CORS_ORIGINS 32
+
+typedef struct cs_conntrack cs_conntrack;
+typedef enum cs_conn_phase { CONN_HEADERS = 0, CONN_BODY, CONN_BUSY } cs_conn_phase;
+#define MAX_ALLOWED_HOSTS 32
 
 struct cs_server {
     cs_server_config cfg;
@@ -26,12 +31,18 @@ struct cs_server {
     cs_cache *cache;
     cs_metrics metrics;
     cs_jobs *jobs;
+    cs_workpool *parse_pool;   /* costly handlers run here, not on HTTP threads */
+    cs_conntrack *conntrack;   /* header and body deadlines */
     struct MHD_Daemon *mhd;
+    int listen_fd;             /* ours until MHD takes it */
     int port;
     char static_dir[4096];     /* realpath, "" when none */
     int ncors;
     char *cors[MAX_CORS_ORIGINS];
     bool cors_any;
+    int nhosts;                /* --allowed-hosts */
+    char *hosts[MAX_ALLOWED_HOSTS];
+    bool loopback_bind;
     atomic_bool stopping;
 };
 
@@ -42,15 +53,26 @@ typedef struct req_state {
     double start;
     cs_route route;
     int status;
+    bool begun;                /* the access handler has seen the headers */
+    bool nul_in_target;        /* "%00" in the raw request target */
     const char *method;
+    const char *url;           /* MHD's, valid for the whole request */
     char path[256];
     char *body;
     size_t len, cap;
-    bool too_large;
+    size_t drained;            /* body bytes dropped after a refusal */
     bool responded;
+    /* refused when the headers came in (guard.c); answered once the body
+     * has been drained */
+    int refusal_status;
+    char refusal_code[32], refusal_field[32], refusal_message[256];
+    /* offloaded handling: the response made on the pool, queued on resume */
+    struct MHD_Response *stash;
+    int stash_status;
     /* POST /v1/synthesize waiting for its job */
     int phase;                 /* 0 fresh, 1 parked, 2 woken */
     char job_id[40];
+    char handle[40];           /* this caller's handle on job_id */
     char key[65];
 } req_state;
 
@@ -66,8 +88,41 @@ enum MHD_Result respond_error(req_state *rs, int status, const char *code, const
 /* Maps a CS_E* code to an HTTP status. */
 int http_status_for(int cs_code);
 enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err);
-/* Adds CORS and common headers and queues. */
+/* Adds CORS and common headers and queues (or, on the parse pool, keeps the
+ * response until the connection resumes). */
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
+/* Runs work(rs) on the parse pool with the connection suspended.  work
+ * answers with the respond_* helpers as usual and returns true; or it hands
+ * the suspended connection to someone who resumes it later (jobs_wait) and
+ * returns false.  Answers 503 at once when the pool's queue is full. */
+typedef bool (*cs_offload_fn)(req_state *rs);
+enum MHD_Result offload(req_state *rs, cs_offload_fn work);
+
+/* ---- request deadlines (conntrack.c) ---- */
+cs_conntrack *conntrack_start(cs_server *s);
+void conntrack_stop(cs_conntrack *ct);
+void conntrack_free(cs_conntrack *ct);
+/* MHD_OPTION_NOTIFY_CONNECTION; cls is the server. */
+void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code);
+/* The connection enters a phase; its deadline restarts (none when busy). */
+void conntrack_phase(const cs_server *s, struct MHD_Connection *conn, cs_conn_phase phase);
+
+/* ---- admission (guard.c) ---- */
+void guard_init(cs_server *s);
+void guard_free(cs_server *s);
+/* Host, Origin and Content-Type checks; records a refusal in rs. */
+void guard_request(req_state *rs);
+void guard_refuse(req_state *rs, int status, const char *code, const char *field,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Is origin listed in --cors-origins (or is it "*")? */
+bool guard_cors_listed(const cs_server *s, const char *origin);
+
+/* ---- lists (lists.c) ---- */
+/* GET /v1/results (results) or GET /v1/jobs. */
+enum MHD_Result route_lists(req_state *rs, bool results);
+/* Summarizes stored results that have no summary yet (start-up task). */
+void lists_backfill(cs_server *s);
 
 /* ---- routes (routes.c) ---- */
 enum MHD_Result route_request(req_state *rs, const char *url, const char *method);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -31,7 +32,27 @@
 struct cs_store {
     db_engine *engine;
     char body_dir[4096];   /* SQLite: DB.bodies; "" for PostgreSQL */
+    char path[4096];     /* SQLite: the database file; "" for PostgreSQL */
+    int lock_fd;         /* store_lock_exclusive's lock file, -1 when none */
+    cs_store_observer observe;
+    void *observe_ctx;
 };
+
+void store_set_observer(cs_store *s, cs_store_observer fn, void *ctx)
+{
+    s->observe = fn;
+    s->observe_ctx = ctx;
+}
+
+/* Reports a statement to the observer: reads are SELECTs, COMMIT ends a
+ * transaction, everything else writes. */
+static void observed(cs_store *s, const char *sql, double t0, int rc)
+{
+    if (!s->observe)
+        return;
+    int op = !strncmp(sql, "SELECT", 6) ? 0 : !strncmp(sql, "COMMIT", 6) ? 2 : 1;
+    s->observe(s->observe_ctx, op, cs_now() - t0, rc == CS_OK);
+}
 
 static const char *const status_names[CS_JOB_STATUS_COUNT] = {"queued", "running", "done",
                                                               "failed", "cancelled"};
@@ -134,15 +155,90 @@ static int migrate_schema(db_engine *e, db_conn *c, bool pg, cs_error *err)
     return CS_OK;
 }
 
+/* Job handles (one per submission that created or joined a job) and the
+ * jobs' waiter count.  Kept apart from schema_sql: a store made before them
+ * gets the column by migrate_jobs(). */
+static const char handles_sql[] =
+    "CREATE TABLE IF NOT EXISTS job_handles ("
+    " id TEXT PRIMARY KEY, job_id TEXT NOT NULL, created DOUBLE PRECISION NOT NULL,"
+    " detached INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS job_handles_by_job ON job_handles (job_id);";
+
+/* The results list reads summaries from here (filled when results are
+ * stored), never the result documents. */
+static const char lists_sql[] =
+    "CREATE TABLE IF NOT EXISTS result_index ("
+    " key TEXT PRIMARY KEY, topology TEXT NOT NULL, collective TEXT NOT NULL,"
+    " root INTEGER NOT NULL DEFAULT -1, method TEXT NOT NULL, ranks INTEGER NOT NULL,"
+    " nalgs INTEGER NOT NULL, created_us BIGINT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS result_index_by_created ON result_index (created_us, key);";
+
+/* Newest first by microseconds: computed in SQL, so a cursor names a row
+ * exactly (REAL columns do not survive a round trip through text). */
+#define JOB_CREATED_US "CAST(created * 1000000 AS BIGINT)"
+
+static int migrate_jobs(db_engine *e, db_conn *c, cs_error *err)
+{
+    int rc = e->exec_script(c, handles_sql, err);
+    if (!rc)
+        rc = e->exec_script(c, lists_sql, err);
+    if (rc)
+        return rc;
+    cs_error probe;
+    if (e->query(c, "SELECT waiters FROM jobs LIMIT 0", 0, NULL, NULL, &probe) != CS_OK)
+        rc = e->exec_script(c, "ALTER TABLE jobs ADD COLUMN waiters INTEGER NOT NULL DEFAULT 0;",
+                            err);
+    if (!rc && e->query(c, "SELECT method FROM jobs LIMIT 0", 0, NULL, NULL, &probe) != CS_OK)
+        rc = e->exec_script(c,
+                            "ALTER TABLE jobs ADD COLUMN topology TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN collective TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN root INTEGER;"
+                            "ALTER TABLE jobs ADD COLUMN method TEXT;"
+                            "ALTER TABLE jobs ADD COLUMN ranks INTEGER;",
+                            err);
+    if (!rc)
+        rc = e->exec_script(c, "CREATE INDEX IF NOT EXISTS jobs_by_created_us ON jobs"
+                               " ((" JOB_CREATED_US "), id);",
+                            err);
+    return rc;
+}
+
+void store_new_id(char out[40])
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        /* never expected; fall back to time and address entropy */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^
+                               ((unsigned long long)ts.tv_sec << 20) ^
+                               (unsigned long long)(size_t)out;
+        for (int i = 0; i < 16; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            r[i] = (unsigned char)(x >> 56);
+        }
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[32] = '\0';
+}
+
 /* Runs one statement on a connection of its own. */
 static int run1(cs_store *s, const char *sql, int n, const char *const *params, db_rows *rows,
                 cs_error *err)
 {
+    double t0 = cs_now();
     db_conn *c = s->engine->acquire(s->engine, err);
-    if (!c)
+    if (!c) {
+        observed(s, sql, t0, CS_EIO);
         return CS_EIO;
+    }
     int rc = s->engine->query(c, sql, n, params, rows, err);
     s->engine->release(s->engine, c);
+    observed(s, sql, t0, rc);
     return rc;
 }
 
@@ -187,12 +283,12 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
     db_engine *e = NULL;
     int rc;
     char body_dir[4096] = "";
+    char path[4096] = "";
     bool pg = url && (strncmp(url, "postgresql://", 13) == 0 ||
                       strncmp(url, "postgres://", 11) == 0);
     if (pg) {
         rc = pg_engine_open(url, pool, &e, err);
     } else {
-        char path[4096];
         if (url && *url) {
             const char *p = strncmp(url, "sqlite:", 7) == 0 ? url + 7 : url;
             if (strncmp(p, "//", 2) == 0)
@@ -217,6 +313,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
     }
     s->engine = e;
     snprintf(s->body_dir, sizeof s->body_dir, "%s", body_dir);
+    s->lock_fd = -1;
+    snprintf(s->path, sizeof s->path, "%s", path);
     db_conn *c = e->acquire(e, err);
     if (!c) {
         store_close(s);
@@ -230,6 +328,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         rc = e->exec_script(c, schema_sql, err);
     if (!rc)
         rc = migrate_schema(e, c, pg, err);
+    if (!rc)
+        rc = migrate_jobs(e, c, err);
     if (pg) {
         cs_error e2;
         e->exec_script(c, "SELECT pg_advisory_unlock(74291633);", &e2);
@@ -249,7 +349,45 @@ void store_close(cs_store *s)
         return;
     if (s->engine)
         s->engine->close(s->engine);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the lock; the file stays for the next owner */
     free(s);
+}
+
+int store_lock_exclusive(cs_store *s, const char *owner, bool *exclusive, cs_error *err)
+{
+    *exclusive = false;
+    if (!s->path[0])
+        return CS_OK; /* PostgreSQL: a fleet shares it, leases decide */
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", s->path);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "store", "cannot open the lock file %s: %s", lock_path,
+                            strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[160] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return cs_error_set(err, CS_EIO, "store",
+                                "the SQLite store %s is in use by another collsynthd (%s); "
+                                "one daemon per SQLite store (a fleet shares PostgreSQL)",
+                                s->path, holder[0] ? holder : "unknown");
+        return cs_error_set(err, CS_EIO, "store", "cannot lock %s: %s", lock_path, strerror(e));
+    }
+    /* Who holds it, for the message a second daemon prints. */
+    char who[160];
+    int n = snprintf(who, sizeof who, "pid %d, instance %s\n", (int)getpid(), owner);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, who, (size_t)n, 0) != n) {
+        /* the lock holds without the note; the refusal then says "unknown" */
+    }
+    s->lock_fd = fd;
+    *exclusive = true;
+    return CS_OK;
 }
 
 const char *store_engine(const cs_store *s) { return s->engine->name; }
@@ -268,15 +406,19 @@ int store_ping(cs_store *s, cs_error *err)
 static int run1_bin(cs_store *s, const char *sql, int n, const char *const *params,
                     const int *lengths, db_rows *rows, cs_error *err)
 {
+    double t0 = cs_now();
     db_conn *c = s->engine->acquire(s->engine, err);
-    if (!c)
+    if (!c) {
+        observed(s, sql, t0, CS_EIO);
         return CS_EIO;
+    }
     int rc = s->engine->query_bin(c, sql, n, params, lengths, rows, err);
     s->engine->release(s->engine, c);
+    observed(s, sql, t0, rc);
     return rc;
 }
 
-void store_result_row_clear(cs_result_row *r)
+void store_result_clear(cs_stored_result *r)
 {
     free(r->request);
     free(r->header);
@@ -335,7 +477,7 @@ static int read_body(cs_store *s, const char *key, cs_blob **out, cs_error *err)
     return *out ? CS_OK : cs_error_set(err, CS_ENOMEM, "", "out of memory");
 }
 
-int store_result_load(cs_store *s, const char *key, unsigned want, cs_result_row *out,
+int store_result_load(cs_store *s, const char *key, unsigned want, cs_stored_result *out,
                       bool *found, cs_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -370,7 +512,7 @@ int store_result_load(cs_store *s, const char *key, unsigned want, cs_result_row
         rc = file ? map_body(s, file, bytes, &out->body, err) : read_body(s, key, &out->body, err);
     db_rows_free(&rows);
     if (rc)
-        store_result_row_clear(out);
+        store_result_clear(out);
     return rc;
 }
 
@@ -577,10 +719,69 @@ int store_artifact_put(cs_store *s, const char *key, const char *format, const c
 
 /* ---- jobs ---------------------------------------------------------------------------- */
 
-int store_job_submit(cs_store *s, const char *new_id, const char *key, const char *request_json,
-                     double time_limit_s, long max_queued, cs_submit *out, cs_error *err)
+/* A transaction on a connection of its own: SQLite takes the write lock at
+ * BEGIN (so two writers cannot deadlock upgrading), PostgreSQL locks rows as
+ * its UPDATEs touch them. */
+static db_conn *txn_begin(cs_store *s, cs_error *err)
 {
+    db_conn *c = s->engine->acquire(s->engine, err);
+    if (!c)
+        return NULL;
+    if (s->engine->query(c, s->engine->skip_locked ? "BEGIN" : "BEGIN IMMEDIATE", 0, NULL, NULL,
+                         err) != CS_OK) {
+        s->engine->release(s->engine, c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Commits when rc is CS_OK (and commit is true), else rolls back; returns rc,
+ * or the commit's error. */
+static int txn_end(cs_store *s, db_conn *c, int rc, bool commit, cs_error *err)
+{
+    if (rc == CS_OK && commit) {
+        double t0 = cs_now();
+        rc = s->engine->query(c, "COMMIT", 0, NULL, NULL, err);
+        observed(s, "COMMIT", t0, rc);
+    }
+    if (rc != CS_OK || !commit) {
+        cs_error e2;
+        s->engine->query(c, "ROLLBACK", 0, NULL, NULL, &e2);
+    }
+    s->engine->release(s->engine, c);
+    return rc;
+}
+
+/* One statement in a transaction; *hit says whether it returned a row, and
+ * the first row's cells are copied into cells[0..n) when given. */
+static int txn_q(cs_store *s, db_conn *c, const char *sql, int np, const char *const *params,
+                 bool *hit, char cells[][64], int ncells, cs_error *err)
+{
+    db_rows rows;
+    double t0 = cs_now();
+    int rc = s->engine->query(c, sql, np, params, &rows, err);
+    observed(s, sql, t0, rc);
+    if (rc)
+        return rc;
+    if (hit)
+        *hit = rows.nrows > 0;
+    for (int i = 0; i < ncells && rows.nrows > 0 && i < rows.ncols; i++)
+        snprintf(cells[i], 64, "%s", db_cell(&rows, 0, i) ? db_cell(&rows, 0, i) : "");
+    db_rows_free(&rows);
+    return CS_OK;
+}
+
+int store_job_submit(cs_store *s, const char *new_id, const char *key, const char *request_json,
+                     const cs_summary *summary, double time_limit_s, long max_queued,
+                     cs_submit *out, cs_error *err)
+{
+    char ranks[16] = "", root[16] = "";
+    if (summary) {
+        snprintf(ranks, sizeof ranks, "%d", summary->ranks);
+        snprintf(root, sizeof root, "%d", summary->root);
+    }
     memset(out, 0, sizeof *out);
+    store_new_id(out->handle_id);
     for (int attempt = 0; attempt < 5; attempt++) {
         bool found;
         int rc = store_result_exists(s, key, &found, err);
@@ -588,59 +789,75 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
             return rc;
         if (found) {
             out->outcome = CS_SUBMIT_CACHED;
+            out->handle_id[0] = '\0';
             return CS_OK;
-        }
-        db_rows rows;
-        const char *pk[] = {key};
-        rc = run1(s, "SELECT id FROM jobs WHERE key = $1 AND status IN ('queued', 'running')", 1,
-                  pk, &rows, err);
-        if (rc)
-            return rc;
-        if (rows.nrows > 0) {
-            snprintf(out->job_id, sizeof out->job_id, "%s", db_cell(&rows, 0, 0));
-            db_rows_free(&rows);
-            out->outcome = CS_SUBMIT_JOINED;
-            return CS_OK;
-        }
-        db_rows_free(&rows);
-        if (max_queued > 0) {
-            rc = run1(s, "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, &rows, err);
-            if (rc)
-                return rc;
-            long queued = rows.nrows > 0 ? atol(db_cell(&rows, 0, 0)) : 0;
-            db_rows_free(&rows);
-            if (queued >= max_queued) {
-                out->outcome = CS_SUBMIT_FULL;
-                return CS_OK;
-            }
         }
         char now[40], tl[40];
         fmt_time(now, sizeof now, store_wall_time());
         snprintf(tl, sizeof tl, "%.3f", time_limit_s);
-        const char *pi[] = {new_id, key, request_json, tl, now};
-        bool inserted;
-        rc = run1_hit(s,
-                      "INSERT INTO jobs (id, key, request, status, time_limit_s, created, updated)"
-                      " VALUES ($1, $2, $3, 'queued', $4, $5, $5)"
-                      " ON CONFLICT (key) WHERE status IN ('queued', 'running') DO NOTHING"
-                      " RETURNING id",
-                      5, pi, &inserted, err);
+        db_conn *c = txn_begin(s, err);
+        if (!c)
+            return CS_EIO;
+        /* join: one more waiter; an "abandoned" cancel is withdrawn (the row
+         * lock orders this against a concurrent detach) */
+        const char *pj[] = {key, now};
+        char job[1][64] = {""};
+        bool joined = false;
+        rc = txn_q(s, c,
+                   "UPDATE jobs SET waiters = waiters + 1, updated = $2,"
+                   " cancel_requested = CASE WHEN cancel_requested = 2 THEN 0"
+                   " ELSE cancel_requested END"
+                   " WHERE key = $1 AND status IN ('queued', 'running') RETURNING id",
+                   2, pj, &joined, job, 1, err);
+        bool inserted = false;
+        if (!rc && !joined && max_queued > 0) {
+            char n[1][64] = {"0"};
+            rc = txn_q(s, c, "SELECT count(*) FROM jobs WHERE status = 'queued'", 0, NULL, NULL,
+                       n, 1, err);
+            if (!rc && atol(n[0]) >= max_queued) {
+                txn_end(s, c, rc, false, err);
+                out->outcome = CS_SUBMIT_FULL;
+                out->handle_id[0] = '\0';
+                return CS_OK;
+            }
+        }
+        if (!rc && !joined) {
+            const char *pi[] = {new_id, key, request_json, tl, now,
+                                summary ? summary->topology : NULL,
+                                summary ? summary->collective : NULL, summary ? root : NULL,
+                                summary ? summary->method : NULL, summary ? ranks : NULL};
+            rc = txn_q(s, c,
+                       "INSERT INTO jobs (id, key, request, status, time_limit_s, created,"
+                       " updated, waiters, topology, collective, root, method, ranks)"
+                       " VALUES ($1, $2, $3, 'queued', $4, $5, $5, 1, $6, $7, $8, $9, $10)"
+                       " ON CONFLICT (key) WHERE status IN ('queued', 'running') DO NOTHING"
+                       " RETURNING id",
+                       10, pi, &inserted, NULL, 0, err);
+            if (inserted)
+                snprintf(job[0], sizeof job[0], "%s", new_id);
+        }
+        if (!rc && (joined || inserted)) {
+            const char *ph[] = {out->handle_id, job[0], now};
+            rc = txn_q(s, c, "INSERT INTO job_handles (id, job_id, created) VALUES ($1, $2, $3)",
+                       3, ph, NULL, NULL, 0, err);
+        }
+        rc = txn_end(s, c, rc, joined || inserted, err);
         if (rc)
             return rc;
-        if (inserted) {
-            snprintf(out->job_id, sizeof out->job_id, "%s", new_id);
-            out->outcome = CS_SUBMIT_CREATED;
+        if (joined || inserted) {
+            snprintf(out->job_id, sizeof out->job_id, "%.39s", job[0]);
+            out->outcome = joined ? CS_SUBMIT_JOINED : CS_SUBMIT_CREATED;
             return CS_OK;
         }
-        /* Lost a race with another submitter: look again. */
+        /* Lost a race: the job of the key finished, or another submitter
+         * created it, between our statements.  Look again. */
     }
     return cs_error_set(err, CS_EIO, "", "could not submit the job: the store kept changing");
 }
 
 static void fill_job(const db_rows *r, int row, cs_store_job *j)
 {
-    /* columns: id, key, status, request, progress, error, owner, attempts,
-     * cancel_requested, time_limit_s, created, updated, heartbeat */
+    /* columns: JOB_COLUMNS, then (store_job_get) the handle and its detached flag */
     memset(j, 0, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", db_cell(r, row, 0) ? db_cell(r, row, 0) : "");
     snprintf(j->key, sizeof j->key, "%s", db_cell(r, row, 1) ? db_cell(r, row, 1) : "");
@@ -651,16 +868,23 @@ static void fill_job(const db_rows *r, int row, cs_store_job *j)
     j->error = db_cell(r, row, 5) ? strdup(db_cell(r, row, 5)) : NULL;
     snprintf(j->owner, sizeof j->owner, "%s", db_cell(r, row, 6) ? db_cell(r, row, 6) : "");
     j->attempts = db_cell(r, row, 7) ? atoi(db_cell(r, row, 7)) : 0;
-    j->cancel_requested = db_cell(r, row, 8) && atoi(db_cell(r, row, 8)) != 0;
+    j->cancel_requested = db_cell(r, row, 8) ? atoi(db_cell(r, row, 8)) : 0;
     j->time_limit_s = db_cell(r, row, 9) ? strtod(db_cell(r, row, 9), NULL) : 0;
     j->created = db_cell(r, row, 10) ? strtod(db_cell(r, row, 10), NULL) : 0;
     j->updated = db_cell(r, row, 11) ? strtod(db_cell(r, row, 11), NULL) : 0;
     j->heartbeat = db_cell(r, row, 12) ? strtod(db_cell(r, row, 12), NULL) : 0;
+    j->waiters = db_cell(r, row, 13) ? atoi(db_cell(r, row, 13)) : 0;
+    if (r->ncols > 15) {
+        snprintf(j->handle, sizeof j->handle, "%s", db_cell(r, row, 14) ? db_cell(r, row, 14) : "");
+        j->detached = db_cell(r, row, 15) && atoi(db_cell(r, row, 15)) != 0;
+    }
 }
 
-#define JOB_COLUMNS                                                                          \
-    "id, key, status, request, progress, error, owner, attempts, cancel_requested,"         \
-    " time_limit_s, created, updated, heartbeat"
+#define JOB_COLS(p)                                                                           \
+    p "id, " p "key, " p "status, " p "request, " p "progress, " p "error, " p "owner, "       \
+    p "attempts, " p "cancel_requested, " p "time_limit_s, " p "created, " p "updated, "      \
+    p "heartbeat, " p "waiters"
+#define JOB_COLUMNS JOB_COLS("")
 
 int store_job_claim(cs_store *s, const char *owner, cs_store_job *out, bool *claimed,
                     cs_error *err)
@@ -694,9 +918,9 @@ int store_job_claim(cs_store *s, const char *owner, cs_store_job *out, bool *cla
 }
 
 int store_job_heartbeat(cs_store *s, const char *id, const char *owner, const char *progress,
-                        bool *cancel_requested, bool *still_owner, cs_error *err)
+                        int *cancel_requested, bool *still_owner, cs_error *err)
 {
-    *cancel_requested = false;
+    *cancel_requested = CS_CANCEL_NONE;
     *still_owner = false;
     char now[40];
     fmt_time(now, sizeof now, store_wall_time());
@@ -711,7 +935,7 @@ int store_job_heartbeat(cs_store *s, const char *id, const char *owner, const ch
         return rc;
     if (rows.nrows > 0) {
         *still_owner = true;
-        *cancel_requested = db_cell(&rows, 0, 0) && atoi(db_cell(&rows, 0, 0)) != 0;
+        *cancel_requested = db_cell(&rows, 0, 0) ? atoi(db_cell(&rows, 0, 0)) : 0;
     }
     db_rows_free(&rows);
     return CS_OK;
@@ -773,7 +997,27 @@ int store_job_finish(cs_store *s, const char *id, const char *owner, cs_job_stat
                     " updated = $3 WHERE id = $1 AND owner = $2 AND status = 'running'",
                     3, p, NULL, err);
     }
-    if (status != CS_JOB_FAILED && status != CS_JOB_CANCELLED)
+    if (status == CS_JOB_CANCELLED) {
+        /* Stopped because its last waiter left, but someone joined since (and
+         * withdrew the cancel): back to the queue, the attempt not counted.
+         * The CASEs all read the row as it was. */
+        const char *p[] = {id, owner, error_json, now};
+        return run1(s,
+                    "UPDATE jobs SET"
+                    " status = CASE WHEN cancel_requested <> 1 AND waiters > 0 THEN 'queued'"
+                    " ELSE 'cancelled' END,"
+                    " error = CASE WHEN cancel_requested <> 1 AND waiters > 0 THEN NULL"
+                    " ELSE $3 END,"
+                    " owner = CASE WHEN cancel_requested <> 1 AND waiters > 0 THEN NULL"
+                    " ELSE owner END,"
+                    " heartbeat = CASE WHEN cancel_requested <> 1 AND waiters > 0 THEN NULL"
+                    " ELSE heartbeat END,"
+                    " attempts = CASE WHEN cancel_requested <> 1 AND waiters > 0 AND attempts > 0"
+                    " THEN attempts - 1 ELSE attempts END,"
+                    " updated = $4 WHERE id = $1 AND owner = $2 AND status = 'running'",
+                    4, p, NULL, err);
+    }
+    if (status != CS_JOB_FAILED)
         return cs_error_set(err, CS_EINTERNAL, "", "cannot finish a job as %s",
                             job_status_name(status));
     const char *p[] = {id, owner, job_status_name(status), error_json, now};
@@ -788,7 +1032,14 @@ int store_job_get(cs_store *s, const char *id, cs_store_job *out, bool *found, c
     *found = false;
     db_rows rows;
     const char *p[] = {id};
-    int rc = run1(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = $1", 1, p, &rows, err);
+    int rc = run1(s,
+                  "SELECT " JOB_COLS("j.") ", h.id, h.detached FROM job_handles h"
+                  " JOIN jobs j ON j.id = h.job_id WHERE h.id = $1",
+                  1, p, &rows, err);
+    if (rc == CS_OK && rows.nrows == 0) {
+        db_rows_free(&rows);
+        rc = run1(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = $1", 1, p, &rows, err);
+    }
     if (rc)
         return rc;
     if (rows.nrows > 0) {
@@ -799,14 +1050,104 @@ int store_job_get(cs_store *s, const char *id, cs_store_job *out, bool *found, c
     return CS_OK;
 }
 
-int store_job_cancel(cs_store *s, const char *id, cs_job_status *status_after, bool *found,
-                     cs_error *err)
+int store_job_detach(cs_store *s, const char *handle, cs_detach *out, cs_error *err)
 {
-    *found = false;
+    memset(out, 0, sizeof *out);
     char now[40];
     fmt_time(now, sizeof now, store_wall_time());
+    db_conn *c = txn_begin(s, err);
+    if (!c)
+        return CS_EIO;
+    const char *ph[] = {handle};
+    char cell[2][64] = {"", ""};
+    bool hit = false;
+    int rc = txn_q(s, c,
+                   "UPDATE job_handles SET detached = 1 WHERE id = $1 AND detached = 0"
+                   " RETURNING job_id",
+                   1, ph, &hit, cell, 1, err);
+    if (rc || !hit) {
+        txn_end(s, c, rc, false, err);
+        if (rc)
+            return rc;
+        /* unknown, or detached before: say how its job is */
+        cs_store_job j;
+        bool found = false;
+        if ((rc = store_job_get(s, handle, &j, &found, err)))
+            return rc;
+        out->outcome = found && j.handle[0] ? CS_DETACH_ALREADY : CS_DETACH_NOT_FOUND;
+        if (out->outcome == CS_DETACH_ALREADY) {
+            snprintf(out->job_id, sizeof out->job_id, "%s", j.id);
+            out->status = j.status;
+            out->waiters = j.waiters;
+        }
+        if (found)
+            store_job_clear(&j);
+        return CS_OK;
+    }
+    snprintf(out->job_id, sizeof out->job_id, "%.39s", cell[0]);
+    const char *pj[] = {out->job_id, now};
+    rc = txn_q(s, c,
+               "UPDATE jobs SET waiters = CASE WHEN waiters > 0 THEN waiters - 1 ELSE 0 END,"
+               " updated = $2 WHERE id = $1 AND status IN ('queued', 'running')"
+               " RETURNING waiters, status",
+               2, pj, &hit, cell, 2, err);
+    if (rc || !hit) {
+        /* the job had ended: nothing to change, the handle stays as it was */
+        txn_end(s, c, rc, false, err);
+        if (rc)
+            return rc;
+        cs_store_job j;
+        bool found = false;
+        if ((rc = store_job_get(s, out->job_id, &j, &found, err)))
+            return rc;
+        out->outcome = CS_DETACH_FINISHED;
+        out->status = found ? j.status : CS_JOB_FAILED;
+        if (found)
+            store_job_clear(&j);
+        return CS_OK;
+    }
+    out->waiters = atoi(cell[0]);
+    job_status_from_name(cell[1], &out->status);
+    out->outcome = CS_DETACH_LEFT;
+    if (out->waiters == 0 && out->status == CS_JOB_QUEUED) {
+        const char *pc[] = {out->job_id, now,
+                            "{\"code\":\"cancelled\",\"message\":\"cancelled: every client that "
+                            "asked for it detached (DELETE)\",\"field\":\"\"}"};
+        rc = txn_q(s, c,
+                   "UPDATE jobs SET status = 'cancelled', error = $3, updated = $2"
+                   " WHERE id = $1 AND status = 'queued' AND waiters = 0",
+                   3, pc, NULL, NULL, 0, err);
+        out->outcome = CS_DETACH_CANCELLED;
+        out->status = CS_JOB_CANCELLED;
+    } else if (out->waiters == 0) {
+        rc = txn_q(s, c,
+                   "UPDATE jobs SET cancel_requested = 2"
+                   " WHERE id = $1 AND status = 'running' AND waiters = 0"
+                   " AND cancel_requested = 0",
+                   1, pj, NULL, NULL, 0, err);
+        out->outcome = CS_DETACH_STOPPING;
+    }
+    return txn_end(s, c, rc, true, err);
+}
+
+int store_job_cancel(cs_store *s, const char *id_or_handle, cs_job_status *status_after,
+                     bool *found, cs_error *err)
+{
+    *found = false;
+    char now[40], id[64];
+    fmt_time(now, sizeof now, store_wall_time());
+    snprintf(id, sizeof id, "%s", id_or_handle);
+    db_rows hr;
+    const char *ph[] = {id_or_handle};
+    int hrc = run1(s, "SELECT job_id FROM job_handles WHERE id = $1", 1, ph, &hr, err);
+    if (hrc)
+        return hrc;
+    if (hr.nrows > 0)
+        snprintf(id, sizeof id, "%s", db_cell(&hr, 0, 0));
+    db_rows_free(&hr);
     const char *errjson =
-        "{\"code\":\"cancelled\",\"message\":\"cancelled by a client\",\"field\":\"\"}";
+        "{\"code\":\"cancelled\",\"message\":\"cancelled for every client by an explicit "
+        "cancel\",\"field\":\"\"}";
     const char *p[] = {id, now, errjson};
     bool hit;
     int rc = run1_hit(s,
@@ -856,7 +1197,8 @@ int store_job_reap(cs_store *s, double lease_s, int max_attempts, int *requeued,
     int rc = run1(s,
                   "UPDATE jobs SET status = 'cancelled', owner = NULL, error = $3, updated = $2"
                   " WHERE status = 'running' AND (heartbeat IS NULL OR heartbeat < $1)"
-                  " AND cancel_requested = 1 RETURNING id",
+                  " AND (cancel_requested = 1 OR (cancel_requested = 2 AND waiters = 0))"
+                  " RETURNING id",
                   3, pc, &rows, err);
     if (rc)
         return rc;
@@ -902,5 +1244,226 @@ int store_job_counts(cs_store *s, long counts[CS_JOB_STATUS_COUNT], cs_error *er
             counts[st] = atol(db_cell(&rows, i, 1));
     }
     db_rows_free(&rows);
+    return CS_OK;
+}
+
+/* ---- lists --------------------------------------------------------------------------------- */
+
+int store_result_index_put(cs_store *s, const char *key, const cs_summary *sum, cs_error *err)
+{
+    char root[16], ranks[16], nalgs[16], created[32];
+    snprintf(root, sizeof root, "%d", sum->root);
+    snprintf(ranks, sizeof ranks, "%d", sum->ranks);
+    snprintf(nalgs, sizeof nalgs, "%d", sum->nalgs);
+    const char *pk[] = {key};
+    db_rows rows;
+    /* the result's own time when it is stored, else now */
+    int rc = run1(s, "SELECT CAST(created * 1000000 AS BIGINT) FROM results WHERE key = $1", 1,
+                  pk, &rows, err);
+    if (rc)
+        return rc;
+    if (rows.nrows > 0 && db_cell(&rows, 0, 0))
+        snprintf(created, sizeof created, "%s", db_cell(&rows, 0, 0));
+    else
+        snprintf(created, sizeof created, "%lld", (long long)(store_wall_time() * 1e6));
+    db_rows_free(&rows);
+    const char *p[] = {key, sum->topology, sum->collective, root, sum->method, ranks, nalgs,
+                       created};
+    return run1(s,
+                "INSERT INTO result_index (key, topology, collective, root, method, ranks, nalgs,"
+                " created_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                " ON CONFLICT (key) DO NOTHING",
+                8, p, NULL, err);
+}
+
+int store_results_unindexed(cs_store *s, int max, char (*keys)[65], int *n, cs_error *err)
+{
+    *n = 0;
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", max);
+    const char *p[] = {lim};
+    db_rows rows;
+    int rc = run1(s,
+                  "SELECT r.key FROM results r WHERE NOT EXISTS"
+                  " (SELECT 1 FROM result_index i WHERE i.key = r.key) LIMIT $1",
+                  1, p, &rows, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < rows.nrows && i < max; i++)
+        snprintf(keys[(*n)++], 65, "%s", db_cell(&rows, i, 0) ? db_cell(&rows, i, 0) : "");
+    db_rows_free(&rows);
+    return CS_OK;
+}
+
+/* A cursor is "<microseconds>.<id>": the last row of a page. */
+static int parse_cursor(const char *after, char us[32], char id[80], cs_error *err)
+{
+    const char *dot = after ? strchr(after, '.') : NULL;
+    size_t nus = dot ? (size_t)(dot - after) : 0, nid = dot ? strlen(dot + 1) : 0;
+    bool ok = dot && nus > 0 && nus < 20 && nid > 0 && nid < 80;
+    for (size_t i = 0; ok && i < nus; i++)
+        ok = after[i] >= '0' && after[i] <= '9';
+    for (size_t i = 0; ok && i < nid; i++)
+        ok = (dot[1 + i] >= '0' && dot[1 + i] <= '9') || (dot[1 + i] >= 'a' && dot[1 + i] <= 'z') ||
+             (dot[1 + i] >= 'A' && dot[1 + i] <= 'Z') || dot[1 + i] == '-' || dot[1 + i] == '_';
+    if (!ok)
+        return cs_error_set(err, CS_EINVAL, "after",
+                            "after must be the \"next\" cursor of a previous page");
+    snprintf(us, 32, "%.*s", (int)nus, after);
+    snprintf(id, 80, "%s", dot + 1);
+    return CS_OK;
+}
+
+/* Builds "WHERE ..." from the filters and the cursor, numbering parameters
+ * from $1; the page's LIMIT is the last parameter. */
+typedef struct where_clause {
+    char sql[768];
+    const char *params[12];
+    int n;
+    char us[32], id[80], status[16], limit[16];
+} where_clause;
+
+static void where_add(where_clause *w, const char *cond_fmt, const char *value)
+{
+    char cond[256];
+    snprintf(cond, sizeof cond, cond_fmt, w->n + 1, w->n + 1);
+    size_t used = strlen(w->sql);
+    snprintf(w->sql + used, sizeof w->sql - used, "%s%s", w->n ? " AND " : " WHERE ", cond);
+    w->params[w->n++] = value;
+}
+
+static int where_build(where_clause *w, const cs_list_query *q, const char *created_expr,
+                       const char *id_col, bool jobs, cs_error *err)
+{
+    memset(w, 0, sizeof *w);
+    if (q->topology)
+        where_add(w, "topology = $%d", q->topology);
+    if (q->collective)
+        where_add(w, "collective = $%d", q->collective);
+    if (q->method)
+        where_add(w, "method = $%d", q->method);
+    if (jobs && q->status >= 0) {
+        snprintf(w->status, sizeof w->status, "%s", job_status_name((cs_job_status)q->status));
+        where_add(w, "status = $%d", w->status);
+    }
+    if (q->after) {
+        int rc = parse_cursor(q->after, w->us, w->id, err);
+        if (rc)
+            return rc;
+        char cond[256];
+        /* cast: SQLite orders every integer below every text */
+        snprintf(cond, sizeof cond,
+                 "(%s < CAST($%d AS BIGINT) OR (%s = CAST($%d AS BIGINT) AND %s < $%d))",
+                 created_expr, w->n + 1, created_expr, w->n + 1, id_col, w->n + 2);
+        size_t used = strlen(w->sql);
+        snprintf(w->sql + used, sizeof w->sql - used, "%s%s", w->n ? " AND " : " WHERE ", cond);
+        w->params[w->n++] = w->us;
+        w->params[w->n++] = w->id;
+    }
+    /* one row more than asked tells whether there is a next page */
+    snprintf(w->limit, sizeof w->limit, "%d", (q->limit > 0 ? q->limit : 50) + 1);
+    w->params[w->n++] = w->limit;
+    return CS_OK;
+}
+
+static void cell_str(const db_rows *r, int row, int col, char *out, size_t n)
+{
+    snprintf(out, n, "%s", db_cell(r, row, col) ? db_cell(r, row, col) : "");
+}
+
+static int cell_int(const db_rows *r, int row, int col, int dflt)
+{
+    return db_cell(r, row, col) ? atoi(db_cell(r, row, col)) : dflt;
+}
+
+int store_results_list(cs_store *s, const cs_list_query *q, cs_result_row **out, int *n,
+                       char next[96], cs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    next[0] = '\0';
+    where_clause w;
+    int rc = where_build(&w, q, "created_us", "key", false, err);
+    if (rc)
+        return rc;
+    char sql[1200];
+    snprintf(sql, sizeof sql,
+             "SELECT key, topology, collective, root, method, ranks, nalgs, created_us"
+             " FROM result_index%s ORDER BY created_us DESC, key DESC"
+             " LIMIT CAST($%d AS INTEGER)",
+             w.sql, w.n);
+    db_rows rows;
+    if ((rc = run1(s, sql, w.n, w.params, &rows, err)))
+        return rc;
+    int limit = q->limit > 0 ? q->limit : 50;
+    int take = rows.nrows < limit ? rows.nrows : limit;
+    cs_result_row *r = calloc((size_t)(take > 0 ? take : 1), sizeof *r);
+    if (!r) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < take; i++) {
+        cell_str(&rows, i, 0, r[i].key, sizeof r[i].key);
+        cell_str(&rows, i, 1, r[i].sum.topology, sizeof r[i].sum.topology);
+        cell_str(&rows, i, 2, r[i].sum.collective, sizeof r[i].sum.collective);
+        r[i].sum.root = cell_int(&rows, i, 3, -1);
+        cell_str(&rows, i, 4, r[i].sum.method, sizeof r[i].sum.method);
+        r[i].sum.ranks = cell_int(&rows, i, 5, 0);
+        r[i].sum.nalgs = cell_int(&rows, i, 6, 0);
+        r[i].created = db_cell(&rows, i, 7) ? strtod(db_cell(&rows, i, 7), NULL) * 1e-6 : 0;
+    }
+    if (rows.nrows > limit && take > 0)
+        snprintf(next, 96, "%s.%s", db_cell(&rows, take - 1, 7), r[take - 1].key);
+    db_rows_free(&rows);
+    *out = r;
+    *n = take;
+    return CS_OK;
+}
+
+int store_jobs_list(cs_store *s, const cs_list_query *q, cs_job_row **out, int *n,
+                    char next[96], cs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    next[0] = '\0';
+    where_clause w;
+    int rc = where_build(&w, q, JOB_CREATED_US, "id", true, err);
+    if (rc)
+        return rc;
+    char sql[1400];
+    snprintf(sql, sizeof sql,
+             "SELECT id, key, status, created, updated, topology, collective, root, method,"
+             " ranks, waiters, " JOB_CREATED_US " FROM jobs%s"
+             " ORDER BY " JOB_CREATED_US " DESC, id DESC LIMIT CAST($%d AS INTEGER)",
+             w.sql, w.n);
+    db_rows rows;
+    if ((rc = run1(s, sql, w.n, w.params, &rows, err)))
+        return rc;
+    int limit = q->limit > 0 ? q->limit : 50;
+    int take = rows.nrows < limit ? rows.nrows : limit;
+    cs_job_row *r = calloc((size_t)(take > 0 ? take : 1), sizeof *r);
+    if (!r) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < take; i++) {
+        cell_str(&rows, i, 0, r[i].id, sizeof r[i].id);
+        cell_str(&rows, i, 1, r[i].key, sizeof r[i].key);
+        if (job_status_from_name(db_cell(&rows, i, 2), &r[i].status) != CS_OK)
+            r[i].status = CS_JOB_FAILED;
+        r[i].created = db_cell(&rows, i, 3) ? strtod(db_cell(&rows, i, 3), NULL) : 0;
+        r[i].updated = db_cell(&rows, i, 4) ? strtod(db_cell(&rows, i, 4), NULL) : 0;
+        cell_str(&rows, i, 5, r[i].sum.topology, sizeof r[i].sum.topology);
+        cell_str(&rows, i, 6, r[i].sum.collective, sizeof r[i].sum.collective);
+        r[i].sum.root = cell_int(&rows, i, 7, -1);
+        cell_str(&rows, i, 8, r[i].sum.method, sizeof r[i].sum.method);
+        r[i].sum.ranks = cell_int(&rows, i, 9, 0);
+        r[i].waiters = cell_int(&rows, i, 10, 0);
+    }
+    if (rows.nrows > limit && take > 0)
+        snprintf(next, 96, "%s.%s", db_cell(&rows, take - 1, 11), r[take - 1].id);
+    db_rows_free(&rows);
+    *out = r;
+    *n = take;
     return CS_OK;
 }

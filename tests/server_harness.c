@@ -134,7 +134,10 @@ int http_request_url(const char *url, const char *method, const char *body,
         return -1;
     growbuf g = {0};
     struct curl_slist *hl = NULL;
-    if (body)
+    bool own_type = false; /* the caller's Content-Type (or "Content-Type:" for none) wins */
+    for (int i = 0; headers && headers[i]; i++)
+        own_type |= strncasecmp(headers[i], "Content-Type:", 13) == 0;
+    if (body && !own_type)
         hl = curl_slist_append(hl, "Content-Type: application/json");
     for (int i = 0; headers && headers[i]; i++)
         hl = curl_slist_append(hl, headers[i]);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,8 +338,8 @@ START_TEST(simulate_reports_time_and_links)
     r = run("simulate", "ring:4", alg, "--size", "1MiB");
     ck_assert_int_eq(r.code, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "time"));
-    ck_assert_ptr_nonnull(strstr(r.out, "ideal"));
-    ck_assert_ptr_nonnull(strstr(r.out, "ratio"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ratio_to_bound"));
+    ck_assert_ptr_nonnull(strstr(r.out, "tacos ideal"));
     ck_assert_ptr_nonnull(strstr(r.out, "0->1"));
     ck_assert_ptr_nonnull(strstr(r.out, "1048576 bytes per rank"));
     run_free(&r);
@@ -367,6 +368,66 @@ START_TEST(simulate_reports_time_and_links)
 END_TEST
 
 
+/* Issue 12: on 2-lane links busy_us was the sum over lanes, above the total
+ * time; it is the mean over lanes now (the sum is lane_busy_us).  And the
+ * ratio is ratio_to_bound = bound / time, as everywhere. */
+START_TEST(simulate_busy_is_per_lane_and_ratio_is_bound_over_time)
+{
+    char *alg = tmpfile_path("rings.json");
+    run_result r = run("baseline", "rings", "dgx1", "allgather", "-o", alg);
+    ck_assert_int_eq(r.code, 0);
+    /* the baseline's summary names the ratio too */
+    ck_assert_ptr_nonnull(strstr(r.err, "ratio_to_bound"));
+    run_free(&r);
+    r = run("simulate", "dgx1", alg, "--json", "--size", "64MiB");
+    ck_assert_int_eq(r.code, 0);
+    json_t *doc = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    double time = json_number_value(json_object_get(doc, "time_us"));
+    /* DGX-1 allgather: a GPU receives 7 x 64 MiB over 6 NVLinks of 25 GB/s,
+     * after at least one 0.7 us alpha: 0.7 + 7 x 67108864 / 150e3 us */
+    double bound = json_number_value(json_object_get(doc, "bound_us"));
+    ck_assert(fabs(bound - (0.7 + 7 * 67108864.0 / 150e3)) < 1e-6);
+    double ratio = json_number_value(json_object_get(doc, "ratio_to_bound"));
+    ck_assert(fabs(ratio - bound / time) < 1e-12);
+    ck_assert(ratio > 0.5 && ratio <= 1.0);
+    ck_assert_ptr_null(json_object_get(doc, "ratio"));
+    int two_lane = 0, summed_above = 0;
+    json_t *links = json_object_get(doc, "links");
+    for (size_t i = 0; i < json_array_size(links); i++) {
+        json_t *l = json_array_get(links, i);
+        double busy = json_number_value(json_object_get(l, "busy_us"));
+        double lanes_busy = json_number_value(json_object_get(l, "lane_busy_us"));
+        int lanes = (int)json_integer_value(json_object_get(l, "lanes"));
+        ck_assert(busy <= time * (1 + 1e-12));
+        ck_assert(fabs(lanes_busy - busy * lanes) <= 1e-9 * lanes_busy);
+        two_lane += lanes == 2;
+        summed_above += lanes_busy > time;
+    }
+    ck_assert_int_gt(two_lane, 0);
+    ck_assert_int_gt(summed_above, 0);   /* what the old column showed */
+    json_decref(doc);
+    run_free(&r);
+    /* the table: every busy_us at most the time */
+    r = run("simulate", "dgx1", alg, "--size", "64MiB");
+    ck_assert_int_eq(r.code, 0);
+    const char *p = strstr(r.out, "busy_us");
+    ck_assert_ptr_nonnull(p);
+    int rows = 0;
+    for (p = strchr(p, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        char name[32];
+        int lanes;
+        double gbps, busy, util;
+        if (sscanf(p + 1, "%31s %d %lf %lf %lf", name, &lanes, &gbps, &busy, &util) == 5) {
+            ck_assert(busy <= time * (1 + 1e-6));
+            rows++;
+        }
+    }
+    ck_assert_int_gt(rows, 0);
+    run_free(&r);
+}
+END_TEST
+
 /* `solve --format msccl-xml` prints code that runs: the interpreter executes
  * the document and checks the allgather's result; the report goes to stderr. */
 START_TEST(solve_format_msccl_xml_runs_in_the_interpreter)
@@ -375,6 +436,8 @@ START_TEST(solve_format_msccl_xml_runs_in_the_interpreter)
                        "--size", "1GiB");
     ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "bandwidth"));   /* the frontier table */
+    ck_assert_ptr_nonnull(strstr(r.err, "time bound"));  /* with the bound and ratios */
+    ck_assert_ptr_nonnull(strstr(r.err, "ratio_to_bound"));
     ck_assert_ptr_null(strstr(r.out, "bandwidth"));
     cs_msccl_doc *doc = NULL;
     cs_error err;
@@ -446,6 +509,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, baseline_verify_roundtrip_and_tampering);
     tcase_add_test(tc, baseline_collective_forms_and_negative_results);
     tcase_add_test(tc, simulate_reports_time_and_links);
+    tcase_add_test(tc, simulate_busy_is_per_lane_and_ratio_is_bound_over_time);
     tcase_add_test(tc, solve_format_msccl_xml_runs_in_the_interpreter);
     tcase_add_test(tc, large_results_are_streamed_compact);
     suite_add_tcase(s, tc);

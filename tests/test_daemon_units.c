@@ -71,6 +71,51 @@ START_TEST(config_flags_env_and_errors)
 }
 END_TEST
 
+
+/* --listen takes host:port too (and says how when it cannot parse it). */
+START_TEST(listen_takes_host_and_port)
+{
+    struct { const char *listen, *port, *want_addr; int want_port; } ok[] = {
+        {"127.0.0.1:8471", NULL, "127.0.0.1", 8471},
+        {"[::1]:9000", NULL, "::1", 9000},
+        {"::1", NULL, "::1", 8470},
+        {"0.0.0.0", "9100", "0.0.0.0", 9100},
+        {"localhost:8000", NULL, "127.0.0.1", 8000},
+        {"127.0.0.1:8000", "8000", "127.0.0.1", 8000},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        cs_server_config c;
+        config_defaults(&c);
+        char *argv[] = {"collsynthd", "--listen", (char *)ok[i].listen, "--port",
+                        (char *)ok[i].port, NULL};
+        bool help;
+        cs_error err;
+        ck_assert_msg(config_from_args(&c, ok[i].port ? 5 : 3, argv, &help, &err) == CS_OK,
+                      "%s: %s", ok[i].listen, err.message);
+        ck_assert_str_eq(c.listen, ok[i].want_addr);
+        ck_assert_int_eq(c.port, ok[i].want_port);
+    }
+    struct { const char *listen, *port, *says; } bad[] = {
+        {"127.0.0.1:99999", NULL, "port"},
+        {"127.0.0.1:8470", "9000", "--port"},
+        {"example.com", NULL, "[::1]:8470"},
+        {"[::1", NULL, "[::1]:8470"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cs_server_config c;
+        config_defaults(&c);
+        char *argv[] = {"collsynthd", "--listen", (char *)bad[i].listen, "--port",
+                        (char *)bad[i].port, NULL};
+        bool help;
+        cs_error err;
+        ck_assert_int_eq(config_from_args(&c, bad[i].port ? 5 : 3, argv, &help, &err), CS_EINVAL);
+        ck_assert_str_eq(err.field, "listen");
+        ck_assert_msg(strstr(err.message, bad[i].says) != NULL, "%s: %s", bad[i].listen,
+                      err.message);
+    }
+}
+END_TEST
+
 START_TEST(cache_lru_and_refcounts)
 {
     /* each entry costs len + key + 96 bytes of bookkeeping */
@@ -176,6 +221,7 @@ static Suite *units_suite(void)
     Suite *s = suite_create("daemon_units");
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, config_flags_env_and_errors);
+    tcase_add_test(tc, listen_takes_host_and_port);
     tcase_add_test(tc, cache_lru_and_refcounts);
     tcase_add_test(tc, metrics_render_prometheus);
     tcase_add_test(tc, log_lines_escape_client_strings);

@@ -147,6 +147,30 @@ START_TEST(frontier_plot_has_a_point_per_algorithm_and_both_bounds)
 }
 END_TEST
 
+/* The time bound (issue 11): the summary names it, every frontier row shows
+ * the API's ratio_to_bound, and the size plot draws it. */
+START_TEST(time_bound_and_ratio_per_frontier_point_are_shown)
+{
+    require_page();
+    ck_assert(json_is_true(json_object_get(page, "has_time_bound")));
+    const char *summary = json_string_value(json_object_get(page, "summary_text"));
+    ck_assert_ptr_nonnull(summary);
+    ck_assert_msg(strstr(summary, "time bound") && strstr(summary, "forestcoll"), "summary: %s",
+                  summary);
+    json_t *want = json_object_get(page, "expected_ratios"), *got = json_object_get(page, "ratios");
+    ck_assert_int_eq((long)json_array_size(got), num("expected_points"));
+    ck_assert_int_eq((long)json_array_size(want), (long)json_array_size(got));
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        const char *w = json_string_value(json_array_get(want, i));
+        const char *g = json_string_value(json_array_get(got, i));
+        ck_assert_msg(w && g && strcmp(w, g) == 0, "row %zu: shown %s, API %s", i, g ? g : "?",
+                      w ? w : "none");
+        ck_assert(atof(g) > 0 && atof(g) <= 1.0);
+    }
+    ck_assert_int_eq(num("bound_curves"), 1);
+}
+END_TEST
+
 START_TEST(topology_graph_and_heat_map_have_every_link)
 {
     require_page();
@@ -215,6 +239,7 @@ static Suite *dashboard_suite(void)
     tcase_add_test(tc, page_loads_without_script_errors);
     tcase_add_test(tc, server_error_is_shown_with_its_field);
     tcase_add_test(tc, frontier_plot_has_a_point_per_algorithm_and_both_bounds);
+    tcase_add_test(tc, time_bound_and_ratio_per_frontier_point_are_shown);
     tcase_add_test(tc, topology_graph_and_heat_map_have_every_link);
     tcase_add_test(tc, size_plot_and_timeline_are_drawn);
     tcase_add_test(tc, pasted_topology_is_drawn_from_the_submitted_json);

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "check_main.h"
 #include "server_harness.h"
 #include "store.h"
@@ -74,7 +76,7 @@ static char *fake_body(int seed, size_t len)
     return b;
 }
 
-static void assert_body(const cs_result_row *row, int seed, size_t len)
+static void assert_body(const cs_stored_result *row, int seed, size_t len)
 {
     ck_assert_ptr_nonnull(row->body);
     ck_assert_uint_eq(row->body->len, len);
@@ -92,7 +94,7 @@ static void results_roundtrip(bool use_pg)
     ck_assert_int_eq(store_ping(s, NULL), CS_OK);
     char key[65];
     key_of(1, key);
-    cs_result_row row;
+    cs_stored_result row;
     bool found = true;
     ck_assert_int_eq(store_result_load(s, key, STORE_WANT_BODY, &row, &found, NULL), CS_OK);
     ck_assert(!found);
@@ -109,7 +111,7 @@ static void results_roundtrip(bool use_pg)
     ck_assert_ptr_null(row.body);
     ck_assert_str_eq(row.header, "{\"x\":\"caf\xc3\xa9 'q'\"}");
     ck_assert_str_eq(row.request, "{\"r\":1}");
-    store_result_row_clear(&row);
+    store_result_clear(&row);
     /* migrating it to the encoded form, once */
     char *b0 = fake_body(0, 3000);
     ck_assert_int_eq(store_result_migrate(s, key, "{\"h\":0}", b0, 3000, NULL), CS_OK);
@@ -119,7 +121,7 @@ static void results_roundtrip(bool use_pg)
     ck_assert(found && !row.legacy);
     ck_assert_str_eq(row.header, "{\"h\":0}");
     assert_body(&row, 0, 3000);
-    store_result_row_clear(&row);
+    store_result_clear(&row);
     /* encoded results: small (in the row) and large (SQLite: a file beside it) */
     size_t sizes[] = {1, 70000, (3u << 20) + 5};
     for (int i = 0; i < 3; i++) {
@@ -139,13 +141,13 @@ static void results_roundtrip(bool use_pg)
         ck_assert(found && !row.legacy);
         ck_assert_ptr_null(row.body);
         ck_assert_str_eq(row.header, "{\"h\":1}");
-        store_result_row_clear(&row);
+        store_result_clear(&row);
         ck_assert_int_eq(store_result_load(s, k, STORE_WANT_BODY | STORE_WANT_REQUEST, &row,
                                            &found, NULL),
                          CS_OK);
         ck_assert_str_eq(row.request, "{\"r\":3}");
         assert_body(&row, i + 1, sizes[i]);
-        store_result_row_clear(&row);
+        store_result_clear(&row);
     }
     if (!use_pg) {
         /* the large body is a file; the losing second write left none behind */
@@ -183,17 +185,17 @@ static void submit_outcomes(bool use_pg)
     key_of(2, k2);
     key_of(3, k3);
     cs_submit sub;
-    ck_assert_int_eq(store_job_submit(s, "job-a", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-a", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     ck_assert_str_eq(sub.job_id, "job-a");
     /* the same key joins the active job */
-    ck_assert_int_eq(store_job_submit(s, "job-b", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-b", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_JOINED);
     ck_assert_str_eq(sub.job_id, "job-a");
-    ck_assert_int_eq(store_job_submit(s, "job-c", k2, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-c", k2, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     /* two queued, limit two: a third key is refused */
-    ck_assert_int_eq(store_job_submit(s, "job-d", k3, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-d", k3, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_FULL);
     long counts[CS_JOB_STATUS_COUNT];
     ck_assert_int_eq(store_job_counts(s, counts, NULL), CS_OK);
@@ -210,7 +212,7 @@ static void submit_outcomes(bool use_pg)
                                       "{\"res\":1}", NULL, NULL),
                      CS_OK);
     store_job_clear(&j);
-    ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", 0, 2, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CACHED);
     bool found = false;
     ck_assert_int_eq(store_job_get(s, "job-a", &j, &found, NULL), CS_OK);
@@ -256,7 +258,7 @@ static void claims_are_exclusive(bool use_pg)
         key_of(i, key);
         snprintf(id, sizeof id, "job-%02d", i);
         cs_submit sub;
-        ck_assert_int_eq(store_job_submit(a, id, key, "{}", 0, 0, &sub, NULL), CS_OK);
+        ck_assert_int_eq(store_job_submit(a, id, key, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
         ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
     }
     claimer cl[NTHREADS];
@@ -293,7 +295,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     key_of(2, k2);
     key_of(3, k3);
     cs_submit sub;
-    ck_assert_int_eq(store_job_submit(s, "q1", k1, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "q1", k1, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     /* cancelling a queued job ends it at once */
     cs_job_status after;
     bool found = false;
@@ -303,23 +305,24 @@ static void cancel_heartbeat_reap(bool use_pg)
     ck_assert_int_eq(store_job_cancel(s, "nope", &after, &found, NULL), CS_OK);
     ck_assert(!found);
     /* a running job gets the flag; its owner sees it on the heartbeat */
-    ck_assert_int_eq(store_job_submit(s, "r1", k2, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "r1", k2, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     cs_store_job j;
     bool claimed = false;
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
     ck_assert(claimed);
     store_job_clear(&j);
-    bool cancel = true, owner = false;
+    int cancel = -1;
+    bool owner = false;
     ck_assert_int_eq(store_job_heartbeat(s, "r1", "A", "{\"done\":1}", &cancel, &owner, NULL),
                      CS_OK);
     ck_assert(owner);
-    ck_assert(!cancel);
+    ck_assert_int_eq(cancel, CS_CANCEL_NONE);
     ck_assert_int_eq(store_job_heartbeat(s, "r1", "B", NULL, &cancel, &owner, NULL), CS_OK);
     ck_assert(!owner); /* not B's job */
     ck_assert_int_eq(store_job_cancel(s, "r1", &after, &found, NULL), CS_OK);
     ck_assert_int_eq(after, CS_JOB_RUNNING);
     ck_assert_int_eq(store_job_heartbeat(s, "r1", "A", NULL, &cancel, &owner, NULL), CS_OK);
-    ck_assert(cancel);
+    ck_assert_int_eq(cancel, CS_CANCEL_EXPLICIT);
     ck_assert_int_eq(store_job_finish(s, "r1", "A", CS_JOB_CANCELLED, k2, "{}", NULL,
                                       "{\"code\":\"cancelled\"}", NULL),
                      CS_OK);
@@ -328,7 +331,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     ck_assert_str_eq(j.progress, "{\"done\":1}");
     store_job_clear(&j);
     /* a job whose daemon died: re-queued until max_attempts, then failed */
-    ck_assert_int_eq(store_job_submit(s, "d1", k3, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "d1", k3, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     for (int attempt = 1; attempt <= 3; attempt++) {
         ck_assert_int_eq(store_job_claim(s, "dead", &j, &claimed, NULL), CS_OK);
         ck_assert(claimed);
@@ -349,7 +352,7 @@ static void cancel_heartbeat_reap(bool use_pg)
     /* giving a job back (graceful shutdown) does not count the attempt */
     char k4[65];
     key_of(4, k4);
-    ck_assert_int_eq(store_job_submit(s, "g1", k4, "{}", 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "g1", k4, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
     ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
     store_job_clear(&j);
     ck_assert_int_eq(store_job_finish(s, "g1", "A", CS_JOB_QUEUED, k4, "{}", NULL, NULL, NULL),
@@ -413,7 +416,7 @@ static void kill9_keeps_acknowledged(bool use_pg)
         char key[65];
         bool found = false;
         key_of(i, key);
-        cs_result_row row;
+        cs_stored_result row;
         cs_error err;
         int rc = store_result_load(s, key, STORE_WANT_BODY, &row, &found, &err);
         ck_assert_msg(rc == CS_OK, "result %d: %s", i, err.message);
@@ -422,8 +425,139 @@ static void kill9_keeps_acknowledged(bool use_pg)
         snprintf(want, sizeof want, "{\"i\":%d}", i);
         ck_assert_str_eq(row.header, want);
         assert_body(&row, i, i % 4 == 3 ? (1u << 20) + 4096u * (unsigned)i : 2048);
-        store_result_row_clear(&row);
+        store_result_clear(&row);
     }
+    store_close(s);
+    cleanup(use_pg);
+}
+
+/* Job handles: every submission that creates or joins a job gets its own
+ * handle.  Detaching a handle leaves the job to the others; the last detach
+ * stops it (queued: cancelled at once; running: a cancel request of kind
+ * "abandoned"), unless someone joins before its daemon gives it up, in which
+ * case it goes back to the queue.  An explicit cancel ends it for everyone. */
+static void handles_detach_and_revive(bool use_pg)
+{
+    char url[512];
+    store_url(use_pg, "handles_detach_and_revive", url, sizeof url);
+    cs_store *s = open_store(url);
+    char k1[65], k2[65], k3[65], k4[65];
+    key_of(1, k1);
+    key_of(2, k2);
+    key_of(3, k3);
+    key_of(4, k4);
+    cs_submit a, b, c;
+    ck_assert_int_eq(store_job_submit(s, "J1", k1, "{}", NULL, 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(a.outcome, CS_SUBMIT_CREATED);
+    ck_assert_int_eq(strlen(a.handle_id), 32);
+    ck_assert_str_ne(a.handle_id, "J1");
+    ck_assert_int_eq(store_job_submit(s, "J1b", k1, "{}", NULL, 0, 0, &b, NULL), CS_OK);
+    ck_assert_int_eq(b.outcome, CS_SUBMIT_JOINED);
+    ck_assert_str_eq(b.job_id, "J1");
+    ck_assert_str_ne(b.handle_id, a.handle_id);
+    cs_store_job j;
+    bool found = false;
+    ck_assert_int_eq(store_job_get(s, b.handle_id, &j, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_str_eq(j.id, "J1");
+    ck_assert_str_eq(j.handle, b.handle_id);
+    ck_assert_int_eq(j.waiters, 2);
+    ck_assert(!j.detached);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_get(s, "J1", &j, &found, NULL), CS_OK);
+    ck_assert_str_eq(j.handle, "");
+    store_job_clear(&j);
+    /* the joiner leaves: the job goes on for the creator */
+    cs_detach d;
+    ck_assert_int_eq(store_job_detach(s, b.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_LEFT);
+    ck_assert_int_eq(d.waiters, 1);
+    ck_assert_str_eq(d.job_id, "J1");
+    ck_assert_int_eq(store_job_detach(s, b.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_ALREADY);
+    ck_assert_int_eq(store_job_get(s, b.handle_id, &j, &found, NULL), CS_OK);
+    ck_assert(j.detached);
+    ck_assert_int_eq(j.status, CS_JOB_QUEUED);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_detach(s, "0123456789abcdef0123456789abcdef", &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_NOT_FOUND);
+    /* running; the creator leaves too: its daemon is asked to stop */
+    bool claimed = false;
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    ck_assert(claimed);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_detach(s, a.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_STOPPING);
+    int cancel = -1;
+    bool owner = false;
+    ck_assert_int_eq(store_job_heartbeat(s, "J1", "A", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert_int_eq(cancel, CS_CANCEL_ABANDONED);
+    /* someone asks for it before its daemon gave up: it lives on */
+    ck_assert_int_eq(store_job_submit(s, "J1c", k1, "{}", NULL, 0, 0, &c, NULL), CS_OK);
+    ck_assert_int_eq(c.outcome, CS_SUBMIT_JOINED);
+    ck_assert_int_eq(store_job_heartbeat(s, "J1", "A", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert_int_eq(cancel, CS_CANCEL_NONE);
+    /* ... and if the daemon had stopped the solver already, it is queued again */
+    ck_assert_int_eq(store_job_finish(s, "J1", "A", CS_JOB_CANCELLED, k1, "{}", NULL,
+                                      "{\"code\":\"cancelled\"}", NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_get(s, "J1", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_QUEUED);
+    ck_assert_int_eq(j.attempts, 0);
+    ck_assert_int_eq(j.waiters, 1);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_detach(s, c.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_STOPPING);
+    ck_assert_int_eq(store_job_finish(s, "J1", "A", CS_JOB_CANCELLED, k1, "{}", NULL,
+                                      "{\"code\":\"cancelled\"}", NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_get(s, "J1", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
+    store_job_clear(&j);
+    /* queued, the only waiter leaves: cancelled at once */
+    ck_assert_int_eq(store_job_submit(s, "J2", k2, "{}", NULL, 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_detach(s, a.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_CANCELLED);
+    ck_assert_int_eq(store_job_get(s, "J2", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
+    ck_assert_ptr_nonnull(strstr(j.error, "detached"));
+    store_job_clear(&j);
+    /* an explicit cancel (through any handle) ends it for every waiter */
+    ck_assert_int_eq(store_job_submit(s, "J3", k3, "{}", NULL, 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_submit(s, "J3b", k3, "{}", NULL, 0, 0, &b, NULL), CS_OK);
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    ck_assert_str_eq(j.id, "J3");
+    store_job_clear(&j);
+    cs_job_status after;
+    ck_assert_int_eq(store_job_cancel(s, b.handle_id, &after, &found, NULL), CS_OK);
+    ck_assert(found);
+    ck_assert_int_eq(after, CS_JOB_RUNNING);
+    ck_assert_int_eq(store_job_heartbeat(s, "J3", "A", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert_int_eq(cancel, CS_CANCEL_EXPLICIT);
+    ck_assert_int_eq(store_job_submit(s, "J3c", k3, "{}", NULL, 0, 0, &c, NULL), CS_OK);
+    ck_assert_int_eq(store_job_heartbeat(s, "J3", "A", NULL, &cancel, &owner, NULL), CS_OK);
+    ck_assert_int_eq(cancel, CS_CANCEL_EXPLICIT); /* a joiner does not undo it */
+    ck_assert_int_eq(store_job_finish(s, "J3", "A", CS_JOB_CANCELLED, k3, "{}", NULL,
+                                      "{\"code\":\"cancelled\"}", NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_get(s, "J3", &j, &found, NULL), CS_OK);
+    ck_assert_int_eq(j.status, CS_JOB_CANCELLED);
+    store_job_clear(&j);
+    /* a finished job: detaching changes nothing and says how it ended */
+    ck_assert_int_eq(store_job_submit(s, "J4", k4, "{}", NULL, 0, 0, &a, NULL), CS_OK);
+    ck_assert_int_eq(store_job_claim(s, "A", &j, &claimed, NULL), CS_OK);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_job_finish(s, "J4", "A", CS_JOB_DONE, k4, "{}", "{\"r\":4}", NULL,
+                                      NULL),
+                     CS_OK);
+    ck_assert_int_eq(store_job_detach(s, a.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_FINISHED);
+    ck_assert_int_eq(d.status, CS_JOB_DONE);
+    ck_assert_int_eq(store_job_get(s, a.handle_id, &j, &found, NULL), CS_OK);
+    ck_assert(!j.detached);
+    store_job_clear(&j);
     store_close(s);
     cleanup(use_pg);
 }
@@ -439,6 +573,7 @@ BOTH(submit_outcomes)
 BOTH(claims_are_exclusive)
 BOTH(cancel_heartbeat_reap)
 BOTH(kill9_keeps_acknowledged)
+BOTH(handles_detach_and_revive)
 
 START_TEST(url_forms)
 {
@@ -460,17 +595,62 @@ START_TEST(url_forms)
 }
 END_TEST
 
+
+/* A store made before job handles existed (no job_handles table, no waiters
+ * column) opens and works: its queued job can be joined and let go. */
+START_TEST(old_store_gains_handles)
+{
+    char dir[256], path[320], url[340];
+    ck_assert_int_eq(make_temp_dir("collsynth-store", dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/old.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    char key[65];
+    key_of(7, key);
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE jobs (id TEXT PRIMARY KEY, key TEXT NOT NULL, request TEXT NOT NULL,"
+             " status TEXT NOT NULL, progress TEXT, error TEXT, owner TEXT,"
+             " attempts INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+             " time_limit_s DOUBLE PRECISION NOT NULL DEFAULT 0,"
+             " created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL,"
+             " heartbeat DOUBLE PRECISION);"
+             "CREATE UNIQUE INDEX jobs_active_key ON jobs (key) WHERE status IN ('queued', 'running');"
+             "INSERT INTO jobs (id, key, request, status, created, updated)"
+             " VALUES ('old1', '%s', '{}', 'queued', 1, 1);",
+             key);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cs_store *s = open_store(url);
+    cs_submit sub;
+    ck_assert_int_eq(store_job_submit(s, "new1", key, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_JOINED);
+    ck_assert_str_eq(sub.job_id, "old1");
+    cs_detach d;
+    ck_assert_int_eq(store_job_detach(s, sub.handle_id, &d, NULL), CS_OK);
+    ck_assert_int_eq(d.outcome, CS_DETACH_CANCELLED);
+    store_close(s);
+    /* and opening it again is a no-op */
+    s = open_store(url);
+    store_close(s);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
     TCase *lite = tcase_create("sqlite");
     tcase_set_timeout(lite, 60);
     tcase_add_test(lite, url_forms);
+    tcase_add_test(lite, old_store_gains_handles);
     tcase_add_test(lite, sqlite_results_roundtrip);
     tcase_add_test(lite, sqlite_submit_outcomes);
     tcase_add_test(lite, sqlite_claims_are_exclusive);
     tcase_add_test(lite, sqlite_cancel_heartbeat_reap);
     tcase_add_test(lite, sqlite_kill9_keeps_acknowledged);
+    tcase_add_test(lite, sqlite_handles_detach_and_revive);
     suite_add_tcase(s, lite);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 60);
@@ -480,6 +660,7 @@ static Suite *store_suite(void)
     tcase_add_test(pgc, pg_claims_are_exclusive);
     tcase_add_test(pgc, pg_cancel_heartbeat_reap);
     tcase_add_test(pgc, pg_kill9_keeps_acknowledged);
+    tcase_add_test(pgc, pg_handles_detach_and_revive);
     suite_add_tcase(s, pgc);
     return s;
 }

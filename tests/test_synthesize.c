@@ -256,8 +256,94 @@ START_TEST(baseline_runs_and_result_json_has_contract_fields)
     ck_assert(json_is_array(json_object_get(doc, "frontier")));
     ck_assert_ptr_nonnull(json_object_get(doc, "bounds"));
     ck_assert_ptr_nonnull(json_object_get(doc, "synth_seconds"));
+    /* the time bound: a rank receives 3 L over its 2 links of 50 GB/s (0.5 us) */
+    json_t *tb = json_object_get(json_object_get(doc, "bounds"), "time");
+    ck_assert(json_is_object(tb));
+    ck_assert_str_eq(json_string_value(json_object_get(tb, "kind")), "forestcoll");
+    ck_assert(fabs(json_number_value(json_object_get(tb, "bandwidth_us_per_byte")) - 3 / 100e3) <
+              1e-15);
+    ck_assert(fabs(json_number_value(json_object_get(tb, "latency_us")) - 0.5) < 1e-12);
+    /* the ring (1 chunk, one direction) at the default 64 MiB: 3 sends of
+     * 0.5 + L / 50e3 us in a row, against 0.5 + 3 L / 100e3: about 1/2 */
+    ck_assert_int_eq(res->algs[0]->chunks, 1);
+    json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
+    double L = 64.0 * 1048576;
+    ck_assert(json_number_value(json_object_get(a0, "bound_bytes")) == L);
+    double ratio = json_number_value(json_object_get(a0, "ratio_to_bound"));
+    double want = (0.5 + 3 * L / 100e3) / (3 * (0.5 + L / 50e3));
+    ck_assert_msg(fabs(ratio - want) < 1e-9, "ratio_to_bound %.12g, want %.12g", ratio, want);
+    ck_assert(fabs(json_number_value(json_object_get(a0, "simulated_us")) -
+                   3 * (0.5 + L / 50e3)) < 1e-6);
     json_decref(doc);
     result_free(res);
+    synth_request_free(req);
+}
+END_TEST
+
+
+/* Nothing to move: one rank, or a custom collective whose postcondition is
+ * already in its precondition.  Every method answers at once with a complete
+ * frontier of one empty, verified algorithm (0 steps, 0 rounds) and a reason
+ * that says so, instead of searching (and reporting a "partial" frontier) or
+ * failing. */
+START_TEST(trivial_requests_are_answered_as_trivially_optimal)
+{
+    static const char *const requests[] = {
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allgather\",\"method\":\"%s\"}",
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allreduce\",\"method\":\"%s\"}",
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":{\"kind\":\"broadcast\","
+        "\"root\":0},\"method\":\"%s\"}",
+        "{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"custom\",\"global_chunks\":2,"
+        "\"pre\":[[0,0],[1,1],[1,2]],\"post\":[[0,0],[1,2]]},\"method\":\"%s\"}",
+    };
+    static const char *const methods[] = {"auto", "smt", "tacos", "ring", "direct"};
+    int answered = 0;
+    for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            char text[512];
+            snprintf(text, sizeof text, requests[i], methods[m]);
+            cs_synth_request *req = NULL;
+            cs_error err;
+            cs_error_clear(&err);
+            if (synth_request_parse(text, strlen(text), NULL, &req, &err) != CS_OK) {
+                /* a baseline that does not implement the kind says so at parse */
+                ck_assert_int_eq(err.code, CS_EUNSUPPORTED);
+                continue;
+            }
+            ck_assert_msg(synth_request_trivial(req), "%s is trivial", text);
+            cs_result *res = NULL;
+            ck_assert_msg(synth_run(req, NULL, NULL, &res, &err) == CS_OK, "%s: %s", text,
+                          err.message);
+            ck_assert_msg(res->complete, "%s: frontier not complete", text);
+            ck_assert_int_eq(res->nalgs, 1);
+            ck_assert_int_eq(res->algs[0]->steps, 0);
+            ck_assert_int_eq(res->algs[0]->rounds, 0);
+            ck_assert_int_eq(res->algs[0]->nsends, 0);
+            ck_assert_str_eq(res->algs[0]->optimality, "both");
+            ck_assert_msg(strstr(res->reason, "trivial") != NULL, "reason: %s", res->reason);
+            ck_assert_int_eq(res->bound_steps, 0);
+            verify_all(req, res);
+            /* and it survives the JSON round trip the daemon stores */
+            json_t *doc = synth_result_to_json(req, res);
+            cs_result *back = NULL;
+            ck_assert_int_eq(result_from_json(doc, &back, &err), CS_OK);
+            ck_assert(back->complete);
+            ck_assert_int_eq(back->algs[0]->steps, 0);
+            result_free(back);
+            json_decref(doc);
+            result_free(res);
+            synth_request_free(req);
+            answered++;
+        }
+    ck_assert_int_ge(answered, 15);
+    /* not trivial: a custom collective with one chunk still to move */
+    cs_synth_request *req = parse_ok("{\"topology\":\"ring:4\",\"collective\":{\"kind\":"
+                                     "\"custom\",\"global_chunks\":1,\"pre\":[[0,0]],"
+                                     "\"post\":[[0,0],[0,1]]}}");
+    ck_assert(!synth_request_trivial(req));
+    synth_request_free(req);
+    req = parse_ok("{\"topology\":\"ring:2\",\"collective\":\"allreduce\"}");
+    ck_assert(!synth_request_trivial(req));
     synth_request_free(req);
 }
 END_TEST
@@ -396,6 +482,7 @@ static Suite *synthesize_suite(void)
     tcase_add_test(tc, limits_are_configurable);
     tcase_add_test(tc, baseline_runs_and_result_json_has_contract_fields);
     tcase_add_test(tc, unsupported_baseline_is_rejected_at_parse);
+    tcase_add_test(tc, trivial_requests_are_answered_as_trivially_optimal);
     tcase_add_test(tc, auto_picks_tacos_above_rank_limit);
     tcase_add_test(tc, auto_picks_tacos_above_variable_limit);
     tcase_add_test(tc, auto_widens_k_for_switch_hubs);

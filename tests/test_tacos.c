@@ -83,7 +83,7 @@ static void check_result(const cs_topology *t, const cs_collective *c, const cs_
         ck_assert(algorithm_send_step(a, i) >= 0 && algorithm_send_step(a, i) < a->steps);
     }
     /* quality can never beat the ideal bound */
-    double ratio = stat_num(r, "ratio");
+    double ratio = stat_num(r, "ratio_to_ideal");
     ck_assert_msg(ratio > 0 && ratio <= 1.0 + 1e-9, "%s %s ratio %g", t->name,
                   collective_kind_name(c->kind), ratio);
     ck_assert_int_eq((long)stat_num(r, "sends"), a->nsends);
@@ -316,7 +316,7 @@ START_TEST(mesh_allgather_reaches_the_corner_bound)
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *r = solve(t, &c, 1, 2, 1, 0);
     ck_assert_int_eq(r->algs[0]->steps, 32);
-    ck_assert(stat_num(r, "ratio") >= 0.9);
+    ck_assert(stat_num(r, "ratio_to_ideal") >= 0.9);
     result_free(r);
     topology_free(t);
 }

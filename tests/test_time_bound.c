@@ -712,6 +712,50 @@ START_TEST(custom_offer_json_and_errors)
 }
 END_TEST
 
+/* Why the path and the cut are not added: root 0 has a 2-lane 1 GB/s link to
+ * rank 1 and a 10-hop chain of fast links (1 us alpha each) to rank 11.  A
+ * broadcast of L = 20,000 bytes in 2 chunks sends both halves to rank 1 at
+ * once (1 + 10,000 / 1e3 = 11 us) while the chunks run down the chain (11
+ * hops of the second chunk: 11 us): 11 us in all, below the 10 us path plus
+ * the 10 us cut, and equal to the larger of the cut (11) and the path (10). */
+START_TEST(path_and_cut_are_not_added)
+{
+    cs_topology *t = topology_new("chain", 12);
+    cs_error err = {0};
+    ck_assert_int_eq(topology_add_link(t, 0, 1, 2, 1.0, 1.0, true, &err), CS_OK);
+    int chain[11] = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    for (int i = 0; i + 1 < 11; i++)
+        ck_assert_int_eq(topology_add_link(t, chain[i], chain[i + 1], 1, 1e6, 1.0, true, &err),
+                         CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "chain", 12, 2, 11, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 1, 0, 1, 0, CS_OP_COPY), CS_OK);
+    for (int ch = 0; ch < 2; ch++)
+        for (int h = 0; h + 1 < 11; h++)
+            ck_assert_int_eq(algorithm_add_send(a, ch, chain[h], chain[h + 1], h + ch, CS_OP_COPY),
+                             CS_OK);
+    ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s", err.message);
+    cs_time_bound b = bound_of(t, CS_COLL_BROADCAST, 0);
+    /* the cut: rank 1 receives L over 2 lanes of 1 GB/s after one 1 us alpha */
+    ck_assert(close_to(b.bandwidth_us_per_byte, 1 / 2e3));
+    ck_assert(close_to(b.latency_us, 1.0));
+    ck_assert(close_to(b.path_latency_us, 10.0));
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, a, 20000, &sr, &err), CS_OK);
+    ck_assert(fabs(sr.time_us - 11.0) < 1e-3);   /* 11 hops of 1 us + 10 ns */
+    ck_assert(sr.time_us >= time_bound_us(&b, 20000, 2));
+    ck_assert(close_to(time_bound_us(&b, 20000, 2), 11.0));
+    ck_assert(sr.time_us < b.path_latency_us + b.bandwidth_us_per_byte * 20000);
+    sim_result_free(&sr);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 static Suite *time_bound_suite(void)
 {
     Suite *s = suite_create("time_bound");
@@ -724,6 +768,7 @@ static Suite *time_bound_suite(void)
     tcase_add_test(tc, machine_models_and_large_topologies);
     tcase_add_test(tc, path_latency_and_evaluation);
     tcase_add_test(tc, custom_offer_json_and_errors);
+    tcase_add_test(tc, path_and_cut_are_not_added);
     suite_add_tcase(s, tc);
     tc = tcase_create("validity");
     tcase_set_timeout(tc, 300);

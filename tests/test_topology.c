@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "check_main.h"
 #include "topology.h"
 
@@ -384,6 +388,85 @@ START_TEST(parse_limits_ranks_and_links)
 }
 END_TEST
 
+
+/* A switch of n ranks is n(n-1) links once lowered: a 16 KB document with one
+ * 2,895-rank switch would be 8.4M links (hundreds of MB, seconds of CPU).
+ * The parser must refuse it from the counts, before building anything: the
+ * peak RSS of a child that parses it stays far below what the links need. */
+static long parse_peak_rss_kb(const char *doc, const cs_topology_parse_options *opt, int *rc,
+                              char *field, size_t fn)
+{
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        cs_topology *t = NULL;
+        cs_error err = { 0 };
+        int r = topology_parse(doc, strlen(doc), opt, &t, &err);
+        topology_free(t);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        char out[256];
+        int n = snprintf(out, sizeof out, "%d %ld %s", r, ru.ru_maxrss, err.field);
+        ssize_t w = write(pfd[1], out, (size_t)n);
+        (void)w;
+        _exit(0);
+    }
+    close(pfd[1]);
+    char in[256] = "";
+    ssize_t n = read(pfd[0], in, sizeof in - 1);
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_int_gt(n, 0);
+    in[n] = '\0';
+    long kb = 0;
+    char f[128] = "";
+    ck_assert_int_ge(sscanf(in, "%d %ld %127s", rc, &kb, f), 2);
+    snprintf(field, fn, "%s", f);
+    return kb;
+}
+
+START_TEST(switch_expansion_checked_before_building)
+{
+    enum { N = 2895 };
+    char *doc = malloc(16 * N + 128);
+    size_t used = (size_t)sprintf(doc, "{\"ranks\": %d, \"switches\": [{\"ranks\": [", N);
+    for (int i = 0; i < N; i++)
+        used += (size_t)sprintf(doc + used, "%s%d", i ? "," : "", i);
+    sprintf(doc + used, "]}]}");
+    cs_topology_parse_options opt = { .max_ranks = 4096, .max_links = 1000000 };
+    int rc = 0;
+    char field[128];
+    long kb = parse_peak_rss_kb(doc, &opt, &rc, field, sizeof field);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_str_eq(field, "switches[0]");
+    ck_assert_msg(kb < 64 * 1024, "parsing a refused switch peaked at %ld KB", kb);
+    /* two switches that each fit but together do not: the sum is checked */
+    used = (size_t)sprintf(doc, "{\"ranks\": 1600, \"links\": [{\"src\": 0, \"dst\": 800, "
+                                "\"bidirectional\": true}], \"switches\": [{\"ranks\": [");
+    for (int i = 0; i < 800; i++)
+        used += (size_t)sprintf(doc + used, "%s%d", i ? "," : "", i);
+    used += (size_t)sprintf(doc + used, "]}, {\"ranks\": [");
+    for (int i = 800; i < 1600; i++)
+        used += (size_t)sprintf(doc + used, "%s%d", i > 800 ? "," : "", i);
+    sprintf(doc + used, "]}]}");
+    cs_topology *t = NULL;
+    cs_error err = { 0 };
+    ck_assert_int_eq(topology_parse(doc, strlen(doc), &opt, &t, &err), CS_ELIMIT);
+    ck_assert_str_eq(err.field, "switches[1]");
+    ck_assert_ptr_null(t);
+    /* under the limit it still builds */
+    opt.max_links = 2000000;
+    ck_assert_int_eq(topology_parse(doc, strlen(doc), &opt, &t, &err), CS_OK);
+    ck_assert_int_eq(t->nlinks, 2 * 800 * 799 + 2);
+    topology_free(t);
+    free(doc);
+}
+END_TEST
+
 /* ---- JSON: DGX-1 and round trips ----------------------------------------------------- */
 
 START_TEST(dgx1_json_equals_builtin)
@@ -642,6 +725,7 @@ static Suite *topology_suite(void)
     tcase_add_test(tc, shared_sets_resolve_and_cap);
     tcase_add_test(tc, json_errors_name_fields);
     tcase_add_test(tc, parse_limits_ranks_and_links);
+    tcase_add_test(tc, switch_expansion_checked_before_building);
     tcase_add_test(tc, dgx1_json_equals_builtin);
     tcase_add_test(tc, round_trips);
     tcase_add_test(tc, reverse_flips_links_sets_and_switches);

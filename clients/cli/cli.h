@@ -89,4 +89,19 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path);
 #define CLI_PRETTY_MAX_SENDS 100000
 int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path);
 
+/* ---- the time bound in reports (cli_bound.c) ----------------------------------- */
+
+struct cs_time_bound;
+/* "64MiB", "1GiB", "1.5MB", "4096B": a size as people write it. */
+void cli_fmt_size(char *buf, size_t n, double bytes);
+/* "12.3us", "4.56ms", "1.234s". */
+void cli_fmt_us(char *buf, size_t n, double us);
+/* collective_time_bound with the CLI's messages; returns an exit code. */
+int cli_time_bound(const char *cmd, const cs_topology *t, const cs_collective *c,
+                   struct cs_time_bound *out);
+/* "time bound   3132.4us at 64MiB (forestcoll, exact): S = {0}: ...; path 1.4us"
+ * on one line, then the cut on the next, indented by `indent`. */
+void cli_print_time_bound(FILE *f, const char *indent, const struct cs_time_bound *b,
+                          double bytes, int chunks);
+
 #endif

@@ -18,6 +18,7 @@
 
 #include "algorithm.h"
 #include "baseline.h"
+#include "bounds.h"
 #include "cli.h"
 #include "simulate.h"
 #include "verify.h"
@@ -556,9 +557,12 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
 static const char simulate_help[] =
     "Usage: collsynth simulate TOPOLOGY ALGORITHM.json [--size BYTES] [--all-links] [--json]\n"
     "\n"
-    "Runs the congestion-aware simulator: completion time, the TACOS ideal\n"
-    "bound and the ratio, the alpha-beta cost, bytes moved (total and across\n"
-    "groups) and a per-link utilization table (links that carried data).\n"
+    "Runs the congestion-aware simulator: completion time, the cut-aware time\n"
+    "bound and ratio_to_bound (bound / time, at most 1), the alpha-beta cost,\n"
+    "bytes moved (total and across groups) and a per-link table (links that\n"
+    "carried data): busy_us is the mean busy time of the link's lanes (at most\n"
+    "the total time), util that over the total time.  The TACOS paper's ideal\n"
+    "is printed under its own name (it is not a lower bound).\n"
     "  --size BYTES   per-rank buffer size (default 1MiB); suffixes K, M, G\n"
     "                 (powers of 1000) and KiB, MiB, GiB (powers of 1024)\n"
     "  --all-links    list idle links too\n"
@@ -616,7 +620,13 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
         goto out;
     }
     double cost = algorithm_cost_us(a, t, bytes);
-    double ratio = r.ideal_us > 0 ? r.time_us / r.ideal_us : NAN;
+    cs_time_bound tb;
+    if ((code = cli_time_bound(cmd, t, &a->collective, &tb)) != CLI_EXIT_OK) {
+        sim_result_free(&r);
+        goto out;
+    }
+    double bound_us = time_bound_us(&tb, bytes, a->chunks);
+    double ratio = r.time_us > 0 ? bound_us / r.time_us : 1.0;
     if (as_json) {
         json_t *doc = json_object();
         json_t *links = json_array();
@@ -627,16 +637,18 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
             json_object_set_new(l, "src", json_integer(t->links[i].src));
             json_object_set_new(l, "dst", json_integer(t->links[i].dst));
             json_object_set_new(l, "lanes", json_integer(t->links[i].lanes));
-            json_object_set_new(l, "busy_us", json_real(r.link_busy_us[i]));
+            json_object_set_new(l, "busy_us", json_real(r.link_busy_us[i] / t->links[i].lanes));
+            json_object_set_new(l, "lane_busy_us", json_real(r.link_busy_us[i]));
             json_object_set_new(l, "utilization", json_real(r.link_utilization[i]));
             json_array_append_new(links, l);
         }
         json_object_set_new(doc, "bytes", json_real(bytes));
         json_object_set_new(doc, "chunk_bytes", json_real(r.chunk_bytes));
         json_object_set_new(doc, "time_us", json_real(r.time_us));
+        json_object_set_new(doc, "bound_us", json_real(bound_us));
+        json_object_set_new(doc, "ratio_to_bound", json_real(ratio));
+        json_object_set_new(doc, "bound", time_bound_to_json(&tb));
         json_object_set_new(doc, "ideal_us", json_real(r.ideal_us));
-        if (isfinite(ratio))
-            json_object_set_new(doc, "ratio", json_real(ratio));
         json_object_set_new(doc, "alpha_beta_us", json_real(cost));
         json_object_set_new(doc, "total_bytes", json_real(r.total_bytes));
         json_object_set_new(doc, "cross_group_bytes", json_real(r.cross_group_bytes));
@@ -650,9 +662,14 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
         printf("\n");
         printf("size         %.0f bytes per rank (chunk %.0f bytes)\n", bytes, r.chunk_bytes);
         printf("time         %.3f us\n", r.time_us);
-        printf("ideal        %.3f us (TACOS bound)\n", r.ideal_us);
-        if (isfinite(ratio))
-            printf("ratio        %.3f x ideal\n", ratio);
+        printf("bound        %.3f us (%s%s): T >= max(%.6g + %.6g x size, %.6g) us\n", bound_us,
+               tb.kind, tb.exact ? ", exact" : "", tb.latency_us, tb.bandwidth_us_per_byte *
+               (tb.per_chunk ? 1.0 / a->chunks : 1.0), tb.path_latency_us);
+        printf("  cut        %s\n", tb.cut);
+        if (tb.path[0])
+            printf("  path       %s\n", tb.path);
+        printf("ratio_to_bound %.3f (bound / time)\n", ratio);
+        printf("tacos ideal  %.3f us (the TACOS paper's figure; not a lower bound)\n", r.ideal_us);
         printf("alpha-beta   %.3f us\n", cost);
         printf("bytes moved  %.0f total, %.0f cross-group", r.total_bytes, r.cross_group_bytes);
         if (r.total_bytes > 0 && t->ngroups > 0)
@@ -665,8 +682,9 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
                 continue;
             char name[32];
             snprintf(name, sizeof name, "%d->%d", t->links[i].src, t->links[i].dst);
+            /* busy_us: the mean over the link's lanes, so it never exceeds the time */
             printf("%-14s %5d %9g %12.3f %7.3f\n", name, t->links[i].lanes, t->links[i].gbps,
-                   r.link_busy_us[i], r.link_utilization[i]);
+                   r.link_busy_us[i] / t->links[i].lanes, r.link_utilization[i]);
         }
         code = CLI_EXIT_OK;
     }
@@ -680,15 +698,19 @@ out:
 /* ---- baseline(s) ----------------------------------------------------------------------------- */
 
 static const char baseline_help[] =
-    "Usage: collsynth baseline NAME TOPOLOGY COLLECTIVE [--root R] [--chunks C] [-o FILE]\n"
+    "Usage: collsynth baseline NAME TOPOLOGY COLLECTIVE [--root R] [--chunks C]\n"
+    "                          [--size BYTES] [-o FILE]\n"
     "\n"
     "Generates a hand-designed algorithm (see 'collsynth baselines') and prints\n"
-    "its Algorithm JSON.  The result is verified before it is printed.\n"
+    "its Algorithm JSON.  The result is verified before it is printed, and\n"
+    "simulated at --size: the JSON carries ratio_to_bound (the time bound over\n"
+    "the simulated time, at most 1), bound_bytes, bound_us and simulated_us.\n"
     "  COLLECTIVE   a kind (allgather, reducescatter, allreduce, broadcast, reduce,\n"
     "               gather, scatter, alltoall) or a Collective JSON document/file\n"
     "  --root R     root of a rooted collective (default 0)\n"
     "  --chunks C   chunks per rank share (default: the baseline's natural count)\n"
-    "  -o FILE      write the JSON to FILE instead of stdout\n"
+    "  --size BYTES per-rank share for ratio_to_bound (default 64MiB)\n"
+    "  -o FILE      write the JSON to FILE instead of stdout (and a summary to stderr)\n"
     "Exit: 0 ok, 1 the baseline has no algorithm for this collective/topology,\n"
     "2 usage or input error.\n";
 
@@ -699,12 +721,18 @@ int cli_cmd_baseline(int argc, char **argv, const cli_globals *g)
     const char *pos[3] = {NULL, NULL, NULL};
     const char *outpath = NULL;
     int npos = 0, root = -2, chunks = 0;
+    double bytes = 64.0 * 1048576;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
         if (cli_is_help(argv[i])) {
             fputs(baseline_help, stdout);
             return CLI_EXIT_OK;
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--size", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (!cli_parse_size(v, &bytes) || bytes <= 0)
+                return cli_usage_error(cmd, "bad --size '%s' (e.g. 1048576, 64K, 1MiB)", v);
         } else if ((m = cli_option(cmd, argc, argv, &i, "--root", &v)) != 0) {
             if (m < 0)
                 return CLI_EXIT_USAGE;
@@ -753,13 +781,37 @@ int cli_cmd_baseline(int argc, char **argv, const cli_globals *g)
         code = cli_report_error(cmd, pos[0], rc, &err);
     } else {
         json_t *doc = algorithm_to_json(a);
+        cs_time_bound tb;
+        cs_sim_result sr;
+        bool rated = false;
+        double bound_us = 0;
+        if (doc && collective_time_bound(t, &c, &tb, NULL) == CS_OK &&
+            simulate_algorithm(t, a, bytes, &sr, NULL) == CS_OK) {
+            bound_us = time_bound_us(&tb, bytes, a->chunks);
+            json_object_set_new(doc, "ratio_to_bound",
+                                json_real(sr.time_us > 0 ? bound_us / sr.time_us : 1.0));
+            json_object_set_new(doc, "bound_bytes", json_real(bytes));
+            json_object_set_new(doc, "bound_us", json_real(bound_us));
+            json_object_set_new(doc, "simulated_us", json_real(sr.time_us));
+            rated = true;
+        }
         code = cli_write_json(cmd, doc, outpath);
         json_decref(doc);
         if (code == CLI_EXIT_OK && outpath && strcmp(outpath, "-") != 0) {
             fprintf(stderr, "wrote %s: ", outpath);
             print_algorithm_line(stderr, a);
             fprintf(stderr, "\n");
+            if (rated) {
+                char size[32], b[32], s[32];
+                cli_fmt_size(size, sizeof size, bytes);
+                cli_fmt_us(b, sizeof b, bound_us);
+                cli_fmt_us(s, sizeof s, sr.time_us);
+                fprintf(stderr, "  at %s: simulated %s, time bound %s (%s), ratio_to_bound %.3f\n",
+                        size, s, b, tb.kind, sr.time_us > 0 ? bound_us / sr.time_us : 1.0);
+            }
         }
+        if (rated)
+            sim_result_free(&sr);
     }
     algorithm_free(a);
     collective_free(&c);

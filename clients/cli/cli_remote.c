@@ -190,6 +190,14 @@ static void print_result_summary(const json_t *res)
         printf("bounds: steps >= %lld, rounds/chunk >= %.4g\n",
                (long long)json_integer_value(json_object_get(bounds, "steps")),
                json_number_value(json_object_get(bounds, "rounds_per_chunk")));
+    json_t *tb = json_is_object(bounds) ? json_object_get(bounds, "time") : NULL;
+    if (json_is_object(tb))
+        printf("time bound: T >= max(%.6g + %.6g us/byte x size, %.6g) us (%s): %s\n",
+               json_number_value(json_object_get(tb, "latency_us")),
+               json_number_value(json_object_get(tb, "bandwidth_us_per_byte")),
+               json_number_value(json_object_get(tb, "path_latency_us")),
+               str_or(json_string_value(json_object_get(tb, "kind")), "?"),
+               str_or(json_string_value(json_object_get(tb, "cut")), ""));
     json_t *secs = json_object_get(res, "synth_seconds");
     if (json_is_number(secs))
         printf("synth_seconds: %.3f\n", json_number_value(secs));
@@ -202,10 +210,15 @@ static void print_result_summary(const json_t *res)
         long long chunks = json_integer_value(json_object_get(a, "chunks"));
         const char *opt = json_string_value(json_object_get(a, "optimality"));
         const char *m = json_string_value(json_object_get(a, "method"));
-        printf("  [%zu] steps %lld rounds %lld chunks %lld (rounds/chunk %.4g) sends %zu%s%s%s%s\n",
+        printf("  [%zu] steps %lld rounds %lld chunks %lld (rounds/chunk %.4g) sends %zu%s%s%s%s",
                i, steps, rounds, chunks, chunks > 0 ? (double)rounds / (double)chunks : 0.0,
                json_array_size(json_object_get(a, "sends")), m ? " method " : "", m ? m : "",
                opt && opt[0] ? " " : "", opt && opt[0] ? opt : "");
+        json_t *ratio = json_object_get(a, "ratio_to_bound");
+        if (json_is_number(ratio))
+            printf(" ratio_to_bound %.3f at %.6g bytes", json_number_value(ratio),
+                   json_number_value(json_object_get(a, "bound_bytes")));
+        printf("\n");
     }
 }
 

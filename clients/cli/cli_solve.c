@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "cli_tacos.h"
 #include "smt.h"
+#include "synthesize.h"
 
 static const char *const CMD = "solve";
 
@@ -95,16 +96,6 @@ static double instance_seconds(const cs_result *r, int S, int R, int C)
     return NAN;
 }
 
-static void fmt_us(char *buf, size_t n, double us)
-{
-    if (us < 1e3)
-        snprintf(buf, n, "%.1fus", us);
-    else if (us < 1e6)
-        snprintf(buf, n, "%.2fms", us / 1e3);
-    else
-        snprintf(buf, n, "%.3fs", us / 1e6);
-}
-
 /* The result document (result_to_json plus the topology and collective),
  * streamed: a large frontier is never built as a JSON tree. */
 static int write_result(const cs_result *r, const cs_topology *t, const cs_collective *c,
@@ -113,6 +104,8 @@ static int write_result(const cs_result *r, const cs_topology *t, const cs_colle
     cs_error err;
     json_t *skel = result_to_json_frame(r);
     if (skel) {
+        /* the bound from the whole result (its sends), into the frame */
+        synth_annotate_time_bound(skel, t, c, r, CS_BOUND_DEFAULT_BYTES, NULL);
         json_object_set_new(skel, "topology", topology_to_json(t));
         json_object_set_new(skel, "collective", collective_to_json(c));
     }
@@ -134,16 +127,24 @@ static void print_table(FILE *f, const cs_result *r, const cs_topology *t,
                         const cs_collective *c)
 {
     static const double sizes[] = {1024.0, 1048576.0, 1073741824.0};
+    const double bound_bytes = CS_BOUND_DEFAULT_BYTES;
     fprintf(f, "%s on %s (%d ranks): bounds S >= %d, R/C >= %.4g; %s frontier, %.3f s\n",
             collective_kind_name(c->kind), t->name, t->ranks, r->bound_steps,
             r->bound_rounds_per_chunk, r->complete ? "complete" : "partial", r->synth_seconds);
-    fprintf(f, "%4s %4s %4s %8s  %-9s  %10s %10s %10s  %9s\n", "S", "R", "C", "R/C", "optimal",
-            "cost@1KiB", "cost@1MiB", "cost@1GiB", "synth");
+    cs_time_bound tb;
+    bool have_bound = collective_time_bound(t, c, &tb, NULL) == CS_OK;
+    if (have_bound)
+        cli_print_time_bound(f, "", &tb, bound_bytes, 1);
+    char simhead[32], size[24];
+    cli_fmt_size(size, sizeof size, bound_bytes);
+    snprintf(simhead, sizeof simhead, "sim@%s", size);
+    fprintf(f, "%4s %4s %4s %8s  %-9s  %10s %10s %10s  %10s %6s  %9s\n", "S", "R", "C", "R/C",
+            "optimal", "cost@1KiB", "cost@1MiB", "cost@1GiB", simhead, "ratio", "synth");
     for (int i = 0; i < r->nalgs; i++) {
         const cs_algorithm *a = r->algs[i];
         char cost[3][32];
         for (int k = 0; k < 3; k++)
-            fmt_us(cost[k], sizeof cost[k], algorithm_cost_us(a, t, sizes[k]));
+            cli_fmt_us(cost[k], sizeof cost[k], algorithm_cost_us(a, t, sizes[k]));
         int S = a->steps, R = a->rounds, C = a->chunks;
         double secs = instance_seconds(r, S, R, C);
         if (isnan(secs) && c->kind == CS_COLL_ALLREDUCE && t->ranks > 0)
@@ -153,11 +154,21 @@ static void print_table(FILE *f, const cs_result *r, const cs_topology *t,
             snprintf(tbuf, sizeof tbuf, "-");
         else
             snprintf(tbuf, sizeof tbuf, "%.3fs", secs);
-        fprintf(f, "%4d %4d %4d %8.4f  %-9s  %10s %10s %10s  %9s\n", S, R, C, (double)R / C,
-                a->optimality[0] ? a->optimality : "-", cost[0], cost[1], cost[2], tbuf);
+        /* ratio_to_bound: the bound over the simulated time at bound_bytes */
+        char sim[32] = "-", ratio[16] = "-";
+        cs_bound_ratio br;
+        if (have_bound && synth_ratio_to_bound(t, &tb, a, bound_bytes, &br, NULL) == CS_OK) {
+            cli_fmt_us(sim, sizeof sim, br.simulated_us);
+            snprintf(ratio, sizeof ratio, "%.3f", br.ratio);
+        }
+        fprintf(f, "%4d %4d %4d %8.4f  %-9s  %10s %10s %10s  %10s %6s  %9s\n", S, R, C,
+                (double)R / C, a->optimality[0] ? a->optimality : "-", cost[0], cost[1], cost[2],
+                sim, ratio, tbuf);
     }
     if (r->nalgs == 0)
         fprintf(f, "(no algorithm found within the limits)\n");
+    else
+        fprintf(f, "ratio = time bound / simulated time at %s (ratio_to_bound, <= 1)\n", size);
     if (r->stats) {
         fprintf(f, "instances: %lld solved, %lld inferred; z3 %.3f s, own code %.3f s\n",
                 (long long)json_integer_value(json_object_get(r->stats, "solved")),

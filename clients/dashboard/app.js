@@ -409,10 +409,31 @@ function renderSummary() {
     ['collective', coll],
     ['method', (r.method || '') + (r.reason ? ' - ' + r.reason : '')],
     ['lower bounds', 'steps ≥ ' + (b.steps ?? '?') + ', rounds/chunk ≥ ' + (b.rounds_per_chunk !== undefined ? Number(b.rounds_per_chunk).toPrecision(4) : '?')],
+    ['time bound', timeBoundText(b.time, r.frontier || [])],
     ['synthesis time', r.synth_seconds !== undefined ? Number(r.synth_seconds).toFixed(2) + ' s' : ''],
     ['cost model', 'α = ' + topo.alpha + ' µs, β = ' + (topo.beta * 1e3).toPrecision(3) + ' ns/B'],
   ];
   $('#result-summary').replaceChildren(...items.map(([k, v]) => el('div', {}, [el('span', {class: 'k', text: k}), el('span', {class: 'v', text: v})])));
+}
+
+/* The cut-aware time bound (bounds.time): T >= max(A + B L, D), L the per-rank
+ * share; a custom collective's L is one chunk (per_chunk). */
+function boundAt(tb, bytes, chunks) {
+  if (!tb) return null;
+  const L = tb.per_chunk ? bytes / (chunks || 1) : bytes;
+  return Math.max(Number(tb.latency_us) + Number(tb.bandwidth_us_per_byte) * L, Number(tb.path_latency_us) || 0);
+}
+
+function timeBoundText(tb, frontier) {
+  if (!tb) return 'not in this result';
+  const at = frontier.find(a => a.bound_bytes !== undefined);
+  const size = at ? Number(at.bound_bytes) : 64 * 1048576;
+  return fmtUs(boundAt(tb, size, at ? at.chunks : 1)) + ' at ' + fmtBytes(size) + ' per rank (' + tb.kind +
+    (tb.exact ? ', exact' : '') + '): ' + tb.cut;
+}
+
+function ratioText(a) {
+  return a.ratio_to_bound !== undefined ? Number(a.ratio_to_bound).toFixed(3) : '–';
 }
 
 function renderFrontierTable() {
@@ -428,7 +449,10 @@ function renderFrontierTable() {
     return el('tr', {'data-alg': i, class: i === state.current.selected ? 'selected' : '', onclick: () => select(i)}, [
       el('td', {text: i}), el('td', {text: a.steps}), el('td', {text: a.rounds}), el('td', {text: a.chunks}),
       el('td', {text: (a.rounds / (a.chunks || 1)).toPrecision(4)}), el('td', {text: (a.sends || []).length}),
-      el('td', {text: a.optimality || ''}), el('td', {text: a.method || ''}), el('td', {}, [dl]),
+      el('td', {text: a.optimality || ''}), el('td', {text: a.method || ''}),
+      el('td', {text: a.simulated_us !== undefined ? fmtUs(Number(a.simulated_us)) : '–'}),
+      el('td', {class: 'ratio', 'data-ratio': a.ratio_to_bound ?? '', text: ratioText(a)}),
+      el('td', {}, [dl]),
     ]);
   });
   $('#frontier-table tbody').replaceChildren(...rows);
@@ -609,9 +633,11 @@ function renderFrontierPlot() {
     const a = p.a;
     const circle = svg('circle', {cx: p.x, cy: p.y, r: 6, class: 'point' + (p.i === state.current.selected ? ' selected' : ''), 'data-point': p.i, fill: PALETTE[p.i % PALETTE.length]});
     circle.addEventListener('click', () => select(p.i));
-    tip(circle, `#${p.i}: ${a.steps} steps, ${a.rounds} rounds, ${a.chunks} chunks${a.optimality ? ' (' + a.optimality + '-optimal)' : ''}`);
+    const ratio = a.ratio_to_bound !== undefined ? `, ${ratioText(a)} of the time bound at ${fmtBytes(Number(a.bound_bytes))}` : '';
+    tip(circle, `#${p.i}: ${a.steps} steps, ${a.rounds} rounds, ${a.chunks} chunks${a.optimality ? ' (' + a.optimality + '-optimal)' : ''}${ratio}`);
     pg.append(circle);
-    pg.append(svg('text', {x: p.x + 8, y: p.y - 8, class: 'point-label', text: `C=${a.chunks} S=${a.steps} R=${a.rounds}`}));
+    pg.append(svg('text', {x: p.x + 8, y: p.y - 8, class: 'point-label', 'data-point-ratio': a.ratio_to_bound ?? '',
+      text: `C=${a.chunks} S=${a.steps} R=${a.rounds}` + (a.ratio_to_bound !== undefined ? ` · ${ratioText(a)}` : '')}));
   }
   c.root.append(pg);
   c.root.setAttribute('data-points', fr.length);
@@ -647,8 +673,11 @@ function renderSizePlot() {
   for (let e = 10; e <= 30; e += 0.5) sizes.push(Math.pow(2, e));
   const curves = fr.map((a, i) => ({id: 'frontier-' + i, label: `#${i} C=${a.chunks} S=${a.steps} R=${a.rounds}`, color: PALETTE[i % PALETTE.length], dash: null, alg: a}));
   for (const b of baselines) curves.push({id: 'baseline-' + b.name, label: b.name, color: BASELINE_COLORS[b.name] || '#6b7280', dash: '5 4', alg: b.alg});
+  const tb = (r.bounds || {}).time;
+  const boundCurve = tb && !tb.per_chunk ? sizes.map(s => boundAt(tb, s, 1)) : null;
   let lo = Infinity, hi = 0;
   for (const cv of curves) for (const s of sizes) { const t = algCost(cv.alg, topo, s); lo = Math.min(lo, t); hi = Math.max(hi, t); }
+  if (boundCurve) for (const t of boundCurve) if (t > 0) { lo = Math.min(lo, t); hi = Math.max(hi, t); }
   if (!isFinite(lo) || lo <= 0) lo = 0.1;
   if (hi <= lo) hi = lo * 10;
   const xs = logScale(sizes[0], sizes[sizes.length - 1], c.inner.x0, c.inner.x1);
@@ -662,17 +691,25 @@ function renderSizePlot() {
     const d = sizes.map((s, k) => (k ? 'L' : 'M') + xs(s).toFixed(1) + ',' + ys(algCost(cv.alg, topo, s)).toFixed(1)).join(' ');
     g.append(tip(svg('path', {d, class: 'curve', stroke: cv.color, 'stroke-dasharray': cv.dash, 'data-curve': cv.id}), cv.label));
   }
+  if (boundCurve) {
+    // the time bound: no schedule runs below it (the frontier curves are alpha-beta estimates)
+    const d = sizes.map((s, k) => (k ? 'L' : 'M') + xs(s).toFixed(1) + ',' + ys(Math.max(boundCurve[k], lo / 1.5)).toFixed(1)).join(' ');
+    g.append(tip(svg('path', {d, class: 'curve bound-curve', 'data-bound-curve': tb.kind}),
+      'time bound (' + tb.kind + '): ' + tb.cut));
+  }
   c.root.append(g);
   // legend
   const lg = svg('g', {class: 'legend'});
   // bottom right: the emptiest corner of rising log-log cost curves
+  const entries = curves.map(cv => ({label: cv.label, attrs: {stroke: cv.color, 'stroke-width': 2.5, 'stroke-dasharray': cv.dash}}));
+  if (boundCurve) entries.push({label: 'time bound', attrs: {class: 'bound-curve'}});
   const lx = c.inner.x1 - 138;
-  const ly0 = c.inner.y0 - 10 - (curves.length - 1) * 14;
-  lg.append(svg('rect', {x: lx - 6, y: ly0 - 9, width: 142, height: curves.length * 14 + 4, class: 'legend-bg'}));
-  curves.forEach((cv, k) => {
+  const ly0 = c.inner.y0 - 10 - (entries.length - 1) * 14;
+  lg.append(svg('rect', {x: lx - 6, y: ly0 - 9, width: 142, height: entries.length * 14 + 4, class: 'legend-bg'}));
+  entries.forEach((e, k) => {
     const y = ly0 + k * 14;
-    lg.append(svg('line', {x1: lx, x2: lx + 18, y1: y, y2: y, stroke: cv.color, 'stroke-width': 2.5, 'stroke-dasharray': cv.dash}));
-    lg.append(svg('text', {x: lx + 22, y: y + 4, class: 'legend-label', text: cv.label}));
+    lg.append(svg('line', {x1: lx, x2: lx + 18, y1: y, y2: y, ...e.attrs}));
+    lg.append(svg('text', {x: lx + 22, y: y + 4, class: 'legend-label', text: e.label}));
   });
   c.root.append(lg);
   c.root.setAttribute('data-curves', curves.length);

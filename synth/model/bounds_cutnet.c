@@ -43,6 +43,7 @@ void cutnet_free(cut_network *n)
     free(n->bw);
     free(n->in_bw);
     free(n->out_bw);
+    free(n->physical);
     memset(n, 0, sizeof *n);
 }
 
@@ -170,9 +171,15 @@ int cutnet_build(const cs_topology *t, const int *part_of, int nparts, bool reve
         }
         own_edge(n, set_node[k], set_node[k] + 1, t->shared[k].lanes * fastest);
     }
+    if (!(n->physical = malloc(sizeof(int) * (size_t)(t->nlinks > 0 ? t->nlinks : 1)))) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for the cut network");
+        goto done;
+    }
     for (int l = 0; l < t->nlinks; l++) {
         const cs_link *lk = &t->links[l];
         int u = n->part_of[lk->src], v = n->part_of[lk->dst];
+        if (lk->switch_id < 0)
+            n->physical[n->nphysical++] = l;
         if (lk->switch_id >= 0 || u == v)
             continue;
         double bw = lk->lanes * lk->gbps * 1e3;
@@ -322,13 +329,11 @@ int cutnet_max_outside_ratio(cut_network *n, long budget, cut_found *best, bool 
     }
     if (p < 0)
         return CS_OK;
+    if ((long)nv * cutnet_size(n) > budget)
+        return CS_OK;   /* the single-vertex cuts only */
     unsigned char *in_s = malloc((size_t)nv);
     if (!in_s)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    if ((long)nv * cutnet_size(n) > budget) {
-        free(in_s);
-        return CS_OK;   /* the single-vertex cuts only */
-    }
     int since = 0, k = 0;
     for (; since < nv && k < 64 * nv; k++, since++) {
         int t0 = k % nv;
@@ -426,13 +431,11 @@ int cutnet_min_cut_avoiding(cut_network *n, int pinned, long budget, cut_found *
     }
     if (low < 0)
         return CS_OK;
+    if ((long)nv * cutnet_size(n) > budget)
+        return CS_OK;   /* the single-vertex cuts only */
     unsigned char *in_s = malloc((size_t)nv);
     if (!in_s)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    if ((long)nv * cutnet_size(n) > budget) {
-        free(in_s);
-        return CS_OK;   /* the single-vertex cuts only */
-    }
     for (int v = 0; v < nv; v++) {
         if (v == pinned)
             continue;
@@ -473,15 +476,65 @@ int cutnet_capacity_into(cut_network *n, const unsigned char *in_s, double *cap_
     return CS_OK;
 }
 
-double cutnet_crossing_alpha(const cut_network *n, const unsigned char *in_s)
+/* Whether link u -> v counts: crosses into S (out of S when reversed), or,
+ * with in_s NULL, joins two vertices. */
+static bool counts(const cut_network *n, const unsigned char *in_s, int u, int v)
+{
+    int pu = n->part_of[u], pv = n->part_of[v];
+    if (!in_s)
+        return pu != pv;
+    return n->reversed ? in_s[pu] && !in_s[pv] : !in_s[pu] && in_s[pv];
+}
+
+static double min_alpha(const cut_network *n, const unsigned char *in_s)
 {
     const cs_topology *t = n->topo;
     double a = INFINITY;
-    for (int l = 0; l < t->nlinks; l++) {
-        bool src_in = in_s[n->part_of[t->links[l].src]], dst_in = in_s[n->part_of[t->links[l].dst]];
-        bool crosses = n->reversed ? src_in && !dst_in : !src_in && dst_in;
-        if (crosses && t->links[l].alpha_us < a)
-            a = t->links[l].alpha_us;
+    for (int i = 0; i < n->nphysical; i++) {
+        const cs_link *l = &t->links[n->physical[i]];
+        if (l->alpha_us < a && counts(n, in_s, l->src, l->dst))
+            a = l->alpha_us;
+    }
+    /* a switch's derived links: one counts when the switch has a pair of
+     * ranks across that no physical link joins (usually the first pair tried) */
+    for (int s = 0; s < t->nswitches; s++) {
+        const cs_switch *sw = &t->switches[s];
+        if (!(sw->alpha_us < a) || sw->nranks < 2)
+            continue;
+        /* O(ranks) first: a pair that counts exists at all? */
+        bool send = false, recv = false, split = false;
+        for (int i = 0; i < sw->nranks; i++) {
+            int p = n->part_of[sw->ranks[i]];
+            split |= p != n->part_of[sw->ranks[0]];
+            if (in_s) {
+                bool inside = in_s[p];
+                send |= n->reversed ? inside : !inside;
+                recv |= n->reversed ? !inside : inside;
+            }
+        }
+        if (in_s ? !(send && recv) : !split)
+            continue;
+        bool found = false;
+        for (int i = 0; i < sw->nranks && !found; i++)
+            for (int j = 0; j < sw->nranks && !found; j++) {
+                int u = sw->ranks[i], v = sw->ranks[j];
+                if (u == v || !counts(n, in_s, u, v))
+                    continue;
+                int l = topology_find_link(t, u, v);
+                found = l >= 0 && t->links[l].switch_id == s;
+            }
+        if (found)
+            a = sw->alpha_us;
     }
     return a;
+}
+
+double cutnet_crossing_alpha(const cut_network *n, const unsigned char *in_s)
+{
+    return min_alpha(n, in_s);
+}
+
+double cutnet_partition_alpha(const cut_network *n)
+{
+    return min_alpha(n, NULL);
 }

@@ -83,6 +83,8 @@ typedef struct cut_network {
     double *bw;               /* bytes per us of own edge e */
     double *in_bw, *out_bw;   /* per vertex: sum over its own in- (out-) edges */
     double scale;             /* integer units per byte/us */
+    int *physical;            /* indices of the topology's physical links */
+    int nphysical;
 } cut_network;
 
 /* part_of NULL: a vertex per rank; else rank -> part in [0, nparts). */
@@ -123,5 +125,7 @@ int cutnet_capacity_into(cut_network *n, const unsigned char *in_s, double *cap_
 /* The smallest alpha of a topology link crossing the cut: into S (or out of
  * S on a reversed network), S given per vertex.  INFINITY when none does. */
 double cutnet_crossing_alpha(const cut_network *n, const unsigned char *in_s);
+/* The same for every link between two different vertices (a partition). */
+double cutnet_partition_alpha(const cut_network *n);
 
 #endif

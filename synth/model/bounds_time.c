@@ -49,8 +49,8 @@
  * few sweeps from far ranks (each distance found is a valid bound). */
 #define TB_PATH_WORK 3000000L
 #define TB_PATH_SWEEPS 6
-/* Alltoall: hop-distance sum while ranks x (ranks + links) fit this, and
- * BFS-order prefix sweeps from up to this many ranks. */
+/* Alltoall: hop-distance sum while ranks x (ranks + physical links + switch
+ * ports) fit this, and BFS-order prefix sweeps from up to this many ranks. */
 #define TB_DISTANCE_WORK 20000000L
 #define TB_PREFIX_ORDERS 8
 /* Custom: multi-source path searches per chunk, within this work. */
@@ -184,6 +184,10 @@ static int offer_cut(cs_time_bound *b, const cut_network *n, const cut_found *c,
 {
     if (!c->in_s || !(c->cap_bw > 0))
         return CS_OK;
+    /* describing a cut and finding its alpha walk every link: only for a
+     * cut that raises the bound (among equal ones the first is kept) */
+    if (b->kind[0] && (double)c->k / c->cap_bw <= b->bandwidth_us_per_byte)
+        return CS_OK;
     unsigned char *ranks = NULL;
     int rc = ranks_of(n, c->in_s, &ranks, err);
     if (rc)
@@ -285,34 +289,36 @@ static int search_root_min_cut(cut_network *n, int pinned, cut_found *best, bool
  * egress (or ingress) of the parts. */
 static void offer_gossip(cs_time_bound *b, const cut_network *n, const char *parts)
 {
-    double out = 0, in = 0, alpha = INFINITY;
+    double out = 0, in = 0;
     for (int v = 0; v < n->nv; v++) {
         out += n->out_bw[v];
         in += n->in_bw[v];
     }
-    const cs_topology *t = n->topo;
-    for (int l = 0; l < t->nlinks; l++)
-        if (n->part_of[t->links[l].src] != n->part_of[t->links[l].dst] &&
-            t->links[l].alpha_us < alpha)
-            alpha = t->links[l].alpha_us;
     double cap = out < in ? out : in;
     if (n->nv < 2 || !(cap > 0))
         return;
-    offer(b, isfinite(alpha) ? alpha : 0, 2.0 * (n->nv - 1) / cap, "gossip", false,
+    double bw = 2.0 * (n->nv - 1) / cap;
+    if (b->kind[0] && bw <= b->bandwidth_us_per_byte)
+        return;
+    double alpha = cutnet_partition_alpha(n);
+    offer(b, isfinite(alpha) ? alpha : 0, bw, "gossip", false,
           "gossip among %d %s: each chunk crosses between them 2(k-1) = %d times, over "
           "%.6g GB/s of their %s",
           n->nv, parts, 2 * (n->nv - 1), cap / 1e3, out < in ? "egress" : "ingress");
 }
 
-/* The smallest cut of the whole topology, each way: L must cross it. */
-static int offer_global_min_cut(cs_time_bound *b, const cs_topology *t, const int *part,
-                                int nparts, cs_error *err)
+/* On the network of a partition (part NULL: ranks): the gossip bound, and
+ * the smallest cut each way (L must cross every cut, in and out). */
+static int allreduce_on(const cs_topology *t, const int *part, int nparts, const char *parts,
+                        cs_time_bound *b, cs_error *err)
 {
     for (int dir = 0; dir < 2; dir++) {
         cut_network n;
         int rc = cutnet_build(t, part, nparts, dir == 1, &n, err);
         if (rc)
             return rc;
+        if (dir == 0)
+            offer_gossip(b, &n, parts);
         cut_found best = {0};
         bool exact = false;
         rc = cutnet_min_cut_avoiding(&n, 0, TB_CUT_WORK / 2, &best, &exact, err);
@@ -328,65 +334,90 @@ static int offer_global_min_cut(cs_time_bound *b, const cs_topology *t, const in
 
 static int allreduce_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
 {
-    cut_network n;
-    int rc = cutnet_build(t, NULL, 0, false, &n, err);
+    int rc = allreduce_on(t, NULL, 0, "ranks", b, err);
     if (rc)
-        return rc;
-    offer_gossip(b, &n, "ranks");
-    cutnet_free(&n);
-    if ((rc = offer_global_min_cut(b, t, NULL, 0, err)))
         return rc;
     int *part;
     int nparts = group_parts(t, &part, err);
     if (nparts < 0)
         return CS_ENOMEM;
-    if (nparts >= 2) {
-        rc = cutnet_build(t, part, nparts, false, &n, err);
-        if (rc == CS_OK) {
-            offer_gossip(b, &n, "groups");
-            cutnet_free(&n);
-            rc = offer_global_min_cut(b, t, part, nparts, err);
-        }
-    }
+    if (nparts >= 2)
+        rc = allreduce_on(t, part, nparts, "groups", b, err);
     free(part);
     return rc;
 }
 
 /* ---- alltoall ----------------------------------------------------------------------- */
 
-/* Switch membership as CSR: the switches of rank r are sw[begin[r]..begin[r+1]). */
+/* The lowered topology without its derived links: per rank, its physical
+ * out- and in-links and its switches (CSR).  A switch stands for the derived
+ * links between its ranks (one hop each way), so walks cost O(ranks +
+ * physical links + ports) instead of O(ports^2). */
 typedef struct {
-    int *begin, *sw;
-} rank_switches;
+    int *out_begin, *out;     /* link indices */
+    int *in_begin, *in;
+    int *sw_begin, *sw;       /* switch indices */
+} rank_adjacency;
 
-static void rank_switches_free(rank_switches *rs)
+static void rank_adjacency_free(rank_adjacency *a)
 {
-    free(rs->begin);
-    free(rs->sw);
+    free(a->out_begin);
+    free(a->out);
+    free(a->in_begin);
+    free(a->in);
+    free(a->sw_begin);
+    free(a->sw);
 }
 
-static int rank_switches_build(const cs_topology *t, rank_switches *rs, cs_error *err)
+/* The two arrays of a CSR of n rows and m entries; begin[] zeroed. */
+static int csr_alloc(int n, long m, int **begin, int **list)
 {
-    long total = 0;
+    *begin = calloc((size_t)n + 1, sizeof(int));
+    *list = malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
+    return *begin && *list ? CS_OK : CS_ENOMEM;
+}
+
+static int rank_adjacency_build(const cs_topology *t, rank_adjacency *a, cs_error *err)
+{
+    memset(a, 0, sizeof *a);
+    int P = t->ranks;
+    long phys = 0, ports = 0;
+    for (int l = 0; l < t->nlinks; l++)
+        phys += t->links[l].switch_id < 0;
     for (int s = 0; s < t->nswitches; s++)
-        total += t->switches[s].nranks;
-    rs->begin = calloc((size_t)t->ranks + 1, sizeof(int));
-    rs->sw = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
-    int *fill = malloc(sizeof(int) * (size_t)(t->ranks + 1));
-    if (!rs->begin || !rs->sw || !fill) {
+        ports += t->switches[s].nranks;
+    int *fill = malloc(sizeof(int) * ((size_t)P + 1));
+    if (!fill || csr_alloc(P, phys, &a->out_begin, &a->out) || csr_alloc(P, phys, &a->in_begin, &a->in) ||
+        csr_alloc(P, ports, &a->sw_begin, &a->sw)) {
         free(fill);
-        rank_switches_free(rs);
+        rank_adjacency_free(a);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    for (int l = 0; l < t->nlinks; l++)
+        if (t->links[l].switch_id < 0) {
+            a->out_begin[t->links[l].src + 1]++;
+            a->in_begin[t->links[l].dst + 1]++;
+        }
     for (int s = 0; s < t->nswitches; s++)
         for (int i = 0; i < t->switches[s].nranks; i++)
-            rs->begin[t->switches[s].ranks[i] + 1]++;
-    for (int r = 0; r < t->ranks; r++)
-        rs->begin[r + 1] += rs->begin[r];
-    memcpy(fill, rs->begin, sizeof(int) * (size_t)(t->ranks + 1));
+            a->sw_begin[t->switches[s].ranks[i] + 1]++;
+    for (int r = 0; r < P; r++) {
+        a->out_begin[r + 1] += a->out_begin[r];
+        a->in_begin[r + 1] += a->in_begin[r];
+        a->sw_begin[r + 1] += a->sw_begin[r];
+    }
+    memcpy(fill, a->out_begin, sizeof(int) * ((size_t)P + 1));
+    for (int l = 0; l < t->nlinks; l++)
+        if (t->links[l].switch_id < 0)
+            a->out[fill[t->links[l].src]++] = l;
+    memcpy(fill, a->in_begin, sizeof(int) * ((size_t)P + 1));
+    for (int l = 0; l < t->nlinks; l++)
+        if (t->links[l].switch_id < 0)
+            a->in[fill[t->links[l].dst]++] = l;
+    memcpy(fill, a->sw_begin, sizeof(int) * ((size_t)P + 1));
     for (int s = 0; s < t->nswitches; s++)
         for (int i = 0; i < t->switches[s].nranks; i++)
-            rs->sw[fill[t->switches[s].ranks[i]]++] = s;
+            a->sw[fill[t->switches[s].ranks[i]]++] = s;
     free(fill);
     return CS_OK;
 }
@@ -395,7 +426,7 @@ static int rank_switches_build(const cs_topology *t, rank_switches *rs, cs_error
  * cut of the network: the physical links into S (shared sets ignored) plus,
  * per switch, the cheaper side of its ports (min(inside, outside) ports).  An
  * upper bound on the min cut, so a valid bound; O(degree) per rank added. */
-static void prefix_sweep(const cs_topology *t, const rank_switches *rs, const int *order,
+static void prefix_sweep(const cs_topology *t, const rank_adjacency *adj, const int *order,
                          unsigned char *in_s, int *sw_in, const char *what, cs_time_bound *b)
 {
     int P = t->ranks;
@@ -405,19 +436,19 @@ static void prefix_sweep(const cs_topology *t, const rank_switches *rs, const in
     int best_k = 0;
     for (int k = 1; k < P; k++) {
         int v = order[k - 1];
-        for (int i = t->in_begin[v]; i < t->in_begin[v + 1]; i++) {
-            const cs_link *l = &t->links[t->in_links[i]];
-            if (l->switch_id < 0 && !in_s[l->src])
+        for (int i = adj->in_begin[v]; i < adj->in_begin[v + 1]; i++) {
+            const cs_link *l = &t->links[adj->in[i]];
+            if (!in_s[l->src])
                 cap += l->lanes * l->gbps * 1e3;
         }
-        for (int i = t->out_begin[v]; i < t->out_begin[v + 1]; i++) {
-            const cs_link *l = &t->links[i];
-            if (l->switch_id < 0 && in_s[l->dst])
+        for (int i = adj->out_begin[v]; i < adj->out_begin[v + 1]; i++) {
+            const cs_link *l = &t->links[adj->out[i]];
+            if (in_s[l->dst])
                 cap -= l->lanes * l->gbps * 1e3;
         }
-        for (int j = rs->begin[v]; j < rs->begin[v + 1]; j++) {
-            const cs_switch *s = &t->switches[rs->sw[j]];
-            int c = sw_in[rs->sw[j]]++, m = s->nranks;
+        for (int j = adj->sw_begin[v]; j < adj->sw_begin[v + 1]; j++) {
+            const cs_switch *s = &t->switches[adj->sw[j]];
+            int c = sw_in[adj->sw[j]]++, m = s->nranks;
             int before = c < m - c ? c : m - c, after = c + 1 < m - c - 1 ? c + 1 : m - c - 1;
             cap += (after - before) * s->gbps * 1e3;
         }
@@ -428,7 +459,7 @@ static void prefix_sweep(const cs_topology *t, const rank_switches *rs, const in
             best_k = k;
         }
     }
-    if (best_k == 0)
+    if (best_k == 0 || (b->kind[0] && best <= b->bandwidth_us_per_byte))
         return;
     /* the winner again, for its description and alpha */
     memset(in_s, 0, (size_t)P);
@@ -446,22 +477,37 @@ static void prefix_sweep(const cs_topology *t, const rank_switches *rs, const in
           d, best_k, what, (long long)best_k * (P - best_k), (double)best_k * (P - best_k) / best / 1e3);
 }
 
-/* BFS from src over links: order[] gets the ranks in visit order, dist[] hops. */
-static void bfs(const cs_topology *t, int src, int *order, int *dist)
+/* BFS from src over the lowered topology's hops (physical links, and a
+ * switch joining its ranks): order[] gets the ranks in visit order, dist[]
+ * the hops; sw_seen[] (nswitches entries) is scratch. */
+static void bfs(const cs_topology *t, const rank_adjacency *adj, int src, int *order, int *dist,
+                int *sw_seen)
 {
     for (int r = 0; r < t->ranks; r++)
         dist[r] = -1;
+    for (int s = 0; s < t->nswitches; s++)
+        sw_seen[s] = 0;
     int head = 0, tail = 0;
     order[tail++] = src;
     dist[src] = 0;
     while (head < tail) {
         int u = order[head++];
-        for (int i = t->out_begin[u]; i < t->out_begin[u + 1]; i++) {
-            int v = t->links[i].dst;
+        for (int i = adj->out_begin[u]; i < adj->out_begin[u + 1]; i++) {
+            int v = t->links[adj->out[i]].dst;
             if (dist[v] < 0) {
                 dist[v] = dist[u] + 1;
                 order[tail++] = v;
             }
+        }
+        for (int j = adj->sw_begin[u]; j < adj->sw_begin[u + 1]; j++) {
+            const cs_switch *s = &t->switches[adj->sw[j]];
+            if (sw_seen[adj->sw[j]]++)
+                continue;   /* its ranks were reached from an earlier (as close) rank */
+            for (int i = 0; i < s->nranks; i++)
+                if (dist[s->ranks[i]] < 0) {
+                    dist[s->ranks[i]] = dist[u] + 1;
+                    order[tail++] = s->ranks[i];
+                }
         }
     }
 }
@@ -505,7 +551,7 @@ static int alltoall_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
         for (int g = 0; in_s && g < t->ngroups; g++) {
             cut_found c = {.in_s = in_s, .k = n.weight[g] * (P - n.weight[g])};
             in_s[g] = 1;
-            if ((long)nparts * cutnet_size(&n) <= TB_CUT_WORK)
+            if ((long)nparts * cutnet_size(&n) <= TB_CUT_WORK / 16)
                 rc = cutnet_capacity_into(&n, in_s, &c.cap_bw, err);
             else
                 c.cap_bw = n.in_bw[g];   /* reversed: the group's egress */
@@ -526,8 +572,8 @@ static int alltoall_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
     }
     free(part);
     /* prefixes of the numbering and of BFS orders; the hop-distance sum */
-    rank_switches rs;
-    if ((rc = rank_switches_build(t, &rs, err)))
+    rank_adjacency adj;
+    if ((rc = rank_adjacency_build(t, &adj, err)))
         return rc;
     int *order = malloc(sizeof(int) * (size_t)P), *dist = malloc(sizeof(int) * (size_t)P);
     int *sw_in = malloc(sizeof(int) * (size_t)(t->nswitches > 0 ? t->nswitches : 1));
@@ -538,18 +584,19 @@ static int alltoall_bound(const cs_topology *t, cs_time_bound *b, cs_error *err)
     }
     for (int r = 0; r < P; r++)
         order[r] = r;
-    prefix_sweep(t, &rs, order, in_s, sw_in, "the numbering", b);
+    prefix_sweep(t, &adj, order, in_s, sw_in, "the numbering", b);
     int src = 0;
     for (int k = 0; k < TB_PREFIX_ORDERS; k++) {
-        bfs(t, src, order, dist);
-        prefix_sweep(t, &rs, order, in_s, sw_in, "a BFS order", b);
+        bfs(t, &adj, src, order, dist, sw_in);
+        prefix_sweep(t, &adj, order, in_s, sw_in, "a BFS order", b);
         int far = order[P - 1];
         src = far == src ? (src + 1) % P : far;
     }
-    if ((long)P * ((long)P + t->nlinks) <= TB_DISTANCE_WORK) {
+    long walk = (long)P + adj.out_begin[P] + adj.sw_begin[P];
+    if ((long)P * walk <= TB_DISTANCE_WORK) {
         double hops = 0;
         for (int s = 0; s < P; s++) {
-            bfs(t, s, order, dist);
+            bfs(t, &adj, s, order, dist, sw_in);
             for (int r = 0; r < P; r++)
                 hops += dist[r] > 0 ? dist[r] : 0;
         }
@@ -568,7 +615,7 @@ done:
     free(dist);
     free(sw_in);
     free(in_s);
-    rank_switches_free(&rs);
+    rank_adjacency_free(&adj);
     return rc;
 }
 

@@ -284,9 +284,16 @@ static int parse_shared(const json_t *shared, cs_topology *t, cs_error *err)
     return CS_OK;
 }
 
-static int parse_switches(const json_t *switches, cs_topology *t, cs_error *err)
+/* A switch of n ranks becomes n(n-1) directed links when finalize lowers it
+ * (fewer only where a physical link already joins a pair).  The sum is
+ * checked against the link limit before a switch is added, so a small
+ * document naming a huge switch is refused from its counts, not after
+ * hundreds of MB of links were built. */
+static int parse_switches(const json_t *switches, cs_topology *t, size_t max_links,
+                          cs_error *err)
 {
     static const char *const keys[] = { "name", "ranks", "gbps", "alpha_us", NULL };
+    long long links = t->nlinks;
     if (!switches)
         return CS_OK;
     if (!json_is_array(switches))
@@ -320,6 +327,16 @@ static int parse_switches(const json_t *switches, cs_topology *t, cs_error *err)
         int *ranks, n;
         if ((rc = get_rank_array(json_object_get(s, "ranks"), t->ranks, f, &ranks, &n, err)))
             return rc;
+        long long lowered = (long long)n * (n - 1);
+        long long cap = max_links ? (long long)max_links : CS_TOPOLOGY_MAX_LINKS;
+        if (links + lowered > cap) {
+            free(ranks);
+            return cs_error_set(err, CS_ELIMIT, path,
+                                "a switch of %d ranks is %lld links once lowered; with the %lld "
+                                "before it that is more than the limit of %lld links",
+                                n, lowered, links, cap);
+        }
+        links += lowered;
         rc = topology_add_switch(t, nbuf, ranks, n, gbps, alpha, err);
         free(ranks);
         if (rc) {
@@ -393,7 +410,7 @@ int topology_from_json(const json_t *doc, const cs_topology_parse_options *opt,
     if (rc == CS_OK)
         rc = parse_shared(json_object_get(doc, "shared"), t, err);
     if (rc == CS_OK)
-        rc = parse_switches(json_object_get(doc, "switches"), t, err);
+        rc = parse_switches(json_object_get(doc, "switches"), t, max_links, err);
     if (rc == CS_OK)
         rc = parse_groups(json_object_get(doc, "groups"), t, err);
     if (rc == CS_OK)

@@ -681,9 +681,57 @@ static int run_baseline(const cs_synth_request *r, cs_result **out, cs_error *er
     return CS_OK;
 }
 
+/* ---- trivial requests (issue 12): answered for every method before dispatch ---- */
+
+bool synth_request_trivial(const cs_synth_request *r)
+{
+    const cs_collective *c = &r->collective;
+    int ranks = r->topology->ranks;
+    if (c->kind != CS_COLL_CUSTOM)
+        return ranks == 1; /* a lone contribution is the full reduction, too */
+    for (int i = 0; i < c->npost; i++)
+        if (!collective_pre(c, ranks, 1, c->post[2 * i], c->post[2 * i + 1]))
+            return false;
+    return true;
+}
+
+static int run_trivial(const cs_synth_request *r, cs_result **out, cs_error *err)
+{
+    cs_result *res = NULL;
+    cs_algorithm *a = NULL;
+    int rc = result_new("trivial", &res, err);
+    if (!rc)
+        rc = algorithm_new(&r->collective, r->topology->name, r->topology->ranks, 1, 0, &a, err);
+    if (!rc) {
+        snprintf(a->method, sizeof a->method, "trivial");
+        snprintf(a->optimality, sizeof a->optimality, "both"); /* 0 steps, 0 rounds */
+        rc = result_add(res, a);
+        if (rc)
+            algorithm_free(a);
+    }
+    if (rc) {
+        result_free(res);
+        return rc;
+    }
+    res->complete = true;
+    res->bound_steps = 0;
+    res->bound_rounds_per_chunk = 0;
+    snprintf(res->reason, sizeof res->reason, "%s",
+             r->topology->ranks == 1
+                 ? "trivial: a single rank has nothing to send (0 steps, 0 rounds)"
+                 : "trivial: every chunk is already where the postcondition wants it "
+                   "(0 steps, 0 rounds)");
+    *out = res;
+    return CS_OK;
+}
+
 int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
               const cs_synth_hooks *hooks, cs_result **out, cs_error *err)
 {
+    if (synth_request_trivial(r)) {
+        *out = NULL;
+        return run_trivial(r, out, err);
+    }
     cs_synth_limits defaults;
     if (!lim_in) {
         synth_limits_default(&defaults);

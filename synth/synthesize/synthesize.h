@@ -132,6 +132,12 @@ long synth_estimate_sends(const cs_topology *t, const cs_collective *c, int chun
 int synth_check_result_size(long sends, const cs_synth_limits *lim, const char *field,
                             cs_error *err);
 
+/* Nothing to move: one rank, or a custom collective whose postcondition is
+ * already in its precondition.  synth_run answers such a request at once, for
+ * every method, with a complete frontier of one empty algorithm (0 steps,
+ * 0 rounds, optimality "both") and a reason that says it is trivial. */
+bool synth_request_trivial(const cs_synth_request *r);
+
 typedef struct cs_synth_hooks {
     cs_progress_fn progress;      /* may be NULL */
     void *progress_ctx;

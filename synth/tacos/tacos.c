@@ -581,7 +581,7 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         json_object_set_new(st, "sim_time_us", json_real(sim_us));
         json_object_set_new(st, "schedule_time_us", json_real(best.makespan_us));
         json_object_set_new(st, "ideal_us", json_real(ideal));
-        json_object_set_new(st, "ratio", json_real(sim_us > 0 ? ideal / sim_us : 0.0));
+        json_object_set_new(st, "ratio_to_ideal", json_real(sim_us > 0 ? ideal / sim_us : 0.0));
         json_object_set_new(st, "trials", json_integer(opt->trials));
         json_object_set_new(st, "sends", json_integer(best.nsends));
         {

@@ -106,6 +106,13 @@ try {
   out.baseline_curves = await page.locator('#size-plot [data-curve^="baseline-"]').count();
   out.sends = await page.locator('#step-timeline [data-send]').count();
   out.frontier_rows = await page.locator('#frontier-table tbody tr').count();
+  // the time bound: each frontier row shows the API's ratio_to_bound, the
+  // summary the bound, the size plot its curve
+  out.expected_ratios = frontier.map(a => a.ratio_to_bound === undefined ? null : Number(a.ratio_to_bound).toFixed(3));
+  out.ratios = await page.evaluate(() => [...document.querySelectorAll('#frontier-table tbody td.ratio')].map(e => e.textContent));
+  out.has_time_bound = !!(api.res.bounds && api.res.bounds.time);
+  out.summary_text = await page.locator('#result-summary').innerText();
+  out.bound_curves = await page.locator('#size-plot [data-bound-curve]').count();
 
   // clicking another frontier point re-draws the heat map for it
   if (frontier.length > 1) {

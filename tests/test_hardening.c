@@ -1,0 +1,1302 @@
+/*
+ * Integration tests of collsynthd's hardening (issue 12, "Service" and
+ * "Observability"): the real daemon on loopback, spoken to with libcurl and,
+ * where the point is what a client does on the wire (slow headers, bodies
+ * written without reading, NUL bytes, chunk extensions), with raw sockets.
+ *
+ * Each test reproduces one finding of the audit and asserts the behaviour a
+ * careful client expects instead.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "check_main.h"
+#include "cs_common.h"
+#include "server_harness.h"
+
+/* SMT on the 36-rank torus2d:6x6 with a wide class searches until its time
+ * limit (tens of seconds), and stops promptly when cancelled: a job that is
+ * still running whenever a test looks.  The format argument adds options
+ * (distinct keys per test). */
+#define LONG_JOB                                                                              \
+    "{\"topology\":\"torus2d:6x6\",\"collective\":\"allgather\",\"method\":\"smt\","           \
+    "\"options\":{\"max_chunks\":8,\"k\":6%s}}"
+
+static json_t *body_json(const http_resp *r)
+{
+    json_t *doc = json_loads(r->body, 0, NULL);
+    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
+    return doc;
+}
+
+static const char *jstr(const json_t *doc, const char *key)
+{
+    const char *s = json_string_value(json_object_get(doc, key));
+    return s ? s : "";
+}
+
+static void start(cs_daemon *d, const char *store, const char *const *extra)
+{
+    ck_assert_msg(daemon_start(d, store, NULL, extra) == 0, "daemon did not start");
+}
+
+static long post(const cs_daemon *d, const char *body, json_t **doc)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
+    long st = r.status;
+    if (doc)
+        *doc = body_json(&r);
+    http_resp_free(&r);
+    return st;
+}
+
+static json_t *get_json(const cs_daemon *d, const char *path, long *status)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "GET", path, NULL, NULL, &r), 0);
+    if (status)
+        *status = r.status;
+    json_t *doc = body_json(&r);
+    http_resp_free(&r);
+    return doc;
+}
+
+static json_t *job_doc(const cs_daemon *d, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    long st = 0;
+    json_t *doc = get_json(d, path, &st);
+    ck_assert_msg(st == 200, "GET %s: %ld", path, st);
+    return doc;
+}
+
+/* Polls a job until its status is one of want ("a|b"); returns its document. */
+static json_t *wait_status(const cs_daemon *d, const char *id, const char *want,
+                           double timeout_s)
+{
+    double until = cs_now() + timeout_s;
+    for (;;) {
+        json_t *doc = job_doc(d, id);
+        const char *st = jstr(doc, "status");
+        char pat[64];
+        snprintf(pat, sizeof pat, "|%s|", want);
+        char me[40];
+        snprintf(me, sizeof me, "|%s|", st);
+        if (strstr(pat, me) || cs_now() > until)
+            return doc;
+        json_decref(doc);
+        usleep(50000);
+    }
+}
+
+/* The whole file (also /proc files, whose size is not known ahead). */
+static char *read_file_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    size_t got;
+    while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2)
+            s = realloc(s, cap *= 2);
+    }
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* ---- 1. a second daemon on the same store ------------------------------------------- */
+
+/* Posts a long job to d and waits until it runs; fills id and the instance running it. */
+static void long_job_running(const cs_daemon *d, const char *extra_opts, char id[40],
+                             char instance[64])
+{
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, extra_opts);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(d, body, &doc), 202);
+    snprintf(id, 40, "%s", jstr(doc, "job"));
+    json_decref(doc);
+    json_t *j = wait_status(d, id, "running", 20);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    snprintf(instance, 64, "%s", jstr(j, "instance"));
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "attempts")), 1);
+    json_decref(j);
+}
+
+static void assert_still_first_attempt(const cs_daemon *d, const char *id, const char *instance)
+{
+    json_t *j = job_doc(d, id);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert_str_eq(jstr(j, "instance"), instance);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "attempts")), 1);
+    json_decref(j);
+}
+
+START_TEST(second_daemon_on_busy_port_leaves_the_store_alone)
+{
+    cs_daemon a;
+    start(&a, NULL, NULL);
+    char id[40], inst[64];
+    long_job_running(&a, ",\"instance_time_limit_s\":51", id, inst);
+    /* `make run` again: the same data dir and the same (busy) port */
+    char port[16];
+    snprintf(port, sizeof port, "%d", a.port);
+    const char *extra[] = {"--port", port, NULL};
+    cs_daemon b;
+    ck_assert_int_ne(daemon_start(&b, NULL, a.dir, extra), 0);
+    usleep(300000);
+    assert_still_first_attempt(&a, id, inst);
+    char *log = read_file_text(a.log_path);
+    ck_assert_msg(strstr(log, "cannot listen") != NULL, "no listen error in the log");
+    ck_assert_msg(strstr(log, "jobs_reaped") == NULL, "the second daemon reaped jobs");
+    free(log);
+    ck_assert_int_eq(daemon_stop(&a), 0);
+}
+END_TEST
+
+START_TEST(second_daemon_on_same_sqlite_store_is_refused)
+{
+    cs_daemon a;
+    start(&a, NULL, NULL);
+    char id[40], inst[64];
+    long_job_running(&a, ",\"instance_time_limit_s\":52", id, inst);
+    cs_daemon b;
+    ck_assert_int_ne(daemon_start(&b, NULL, a.dir, NULL), 0);
+    usleep(300000);
+    assert_still_first_attempt(&a, id, inst);
+    char *log = read_file_text(a.log_path);
+    ck_assert_msg(strstr(log, "in use by another collsynthd") != NULL,
+                  "the refusal does not say why: %.2000s", log);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&a), 0);
+}
+END_TEST
+
+
+/* ---- 2. amplification and heavy parsing ---------------------------------------------- */
+
+static long daemon_peak_rss_kb(const cs_daemon *d)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+    char *st = read_file_text(path);
+    const char *p = strstr(st, "VmHWM:");
+    long kb = p ? atol(p + 6) : -1;
+    free(st);
+    return kb;
+}
+
+/* A topology with one switch of n ranks, and a collective that names the
+ * root given (out of range: the request is refused after the topology). */
+static char *switch_request(int n, int root)
+{
+    char *body = malloc((size_t)n * 8 + 256);
+    size_t used = (size_t)sprintf(body, "{\"topology\":{\"ranks\":%d,\"switches\":[{\"ranks\":[",
+                                  n);
+    for (int i = 0; i < n; i++)
+        used += (size_t)sprintf(body + used, "%s%d", i ? "," : "", i);
+    sprintf(body + used, "]}]},\"collective\":{\"kind\":\"broadcast\",\"root\":%d}}", root);
+    return body;
+}
+
+typedef struct timed_post {
+    const cs_daemon *d;
+    const char *body;
+    long status;
+    char field[64];
+    double t0, t1;
+} timed_post;
+
+static void *timed_post_thread(void *arg)
+{
+    timed_post *p = arg;
+    p->t0 = cs_now();
+    http_resp r;
+    if (http_request(p->d, "POST", "/v1/synthesize", p->body, NULL, &r) == 0) {
+        p->status = r.status;
+        json_t *doc = json_loads(r.body, 0, NULL);
+        snprintf(p->field, sizeof p->field, "%s",
+                 jstr(json_object_get(doc, "error"), "field"));
+        json_decref(doc);
+    }
+    http_resp_free(&r);
+    p->t1 = cs_now();
+    return NULL;
+}
+
+static void run_posts(timed_post *ps, int n, pthread_t *th)
+{
+    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, timed_post_thread, &ps[i]);
+}
+
+START_TEST(huge_switch_is_refused_from_its_counts)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char *body = switch_request(2895, 0);
+    ck_assert_int_lt(strlen(body), 16 * 1024);
+    enum { N = 4 };
+    timed_post ps[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = (timed_post){.d = &d, .body = body};
+    run_posts(ps, N, th);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(ps[i].status, 413);
+        ck_assert_str_eq(ps[i].field, "topology.switches[0]");
+    }
+    long kb = daemon_peak_rss_kb(&d);
+    ck_assert_msg(kb > 0 && kb < 200 * 1024, "daemon peaked at %ld KB", kb);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Requests that are legal but costly to parse (a 1000-rank switch is ~1M
+ * links) must not hold the threads that answer everyone else: health stays
+ * prompt while many of them are being parsed. */
+START_TEST(heavy_parsing_does_not_starve_health)
+{
+    cs_daemon d;
+    const char *extra[] = {"--http-threads", "2", NULL};
+    start(&d, NULL, extra);
+    char *body = switch_request(1000, 5000);
+    enum { N = 16 };
+    timed_post ps[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = (timed_post){.d = &d, .body = body};
+    run_posts(ps, N, th);
+    usleep(150000);
+    double worst = 0;
+    for (int k = 0; k < 5; k++) {
+        double t0 = cs_now();
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+        double dt = cs_now() - t0;
+        worst = dt > worst ? dt : worst;
+        usleep(100000);
+    }
+    double first = 1e300, last = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(ps[i].status, 400);
+        ck_assert_str_eq(ps[i].field, "collective.root");
+        first = ps[i].t0 < first ? ps[i].t0 : first;
+        last = ps[i].t1 > last ? ps[i].t1 : last;
+    }
+    /* the posts kept the daemon busy for a while; health never waited for them */
+    ck_assert_msg(worst < 0.25 * (last - first) && worst < 1.0,
+                  "health took %.3f s while %d posts took %.3f s", worst, N, last - first);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+
+/* ---- 3. cross-site submissions ---------------------------------------------------------- */
+
+#define RING_REQ "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"ring\"}"
+
+static long post_with(const cs_daemon *d, const char *body, const char *const *headers,
+                      char *code, size_t n)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, headers, &r), 0);
+    if (code) {
+        json_t *doc = json_loads(r.body, 0, NULL);
+        snprintf(code, n, "%s", jstr(json_object_get(doc, "error"), "code"));
+        json_decref(doc);
+    }
+    long st = r.status;
+    http_resp_free(&r);
+    return st;
+}
+
+START_TEST(posts_need_json_content_type)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char code[64];
+    /* what a cross-site form or a no-preflight fetch can send */
+    const char *plain[] = {"Content-Type: text/plain", NULL};
+    const char *form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    const char *multi[] = {"Content-Type: multipart/form-data; boundary=x", NULL};
+    const char *none[] = {"Content-Type:", NULL};
+    const char *const *refused[] = {plain, form, multi, none};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(post_with(&d, RING_REQ, refused[i], code, sizeof code), 415);
+        ck_assert_str_eq(code, "unsupported_media_type");
+    }
+    const char *charset[] = {"Content-Type: Application/JSON; charset=utf-8", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, charset, NULL, 0), 202);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(foreign_origins_cannot_submit_or_cancel)
+{
+    cs_daemon d;
+    const char *extra[] = {"--cors-origins", "https://ok.example", NULL};
+    start(&d, NULL, extra);
+    char code[64], self[128];
+    const char *evil[] = {"Origin: https://evil.example", NULL};
+    const char *null_origin[] = {"Origin: null", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, evil, code, sizeof code), 403);
+    ck_assert_str_eq(code, "forbidden_origin");
+    ck_assert_int_eq(post_with(&d, RING_REQ, null_origin, NULL, 0), 403);
+    http_resp r;
+    ck_assert_int_eq(http_request(&d, "DELETE", "/v1/jobs/0123456789abcdef0123456789abcdef", NULL,
+                                  evil, &r), 0);
+    ck_assert_int_eq(r.status, 403);
+    http_resp_free(&r);
+    /* reads stay open (CORS keeps their answers from foreign pages) */
+    ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, evil, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    /* the dashboard served by the daemon itself, and an allowed origin */
+    snprintf(self, sizeof self, "Origin: http://127.0.0.1:%d", d.port);
+    const char *same[] = {self, NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, same, NULL, 0), 202);
+    const char *ok[] = {"Origin: https://ok.example", NULL};
+    ck_assert_int_eq(post_with(&d, "{\"topology\":\"ring:5\",\"collective\":\"allgather\","
+                                   "\"method\":\"ring\"}", ok, NULL, 0), 202);
+    /* nothing was queued by the refused ones */
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_jobs{state=\"queued\"}") +
+                         (long)metrics_value(&d, "collsynth_jobs{state=\"running\"}") +
+                         (long)metrics_value(&d, "collsynth_jobs{state=\"done\"}"),
+                     2);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* DNS rebinding: a page on evil.example re-resolves its name to 127.0.0.1
+ * and talks to the daemon as same-origin; only the Host header tells. */
+START_TEST(loopback_daemon_checks_host)
+{
+    cs_daemon d;
+    const char *extra[] = {"--allowed-hosts", "build-box.internal", NULL};
+    start(&d, NULL, extra);
+    char h[5][128];
+    snprintf(h[0], sizeof h[0], "Host: evil.example:%d", d.port);
+    snprintf(h[1], sizeof h[1], "Host: localhost:%d", d.port);
+    snprintf(h[2], sizeof h[2], "Host: 127.0.0.1:%d", d.port);
+    snprintf(h[3], sizeof h[3], "Host: build-box.internal:%d", d.port);
+    snprintf(h[4], sizeof h[4], "Host: 127.0.0.1.evil.example:%d", d.port);
+    long want[5] = {403, 200, 200, 200, 403};
+    for (int i = 0; i < 5; i++) {
+        const char *hdr[] = {h[i], NULL};
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, hdr, &r), 0);
+        ck_assert_msg(r.status == want[i], "%s: %ld", h[i], r.status);
+        if (want[i] == 403) {
+            json_t *doc = body_json(&r);
+            ck_assert_str_eq(jstr(json_object_get(doc, "error"), "code"), "forbidden_host");
+            json_decref(doc);
+        }
+        http_resp_free(&r);
+    }
+    const char *evil[] = {h[0], NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, evil, NULL, 0), 403);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+
+/* ---- raw sockets ------------------------------------------------------------------------ */
+
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    if (src) {
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &a.sin_addr);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Writes all of it like a naive client (Python's urllib: no 100-continue);
+ * 0, or the errno that stopped it. */
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads until EOF or timeout; returns what came (NUL-terminated), *err the
+ * errno of a failed read (ECONNRESET) or 0. */
+static char *recv_all(int fd, double timeout_s, int *err)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    *err = 0;
+    double until = cs_now() + timeout_s;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((until - cs_now()) * 1000);
+        if (ms <= 0 || poll(&p, 1, ms) <= 0)
+            break;
+        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
+        if (r < 0) {
+            *err = errno;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (cap - n < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- 6. over-limit bodies ---------------------------------------------------------------- */
+
+START_TEST(over_limit_body_is_answered_not_reset)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-body-bytes", "65536", NULL};
+    start(&d, NULL, extra);
+    size_t n = 2 << 20;
+    char *body = malloc(n);
+    memset(body, ' ', n);
+    body[0] = '{';
+    body[n - 1] = '}';
+    for (int chunked = 0; chunked < 2; chunked++) {
+        int fd = connect_from(NULL, d.port);
+        ck_assert_int_ge(fd, 0);
+        char head[512];
+        if (chunked)
+            snprintf(head, sizeof head,
+                     "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        else
+            snprintf(head, sizeof head,
+                     "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", n);
+        ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
+        int werr = 0;
+        if (chunked) {
+            for (size_t off = 0; off < n && !werr; off += 16384) {
+                char line[32];
+                snprintf(line, sizeof line, "%x\r\n", 16384);
+                werr = send_all(fd, line, strlen(line));
+                if (!werr)
+                    werr = send_all(fd, body + off, 16384);
+                if (!werr)
+                    werr = send_all(fd, "\r\n", 2);
+            }
+            if (!werr)
+                werr = send_all(fd, "0\r\n\r\n", 5);
+        } else {
+            werr = send_all(fd, body, n);
+        }
+        ck_assert_msg(werr == 0, "writing the body failed: %s", strerror(werr));
+        int rerr = 0;
+        char *resp = recv_all(fd, 10, &rerr);
+        ck_assert_msg(rerr == 0, "reading the answer failed: %s", strerror(rerr));
+        ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "answer: %.200s", resp);
+        ck_assert_ptr_nonnull(strstr(resp, "\"too_large\""));
+        free(resp);
+        close(fd);
+    }
+    /* a client that asks first is told at once and never sends the body */
+    int fd = connect_from(NULL, d.port);
+    char head[512];
+    snprintf(head, sizeof head,
+             "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nExpect: 100-continue\r\n\r\n", n);
+    ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
+    int rerr = 0;
+    char *resp = recv_all(fd, 5, &rerr);
+    ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "answer: %.200s", resp);
+    free(resp);
+    close(fd);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+
+/* ---- 4. slow connections ------------------------------------------------------------------ */
+
+/* Seconds until the daemon closes fd (EOF or reset), at most limit_s; while
+ * waiting, drips one byte of header every drip_s (0: none). */
+static double seconds_until_closed(int fd, double limit_s, double drip_s)
+{
+    double t0 = cs_now(), next = t0 + drip_s;
+    for (;;) {
+        double now = cs_now();
+        if (now - t0 > limit_s)
+            return now - t0;
+        if (drip_s > 0 && now >= next) {
+            send(fd, "X", 1, MSG_NOSIGNAL);
+            next = now + drip_s;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 50) > 0) {
+            char buf[512];
+            ssize_t r = recv(fd, buf, sizeof buf, 0);
+            if (r <= 0)
+                return cs_now() - t0;
+        }
+    }
+}
+
+START_TEST(slow_headers_meet_a_deadline)
+{
+    cs_daemon d;
+    const char *extra[] = {"--header-timeout", "1", NULL};
+    start(&d, NULL, extra);
+    /* silent after a partial request line */
+    int fd = connect_from(NULL, d.port);
+    ck_assert_int_eq(send_all(fd, "GET /v1/health HT", 17), 0);
+    double t = seconds_until_closed(fd, 6, 0);
+    ck_assert_msg(t < 4, "a silent half-request stayed open %.1f s", t);
+    close(fd);
+    /* a byte every 0.3 s keeps an idle timeout alive forever, not a deadline */
+    fd = connect_from(NULL, d.port);
+    ck_assert_int_eq(send_all(fd, "GET /v1/health HTTP/1.1\r\nX-Slow: ", 33), 0);
+    t = seconds_until_closed(fd, 6, 0.3);
+    ck_assert_msg(t < 4, "a dripping request stayed open %.1f s", t);
+    close(fd);
+    /* the deadline is per request, not per connection: a quick client on a
+     * kept-alive connection is not cut off */
+    fd = connect_from(NULL, d.port);
+    for (int i = 0; i < 3; i++) {
+        const char *req = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        ck_assert_int_eq(send_all(fd, req, strlen(req)), 0);
+        char buf[2048];
+        ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
+        ck_assert_int_gt(r, 0);
+        buf[r] = '\0';
+        ck_assert_msg(!strncmp(buf, "HTTP/1.1 200", 12), "%.100s", buf);
+        usleep(600000);
+    }
+    close(fd);
+    ck_assert_int_ge((long)metrics_value(&d, "collsynth_http_timeouts_total{phase=\"headers\"}"), 2);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(slow_clients_from_one_address_do_not_block_health)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-connections", "200", "--max-connections-per-ip", "20",
+                           "--header-timeout", "30", NULL};
+    start(&d, NULL, extra);
+    enum { N = 300 };
+    int fds[N];
+    int open_ok = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.2", d.port);
+        if (fds[i] >= 0 && send_all(fds[i], "G", 1) == 0)
+            open_ok++;
+    }
+    ck_assert_int_gt(open_ok, 20);
+    usleep(300000);
+    for (int k = 0; k < 3; k++) {
+        double t0 = cs_now();
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+        ck_assert_msg(cs_now() - t0 < 1.0, "health took %.2f s", cs_now() - t0);
+    }
+    /* the daemon holds at most 20 of them */
+    int alive = 0;
+    for (int i = 0; i < N; i++) {
+        if (fds[i] < 0)
+            continue;
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char c;
+        if (!(poll(&p, 1, 0) > 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0))
+            alive++;
+        close(fds[i]);
+    }
+    ck_assert_int_le(alive, 20);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+
+/* ---- 7. trivial requests ------------------------------------------------------------------- */
+
+START_TEST(trivial_requests_are_answered_at_once)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    static const char *const bodies[] = {
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allgather\"}",
+        "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allreduce\","
+        "\"method\":\"ring\"}",
+        "{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"custom\",\"global_chunks\":2,"
+        "\"pre\":[[0,0],[1,1]],\"post\":[[0,0]]},\"method\":\"tacos\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        json_t *doc = NULL;
+        /* no wait_s: still the answer, not a job */
+        ck_assert_int_eq(post(&d, bodies[i], &doc), 200);
+        ck_assert(json_is_true(json_object_get(doc, "complete")));
+        ck_assert_ptr_nonnull(strstr(jstr(doc, "reason"), "trivial"));
+        json_t *front = json_object_get(doc, "frontier");
+        ck_assert_int_eq(json_array_size(front), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(front, 0), "steps")), 0);
+        ck_assert_int_eq(json_array_size(json_object_get(json_array_get(front, 0), "sends")), 0);
+        /* stored like any result */
+        char path[128];
+        snprintf(path, sizeof path, "/v1/results/%s", jstr(doc, "key"));
+        long st = 0;
+        json_t *again = get_json(&d, path, &st);
+        ck_assert_int_eq(st, 200);
+        json_decref(again);
+        json_decref(doc);
+    }
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 0);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- 8. smaller ones -------------------------------------------------------------------------- */
+
+START_TEST(bearer_scheme_is_case_insensitive)
+{
+    cs_daemon d;
+    const char *extra[] = {"--auth-token", "s3cret", NULL};
+    start(&d, NULL, extra);
+    const char *spellings[] = {"Authorization: bearer s3cret", "Authorization: BEARER s3cret",
+                               "Authorization: Bearer  s3cret"};
+    for (int i = 0; i < 3; i++) {
+        char body[200];
+        snprintf(body, sizeof body, "{\"topology\":\"ring:%d\",\"collective\":\"allgather\","
+                                    "\"method\":\"ring\"}", 4 + i);
+        const char *h[] = {spellings[i], NULL};
+        ck_assert_msg(post_with(&d, body, h, NULL, 0) == 202, "%s", spellings[i]);
+    }
+    const char *wrong[] = {"Authorization: Basic s3cret", NULL};
+    ck_assert_int_eq(post_with(&d, RING_REQ, wrong, NULL, 0), 401);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(listen_everywhere_without_token_warns)
+{
+    cs_daemon d;
+    const char *extra[] = {"--listen", "0.0.0.0", NULL};
+    start(&d, NULL, extra);
+    char *log = read_file_text(d.log_path);
+    ck_assert_msg(strstr(log, "level=warn event=no_auth_token") != NULL, "log: %.1500s", log);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    /* loopback, or a token: no warning */
+    const char *tok[] = {"--listen", "0.0.0.0", "--auth-token", "t", NULL};
+    start(&d, NULL, tok);
+    log = read_file_text(d.log_path);
+    ck_assert_ptr_null(strstr(log, "no_auth_token"));
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(listen_with_host_port)
+{
+    int port = free_port();
+    char spec[64], ps[16];
+    snprintf(spec, sizeof spec, "127.0.0.1:%d", port);
+    snprintf(ps, sizeof ps, "%d", port);
+    /* the harness passes --port 0 first; the same port again agrees with --listen */
+    const char *extra[] = {"--listen", spec, "--port", ps, NULL};
+    cs_daemon d;
+    start(&d, NULL, extra);
+    ck_assert_int_eq(d.port, port);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(nul_in_the_target_is_refused)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    const char *paths[] = {"/index.html%00.js", "/v1/health%00", "/v1/topologies/ring:4%00x",
+                           "/v1/topologies?x=%00"};
+    for (int i = 0; i < 4; i++) {
+        int fd = connect_from(NULL, d.port);
+        char req[256];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                 paths[i]);
+        ck_assert_int_eq(send_all(fd, req, strlen(req)), 0);
+        int rerr;
+        char *resp = recv_all(fd, 5, &rerr);
+        ck_assert_msg(!strncmp(resp, "HTTP/1.1 400", 12), "%s: %.120s", paths[i], resp);
+        ck_assert_ptr_nonnull(strstr(resp, "\"field\":\"path\""));
+        free(resp);
+        close(fd);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+
+/* ---- 5. job ownership -------------------------------------------------------------------- */
+
+static long delete_job(const cs_daemon *d, const char *id, const char *query,
+                       const char *const *headers, json_t **doc)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/jobs/%s%s", id, query ? query : "");
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "DELETE", path, NULL, headers, &r), 0);
+    long st = r.status;
+    if (doc)
+        *doc = body_json(&r);
+    http_resp_free(&r);
+    return st;
+}
+
+/* Two callers of one synthesis, on the same daemon or two of a fleet:
+ * the second's DELETE lets go of it, the first keeps waiting; the
+ * synthesis stops when the first lets go too. */
+static void two_callers_one_synthesis(const cs_daemon *a, const cs_daemon *b, const char *opts)
+{
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, opts);
+    json_t *ja = NULL, *jb = NULL;
+    ck_assert_int_eq(post(a, body, &ja), 202);
+    ck_assert_int_eq(post(b, body, &jb), 202);
+    ck_assert(json_is_true(json_object_get(jb, "coalesced")));
+    char ha[40], hb[40];
+    snprintf(ha, sizeof ha, "%s", jstr(ja, "job"));
+    snprintf(hb, sizeof hb, "%s", jstr(jb, "job"));
+    ck_assert_str_eq(jstr(ja, "key"), jstr(jb, "key"));
+    ck_assert_str_ne(ha, hb); /* each caller holds its own handle */
+    json_decref(ja);
+    json_decref(jb);
+    json_t *j = wait_status(a, ha, "running", 20);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "waiters")), 2);
+    json_decref(j);
+    /* the second caller leaves, through the other daemon */
+    json_t *doc = NULL;
+    ck_assert_int_eq(delete_job(a, hb, NULL, NULL, &doc), 200);
+    ck_assert_str_eq(jstr(doc, "status"), "detached");
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "waiters")), 1);
+    json_decref(doc);
+    /* past a heartbeat or two: still running for the first caller */
+    usleep(2500000);
+    j = job_doc(b, ha);
+    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert(!json_is_true(json_object_get(j, "cancel_requested")));
+    ck_assert(json_is_false(json_object_get(j, "detached")));
+    json_decref(j);
+    j = job_doc(a, hb);
+    ck_assert(json_is_true(json_object_get(j, "detached")));
+    json_decref(j);
+    /* the first leaves: no one waits, the synthesis stops */
+    ck_assert_int_eq(delete_job(b, ha, NULL, NULL, &doc), 202);
+    ck_assert_str_eq(jstr(doc, "status"), "cancelling");
+    json_decref(doc);
+    j = wait_status(a, ha, "cancelled", 15);
+    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    ck_assert_ptr_nonnull(strstr(jstr(json_object_get(j, "error"), "message"), "detached"));
+    json_decref(j);
+    /* letting go again is harmless */
+    ck_assert_int_eq(delete_job(a, ha, NULL, NULL, NULL), 200);
+}
+
+START_TEST(delete_detaches_its_caller)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    two_callers_one_synthesis(&d, &d, ",\"instance_time_limit_s\":61");
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 1);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(explicit_cancel_stops_it_for_everyone)
+{
+    cs_daemon d;
+    const char *extra[] = {"--auth-token", "tok", NULL};
+    start(&d, NULL, extra);
+    const char *auth[] = {"Authorization: Bearer tok", NULL};
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":62");
+    http_resp r;
+    char ha[40], hb[40];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", body, auth, &r), 0);
+        ck_assert_int_eq(r.status, 202);
+        json_t *doc = body_json(&r);
+        snprintf(i ? hb : ha, 40, "%s", jstr(doc, "job"));
+        json_decref(doc);
+        http_resp_free(&r);
+    }
+    json_t *j = wait_status(&d, ha, "running", 20);
+    json_decref(j);
+    /* without the token, nothing */
+    ck_assert_int_eq(delete_job(&d, hb, "?all=true", NULL, NULL), 401);
+    ck_assert_int_eq(delete_job(&d, hb, "?all=maybe", auth, NULL), 400);
+    ck_assert_int_eq(delete_job(&d, hb, "?all=true", auth, NULL), 202);
+    j = wait_status(&d, ha, "cancelled", 15);
+    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    json_decref(j);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static cs_pg pg;
+static bool pg_ok;
+static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
+static void pg_teardown(void)
+{
+    if (pg_ok)
+        pg_stop(&pg);
+}
+
+START_TEST(pg_fleet_counts_waiters_across_daemons)
+{
+    ck_assert_msg(pg_ok, "PostgreSQL did not start");
+    char url[256];
+    ck_assert_int_eq(pg_create_db(&pg, "waiters", url, sizeof url), 0);
+    cs_daemon a, b;
+    const char *extra[] = {"--poll", "0.1", NULL};
+    start(&a, url, extra);
+    start(&b, url, extra);
+    two_callers_one_synthesis(&a, &b, ",\"instance_time_limit_s\":63");
+    double started = metrics_value(&a, "collsynth_syntheses_total{outcome=\"started\"}") +
+                     metrics_value(&b, "collsynth_syntheses_total{outcome=\"started\"}");
+    ck_assert_int_eq((long)started, 1);
+    ck_assert_int_eq(daemon_stop(&a), 0);
+    ck_assert_int_eq(daemon_stop(&b), 0);
+}
+END_TEST
+
+
+/* ---- lists: GET /v1/results, GET /v1/jobs -------------------------------------------- */
+
+/* Follows `next` through every page of path (which has its own query);
+ * returns the items in order and checks newest first. */
+static json_t *all_pages(const cs_daemon *d, const char *path, const char *name, int limit,
+                         int *pages)
+{
+    json_t *all = json_array();
+    char cursor[128] = "";
+    *pages = 0;
+    for (;;) {
+        char url[512];
+        snprintf(url, sizeof url, "%s%slimit=%d%s%s", path, strchr(path, '?') ? "&" : "?", limit,
+                 cursor[0] ? "&after=" : "", cursor);
+        long st = 0;
+        json_t *doc = get_json(d, url, &st);
+        ck_assert_msg(st == 200, "%s: %ld", url, st);
+        json_t *items = json_object_get(doc, name);
+        ck_assert(json_is_array(items));
+        ck_assert_int_le(json_array_size(items), (size_t)limit);
+        json_array_extend(all, items);
+        (*pages)++;
+        json_t *next = json_object_get(doc, "next");
+        ck_assert(json_is_null(next) || json_is_string(next));
+        if (json_is_null(next)) {
+            json_decref(doc);
+            break;
+        }
+        ck_assert_int_eq(json_array_size(items), (size_t)limit); /* only the last page is short */
+        snprintf(cursor, sizeof cursor, "%s", json_string_value(next));
+        json_decref(doc);
+        ck_assert_int_lt(*pages, 100);
+    }
+    for (size_t i = 1; i < json_array_size(all); i++) {
+        double a = json_real_value(json_object_get(json_array_get(all, i - 1), "created"));
+        double b = json_real_value(json_object_get(json_array_get(all, i), "created"));
+        ck_assert_msg(a >= b, "not newest first at %zu", i);
+    }
+    return all;
+}
+
+static bool has_key(const json_t *items, const char *field, const char *value)
+{
+    for (size_t i = 0; i < json_array_size(items); i++)
+        if (!strcmp(jstr(json_array_get(items, i), field), value))
+            return true;
+    return false;
+}
+
+static void lists_on(const char *store)
+{
+    cs_daemon d;
+    start(&d, store, NULL);
+    enum { N = 7 };
+    char keys[N][65];
+    for (int i = 0; i < N; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"topology\":\"ring:%d\",\"collective\":\"%s\",\"method\":\"ring\","
+                 "\"options\":{\"wait_s\":30}}",
+                 4 + i, i < 5 ? "allgather" : "allreduce");
+        json_t *doc = NULL;
+        ck_assert_int_eq(post(&d, body, &doc), 200);
+        snprintf(keys[i], 65, "%s", jstr(doc, "key"));
+        json_decref(doc);
+    }
+    int pages = 0;
+    json_t *all = all_pages(&d, "/v1/results", "results", 3, &pages);
+    ck_assert_int_eq(json_array_size(all), N);
+    ck_assert_int_eq(pages, 3);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(has_key(all, "key", keys[i]), "result %d missing", i);
+    /* newest first: the last posted comes first */
+    json_t *first = json_array_get(all, 0);
+    ck_assert_str_eq(jstr(first, "key"), keys[N - 1]);
+    ck_assert_str_eq(jstr(first, "topology"), "ring:10");
+    ck_assert_str_eq(jstr(first, "collective"), "allreduce");
+    ck_assert_str_eq(jstr(first, "method"), "ring");
+    ck_assert_int_eq(json_integer_value(json_object_get(first, "ranks")), 10);
+    ck_assert_int_ge(json_integer_value(json_object_get(first, "nalgs")), 1);
+    json_decref(all);
+    /* filters */
+    all = all_pages(&d, "/v1/results?collective=allreduce", "results", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), 2);
+    json_decref(all);
+    all = all_pages(&d, "/v1/results?topology=ring:5&method=ring", "results", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), 1);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), keys[1]);
+    json_decref(all);
+    /* jobs: the same syntheses, plus one cancelled */
+    char body[512];
+    snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":64");
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, body, &doc), 202);
+    char handle[40], lkey[65];
+    snprintf(handle, sizeof handle, "%s", jstr(doc, "job"));
+    snprintf(lkey, sizeof lkey, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    ck_assert_int_eq(delete_job(&d, handle, NULL, NULL, NULL) / 100, 2);
+    json_decref(wait_status(&d, handle, "cancelled", 15));
+    all = all_pages(&d, "/v1/jobs", "jobs", 2, &pages);
+    ck_assert_int_eq(json_array_size(all), N + 1);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), lkey);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "status"), "cancelled");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "torus2d:6x6");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "method"), "smt");
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "collective"), "allgather");
+    json_decref(all);
+    all = all_pages(&d, "/v1/jobs?status=done", "jobs", 50, &pages);
+    ck_assert_int_eq(json_array_size(all), N);
+    ck_assert(!has_key(all, "key", lkey));
+    json_decref(all);
+    /* bad parameters name themselves */
+    struct { const char *path, *field; } bad[] = {
+        {"/v1/results?limit=0", "limit"},      {"/v1/results?limit=501", "limit"},
+        {"/v1/results?limit=x", "limit"},      {"/v1/results?after=zzz", "after"},
+        {"/v1/results?collective=allsorts", "collective"},
+        {"/v1/jobs?status=sleeping", "status"}, {"/v1/jobs?after=1.%27%3B", "after"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long st = 0;
+        json_t *e = get_json(&d, bad[i].path, &st);
+        ck_assert_msg(st == 400, "%s: %ld", bad[i].path, st);
+        ck_assert_str_eq(jstr(json_object_get(e, "error"), "field"), bad[i].field);
+        json_decref(e);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+
+START_TEST(lists_page_newest_first_sqlite) { lists_on(NULL); }
+END_TEST
+
+START_TEST(pg_lists_page_newest_first)
+{
+    ck_assert_msg(pg_ok, "PostgreSQL did not start");
+    char url[256];
+    ck_assert_int_eq(pg_create_db(&pg, "lists", url, sizeof url), 0);
+    lists_on(url);
+}
+END_TEST
+
+/* Results stored without a summary (the daemon died in between, or the
+ * store is older than the lists) are listed after the next start. */
+START_TEST(results_without_summary_are_listed_after_restart)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+                              "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
+    char key[65], dir[256];
+    snprintf(key, sizeof key, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    snprintf(dir, sizeof dir, "%s", d.dir);
+    ck_assert_int_eq(daemon_stop_ex(&d, 15, true), 0);
+    char db_path[300];
+    snprintf(db_path, sizeof db_path, "%s/collsynth.db", dir);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM result_index", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cs_daemon d2;
+    ck_assert_int_eq(daemon_start(&d2, NULL, dir, NULL), 0);
+    int pages = 0;
+    json_t *all = NULL;
+    for (double until = cs_now() + 10; cs_now() < until; usleep(100000)) {
+        all = all_pages(&d2, "/v1/results", "results", 50, &pages);
+        if (json_array_size(all) == 1)
+            break;
+        json_decref(all);
+        all = NULL;
+    }
+    ck_assert_ptr_nonnull(all);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), key);
+    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "ring:6");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(all, 0), "ranks")), 6);
+    json_decref(all);
+    ck_assert_int_eq(daemon_stop(&d2), 0);
+    remove_tree(dir);
+}
+END_TEST
+
+
+/* ---- observability ------------------------------------------------------------------------ */
+
+static char *metrics_text(const cs_daemon *d)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "GET", "/metrics", NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    return r.body; /* caller frees */
+}
+
+START_TEST(metrics_cover_syntheses_queue_store_and_process)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+                              "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
+    json_decref(doc);
+    /* synthesis time by the method that ran, and how long the job queued */
+    ck_assert_int_eq((long)metrics_value(
+                         &d, "collsynth_synthesis_seconds_count{method=\"ring\",outcome=\"done\"}"),
+                     1);
+    ck_assert_int_eq((long)metrics_value(
+                         &d, "collsynth_synthesis_seconds_bucket{method=\"ring\",outcome=\"done\","
+                             "le=\"+Inf\"}"),
+                     1);
+    ck_assert_int_eq((long)metrics_value(&d, "collsynth_queue_wait_seconds_count"), 1);
+    ck_assert_int_ge(metrics_value(&d, "collsynth_queue_wait_seconds_sum"), 0);
+    /* the store's latency, by kind of statement */
+    ck_assert_int_gt((long)metrics_value(&d, "collsynth_store_seconds_count{op=\"read\"}"), 0);
+    ck_assert_int_gt((long)metrics_value(&d, "collsynth_store_seconds_count{op=\"write\"}"), 0);
+    /* the process itself */
+    ck_assert_int_gt(metrics_value(&d, "process_resident_memory_bytes"), 1e6);
+    ck_assert_int_gt(metrics_value(&d, "process_open_fds"), 3);
+    ck_assert_int_gt(metrics_value(&d, "process_max_fds"), 3);
+    ck_assert_int_gt(metrics_value(&d, "process_start_time_seconds"), 1e9);
+    ck_assert_int_ge(metrics_value(&d, "process_cpu_seconds_total"), 0);
+    char *text = metrics_text(&d);
+    ck_assert_ptr_nonnull(strstr(text, "# TYPE collsynth_build_info gauge"));
+    ck_assert_ptr_nonnull(strstr(text, "collsynth_build_info{version=\"0.1.0\""));
+    ck_assert_ptr_nonnull(strstr(text, "# TYPE collsynth_synthesis_seconds histogram"));
+    free(text);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+START_TEST(access_log_is_debug_or_sampled)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    for (int i = 0; i < 50; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    /* a fresh daemon for each setting; the harness removed the dir */
+    const char *dbg[] = {"--log-level", "debug", NULL};
+    start(&d, NULL, dbg);
+    for (int i = 0; i < 20; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    char *log = read_file_text(d.log_path);
+    ck_assert_int_ge(count_lines(log, "event=http "), 20);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    const char *sampled[] = {"--access-log-sample", "1", NULL};
+    start(&d, NULL, sampled);
+    for (int i = 0; i < 10; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    log = read_file_text(d.log_path);
+    ck_assert_int_ge(count_lines(log, "level=info event=http "), 10);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* By default: at info, a busy daemon does not write a line per request. */
+START_TEST(access_log_quiet_at_info)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    for (int i = 0; i < 50; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
+        http_resp_free(&r);
+    }
+    usleep(200000);
+    char *log = read_file_text(d.log_path);
+    ck_assert_msg(count_lines(log, "event=http ") == 0, "%d request lines at info",
+                  count_lines(log, "event=http "));
+    free(log);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+START_TEST(sighup_reopens_the_log_file)
+{
+    char dir[256], logf[300], rotated[310];
+    ck_assert_int_eq(make_temp_dir("collsynth-logs", dir, sizeof dir), 0);
+    snprintf(logf, sizeof logf, "%s/collsynthd.log", dir);
+    snprintf(rotated, sizeof rotated, "%s.1", logf);
+    const char *extra[] = {"--log-file", logf, NULL};
+    cs_daemon d;
+    start(&d, NULL, extra);
+    char *before = read_file_text(logf);
+    ck_assert_ptr_nonnull(strstr(before, "event=listening"));
+    free(before);
+    /* logrotate: move the file away, then SIGHUP */
+    ck_assert_int_eq(rename(logf, rotated), 0);
+    kill(d.pid, SIGHUP);
+    double until = cs_now() + 5;
+    while (access(logf, F_OK) != 0 && cs_now() < until)
+        usleep(20000);
+    ck_assert_int_eq(access(logf, F_OK), 0);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post(&d, RING_REQ, &doc), 202);
+    json_decref(doc);
+    usleep(300000);
+    char *now = read_file_text(logf), *old = read_file_text(rotated);
+    ck_assert_ptr_nonnull(strstr(now, "event=job_queued"));
+    ck_assert_ptr_null(strstr(old, "event=job_queued"));
+    free(now);
+    free(old);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    remove_tree(dir);
+}
+END_TEST
+
+static Suite *hardening_suite(void)
+{
+    Suite *s = suite_create("hardening");
+    TCase *store = tcase_create("store");
+    tcase_set_timeout(store, 90);
+    tcase_add_test(store, second_daemon_on_busy_port_leaves_the_store_alone);
+    tcase_add_test(store, second_daemon_on_same_sqlite_store_is_refused);
+    suite_add_tcase(s, store);
+    TCase *load = tcase_create("load");
+    tcase_set_timeout(load, 90);
+    tcase_add_test(load, huge_switch_is_refused_from_its_counts);
+    tcase_add_test(load, heavy_parsing_does_not_starve_health);
+    suite_add_tcase(s, load);
+    TCase *web = tcase_create("web");
+    tcase_set_timeout(web, 60);
+    tcase_add_test(web, posts_need_json_content_type);
+    tcase_add_test(web, foreign_origins_cannot_submit_or_cancel);
+    tcase_add_test(web, loopback_daemon_checks_host);
+    tcase_add_test(web, trivial_requests_are_answered_at_once);
+    suite_add_tcase(s, web);
+    TCase *wire = tcase_create("wire");
+    tcase_set_timeout(wire, 60);
+    tcase_add_test(wire, over_limit_body_is_answered_not_reset);
+    tcase_add_test(wire, slow_headers_meet_a_deadline);
+    tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
+    suite_add_tcase(s, wire);
+    TCase *small = tcase_create("small");
+    tcase_set_timeout(small, 60);
+    tcase_add_test(small, bearer_scheme_is_case_insensitive);
+    tcase_add_test(small, listen_everywhere_without_token_warns);
+    tcase_add_test(small, listen_with_host_port);
+    tcase_add_test(small, nul_in_the_target_is_refused);
+    suite_add_tcase(s, small);
+    TCase *jobs = tcase_create("jobs");
+    tcase_set_timeout(jobs, 90);
+    tcase_add_test(jobs, delete_detaches_its_caller);
+    tcase_add_test(jobs, explicit_cancel_stops_it_for_everyone);
+    tcase_add_test(jobs, lists_page_newest_first_sqlite);
+    tcase_add_test(jobs, results_without_summary_are_listed_after_restart);
+    suite_add_tcase(s, jobs);
+    TCase *obs = tcase_create("observability");
+    tcase_set_timeout(obs, 60);
+    tcase_add_test(obs, metrics_cover_syntheses_queue_store_and_process);
+    tcase_add_test(obs, access_log_quiet_at_info);
+    tcase_add_test(obs, access_log_is_debug_or_sampled);
+    tcase_add_test(obs, sighup_reopens_the_log_file);
+    suite_add_tcase(s, obs);
+    TCase *pgc = tcase_create("postgresql");
+    tcase_set_timeout(pgc, 120);
+    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_test(pgc, pg_fleet_counts_waiters_across_daemons);
+    tcase_add_test(pgc, pg_lists_page_newest_first);
+    suite_add_tcase(s, pgc);
+    return s;
+}
+
+CS_CHECK_MAIN(hardening_suite)
