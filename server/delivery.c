@@ -970,7 +970,25 @@ static cs_blob *memory_rep(cs_server *s, const char *key, const rep_req *r)
     return cache_get(s->cache, ck);
 }
 
+static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_thread);
+
+static bool result_get_work(req_state *rs)
+{
+    char key[65];
+    snprintf(key, sizeof key, "%s", rs->key);
+    result_get(rs, key, false);
+    return true;
+}
+
 enum MHD_Result delivery_result_get(req_state *rs, const char *key)
+{
+    return result_get(rs, key, true);
+}
+
+/* On an HTTP thread only what memory answers (a kept representation, a 304
+ * for one); anything that reads the store or generates goes to the parse
+ * pool (offload), so a slow document never holds up other connections. */
+static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_thread)
 {
     cs_server *s = rs->srv;
     if (!is_key(key))
@@ -984,7 +1002,10 @@ enum MHD_Result delivery_result_get(req_state *rs, const char *key)
     make_etag(etag, sizeof etag, key, r.id, r.enc);
     const char *inm = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "If-None-Match");
     cs_blob *mem = memory_rep(s, key, &r);
-    if (etag_matches(inm, etag) && (mem || delivery_result_known(s, key))) {
+    bool matches = etag_matches(inm, etag);
+    if (on_http_thread && !mem && (matches || !delivery_result_in_memory(s, key) || !r.json))
+        return offload(rs, result_get_work);
+    if (matches && (mem || delivery_result_known(s, key))) {
         blob_unref(mem);
         count(&s->metrics.not_modified);
         count(&s->metrics.cache_hits);
