@@ -22,6 +22,8 @@ RUN apt-get update \
         libsqlite3-dev \
         libpq-dev \
         libcurl4-openssl-dev \
+        libzstd-dev \
+        zlib1g-dev \
         check \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -42,6 +44,8 @@ RUN apt-get update \
         libsqlite3-0 \
         libpq5 \
         libcurl4 \
+        libzstd1 \
+        zlib1g \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system collsynth \

@@ -21,6 +21,24 @@ cs_blob *blob_adopt(char *data, size_t len)
     atomic_init(&b->refs, 1);
     b->len = len;
     b->data = data;
+    b->cost = len;
+    b->release = NULL;
+    b->owner = NULL;
+    return b;
+}
+
+cs_blob *blob_wrap(char *data, size_t len, size_t cost, void (*release)(cs_blob *b),
+                   void *owner)
+{
+    cs_blob *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    b->data = data;
+    b->cost = cost;
+    b->release = release;
+    b->owner = owner;
     return b;
 }
 
@@ -43,7 +61,10 @@ void blob_ref(cs_blob *b)
 void blob_unref(cs_blob *b)
 {
     if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
-        free(b->data);
+        if (b->release)
+            b->release(b);
+        else
+            free(b->data);
         free(b);
     }
 }
@@ -115,7 +136,7 @@ static void list_push_front(cs_cache *c, entry *e)
         c->tail = e;
 }
 
-static size_t entry_cost(const entry *e) { return e->blob->len + strlen(e->key) + 96; }
+static size_t entry_cost(const entry *e) { return e->blob->cost + strlen(e->key) + 96; }
 
 static void remove_entry(cs_cache *c, entry *e)
 {
@@ -173,7 +194,7 @@ cs_blob *cache_get(cs_cache *c, const char *key)
 
 void cache_put(cs_cache *c, const char *key, cs_blob *b)
 {
-    if (!c || !b || b->len + 1024 > c->max_bytes)
+    if (!c || !b || b->cost + 1024 > c->max_bytes)
         return;
     uint64_t h = hash_str(key);
     pthread_mutex_lock(&c->lock);

@@ -17,12 +17,19 @@
 typedef struct cs_blob {
     atomic_int refs;
     size_t len;
-    char *data;          /* NUL-terminated copy */
+    char *data;          /* NUL-terminated copy (blob_new, blob_adopt) or mapped bytes */
+    size_t cost;         /* bytes the cache charges for it (default len) */
+    void (*release)(struct cs_blob *b);   /* NULL: free(data) */
+    void *owner;         /* what release frees (an mmap length, an object) */
 } cs_blob;
 
 cs_blob *blob_new(const char *data, size_t len);
 /* Takes ownership of a malloc'ed, NUL-terminated buffer of len bytes. */
 cs_blob *blob_adopt(char *data, size_t len);
+/* A blob over bytes someone else owns: release(b) runs when the last
+ * reference goes (data and owner are the caller's to interpret). */
+cs_blob *blob_wrap(char *data, size_t len, size_t cost, void (*release)(cs_blob *b),
+                   void *owner);
 void blob_ref(cs_blob *b);
 void blob_unref(cs_blob *b);
 

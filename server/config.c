@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -94,8 +95,11 @@ static const opt_def options[] = {
     {"poll", OPT_DOUBLE, OFF(poll_s), 0, 0.05, 60,
      "seconds between idle workers' looks for fleet work (default 0.5)"},
     {"max-result-sends", OPT_LONG, OFF(limits.max_sends), 0, 0, 1e12,
-     "refuse requests whose result would hold more sends (JSON size guard; default 300000, "
-     "0 = none)"},
+     "refuse requests whose result would hold more sends (default 0 = no count limit: "
+     "--max-result-mb decides)"},
+    {"max-result-mb", OPT_LONG, OFF(max_result_mb), 0, 1, 1e9,
+     "memory one result may take while it is synthesized and stored (about 128 bytes per "
+     "send); larger requests get 413 at once (default: half the machine's memory)"},
     {"max-ranks", OPT_INT, OFF(limits.max_ranks), 0, 2, 1 << 24,
      "largest topology accepted (default 4096 ranks)"},
     {"smt-max-ranks", OPT_INT, OFF(limits.smt_max_ranks), 0, 0, 4096,
@@ -135,10 +139,23 @@ void config_defaults(cs_server_config *c)
     c->pg_pool = 4;
     c->poll_s = 0.5;
     synth_limits_default(&c->limits);
-    c->limits.max_sends = 300000;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    c->max_result_mb = pages > 0 && page > 0 ? (long)((double)pages * page / 2 / 1048576) : 4096;
+    c->limits.max_result_bytes = (double)c->max_result_mb * 1048576.0;
 }
 
+static int set_option_raw(cs_server_config *c, const opt_def *o, const char *value,
+                          cs_error *err);
+
 static int set_option(cs_server_config *c, const opt_def *o, const char *value, cs_error *err)
+{
+    int rc = set_option_raw(c, o, value, err);
+    c->limits.max_result_bytes = (double)c->max_result_mb * 1048576.0;
+    return rc;
+}
+
+static int set_option_raw(cs_server_config *c, const opt_def *o, const char *value,
+                          cs_error *err)
 {
     char *p = (char *)c + o->offset;
     char *end = NULL;

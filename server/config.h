@@ -41,6 +41,7 @@ typedef struct cs_server_config {
     double shutdown_grace_s;  /* SIGTERM: how long running jobs may finish */
     int pg_pool;              /* PostgreSQL connections */
     double poll_s;            /* how often idle workers look for fleet work */
+    long max_result_mb;       /* memory for one result (limits.max_result_bytes) */
     cs_synth_limits limits;   /* request limits and the auto policy */
 } cs_server_config;
 

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "delivery_internal.h"
 #include "synthesize.h"
 
 typedef enum {
@@ -226,11 +227,9 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     cs_error_clear(&err);
     /* Submission checks the results before it queues a job, but a job of the
      * same key may have finished in between: never synthesize a key twice. */
-    char *existing = NULL;
     bool have = false;
-    if (store_result_get(j->env.store, job->key, &existing, NULL, &have, &err) == CS_OK && have) {
-        finish(j, job, CS_JOB_DONE, existing, NULL);
-        free(existing);
+    if (store_result_exists(j->env.store, job->key, &have, &err) == CS_OK && have) {
+        finish(j, job, CS_JOB_DONE, NULL, NULL);
         log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key, "reason",
                   "result already stored", NULL);
         wake_job_waiters(j, job->id);
@@ -322,42 +321,32 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     char secs_s[32];
     fmt_num(secs_s, sizeof secs_s, secs);
     if (rc == CS_OK) {
-        json_t *doc = synth_result_to_json(req, res);
-        char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
-        json_decref(doc);
-        if (!text) {
-            char *ej = error_json("internal", "cannot serialize the result", "");
-            finish(j, job, CS_JOB_FAILED, NULL, ej);
-            free(ej);
-            atomic_fetch_add(&m->syntheses_failed, 1);
+        /* the result first (durable on its own), then the job's done state:
+         * a crash between the two leaves a result whose job is reaped and
+         * then finds it stored */
+        cs_error serr;
+        cs_error_clear(&serr);
+        int src = delivery_save_result(j->env.store, j->env.cache, req, res, &serr);
+        if (src == CS_OK)
+            src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
+                                   job->request, NULL, NULL, &serr);
+        if (src == CS_OK) {
+            cs_summary sum;
+            jobs_summary(req, res, &sum);
+            if (store_result_index_put(j->env.store, job->key, &sum, &serr) != CS_OK)
+                log_event(j->env.log, LOG_WARN, "result_index_failed", "key", job->key,
+                          "error", serr.message, NULL); /* the next start indexes it */
+            atomic_fetch_add(&m->syntheses_done, 1);
+            char nalgs[16];
+            snprintf(nalgs, sizeof nalgs, "%d", res->nalgs);
+            log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key,
+                      "method", res->method, "algorithms", nalgs, "seconds", secs_s, "reason",
+                      res->reason, NULL);
         } else {
-            cs_error serr;
-            cs_error_clear(&serr);
-            int src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
-                                       job->request, text, NULL, &serr);
-            if (src == CS_OK) {
-                cs_summary sum;
-                jobs_summary(req, res, &sum);
-                if (store_result_index_put(j->env.store, job->key, &sum, &serr) != CS_OK)
-                    log_event(j->env.log, LOG_WARN, "result_index_failed", "key", job->key,
-                              "error", serr.message, NULL); /* the next start indexes it */
-                cs_blob *b = blob_adopt(text, strlen(text));
-                text = NULL;
-                cache_put(j->env.cache, job->key, b);
-                blob_unref(b);
-                atomic_fetch_add(&m->syntheses_done, 1);
-                char nalgs[16];
-                snprintf(nalgs, sizeof nalgs, "%d", res->nalgs);
-                log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key,
-                          "method", res->method, "algorithms", nalgs, "seconds", secs_s,
-                          "reason", res->reason, NULL);
-            } else {
-                /* Not acknowledged: the heartbeat stops, the job is reaped and
-                 * runs again; nobody was told it was done. */
-                log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error",
-                          serr.message, NULL);
-            }
-            free(text);
+            /* Not acknowledged: the heartbeat stops, the job is reaped and
+             * runs again; nobody was told it was done. */
+            log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error",
+                      serr.message, NULL);
         }
     } else if (stop == STOP_SHUTDOWN) {
         finish(j, job, CS_JOB_QUEUED, NULL, NULL);
@@ -388,6 +377,10 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         }
         char *ej = error_json(code, msg, stop == STOP_TIMEOUT ? "options.time_limit_s"
                                                                 : err.field);
+        /* the same request would be refused the same way: remember it by key */
+        if (stop == STOP_NONE && ej &&
+            (rc == CS_ELIMIT || rc == CS_EUNSUPPORTED || rc == CS_EUNSAT || rc == CS_EINVAL))
+            delivery_remember_refusal(j->env.cache, 'K', job->key, rc, ej);
         finish(j, job, CS_JOB_FAILED, NULL, ej);
         free(ej);
         atomic_fetch_add(&m->syntheses_failed, 1);

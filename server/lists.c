@@ -72,17 +72,19 @@ void lists_backfill(cs_server *s)
            store_results_unindexed(s->store, BATCH, keys, &n, &err) == CS_OK && n > 0) {
         int indexed = 0;
         for (int i = 0; i < n; i++) {
-            char *result = NULL, *request = NULL;
+            /* the header (the document without sends) says all a summary needs */
+            cs_stored_result row;
             bool found = false;
             cs_summary sum;
-            if (store_result_get(s->store, keys[i], &result, &request, &found, &err) == CS_OK &&
-                found && summary_of_documents(result, request, &sum) == CS_OK &&
+            if (store_result_load(s->store, keys[i], STORE_WANT_REQUEST, &row, &found, &err) ==
+                    CS_OK &&
+                found && summary_of_documents(row.header, row.request, &sum) == CS_OK &&
                 store_result_index_put(s->store, keys[i], &sum, &err) == CS_OK)
                 indexed++;
             else
                 bad++;
-            free(result);
-            free(request);
+            if (found)
+                store_result_clear(&row);
         }
         done += indexed;
         if (indexed == 0)

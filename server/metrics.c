@@ -379,6 +379,21 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# HELP collsynth_codegen_total Code generated (not served from cache).\n"
                   "# TYPE collsynth_codegen_total counter\ncollsynth_codegen_total %lu\n",
               LOAD(m->coalesced), LOAD(m->rejected_queue_full), LOAD(m->codegen_total));
+    tb_printf(&t, "# HELP collsynth_representations_total Result documents and code served,"
+                  " by where they came from.\n"
+                  "# TYPE collsynth_representations_total counter\n"
+                  "collsynth_representations_total{source=\"memory\"} %lu\n"
+                  "collsynth_representations_total{source=\"store\"} %lu\n"
+                  "collsynth_representations_total{source=\"generated\"} %lu\n"
+                  "# HELP collsynth_not_modified_total Conditional GETs answered 304.\n"
+                  "# TYPE collsynth_not_modified_total counter\n"
+                  "collsynth_not_modified_total %lu\n"
+                  "# HELP collsynth_refusals_remembered_total Submissions refused from memory"
+                  " (same body or key as an earlier refusal).\n"
+                  "# TYPE collsynth_refusals_remembered_total counter\n"
+                  "collsynth_refusals_remembered_total %lu\n",
+              LOAD(m->rep_memory), LOAD(m->rep_store), LOAD(m->rep_generated),
+              LOAD(m->not_modified), LOAD(m->refusals_remembered));
     tb_printf(&t, "# HELP collsynth_http_timeouts_total Connections cut off because a request's "
                   "headers or body did not arrive within their deadline.\n"
                   "# TYPE collsynth_http_timeouts_total counter\n"

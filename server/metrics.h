@@ -62,6 +62,12 @@ typedef struct cs_metrics {
     atomic_ulong http_timeouts[2];                /* requests cut off: headers, body late */
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */
     atomic_ulong codegen_total;
+    /* result representations (documents, slices, code) answered: from memory,
+     * from stored artifacts, or generated from the result now (built or
+     * streamed); 304s; POSTs refused from memory without parsing */
+    atomic_ulong rep_memory, rep_store, rep_generated;
+    atomic_ulong not_modified;
+    atomic_ulong refusals_remembered;
     atomic_long running;                          /* jobs running on this daemon now */
     /* synthesis time by method and outcome: methods get a slot when first seen */
     pthread_mutex_t method_lock;

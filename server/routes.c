@@ -10,7 +10,7 @@
  * The hot path is GET /v1/results/{key}: a memory-cache hit queues the cached
  * bytes by reference, with no store access, allocation or JSON work.
  */
-#include "server_internal.h"
+#include "delivery_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,9 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "msccl_xml.h"
 #include "synthesize.h"
-#include "cuda_gen.h"
 
 static bool is_hex(const char *s, size_t n)
 {
@@ -83,35 +81,6 @@ static enum MHD_Result unauthorized(req_state *rs)
     MHD_add_response_header(r, "Content-Type", "application/json");
     MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"collsynthd\"");
     return queue(rs, 401, r);
-}
-
-/* ---- results: memory cache, then store --------------------------------------------- */
-
-/* CS_OK with *blob (a reference) or *blob NULL when the key has no result. */
-static int result_blob(cs_server *s, const char *key, cs_blob **blob, cs_error *err)
-{
-    *blob = cache_get(s->cache, key);
-    if (*blob) {
-        atomic_fetch_add_explicit(&s->metrics.memory_hits, 1, memory_order_relaxed);
-        return CS_OK;
-    }
-    char *text = NULL;
-    bool found = false;
-    int rc = store_result_get(s->store, key, &text, NULL, &found, err);
-    if (rc || !found)
-        return rc;
-    *blob = blob_adopt(text, strlen(text));
-    if (!*blob)
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    cache_put(s->cache, key, *blob);
-    return CS_OK;
-}
-
-static enum MHD_Result respond_result(req_state *rs, cs_blob *b, int status)
-{
-    char etag[72];
-    snprintf(etag, sizeof etag, "\"%s\"", rs->key);
-    return respond_blob(rs, status, b, "application/json", "ETag", etag);
 }
 
 /* ---- health, topologies, metrics ------------------------------------------------------ */
@@ -252,40 +221,16 @@ static enum MHD_Result handle_job_get(req_state *rs, const char *id)
     if (!found)
         return respond_error(rs, 404, "not_found", "id", "no job %s", id);
     json_t *doc = job_json(s, &j);
-    cs_blob *b = NULL;
-    if (j.status == CS_JOB_DONE && result_blob(s, j.key, &b, &err) != CS_OK) {
-        store_job_clear(&j);
-        json_decref(doc);
-        return respond_cs_error(rs, &err);
-    }
+    bool done = j.status == CS_JOB_DONE;
+    char key[65];
+    snprintf(key, sizeof key, "%s", j.key);
     store_job_clear(&j);
     char *text = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     json_decref(doc);
-    if (!text) {
-        blob_unref(b);
+    if (!text)
         return respond_error(rs, 500, "internal", "", "out of memory");
-    }
-    if (b) {
-        /* splice the stored result text in verbatim: no parse, no re-dump */
-        size_t tl = strlen(text);
-        char *full = malloc(tl + b->len + 16);
-        if (!full) {
-            free(text);
-            blob_unref(b);
-            return respond_error(rs, 500, "internal", "", "out of memory");
-        }
-        memcpy(full, text, tl - 1);
-        size_t n = tl - 1;
-        memcpy(full + n, ",\"result\":", 10);
-        n += 10;
-        memcpy(full + n, b->data, b->len);
-        n += b->len;
-        full[n++] = '}';
-        full[n] = '\0';
-        free(text);
-        text = full;
-        blob_unref(b);
-    }
+    if (done) /* with its result, streamed when large */
+        return delivery_respond_job(rs, text, key);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
                                                              MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
@@ -390,11 +335,11 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
     cs_server *s = rs->srv;
     cs_error err;
     cs_error_clear(&err);
-    cs_blob *b = cache_get(s->cache, rs->key);
-    if (b) {
-        enum MHD_Result r = respond_result(rs, b, 200);
-        blob_unref(b);
-        return r;
+    bool missing = false;
+    if (delivery_result_in_memory(s, rs->key)) {
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
+            return r;
     }
     cs_store_job j;
     bool found = false;
@@ -402,13 +347,9 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
         return respond_cs_error(rs, &err);
     if (found && j.status == CS_JOB_DONE) {
         store_job_clear(&j);
-        if (result_blob(s, rs->key, &b, &err) != CS_OK)
-            return respond_cs_error(rs, &err);
-        if (b) {
-            enum MHD_Result r = respond_result(rs, b, 200);
-            blob_unref(b);
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
             return r;
-        }
         return respond_error(rs, 500, "internal", "", "job done but its result is missing");
     }
     if (found && (j.status == CS_JOB_FAILED || j.status == CS_JOB_CANCELLED)) {
@@ -450,96 +391,227 @@ static enum MHD_Result answer_trivial(req_state *rs, cs_synth_request *req)
     cs_error_clear(&err);
     cs_result *res = NULL;
     int rc = synth_run(req, &s->cfg.limits, NULL, &res, &err);
-    json_t *doc = rc == CS_OK ? synth_result_to_json(req, res) : NULL;
     cs_summary sum;
-    if (rc == CS_OK)
+    if (rc == CS_OK) {
         jobs_summary(req, res, &sum);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT | CS_JSON_REAL) : NULL;
-    char *canon = text ? synth_request_canonical_text(req) : NULL;
-    json_decref(doc);
-    result_free(res);
-    synth_request_free(req);
-    if (rc || !canon) {
-        free(text);
-        free(canon);
-        return rc ? respond_cs_error(rs, &err) : respond_error(rs, 500, "internal", "",
-                                                               "out of memory");
+        rc = delivery_save_result(s->store, s->cache, req, res, &err);
     }
-    rc = store_result_put(s->store, rs->key, canon, text, &err);
     if (rc == CS_OK)
         rc = store_result_index_put(s->store, rs->key, &sum, &err);
-    free(canon);
-    cs_blob *b = rc == CS_OK ? blob_adopt(text, strlen(text)) : NULL;
-    if (!b) {
-        free(text);
-        return rc ? respond_cs_error(rs, &err) : respond_error(rs, 500, "internal", "",
-                                                               "out of memory");
+    result_free(res);
+    synth_request_free(req);
+    if (rc)
+        return respond_cs_error(rs, &err);
+    bool missing = false;
+    enum MHD_Result r = delivery_respond_result(rs, &missing);
+    return missing ? respond_error(rs, 500, "internal", "", "the result just stored is missing")
+                   : r;
+}
+
+/* What a POST body parsed to, kept by the body's SHA-256 so an identical
+ * body (a herd of launch hooks) skips parsing and topology expansion. */
+typedef struct post_memo {
+    char key[65];
+    char method[32];
+    char ranks[16];
+    cs_summary sum;
+    size_t canon_len;
+    char canon[];
+} post_memo;
+
+/* Reads options.wait_s and options.time_limit_s (checked as the full parse
+ * checks them) and hashes the request without them, in a canonical spelling
+ * (sorted keys, compact), into norm_hash.  False when they are not valid:
+ * the full parse then names the problem. */
+static bool delivery_options(json_t *doc, const cs_synth_limits *lim, double *wait_s,
+                             double *time_limit_s, char norm_hash[65])
+{
+    json_t *opts = json_object_get(doc, "options");
+    json_t *w = json_object_get(opts, "wait_s"), *t = json_object_get(opts, "time_limit_s");
+    if ((w && (!json_is_number(w) || json_number_value(w) < 0 ||
+               json_number_value(w) > lim->max_wait_s)) ||
+        (t && (!json_is_number(t) || json_number_value(t) < 0 ||
+               json_number_value(t) > lim->max_time_limit_s)))
+        return false;
+    *wait_s = w ? json_number_value(w) : 0;
+    *time_limit_s = t ? json_number_value(t) : 0;
+    json_incref(w);
+    json_incref(t);
+    if (w)
+        json_object_del(opts, "wait_s");
+    if (t)
+        json_object_del(opts, "time_limit_s");
+    /* no options and empty options are the same request */
+    bool drop = json_is_object(opts) && json_object_size(opts) == 0;
+    json_incref(opts);
+    if (drop)
+        json_object_del(doc, "options");
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (drop)
+        json_object_set(doc, "options", opts);
+    json_decref(opts);
+    if (w)
+        json_object_set_new(opts, "wait_s", w);
+    if (t)
+        json_object_set_new(opts, "time_limit_s", t);
+    if (!text)
+        return false;
+    synth_sha256_hex(text, strlen(text), norm_hash);
+    free(text);
+    return true;
+}
+
+static enum MHD_Result refuse_remembered(req_state *rs, int code, const char *error_json)
+{
+    cs_server *s = rs->srv;
+    atomic_fetch_add_explicit(&s->metrics.refusals_remembered, 1, memory_order_relaxed);
+    size_t n = strlen(error_json) + 120;
+    char *text = malloc(n);
+    if (!text)
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    if (rs->key[0])
+        snprintf(text, n, "{\"error\":%s,\"key\":\"%s\"}", error_json, rs->key);
+    else
+        snprintf(text, n, "{\"error\":%s}", error_json);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+                                                             MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    return queue(rs, http_status_for(code), r);
+}
+
+/* Refuses with err and, when the same body would always be refused the
+ * same way, remembers it by the body's hash (and its normalized hash). */
+static enum MHD_Result refuse_body(req_state *rs, const char *body_hash, const char *norm_hash,
+                                   const cs_error *err)
+{
+    int st = http_status_for(err->code);
+    if (st == 400 || st == 413 || st == 422) {
+        json_t *e = json_pack("{s:s, s:s, s:s}", "code", cs_status_name(err->code), "message",
+                              err->message[0] ? err->message : cs_status_name(err->code),
+                              "field", err->field);
+        char *ej = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        json_decref(e);
+        if (ej)
+            delivery_remember_refusal(rs->srv->cache, 'B', body_hash, err->code, ej);
+        if (ej && norm_hash)
+            delivery_remember_refusal(rs->srv->cache, 'N', norm_hash, err->code, ej);
+        free(ej);
     }
-    cache_put(s->cache, rs->key, b);
-    enum MHD_Result r = respond_result(rs, b, 200);
-    blob_unref(b);
-    return r;
+    return respond_cs_error(rs, err);
 }
 
 /* On the parse pool: parse, validate, key, submit; answer, or park the
- * connection on the job when the client asked to wait (*parked). */
+ * connection on the job when the client asked to wait (*parked).  What a
+ * request parses to is kept by the hash of its body without the delivery
+ * options (post_memo), and refusals by the hashes and by key, so a herd of
+ * identical requests (launch hooks) costs one parse. */
 static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
 {
     cs_server *s = rs->srv;
-    json_error_t jerr;
-    json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!doc)
-        return respond_error(rs, 400, "invalid_json", "body",
-                             "malformed JSON at line %d column %d: %s", jerr.line, jerr.column,
-                             jerr.text);
-    cs_synth_request *req = NULL;
     cs_error err;
     cs_error_clear(&err);
-    int rc = synth_request_from_json(doc, &s->cfg.limits, &req, &err);
-    json_decref(doc);
-    if (rc)
-        return respond_cs_error(rs, &err);
-    snprintf(rs->key, sizeof rs->key, "%s", req->key);
-    double wait_s = req->wait_s;
-
-    cs_blob *b = cache_get(s->cache, req->key);
-    if (b) {
-        atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->metrics.memory_hits, 1, memory_order_relaxed);
-        synth_request_free(req);
-        enum MHD_Result r = respond_result(rs, b, 200);
-        blob_unref(b);
+    char body_hash[65];
+    synth_sha256_hex(rs->body, rs->len, body_hash);
+    int code = 0;
+    const char *ej = NULL;
+    cs_blob *refused = delivery_refusal(s->cache, 'B', body_hash, &code, &ej);
+    if (refused) {
+        enum MHD_Result r = refuse_remembered(rs, code, ej);
+        blob_unref(refused);
         return r;
     }
-    if (synth_request_trivial(req))
-        return answer_trivial(rs, req);
-    char *canon = synth_request_canonical_text(req);
+    json_error_t jerr;
+    json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc) {
+        cs_error_set(&err, CS_EINVAL, "body", "malformed JSON at line %d column %d: %s",
+                     jerr.line, jerr.column, jerr.text);
+        return refuse_body(rs, body_hash, NULL, &err);
+    }
+    double wait_s = 0, time_limit_s = 0;
+    char norm_hash[65];
+    bool delivery_ok = delivery_options(doc, &s->cfg.limits, &wait_s, &time_limit_s, norm_hash);
+    refused = delivery_ok ? delivery_refusal(s->cache, 'N', norm_hash, &code, &ej) : NULL;
+    if (refused) {
+        json_decref(doc);
+        enum MHD_Result r = refuse_remembered(rs, code, ej);
+        blob_unref(refused);
+        return r;
+    }
+    char memo_key[80];
+    snprintf(memo_key, sizeof memo_key, "M|%s", norm_hash);
+    cs_blob *mb = delivery_ok ? cache_get(s->cache, memo_key) : NULL;
+    if (!mb) {
+        cs_synth_request *req = NULL;
+        int rc = synth_request_from_json(doc, &s->cfg.limits, &req, &err);
+        json_decref(doc);
+        doc = NULL;
+        if (rc)
+            return refuse_body(rs, body_hash, delivery_ok ? norm_hash : NULL, &err);
+        snprintf(rs->key, sizeof rs->key, "%s", req->key);
+        if (synth_request_trivial(req))
+            return answer_trivial(rs, req);
+        char *canon = synth_request_canonical_text(req);
+        size_t cl = canon ? strlen(canon) : 0;
+        post_memo *pm = canon ? malloc(sizeof *pm + cl + 1) : NULL;
+        if (!pm) {
+            free(canon);
+            synth_request_free(req);
+            return respond_error(rs, 500, "internal", "", "out of memory");
+        }
+        snprintf(pm->key, sizeof pm->key, "%s", req->key);
+        snprintf(pm->method, sizeof pm->method, "%s", req->method);
+        snprintf(pm->ranks, sizeof pm->ranks, "%d", req->topology->ranks);
+        jobs_summary(req, NULL, &pm->sum);
+        pm->canon_len = cl;
+        memcpy(pm->canon, canon, cl + 1);
+        wait_s = req->wait_s;
+        time_limit_s = req->time_limit_s;
+        free(canon);
+        synth_request_free(req);
+        mb = blob_adopt((char *)pm, sizeof *pm + cl);
+        if (!mb)
+            return respond_error(rs, 500, "internal", "", "out of memory");
+        if (delivery_ok)
+            cache_put(s->cache, memo_key, mb);
+    }
+    json_decref(doc);
+    const post_memo *pm = (const post_memo *)mb->data;
+    snprintf(rs->key, sizeof rs->key, "%s", pm->key);
+    refused = delivery_refusal(s->cache, 'K', rs->key, &code, &ej);
+    if (refused) {
+        blob_unref(mb);
+        enum MHD_Result r = refuse_remembered(rs, code, ej);
+        blob_unref(refused);
+        return r;
+    }
+    if (delivery_result_in_memory(s, rs->key)) {
+        blob_unref(mb);
+        atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
+        bool missing = false;
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
+            return r;
+        return respond_error(rs, 500, "internal", "", "the result left memory and the store");
+    }
     char new_id[40];
     store_new_id(new_id);
     cs_submit sub;
-    cs_summary sum;
-    jobs_summary(req, NULL, &sum);
-    rc = canon ? store_job_submit(s->store, new_id, req->key, canon, &sum, req->time_limit_s,
-                                  s->cfg.max_queued, &sub, &err)
-               : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
-    free(canon);
-    char ranks[16];
-    snprintf(ranks, sizeof ranks, "%d", req->topology->ranks);
-    char method[32];
-    snprintf(method, sizeof method, "%s", req->method);
-    synth_request_free(req);
+    int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, &pm->sum, time_limit_s,
+                              s->cfg.max_queued, &sub, &err);
+    char ranks[16], method[32];
+    snprintf(ranks, sizeof ranks, "%s", pm->ranks);
+    snprintf(method, sizeof method, "%s", pm->method);
+    blob_unref(mb);
     if (rc)
         return respond_cs_error(rs, &err);
     switch (sub.outcome) {
     case CS_SUBMIT_CACHED: {
         atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
-        cs_blob *nb = blob_adopt(sub.result_json, strlen(sub.result_json));
-        if (!nb)
-            return respond_error(rs, 500, "internal", "", "out of memory");
-        cache_put(s->cache, rs->key, nb);
-        enum MHD_Result r = respond_result(rs, nb, 200);
-        blob_unref(nb);
-        return r;
+        bool missing = false;
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
+            return r;
+        return respond_error(rs, 500, "internal", "", "the stored result vanished");
     }
     case CS_SUBMIT_FULL: {
         atomic_fetch_add_explicit(&s->metrics.rejected_queue_full, 1, memory_order_relaxed);
@@ -593,264 +665,6 @@ static enum MHD_Result handle_synthesize(req_state *rs)
         return respond_error(rs, 400, "invalid", "body",
                              "POST a JSON object {topology, collective, method?, options?}");
     return offload(rs, synthesize_work);
-}
-
-/* ---- results and generated code -------------------------------------------------------- */
-
-typedef struct loaded_result {
-    cs_result *res;
-    cs_topology *topo;
-    json_t *doc;
-} loaded_result;
-
-static void loaded_free(loaded_result *l)
-{
-    result_free(l->res);
-    topology_free(l->topo);
-    json_decref(l->doc);
-}
-
-static int load_result(cs_server *s, const char *key, const cs_blob *b, loaded_result *out,
-                       cs_error *err)
-{
-    memset(out, 0, sizeof *out);
-    char *result_text = NULL, *request_text = NULL;
-    bool found = false;
-    int rc = store_result_get(s->store, key, &result_text, &request_text, &found, err);
-    if (rc)
-        return rc;
-    if (!found) {
-        free(result_text);
-        free(request_text);
-        return cs_error_set(err, CS_EINTERNAL, "key", "result vanished");
-    }
-    (void)b;
-    json_t *req = json_loads(request_text, 0, NULL);
-    out->doc = json_loads(result_text, 0, NULL);
-    free(result_text);
-    free(request_text);
-    if (!req || !out->doc) {
-        json_decref(req);
-        loaded_free(out);
-        return cs_error_set(err, CS_EINTERNAL, "key", "stored result is not JSON");
-    }
-    cs_topology_parse_options po = {.max_ranks = 1 << 24};
-    rc = topology_from_json(json_object_get(req, "topology"), &po, &out->topo, err);
-    json_decref(req);
-    if (!rc)
-        rc = result_from_json(out->doc, &out->res, err);
-    if (rc)
-        loaded_free(out);
-    return rc;
-}
-
-static int algorithm_index(const cs_result *res, const cs_algorithm *a)
-{
-    for (int i = 0; i < res->nalgs; i++)
-        if (res->algs[i] == a)
-            return i;
-    return 0;
-}
-
-static enum MHD_Result handle_result(req_state *rs, const char *key)
-{
-    cs_server *s = rs->srv;
-    if (!is_hex(key, 64))
-        return respond_error(rs, 400, "invalid", "key", "a result key is 64 lowercase hex digits");
-    snprintf(rs->key, sizeof rs->key, "%s", key);
-    const char *format = arg(rs, "format");
-    const char *size_s = arg(rs, "size");
-    const char *alg_s = arg(rs, "alg");
-    if (!format || !*format)
-        format = "json";
-    bool fmt_json = !strcmp(format, "json"), fmt_xml = !strcmp(format, "msccl-xml"),
-         fmt_cuda = !strcmp(format, "cuda");
-    if (!fmt_json && !fmt_xml && !fmt_cuda)
-        return respond_error(rs, 400, "invalid", "format",
-                             "format must be json, msccl-xml or cuda");
-    double size = 0;
-    if (size_s) {
-        char *end;
-        errno = 0;
-        size = strtod(size_s, &end);
-        if (errno || end == size_s || *end || !isfinite(size) || size <= 0 || size > 1e15)
-            return respond_error(rs, 400, "invalid", "size",
-                                 "size must be a number of bytes in (0, 1e15]");
-    }
-    long alg = -1;
-    if (alg_s) {
-        char *end;
-        errno = 0;
-        alg = strtol(alg_s, &end, 10);
-        if (errno || end == alg_s || *end || alg < 0 || alg > 100000)
-            return respond_error(rs, 400, "invalid", "alg", "alg must be a frontier index >= 0");
-        if (size_s)
-            return respond_error(rs, 400, "invalid", "alg", "give size or alg, not both");
-    }
-    const char *inm = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "If-None-Match");
-    cs_error err;
-    cs_error_clear(&err);
-
-    if (fmt_json && !size_s && alg < 0) {
-        cs_blob *b = NULL;
-        if (result_blob(s, key, &b, &err) != CS_OK)
-            return respond_cs_error(rs, &err);
-        if (!b) {
-            atomic_fetch_add_explicit(&s->metrics.cache_misses, 1, memory_order_relaxed);
-            return respond_error(rs, 404, "not_found", "key", "no result for key %s", key);
-        }
-        atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
-        enum MHD_Result r;
-        if (inm && strlen(inm) == 66 && !strncmp(inm + 1, key, 64)) {
-            struct MHD_Response *resp =
-                MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-            r = queue(rs, 304, resp);
-        } else {
-            r = respond_result(rs, b, 200);
-        }
-        blob_unref(b);
-        return r;
-    }
-    /* Selection and code generation need the parsed result and topology. */
-    const char *runtime_s = arg(rs, "runtime");
-    const char *proto = arg(rs, "proto");
-    cs_msccl_runtime runtime = CS_MSCCL_RUNTIME_AUTO;
-    if (fmt_xml && runtime_s && msccl_runtime_from_name(runtime_s, &runtime, &err) != CS_OK) {
-        snprintf(err.field, sizeof err.field, "runtime");
-        return respond_cs_error(rs, &err);
-    }
-    if (fmt_xml && proto && strcmp(proto, "Simple") && strcmp(proto, "LL") &&
-        strcmp(proto, "LL128"))
-        return respond_error(rs, 400, "invalid", "proto", "proto must be Simple, LL or LL128");
-    const char *elem_s = arg(rs, "elem");
-    cs_cuda_elem elem = CS_CUDA_FLOAT;
-    if (fmt_cuda && elem_s && cuda_elem_from_name(elem_s, &elem, &err) != CS_OK) {
-        snprintf(err.field, sizeof err.field, "elem");
-        return respond_cs_error(rs, &err);
-    }
-    char selkey[160];
-    if (size_s)
-        snprintf(selkey, sizeof selkey, "%s|json|size=%.17g", key, size);
-    else
-        snprintf(selkey, sizeof selkey, "%s|json|alg=%ld", key, alg);
-    if (fmt_json) {
-        /* a selection already made for this size is answered from memory */
-        cs_blob *sel = cache_get(s->cache, selkey);
-        if (sel) {
-            enum MHD_Result ret = respond_blob(rs, 200, sel, "application/json", NULL, NULL);
-            blob_unref(sel);
-            return ret;
-        }
-    }
-    cs_blob *b = NULL;
-    if (result_blob(s, key, &b, &err) != CS_OK)
-        return respond_cs_error(rs, &err);
-    if (!b)
-        return respond_error(rs, 404, "not_found", "key", "no result for key %s", key);
-    blob_unref(b);
-    loaded_result lr;
-    if (load_result(s, key, NULL, &lr, &err) != CS_OK)
-        return respond_cs_error(rs, &err);
-    if (lr.res->nalgs == 0) {
-        loaded_free(&lr);
-        return respond_error(rs, 404, "not_found", "key", "the result has no algorithm");
-    }
-    int idx = 0;
-    if (size_s)
-        idx = algorithm_index(lr.res, result_best_for_size(lr.res, lr.topo, size));
-    else if (alg >= 0) {
-        if (alg >= lr.res->nalgs) {
-            int n = lr.res->nalgs;
-            loaded_free(&lr);
-            return respond_error(rs, 400, "invalid", "alg", "alg must be < %d (frontier size)", n);
-        }
-        idx = (int)alg;
-    }
-    const cs_algorithm *a = lr.res->algs[idx];
-    if (fmt_json) {
-        json_t *frontier = json_object_get(lr.doc, "frontier");
-        json_t *one = json_array();
-        json_array_append(one, json_array_get(frontier, (size_t)idx));
-        json_t *out = json_deep_copy(lr.doc);
-        json_object_set_new(out, "frontier", one);
-        json_t *sel = json_pack("{s:i, s:i}", "index", idx, "of", lr.res->nalgs);
-        if (size_s) {
-            json_object_set_new(sel, "bytes", json_real(size));
-            json_object_set_new(sel, "cost_us", json_real(algorithm_cost_us(a, lr.topo, size)));
-        }
-        json_object_set_new(out, "selected", sel);
-        loaded_free(&lr);
-        char *text = json_dumps(out, JSON_COMPACT | CS_JSON_REAL);
-        json_decref(out);
-        cs_blob *ob = text ? blob_adopt(text, strlen(text)) : NULL;
-        if (!ob)
-            return respond_error(rs, 500, "internal", "", "out of memory");
-        cache_put(s->cache, selkey, ob);
-        enum MHD_Result ret = respond_blob(rs, 200, ob, "application/json", NULL, NULL);
-        blob_unref(ob);
-        return ret;
-    }
-    /* generated code: memory cache, then store, then generate and keep */
-    char variant[128], ckey[256];
-    if (fmt_xml)
-        snprintf(variant, sizeof variant, "alg=%d;runtime=%s;proto=%s", idx,
-                 msccl_runtime_name(runtime), proto ? proto : "Simple");
-    else
-        snprintf(variant, sizeof variant, "alg=%d;elem=%s", idx, elem_s ? elem_s : "float");
-    snprintf(ckey, sizeof ckey, "%s|%s|%s", key, format, variant);
-    const char *ctype = fmt_xml ? "application/xml" : "text/x-cuda; charset=utf-8";
-    cs_blob *code = cache_get(s->cache, ckey);
-    if (!code) {
-        char *body = NULL;
-        bool found = false;
-        if (store_artifact_get(s->store, key, format, variant, &body, &found, &err) != CS_OK) {
-            loaded_free(&lr);
-            return respond_cs_error(rs, &err);
-        }
-        if (!found) {
-            size_t len = 0;
-            int rc = CS_EUNSUPPORTED;
-            if (fmt_xml) {
-                cs_msccl_options mo;
-                msccl_options_default(&mo);
-                mo.runtime = runtime;
-                if (proto)
-                    mo.proto = proto;
-                rc = msccl_xml_generate(a, lr.topo, &mo, &body, &len, &err);
-            }
-            else {
-                cs_cuda_options co;
-                cuda_options_default(&co);
-                co.elem = elem;
-                rc = cuda_generate(a, lr.topo, &co, &body, &len, &err);
-            }
-            if (rc) {
-                loaded_free(&lr);
-                if (err.code == CS_OK)
-                    err.code = rc;
-                if (rc == CS_EUNSUPPORTED || rc == CS_ELIMIT) {
-                    return respond_error(rs, 422, cs_status_name(rc), "format", "%s",
-                                         err.message);
-                }
-                return respond_cs_error(rs, &err);
-            }
-            atomic_fetch_add_explicit(&s->metrics.codegen_total, 1, memory_order_relaxed);
-            cs_error e2;
-            if (store_artifact_put(s->store, key, format, variant, body, &e2) != CS_OK)
-                log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", key, "error",
-                          e2.message, NULL);
-        }
-        code = blob_adopt(body, strlen(body));
-        if (!code) {
-            loaded_free(&lr);
-            return respond_error(rs, 500, "internal", "", "out of memory");
-        }
-        cache_put(s->cache, ckey, code);
-    }
-    loaded_free(&lr);
-    enum MHD_Result r = respond_blob(rs, 200, code, ctype, NULL, NULL);
-    blob_unref(code);
-    return r;
 }
 
 /* ---- dispatch --------------------------------------------------------------------------- */
@@ -918,7 +732,8 @@ enum MHD_Result route_request(req_state *rs, const char *url, const char *method
     }
     if (!strncmp(url, "/v1/results/", 12)) {
         rs->route = ROUTE_RESULT;
-        return get ? handle_result(rs, url + 12) : method_not_allowed(rs, "GET, HEAD, OPTIONS");
+        return get ? delivery_result_get(rs, url + 12)
+                   : method_not_allowed(rs, "GET, HEAD, OPTIONS");
     }
     if (!strcmp(url, "/metrics")) {
         rs->route = ROUTE_METRICS;

@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -23,8 +25,13 @@
 
 #include "store_engine.h"
 
+/* SQLite: result bodies larger than this live in files beside the database. */
+#define STORE_FILE_MIN_BYTES (1u << 20)
+#define CODEC_NAME "csrc1"
+
 struct cs_store {
     db_engine *engine;
+    char body_dir[4096];   /* SQLite: DB.bodies; "" for PostgreSQL */
     char path[4096];     /* SQLite: the database file; "" for PostgreSQL */
     int lock_fd;         /* store_lock_exclusive's lock file, -1 when none */
     cs_store_observer observe;
@@ -67,7 +74,11 @@ int job_status_from_name(const char *name, cs_job_status *out)
 
 void db_rows_free(db_rows *r)
 {
-    if (!r || !r->cells)
+    if (!r)
+        return;
+    free(r->lens);
+    r->lens = NULL;
+    if (!r->cells)
         return;
     for (int i = 0; i < r->nrows * r->ncols; i++)
         free(r->cells[i]);
@@ -91,13 +102,17 @@ double store_wall_time(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* BYTEA is PostgreSQL's byte string; SQLite stores the BLOBs bound to such a
+ * column as they are (a type name it does not know has no conversions for
+ * BLOBs). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS results ("
     " key TEXT PRIMARY KEY, request TEXT NOT NULL, result TEXT NOT NULL,"
-    " created DOUBLE PRECISION NOT NULL);"
+    " created DOUBLE PRECISION NOT NULL, codec TEXT, body BYTEA, file TEXT, bytes BIGINT);"
     "CREATE TABLE IF NOT EXISTS artifacts ("
     " key TEXT NOT NULL, format TEXT NOT NULL, variant TEXT NOT NULL, body TEXT NOT NULL,"
-    " created DOUBLE PRECISION NOT NULL, PRIMARY KEY (key, format, variant));"
+    " created DOUBLE PRECISION NOT NULL, encoding TEXT, zbody BYTEA,"
+    " PRIMARY KEY (key, format, variant));"
     "CREATE TABLE IF NOT EXISTS jobs ("
     " id TEXT PRIMARY KEY, key TEXT NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL,"
     " progress TEXT, error TEXT, owner TEXT, attempts INTEGER NOT NULL DEFAULT 0,"
@@ -108,6 +123,37 @@ static const char schema_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS jobs_active_key ON jobs (key)"
     " WHERE status IN ('queued', 'running');"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, created);";
+
+/* Stores created before the codec lack its columns: add them. */
+static int migrate_schema(db_engine *e, db_conn *c, bool pg, cs_error *err)
+{
+    static const struct { const char *table, *column, *type; } cols[] = {
+        {"results", "codec", "TEXT"},     {"results", "body", "BYTEA"},
+        {"results", "file", "TEXT"},      {"results", "bytes", "BIGINT"},
+        {"artifacts", "encoding", "TEXT"}, {"artifacts", "zbody", "BYTEA"}};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        const char *p[] = {cols[i].table, cols[i].column};
+        db_rows rows;
+        int rc = e->query(c,
+                          pg ? "SELECT count(*) FROM information_schema.columns WHERE"
+                               " table_name = $1 AND column_name = $2"
+                               " AND table_schema = current_schema()"
+                             : "SELECT count(*) FROM pragma_table_info($1) WHERE name = $2",
+                          2, p, &rows, err);
+        if (rc)
+            return rc;
+        bool have = rows.nrows > 0 && db_cell(&rows, 0, 0) && atol(db_cell(&rows, 0, 0)) > 0;
+        db_rows_free(&rows);
+        if (have)
+            continue;
+        char sql[200];
+        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", cols[i].table,
+                 cols[i].column, cols[i].type);
+        if ((rc = e->exec_script(c, sql, err)))
+            return rc;
+    }
+    return CS_OK;
+}
 
 /* Job handles (one per submission that created or joined a job) and the
  * jobs' waiter count.  Kept apart from schema_sql: a store made before them
@@ -236,6 +282,7 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
     *out = NULL;
     db_engine *e = NULL;
     int rc;
+    char body_dir[4096] = "";
     char path[4096] = "";
     bool pg = url && (strncmp(url, "postgresql://", 13) == 0 ||
                       strncmp(url, "postgres://", 11) == 0);
@@ -254,6 +301,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
             snprintf(path, sizeof path, "%s/collsynth.db", dir);
         }
         rc = sqlite_engine_open(path, &e, err);
+        if (!rc)
+            snprintf(body_dir, sizeof body_dir, "%.4000s.bodies", path);
     }
     if (rc)
         return rc;
@@ -263,6 +312,7 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     s->engine = e;
+    snprintf(s->body_dir, sizeof s->body_dir, "%s", body_dir);
     s->lock_fd = -1;
     snprintf(s->path, sizeof s->path, "%s", path);
     db_conn *c = e->acquire(e, err);
@@ -276,6 +326,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         rc = e->exec_script(c, "SELECT pg_advisory_lock(74291633);", err);
     if (!rc)
         rc = e->exec_script(c, schema_sql, err);
+    if (!rc)
+        rc = migrate_schema(e, c, pg, err);
     if (!rc)
         rc = migrate_jobs(e, c, err);
     if (pg) {
@@ -350,36 +402,252 @@ int store_ping(cs_store *s, cs_error *err)
 
 /* ---- results and artifacts ------------------------------------------------------- */
 
-int store_result_get(cs_store *s, const char *key, char **result_json, char **request_json,
-                     bool *found, cs_error *err)
+/* run1 for query_bin. */
+static int run1_bin(cs_store *s, const char *sql, int n, const char *const *params,
+                    const int *lengths, db_rows *rows, cs_error *err)
 {
-    *found = false;
-    if (result_json)
-        *result_json = NULL;
-    if (request_json)
-        *request_json = NULL;
-    db_rows rows;
-    const char *p[] = {key};
-    int rc = run1(s, "SELECT result, request FROM results WHERE key = $1", 1, p, &rows, err);
-    if (rc)
-        return rc;
-    if (rows.nrows > 0) {
-        *found = true;
-        if (result_json) {
-            *result_json = rows.cells[0];
-            rows.cells[0] = NULL;
-        }
-        if (request_json) {
-            *request_json = rows.cells[1];
-            rows.cells[1] = NULL;
-        }
+    double t0 = cs_now();
+    db_conn *c = s->engine->acquire(s->engine, err);
+    if (!c) {
+        observed(s, sql, t0, CS_EIO);
+        return CS_EIO;
     }
-    db_rows_free(&rows);
+    int rc = s->engine->query_bin(c, sql, n, params, lengths, rows, err);
+    s->engine->release(s->engine, c);
+    observed(s, sql, t0, rc);
+    return rc;
+}
+
+void store_result_clear(cs_stored_result *r)
+{
+    free(r->request);
+    free(r->header);
+    blob_unref(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+static void unmap_blob(cs_blob *b) { munmap(b->data, (size_t)(uintptr_t)b->owner); }
+
+/* Maps a body file: read-only and shared, so readers cost one copy in the
+ * page cache and nothing on the heap. */
+static int map_body(cs_store *s, const char *file, long long bytes, cs_blob **out,
+                    cs_error *err)
+{
+    char path[8400];
+    snprintf(path, sizeof path, "%s/%s", s->body_dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "key", "stored result body %s: %s", path,
+                            strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size != bytes || bytes <= 0) {
+        close(fd);
+        return cs_error_set(err, CS_EIO, "key",
+                            "stored result body %s has %lld bytes, its row says %lld", path,
+                            (long long)st.st_size, bytes);
+    }
+    void *p = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return cs_error_set(err, CS_EIO, "key", "cannot map %s: %s", path, strerror(errno));
+    /* a mapping costs the memory cache little: the kernel pages it in and out */
+    *out = blob_wrap(p, (size_t)bytes, 4096, unmap_blob, (void *)(uintptr_t)bytes);
+    if (!*out) {
+        munmap(p, (size_t)bytes);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
     return CS_OK;
 }
 
-int store_result_put(cs_store *s, const char *key, const char *request_json,
-                     const char *result_json, cs_error *err)
+/* An inline body: the row's bytes, moved into a blob. */
+static int read_body(cs_store *s, const char *key, cs_blob **out, cs_error *err)
+{
+    db_rows rows;
+    const char *p[] = {key};
+    int rc = run1_bin(s, "SELECT body FROM results WHERE key = $1", 1, p, NULL, &rows, err);
+    if (rc)
+        return rc;
+    if (rows.nrows == 0 || !rows.cells[0]) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_EIO, "key", "result %s has no body", key);
+    }
+    *out = blob_adopt(rows.cells[0], rows.lens[0]);
+    rows.cells[0] = NULL;
+    db_rows_free(&rows);
+    return *out ? CS_OK : cs_error_set(err, CS_ENOMEM, "", "out of memory");
+}
+
+int store_result_load(cs_store *s, const char *key, unsigned want, cs_stored_result *out,
+                      bool *found, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    *found = false;
+    db_rows rows;
+    const char *p[] = {key};
+    int rc = run1(s,
+                  (want & STORE_WANT_REQUEST)
+                      ? "SELECT result, codec, file, bytes, request FROM results WHERE key = $1"
+                      : "SELECT result, codec, file, bytes FROM results WHERE key = $1",
+                  1, p, &rows, err);
+    if (rc)
+        return rc;
+    if (rows.nrows == 0) {
+        db_rows_free(&rows);
+        return CS_OK;
+    }
+    *found = true;
+    out->header = rows.cells[0];
+    rows.cells[0] = NULL;
+    if (want & STORE_WANT_REQUEST) {
+        out->request = rows.cells[4];
+        rows.cells[4] = NULL;
+    }
+    const char *codec = db_cell(&rows, 0, 1), *file = db_cell(&rows, 0, 2);
+    long long bytes = db_cell(&rows, 0, 3) ? atoll(db_cell(&rows, 0, 3)) : 0;
+    out->legacy = codec == NULL;
+    if (codec && strcmp(codec, CODEC_NAME) != 0)
+        rc = cs_error_set(err, CS_EUNSUPPORTED, "key",
+                          "result %s is stored as %s; this daemon reads " CODEC_NAME, key, codec);
+    else if (!out->legacy && (want & STORE_WANT_BODY))
+        rc = file ? map_body(s, file, bytes, &out->body, err) : read_body(s, key, &out->body, err);
+    db_rows_free(&rows);
+    if (rc)
+        store_result_clear(out);
+    return rc;
+}
+
+int store_result_exists(cs_store *s, const char *key, bool *found, cs_error *err)
+{
+    const char *p[] = {key};
+    return run1_hit(s, "SELECT key FROM results WHERE key = $1", 1, p, found, err);
+}
+
+static int fsync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+/* Writes a body file and makes it durable (file, then its directory) before
+ * any row points at it.  The name is unique per write, so a second writer
+ * of the same key never replaces the file the winning row names. */
+static int write_body_file(cs_store *s, const char *key, const void *body, size_t len,
+                           char *rel, size_t reln, cs_error *err)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%.2s", s->body_dir, key);
+    int rc = mkdir_p(dir, err);
+    if (rc)
+        return rc;
+    unsigned char r[6] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        memcpy(r, &len, sizeof r < sizeof len ? sizeof r : sizeof len);
+    snprintf(rel, reln, "%.2s/%s-%02x%02x%02x%02x%02x%02x.csrc", key, key, r[0], r[1], r[2],
+             r[3], r[4], r[5]);
+    char path[8400], tmp[8500];
+    snprintf(path, sizeof path, "%s/%s", s->body_dir, rel);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cs_error_set(err, CS_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
+    const char *p = body;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = cs_error_set(err, CS_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return rc;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        rc = cs_error_set(err, CS_EIO, "", "cannot sync %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return rc;
+    }
+    if (rename(tmp, path) != 0 || fsync_path(dir, O_RDONLY | O_DIRECTORY) != 0 ||
+        fsync_path(s->body_dir, O_RDONLY | O_DIRECTORY) != 0) {
+        rc = cs_error_set(err, CS_EIO, "", "cannot commit %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return rc;
+    }
+    return CS_OK;
+}
+
+static void remove_body_file(cs_store *s, const char *rel)
+{
+    char path[8400];
+    snprintf(path, sizeof path, "%s/%s", s->body_dir, rel);
+    unlink(path);
+}
+
+/* Insert (or, migrate, update a legacy row) with the body in a file or in
+ * the row; *won tells whether this call wrote the row. */
+static int put_encoded(cs_store *s, const char *key, const char *request_json,
+                       const char *header_json, const void *body, size_t len, bool migrate,
+                       cs_error *err)
+{
+    if (len > (size_t)0x7fffffff && !s->body_dir[0])
+        return cs_error_set(err, CS_ELIMIT, "", "an encoded result of %zu bytes is larger "
+                                                "than a PostgreSQL row holds (2 GB)", len);
+    char now[40], bytes[32], rel[200] = "";
+    fmt_time(now, sizeof now, store_wall_time());
+    snprintf(bytes, sizeof bytes, "%zu", len);
+    bool in_file = s->body_dir[0] && len > STORE_FILE_MIN_BYTES;
+    int rc;
+    if (in_file && (rc = write_body_file(s, key, body, len, rel, sizeof rel, err)))
+        return rc;
+    const char *inline_body = in_file ? NULL : (const char *)body;
+    const char *file = in_file ? rel : NULL;
+    int blen = in_file ? -1 : (int)len;
+    db_rows rows;
+    if (migrate) {
+        const char *p[] = {key, header_json, inline_body, file, bytes};
+        const int lengths[] = {-1, -1, blen, -1, -1};
+        rc = run1_bin(s,
+                      "UPDATE results SET result = $2, codec = '" CODEC_NAME "', body = $3,"
+                      " file = $4, bytes = CAST($5 AS BIGINT)"
+                      " WHERE key = $1 AND codec IS NULL RETURNING key",
+                      5, p, lengths, &rows, err);
+    } else {
+        const char *p[] = {key, request_json, header_json, now, inline_body, file, bytes};
+        const int lengths[] = {-1, -1, -1, -1, blen, -1, -1};
+        rc = run1_bin(s,
+                      "INSERT INTO results (key, request, result, created, codec, body, file,"
+                      " bytes) VALUES ($1, $2, $3, CAST($4 AS DOUBLE PRECISION), '" CODEC_NAME
+                      "', $5, $6, CAST($7 AS BIGINT)) ON CONFLICT (key) DO NOTHING RETURNING key",
+                      7, p, lengths, &rows, err);
+    }
+    bool won = rc == CS_OK && rows.nrows > 0;
+    db_rows_free(&rows);
+    if (in_file && !won)
+        remove_body_file(s, rel); /* another writer (or no legacy row) won: keep its file */
+    return rc;
+}
+
+int store_result_save(cs_store *s, const char *key, const char *request_json,
+                      const char *header_json, const void *body, size_t len, cs_error *err)
+{
+    return put_encoded(s, key, request_json, header_json, body, len, false, err);
+}
+
+int store_result_migrate(cs_store *s, const char *key, const char *header_json,
+                         const void *body, size_t len, cs_error *err)
+{
+    return put_encoded(s, key, NULL, header_json, body, len, true, err);
+}
+
+int store_result_put_json(cs_store *s, const char *key, const char *request_json,
+                          const char *result_json, cs_error *err)
 {
     char now[40];
     fmt_time(now, sizeof now, store_wall_time());
@@ -401,35 +669,52 @@ long store_result_count(cs_store *s, cs_error *err)
 }
 
 int store_artifact_get(cs_store *s, const char *key, const char *format, const char *variant,
-                       char **body, bool *found, cs_error *err)
+                       cs_blob **body, bool *zstd, bool *found, cs_error *err)
 {
     *found = false;
     *body = NULL;
+    *zstd = false;
     db_rows rows;
     const char *p[] = {key, format, variant};
-    int rc = run1(s, "SELECT body FROM artifacts WHERE key = $1 AND format = $2 AND variant = $3",
-                  3, p, &rows, err);
+    int rc = run1_bin(s,
+                      "SELECT encoding, zbody, body FROM artifacts"
+                      " WHERE key = $1 AND format = $2 AND variant = $3",
+                      3, p, NULL, &rows, err);
     if (rc)
         return rc;
     if (rows.nrows > 0) {
-        *found = true;
-        *body = rows.cells[0];
-        rows.cells[0] = NULL;
+        *zstd = db_cell(&rows, 0, 0) && strcmp(db_cell(&rows, 0, 0), "zstd") == 0;
+        int col = *zstd ? 1 : 2;
+        if (rows.cells[col]) {
+            *body = blob_adopt(rows.cells[col], rows.lens[col]);
+            rows.cells[col] = NULL;
+            if (!*body)
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            *found = rc == CS_OK;
+        }
     }
     db_rows_free(&rows);
-    return CS_OK;
+    return rc;
 }
 
 int store_artifact_put(cs_store *s, const char *key, const char *format, const char *variant,
-                       const char *body, cs_error *err)
+                       const void *zbody, size_t len, cs_error *err)
 {
+    if (len > (size_t)0x7fffffff)
+        return cs_error_set(err, CS_ELIMIT, "", "a compressed document of %zu bytes is too "
+                                                "large to store", len);
     char now[40];
     fmt_time(now, sizeof now, store_wall_time());
-    const char *p[] = {key, format, variant, body, now};
-    return run1(s,
-                "INSERT INTO artifacts (key, format, variant, body, created)"
-                " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key, format, variant) DO NOTHING",
-                5, p, NULL, err);
+    const char *p[] = {key, format, variant, zbody, now};
+    const int lengths[] = {-1, -1, -1, (int)len, -1};
+    db_rows rows;
+    int rc = run1_bin(s,
+                      "INSERT INTO artifacts (key, format, variant, body, created, encoding, zbody)"
+                      " VALUES ($1, $2, $3, '', CAST($5 AS DOUBLE PRECISION), 'zstd', $4)"
+                      " ON CONFLICT (key, format, variant) DO NOTHING",
+                      5, p, lengths, &rows, err);
+    db_rows_free(&rows);
+    return rc;
 }
 
 /* ---- jobs ---------------------------------------------------------------------------- */
@@ -499,7 +784,7 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
     store_new_id(out->handle_id);
     for (int attempt = 0; attempt < 5; attempt++) {
         bool found;
-        int rc = store_result_get(s, key, &out->result_json, NULL, &found, err);
+        int rc = store_result_exists(s, key, &found, err);
         if (rc)
             return rc;
         if (found) {
@@ -663,19 +948,28 @@ int store_job_finish(cs_store *s, const char *id, const char *owner, cs_job_stat
     char now[40];
     fmt_time(now, sizeof now, store_wall_time());
     if (status == CS_JOB_DONE) {
-        if (!key || !request_json || !result_json)
+        if (!key || !request_json)
             return cs_error_set(err, CS_EINTERNAL, "", "a done job needs its result");
         db_conn *c = s->engine->acquire(s->engine, err);
         if (!c)
             return CS_EIO;
         db_engine *e = s->engine;
         int rc = e->query(c, e->skip_locked ? "BEGIN" : "BEGIN IMMEDIATE", 0, NULL, NULL, err);
-        if (!rc) {
+        if (!rc && result_json) {
             const char *pr[] = {key, request_json, result_json, now};
             rc = e->query(c,
                           "INSERT INTO results (key, request, result, created)"
                           " VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
                           4, pr, NULL, err);
+        } else if (!rc) {
+            /* saved beforehand (store_result_save): done needs it there */
+            db_rows rows;
+            const char *pk[] = {key};
+            rc = e->query(c, "SELECT key FROM results WHERE key = $1", 1, pk, &rows, err);
+            if (!rc && rows.nrows == 0)
+                rc = cs_error_set(err, CS_EINTERNAL, "", "job %s done without a stored result",
+                                  id);
+            db_rows_free(&rows);
         }
         if (!rc) {
             /* Done wins over any state but a finished one: even if the job was

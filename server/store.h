@@ -4,8 +4,10 @@
  * (a fleet of daemons sharing one database as cache and job table).
  *
  * Tables (the same in both engines):
- *   results(key, request, result, created)       immutable once written
- *   artifacts(key, format, variant, body)        generated code, immutable
+ *   results(key, request, result, created,       immutable once written
+ *           codec, body, file, bytes)
+ *   artifacts(key, format, variant, body,        generated documents, immutable
+ *             encoding, zbody)
  *   jobs(id, key, request, status, progress, error, owner, attempts,
  *        cancel_requested, time_limit_s, created, updated, heartbeat)
  * A partial unique index on jobs(key) for status queued/running is what
@@ -24,12 +26,24 @@
  * since the epoch, from the daemon (fleet clocks are assumed NTP-synchronized;
  * leases are tens of seconds).
  *
+ * Results (result_codec.h): `result` holds the document without sends (its
+ * header: listings and frontier summaries read only this), `body` the
+ * encoded result.  SQLite keeps bodies over 1 MiB in files beside the
+ * database (DB.bodies/, one file per result, fsync'd with their directory
+ * before the row commits; the row is the index), PostgreSQL keeps them in the
+ * row (a fleet shares no file system).  Results stored before the codec have
+ * codec NULL and their whole JSON document in `result`: they are read as they
+ * are ("legacy") and rewritten in the new form by store_result_migrate.
+ * Artifacts are stored zstd-compressed (encoding 'zstd', zbody); old ones are
+ * plain text in body.
+ *
  * Every function is thread-safe: the engines serialize or pool connections.
  */
 #ifndef CS_STORE_H
 #define CS_STORE_H
 
 #include <stdbool.h>
+#include "cache.h"
 #include "cs_common.h"
 
 typedef struct cs_store cs_store;
@@ -85,7 +99,7 @@ typedef struct cs_summary {
 } cs_summary;
 
 typedef enum cs_submit_outcome {
-    CS_SUBMIT_CACHED = 0, /* the result exists: *result_json set */
+    CS_SUBMIT_CACHED = 0, /* the result exists (store_result_load reads it) */
     CS_SUBMIT_JOINED,     /* an identical job is queued or running: job_id set */
     CS_SUBMIT_CREATED,    /* a new queued job: job_id set */
     CS_SUBMIT_FULL        /* the queue holds max_queued jobs already */
@@ -95,7 +109,6 @@ typedef struct cs_submit {
     cs_submit_outcome outcome;
     char job_id[40];
     char handle_id[40];  /* JOINED, CREATED: this submission's own handle on the job */
-    char *result_json;   /* CACHED only; caller frees */
 } cs_submit;
 
 /* A fresh random id (32 hex digits, 128 bits): jobs, handles, instances. */
@@ -119,16 +132,39 @@ int store_ping(cs_store *s, cs_error *err);
 
 /* ---- results and artifacts -------------------------------------------------- */
 
-int store_result_get(cs_store *s, const char *key, char **result_json, char **request_json,
-                     bool *found, cs_error *err);
-/* Idempotent: a key already present is left as it is. */
-int store_result_put(cs_store *s, const char *key, const char *request_json,
-                     const char *result_json, cs_error *err);
+typedef struct cs_stored_result {
+    char *request;       /* canonical request JSON (STORE_WANT_REQUEST) */
+    char *header;        /* the document without sends; legacy: the whole document */
+    bool legacy;         /* stored before the codec: header is the JSON result */
+    cs_blob *body;       /* the encoded result (STORE_WANT_BODY, not legacy): a
+                            reference, mapped from its file or read from the row */
+} cs_stored_result;
+
+enum { STORE_WANT_REQUEST = 1, STORE_WANT_BODY = 2 };
+
+int store_result_load(cs_store *s, const char *key, unsigned want, cs_stored_result *out,
+                      bool *found, cs_error *err);
+void store_result_clear(cs_stored_result *r);
+int store_result_exists(cs_store *s, const char *key, bool *found, cs_error *err);
+/* Stores an encoded result (header: its document without sends) and returns
+ * once it is durable.  Idempotent: a key already present is left as it is. */
+int store_result_save(cs_store *s, const char *key, const char *request_json,
+                      const char *header_json, const void *body, size_t len, cs_error *err);
+/* Rewrites a legacy result in the encoded form (no-op when it is not legacy). */
+int store_result_migrate(cs_store *s, const char *key, const char *header_json,
+                         const void *body, size_t len, cs_error *err);
+/* A result in the pre-codec form (its whole JSON document): how old stores
+ * hold them; tests make such rows with it. */
+int store_result_put_json(cs_store *s, const char *key, const char *request_json,
+                          const char *result_json, cs_error *err);
 long store_result_count(cs_store *s, cs_error *err);
+
+/* Generated documents, stored compressed: *body is a zstd frame when *zstd,
+ * else (artifacts stored before compression) the plain text. */
 int store_artifact_get(cs_store *s, const char *key, const char *format, const char *variant,
-                       char **body, bool *found, cs_error *err);
+                       cs_blob **body, bool *zstd, bool *found, cs_error *err);
 int store_artifact_put(cs_store *s, const char *key, const char *format, const char *variant,
-                       const char *body, cs_error *err);
+                       const void *zbody, size_t len, cs_error *err);
 
 /* ---- jobs ------------------------------------------------------------------------ */
 
@@ -149,11 +185,12 @@ int store_job_claim(cs_store *s, const char *owner, cs_store_job *out, bool *cla
  * the owner stops. */
 int store_job_heartbeat(cs_store *s, const char *id, const char *owner, const char *progress,
                         int *cancel_requested, bool *still_owner, cs_error *err);
-/* Ends a running job: DONE stores result_json under key in the same
- * transaction; FAILED/CANCELLED record error_json.  QUEUED gives it back
- * (graceful shutdown), without counting the attempt.  CANCELLED of a job
- * that was abandoned but has waiters again (someone joined meanwhile) gives
- * it back to the queue instead. */
+/* Ends a running job: DONE stores result_json (a JSON result, the pre-codec
+ * form) under key in the same transaction, or, with result_json NULL, needs
+ * the result stored already (store_result_save); FAILED/CANCELLED record
+ * error_json.  QUEUED gives it back (graceful shutdown), without counting the
+ * attempt.  CANCELLED of a job that was abandoned but has waiters again
+ * (someone joined meanwhile) gives it back to the queue instead. */
 int store_job_finish(cs_store *s, const char *id, const char *owner, cs_job_status status,
                      const char *key, const char *request_json, const char *result_json,
                      const char *error_json, cs_error *err);

@@ -7,6 +7,10 @@
  * SQL uses $1, $2, ... placeholders (PostgreSQL's; SQLite binds them by name).
  * Every parameter and cell is text or NULL; the schema's column types make
  * the database convert (numeric affinity in SQLite, inferred types in libpq).
+ * The one exception is query_bin, for encoded results and compressed
+ * artifacts: parameters with a length >= 0 are bytes (BYTEA in PostgreSQL, a
+ * BLOB in SQLite), and the cells come back as bytes with their lengths (so a
+ * binary query selects only text and BYTEA columns).
  */
 #ifndef CS_STORE_ENGINE_H
 #define CS_STORE_ENGINE_H
@@ -16,6 +20,7 @@
 typedef struct db_rows {
     int nrows, ncols;
     char **cells;          /* nrows * ncols, row-major; NULL for SQL NULL */
+    size_t *lens;          /* query_bin only: each cell's length (cells stay NUL-terminated) */
 } db_rows;
 
 void db_rows_free(db_rows *r);
@@ -36,6 +41,10 @@ typedef struct db_engine {
     /* rows may be NULL when the statement returns nothing of interest. */
     int (*query)(db_conn *c, const char *sql, int nparams, const char *const *params,
                  db_rows *rows, cs_error *err);
+    /* query with bytes: lengths[i] >= 0 marks parameter i as lengths[i] bytes
+     * (lengths may be NULL: all text); cells come back as bytes, with lens. */
+    int (*query_bin)(db_conn *c, const char *sql, int nparams, const char *const *params,
+                     const int *lengths, db_rows *rows, cs_error *err);
     /* Runs a script of statements without parameters (schema). */
     int (*exec_script)(db_conn *c, const char *sql, cs_error *err);
     void (*close)(struct db_engine *e);

@@ -72,12 +72,18 @@ static void trim_newline(char *s)
         s[--n] = '\0';
 }
 
-static int pg_query(db_conn *c, const char *sql, int nparams, const char *const *params,
-                    db_rows *rows, cs_error *err)
+static int pg_query_any(db_conn *c, const char *sql, int nparams, const char *const *params,
+                        const int *lengths, bool binary, db_rows *rows, cs_error *err)
 {
     if (rows)
         memset(rows, 0, sizeof *rows);
-    PGresult *res = PQexecParams(c->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+    int formats[16];
+    if (lengths && nparams > 16)
+        return cs_error_set(err, CS_EINTERNAL, "", "postgresql: too many binary parameters");
+    for (int i = 0; lengths && i < nparams; i++)
+        formats[i] = lengths[i] >= 0;
+    PGresult *res = PQexecParams(c->pg, sql, nparams, NULL, params, lengths,
+                                 lengths ? formats : NULL, binary ? 1 : 0);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         char msg[400];
@@ -91,13 +97,41 @@ static int pg_query(db_conn *c, const char *sql, int nparams, const char *const 
         rows->nrows = n;
         rows->ncols = m;
         rows->cells = calloc((size_t)n * (size_t)m + 1, sizeof(char *));
+        if (binary)
+            rows->lens = calloc((size_t)n * (size_t)m + 1, sizeof(size_t));
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < m; j++)
-                if (!PQgetisnull(res, i, j))
+            for (int j = 0; j < m; j++) {
+                if (PQgetisnull(res, i, j))
+                    continue;
+                if (!binary) {
                     rows->cells[i * m + j] = strdup(PQgetvalue(res, i, j));
+                    continue;
+                }
+                size_t len = (size_t)PQgetlength(res, i, j);
+                char *cell = malloc(len + 1);
+                if (cell) {
+                    memcpy(cell, PQgetvalue(res, i, j), len);
+                    cell[len] = '\0';
+                }
+                rows->cells[i * m + j] = cell;
+                if (rows->lens)
+                    rows->lens[i * m + j] = len;
+            }
     }
     PQclear(res);
     return CS_OK;
+}
+
+static int pg_query(db_conn *c, const char *sql, int nparams, const char *const *params,
+                    db_rows *rows, cs_error *err)
+{
+    return pg_query_any(c, sql, nparams, params, NULL, false, rows, err);
+}
+
+static int pg_query_bin(db_conn *c, const char *sql, int nparams, const char *const *params,
+                        const int *lengths, db_rows *rows, cs_error *err)
+{
+    return pg_query_any(c, sql, nparams, params, lengths, true, rows, err);
 }
 
 static int pg_exec_script(db_conn *c, const char *sql, cs_error *err)
@@ -155,6 +189,7 @@ int pg_engine_open(const char *conninfo, int pool, db_engine **out, cs_error *er
     e->acquire = pg_acquire;
     e->release = pg_release;
     e->query = pg_query;
+    e->query_bin = pg_query_bin;
     e->exec_script = pg_exec_script;
     e->close = pg_close;
     for (int i = 0; i < pool; i++) {

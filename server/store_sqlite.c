@@ -42,8 +42,8 @@ static void sq_release(db_engine *e, db_conn *c)
     pthread_mutex_unlock(&s->lock);
 }
 
-static int sq_query(db_conn *c, const char *sql, int nparams, const char *const *params,
-                    db_rows *rows, cs_error *err)
+static int sq_query_any(db_conn *c, const char *sql, int nparams, const char *const *params,
+                        const int *lengths, bool binary, db_rows *rows, cs_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (rows)
@@ -56,8 +56,11 @@ static int sq_query(db_conn *c, const char *sql, int nparams, const char *const 
         int idx = sqlite3_bind_parameter_index(st, name);
         if (idx == 0)
             continue;
-        int rc = params[i] ? sqlite3_bind_text(st, idx, params[i], -1, SQLITE_TRANSIENT)
-                           : sqlite3_bind_null(st, idx);
+        int rc = !params[i]                      ? sqlite3_bind_null(st, idx)
+                 : lengths && lengths[i] >= 0   ? sqlite3_bind_blob(st, idx, params[i], lengths[i],
+                                                                   SQLITE_STATIC)
+                                                : sqlite3_bind_text(st, idx, params[i], -1,
+                                                                    SQLITE_TRANSIENT);
         if (rc != SQLITE_OK) {
             sqlite3_finalize(st);
             return cs_error_set(err, CS_EIO, "", "sqlite bind: %s", sqlite3_errmsg(c->db));
@@ -66,29 +69,50 @@ static int sq_query(db_conn *c, const char *sql, int nparams, const char *const 
     int ncols = sqlite3_column_count(st);
     int cap = 0, n = 0;
     char **cells = NULL;
+    size_t *lens = NULL;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (!rows)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 4;
-            char **nc = realloc(cells, sizeof(char *) * (size_t)cap * (size_t)(ncols ? ncols : 1));
-            if (!nc) {
+            size_t m = (size_t)cap * (size_t)(ncols ? ncols : 1);
+            char **nc = realloc(cells, sizeof(char *) * m);
+            if (nc)
+                cells = nc;
+            size_t *nl = binary ? realloc(lens, sizeof(size_t) * m) : NULL;
+            if (nl)
+                lens = nl;
+            if (!nc || (binary && !nl)) {
                 rc = SQLITE_NOMEM;
                 break;
             }
-            cells = nc;
         }
         for (int j = 0; j < ncols; j++) {
-            const unsigned char *t = sqlite3_column_text(st, j);
-            cells[n * ncols + j] = t ? strdup((const char *)t) : NULL;
+            char *cell = NULL;
+            size_t len = 0;
+            if (binary && sqlite3_column_type(st, j) != SQLITE_NULL) {
+                const void *b = sqlite3_column_blob(st, j);
+                len = (size_t)sqlite3_column_bytes(st, j);
+                if ((cell = malloc(len + 1))) {
+                    if (len)
+                        memcpy(cell, b, len);
+                    cell[len] = '\0';
+                }
+            } else {
+                const unsigned char *t = sqlite3_column_text(st, j);
+                cell = t ? strdup((const char *)t) : NULL;
+            }
+            cells[n * ncols + j] = cell;
+            if (binary)
+                lens[n * ncols + j] = len;
         }
         n++;
     }
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         int ret = cs_error_set(err, CS_EIO, "", "sqlite: %s", sqlite3_errmsg(c->db));
         sqlite3_finalize(st);
-        db_rows tmp = {n, ncols, cells};
+        db_rows tmp = {n, ncols, cells, lens};
         db_rows_free(&tmp);
         return ret;
     }
@@ -97,8 +121,23 @@ static int sq_query(db_conn *c, const char *sql, int nparams, const char *const 
         rows->nrows = n;
         rows->ncols = ncols;
         rows->cells = cells;
+        rows->lens = lens;
+    } else {
+        free(lens);
     }
     return CS_OK;
+}
+
+static int sq_query(db_conn *c, const char *sql, int nparams, const char *const *params,
+                    db_rows *rows, cs_error *err)
+{
+    return sq_query_any(c, sql, nparams, params, NULL, false, rows, err);
+}
+
+static int sq_query_bin(db_conn *c, const char *sql, int nparams, const char *const *params,
+                        const int *lengths, db_rows *rows, cs_error *err)
+{
+    return sq_query_any(c, sql, nparams, params, lengths, true, rows, err);
 }
 
 static int sq_exec_script(db_conn *c, const char *sql, cs_error *err)
@@ -161,6 +200,7 @@ int sqlite_engine_open(const char *path, db_engine **out, cs_error *err)
     e->acquire = sq_acquire;
     e->release = sq_release;
     e->query = sq_query;
+    e->query_bin = sq_query_bin;
     e->exec_script = sq_exec_script;
     e->close = sq_close;
     *out = e;

@@ -198,6 +198,104 @@ START_TEST(submit_wait_then_get_every_format)
 }
 END_TEST
 
+/* get --rank/--ranks/--summary: the slice holds exactly the sends of those
+ * ranks (checked against the whole document), bad ranges are refused before
+ * or by the server, and a large result arrives whole through -o. */
+START_TEST(get_slices_summaries_and_large_results)
+{
+    char *out, *err;
+    int rc = run("submit mesh2d:8x8 allgather --method ring --wait", &out, &err);
+    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, out, err);
+    char *key = line_value(out, "key");
+    ck_assert(is_hex64(key));
+    char dir[] = "/tmp/collsynth-test-slices.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[600], full_path[300], slice_path[300];
+    snprintf(full_path, sizeof full_path, "%s/full.json", dir);
+    snprintf(slice_path, sizeof slice_path, "%s/slice.json", dir);
+    snprintf(args, sizeof args, "get %s -o %s", key, full_path);
+    char *o, *e;
+    ck_assert_int_eq(run(args, &o, &e), 0);
+    free(o); free(e);
+    snprintf(args, sizeof args, "get %s --ranks 8-15 -o %s", key, slice_path);
+    ck_assert_int_eq(run(args, &o, &e), 0);
+    free(o); free(e);
+    json_t *full = json_load_file(full_path, 0, NULL), *slice = json_load_file(slice_path, 0, NULL);
+    ck_assert_ptr_nonnull(full);
+    ck_assert_ptr_nonnull(slice);
+    json_t *fs = json_object_get(json_array_get(json_object_get(full, "frontier"), 0), "sends");
+    json_t *ss = json_object_get(json_array_get(json_object_get(slice, "frontier"), 0), "sends");
+    size_t j = 0, i;
+    json_t *snd;
+    json_array_foreach(fs, i, snd) {
+        long src = json_integer_value(json_object_get(snd, "src"));
+        long dst = json_integer_value(json_object_get(snd, "dst"));
+        if ((src < 8 || src > 15) && (dst < 8 || dst > 15))
+            continue;
+        ck_assert(json_equal(snd, json_array_get(ss, j++)));
+    }
+    ck_assert_uint_eq(j, json_array_size(ss));
+    ck_assert_int_gt(j, 0);
+    long nsends_full = (long)json_array_size(fs);
+    json_t *rng = json_object_get(json_object_get(slice, "slice"), "ranks");
+    ck_assert_int_eq(json_integer_value(json_array_get(rng, 0)), 8);
+    ck_assert_int_eq(json_integer_value(json_array_get(rng, 1)), 15);
+    json_decref(full);
+    json_decref(slice);
+    /* one rank, to stdout */
+    snprintf(args, sizeof args, "get %s --rank 63", key);
+    ck_assert_int_eq(run(args, &o, &e), 0);
+    json_t *one = json_loads(o, 0, NULL);
+    ck_assert_ptr_nonnull(one);
+    json_array_foreach(json_object_get(json_array_get(json_object_get(one, "frontier"), 0), "sends"),
+                       i, snd) {
+        ck_assert(json_integer_value(json_object_get(snd, "src")) == 63 ||
+                  json_integer_value(json_object_get(snd, "dst")) == 63);
+    }
+    json_decref(one);
+    free(o); free(e);
+    /* the summary: counts, no sends */
+    snprintf(args, sizeof args, "get %s --summary", key);
+    ck_assert_int_eq(run(args, &o, &e), 0);
+    one = json_loads(o, 0, NULL);
+    json_t *a0 = json_array_get(json_object_get(one, "frontier"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(a0, "nsends")), nsends_full);
+    ck_assert_ptr_null(json_object_get(a0, "sends"));
+    json_decref(one);
+    free(o); free(e);
+    /* refused here (usage) or there (the server names the field); no file left behind */
+    const char *bad_local[] = {"--ranks 9-3", "--ranks x", "--rank -2", "--rank 1 --ranks 1-2"};
+    for (size_t k = 0; k < sizeof bad_local / sizeof bad_local[0]; k++) {
+        snprintf(args, sizeof args, "get %s %s", key, bad_local[k]);
+        ck_assert_int_eq(run(args, &o, &e), 2);
+        free(o); free(e);
+    }
+    snprintf(args, sizeof args, "get %s --rank 64 -o %s/never.json", key, dir);
+    ck_assert_int_eq(run(args, &o, &e), 2);
+    ck_assert_msg(strstr(e, "(field rank)") != NULL, "%s", e);
+    free(o); free(e);
+    char never[400];
+    snprintf(never, sizeof never, "%s/never.json", dir);
+    ck_assert_int_ne(access(never, F_OK), 0);
+    /* a large result (TACOS, 104,652 sends, tens of MB) arrives whole */
+    free(out); free(err);
+    rc = run("submit mesh2d:18x18 allgather --method tacos --wait", &out, &err);
+    ck_assert_msg(rc == 0, "exit %d\n%s", rc, err);
+    char *key2 = line_value(out, "key");
+    snprintf(args, sizeof args, "get %s -o %s", key2, full_path);
+    ck_assert_int_eq(run(args, &o, &e), 0);
+    free(o); free(e);
+    full = json_load_file(full_path, 0, NULL);
+    ck_assert_ptr_nonnull(full);
+    fs = json_object_get(json_array_get(json_object_get(full, "frontier"), 0), "sends");
+    ck_assert_int_eq(json_array_size(fs), 324 * 323);
+    json_decref(full);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    ck_assert_int_eq(system(args), 0);
+    free(key2); free(key); free(out); free(err);
+}
+END_TEST
+
 START_TEST(server_errors_are_shown_with_their_exit_codes)
 {
     char *out, *err;
@@ -332,6 +430,7 @@ static Suite *remote_cli_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, topologies_remote_matches_this_builds_library);
     tcase_add_test(tc, submit_wait_then_get_every_format);
+    tcase_add_test(tc, get_slices_summaries_and_large_results);
     tcase_add_test(tc, server_errors_are_shown_with_their_exit_codes);
     tcase_add_test(tc, status_and_cancel_a_running_job);
     tcase_add_test(tc, wait_shows_a_bar_on_a_terminal_and_lines_otherwise);

@@ -90,6 +90,16 @@ START_TEST(two_nodes_on_a_switch_fabric)
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 0)), 1);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sw, "ranks"), 1)), 3);
     ck_assert_int_eq(json_array_size(json_object_get(topo, "groups")), 2);
+    /* each node knows its block of ranks: what it asks the daemon's slice for */
+    int first = -1, last = -1;
+    ck_assert_int_eq(cluster_node_ranks(expanded, 0, &first, &last), 0);
+    ck_assert(first == 0 && last == 1);
+    ck_assert_int_eq(cluster_node_ranks(expanded, 1, &first, &last), 0);
+    ck_assert(first == 2 && last == 3);
+    ck_assert_int_eq(cluster_node_ranks(expanded, 2, &first, &last), -1);
+    json_t *odd = json_loads("{\"groups\":[[0,2],[1,3]]}", 0, NULL);
+    ck_assert_int_eq(cluster_node_ranks(odd, 0, &first, &last), -1); /* not a block */
+    json_decref(odd);
     /* alpha = the fabric's 4 us; beta from its 10 GB/s, the slowest lane */
     double alpha, beta;
     cluster_alpha_beta(expanded, &alpha, &beta);

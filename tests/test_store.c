@@ -63,6 +63,28 @@ static void key_of(int i, char key[65])
 
 /* ---- bodies --------------------------------------------------------------------------- */
 
+/* Deterministic bytes standing in for an encoded result (the store does not
+ * read them), with every byte value, so binary handling is exercised. */
+static char *fake_body(int seed, size_t len)
+{
+    char *b = malloc(len);
+    unsigned x = (unsigned)seed * 2654435761u + 1;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 1103515245u + 12345u;
+        b[i] = (char)(x >> 16);
+    }
+    return b;
+}
+
+static void assert_body(const cs_stored_result *row, int seed, size_t len)
+{
+    ck_assert_ptr_nonnull(row->body);
+    ck_assert_uint_eq(row->body->len, len);
+    char *want = fake_body(seed, len);
+    ck_assert(memcmp(row->body->data, want, len) == 0);
+    free(want);
+}
+
 static void results_roundtrip(bool use_pg)
 {
     char url[512];
@@ -72,30 +94,83 @@ static void results_roundtrip(bool use_pg)
     ck_assert_int_eq(store_ping(s, NULL), CS_OK);
     char key[65];
     key_of(1, key);
-    char *res = NULL, *req = NULL;
+    cs_stored_result row;
     bool found = true;
-    ck_assert_int_eq(store_result_get(s, key, &res, &req, &found, NULL), CS_OK);
+    ck_assert_int_eq(store_result_load(s, key, STORE_WANT_BODY, &row, &found, NULL), CS_OK);
     ck_assert(!found);
-    ck_assert_int_eq(store_result_put(s, key, "{\"r\":1}", "{\"x\":\"caf\xc3\xa9 'q'\"}", NULL),
+    /* a result in the pre-codec form: its JSON, read back as legacy */
+    ck_assert_int_eq(store_result_put_json(s, key, "{\"r\":1}", "{\"x\":\"caf\xc3\xa9 'q'\"}", NULL),
                      CS_OK);
     /* a second put of the same key keeps the first value (results are immutable) */
-    ck_assert_int_eq(store_result_put(s, key, "{\"r\":2}", "{\"x\":2}", NULL), CS_OK);
-    ck_assert_int_eq(store_result_get(s, key, &res, &req, &found, NULL), CS_OK);
+    ck_assert_int_eq(store_result_put_json(s, key, "{\"r\":2}", "{\"x\":2}", NULL), CS_OK);
+    ck_assert_int_eq(store_result_load(s, key, STORE_WANT_REQUEST | STORE_WANT_BODY, &row,
+                                       &found, NULL),
+                     CS_OK);
     ck_assert(found);
-    ck_assert_str_eq(res, "{\"x\":\"caf\xc3\xa9 'q'\"}");
-    ck_assert_str_eq(req, "{\"r\":1}");
-    free(res);
-    free(req);
-    ck_assert_int_eq(store_result_count(s, NULL), 1);
-    /* artifacts */
-    char *body = NULL;
-    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &found, NULL), CS_OK);
+    ck_assert(row.legacy);
+    ck_assert_ptr_null(row.body);
+    ck_assert_str_eq(row.header, "{\"x\":\"caf\xc3\xa9 'q'\"}");
+    ck_assert_str_eq(row.request, "{\"r\":1}");
+    store_result_clear(&row);
+    /* migrating it to the encoded form, once */
+    char *b0 = fake_body(0, 3000);
+    ck_assert_int_eq(store_result_migrate(s, key, "{\"h\":0}", b0, 3000, NULL), CS_OK);
+    ck_assert_int_eq(store_result_migrate(s, key, "{\"h\":9}", b0, 10, NULL), CS_OK);
+    free(b0);
+    ck_assert_int_eq(store_result_load(s, key, STORE_WANT_BODY, &row, &found, NULL), CS_OK);
+    ck_assert(found && !row.legacy);
+    ck_assert_str_eq(row.header, "{\"h\":0}");
+    assert_body(&row, 0, 3000);
+    store_result_clear(&row);
+    /* encoded results: small (in the row) and large (SQLite: a file beside it) */
+    size_t sizes[] = {1, 70000, (3u << 20) + 5};
+    for (int i = 0; i < 3; i++) {
+        char k[65];
+        key_of(100 + i, k);
+        char *b = fake_body(i + 1, sizes[i]);
+        ck_assert_int_eq(store_result_save(s, k, "{\"r\":3}", "{\"h\":1}", b, sizes[i], NULL),
+                         CS_OK);
+        /* idempotent: the second save of a key changes nothing */
+        ck_assert_int_eq(store_result_save(s, k, "{\"r\":4}", "{\"h\":2}", b, 1, NULL), CS_OK);
+        free(b);
+        bool exists = false;
+        ck_assert_int_eq(store_result_exists(s, k, &exists, NULL), CS_OK);
+        ck_assert(exists);
+        /* the header alone, without the body */
+        ck_assert_int_eq(store_result_load(s, k, 0, &row, &found, NULL), CS_OK);
+        ck_assert(found && !row.legacy);
+        ck_assert_ptr_null(row.body);
+        ck_assert_str_eq(row.header, "{\"h\":1}");
+        store_result_clear(&row);
+        ck_assert_int_eq(store_result_load(s, k, STORE_WANT_BODY | STORE_WANT_REQUEST, &row,
+                                           &found, NULL),
+                         CS_OK);
+        ck_assert_str_eq(row.request, "{\"r\":3}");
+        assert_body(&row, i + 1, sizes[i]);
+        store_result_clear(&row);
+    }
+    if (!use_pg) {
+        /* the large body is a file; the losing second write left none behind */
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "test $(find %s/test.db.bodies -type f | wc -l) = 1", tmpdir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    ck_assert_int_eq(store_result_count(s, NULL), 4);
+    /* artifacts: compressed bytes in, the same bytes out */
+    cs_blob *body = NULL;
+    bool zstd = false;
+    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &zstd, &found, NULL),
+                     CS_OK);
     ck_assert(!found);
-    ck_assert_int_eq(store_artifact_put(s, key, "msccl-xml", "alg=0", "<algo/>", NULL), CS_OK);
-    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &found, NULL), CS_OK);
-    ck_assert(found);
-    ck_assert_str_eq(body, "<algo/>");
-    free(body);
+    char *z = fake_body(7, 5000);
+    ck_assert_int_eq(store_artifact_put(s, key, "msccl-xml", "alg=0", z, 5000, NULL), CS_OK);
+    ck_assert_int_eq(store_artifact_get(s, key, "msccl-xml", "alg=0", &body, &zstd, &found, NULL),
+                     CS_OK);
+    ck_assert(found && zstd);
+    ck_assert_uint_eq(body->len, 5000);
+    ck_assert(memcmp(body->data, z, 5000) == 0);
+    blob_unref(body);
+    free(z);
     store_close(s);
     cleanup(use_pg);
 }
@@ -139,8 +214,6 @@ static void submit_outcomes(bool use_pg)
     store_job_clear(&j);
     ck_assert_int_eq(store_job_submit(s, "job-e", k1, "{}", NULL, 0, 2, &sub, NULL), CS_OK);
     ck_assert_int_eq(sub.outcome, CS_SUBMIT_CACHED);
-    ck_assert_str_eq(sub.result_json, "{\"res\":1}");
-    free(sub.result_json);
     bool found = false;
     ck_assert_int_eq(store_job_get(s, "job-a", &j, &found, NULL), CS_OK);
     ck_assert(found);
@@ -310,14 +383,16 @@ static void kill9_keeps_acknowledged(bool use_pg)
         cs_store *cs = NULL;
         if (store_open(url, NULL, 1, &cs, NULL) != CS_OK)
             _exit(3);
-        char big[2048];
-        memset(big, 'x', sizeof big - 1);
-        big[sizeof big - 1] = '\0';
         for (int i = 0;; i++) {
-            char key[65], res[2200];
+            char key[65], header[64];
             key_of(i, key);
-            snprintf(res, sizeof res, "{\"i\":%d,\"pad\":\"%s\"}", i, big);
-            if (store_result_put(cs, key, "{}", res, NULL) != CS_OK)
+            snprintf(header, sizeof header, "{\"i\":%d}", i);
+            /* every fourth body is large: SQLite keeps it in a file */
+            size_t len = i % 4 == 3 ? (1u << 20) + 4096u * (unsigned)i : 2048;
+            char *body = fake_body(i, len);
+            int rc = store_result_save(cs, key, "{}", header, body, len, NULL);
+            free(body);
+            if (rc != CS_OK)
                 _exit(4);
             if (write(pfd[1], &i, sizeof i) != (ssize_t)sizeof i)
                 _exit(5);
@@ -338,15 +413,19 @@ static void kill9_keeps_acknowledged(bool use_pg)
     ck_assert_int_ge(acked, 10);
     s = open_store(url);
     for (int i = 0; i <= acked; i++) {
-        char key[65], *res = NULL;
+        char key[65];
         bool found = false;
         key_of(i, key);
-        ck_assert_int_eq(store_result_get(s, key, &res, NULL, &found, NULL), CS_OK);
+        cs_stored_result row;
+        cs_error err;
+        int rc = store_result_load(s, key, STORE_WANT_BODY, &row, &found, &err);
+        ck_assert_msg(rc == CS_OK, "result %d: %s", i, err.message);
         ck_assert_msg(found, "acknowledged result %d of %d lost", i, acked);
         char want[32];
-        snprintf(want, sizeof want, "{\"i\":%d,", i);
-        ck_assert(strncmp(res, want, strlen(want)) == 0);
-        free(res);
+        snprintf(want, sizeof want, "{\"i\":%d}", i);
+        ck_assert_str_eq(row.header, want);
+        assert_body(&row, i, i % 4 == 3 ? (1u << 20) + 4096u * (unsigned)i : 2048);
+        store_result_clear(&row);
     }
     store_close(s);
     cleanup(use_pg);

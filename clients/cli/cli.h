@@ -18,6 +18,7 @@
 
 #include "collective.h"
 #include "cs_common.h"
+#include "result_codec.h"
 #include "topology.h"
 
 /* Exit codes (docs/cli.md). */
@@ -82,6 +83,11 @@ int cli_load_collective(const char *cmd, const char *spec, int root, cs_collecti
 /* Writes doc (indented, trailing newline) to path, or stdout when path is
  * NULL or "-".  Returns an exit code. */
 int cli_write_json(const char *cmd, const json_t *doc, const char *path);
+/* A result document written by its streaming writer (result_codec.h): up to
+ * CLI_PRETTY_MAX_SENDS sends indented like cli_write_json, larger ones
+ * compact and a block at a time, so memory does not grow with the result. */
+#define CLI_PRETTY_MAX_SENDS 100000
+int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path);
 
 /* ---- the time bound in reports (cli_bound.c) ----------------------------------- */
 

@@ -233,6 +233,49 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path)
     return CLI_EXIT_OK;
 }
 
+int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    if (nsends <= CLI_PRETTY_MAX_SENDS) {
+        /* small enough to read: the indented form, as every other document */
+        char *text = NULL;
+        size_t len = 0;
+        if (result_writer_dump(w, &text, &len, &err) != CS_OK) {
+            fprintf(stderr, "collsynth %s: %s\n", cmd, err.message);
+            return CLI_EXIT_INTERNAL;
+        }
+        json_t *doc = json_loadb(text, len, 0, NULL);
+        free(text);
+        int rc = cli_write_json(cmd, doc, path);
+        json_decref(doc);
+        return rc;
+    }
+    FILE *f = stdout;
+    if (path && strcmp(path, "-") != 0) {
+        f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    int rc = result_writer_to_file(w, f, &err);
+    if (rc == CS_OK && fputc('\n', f) == EOF)
+        rc = cs_error_set(&err, CS_EIO, "", "write error");
+    if (f != stdout) {
+        if (fclose(f) != 0 && rc == CS_OK)
+            rc = cs_error_set(&err, CS_EIO, "", "write error");
+    } else if (fflush(f) != 0 && rc == CS_OK) {
+        rc = cs_error_set(&err, CS_EIO, "", "write error");
+    }
+    if (rc != CS_OK) {
+        fprintf(stderr, "collsynth %s: writing %s failed: %s\n", cmd, path ? path : "stdout",
+                err.message);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 static int load_algorithm(const char *cmd, const char *path, cs_algorithm **out)
 {
     cs_error err;

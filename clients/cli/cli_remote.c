@@ -545,10 +545,14 @@ static const char *const usage_wait =
     "failed or was cancelled, or --max seconds passed.\n";
 static const char *const usage_get =
     "Usage: collsynth get KEY [--format json|msccl-xml|cuda] [--size BYTES | --alg N]\n"
+    "                     [--rank R | --ranks A-B] [--summary]\n"
     "                     [--runtime auto|msccl|msccl-executor] [-o FILE]\n"
     "Fetches a stored result.  --size picks the frontier algorithm fastest for that\n"
     "buffer size (1048576, 1MiB, 4M); --alg picks frontier entry N; --runtime picks\n"
-    "the MSCCL runtime the XML is for.  -o writes to FILE instead of stdout.\n";
+    "the MSCCL runtime the XML is for.  --rank/--ranks fetch one rank's (one node's)\n"
+    "slice: the sends those ranks take part in, or their <gpu> elements.  --summary\n"
+    "(JSON) leaves the sends out.  -o writes to FILE instead of stdout; the answer is\n"
+    "written as it arrives, so results of any size fit.\n";
 static const char *const usage_cancel = "Usage: collsynth cancel JOB\nCancels a queued or running job.\n";
 static const char *const usage_topologies =
     "Usage: collsynth topologies [NAME]\n"
@@ -781,7 +785,8 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
     const char *cmd = "get";
     remote_opts o = {0};
     const char *key = NULL, *format = "json", *outfile = NULL, *size = NULL;
-    const char *alg = NULL, *runtime = NULL;
+    const char *alg = NULL, *runtime = NULL, *rank = NULL, *ranks = NULL;
+    bool summary = false;
     int ec = EXIT_OK;
     for (int i = 1; i < argc && ec == EXIT_OK; i++) {
         bool bad = false;
@@ -810,6 +815,19 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
                 alg = argv[++i];
             else
                 runtime = argv[++i];
+        } else if (strcmp(a, "--rank") == 0 || strcmp(a, "--ranks") == 0) {
+            if (i + 1 >= argc)
+                ec = cli_usage_error(cmd, "%s needs a value", a);
+            else if (a[6] == 's')
+                ranks = argv[++i];
+            else
+                rank = argv[++i];
+        } else if (strncmp(a, "--rank=", 7) == 0) {
+            rank = a + 7;
+        } else if (strncmp(a, "--ranks=", 8) == 0) {
+            ranks = a + 8;
+        } else if (strcmp(a, "--summary") == 0) {
+            summary = true;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)
                 ec = cli_usage_error(cmd, "-o needs a FILE");
@@ -854,33 +872,74 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
     }
     if (runtime != NULL) {
         char *resc = cs_http_escape(runtime);
-        snprintf(path + n, sizeof path - (size_t)n, "&runtime=%s", resc ? resc : "");
+        n += snprintf(path + n, sizeof path - (size_t)n, "&runtime=%s", resc ? resc : "");
         free(resc);
     }
-    cs_http_response r;
-    ec = call(cmd, &c, "GET", path, NULL, &r, NULL);
-    if (ec != EXIT_OK)
-        return ec;
+    if (rank != NULL && ranks != NULL)
+        return cli_usage_error(cmd, "give --rank or --ranks, not both");
+    if (rank != NULL) {
+        int r0;
+        if (!cli_parse_int(rank, &r0) || r0 < 0)
+            return cli_usage_error(cmd, "bad --rank '%s' (a rank number >= 0)", rank);
+        n += snprintf(path + n, sizeof path - (size_t)n, "&rank=%d", r0);
+    }
+    if (ranks != NULL) {
+        int a0 = -1, b0 = -1, used = 0;
+        if (sscanf(ranks, "%d-%d%n", &a0, &b0, &used) != 2 || ranks[used] != '\0' || a0 < 0 ||
+            b0 < a0)
+            return cli_usage_error(cmd, "bad --ranks '%s' (FIRST-LAST, e.g. 8-15)", ranks);
+        n += snprintf(path + n, sizeof path - (size_t)n, "&ranks=%d-%d", a0, b0);
+    }
+    if (summary)
+        snprintf(path + n, sizeof path - (size_t)n, "&view=summary");
     FILE *f = stdout;
-    if (outfile != NULL && strcmp(outfile, "-") != 0) {
+    bool to_file = outfile != NULL && strcmp(outfile, "-") != 0;
+    if (to_file) {
         f = fopen(outfile, "w");
         if (f == NULL) {
             fprintf(stderr, "collsynth get: cannot write %s: %s\n", outfile, strerror(errno));
-            cs_http_response_free(&r);
             return EXIT_USAGE;
         }
     }
-    size_t wrote = fwrite(r.body, 1, r.len, f);
-    if (r.len > 0 && r.body[r.len - 1] != '\n' && f == stdout)
-        fputc('\n', f);
-    bool write_ok = wrote == r.len;
-    if (f != stdout)
-        write_ok = (fclose(f) == 0) && write_ok;
-    if (!write_ok) {
-        fprintf(stderr, "collsynth get: writing %s failed\n", outfile ? outfile : "stdout");
+    cs_http_response r;
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = cs_http_download(&c, path, f, &r, &err);
+    if (rc != CS_OK && !r.unreachable && r.status >= 200 && r.status < 300) {
+        fprintf(stderr, "collsynth get: writing %s failed: %s\n", to_file ? outfile : "stdout",
+                err.message);
         ec = EXIT_USAGE;
-    } else if (f != stdout) {
-        fprintf(stderr, "wrote %s (%zu bytes)\n", outfile, r.len);
+    } else if (rc != CS_OK || r.status < 200 || r.status >= 300) {
+        /* the server's own error, as every remote command reports it */
+        if (to_file) {
+            fclose(f);
+            f = NULL;
+            unlink(outfile);
+        }
+        if (rc != CS_OK) {
+            fprintf(stderr, "collsynth %s: %s\n", cmd, err.message);
+            ec = r.unreachable ? EXIT_UNREACHABLE : EXIT_REMOTE;
+        } else {
+            ec = report_http_error(cmd, &r);
+        }
+        cs_http_response_free(&r);
+        if (f != NULL && f != stdout)
+            fclose(f);
+        return ec;
+    }
+    if (!to_file && r.downloaded > 0 && !r.ends_in_newline)
+        fputc('\n', f);
+    bool write_ok = ec == EXIT_OK;
+    if (to_file)
+        write_ok = (fclose(f) == 0) && write_ok;
+    else
+        write_ok = fflush(f) == 0 && write_ok;
+    if (!write_ok) {
+        if (ec == EXIT_OK)
+            fprintf(stderr, "collsynth get: writing %s failed\n", outfile ? outfile : "stdout");
+        ec = EXIT_USAGE;
+    } else if (to_file) {
+        fprintf(stderr, "wrote %s (%zu bytes)\n", outfile, r.downloaded);
     }
     cs_http_response_free(&r);
     return ec;

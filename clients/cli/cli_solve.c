@@ -96,6 +96,33 @@ static double instance_seconds(const cs_result *r, int S, int R, int C)
     return NAN;
 }
 
+/* The result document (result_to_json plus the topology and collective),
+ * streamed: a large frontier is never built as a JSON tree. */
+static int write_result(const cs_result *r, const cs_topology *t, const cs_collective *c,
+                        const char *out_path)
+{
+    cs_error err;
+    json_t *skel = result_to_json_frame(r);
+    if (skel) {
+        /* the bound from the whole result (its sends), into the frame */
+        synth_annotate_time_bound(skel, t, c, r, CS_BOUND_DEFAULT_BYTES, NULL);
+        json_object_set_new(skel, "topology", topology_to_json(t));
+        json_object_set_new(skel, "collective", collective_to_json(c));
+    }
+    cs_result_writer *w = NULL;
+    cs_json_view jv = CS_JSON_VIEW_FULL;
+    int rc = skel ? result_writer_open_memory(r, skel, &jv, &w, &err)
+                  : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
+    long nsends = 0;
+    for (int i = 0; i < r->nalgs; i++)
+        nsends += r->algs[i]->nsends;
+    int code = rc ? cli_report_error(CMD, "output", rc, &err)
+                  : cli_write_streamed(CMD, w, nsends, out_path);
+    result_writer_free(w);
+    json_decref(skel);
+    return code;
+}
+
 static void print_table(FILE *f, const cs_result *r, const cs_topology *t,
                         const cs_collective *c)
 {
@@ -264,14 +291,7 @@ static int solve_smt(int argc, char **argv, FILE *report)
     }
     code = r->nalgs > 0 ? CLI_EXIT_OK : CLI_EXIT_NEGATIVE;
     if (as_json || out_path) {
-        json_t *doc = result_to_json(r);
-        if (doc) {
-            synth_annotate_time_bound(doc, t, &c, r, CS_BOUND_DEFAULT_BYTES, NULL);
-            json_object_set_new(doc, "topology", topology_to_json(t));
-            json_object_set_new(doc, "collective", collective_to_json(&c));
-        }
-        int wc = cli_write_json(CMD, doc, out_path);
-        json_decref(doc);
+        int wc = write_result(r, t, &c, out_path);
         if (wc != CLI_EXIT_OK)
             code = wc;
     }

@@ -59,6 +59,39 @@ static int load_collective(const char *spec, int root, cs_collective *c)
     return cli_load_collective(CMD, name, root, c);
 }
 
+/* The result document (r, with the time bound of t and c at bound_bytes) or
+ * one algorithm's (a), streamed: a large schedule is never built as a JSON
+ * tree. */
+static int write_streamed(const cs_result *r, const cs_algorithm *a, const cs_topology *t,
+                          const cs_collective *c, double bound_bytes, const char *path)
+{
+    cs_error err;
+    cs_error_clear(&err);
+    json_t *skel = NULL;
+    cs_result_writer *w = NULL;
+    int rc;
+    if (r) {
+        skel = result_to_json_frame(r);
+        if (skel)  /* the bound from the whole result (its sends), into the frame */
+            synth_annotate_time_bound(skel, t, c, r, bound_bytes, NULL);
+        cs_json_view jv = CS_JSON_VIEW_FULL;
+        rc = skel ? result_writer_open_memory(r, skel, &jv, &w, &err)
+                  : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
+    } else {
+        skel = algorithm_to_json_frame(a);
+        rc = skel ? result_writer_open_algorithm(a, skel, &w, &err)
+                  : cs_error_set(&err, CS_ENOMEM, "", "out of memory");
+    }
+    long nsends = a ? a->nsends : 0;
+    for (int i = 0; r && i < r->nalgs; i++)
+        nsends += r->algs[i]->nsends;
+    int code = rc ? cli_report_error(CMD, "output", rc, &err)
+                  : cli_write_streamed(CMD, w, nsends, path);
+    result_writer_free(w);
+    json_decref(skel);
+    return code;
+}
+
 int cli_solve_tacos(int argc, char **argv, FILE *report)
 {
     cs_tacos_options opt;
@@ -146,11 +179,7 @@ int cli_solve_tacos(int argc, char **argv, FILE *report)
     if (rc != CS_OK) {
         status = cli_report_error(CMD, "tacos", rc, &err);
     } else if (as_json) {
-        json_t *doc = result_to_json(r);
-        if (doc)
-            synth_annotate_time_bound(doc, t, &c, r, opt.bytes, NULL);
-        status = cli_write_json(CMD, doc, NULL);
-        json_decref(doc);
+        status = write_streamed(r, NULL, t, &c, opt.bytes, NULL);
     } else {
         json_t *st = r->stats;
 #define NUM(k) json_number_value(json_object_get(st, k))
@@ -194,9 +223,7 @@ int cli_solve_tacos(int argc, char **argv, FILE *report)
             fprintf(stderr, "collsynth %s: --output needs the sends (drop --stats-only)\n", CMD);
             status = CLI_EXIT_USAGE;
         } else {
-            json_t *doc = algorithm_to_json(r->algs[0]);
-            int wc = cli_write_json(CMD, doc, output);
-            json_decref(doc);
+            int wc = write_streamed(NULL, r->algs[0], NULL, NULL, 0, output);
             if (wc != CLI_EXIT_OK)
                 status = wc;
         }

@@ -88,8 +88,56 @@ static size_t collect_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* 2xx bodies of a download go to a file as they arrive; anything else is
+ * collected (it is an error object the caller prints). */
+typedef struct sink {
+    CURL *h;
+    FILE *out;
+    body_buf *b;
+    bool to_file, decided, write_failed;
+    size_t written;
+    char last;
+} sink;
+
+static size_t to_sink(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    sink *k = ud;
+    if (!k->decided) {
+        long status = 0;
+        curl_easy_getinfo(k->h, CURLINFO_RESPONSE_CODE, &status);
+        k->to_file = status >= 200 && status < 300;
+        k->decided = true;
+    }
+    if (!k->to_file)
+        return collect_body(ptr, size, nmemb, k->b);
+    size_t n = size * nmemb;
+    if (fwrite(ptr, 1, n, k->out) != n) {
+        k->write_failed = true;
+        return 0;
+    }
+    k->written += n;
+    if (n)
+        k->last = ptr[n - 1];
+    return n;
+}
+
+static int perform(const cs_http_client *c, const char *method, const char *path,
+                   const char *body, FILE *out, cs_http_response *resp, cs_error *err);
+
 int cs_http_request(const cs_http_client *c, const char *method, const char *path,
                     const char *body, cs_http_response *resp, cs_error *err)
+{
+    return perform(c, method, path, body, NULL, resp, err);
+}
+
+int cs_http_download(const cs_http_client *c, const char *path, FILE *out,
+                     cs_http_response *resp, cs_error *err)
+{
+    return perform(c, "GET", path, NULL, out, resp, err);
+}
+
+static int perform(const cs_http_client *c, const char *method, const char *path,
+                   const char *body, FILE *out, cs_http_response *resp, cs_error *err)
 {
     memset(resp, 0, sizeof *resp);
     cs_http_global_init();
@@ -122,8 +170,16 @@ int cs_http_request(const cs_http_client *c, const char *method, const char *pat
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    sink k = {.h = h, .out = out, .b = &b};
+    if (out != NULL) {
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_sink);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &k);
+    } else {
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    }
+    /* every coding this libcurl decodes (gzip, zstd): results compress 10x */
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -136,6 +192,8 @@ int cs_http_request(const cs_http_client *c, const char *method, const char *pat
     int rc = CS_OK;
     if (b.oom) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory reading the answer");
+    } else if (k.write_failed) {
+        rc = cs_error_set(err, CS_EIO, "output", "cannot write the answer: out of disk space?");
     } else if (cc != CURLE_OK) {
         resp->unreachable = true;
         rc = cs_error_set(err, CS_EIO, "server", "cannot reach %s: %s", c->base_url,
@@ -152,6 +210,8 @@ int cs_http_request(const cs_http_client *c, const char *method, const char *pat
         }
         resp->body = b.data;
         resp->len = b.len;
+        resp->downloaded = k.written;
+        resp->ends_in_newline = k.last == '\n';
         b.data = NULL;
     }
     free(b.data);

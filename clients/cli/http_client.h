@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cs_common.h"
 
@@ -37,6 +38,8 @@ typedef struct cs_http_response {
     size_t len;
     char content_type[128];
     bool unreachable;     /* connection or timeout failure: no answer at all */
+    size_t downloaded;    /* cs_http_download: bytes written to the file */
+    bool ends_in_newline; /* ... and whether the last was '\n' */
 } cs_http_response;
 
 /* curl_global_init once per process (safe to call more than once). */
@@ -52,6 +55,12 @@ int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
 int cs_http_request(const cs_http_client *c, const char *method, const char *path,
                     const char *body, cs_http_response *resp, cs_error *err);
 void cs_http_response_free(cs_http_response *resp);
+
+/* GET path into out as it arrives, when the status is 2xx (resp->body is then
+ * ""); other answers are collected in resp->body as cs_http_request does.  For
+ * documents too large to hold in memory. */
+int cs_http_download(const cs_http_client *c, const char *path, FILE *out,
+                     cs_http_response *resp, cs_error *err);
 
 /* From an error answer: code, message and field (each "" when absent).  Returns
  * true when the body was the contract's error object. */

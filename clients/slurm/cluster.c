@@ -381,6 +381,22 @@ out:
     return rc;
 }
 
+int cluster_node_ranks(const json_t *expanded, int nodeid, int *first, int *last)
+{
+    const json_t *g = json_array_get(json_object_get(expanded, "groups"), (size_t)nodeid);
+    size_t n = json_array_size(g);
+    if (nodeid < 0 || n == 0)
+        return -1;
+    long lo = json_integer_value(json_array_get(g, 0));
+    for (size_t i = 0; i < n; i++)
+        if (!json_is_integer(json_array_get(g, i)) ||
+            json_integer_value(json_array_get(g, i)) != lo + (long)i)
+            return -1;
+    *first = (int)lo;
+    *last = (int)(lo + (long)n - 1);
+    return 0;
+}
+
 void cluster_alpha_beta(const json_t *topology, double *alpha_us, double *beta)
 {
     double amax = 0, gmin = INFINITY;

@@ -20,7 +20,8 @@
  *   }
  *
  * Ranks of the allocation are numbered node by node in the step's node-list
- * order (a block distribution: node k's local GPU g is rank offset_k + g).
+ * order (a block distribution: node k's local GPU g is rank offset_k + g), so
+ * each node can ask the daemon for the slice of its own ranks only.
  * Fabric kinds: "switch" (one switch joining the NIC ranks of every node),
  * "ring" (NIC rank i of node k to NIC rank i of node k+1, both ways, closing
  * the ring).  `nics` defaults to every local rank.  Each node becomes one
@@ -51,6 +52,12 @@ typedef json_t *(*cluster_fetch_builtin_fn)(void *ctx, const char *name, char *m
 int cluster_build_topology(const json_t *cluster, char **nodes, int nnodes,
                            cluster_fetch_builtin_fn fetch, void *fetch_ctx,
                            json_t **topology, json_t **expanded, char *msg, size_t msglen);
+
+/* The ranks of node `nodeid` (its index in the step's node list) in the
+ * allocation's topology: the block [*first, *last] of its locality group.
+ * Returns 0, or -1 when the topology has no such group or it is not a
+ * contiguous block. */
+int cluster_node_ranks(const json_t *expanded, int nodeid, int *first, int *last);
 
 /* The cost model's alpha (largest per-message latency, us) and beta (us per
  * byte on the slowest lane) of a Topology JSON object, switch ports included. */

@@ -9,9 +9,14 @@
  *   2. ask collsynthd for each collective named in the options
  *      (POST /v1/synthesize with options.wait_s, then poll the job);
  *   3. split message sizes among the frontier's algorithms by the alpha-beta
- *      model, fetch each algorithm's MSCCL XML (GET /v1/results/KEY?size=...)
+ *      model, fetch each algorithm's MSCCL XML (GET /v1/results/KEY?alg=...)
  *      and write it, with minBytes/maxBytes set, into a per-step directory
- *      under the job's TMPDIR;
+ *      under the job's TMPDIR.  On a multi-node step each node fetches only
+ *      its own ranks' slice (&ranks=FIRST-LAST: the same <algo>, only those
+ *      ranks' <gpu> elements, which is all an MSCCL runtime reads), and the
+ *      result documents it reads are summaries (?view=summary: the frontier
+ *      without its sends), so a 1024-rank allocation costs each node a few
+ *      kilobytes of JSON and its own XML, not everyone's;
  * and in slurm_spank_task_init export MSCCL_XML_FILES, NCCL_ALGO and
  * MSCCL_ALGO_DIR into each task.
  *
@@ -90,6 +95,8 @@ typedef struct hook_state {
     int nper[RT_COUNT];         /* files written per runtime */
     char xml_files[8192];       /* MSCCL_XML_FILES value */
     char keys[1024];            /* COLLSYNTH_RESULT_KEYS value */
+    int rank_first, rank_last;  /* this node's ranks on a multi-node step; -1: all */
+    bool slices_refused;        /* the daemon cannot slice: whole documents from now on */
     char warning[512];          /* "" when all went well */
     int nfiles;
     written_file files[MAX_FILES];
@@ -282,13 +289,16 @@ static json_t *request_json(exchange *x, const char *method, const char *path, c
     return doc;
 }
 
-static char *request_text(exchange *x, const char *path, char *why, size_t whylen)
+static char *request_text(exchange *x, const char *path, long *status, char *why,
+                          size_t whylen)
 {
     x->unreachable = true;
+    *status = 0;
     cs_http_response r;
     if (!send_within_budget(x, "GET", path, NULL, false, &r, why, whylen))
         return NULL;
     x->unreachable = false;
+    *status = r.status;
     if (r.status != 200) {
         char code[64], message[300], field[96];
         cs_http_error_from_body(&r, code, sizeof code, message, sizeof message, field,
@@ -338,7 +348,8 @@ static json_t *synthesize(exchange *x, const json_t *topology, const char *kind,
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     long status = 0;
-    json_t *doc = request_json(x, "POST", "/v1/synthesize", body, &status, why, whylen);
+    json_t *doc = request_json(x, "POST", "/v1/synthesize?view=summary", body, &status, why,
+                               whylen);
     free(body);
     if (doc == NULL)
         return NULL;
@@ -357,7 +368,7 @@ static json_t *synthesize(exchange *x, const json_t *topology, const char *kind,
     }
     json_decref(doc);
     char path[256];
-    fmt_into(path, sizeof path, "/v1/jobs/%s", job);
+    fmt_into(path, sizeof path, "/v1/jobs/%s?view=summary", job);
     for (;;) {
         json_t *j = request_json(x, "GET", path, NULL, NULL, why, whylen);
         if (j == NULL)
@@ -397,9 +408,20 @@ static int write_xml(exchange *x, const char *esc_key, int coll, const size_rang
 {
     const char *kind = cfg.collectives[coll];
     char path[1024];
-    fmt_into(path, sizeof path, "/v1/results/%s?format=msccl-xml&alg=%d&runtime=%s", esc_key,
-             r->index, runtime_names[rt]);
-    char *xml = request_text(x, path, why, whylen);
+    int n = fmt_into(path, sizeof path, "/v1/results/%s?format=msccl-xml&alg=%d&runtime=%s",
+                     esc_key, r->index, runtime_names[rt]);
+    bool slice = st.rank_first >= 0 && !st.slices_refused;
+    if (slice)
+        fmt_into(path + n, sizeof path - (size_t)n, "&ranks=%d-%d", st.rank_first, st.rank_last);
+    long status = 0;
+    char *xml = request_text(x, path, &status, why, whylen);
+    if (xml == NULL && slice && status == 422 && !x->unreachable) {
+        /* a daemon that cannot slice this document: the whole one serves too */
+        slurm_info("collsynth: %s (node's slice refused; fetching the whole document)", why);
+        st.slices_refused = true;
+        path[n] = '\0';
+        xml = request_text(x, path, &status, why, whylen);
+    }
     if (xml == NULL)
         return -1;
     char *stamped = xml_set_byte_range(xml, r->min_bytes, r->max_bytes);
@@ -611,6 +633,10 @@ static void prepare(spank_t sp)
                  have, want);
         goto fail;
     }
+    st.rank_first = st.rank_last = -1;
+    if (nnodes > 1 &&
+        cluster_node_ranks(expanded, (int)nodeid, &st.rank_first, &st.rank_last) != 0)
+        st.rank_first = st.rank_last = -1; /* not a block: the whole documents */
 
     char tmp[1024];
     if (cfg.tmpdir[0] != '\0')

@@ -1182,7 +1182,13 @@ static void set_new(json_t *obj, const char *key, json_t *v, bool *ok)
         *ok = false;
 }
 
-json_t *algorithm_to_json(const cs_algorithm *a)
+static json_t *algorithm_doc(const cs_algorithm *a, bool with_sends);
+
+json_t *algorithm_to_json(const cs_algorithm *a) { return algorithm_doc(a, true); }
+
+json_t *algorithm_to_json_frame(const cs_algorithm *a) { return algorithm_doc(a, false); }
+
+static json_t *algorithm_doc(const cs_algorithm *a, bool with_sends)
 {
     json_t *doc = json_object();
     if (!doc)
@@ -1206,7 +1212,7 @@ json_t *algorithm_to_json(const cs_algorithm *a)
     bool timed = algorithm_is_timed(a);
     if (timed && a->timed_chunk_bytes > 0)
         set_new(doc, "chunk_bytes", json_real(a->timed_chunk_bytes), &ok);
-    for (long i = 0; sends && ok && i < a->nsends; i++) {
+    for (long i = 0; with_sends && sends && ok && i < a->nsends; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         json_t *js = json_object();
         if (!js) {
@@ -1308,7 +1314,13 @@ void result_free(cs_result *r)
     free(r);
 }
 
-json_t *result_to_json(const cs_result *r)
+static json_t *result_doc(const cs_result *r, bool with_sends);
+
+json_t *result_to_json(const cs_result *r) { return result_doc(r, true); }
+
+json_t *result_to_json_frame(const cs_result *r) { return result_doc(r, false); }
+
+static json_t *result_doc(const cs_result *r, bool with_sends)
 {
     json_t *doc = json_object();
     if (!doc)
@@ -1318,7 +1330,7 @@ json_t *result_to_json(const cs_result *r)
     set_new(doc, "reason", json_string(r->reason), &ok);
     json_t *fr = json_array();
     for (int i = 0; fr && ok && i < r->nalgs; i++) {
-        json_t *ja = algorithm_to_json(r->algs[i]);
+        json_t *ja = algorithm_doc(r->algs[i], with_sends);
         if (!ja || json_array_append_new(fr, ja) != 0)
             ok = false;
     }

@@ -196,6 +196,9 @@ int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err);
 int algorithm_parse(const char *text, size_t len, cs_algorithm **out, cs_error *err);
 int algorithm_load_file(const char *path, cs_algorithm **out, cs_error *err);
 json_t *algorithm_to_json(const cs_algorithm *a);
+/* The same document with "sends": [] (every other member as above): the
+ * frame a streaming writer fills with the sends (result_codec.h). */
+json_t *algorithm_to_json_frame(const cs_algorithm *a);
 
 /* ---- transformations --------------------------------------------------------- */
 
@@ -242,6 +245,8 @@ void result_free(cs_result *r);
 /* {method, frontier, bounds, synth_seconds, ...}; the caller adds key,
  * topology and collective (it knows the canonical request). */
 json_t *result_to_json(const cs_result *r);
+/* result_to_json with every algorithm's "sends": [] (algorithm_to_json_frame). */
+json_t *result_to_json_frame(const cs_result *r);
 int result_from_json(const json_t *doc, cs_result **out, cs_error *err);
 /* The frontier algorithm with the lowest alpha-beta cost for `bytes`. */
 const cs_algorithm *result_best_for_size(const cs_result *r, const cs_topology *t,

@@ -194,20 +194,12 @@ static int prefix_field(cs_error *err, int rc, const char *prefix)
     return rc;
 }
 
-int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_topology **out,
-                          cs_error *err)
+/* Estimate ranks from the dimensions ("torus2d:8x8" -> 64, "hypercube:D"
+ * -> 2^D, node-count families x8) without trusting the builder to refuse
+ * sizes that are legal for the library but too big for a service; *dense
+ * for the families that link every pair. */
+static double builtin_rank_estimate(const char *name, bool *dense)
 {
-    cs_synth_limits defaults;
-    if (!lim_in) {
-        synth_limits_default(&defaults);
-        lim_in = &defaults;
-    }
-    *out = NULL;
-    if (strlen(name) > 100)
-        return cs_error_set(err, CS_EINVAL, "topology", "topology name is too long");
-    /* Estimate ranks from the dimensions ("torus2d:8x8" -> 64, "hypercube:D"
-     * -> 2^D, node-count families x8) without trusting the builder to refuse
-     * sizes that are legal for the library but too big for a service. */
     const char *colon = strchr(name, ':');
     const char *comma = strchr(name, ',');
     double ranks = 1;
@@ -233,7 +225,23 @@ int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_to
         ranks = ranks > 30 ? 1e12 : (double)(1L << (long)ranks);
     if (nodes)
         ranks *= 8;
-    bool dense = (fam_len == 2 && !strncmp(name, "fc", 2)) || nodes;
+    *dense = (fam_len == 2 && !strncmp(name, "fc", 2)) || nodes;
+    return ranks;
+}
+
+int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_topology **out,
+                          cs_error *err)
+{
+    cs_synth_limits defaults;
+    if (!lim_in) {
+        synth_limits_default(&defaults);
+        lim_in = &defaults;
+    }
+    *out = NULL;
+    if (strlen(name) > 100)
+        return cs_error_set(err, CS_EINVAL, "topology", "topology name is too long");
+    bool dense = false;
+    double ranks = builtin_rank_estimate(name, &dense);
     if (ranks > lim_in->max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
                             "%s would have about %.0f ranks; this service accepts at most %d", name,
@@ -256,6 +264,7 @@ int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_to
     return rc;
 }
 
+
 static int parse_topology(const json_t *v, const cs_synth_limits *lim, cs_topology **out,
                           cs_error *err)
 {
@@ -272,6 +281,40 @@ static int parse_topology(const json_t *v, const cs_synth_limits *lim, cs_topolo
     cs_topology_parse_options po = {.max_ranks = lim->max_ranks, .max_links = lim->max_links};
     rc = topology_from_json(v, &po, out, err);
     return prefix_field(err, rc, "topology");
+}
+
+/* The cheapest refusal: a request whose result cannot fit even at one chunk
+ * is refused from its rank count and collective kind alone, before the
+ * topology is built (a large switch costs a second to expand).  Anything
+ * this cannot read is left to the full parse, which names the problem. */
+static int early_size_check(const json_t *doc, const cs_synth_limits *lim, cs_error *err)
+{
+    if (lim->max_result_bytes <= 0 && lim->max_sends <= 0)
+        return CS_OK;
+    const json_t *t = json_object_get(doc, "topology");
+    double ranks = 0;
+    bool dense = false;
+    if (json_is_string(t) && strlen(json_string_value(t)) <= 100)
+        ranks = builtin_rank_estimate(json_string_value(t), &dense);
+    else if (json_is_object(t) && json_is_integer(json_object_get(t, "ranks")))
+        ranks = (double)json_integer_value(json_object_get(t, "ranks"));
+    const json_t *cj = json_object_get(doc, "collective");
+    const json_t *kj = json_is_object(cj) ? json_object_get(cj, "kind") : cj;
+    cs_coll_kind kind;
+    if (!(ranks >= 2 && ranks <= lim->max_ranks) || !json_is_string(kj) ||
+        collective_kind_from_name(json_string_value(kj), &kind) != CS_OK)
+        return CS_OK;
+    /* one chunk, one hop per chunk for the one-destination kinds */
+    double p = ranks, g;
+    switch (kind) {
+    case CS_COLL_ALLTOALL: g = p * (p - 1); break;
+    case CS_COLL_GATHER: case CS_COLL_SCATTER: g = p - 1; break;
+    case CS_COLL_BROADCAST: case CS_COLL_REDUCE: g = p - 1; break;
+    case CS_COLL_ALLREDUCE: g = 2 * p * (p - 1); break;
+    case CS_COLL_CUSTOM: return CS_OK;
+    default: g = p * (p - 1); break;
+    }
+    return synth_check_result_size(g > 1e15 ? (long)1e15 : (long)g, lim, "topology", err);
 }
 
 int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
@@ -339,6 +382,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     }
     snprintf(r->method, sizeof r->method, "%s", method);
 
+    if ((rc = early_size_check(doc, lim, err)))
+        goto fail;
     if ((rc = parse_topology(json_object_get(doc, "topology"), lim, &r->topology, err)))
         goto fail;
 
@@ -436,21 +481,17 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     if (rc)
         goto fail;
 
-    /* results too large to hold are refused before any work */
-    if (lim->max_sends > 0) {
+    /* results that cannot fit are refused before any work */
+    if (lim->max_sends > 0 || lim->max_result_bytes > 0) {
         int chunks = r->method_kind == CS_SYNTH_SMT        ? r->smt.max_chunks
                      : r->method_kind == CS_SYNTH_BASELINE ? r->baseline.chunks
                                                            : r->tacos.chunks;
         if (r->method_kind == CS_SYNTH_SMT && r->smt.chunks > 0)
             chunks = r->smt.chunks;
         long est = synth_estimate_sends(r->topology, &r->collective, chunks);
-        if (est > lim->max_sends) {
-            rc = cs_error_set(err, CS_ELIMIT, chunks > 1 ? "options.chunks" : "topology",
-                              "the result would hold about %ld sends; this service returns at "
-                              "most %ld (fewer ranks or chunks)",
-                              est, lim->max_sends);
+        if ((rc = synth_check_result_size(est, lim, chunks > 1 ? "options.chunks" : "topology",
+                                          err)))
             goto fail;
-        }
     }
 
     if ((rc = synth_request_set_canonical(r, err)))
@@ -490,18 +531,67 @@ long synth_smt_estimate_variables(const cs_topology *t, const cs_collective *c, 
     return g * per_chunk;
 }
 
+/* Mean shortest-path hops over a sample of sources (all of them up to 16). */
+static double mean_hops(const cs_topology *t)
+{
+    int P = t->ranks, nsrc = P < 16 ? P : 16;
+    int *dist = malloc(sizeof *dist * (size_t)P);
+    if (!dist)
+        return 1;
+    double sum = 0;
+    long n = 0;
+    for (int k = 0; k < nsrc; k++) {
+        int src = (int)((long)k * P / nsrc);
+        if (topology_shortest_hops(t, src, dist, NULL) != CS_OK)
+            continue;
+        for (int r = 0; r < P; r++)
+            if (r != src && dist[r] > 0) {
+                sum += dist[r];
+                n++;
+            }
+    }
+    free(dist);
+    return n ? sum / (double)n : 1;
+}
+
 long synth_estimate_sends(const cs_topology *t, const cs_collective *c, int chunks)
 {
     if (chunks < 1)
         chunks = 1;
     double p = t->ranks;
     double g = (double)collective_global_chunks(c, t->ranks, chunks);
-    if (collective_kind_is_combining(c->kind) && g < p * chunks)
-        g = p * chunks;
-    double sends = g * (p - 1);
-    if (c->kind == CS_COLL_ALLREDUCE)
-        sends *= 2;
+    double sends;
+    if (c->kind == CS_COLL_ALLTOALL || c->kind == CS_COLL_GATHER ||
+        c->kind == CS_COLL_SCATTER) {
+        /* each chunk travels to one rank; one in P is already there */
+        sends = g * (p - 1) / p * mean_hops(t);
+    } else {
+        if (collective_kind_is_combining(c->kind) && g < p * chunks)
+            g = p * chunks;
+        sends = g * (p - 1);
+        if (c->kind == CS_COLL_ALLREDUCE)
+            sends *= 2;
+    }
     return sends > 1e15 ? (long)1e15 : (long)sends;
+}
+
+int synth_check_result_size(long sends, const cs_synth_limits *lim, const char *field,
+                            cs_error *err)
+{
+    if (lim->max_sends > 0 && sends > lim->max_sends)
+        return cs_error_set(err, CS_ELIMIT, field,
+                            "the result would hold about %ld sends; this service returns at "
+                            "most %ld (fewer ranks or chunks)",
+                            sends, lim->max_sends);
+    double bytes = (double)sends * SYNTH_BYTES_PER_SEND;
+    if (lim->max_result_bytes > 0 && bytes > lim->max_result_bytes)
+        return cs_error_set(err, CS_ELIMIT, field,
+                            "the result would hold about %ld sends, about %.1f GB in memory while "
+                            "it is synthesized and stored; this service has %.1f GB for one "
+                            "result, so it cannot fit (fewer ranks or chunks, or a hierarchical "
+                            "method)",
+                            sends, bytes / 1e9, lim->max_result_bytes / 1e9);
+    return CS_OK;
 }
 
 /* ---- running --------------------------------------------------------------------------- */
@@ -744,9 +834,23 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     return CS_OK;
 }
 
+static json_t *synth_result_doc(const cs_synth_request *r, const cs_result *res,
+                                bool with_sends);
+
 json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res)
 {
-    json_t *doc = result_to_json(res);
+    return synth_result_doc(r, res, true);
+}
+
+json_t *synth_result_to_json_frame(const cs_synth_request *r, const cs_result *res)
+{
+    return synth_result_doc(r, res, false);
+}
+
+static json_t *synth_result_doc(const cs_synth_request *r, const cs_result *res,
+                                bool with_sends)
+{
+    json_t *doc = with_sends ? result_to_json(res) : result_to_json_frame(res);
     if (!doc)
         return NULL;
     json_object_set_new(doc, "key", json_string(r->key));

@@ -61,6 +61,9 @@ typedef struct cs_synth_limits {
     double max_time_limit_s;   /* upper bound on options.time_limit_s (default 86400) */
     long max_sends;            /* refuse requests whose result would hold more sends
                                   (synth_estimate_sends); 0 = no limit (default) */
+    double max_result_bytes;   /* refuse requests whose result cannot fit: estimated
+                                  sends x SYNTH_BYTES_PER_SEND above this; 0 = no limit
+                                  (default) */
     /* auto policy */
     int smt_max_ranks;         /* default 16 */
     long smt_max_variables;    /* default 50,000 */
@@ -112,10 +115,22 @@ int synth_builtin_checked(const char *name, const cs_synth_limits *lim, cs_topol
 long synth_smt_estimate_variables(const cs_topology *t, const cs_collective *c,
                                   int max_chunks);
 
-/* Upper estimate of the sends in one algorithm of the result: every global
- * chunk of the (dual) collective reaching every other rank once; allreduce
- * counts both halves.  Used to refuse results too large to hold as JSON. */
+/* Estimate of the sends in one algorithm of the result: every global chunk
+ * of the (dual) collective reaching every other rank once (allreduce counts
+ * both halves); for alltoall, gather and scatter, where each chunk goes to
+ * one rank, chunks times the mean shortest-path hops (sampled).  Used to
+ * refuse results that cannot fit in memory. */
 long synth_estimate_sends(const cs_topology *t, const cs_collective *c, int chunks);
+
+/* Memory a result takes per send on its way through synthesis,
+ * verification, simulation and storing (a conservative figure measured on
+ * TACOS; the limit is what it multiplies). */
+#define SYNTH_BYTES_PER_SEND 128
+
+/* CS_ELIMIT, naming the sizes, when `sends` sends cannot fit lim's
+ * max_result_bytes (or exceed its max_sends). */
+int synth_check_result_size(long sends, const cs_synth_limits *lim, const char *field,
+                            cs_error *err);
 
 /* Nothing to move: one rank, or a custom collective whose postcondition is
  * already in its precondition.  synth_run answers such a request at once, for
@@ -138,6 +153,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim,
  * time bound with each algorithm's ratio_to_bound (synth_annotate_time_bound
  * at synth_bound_bytes(r)): it simulates every frontier algorithm once. */
 json_t *synth_result_to_json(const cs_synth_request *r, const cs_result *res);
+/* The same document with every algorithm's "sends": [] (its members computed
+ * from the whole result, sends included): what result_codec_encode stores as
+ * the result's header. */
+json_t *synth_result_to_json_frame(const cs_synth_request *r, const cs_result *res);
 
 /* ---- the time bound in results (synthesize_bound.c) -------------------------- */
 

@@ -1,0 +1,1159 @@
+/*
+ * delivery.c - results stored encoded, and their representations served
+ * from memory, from stored artifacts, or streamed (delivery_internal.h).
+ *
+ * Memory cache keys (one byte-bounded LRU, server/cache.c):
+ *   R|KEY                      the result in use (an rdoc: header, encoded
+ *                              body, frontier summary, topology on demand)
+ *   P|KEY|REP|CODING           a representation's bytes in one content coding
+ *   A|KEY|FORMAT|VARIANT       a generated document, zstd-compressed (what the
+ *                              store's artifacts hold)
+ * REP names the representation ("json|view=summary|ranks=0-7", "msccl-xml|
+ * runtime=auto|proto=Simple|alg=1", ...) and, with GEN_VERSION and the
+ * coding, makes its ETag: a conditional GET is answered before anything is
+ * loaded or generated.
+ *
+ * Sizes: a representation up to memory_doc_max() bytes is built whole and
+ * kept (repeats are a hash probe and a send); a larger one streams block by
+ * block from the encoded result (JSON) or from its compressed artifact
+ * (XML, CUDA), compressed on the way when the client asked, so the daemon's
+ * memory does not grow with the document.
+ */
+#include "delivery_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "cuda_gen.h"
+#include "msccl_xml.h"
+#include "result_codec.h"
+
+/* Bump when a generator's output changes: new ETags and new artifacts. */
+#define GEN_VERSION "g1"
+#define STREAM_BLOCK (64 * 1024)
+
+/* ---- results in memory ------------------------------------------------------------------- */
+
+typedef struct rdoc {
+    char key[65];
+    char *request;              /* canonical request JSON */
+    cs_blob *body;              /* the encoded result */
+    cs_codec_view *view;
+    const char *header;         /* in body */
+    size_t header_len;
+    cs_result *summary;         /* the frontier without sends */
+    long nsends;                /* over the frontier */
+    pthread_mutex_t lock;       /* topology */
+    bool topo_tried;
+    cs_topology *topo;
+    cs_error topo_err;
+} rdoc;
+
+static void rdoc_free(rdoc *d)
+{
+    if (!d)
+        return;
+    result_codec_close(d->view);
+    blob_unref(d->body);
+    result_free(d->summary);
+    topology_free(d->topo);
+    free(d->request);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static void rdoc_release(cs_blob *holder) { rdoc_free(holder->owner); }
+
+/* A holder blob (what the cache keeps) around a new rdoc over body. */
+static int rdoc_new(const char *key, const char *request, cs_blob *body, cs_blob **out,
+                    cs_error *err)
+{
+    *out = NULL;
+    rdoc *d = calloc(1, sizeof *d);
+    if (!d)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    pthread_mutex_init(&d->lock, NULL);
+    snprintf(d->key, sizeof d->key, "%s", key);
+    blob_ref(body);
+    d->body = body;
+    int rc = CS_OK;
+    if (request && !(d->request = strdup(request)))
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = result_codec_open(body->data, body->len, &d->view, err);
+    if (!rc) {
+        d->header = result_codec_header(d->view, &d->header_len);
+        rc = result_codec_decode_summary(body->data, body->len, &d->summary, err);
+    }
+    if (rc) {
+        rdoc_free(d);
+        return rc;
+    }
+    for (int i = 0; i < result_codec_nalgs(d->view); i++)
+        d->nsends += result_codec_nsends(d->view, i);
+    size_t cost = body->cost + d->header_len * 4 + (request ? strlen(request) : 0) + 512;
+    *out = blob_wrap(NULL, 0, cost, rdoc_release, d);
+    if (!*out) {
+        rdoc_free(d);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    return CS_OK;
+}
+
+static rdoc *rdoc_of(cs_blob *holder) { return holder->owner; }
+
+static void cache_key(char *out, size_t n, char kind, const char *key, const char *rest)
+{
+    snprintf(out, n, "%c|%s%s%s", kind, key, rest ? "|" : "", rest ? rest : "");
+}
+
+/* The encoded form of a result stored as JSON before the codec: the same
+ * document (the writer reproduces it byte for byte), so clients see no
+ * change; the store is rewritten in the new form on the way. */
+static int encode_legacy(const char *json_text, void **blob, size_t *len, cs_error *err)
+{
+    json_error_t jerr;
+    json_t *doc = json_loads(json_text, 0, &jerr);
+    if (!doc)
+        return cs_error_set(err, CS_EIO, "key", "stored result is not JSON: %s", jerr.text);
+    cs_result *res = NULL;
+    int rc = result_from_json(doc, &res, err);
+    if (!rc) {
+        json_t *fr = json_object_get(doc, "frontier");
+        for (size_t i = 0; i < json_array_size(fr); i++)
+            json_object_set_new(json_array_get(fr, i), "sends", json_array());
+        rc = result_codec_encode(res, doc, blob, len, err);
+    }
+    result_free(res);
+    json_decref(doc);
+    return rc;
+}
+
+/* The result of key: memory, else the store (*found false when neither has
+ * it).  *from_memory tells which. */
+static int rdoc_get(cs_server *s, const char *key, cs_blob **holder, bool *found,
+                    bool *from_memory, cs_error *err)
+{
+    char ck[80];
+    cache_key(ck, sizeof ck, 'R', key, NULL);
+    *holder = cache_get(s->cache, ck);
+    *found = *holder != NULL;
+    *from_memory = *found;
+    if (*found)
+        return CS_OK;
+    cs_stored_result row;
+    int rc = store_result_load(s->store, key, STORE_WANT_REQUEST | STORE_WANT_BODY, &row, found,
+                               err);
+    if (rc || !*found)
+        return rc;
+    if (row.legacy) {
+        void *blob = NULL;
+        size_t len = 0;
+        rc = encode_legacy(row.header, &blob, &len, err);
+        if (!rc && !(row.body = blob_adopt(blob, len)))
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        if (!rc) {
+            cs_codec_view *v = NULL;
+            size_t hl = 0;
+            cs_error e2;
+            char *header = NULL;
+            if (result_codec_open(blob, len, &v, &e2) == CS_OK) {
+                const char *h = result_codec_header(v, &hl);
+                header = strndup(h, hl);
+                result_codec_close(v);
+            }
+            if (!header || store_result_migrate(s->store, key, header, blob, len, &e2) != CS_OK)
+                log_event(&s->log, LOG_WARN, "result_migrate_failed", "key", key, "error",
+                          header ? e2.message : "out of memory", NULL);
+            else
+                log_event(&s->log, LOG_INFO, "result_migrated", "key", key, NULL);
+            free(header);
+        }
+    }
+    if (!rc)
+        rc = rdoc_new(key, row.request, row.body, holder, err);
+    store_result_clear(&row);
+    if (!rc)
+        cache_put(s->cache, ck, *holder);
+    return rc;
+}
+
+static int rdoc_topology(rdoc *d, const cs_topology **out, cs_error *err)
+{
+    pthread_mutex_lock(&d->lock);
+    if (!d->topo_tried) {
+        d->topo_tried = true;
+        json_t *req = d->request ? json_loads(d->request, 0, NULL) : NULL;
+        cs_topology_parse_options po = {.max_ranks = 1 << 24};
+        if (!req)
+            cs_error_set(&d->topo_err, CS_EINTERNAL, "key", "the stored request is not JSON");
+        else
+            topology_from_json(json_object_get(req, "topology"), &po, &d->topo, &d->topo_err);
+        json_decref(req);
+    }
+    pthread_mutex_unlock(&d->lock);
+    *out = d->topo;
+    if (!d->topo) {
+        if (err)
+            *err = d->topo_err;
+        return d->topo_err.code ? d->topo_err.code : CS_EINTERNAL;
+    }
+    return CS_OK;
+}
+
+bool delivery_result_in_memory(cs_server *s, const char *key)
+{
+    char ck[80];
+    cache_key(ck, sizeof ck, 'R', key, NULL);
+    cs_blob *b = cache_get(s->cache, ck);
+    blob_unref(b);
+    return b != NULL;
+}
+
+bool delivery_result_known(cs_server *s, const char *key)
+{
+    if (delivery_result_in_memory(s, key))
+        return true;
+    bool found = false;
+    cs_error err;
+    return store_result_exists(s->store, key, &found, &err) == CS_OK && found;
+}
+
+int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                         const cs_result *res, cs_error *err)
+{
+    int rc;
+    json_t *skel = synth_result_to_json_frame(req, res);
+    if (!skel)
+        return cs_error_set(err, CS_ENOMEM, "", "cannot write the result document");
+    void *blob = NULL;
+    size_t len = 0;
+    rc = result_codec_encode(res, skel, &blob, &len, err);
+    char *header = rc ? NULL : json_dumps(skel, JSON_COMPACT | CS_JSON_REAL);
+    json_decref(skel);
+    char *canon = rc ? NULL : synth_request_canonical_text(req);
+    if (!rc && (!header || !canon))
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = store_result_save(store, req->key, canon, header, blob, len, err);
+    free(header);
+    cs_blob *body = NULL;
+    if (!rc && (body = blob_adopt(blob, len)) != NULL) {
+        blob = NULL;
+        cs_blob *holder = NULL;
+        cs_error e2;
+        if (rdoc_new(req->key, canon, body, &holder, &e2) == CS_OK) {
+            char ck[80];
+            cache_key(ck, sizeof ck, 'R', req->key, NULL);
+            cache_put(cache, ck, holder);
+            blob_unref(holder);
+        }
+        blob_unref(body);
+    }
+    free(blob);
+    free(canon);
+    return rc;
+}
+
+/* ---- remembered refusals ------------------------------------------------------------------ */
+
+void delivery_remember_refusal(cs_cache *cache, char kind, const char *id, int cs_code,
+                               const char *error_json)
+{
+    size_t n = strlen(error_json) + 24;
+    char *text = malloc(n);
+    if (!text)
+        return;
+    int len = snprintf(text, n, "%d\n%s", cs_code, error_json);
+    cs_blob *b = blob_adopt(text, (size_t)len);
+    if (!b)
+        return;
+    char ck[100];
+    snprintf(ck, sizeof ck, "X|%c|%.80s", kind, id);
+    cache_put(cache, ck, b);
+    blob_unref(b);
+}
+
+cs_blob *delivery_refusal(cs_cache *cache, char kind, const char *id, int *cs_code,
+                          const char **error_json)
+{
+    char ck[100];
+    snprintf(ck, sizeof ck, "X|%c|%.80s", kind, id);
+    cs_blob *b = cache_get(cache, ck);
+    if (!b)
+        return NULL;
+    *cs_code = atoi(b->data);
+    const char *nl = strchr(b->data, '\n');
+    *error_json = nl ? nl + 1 : "{}";
+    return b;
+}
+
+/* ---- what is asked for --------------------------------------------------------------------- */
+
+typedef struct rep_req {
+    bool json, xml, cuda;
+    const char *format;
+    bool has_size;
+    double size;
+    long alg;                    /* -1: not given */
+    int rank_lo, rank_hi;        /* rank_lo < 0: no slice */
+    bool summary;
+    cs_msccl_runtime runtime;
+    const char *proto;
+    cs_cuda_elem elem;
+    const char *elem_s;
+    cs_encoding enc;
+    char id[256];                /* the representation, without its coding */
+} rep_req;
+
+static const char *arg(req_state *rs, const char *name)
+{
+    return MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static bool parse_rank(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || !isdigit((unsigned char)*s) || v < 0 || v > (1L << 24))
+        return false;
+    *out = v;
+    return *end == '\0' || *end == '-';
+}
+
+/* Parses the query; on a bad parameter answers 400 and returns false. */
+static bool parse_rep(req_state *rs, rep_req *r, bool json_only, enum MHD_Result *answer)
+{
+    memset(r, 0, sizeof *r);
+    r->alg = -1;
+    r->rank_lo = r->rank_hi = -1;
+    r->format = arg(rs, "format");
+    if (!r->format || !*r->format || json_only)
+        r->format = "json";
+    r->json = !strcmp(r->format, "json");
+    r->xml = !strcmp(r->format, "msccl-xml");
+    r->cuda = !strcmp(r->format, "cuda");
+#define BAD(field, ...)                                                                        \
+    do {                                                                                       \
+        *answer = respond_error(rs, 400, "invalid", field, __VA_ARGS__);                       \
+        return false;                                                                          \
+    } while (0)
+    if (!r->json && !r->xml && !r->cuda)
+        BAD("format", "format must be json, msccl-xml or cuda");
+    const char *size_s = json_only ? NULL : arg(rs, "size");
+    const char *alg_s = json_only ? NULL : arg(rs, "alg");
+    if (size_s) {
+        char *end;
+        errno = 0;
+        r->size = strtod(size_s, &end);
+        if (errno || end == size_s || *end || !isfinite(r->size) || r->size <= 0 ||
+            r->size > 1e15)
+            BAD("size", "size must be a number of bytes in (0, 1e15]");
+        r->has_size = true;
+    }
+    if (alg_s) {
+        char *end;
+        errno = 0;
+        r->alg = strtol(alg_s, &end, 10);
+        if (errno || end == alg_s || *end || r->alg < 0 || r->alg > 100000)
+            BAD("alg", "alg must be a frontier index >= 0");
+        if (size_s)
+            BAD("alg", "give size or alg, not both");
+    }
+    const char *rank_s = json_only ? NULL : arg(rs, "rank");
+    const char *ranks_s = json_only ? NULL : arg(rs, "ranks");
+    if (rank_s && ranks_s)
+        BAD("ranks", "give rank or ranks, not both");
+    if (rank_s) {
+        long v;
+        char *dash = strchr(rank_s, '-');
+        if (dash || !parse_rank(rank_s, &v))
+            BAD("rank", "rank must be a rank number >= 0");
+        r->rank_lo = r->rank_hi = (int)v;
+    }
+    if (ranks_s) {
+        long a, b;
+        const char *dash = strchr(ranks_s, '-');
+        if (!dash || !parse_rank(ranks_s, &a) || !parse_rank(dash + 1, &b) ||
+            strchr(dash + 1, '-'))
+            BAD("ranks", "ranks must be FIRST-LAST, e.g. 8-15");
+        if (a > b)
+            BAD("ranks", "ranks %ld-%ld: the first rank is after the last", a, b);
+        r->rank_lo = (int)a;
+        r->rank_hi = (int)b;
+    }
+    const char *view = arg(rs, "view");
+    if (view && strcmp(view, "summary") && strcmp(view, "full"))
+        BAD("view", "view must be full or summary");
+    r->summary = view && !strcmp(view, "summary");
+    if (r->summary && !r->json)
+        BAD("view", "view=summary is a form of the JSON result");
+    if (r->summary && r->rank_lo >= 0)
+        BAD("view", "a summary has no sends to slice");
+    cs_error err;
+    cs_error_clear(&err);
+    r->runtime = CS_MSCCL_RUNTIME_AUTO;
+    const char *runtime_s = arg(rs, "runtime");
+    if (r->xml && runtime_s && msccl_runtime_from_name(runtime_s, &r->runtime, &err) != CS_OK)
+        BAD("runtime", "%s", err.message);
+    r->proto = arg(rs, "proto");
+    if (r->xml && r->proto && strcmp(r->proto, "Simple") && strcmp(r->proto, "LL") &&
+        strcmp(r->proto, "LL128"))
+        BAD("proto", "proto must be Simple, LL or LL128");
+    r->elem = CS_CUDA_FLOAT;
+    r->elem_s = arg(rs, "elem");
+    if (r->cuda && r->elem_s && cuda_elem_from_name(r->elem_s, &r->elem, &err) != CS_OK)
+        BAD("elem", "%s", err.message);
+#undef BAD
+    r->enc = encoding_choose(
+        MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Accept-Encoding"));
+    int n = snprintf(r->id, sizeof r->id, "%s", r->format);
+    if (r->summary)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|view=summary");
+    if (r->xml)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|runtime=%s|proto=%s",
+                      msccl_runtime_name(r->runtime), r->proto ? r->proto : "Simple");
+    if (r->cuda)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|elem=%s",
+                      r->elem_s ? r->elem_s : "float");
+    if (r->has_size)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|size=%.17g", r->size);
+    if (r->alg >= 0)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|alg=%ld", r->alg);
+    if (r->rank_lo >= 0)
+        snprintf(r->id + n, sizeof r->id - (size_t)n, "|ranks=%d-%d", r->rank_lo, r->rank_hi);
+    return true;
+}
+
+/* ---- ETags ---------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void make_etag(char *out, size_t n, const char *key, const char *id, cs_encoding enc)
+{
+    uint64_t h = fnv1a(GEN_VERSION, fnv1a(id, fnv1a(key, 1469598103934665603ULL)));
+    static const char *const suffix[ENC_COUNT] = {"", "-gz", "-zst"};
+    snprintf(out, n, "\"%.16s-%016llx%s\"", key, (unsigned long long)h, suffix[enc]);
+}
+
+/* If-None-Match: a list of entity tags, or "*" (weak comparison, RFC 9110). */
+static bool etag_matches(const char *inm, const char *etag)
+{
+    if (!inm)
+        return false;
+    size_t el = strlen(etag);
+    const char *p = inm;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t')
+            p++;
+        if (*p == '*')
+            return true;
+        if (p[0] == 'W' && p[1] == '/')
+            p += 2;
+        const char *end = p;
+        if (*end == '"') {
+            end = strchr(end + 1, '"');
+            if (!end)
+                return false;
+            end++;
+        } else {
+            while (*end && *end != ',')
+                end++;
+        }
+        if ((size_t)(end - p) == el && !strncmp(p, etag, el))
+            return true;
+        p = end;
+    }
+    return false;
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+static const char *content_type(const rep_req *r)
+{
+    return r->json ? "application/json" : r->xml ? "application/xml"
+                                                 : "text/x-cuda; charset=utf-8";
+}
+
+static void add_rep_headers(struct MHD_Response *resp, const char *etag, cs_encoding enc,
+                            const char *ctype)
+{
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    if (etag)
+        MHD_add_response_header(resp, "ETag", etag);
+    MHD_add_response_header(resp, "Vary", "Accept-Encoding");
+    if (enc != ENC_IDENTITY)
+        MHD_add_response_header(resp, "Content-Encoding", encoding_name(enc));
+}
+
+static void unref_cb(void *cls) { blob_unref(cls); }
+
+static enum MHD_Result send_blob(req_state *rs, int status, cs_blob *b, const char *ctype,
+                                 const char *etag, cs_encoding enc)
+{
+    blob_ref(b);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, unref_cb, b);
+    if (!r) {
+        blob_unref(b);
+        return MHD_NO;
+    }
+    add_rep_headers(r, etag, enc, ctype);
+    return queue(rs, status, r);
+}
+
+/* A streamed body: prefix, then the inner source (a JSON writer or a zstd
+ * artifact), then suffix, through an optional compressor. */
+typedef struct rstream {
+    cs_server *srv;
+    char key[65];
+    cs_blob *hold;               /* keeps what the inner source reads alive */
+    cs_result_writer *w;
+    zsource *z;
+    char *prefix, *suffix;
+    size_t plen, slen, ppos, spos;
+    int phase;                   /* 0 prefix, 1 inner, 2 suffix, 3 done */
+    cs_encoder *enc;
+} rstream;
+
+static void rstream_free(void *cls)
+{
+    rstream *st = cls;
+    if (!st)
+        return;
+    encoder_free(st->enc);
+    result_writer_free(st->w);
+    zsource_free(st->z);
+    blob_unref(st->hold);
+    free(st->prefix);
+    free(st->suffix);
+    free(st);
+}
+
+static size_t take(const char *src, size_t len, size_t *pos, char *buf, size_t cap)
+{
+    size_t k = len - *pos < cap ? len - *pos : cap;
+    memcpy(buf, src + *pos, k);
+    *pos += k;
+    return k;
+}
+
+static long rstream_source(void *ctx, char *buf, size_t cap, cs_error *err)
+{
+    rstream *st = ctx;
+    size_t got = 0;
+    while (got < cap && st->phase < 3) {
+        if (st->phase == 0) {
+            got += take(st->prefix, st->plen, &st->ppos, buf + got, cap - got);
+            if (st->ppos == st->plen)
+                st->phase = 1;
+        } else if (st->phase == 1) {
+            long n = st->w ? result_writer_read(st->w, buf + got, cap - got, err)
+                           : zsource_read(st->z, buf + got, cap - got, err);
+            if (n < 0)
+                return n;
+            if (n == 0)
+                st->phase = 2;
+            got += (size_t)n;
+        } else {
+            got += take(st->suffix, st->slen, &st->spos, buf + got, cap - got);
+            if (st->spos == st->slen)
+                st->phase = 3;
+        }
+    }
+    return (long)got;
+}
+
+static ssize_t rstream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    rstream *st = cls;
+    cs_error err;
+    cs_error_clear(&err);
+    long n = st->enc ? encoder_read(st->enc, buf, max, &err) : rstream_source(st, buf, max, &err);
+    if (n < 0) {
+        /* the status line is gone: all we can do is cut the body short */
+        log_event(&st->srv->log, LOG_ERROR, "stream_failed", "key", st->key, "error",
+                  err.message, NULL);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
+}
+
+static enum MHD_Result send_stream(req_state *rs, int status, rstream *st, const char *ctype,
+                                   const char *etag, cs_encoding enc)
+{
+    cs_error err;
+    if (enc != ENC_IDENTITY && encoder_new(enc, rstream_source, st, &st->enc, &err) != CS_OK) {
+        rstream_free(st);
+        return respond_cs_error(rs, &err);
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, STREAM_BLOCK, rstream_reader, st, rstream_free);
+    if (!r) {
+        rstream_free(st);
+        return MHD_NO;
+    }
+    add_rep_headers(r, etag, enc, ctype);
+    return queue(rs, status, r);
+}
+
+static rstream *rstream_new(cs_server *s, const char *key, cs_blob *hold)
+{
+    rstream *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->srv = s;
+    snprintf(st->key, sizeof st->key, "%s", key);
+    blob_ref(hold);
+    st->hold = hold;
+    st->phase = 0;
+    return st;
+}
+
+static size_t memory_doc_max(const cs_server *s)
+{
+    size_t cache = (size_t)s->cfg.cache_mb << 20;
+    size_t m = cache / 8;
+    return m > (64u << 20) ? (64u << 20) : m;
+}
+
+static void count(atomic_ulong *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
+
+/* Keeps bytes as representation P|key|id|coding; returns the blob (a reference). */
+static cs_blob *keep_rep(cs_server *s, const char *key, const char *id, cs_encoding enc,
+                         char *data, size_t len)
+{
+    cs_blob *b = blob_adopt(data, len);
+    if (!b)
+        return NULL;
+    char ck[400];
+    snprintf(ck, sizeof ck, "P|%s|%s|%s", key, id, encoding_name(enc));
+    cache_put(s->cache, ck, b);
+    return b;
+}
+
+/* Answers with an identity document held in memory, in the coding asked for
+ * (encoded once and kept). */
+static enum MHD_Result send_small(req_state *rs, int status, const char *key, const rep_req *r,
+                                  cs_blob *identity, const char *etag)
+{
+    cs_server *s = rs->srv;
+    if (r->enc == ENC_IDENTITY)
+        return send_blob(rs, status, identity, content_type(r), etag, ENC_IDENTITY);
+    char *z = NULL;
+    size_t zl = 0;
+    cs_error err;
+    if (encode_buffer(r->enc, identity->data, identity->len, &z, &zl, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    cs_blob *b = keep_rep(s, key, r->id, r->enc, z, zl);
+    if (!b)
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    enum MHD_Result ret = send_blob(rs, status, b, content_type(r), etag, r->enc);
+    blob_unref(b);
+    return ret;
+}
+
+/* ---- the JSON document ---------------------------------------------------------------- */
+
+/* The writer for r over d; extra members "selected" and "slice" as asked. */
+static int open_writer(cs_server *s, rdoc *d, const rep_req *r, int idx,
+                       cs_result_writer **w, long *estimate, cs_error *err)
+{
+    (void)s;
+    char extra[512] = "";
+    int n = 0;
+    cs_json_view jv = CS_JSON_VIEW_FULL;
+    jv.summary = r->summary;
+    if (r->has_size || r->alg >= 0) {
+        jv.alg = idx;
+        json_t *sel = json_pack("{s:i, s:i}", "index", idx, "of", d->summary->nalgs);
+        if (r->has_size) {
+            const cs_topology *t = NULL;
+            int rc = rdoc_topology(d, &t, err);
+            if (rc) {
+                json_decref(sel);
+                return rc;
+            }
+            json_object_set_new(sel, "bytes", json_real(r->size));
+            json_object_set_new(sel, "cost_us",
+                                json_real(algorithm_cost_us(d->summary->algs[idx], t, r->size)));
+        }
+        char *st = json_dumps(sel, JSON_COMPACT | CS_JSON_REAL);
+        json_decref(sel);
+        if (!st)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        n += snprintf(extra + n, sizeof extra - (size_t)n, "\"selected\":%s", st);
+        free(st);
+    }
+    if (r->rank_lo >= 0) {
+        jv.rank_lo = r->rank_lo;
+        jv.rank_hi = r->rank_hi;
+        snprintf(extra + n, sizeof extra - (size_t)n, "%s\"slice\":{\"ranks\":[%d,%d]}",
+                 n ? "," : "", r->rank_lo, r->rank_hi);
+    }
+    jv.extra = extra;
+    /* a guess of the document's size, to choose between memory and streaming */
+    long sends = jv.alg >= 0 ? result_codec_nsends(d->view, jv.alg) : d->nsends;
+    if (r->summary)
+        sends = 0;
+    if (r->rank_lo >= 0) {
+        int ranks = result_codec_ranks(d->view, jv.alg >= 0 ? jv.alg : 0);
+        long share = ranks > 0 ? (long)(2.0 * sends * (r->rank_hi - r->rank_lo + 1) / ranks) : sends;
+        sends = share < sends ? share : sends;
+    }
+    *estimate = (long)d->header_len + 512 + sends * 120;
+    return result_writer_open_encoded(d->view, &jv, w, err);
+}
+
+/* The frontier entry a request picks: ?size= (lowest cost), ?alg=, else 0. */
+static int pick_alg(rdoc *d, const rep_req *r, int *idx, cs_error *err)
+{
+    *idx = 0;
+    if (r->has_size) {
+        const cs_topology *t = NULL;
+        int rc = rdoc_topology(d, &t, err);
+        if (rc)
+            return rc;
+        const cs_algorithm *best = result_best_for_size(d->summary, t, r->size);
+        for (int i = 0; i < d->summary->nalgs; i++)
+            if (d->summary->algs[i] == best)
+                *idx = i;
+    } else if (r->alg >= 0) {
+        if (r->alg >= d->summary->nalgs)
+            return cs_error_set(err, CS_EINVAL, "alg", "alg must be < %d (frontier size)",
+                                d->summary->nalgs);
+        *idx = (int)r->alg;
+    }
+    return CS_OK;
+}
+
+static int check_slice(rdoc *d, const rep_req *r, cs_error *err)
+{
+    if (r->rank_lo < 0)
+        return CS_OK;
+    int ranks = d->summary->nalgs > 0 ? d->summary->algs[0]->ranks : 0;
+    if (r->rank_hi >= ranks)
+        return cs_error_set(err, CS_EINVAL, r->rank_lo == r->rank_hi ? "rank" : "ranks",
+                            "rank %d is out of range: the result has %d ranks (0-%d)",
+                            r->rank_hi, ranks, ranks - 1);
+    return CS_OK;
+}
+
+/* The JSON representation of d: kept in memory when small, else streamed. */
+static enum MHD_Result send_json(req_state *rs, int status, cs_blob *holder, const rep_req *r,
+                                 const char *etag)
+{
+    cs_server *s = rs->srv;
+    rdoc *d = rdoc_of(holder);
+    cs_error err;
+    cs_error_clear(&err);
+    int idx = 0;
+    cs_result_writer *w = NULL;
+    long estimate = 0;
+    if (pick_alg(d, r, &idx, &err) || check_slice(d, r, &err) ||
+        open_writer(s, d, r, idx, &w, &estimate, &err))
+        return respond_cs_error(rs, &err);
+    count(&s->metrics.rep_generated);
+    if ((size_t)estimate <= memory_doc_max(s)) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = result_writer_dump(w, &text, &len, &err);
+        result_writer_free(w);
+        if (rc)
+            return respond_cs_error(rs, &err);
+        cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, text, len);
+        if (!b)
+            return respond_error(rs, 500, "internal", "", "out of memory");
+        enum MHD_Result ret = send_small(rs, status, d->key, r, b, etag);
+        blob_unref(b);
+        return ret;
+    }
+    rstream *st = rstream_new(s, d->key, holder);
+    if (!st) {
+        result_writer_free(w);
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    }
+    st->w = w;
+    return send_stream(rs, status, st, content_type(r), etag, r->enc);
+}
+
+/* ---- generated code --------------------------------------------------------------------- */
+
+/* Generates the document of r for frontier entry idx, zstd-compressed. */
+static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
+                         size_t *zl, cs_error *err)
+{
+    if (r->rank_lo >= 0)
+        return cs_error_set(err, CS_EUNSUPPORTED, "ranks",
+                            "per-rank %s slices are not available in this build yet; ask for "
+                            "the whole document or the JSON slice",
+                            r->format);
+    const cs_topology *t = NULL;
+    int rc = rdoc_topology(d, &t, err);
+    if (rc)
+        return rc;
+    cs_algorithm *a = NULL;
+    if ((rc = result_codec_decode_algorithm(d->view, idx, -1, -1, &a, err)))
+        return rc;
+    char *body = NULL;
+    size_t len = 0;
+    if (r->xml) {
+        cs_msccl_options mo;
+        msccl_options_default(&mo);
+        mo.runtime = r->runtime;
+        if (r->proto)
+            mo.proto = r->proto;
+        rc = msccl_xml_generate(a, t, &mo, &body, &len, err);
+    } else {
+        cs_cuda_options co;
+        cuda_options_default(&co);
+        co.elem = r->elem;
+        rc = cuda_generate(a, t, &co, &body, &len, err);
+    }
+    algorithm_free(a);
+    if (rc)
+        return rc;
+    count(&s->metrics.codegen_total);
+    rc = encode_buffer(ENC_ZSTD, body, len, z, zl, err);
+    free(body);
+    return rc;
+}
+
+static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *r,
+                                 const char *etag)
+{
+    cs_server *s = rs->srv;
+    rdoc *d = rdoc_of(holder);
+    cs_error err;
+    cs_error_clear(&err);
+    int idx = 0;
+    if (pick_alg(d, r, &idx, &err) || check_slice(d, r, &err))
+        return respond_cs_error(rs, &err);
+    if (d->summary->nalgs == 0)
+        return respond_error(rs, 404, "not_found", "key", "the result has no algorithm");
+    /* the stored document: memory, store, or generated now */
+    char variant[300];
+    int n = snprintf(variant, sizeof variant, "%s|alg=%d", r->id, idx);
+    (void)n;
+    char ck[400];
+    snprintf(ck, sizeof ck, "A|%s|%s", d->key, variant);
+    cs_blob *zdoc = cache_get(s->cache, ck);
+    if (zdoc) {
+        count(&s->metrics.rep_memory);
+    } else {
+        bool zstd = false, found = false;
+        int rc = store_artifact_get(s->store, d->key, r->format, variant, &zdoc, &zstd, &found,
+                                    &err);
+        if (rc)
+            return respond_cs_error(rs, &err);
+        if (found && !zstd) {
+            char *z = NULL;
+            size_t zl = 0;
+            rc = encode_buffer(ENC_ZSTD, zdoc->data, zdoc->len, &z, &zl, &err);
+            blob_unref(zdoc);
+            zdoc = rc ? NULL : blob_adopt(z, zl);
+            if (rc)
+                return respond_cs_error(rs, &err);
+        }
+        if (found) {
+            count(&s->metrics.rep_store);
+        } else {
+            /* a document that cannot be generated is remembered: finding that
+             * out can take as long as generating it */
+            char gk[80];
+            snprintf(gk, sizeof gk, "%016llx",
+                     (unsigned long long)fnv1a(ck, 1469598103934665603ULL));
+            int code = 0;
+            const char *ej = NULL;
+            cs_blob *refused = delivery_refusal(s->cache, 'G', gk, &code, &ej);
+            if (refused) {
+                count(&s->metrics.refusals_remembered);
+                json_t *e = json_loads(ej, 0, NULL);
+                enum MHD_Result ret = respond_json(rs, 422, json_pack("{s:o}", "error", e));
+                blob_unref(refused);
+                return ret;
+            }
+            char *z = NULL;
+            size_t zl = 0;
+            rc = generate_code(s, d, r, idx, &z, &zl, &err);
+            if (rc) {
+                if (rc != CS_EUNSUPPORTED && rc != CS_ELIMIT)
+                    return respond_cs_error(rs, &err);
+                const char *field = err.field[0] ? err.field : "format";
+                json_t *e = json_pack("{s:s, s:s, s:s}", "code", cs_status_name(rc), "message",
+                                      err.message, "field", field);
+                char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+                if (text)
+                    delivery_remember_refusal(s->cache, 'G', gk, rc, text);
+                free(text);
+                return respond_json(rs, 422, json_pack("{s:o}", "error", e));
+            }
+            count(&s->metrics.rep_generated);
+            cs_error e2;
+            if (store_artifact_put(s->store, d->key, r->format, variant, z, zl, &e2) != CS_OK)
+                log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", d->key, "error",
+                          e2.message, NULL);
+            zdoc = blob_adopt(z, zl);
+        }
+        if (!zdoc)
+            return respond_error(rs, 500, "internal", "", "out of memory");
+        cache_put(s->cache, ck, zdoc);
+    }
+    enum MHD_Result ret;
+    if (r->enc == ENC_ZSTD) {
+        char pk[400];
+        snprintf(pk, sizeof pk, "P|%s|%s|zstd", d->key, r->id);
+        cache_put(s->cache, pk, zdoc);
+        ret = send_blob(rs, 200, zdoc, content_type(r), etag, ENC_ZSTD);
+    } else {
+        unsigned long long size = ZSTD_getFrameContentSize(zdoc->data, zdoc->len);
+        if (size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR &&
+            size <= memory_doc_max(s)) {
+            char *plain = NULL;
+            size_t pl = 0;
+            if (zstd_decode_buffer(zdoc->data, zdoc->len, &plain, &pl, &err) != CS_OK) {
+                blob_unref(zdoc);
+                return respond_cs_error(rs, &err);
+            }
+            cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, plain, pl);
+            ret = b ? send_small(rs, 200, d->key, r, b, etag)
+                    : respond_error(rs, 500, "internal", "", "out of memory");
+            blob_unref(b);
+        } else {
+            rstream *st = rstream_new(s, d->key, zdoc);
+            if (!st || zsource_new(zdoc->data, zdoc->len, &st->z, &err) != CS_OK) {
+                rstream_free(st);
+                blob_unref(zdoc);
+                return respond_error(rs, 500, "internal", "", "out of memory");
+            }
+            ret = send_stream(rs, 200, st, content_type(r), etag, r->enc);
+        }
+    }
+    blob_unref(zdoc);
+    return ret;
+}
+
+/* ---- the routes ------------------------------------------------------------------------- */
+
+static bool is_key(const char *s)
+{
+    if (strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* A representation already in memory, in the coding asked for. */
+static cs_blob *memory_rep(cs_server *s, const char *key, const rep_req *r)
+{
+    char ck[400];
+    snprintf(ck, sizeof ck, "P|%s|%s|%s", key, r->id, encoding_name(r->enc));
+    return cache_get(s->cache, ck);
+}
+
+static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_thread);
+
+static bool result_get_work(req_state *rs)
+{
+    char key[65];
+    snprintf(key, sizeof key, "%s", rs->key);
+    result_get(rs, key, false);
+    return true;
+}
+
+enum MHD_Result delivery_result_get(req_state *rs, const char *key)
+{
+    return result_get(rs, key, true);
+}
+
+/* On an HTTP thread only what memory answers (a kept representation, a 304
+ * for one); anything that reads the store or generates goes to the parse
+ * pool (offload), so a slow document never holds up other connections. */
+static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_thread)
+{
+    cs_server *s = rs->srv;
+    if (!is_key(key))
+        return respond_error(rs, 400, "invalid", "key", "a result key is 64 lowercase hex digits");
+    snprintf(rs->key, sizeof rs->key, "%s", key);
+    rep_req r;
+    enum MHD_Result answer = MHD_NO;
+    if (!parse_rep(rs, &r, false, &answer))
+        return answer;
+    char etag[96];
+    make_etag(etag, sizeof etag, key, r.id, r.enc);
+    const char *inm = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "If-None-Match");
+    cs_blob *mem = memory_rep(s, key, &r);
+    bool matches = etag_matches(inm, etag);
+    if (on_http_thread && !mem && (matches || !delivery_result_in_memory(s, key) || !r.json))
+        return offload(rs, result_get_work);
+    if (matches && (mem || delivery_result_known(s, key))) {
+        blob_unref(mem);
+        count(&s->metrics.not_modified);
+        count(&s->metrics.cache_hits);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        add_rep_headers(resp, etag, ENC_IDENTITY, NULL);
+        return queue(rs, 304, resp);
+    }
+    if (mem) {
+        count(&s->metrics.cache_hits);
+        count(&s->metrics.memory_hits);
+        count(&s->metrics.rep_memory);
+        enum MHD_Result ret = send_blob(rs, 200, mem, content_type(&r), etag, r.enc);
+        blob_unref(mem);
+        return ret;
+    }
+    cs_blob *holder = NULL;
+    bool found = false, from_memory = false;
+    cs_error err;
+    cs_error_clear(&err);
+    if (rdoc_get(s, key, &holder, &found, &from_memory, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    if (!found) {
+        count(&s->metrics.cache_misses);
+        return respond_error(rs, 404, "not_found", "key", "no result for key %s", key);
+    }
+    count(&s->metrics.cache_hits);
+    if (from_memory)
+        count(&s->metrics.memory_hits);
+    enum MHD_Result ret = r.json ? send_json(rs, 200, holder, &r, etag)
+                                 : send_code(rs, holder, &r, etag);
+    blob_unref(holder);
+    return ret;
+}
+
+enum MHD_Result delivery_respond_result(req_state *rs, bool *missing)
+{
+    cs_server *s = rs->srv;
+    *missing = false;
+    rep_req r;
+    enum MHD_Result answer = MHD_NO;
+    if (!parse_rep(rs, &r, true, &answer))
+        return answer;
+    char etag[96];
+    make_etag(etag, sizeof etag, rs->key, r.id, r.enc);
+    cs_blob *mem = memory_rep(s, rs->key, &r);
+    if (mem) {
+        count(&s->metrics.memory_hits);
+        count(&s->metrics.rep_memory);
+        enum MHD_Result ret = send_blob(rs, 200, mem, content_type(&r), etag, r.enc);
+        blob_unref(mem);
+        return ret;
+    }
+    cs_blob *holder = NULL;
+    bool found = false, from_memory = false;
+    cs_error err;
+    cs_error_clear(&err);
+    if (rdoc_get(s, rs->key, &holder, &found, &from_memory, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    if (!found) {
+        *missing = true;
+        return MHD_YES;
+    }
+    if (from_memory)
+        count(&s->metrics.memory_hits);
+    enum MHD_Result ret = send_json(rs, 200, holder, &r, etag);
+    blob_unref(holder);
+    return ret;
+}
+
+enum MHD_Result delivery_respond_job(req_state *rs, char *job_text, const char *key)
+{
+    cs_server *s = rs->srv;
+    size_t tl = strlen(job_text);
+    rep_req r;
+    enum MHD_Result answer = MHD_NO;
+    if (!parse_rep(rs, &r, true, &answer)) {
+        free(job_text);
+        return answer;
+    }
+    cs_blob *holder = NULL;
+    bool found = false, from_memory = false;
+    cs_error err;
+    cs_error_clear(&err);
+    if (rdoc_get(s, key, &holder, &found, &from_memory, &err) != CS_OK) {
+        free(job_text);
+        return respond_cs_error(rs, &err);
+    }
+    if (!found) {
+        free(job_text);
+        return respond_error(rs, 500, "internal", "", "job done but its result is missing");
+    }
+    rdoc *d = rdoc_of(holder);
+    cs_result_writer *w = NULL;
+    long estimate = 0;
+    int idx = 0;
+    if (open_writer(s, d, &r, idx, &w, &estimate, &err) != CS_OK) {
+        blob_unref(holder);
+        free(job_text);
+        return respond_cs_error(rs, &err);
+    }
+    rstream *st = rstream_new(s, key, holder);
+    blob_unref(holder);
+    if (!st || tl < 2 || job_text[tl - 1] != '}') {
+        result_writer_free(w);
+        rstream_free(st);
+        free(job_text);
+        return respond_error(rs, 500, "internal", "", "cannot write the job document");
+    }
+    /* {...job...} -> {...job...,"result":DOC} */
+    job_text[tl - 1] = '\0';
+    size_t plen = tl - 1 + strlen(",\"result\":");
+    st->prefix = malloc(plen + 1);
+    st->suffix = strdup("}");
+    if (!st->prefix || !st->suffix) {
+        result_writer_free(w);
+        rstream_free(st);
+        free(job_text);
+        return respond_error(rs, 500, "internal", "", "out of memory");
+    }
+    snprintf(st->prefix, plen + 1, "%s,\"result\":", job_text);
+    free(job_text);
+    st->plen = plen;
+    st->slen = 1;
+    st->w = w;
+    if ((size_t)estimate <= memory_doc_max(s)) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = drain_source(rstream_source, st, &text, &len, &err);
+        rstream_free(st);
+        if (rc)
+            return respond_cs_error(rs, &err);
+        char *out = text;
+        size_t olen = len;
+        if (r.enc != ENC_IDENTITY) {
+            rc = encode_buffer(r.enc, text, len, &out, &olen, &err);
+            free(text);
+            if (rc)
+                return respond_cs_error(rs, &err);
+        }
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(olen, out, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(out);
+            return MHD_NO;
+        }
+        add_rep_headers(resp, NULL, r.enc, "application/json");
+        return queue(rs, 200, resp);
+    }
+    return send_stream(rs, 200, st, "application/json", NULL, r.enc);
+}
