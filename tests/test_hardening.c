@@ -715,7 +715,9 @@ START_TEST(bearer_scheme_is_case_insensitive)
         snprintf(body, sizeof body, "{\"topology\":\"ring:%d\",\"collective\":\"allgather\","
                                     "\"method\":\"ring\"}", 4 + i);
         const char *h[] = {spellings[i], NULL};
-        ck_assert_msg(post_with(&d, body, h, NULL, 0) == 202, "%s", spellings[i]);
+        /* accepted: 202, or 200 when the (fast) job finished before the answer */
+        long st = post_with(&d, body, h, NULL, 0);
+        ck_assert_msg(st == 202 || st == 200, "%s: %ld", spellings[i], st);
     }
     const char *wrong[] = {"Authorization: Basic s3cret", NULL};
     ck_assert_int_eq(post_with(&d, RING_REQ, wrong, NULL, 0), 401);
