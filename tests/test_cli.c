@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "cluster_testutil.h"
 #include "msccl_interp.h"
 
 typedef struct run_result {
@@ -428,6 +429,32 @@ START_TEST(simulate_busy_is_per_lane_and_ratio_is_bound_over_time)
 }
 END_TEST
 
+/* Issue 11: a TACOS schedule for a cluster written as Topology JSON (an
+ * NVSwitch per node, rail switches between nodes) passes `verify` and
+ * `simulate` on that same file: a switch port is one resource for every
+ * method, however TACOS unwound the switches to match on them. */
+START_TEST(tacos_cluster_schedule_simulates_on_the_callers_topology)
+{
+    char *topo = tmpfile_path("cluster.json"), *alg = tmpfile_path("ag.json");
+    char *doc = cluster_topology_json(16, 8, 450.0, 50.0);
+    FILE *f = fopen(topo, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(doc, f);
+    fclose(f);
+    free(doc);
+    run_result r = run("solve", topo, "allgather", "--method", "tacos", "--output", alg);
+    ck_assert_msg(r.code == 0, "solve: %s", r.err);
+    run_free(&r);
+    r = run("verify", topo, alg);
+    ck_assert_msg(r.code == 0, "verify: %s%s", r.out, r.err);
+    run_free(&r);
+    r = run("simulate", topo, alg, "--size", "1GiB");
+    ck_assert_msg(r.code == 0, "simulate: %s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "1073741824 bytes per rank"));
+    run_free(&r);
+}
+END_TEST
+
 /* `solve --format msccl-xml` prints code that runs: the interpreter executes
  * the document and checks the allgather's result; the report goes to stderr. */
 START_TEST(solve_format_msccl_xml_runs_in_the_interpreter)
@@ -510,6 +537,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, baseline_collective_forms_and_negative_results);
     tcase_add_test(tc, simulate_reports_time_and_links);
     tcase_add_test(tc, simulate_busy_is_per_lane_and_ratio_is_bound_over_time);
+    tcase_add_test(tc, tacos_cluster_schedule_simulates_on_the_callers_topology);
     tcase_add_test(tc, solve_format_msccl_xml_runs_in_the_interpreter);
     tcase_add_test(tc, large_results_are_streamed_compact);
     suite_add_tcase(s, tc);

@@ -316,26 +316,104 @@ END_TEST
 
 START_TEST(large_schedule_simulates_quickly)
 {
-    /* ring allgather on ring:512 with 2 chunks: 523,264 sends */
+    /* ring allgather on ring:512 with 5 chunks: 1,308,160 sends, enough for
+     * several streaming batches and worker threads */
     cs_topology *t = NULL;
     cs_error err;
     ck_assert_int_eq(topology_builtin("ring:512", &t, &err), CS_OK);
-    const int P = 512, C = 2;
+    const int P = 512, C = 5;
     cs_algorithm *a = new_alg(CS_COLL_ALLGATHER, -1, P, C, P - 1);
     for (int s = 0; s < P - 1; s++)
         for (int r = 0; r < P; r++)
             for (int i = 0; i < C; i++)
                 algorithm_add_send(a, (long)i * P + ((r - s) % P + P) % P, r, (r + 1) % P, s,
                                    CS_OP_COPY);
+    ck_assert_int_gt(a->nsends, 1L << 20);
     double t0 = cs_now();
     cs_sim_result r;
     ck_assert_int_eq(simulate_algorithm(t, a, 1e6, &r, &err), CS_OK);
     double dt = cs_now() - t0;
     ck_assert_msg(dt < 5.0, "simulation took %.2f s", dt);
-    /* each hop moves C chunks of 5e5 bytes back to back on one lane: the
+    /* each hop moves C chunks of 2e5 bytes back to back on one lane: the
      * pipeline runs at (P-1) x C x (alpha + chunk / bw) plus nothing else */
-    double hop = t->links[0].alpha_us + 5e5 / (t->links[0].gbps * 1e3);
+    double hop = t->links[0].alpha_us + 2e5 / (t->links[0].gbps * 1e3);
     ck_assert_double_eq_tol(r.time_us, (P - 1) * C * hop, 1e-6 * r.time_us);
+    sim_result_free(&r);
+    /* the same schedule timed as that pipeline (send i of step s over
+     * [(sC + i) hop, (sC + i + 1) hop]), in reverse index order so that the
+     * simulator needs its own processing order: the same time */
+    cs_algorithm *b = new_alg(CS_COLL_ALLGATHER, -1, P, C, P - 1);
+    for (long k = a->nsends - 1; k >= 0; k--) {
+        cs_send x = algorithm_send(a, k);
+        long slot = (long)x.step * C + x.chunk / P;
+        ck_assert_int_eq(algorithm_add_timed_send(b, x.chunk, x.src, x.dst, x.step, x.op,
+                                                  slot * hop, (slot + 1) * hop), CS_OK);
+    }
+    ck_assert_int_eq(algorithm_verify(t, b, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, b, 1e6, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, (P - 1) * C * hop, 1e-6 * r.time_us);
+    sim_result_free(&r);
+    algorithm_free(b);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* One switch of 3 ranks: 1 GB/s ports, alpha 1 us, so a 1000-byte chunk
+ * takes 2 us at the full port rate and 3 us at half of it. */
+static cs_topology *switch3(void)
+{
+    cs_topology *t = topology_new("sw3", 3);
+    cs_error err;
+    int ranks[3] = {0, 1, 2};
+    ck_assert_int_eq(topology_add_switch(t, "sw", ranks, 3, 1.0, 1.0, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    return t;
+}
+
+START_TEST(switch_ports_carry_timed_sends_at_their_scheduled_rates)
+{
+    cs_topology *t = switch3();
+    cs_error err;
+    cs_sim_result r;
+    /* 0 -> 1 and 0 -> 2 at once through rank 0's port, half its rate each */
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 1);
+    a->timed_chunk_bytes = 1000.0;
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 3.0);
+    algorithm_add_timed_send(a, 0, 0, 2, 0, CS_OP_COPY, 0.0, 3.0);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000.0, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, 3.0, 1e-9);
+    /* busy time counts the share of the link's bandwidth: 3 us at half */
+    ck_assert_double_eq_tol(r.link_busy_us[link_index(t, 0, 1)], 1.5, 1e-9);
+    sim_result_free(&r);
+    /* 4000-byte chunks at 500 bytes/us: alpha + 8 us each, still together */
+    ck_assert_int_eq(simulate_algorithm(t, a, 4000.0, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, 9.0, 1e-9);
+    sim_result_free(&r);
+    /* the same sends without times: one chunk at a time at the full rate */
+    algorithm_free(a);
+    a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 1);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 2, 0, CS_OP_COPY);
+    ck_assert_int_eq(algorithm_fit_rounds(a, t, &err), CS_OK);
+    ck_assert_int_eq(a->rounds, 2);
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000.0, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, 4.0, 1e-9);
+    sim_result_free(&r);
+    algorithm_free(a);
+
+    /* mixed rates on one port: 0 -> 1 at full rate [0, 2], then 0 -> 2 and
+     * 1 -> 2 at half rate each [2, 5], sharing rank 2's ingress port; rank 0's
+     * port has lanes of half its bandwidth and the full-rate send takes two */
+    a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 2);
+    a->timed_chunk_bytes = 1000.0;
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 2.0);
+    algorithm_add_timed_send(a, 0, 0, 2, 1, CS_OP_COPY, 2.0, 5.0);
+    algorithm_add_timed_send(a, 0, 1, 2, 1, CS_OP_COPY, 2.0, 5.0);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000.0, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, 5.0, 1e-9);
     sim_result_free(&r);
     algorithm_free(a);
     topology_free(t);
@@ -353,6 +431,7 @@ static Suite *simulate_suite(void)
     tcase_add_test(tc, shared_set_limits_concurrency);
     tcase_add_test(tc, cross_group_bytes_follow_the_groups);
     tcase_add_test(tc, timed_schedule_follows_its_dependencies);
+    tcase_add_test(tc, switch_ports_carry_timed_sends_at_their_scheduled_rates);
     tcase_add_test(tc, ring_allgather_matches_alpha_beta_on_a_ring);
     tcase_add_test(tc, ideal_bound_by_hand_for_each_kind);
     tcase_add_test(tc, bad_input_is_refused);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "cluster_testutil.h"
 #include "simulate.h"
 #include "tacos.h"
 #include "verify.h"
@@ -64,7 +65,9 @@ static const char *every_topology[] = {
 };
 
 /* Checks one result independently: one algorithm, method tacos, verified on
- * the topology it runs on, timed sends ordered by step, and statistics. */
+ * the caller's topology (switches are ports, whatever TACOS unwound them
+ * into) and on the unwinding it was matched on, timed sends ordered by step
+ * and in time order, and statistics. */
 static void check_result(const cs_topology *t, const cs_collective *c, const cs_result *r)
 {
     ck_assert_int_eq(r->nalgs, 1);
@@ -73,14 +76,24 @@ static void check_result(const cs_topology *t, const cs_collective *c, const cs_
     ck_assert_int_eq(a->collective.kind, c->kind);
     cs_topology *u = runs_on(t, r);
     cs_error err;
-    ck_assert_msg(algorithm_verify(u, a, &err) == CS_OK, "%s %s: %s", t->name,
+    ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s %s: %s", t->name,
                   collective_kind_name(c->kind), err.message);
+    ck_assert_msg(algorithm_verify(u, a, &err) == CS_OK, "%s %s unwound: %s", t->name,
+                  collective_kind_name(c->kind), err.message);
+    ck_assert(a->timed_chunk_bytes > 0);
     for (int s = 0; s < a->steps; s++)
         ck_assert_int_eq(a->rounds_per_step[s], 1);
     ck_assert_int_eq(a->rounds, a->steps);
     for (long i = 0; i < a->nsends; i++) {
         ck_assert(isfinite(algorithm_send_start_us(a, i)) && algorithm_send_end_us(a, i) > algorithm_send_start_us(a, i));
         ck_assert(algorithm_send_step(a, i) >= 0 && algorithm_send_step(a, i) < a->steps);
+        /* sends come in (start, end) order: the verifier and simulator walk
+         * them without an index of their own */
+        if (i > 0) {
+            double s0 = algorithm_send_start_us(a, i - 1), s1 = algorithm_send_start_us(a, i);
+            ck_assert(s0 < s1 || (s0 == s1 && algorithm_send_end_us(a, i - 1) <=
+                                                 algorithm_send_end_us(a, i)));
+        }
     }
     /* quality can never beat the ideal bound */
     double ratio = stat_num(r, "ratio_to_ideal");
@@ -175,6 +188,56 @@ START_TEST(parallel_matching_gives_the_same_sends)
     ck_assert_str_eq(json_string_value(json_object_get(one->stats, "schedule_hash")),
                      json_string_value(json_object_get(four->stats, "schedule_hash")));
     result_free(one);
+    result_free(two);
+    result_free(four);
+    topology_free(t);
+}
+END_TEST
+
+/* Issue 11: on a 16-node cluster (8-GPU NVSwitch per node, 8 rail
+ * switches), a TACOS schedule matched on unwound switches is valid on the
+ * cluster as the caller wrote it, and the simulator replays it at the rates
+ * it was scheduled with (so no slower than its own makespan). */
+START_TEST(cluster_schedules_pass_the_verifier_and_simulator_on_the_switches)
+{
+    char *doc = cluster_topology_json(16, 8, 450.0, 50.0);
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_parse(doc, strlen(doc), NULL, &t, &err), CS_OK);
+    free(doc);
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_ALLREDUCE};
+    for (int k = 0; k < 2; k++) {
+        cs_collective c;
+        collective_init(&c, kinds[k], -1);
+        cs_result *r = solve(t, &c, 1, 2, 1, 0);
+        check_result(t, &c, r);
+        const cs_algorithm *a = r->algs[0];
+        cs_sim_result sr;
+        ck_assert_int_eq(simulate_algorithm(t, a, 64.0 * 1024 * 1024, &sr, &err), CS_OK);
+        ck_assert_msg(sr.time_us <= stat_num(r, "schedule_time_us") * (1 + 1e-9),
+                      "%s: simulated %.1f us, scheduled %.1f us", collective_kind_name(kinds[k]),
+                      sr.time_us, stat_num(r, "schedule_time_us"));
+        ck_assert_double_eq_tol(sr.time_us, stat_num(r, "sim_time_us"), 1e-6);
+        sim_result_free(&sr);
+        result_free(r);
+        collective_free(&c);
+    }
+    topology_free(t);
+}
+END_TEST
+
+/* Trials that run at once each record their sends; beyond two at once the
+ * winner is run again instead, and its sends are the same. */
+START_TEST(winner_rerun_records_the_same_sends)
+{
+    cs_topology *t = load("mesh2d:6x6");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *two = solve(t, &c, 2, 4, 5, 2), *four = solve(t, &c, 2, 4, 5, 4);
+    ck_assert_str_eq(json_string_value(json_object_get(two->stats, "recording")), "in trials");
+    ck_assert_str_eq(json_string_value(json_object_get(four->stats, "recording")),
+                     "winner re-run");
+    assert_same_sends(two->algs[0], four->algs[0]);
     result_free(two);
     result_free(four);
     topology_free(t);
@@ -453,6 +516,8 @@ static Suite *tacos_suite(void)
     tcase_add_loop_test(tc, every_collective_on_every_topology_verifies, 0,
                         (int)(sizeof every_topology / sizeof every_topology[0]));
     tcase_add_test(tc, same_seed_same_sends_whatever_the_threads);
+    tcase_add_test(tc, cluster_schedules_pass_the_verifier_and_simulator_on_the_switches);
+    tcase_add_test(tc, winner_rerun_records_the_same_sends);
     tcase_add_test(tc, parallel_matching_gives_the_same_sends);
     tcase_add_test(tc, different_seeds_explore_different_schedules);
     tcase_add_test(tc, directed_ring_allgather_takes_three_spans);

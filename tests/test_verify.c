@@ -445,6 +445,72 @@ START_TEST(timed_schedules_check_time_causality_and_lanes)
 }
 END_TEST
 
+/* One switch of 3 ranks, 10 GB/s ports (10,000 bytes/us), alpha 1 us. */
+static cs_topology *switch3(void)
+{
+    cs_topology *t = topology_new("sw3", 3);
+    cs_error err;
+    int ranks[3] = {0, 1, 2};
+    ck_assert_int_eq(topology_add_switch(t, "sw", ranks, 3, 10.0, 1.0, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    return t;
+}
+
+/* Broadcast from 0 with 1000-byte chunks: times below are alpha (1 us) +
+ * 1000 bytes / rate, so 1.1 us is the full port rate and 1.2 us half of it. */
+static cs_algorithm *timed_broadcast(double chunk_bytes)
+{
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 2);
+    a->timed_chunk_bytes = chunk_bytes;
+    return a;
+}
+
+START_TEST(switch_ports_share_bandwidth_in_timed_schedules)
+{
+    cs_topology *t = switch3();
+    cs_error err;
+    /* two sends through rank 0's egress port at once, each at half its rate */
+    cs_algorithm *a = timed_broadcast(1000.0);
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 1.2);
+    algorithm_add_timed_send(a, 0, 0, 2, 0, CS_OP_COPY, 0.0, 1.2);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    /* each at the full rate: twice the port */
+    SEND_SET(a, 0, end_us, 1.1);
+    SEND_SET(a, 1, end_us, 1.1);
+    expect_reject(t, a, "the egress port of rank 0 on switch sw would carry 20 GB/s from 0.000 us "
+                        "(2 sends in flight, 1000-byte chunks), more than its 10 GB/s");
+    /* one after the other at full rate */
+    SEND_SET(a, 1, start_us, 1.1);
+    SEND_SET(a, 1, end_us, 2.2);
+    SEND_SET(a, 1, step, 1);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    /* a single send faster than the port allows */
+    SEND_SET(a, 0, end_us, 1.05);
+    expect_reject(t, a, "would carry 20 GB/s from 0.000 us (1 sends in flight");
+    /* without the chunk size the rates are unknown: one send per port at a
+     * time, as in step-synchronous schedules */
+    algorithm_free(a);
+    a = timed_broadcast(0.0);
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 1.2);
+    algorithm_add_timed_send(a, 0, 0, 2, 0, CS_OP_COPY, 0.0, 1.2);
+    expect_reject(t, a, "the egress port of rank 0 on switch sw has 2 sends in flight at 0.000 us, "
+                        "more than its 1 lanes");
+    algorithm_free(a);
+
+    /* ingress: rank 2 receives from 0 and 1 at once, half rate each: fine;
+     * one of them at full rate: 1.5 times its port */
+    a = timed_broadcast(1000.0);
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 1.1);
+    algorithm_add_timed_send(a, 0, 1, 2, 1, CS_OP_COPY, 1.1, 2.3);
+    algorithm_add_timed_send(a, 0, 0, 2, 1, CS_OP_COPY, 1.1, 2.3);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    SEND_SET(a, 2, end_us, 2.2);
+    expect_reject(t, a, "the ingress port of rank 2 on switch sw would carry 15 GB/s from 1.100 us");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(timed_combining_schedule_is_replayed_in_time_order)
 {
     cs_topology *t = line(3);
@@ -520,13 +586,44 @@ END_TEST
 
 START_TEST(large_schedule_verifies_quickly)
 {
-    /* ring allgather on ring:512 with 2 chunks: 523,264 sends */
+    /* ring allgather on ring:512 with 5 chunks: 1,308,160 sends, enough for
+     * several streaming batches and worker threads */
+    const int P = 512, C = 5;
     cs_topology *t = builtin("ring:512");
-    cs_algorithm *a = ring_allgather(512, 2);
+    cs_algorithm *a = ring_allgather(P, C);
+    ck_assert_int_gt(a->nsends, 1L << 20);
     double t0 = cs_now();
     expect_accept(t, a);
     double dt = cs_now() - t0;
     ck_assert_msg(dt < 5.0, "verification took %.2f s", dt);
+    /* three sends of chunks far apart moved one step early (step 2 gets the
+     * rounds for it): exactly three problems, reported in chunk order
+     * whichever batch and thread replayed each chunk */
+    const long bad[3] = {1000, 5, 2100};
+    a->rounds_per_step[2] = C + 1;
+    algorithm_update_rounds(a);
+    long idx[3];
+    for (int k = 0; k < 3; k++) {
+        idx[k] = -1;
+        for (long i = 0; i < a->nsends && idx[k] < 0; i++)
+            if (algorithm_send_chunk(a, i) == bad[k] && algorithm_send_step(a, i) == 3)
+                idx[k] = i;
+        ck_assert_int_ge(idx[k], 0);
+        SEND_SET(a, idx[k], step, 2);
+    }
+    cs_verify_report rep;
+    cs_error err;
+    ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+    ck_assert_int_eq(rep.nproblems, 3);
+    ck_assert_int_eq(rep.nreasons, 3);
+    const int order[3] = {1, 0, 2};   /* chunks 5, 1000, 2100 */
+    for (int k = 0; k < 3; k++) {
+        char want[96];
+        snprintf(want, sizeof want, "send %ld (chunk %ld, ", idx[order[k]], bad[order[k]]);
+        ck_assert_msg(strncmp(rep.reasons[k], want, strlen(want)) == 0, "reason %d: %s", k,
+                      rep.reasons[k]);
+        ck_assert_ptr_nonnull(strstr(rep.reasons[k], "does not hold chunk"));
+    }
     algorithm_free(a);
     /* ring allreduce on 256 ranks: 130,560 sends with 256-bit sets */
     cs_topology *u = uni_ring(256);
@@ -536,6 +633,13 @@ START_TEST(large_schedule_verifies_quickly)
     algorithm_free(rs);
     algorithm_free(ag);
     algorithm_free(ar);
+    topology_free(u);
+    /* and a combining one past 2^20 sends (1100-bit contribution sets) */
+    u = uni_ring(1100);
+    rs = ring_reducescatter(1100);
+    ck_assert_int_gt(rs->nsends, 1L << 20);
+    expect_accept(u, rs);
+    algorithm_free(rs);
     topology_free(u);
     topology_free(t);
 }
@@ -781,6 +885,7 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, bad_header_fields_are_reported);
     tcase_add_test(tc, report_collects_several_reasons_and_counts_all);
     tcase_add_test(tc, timed_schedules_check_time_causality_and_lanes);
+    tcase_add_test(tc, switch_ports_share_bandwidth_in_timed_schedules);
     tcase_add_test(tc, timed_combining_schedule_is_replayed_in_time_order);
     tcase_add_test(tc, custom_collective_uses_its_pairs);
     tcase_add_test(tc, every_builtin_kind_checks_its_postcondition);

@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "send_order_internal.h"
+
 /* Chunk ids are stored in 32 bits; the verifier and simulator index chunks
  * with 32-bit keys as well. */
 #define ALG_MAX_GLOBAL_CHUNKS 0x7fffffffL
@@ -85,6 +87,7 @@ static int column_widen(cs_column *c, long n, long cap, int width)
     cs_column w = {malloc((size_t)(cap > 0 ? cap : 1) * (size_t)width), width};
     if (!w.data)
         return CS_ENOMEM;
+    send_array_advise(w.data, (size_t)cap * (size_t)width);
     for (long i = 0; i < n; i++)
         column_put(&w, i, cs_column_get(c, i));
     free(c->data);
@@ -107,6 +110,7 @@ static int column_resize(cs_column *c, long cap)
     if (!d)
         return CS_ENOMEM;
     c->data = d;
+    send_array_advise(d, (size_t)cap * (size_t)c->width);
     return CS_OK;
 }
 
@@ -117,6 +121,7 @@ static int column_copy(cs_column *dst, const cs_column *src, long n)
     dst->data = malloc((size_t)(n > 0 ? n : 1) * (size_t)src->width);
     if (!dst->data)
         return CS_ENOMEM;
+    send_array_advise(dst->data, (size_t)n * (size_t)src->width);
     if (n > 0)
         memcpy(dst->data, src->data, (size_t)n * (size_t)src->width);
     return CS_OK;
@@ -168,14 +173,9 @@ static int times_init(cs_send_store *st)
     return times_rehash(st, 32);
 }
 
-/* Index of x in the dictionary, added if new.  NAN is always entry 0; other
- * values are matched bit for bit (so times come back exactly as stored). */
-static int time_index(cs_send_store *st, double x, long *out)
+/* The dictionary index of x (not NAN), added if new. */
+static int time_lookup(cs_send_store *st, double x, long *out)
 {
-    if (isnan(x)) {
-        *out = 0;
-        return CS_OK;
-    }
     long mask = st->time_slots_cap - 1;
     long j = (long)(time_hash(x) & (uint64_t)mask);
     while (st->time_slots[j]) {
@@ -210,6 +210,27 @@ static int time_index(cs_send_store *st, double x, long *out)
     return CS_OK;
 }
 
+/* Index of x in the dictionary, added if new.  NAN is always entry 0; other
+ * values are matched bit for bit (so times come back exactly as stored).
+ * role (0 start, 1 end) selects a one-entry cache in front of the hash. */
+static int time_index(cs_send_store *st, double x, int role, long *out)
+{
+    if (isnan(x)) {
+        *out = 0;
+        return CS_OK;
+    }
+    if (st->recent_index[role] > 0 && same_bits(st->recent[role], x)) {
+        *out = st->recent_index[role];
+        return CS_OK;
+    }
+    int rc = time_lookup(st, x, out);
+    if (rc == CS_OK) {
+        st->recent[role] = x;
+        st->recent_index[role] = *out;
+    }
+    return rc;
+}
+
 /* Creates the start/end columns (every existing send untimed: index 0). */
 static int times_columns_init(cs_algorithm *a)
 {
@@ -233,11 +254,6 @@ static int times_columns_init(cs_algorithm *a)
 long algorithm_time_count(const cs_algorithm *a)
 {
     return a->store.times ? a->store.ntimes : 1;
-}
-
-double algorithm_time_value(const cs_algorithm *a, uint32_t index)
-{
-    return a->store.times && (long)index < a->store.ntimes ? a->store.times[index] : NAN;
 }
 
 static int compare_time_index(const void *pa, const void *pb, void *ctx)
@@ -437,8 +453,8 @@ static int store_send(cs_algorithm *a, long i, long chunk, int src, int dst, int
         return rc;
     long ks = 0, ke = 0;
     if (!isnan(start_us) || !isnan(end_us) || st->start.data) {
-        if ((rc = times_columns_init(a)) || (rc = time_index(st, start_us, &ks)) ||
-            (rc = time_index(st, end_us, &ke)) ||
+        if ((rc = times_columns_init(a)) || (rc = time_index(st, start_us, 0, &ks)) ||
+            (rc = time_index(st, end_us, 1, &ke)) ||
             (rc = column_admit(&st->start, a->nsends, st->cap, ks)) ||
             (rc = column_admit(&st->end, a->nsends, st->cap, ke)))
             return rc;
@@ -611,6 +627,7 @@ int algorithm_steps_from_start_times(cs_algorithm *a, cs_error *err)
         step_of[order[s]] = (uint32_t)s;
     col.width = width_for(nused - 1);
     col.data = malloc((size_t)a->store.cap * (size_t)col.width);
+    send_array_advise(col.data, (size_t)a->store.cap * (size_t)col.width);
     if (!col.data) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory renumbering steps");
         goto done;
@@ -787,6 +804,7 @@ static int column_gather(cs_column *c, const uint32_t *perm, long n)
     cs_column g = {malloc((size_t)(n > 0 ? n : 1) * (size_t)c->width), c->width};
     if (!g.data)
         return CS_ENOMEM;
+    send_array_advise(g.data, (size_t)n * (size_t)c->width);
     for (long k = 0; k < n; k++)
         column_put(&g, k, cs_column_get(c, perm[k]));
     free(c->data);
@@ -834,6 +852,53 @@ int algorithm_sort_sends(cs_algorithm *a)
     qsort_r(perm, (size_t)n, sizeof *perm, compare_sends, a);
     int rc = store_permute(a, perm);
     free(perm);
+    return rc;
+}
+
+static uint32_t key_start_rank(const void *ctx, uint32_t i)
+{
+    const time_order *o = ctx;
+    return o->trank[algorithm_send_start_index(o->a, i)];
+}
+
+int algorithm_sort_by_time(cs_algorithm *a)
+{
+    long n = a->nsends;
+    if (n < 2)
+        return CS_OK;
+    if (!algorithm_is_timed(a))
+        return CS_EINVAL;
+    if (n > 0xffffffffL)
+        return CS_ELIMIT;
+    uint32_t *trank = malloc(sizeof *trank * (size_t)algorithm_time_count(a));
+    if (!trank || algorithm_time_ranks(a, trank) != CS_OK) {
+        free(trank);
+        return CS_ENOMEM;
+    }
+    time_order to = {a, trank};
+    long k = 1;
+    while (k < n && time_order_compare(&to, (uint32_t)(k - 1), (uint32_t)k) < 0)
+        k++;
+    int rc = CS_OK;
+    uint32_t *perm = NULL;
+    if (k < n) {
+        perm = malloc(sizeof *perm * (size_t)n);
+        rc = perm && send_group_by_key((uint32_t)n, NULL, key_start_rank, &to,
+                                       (uint32_t)algorithm_time_count(a), perm, NULL) >= 0
+             ? CS_OK : CS_ENOMEM;
+        for (long b = 0; rc == CS_OK && b < n;) {
+            long e = b + 1;
+            uint32_t sb = key_start_rank(&to, perm[b]);
+            while (e < n && key_start_rank(&to, perm[e]) == sb)
+                e++;
+            sort_by_time(&to, perm + b, e - b);
+            b = e;
+        }
+        if (rc == CS_OK)
+            rc = store_permute(a, perm);
+    }
+    free(perm);
+    free(trank);
     return rc;
 }
 

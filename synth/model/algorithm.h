@@ -58,6 +58,8 @@ typedef struct cs_send_store {
     long ntimes, times_cap;
     uint32_t *time_slots;      /* hash of times -> index + 1 (0: empty), for deduplication */
     long time_slots_cap;       /* a power of two */
+    double recent[2];          /* the last start and end looked up, and their indices: */
+    long recent_index[2];      /* consecutive sends mostly share them */
     long ntimed;               /* sends whose start_us and end_us are both finite */
 } cs_send_store;
 
@@ -129,6 +131,36 @@ static inline cs_send algorithm_send(const cs_algorithm *a, long i)
                  algorithm_send_start_us(a, i), algorithm_send_end_us(a, i)};
     return s;
 }
+/* Hints the columns `fields` (CS_FIELD_* bits) of send i into the cache.
+ * For loops that visit sends in a scattered order (by chunk, by link) and
+ * know which send comes a few iterations later: with one column per field, a
+ * scattered visit costs one cache miss per field read, and prefetching
+ * overlaps them.  Name only the fields the loop reads: hardware keeps few
+ * misses in flight. */
+enum {
+    CS_FIELD_CHUNK = 1, CS_FIELD_SRC = 2, CS_FIELD_DST = 4, CS_FIELD_STEP = 8,
+    CS_FIELD_OP = 16, CS_FIELD_TIMES = 32,
+};
+
+static inline void algorithm_prefetch(const cs_algorithm *a, long i, int fields)
+{
+    const cs_send_store *st = &a->store;
+    if (fields & CS_FIELD_CHUNK)
+        __builtin_prefetch((const char *)st->chunk.data + i * st->chunk.width);
+    if (fields & CS_FIELD_SRC)
+        __builtin_prefetch((const char *)st->src.data + i * st->src.width);
+    if (fields & CS_FIELD_DST)
+        __builtin_prefetch((const char *)st->dst.data + i * st->dst.width);
+    if (fields & CS_FIELD_STEP)
+        __builtin_prefetch((const char *)st->step.data + i * st->step.width);
+    if (fields & CS_FIELD_OP)
+        __builtin_prefetch(st->reduce + (i >> 3));
+    if ((fields & CS_FIELD_TIMES) && st->start.data) {
+        __builtin_prefetch((const char *)st->start.data + i * st->start.width);
+        __builtin_prefetch((const char *)st->end.data + i * st->end.width);
+    }
+}
+
 /* Overwrites send i (0 <= i < nsends) with *s.  CS_OK; CS_ELIMIT when a value
  * does not fit 32 bits; CS_ENOMEM (the send is then unchanged). */
 int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s);
@@ -151,7 +183,13 @@ static inline uint32_t algorithm_send_end_index(const cs_algorithm *a, long i)
     return a->store.end.data ? (uint32_t)cs_column_get(&a->store.end, i) : 0;
 }
 long algorithm_time_count(const cs_algorithm *a);
-double algorithm_time_value(const cs_algorithm *a, uint32_t index);
+/* Sends whose start_us and end_us are both finite (O(1)). */
+static inline long algorithm_timed_count(const cs_algorithm *a) { return a->store.ntimed; }
+/* The time of dictionary entry `index` (< algorithm_time_count(a)). */
+static inline double algorithm_time_value(const cs_algorithm *a, uint32_t index)
+{
+    return a->store.times ? a->store.times[index] : NAN;
+}
 /* rank has room for algorithm_time_count(a) entries.  CS_OK or CS_ENOMEM. */
 int algorithm_time_ranks(const cs_algorithm *a, uint32_t *rank);
 
@@ -181,10 +219,16 @@ void algorithm_update_rounds(cs_algorithm *a);
  * baselines and by anything that builds schedules without choosing rounds. */
 int algorithm_fit_rounds(cs_algorithm *a, const cs_topology *t, cs_error *err);
 /* Sorts sends by (step, chunk, src, dst, op, start_us): a canonical order for
- * output and comparison.  CS_OK or CS_ENOMEM (sends then unchanged). */
+ * output and comparison.  CS_OK or CS_ENOMEM (as algorithm_sort_by_time). */
 int algorithm_sort_sends(cs_algorithm *a);
 /* Every send has finite start_us and end_us (and there is at least one). */
 bool algorithm_is_timed(const cs_algorithm *a);
+/* Timed schedules: orders the sends by (start_us, end_us, index), the order
+ * the verifier and simulator walk them in (so they need no index of their
+ * own).  CS_OK (also when already in order), CS_EINVAL when not timed,
+ * CS_ENOMEM (the columns are reordered one at a time to save memory, so the
+ * sends may then be half reordered: free the algorithm). */
+int algorithm_sort_by_time(cs_algorithm *a);
 /* Timed schedules: step := the index of the send's start time among the
  * distinct start times, steps := their number, rounds_per_step all 1 (the
  * contract's form for schedules that are not step-synchronous). */

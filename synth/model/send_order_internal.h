@@ -1,14 +1,20 @@
 /*
  * send_order_internal.h - what the simulator (simulate.c) and the verifier
- * (verify.c, verify_values.c) share about putting sends in order: the key
- * that sorts timed sends by start, the lane min-heap, and the linear-time
- * radix sort of send (or record) indices.  Private to synth/.
+ * (verify.c, verify_values.c) share about putting sends in order: grouping
+ * send indices by a key with a counting sort, ordering timed sends by time
+ * through the time dictionary, and the lane min-heap.  Private to synth/.
  *
- * Both walk sends in start order (ties: earlier end, then lower index, so the
- * order is total and the same in both), and both keep the times at which a
- * link's lanes become free in a binary min-heap of doubles; replacing the
- * minimum is the one heap operation either needs.  Both order millions of
- * sends by step, rank or chunk, where a stable radix sort beats qsort.
+ * Memory drives the shape of these helpers: schedules reach 10^8 sends, so
+ * the order of the sends is one uint32 index per send and nothing else.  A
+ * grouping is a counting sort straight from the identity order (send 0, 1,
+ * ...), which is stable and needs no second buffer; keys are recomputed from
+ * the algorithm's columns instead of being stored.  Timed sends are compared
+ * by the ranks of their times in the algorithm's time dictionary (uint32, one
+ * small table per algorithm), never by copying doubles out per send.
+ *
+ * Both walk timed sends in start order (ties: earlier end, then lower
+ * index, so the order is total and the same in both), and both keep lane
+ * free times in binary min-heaps.
  */
 #ifndef CS_SEND_ORDER_INTERNAL_H
 #define CS_SEND_ORDER_INTERNAL_H
@@ -16,25 +22,27 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "algorithm.h"
 
-/* A send's schedule times, for sorting timed sends. */
-typedef struct timed_key {
-    double start, end;
-    int index;
-} timed_key;
-
-/* qsort comparator: by start, then end, then index. */
-static inline int timed_key_compare(const void *pa, const void *pb)
+/* Asks for transparent huge pages on a large per-send array that is read or
+ * written in a scattered order (a column visited by chunk, the simulator's
+ * accumulators): with 4 KB pages nearly every such access also misses the
+ * TLB.  Advisory only; ignored where unsupported. */
+static inline void send_array_advise(void *p, size_t bytes)
 {
-    const timed_key *a = pa, *b = pb;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    if (a->end != b->end)
-        return a->end < b->end ? -1 : 1;
-    return a->index < b->index ? -1 : a->index > b->index;
+    const size_t huge = (size_t)2 << 20;
+    if (!p || bytes < 2 * huge)
+        return;
+    uintptr_t b = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+    if (e > b)
+        madvise((void *)b, e - b, MADV_HUGEPAGE);
 }
+
+/* How many sends ahead scattered loops prefetch (algorithm_prefetch). */
+#define SEND_PREFETCH 16
 
 /* Replaces the minimum of the n-element min-heap h (n >= 1) by x and sifts
  * it down. */
@@ -55,33 +63,191 @@ static inline void heap_replace_min(double *h, long n, double x)
     h[i] = x;
 }
 
-/* The 32-bit sort key of index x (a send index, or a record index that
- * encodes one) into alg's sends. */
-typedef uint32_t (*send_key_fn)(const cs_algorithm *a, uint32_t x);
+/* The key of send i, in [0, nkeys). */
+typedef uint32_t (*send_key_fn)(const void *ctx, uint32_t i);
 
-/* Stable sort of a[0..n) by key(sends, a[i]) (every key <= maxkey), 16 bits
- * at a time, least significant first; tmp has room for n.  CS_OK or
- * CS_ENOMEM. */
-static inline int send_radix_sort(const cs_algorithm *alg, uint32_t *a, uint32_t *tmp, size_t n,
-                                  send_key_fn key, uint32_t maxkey)
+/* Groups the sends i in [0, n) with keep[i] set (keep: a bitset, NULL = all)
+ * by key: ord receives them in key order, index order within a key (stable),
+ * and begin[0..nkeys] (when not NULL) the start of each key's group.  One
+ * uint32 count per key, so callers keep nkeys near n or below.  Returns the
+ * number of sends placed, or -1 when out of memory. */
+static inline long send_group_by_key(uint32_t n, const unsigned char *keep, send_key_fn key,
+                                     const void *ctx, uint32_t nkeys, uint32_t *ord,
+                                     uint32_t *begin)
 {
-    size_t *count = malloc(sizeof(size_t) * 65537);
-    if (!count)
-        return CS_ENOMEM;
-    for (int shift = 0; shift < 32; shift += 16) {
-        if (shift > 0 && (maxkey >> shift) == 0)
-            break;
-        memset(count, 0, sizeof(size_t) * 65537);
-        for (size_t k = 0; k < n; k++)
-            count[((key(alg, a[k]) >> shift) & 0xffff) + 1]++;
-        for (int d = 0; d < 65536; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++)
-            tmp[count[(key(alg, a[k]) >> shift) & 0xffff]++] = a[k];
-        memcpy(a, tmp, sizeof(uint32_t) * n);
-    }
-    free(count);
-    return CS_OK;
+    uint32_t *pos = calloc((size_t)nkeys + 1, sizeof *pos);
+    if (!pos)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (!keep || ((keep[i >> 3] >> (i & 7)) & 1))
+            pos[key(ctx, i) + 1]++;
+    for (uint32_t k = 0; k < nkeys; k++)
+        pos[k + 1] += pos[k];
+    long placed = pos[nkeys];
+    if (begin)
+        memcpy(begin, pos, sizeof *pos * ((size_t)nkeys + 1));
+    for (uint32_t i = 0; i < n; i++)
+        if (!keep || ((keep[i >> 3] >> (i & 7)) & 1))
+            ord[pos[key(ctx, i)]++] = i;
+    free(pos);
+    return placed;
 }
+
+typedef struct keyed_sort { send_key_fn key; const void *ctx; } keyed_sort;
+
+static inline int keyed_sort_compare(const void *pa, const void *pb, void *arg)
+{
+    const keyed_sort *k = arg;
+    uint32_t i = *(const uint32_t *)pa, j = *(const uint32_t *)pb;
+    uint32_t x = k->key(k->ctx, i), y = k->key(k->ctx, j);
+    if (x != y)
+        return x < y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* send_group_by_key without begin, for keys that may far outnumber the sends
+ * (chunk ids of a sparse custom collective, step numbers): beyond 2n + 2^16
+ * keys a comparison sort replaces the count array. */
+static inline long send_sort_by_key(uint32_t n, const unsigned char *keep, send_key_fn key,
+                                    const void *ctx, uint64_t nkeys, uint32_t *ord)
+{
+    if (nkeys <= 2 * (uint64_t)n + 65536)
+        return send_group_by_key(n, keep, key, ctx, (uint32_t)nkeys, ord, NULL);
+    long m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!keep || ((keep[i >> 3] >> (i & 7)) & 1))
+            ord[m++] = i;
+    keyed_sort k = {key, ctx};
+    qsort_r(ord, (size_t)m, sizeof *ord, keyed_sort_compare, &k);
+    return m;
+}
+
+/* Ordering timed sends: a[i] before b when (start rank, end rank, index) is
+ * smaller; trank maps dictionary indices to time ranks (algorithm_time_ranks). */
+typedef struct time_order {
+    const cs_algorithm *a;
+    const uint32_t *trank;
+} time_order;
+
+static inline int time_order_compare(const time_order *o, uint32_t i, uint32_t j)
+{
+    uint32_t si = o->trank[algorithm_send_start_index(o->a, i)];
+    uint32_t sj = o->trank[algorithm_send_start_index(o->a, j)];
+    if (si != sj)
+        return si < sj ? -1 : 1;
+    uint32_t ei = o->trank[algorithm_send_end_index(o->a, i)];
+    uint32_t ej = o->trank[algorithm_send_end_index(o->a, j)];
+    if (ei != ej)
+        return ei < ej ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static inline int time_order_qsort(const void *pa, const void *pb, void *ctx)
+{
+    return time_order_compare(ctx, *(const uint32_t *)pa, *(const uint32_t *)pb);
+}
+
+/* Sorts seg[0..len) by time.  Producers emit sends in time order, so the
+ * common case is one linear check; nearly sorted input takes an insertion
+ * pass, anything else qsort. */
+static inline void sort_by_time(const time_order *o, uint32_t *seg, long len)
+{
+    long inversions = 0;
+    for (long k = 0; k < len && k < SEND_PREFETCH; k++)
+        algorithm_prefetch(o->a, seg[k], CS_FIELD_TIMES);
+    for (long k = 1; k < len; k++) {
+        if (k + SEND_PREFETCH < len)
+            algorithm_prefetch(o->a, seg[k + SEND_PREFETCH], CS_FIELD_TIMES);
+        inversions += time_order_compare(o, seg[k - 1], seg[k]) > 0;
+    }
+    if (inversions == 0)
+        return;
+    if (len > 32 && inversions > 16) {
+        qsort_r(seg, (size_t)len, sizeof *seg, time_order_qsort, (void *)o);
+        return;
+    }
+    for (long k = 1; k < len; k++) {
+        uint32_t x = seg[k];
+        long j = k;
+        while (j > 0 && time_order_compare(o, x, seg[j - 1]) < 0) {
+            seg[j] = seg[j - 1];
+            j--;
+        }
+        seg[j] = x;
+    }
+}
+
+/* ---- chunk by chunk, streaming (send_batches.c) ------------------------------------ */
+
+/* A send as the chunk-by-chunk passes read it, gathered once: 20 bytes. */
+typedef struct send_rec {
+    uint32_t index;     /* the send's index; SEND_REC_REDUCE set for a reduce */
+    int32_t src, dst;
+    uint32_t t0, t1;    /* timed: start and end dictionary indices; untimed: step, 0 */
+} send_rec;
+
+#define SEND_REC_REDUCE 0x80000000u
+static inline uint32_t send_rec_index(const send_rec *r) { return r->index & ~SEND_REC_REDUCE; }
+static inline cs_op send_rec_op(const send_rec *r)
+{
+    return (r->index & SEND_REC_REDUCE) ? CS_OP_REDUCE : CS_OP_COPY;
+}
+
+/* One batch: entries j in [0, g1 - g0), each a chunk with its records
+ * recs[begin[j] - base .. begin[j + 1] - base) in index order. */
+typedef struct send_batch {
+    uint32_t g0, g1;
+    const uint32_t *chunk;      /* chunk id of entry j; NULL: entry j is chunk g0 + j */
+    const uint32_t *begin;
+    uint32_t base;
+    send_rec *recs;
+} send_batch;
+
+static inline long send_batch_chunk(const send_batch *b, uint32_t j)
+{
+    return b->chunk ? b->chunk[j] : (long)b->g0 + j;
+}
+static inline send_rec *send_batch_recs(const send_batch *b, uint32_t j, uint32_t *len)
+{
+    *len = b->begin[j + 1] - b->begin[j];
+    return b->recs + (b->begin[j] - b->base);
+}
+
+typedef struct send_batches {
+    const cs_algorithm *a;
+    const unsigned char *keep;  /* bitset of the sends to take, NULL = all */
+    bool timed;
+    uint32_t n, G;
+    uint32_t *begin;            /* G + 1 chunk starts among the kept sends, or NULL (sparse) */
+    uint32_t *sparse;           /* sparse: the kept sends sorted by chunk */
+    long nkept, cap;
+    send_rec *recs;             /* cap records */
+    uint32_t *fill, *sparse_begin;
+    uint32_t fill_cap, next_chunk;
+    long next_pos;
+} send_batches;
+
+#define SEND_BATCHES_DONE 1
+
+/* Counts the kept sends per chunk (one pass over the chunk column).  CS_OK or
+ * CS_ENOMEM; free with send_batches_free either way. */
+int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned char *keep,
+                      bool timed);
+/* Gathers the next batch of consecutive chunks (one sequential pass over the
+ * columns).  CS_OK, SEND_BATCHES_DONE after the last, or CS_ENOMEM.  The
+ * batch's records stay valid until the next call. */
+int send_batches_next(send_batches *b, send_batch *out);
+void send_batches_free(send_batches *b);
+
+/* The order the verifier's bandwidth sweep and the simulator walk sends in:
+ * (step, index), or with trank (timed) (start, end, index).  *ord is NULL
+ * when that is the index order already (producers emit it), else n indices
+ * the caller frees.  CS_OK or CS_ENOMEM. */
+int send_processing_order(const cs_algorithm *a, const uint32_t *trank, uint32_t **ord);
+
+/* Worker threads for the chunk-by-chunk passes of one large algorithm: the
+ * passes split each batch's chunks between them (results do not depend on
+ * the count).  1 below 2^20 sends; at most 4. */
+int send_pass_threads(long nsends);
 
 #endif

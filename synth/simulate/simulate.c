@@ -2,26 +2,37 @@
  * simulate.c - event-driven, congestion-aware timing of an algorithm (see
  * simulate.h for the model) and the TACOS ideal bound.
  *
- * The simulation is list scheduling: sends are taken in (step, list) order
- * (timed schedules: in their scheduled start order), and each one starts at
- * the latest of (a) the time its chunk is ready at src, (b) the earliest-free
- * lane of its link, (c) the earliest-free lane of every shared set the link
- * belongs to.  Lane-free times are kept in one small binary heap per link and
- * per shared set, so a send costs O(log lanes) plus its shared sets.
+ * The simulation is list scheduling: sends are taken in processing order
+ * ((step, index); timed schedules: (start, end, index)), and each one starts
+ * at the latest of (a) the time its chunk is ready at src, (b) the
+ * earliest-free lane of its link, (c) the earliest-free lane of every shared
+ * set the link belongs to.  Lane-free times are kept in one small binary heap
+ * per link and per shared set, so a send costs O(log lanes) plus its shared
+ * sets.  A switch port (derived links with 1 lane, the rank's egress and
+ * ingress sets with 1 lane) thus carries one chunk at a time at the port's
+ * full bandwidth: the same bytes per microsecond as concurrent sends sharing
+ * it, never more (docs/model.md, "Switch ports").
  *
  * "Ready at src" means: every receive of that chunk at src that the schedule
  * places before the send (an earlier step; for timed schedules an arrival
- * ending by the send's start) has finished.  Receives and sends are turned into
- * records grouped by (chunk, rank) with linear-time radix passes and ordered
- * inside each group by schedule time, receives first on ties.  A send's ready
- * time is then the latest finish among the receive records before it in its
- * group; walking back stops at the previous send record, whose ready time is
- * remembered, so each record is visited O(1) times overall and no G x P table
- * is ever built.
+ * ending by the send's start, within 1e-6 us) and that was processed before
+ * it has finished.  Within the group of one (chunk, rank), ordered by schedule
+ * time with arrivals first on ties, a send's ready time is the previous
+ * send's ready time combined with the receives between them.  So before the
+ * simulation two links per send are computed, chunk by chunk: next_send (the
+ * next send of the same chunk from the same rank) and consumer (the first
+ * send of the chunk from dst after this send arrives), and during it each
+ * send pushes its ready time to next_send and its finish time to consumer.
+ * The chunk-by-chunk pass reads the sends in batches gathered by streaming
+ * over the columns (send_batches.c) and splits each batch's chunks between
+ * threads.  Memory: 8 bytes of links plus an 8-byte accumulator per send,
+ * plus a 4-byte processing order only when the sends are not already in it
+ * (producers emit them in order); nothing is G x P.
  */
 #include "simulate.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +41,7 @@
 #include "send_order_internal.h"
 
 #define TIME_EPS 1e-6
+#define NO_SEND UINT32_MAX
 
 void sim_result_free(cs_sim_result *r)
 {
@@ -41,197 +53,395 @@ void sim_result_free(cs_sim_result *r)
     r->link_utilization = NULL;
 }
 
-/* ---- records ------------------------------------------------------------------------ */
+/* ---- next_send and consumer ------------------------------------------------------- */
 
-/* A record is send index * 2 + kind: kind 0 = the send leaving src, 1 = its
- * arrival at dst. */
-static inline long rec_chunk(const cs_algorithm *a, uint32_t r)
-{
-    return algorithm_send_chunk(a, r >> 1);
-}
-static inline int rec_rank(const cs_algorithm *a, uint32_t r)
-{
-    return (r & 1) ? algorithm_send_dst(a, r >> 1) : algorithm_send_src(a, r >> 1);
-}
+/* One chunk's records: a send leaving src (kind 0) or arriving at dst (kind
+ * 1), at its schedule time: untimed, a send of step s sits at s + 0.5 and an
+ * arrival at s + 1; timed, a send at start + eps and an arrival at end. */
+typedef struct chunk_rec {
+    double time;
+    uint32_t tie;       /* sends, timed: rank of end_us (processing order) */
+    uint32_t rec;       /* send index * 2 + kind */
+    int rank;
+} chunk_rec;
 
-/* Schedule time of a record: untimed, a send of step s sits at s + 0.5 and an
- * arrival of step s at s + 1; timed, a send at start + eps, an arrival at end. */
-static inline double rec_time(const cs_algorithm *s, uint32_t r, bool timed)
+/* Group order: schedule time, arrivals first on ties; sends among
+ * themselves in processing order, arrivals by index. */
+static inline bool rec_before(const chunk_rec *x, const chunk_rec *y)
 {
-    long x = r >> 1;
-    if (timed)
-        return (r & 1) ? algorithm_send_end_us(s, x) : algorithm_send_start_us(s, x) + TIME_EPS;
-    return (r & 1) ? algorithm_send_step(s, x) + 1.0 : algorithm_send_step(s, x) + 0.5;
-}
-
-static inline bool rec_before(const cs_algorithm *s, uint32_t a, uint32_t b, bool timed)
-{
-    double ta = rec_time(s, a, timed), tb = rec_time(s, b, timed);
-    if (ta != tb)
-        return ta < tb;
-    if ((a & 1) != (b & 1))
-        return (a & 1) > (b & 1); /* arrivals first */
-    return a < b;
+    if (x->time != y->time)
+        return x->time < y->time;
+    if ((x->rec & 1) != (y->rec & 1))
+        return (x->rec & 1) > (y->rec & 1);
+    if ((x->rec & 1) == 0 && x->tie != y->tie)
+        return x->tie < y->tie;
+    return x->rec < y->rec;
 }
 
-typedef struct rec_sort_ctx {
-    const cs_algorithm *alg;
-    bool timed;
-} rec_sort_ctx;
-
-static int compare_rec(const void *pa, const void *pb, void *arg)
+static int rec_compare(const void *pa, const void *pb)
 {
-    const rec_sort_ctx *c = arg;
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    if (a == b)
+    const chunk_rec *x = pa, *y = pb;
+    if (x->rec == y->rec)
         return 0;
-    return rec_before(c->alg, a, b, c->timed) ? -1 : 1;
+    return rec_before(x, y) ? -1 : 1;
 }
 
-static uint32_t rkey_rank(const cs_algorithm *s, uint32_t r) { return (uint32_t)rec_rank(s, r); }
-static uint32_t rkey_chunk(const cs_algorithm *s, uint32_t r) { return (uint32_t)rec_chunk(s, r); }
-
-/* Stable LSD radix sort of (key, val) pairs by 32-bit key. */
-static int radix_pairs(uint32_t *key, uint32_t *val, size_t n, uint32_t maxkey)
-{
-    uint32_t *k2 = malloc(sizeof(uint32_t) * (n ? n : 1));
-    uint32_t *v2 = malloc(sizeof(uint32_t) * (n ? n : 1));
-    size_t *count = malloc(sizeof(size_t) * 65537);
-    if (!k2 || !v2 || !count) {
-        free(k2);
-        free(v2);
-        free(count);
-        return CS_ENOMEM;
-    }
-    for (int shift = 0; shift < 32; shift += 16) {
-        if (shift > 0 && (maxkey >> shift) == 0)
-            break;
-        memset(count, 0, sizeof(size_t) * 65537);
-        for (size_t k = 0; k < n; k++)
-            count[((key[k] >> shift) & 0xffff) + 1]++;
-        for (int d = 0; d < 65536; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++) {
-            size_t at = count[(key[k] >> shift) & 0xffff]++;
-            k2[at] = key[k];
-            v2[at] = val[k];
-        }
-        memcpy(key, k2, sizeof(uint32_t) * n);
-        memcpy(val, v2, sizeof(uint32_t) * n);
-    }
-    free(k2);
-    free(v2);
-    free(count);
-    return CS_OK;
-}
-
-/* rec[0..2n): grouped by (chunk, rank), each group in schedule-time order.
- * When chunk * ranks fits 32 bits, *group_key gets each record's group id
- * (chunk * ranks + rank) so group boundaries are found without touching the
- * sends; otherwise it is NULL. */
-static int build_records(const cs_algorithm *a, bool timed, uint32_t **out, uint32_t **group_key)
-{
-    size_t m = 2 * (size_t)a->nsends;
-    *out = NULL;
-    *group_key = NULL;
-    uint32_t *rec = malloc(sizeof(uint32_t) * (m ? m : 1));
-    if (!rec)
-        return CS_ENOMEM;
-    for (size_t k = 0; k < m; k++)
-        rec[k] = (uint32_t)k;
+/* One thread's scratch for linking chunks. */
+typedef struct linker {
+    const cs_algorithm *a;
+    const uint32_t *trank;      /* NULL untimed */
+    uint32_t *next_send, *consumer;
+    chunk_rec *rec, *grouped;   /* 2 x the longest chunk so far */
+    long cap;
+    unsigned *stamp;            /* per rank: chunk epoch of count/start */
+    uint32_t *count, *start;    /* per rank */
+    int *touched;
+    unsigned epoch;
+    const send_batch *batch;
+    uint32_t j0, j1;
     int rc;
-    uint32_t *keys = NULL;
-    double groups = (double)a->global_chunks * a->ranks;
-    if (groups < 4294967295.0) {
-        keys = malloc(sizeof(uint32_t) * (m ? m : 1));
-        if (!keys) {
-            free(rec);
+} linker;
+
+static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
+{
+    const cs_algorithm *a = w->a;
+    if (2 * (long)len > w->cap) {
+        long cap = 2 * (long)len;
+        chunk_rec *r = realloc(w->rec, sizeof *r * (size_t)cap);
+        if (r)
+            w->rec = r;
+        chunk_rec *g = r ? realloc(w->grouped, sizeof *g * (size_t)cap) : NULL;
+        if (!r || !g)
             return CS_ENOMEM;
-        }
-        for (size_t k = 0; k < m; k++) {
-            keys[k] = (uint32_t)rec_chunk(a, (uint32_t)k) * (uint32_t)a->ranks +
-                      (uint32_t)rec_rank(a, (uint32_t)k);
-        }
-        rc = radix_pairs(keys, rec, m, (uint32_t)(groups > 0 ? groups - 1 : 0));
-    } else {
-        uint32_t *tmp = malloc(sizeof(uint32_t) * (m ? m : 1));
-        rc = tmp ? send_radix_sort(a, rec, tmp, m, rkey_rank, (uint32_t)a->ranks)
-                 : CS_ENOMEM;
-        if (rc == CS_OK)
-            rc = send_radix_sort(a, rec, tmp, m, rkey_chunk, (uint32_t)a->global_chunks);
-        free(tmp);
+        w->grouped = g;
+        w->cap = cap;
     }
-    if (rc != CS_OK) {
-        free(rec);
-        free(keys);
-        return rc;
+    if (++w->epoch == 0) {
+        memset(w->stamp, 0, sizeof *w->stamp * (size_t)a->ranks);
+        w->epoch = 1;
     }
-    rec_sort_ctx ctx = {a, timed};
-    size_t k = 0;
-    while (k < m) {
-        size_t e = k + 1;
-        if (keys) {
-            while (e < m && keys[e] == keys[k])
-                e++;
+    int nt = 0;
+    for (uint32_t k = 0; k < len; k++) {
+        const send_rec *s = &sr[k];
+        uint32_t i = send_rec_index(s);
+        chunk_rec *x = &w->rec[2 * k], *y = x + 1;
+        x->rec = 2 * i;
+        y->rec = 2 * i + 1;
+        x->rank = s->src;
+        y->rank = s->dst;
+        if (w->trank) {
+            x->time = algorithm_time_value(a, s->t0) + TIME_EPS;
+            y->time = algorithm_time_value(a, s->t1);
+            x->tie = w->trank[s->t1];
         } else {
-            long g = rec_chunk(a, rec[k]);
-            int r = rec_rank(a, rec[k]);
-            while (e < m && rec_chunk(a, rec[e]) == g && rec_rank(a, rec[e]) == r)
-                e++;
+            x->time = s->t0 + 0.5;
+            y->time = s->t0 + 1.0;
+            x->tie = 0;
         }
-        if (e - k == 1) {
-            /* nothing to order */
-        } else if (e - k <= 24) {
-            for (size_t i = k + 1; i < e; i++) {
-                uint32_t x = rec[i];
-                size_t j = i;
-                while (j > k && rec_before(a, x, rec[j - 1], timed)) {
-                    rec[j] = rec[j - 1];
-                    j--;
+        y->tie = 0;
+        for (int j = 0; j < 2; j++) {
+            int rank = x[j].rank;
+            if (w->stamp[rank] != w->epoch) {
+                w->stamp[rank] = w->epoch;
+                w->count[rank] = 0;
+                w->touched[nt++] = rank;
+            }
+            w->count[rank]++;
+        }
+    }
+    uint32_t at = 0;
+    for (int j = 0; j < nt; j++) {
+        int rank = w->touched[j];
+        w->start[rank] = at;
+        at += w->count[rank];
+        w->count[rank] = w->start[rank];   /* becomes the fill position */
+    }
+    for (uint32_t k = 0; k < 2 * len; k++)
+        w->grouped[w->count[w->rec[k].rank]++] = w->rec[k];
+    for (int j = 0; j < nt; j++) {
+        int rank = w->touched[j];
+        uint32_t b = w->start[rank], e = w->count[rank];
+        chunk_rec *g = w->grouped + b;
+        if (e - b <= 24) {
+            for (uint32_t i = 1; i < e - b; i++) {
+                chunk_rec x = g[i];
+                uint32_t q = i;
+                while (q > 0 && rec_before(&x, &g[q - 1])) {
+                    g[q] = g[q - 1];
+                    q--;
                 }
-                rec[j] = x;
+                g[q] = x;
             }
         } else {
-            qsort_r(rec + k, e - k, sizeof(uint32_t), compare_rec, &ctx);
+            qsort(g, e - b, sizeof *g, rec_compare);
         }
-        k = e;
+        /* backwards: each record learns the next send after it */
+        uint32_t next = NO_SEND;
+        for (uint32_t q = e - b; q-- > 0;) {
+            uint32_t r = g[q].rec;
+            if (r & 1) {
+                w->consumer[r >> 1] = next;
+            } else {
+                w->next_send[r >> 1] = next;
+                next = r >> 1;
+            }
+        }
     }
-    *out = rec;
-    *group_key = keys;
     return CS_OK;
 }
 
-/* ---- processing order ------------------------------------------------------------- */
-
-static int processing_order(const cs_algorithm *a, bool timed, int *ord)
+static void *linker_run(void *arg)
 {
-    long n = a->nsends;
-    if (timed) {
-        timed_key *tk = malloc(sizeof *tk * (size_t)(n ? n : 1));
-        if (!tk)
-            return CS_ENOMEM;
-        for (long i = 0; i < n; i++)
-            tk[i] = (timed_key){algorithm_send_start_us(a, i), algorithm_send_end_us(a, i), (int)i};
-        qsort(tk, (size_t)n, sizeof *tk, timed_key_compare);
-        for (long i = 0; i < n; i++)
-            ord[i] = tk[i].index;
-        free(tk);
-        return CS_OK;
+    linker *w = arg;
+    for (uint32_t j = w->j0; j < w->j1 && w->rc == CS_OK; j++) {
+        uint32_t len;
+        const send_rec *sr = send_batch_recs(w->batch, j, &len);
+        w->rc = link_chunk(w, sr, len);
     }
-    long *begin = calloc((size_t)a->steps + 2, sizeof(long));
-    if (!begin)
-        return CS_ENOMEM;
-    for (long i = 0; i < n; i++)
-        begin[algorithm_send_step(a, i) + 1]++;
-    for (int s = 0; s < a->steps; s++)
-        begin[s + 1] += begin[s];
-    for (long i = 0; i < n; i++)
-        ord[begin[algorithm_send_step(a, i)]++] = (int)i;
-    free(begin);
-    return CS_OK;
+    return NULL;
+}
+
+/* next_send and consumer of every send, chunk by chunk: batches of chunks
+ * gathered by streaming over the columns, each batch's chunks split between
+ * threads (they write disjoint sends). */
+static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *next_send,
+                       uint32_t *consumer)
+{
+    send_batches sb;
+    int rc = send_batches_init(&sb, a, NULL, trank != NULL);
+    int nthreads = rc == CS_OK && sb.begin ? send_pass_threads(a->nsends) : 1;
+    linker w[4];
+    memset(w, 0, sizeof w);
+    for (int t = 0; t < nthreads && rc == CS_OK; t++) {
+        w[t] = (linker){.a = a, .trank = trank, .next_send = next_send, .consumer = consumer};
+        w[t].stamp = calloc((size_t)a->ranks, sizeof *w[t].stamp);
+        w[t].count = malloc(sizeof *w[t].count * (size_t)a->ranks);
+        w[t].start = malloc(sizeof *w[t].start * (size_t)a->ranks);
+        w[t].touched = malloc(sizeof *w[t].touched * (size_t)a->ranks);
+        if (!w[t].stamp || !w[t].count || !w[t].start || !w[t].touched)
+            rc = CS_ENOMEM;
+    }
+    send_batch b;
+    while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
+        uint32_t entries = b.g1 - b.g0;
+        long total = (long)b.begin[entries] - b.begin[0];
+        uint32_t j = 0;
+        for (int t = 0; t < nthreads; t++) {
+            w[t].batch = &b;
+            w[t].j0 = j;
+            long goal = b.begin[0] + total * (t + 1) / nthreads;
+            while (j < entries && (t == nthreads - 1 || b.begin[j + 1] <= goal))
+                j++;
+            w[t].j1 = t == nthreads - 1 ? entries : j;
+        }
+        pthread_t th[4];
+        int started = 0;
+        for (int t = 1; t < nthreads; t++) {
+            if (pthread_create(&th[t], NULL, linker_run, &w[t]) != 0)
+                break;
+            started = t;
+        }
+        linker_run(&w[0]);
+        for (int t = started + 1; t < nthreads; t++)
+            linker_run(&w[t]);
+        for (int t = 1; t <= started; t++)
+            pthread_join(th[t], NULL);
+        for (int t = 0; t < nthreads; t++)
+            if (rc == CS_OK)
+                rc = w[t].rc;
+    }
+    if (rc == SEND_BATCHES_DONE)
+        rc = CS_OK;
+    for (int t = 0; t < nthreads; t++) {
+        free(w[t].rec);
+        free(w[t].grouped);
+        free(w[t].stamp);
+        free(w[t].count);
+        free(w[t].start);
+        free(w[t].touched);
+    }
+    send_batches_free(&sb);
+    return rc;
 }
 
 /* ---- simulation ------------------------------------------------------------------- */
+
+/* Resources: every link and shared set is a group of lanes (one min-heap of
+ * lane free times each).  A send takes one lane of its link and of each of
+ * its sets for alpha + chunk / gbps, except on switch ports of timed
+ * schedules with a known chunk size: there each send runs at the rate it was
+ * scheduled with (chunk_bytes / (duration - alpha), at most the port's
+ * bandwidth B; docs/model.md, "Switch ports"), the port gets k lanes of B/k
+ * with k = floor(B / the lowest rate on it) (at most PORT_MAX_LANES) and a
+ * send takes as many lanes as its rate needs, so the rates in flight never sum
+ * above B; the derived pair link itself is then no constraint. */
+#define PORT_MAX_LANES 64
+
+typedef struct sim_resources {
+    int *lane_begin, *set_lane_begin;  /* L + 1, nshared + 1 */
+    double *lanes, *set_lanes;
+    int *set_begin, *set_list;         /* link -> shared sets */
+    bool rates;                        /* switch ports run at scheduled rates */
+    unsigned char *port_link;          /* per link: a switch pair (rates only) */
+    double *port_bw;                   /* per link and per set: B in bytes/us, 0 if no port */
+    double *set_bw;
+} sim_resources;
+
+static void resources_free(sim_resources *r)
+{
+    free(r->lane_begin);
+    free(r->set_lane_begin);
+    free(r->lanes);
+    free(r->set_lanes);
+    free(r->set_begin);
+    free(r->set_list);
+    free(r->port_link);
+    free(r->port_bw);
+    free(r->set_bw);
+}
+
+/* The rate (bytes/us) at which timed send i was scheduled over switch link l,
+ * capped at the port's bandwidth. */
+static double scheduled_rate(const cs_algorithm *a, long i, const cs_link *l)
+{
+    double busy = algorithm_send_end_us(a, i) - algorithm_send_start_us(a, i) - l->alpha_us;
+    double bw = l->gbps * 1e3, r = busy > 0 ? a->timed_chunk_bytes / busy : bw;
+    return r < bw ? r : bw;
+}
+
+/* Lanes a send at rate r takes on a port of bw split into k lanes. */
+static inline int lanes_for_rate(double r, double bw, int k)
+{
+    double m = ceil(r * k / bw - 1e-9);
+    return m < 1 ? 1 : m > k ? k : (int)m;
+}
+
+static int resources_init(sim_resources *r, const cs_topology *t, const cs_algorithm *a,
+                          bool timed)
+{
+    int L = t->nlinks, S = t->nshared;
+    memset(r, 0, sizeof *r);
+    r->lane_begin = malloc(sizeof(int) * (size_t)(L + 1));
+    r->set_lane_begin = malloc(sizeof(int) * (size_t)(S + 1));
+    r->set_begin = calloc((size_t)L + 2, sizeof(int));
+    r->port_bw = calloc((size_t)L + 1, sizeof(double));
+    r->set_bw = calloc((size_t)S + 1, sizeof(double));
+    r->port_link = calloc((size_t)L + 1, 1);
+    double *rmin = malloc(sizeof(double) * (size_t)(L + S + 1));
+    if (!r->lane_begin || !r->set_lane_begin || !r->set_begin || !r->port_bw || !r->set_bw ||
+        !r->port_link || !rmin) {
+        free(rmin);
+        return CS_ENOMEM;
+    }
+    long members = 0;
+    for (int k = 0; k < S; k++) {
+        members += t->shared[k].nlinks;
+        for (int j = 0; j < t->shared[k].nlinks; j++)
+            r->set_begin[t->shared[k].links[j] + 1]++;
+    }
+    for (int l = 0; l < L; l++)
+        r->set_begin[l + 1] += r->set_begin[l];
+    r->set_list = malloc(sizeof(int) * (size_t)(members ? members : 1));
+    int *fill = malloc(sizeof(int) * (size_t)(L + 1));
+    if (!r->set_list || !fill) {
+        free(fill);
+        free(rmin);
+        return CS_ENOMEM;
+    }
+    memcpy(fill, r->set_begin, sizeof(int) * (size_t)(L + 1));
+    for (int k = 0; k < S; k++)
+        for (int j = 0; j < t->shared[k].nlinks; j++)
+            r->set_list[fill[t->shared[k].links[j]]++] = k;
+    free(fill);
+    /* switch ports of a timed schedule: bandwidths and the lowest rate on each */
+    r->rates = timed && a->timed_chunk_bytes > 0 && t->nswitches > 0;
+    for (int x = 0; x < L + S; x++)
+        rmin[x] = INFINITY;
+    if (r->rates) {
+        for (int k = 0; k < S; k++)
+            if (t->shared[k].switch_id >= 0)
+                r->set_bw[k] = t->switches[t->shared[k].switch_id].gbps * 1e3;
+        for (int l = 0; l < L; l++) {
+            if (t->links[l].switch_id < 0)
+                continue;
+            r->port_link[l] = 1;
+            bool in_set = false;
+            for (int m = r->set_begin[l]; m < r->set_begin[l + 1]; m++)
+                in_set |= r->set_bw[r->set_list[m]] > 0;
+            if (!in_set)
+                r->port_bw[l] = t->links[l].gbps * 1e3;
+        }
+        for (long i = 0; i < a->nsends; i++) {
+            int l = topology_find_link(t, algorithm_send_src(a, i), algorithm_send_dst(a, i));
+            if (!r->port_link[l])
+                continue;
+            double rate = scheduled_rate(a, i, &t->links[l]);
+            if (rate < rmin[l])
+                rmin[l] = rate;
+            for (int m = r->set_begin[l]; m < r->set_begin[l + 1]; m++)
+                if (rate < rmin[L + r->set_list[m]])
+                    rmin[L + r->set_list[m]] = rate;
+        }
+    }
+    long nl = 0, ns = 0;
+    for (int l = 0; l < L; l++) {
+        r->lane_begin[l] = (int)nl;
+        int k = t->links[l].lanes;
+        if (r->port_link[l])
+            k = r->port_bw[l] > 0 && isfinite(rmin[l])
+                    ? (int)fmin(PORT_MAX_LANES, fmax(1.0, floor(r->port_bw[l] / rmin[l] + 1e-9)))
+                    : 1;
+        nl += k;
+    }
+    r->lane_begin[L] = (int)nl;
+    for (int k = 0; k < S; k++) {
+        r->set_lane_begin[k] = (int)ns;
+        int lanes = t->shared[k].lanes;
+        if (r->set_bw[k] > 0)
+            lanes = isfinite(rmin[L + k])
+                        ? (int)fmin(PORT_MAX_LANES, fmax(1.0, floor(r->set_bw[k] / rmin[L + k] + 1e-9)))
+                        : 1;
+        ns += lanes;
+    }
+    r->set_lane_begin[S] = (int)ns;
+    free(rmin);
+    r->lanes = calloc((size_t)(nl ? nl : 1), sizeof(double));
+    r->set_lanes = calloc((size_t)(ns ? ns : 1), sizeof(double));
+    return r->lanes && r->set_lanes ? CS_OK : CS_ENOMEM;
+}
+
+/* The time m lanes of heap h (k lanes) are free; lanes_commit takes them. */
+static double lanes_free_at(double *h, int k, int m)
+{
+    if (m <= 1)
+        return h[0];
+    /* several lanes (a port send faster than the port's slowest): a sorted
+     * array is a min-heap, and k <= PORT_MAX_LANES */
+    for (int i = 1; i < k; i++) {
+        double x = h[i];
+        int j = i;
+        while (j > 0 && h[j - 1] > x) {
+            h[j] = h[j - 1];
+            j--;
+        }
+        h[j] = x;
+    }
+    return h[m - 1];
+}
+
+static void lanes_commit(double *h, int k, int m, double fin)
+{
+    if (m <= 1) {
+        heap_replace_min(h, k, fin);
+        return;
+    }
+    for (int i = 0; i < m; i++)   /* h is sorted (lanes_free_at): keep it so */
+        h[i] = fin;
+    for (int i = m; i < k && h[i] < fin; i++) {
+        h[i - m] = h[i];
+        h[i] = fin;
+    }
+}
 
 int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes,
                        cs_sim_result *out, cs_error *err)
@@ -247,139 +457,108 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     if (a->chunks < 1)
         return cs_error_set(err, CS_EINVAL, "chunks", "chunks must be >= 1");
     long n = a->nsends;
-    if (n > 0x7fffffffL || a->global_chunks > 0xffffffffL)
-        return cs_error_set(err, CS_ELIMIT, "sends", "too large to simulate: %ld sends, %ld "
-                            "global chunks", n, a->global_chunks);
+    if (n > 0x7fffffffL)
+        return cs_error_set(err, CS_ELIMIT, "sends", "too large to simulate: %ld sends", n);
     bool timed = algorithm_is_timed(a);
     int L = t->nlinks;
     int rc = CS_OK;
-    int *link_of = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    int *ord = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    uint32_t *rec = NULL, *group_key = NULL;
-    uint32_t *pos_of = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    double *finish = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    double *ready = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    double *dur = malloc(sizeof(double) * (size_t)(L ? L : 1));
-    int *lane_begin = malloc(sizeof(int) * (size_t)(L + 1));
-    int *set_lane_begin = malloc(sizeof(int) * (size_t)(t->nshared + 1));
-    int *set_begin = calloc((size_t)L + 2, sizeof(int));
-    int *set_list = NULL;
-    double *lanes = NULL, *set_lanes = NULL;
-    out->link_busy_us = calloc((size_t)(L ? L : 1), sizeof(double));
-    out->link_utilization = calloc((size_t)(L ? L : 1), sizeof(double));
-    out->nlinks = L;
-    if (!link_of || !ord || !pos_of || !finish || !ready || !dur || !lane_begin ||
-        !set_lane_begin || !set_begin || !out->link_busy_us || !out->link_utilization) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
-        goto done;
-    }
     for (long i = 0; i < n; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->step < 0 || s->step >= a->steps || s->chunk < 0 ||
-            s->chunk >= a->global_chunks) {
-            rc = cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
-                              "chunk or step out of range", i, s->chunk, s->src, s->dst,
-                              s->step);
-            goto done;
+            s->chunk >= a->global_chunks || s->src < 0 || s->src >= t->ranks || s->dst < 0 ||
+            s->dst >= t->ranks)
+            return cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
+                                "chunk, rank or step out of range", i, s->chunk, s->src, s->dst,
+                                s->step);
+        if (topology_find_link(t, s->src, s->dst) < 0)
+            return cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
+                                "no link %d->%d", i, s->chunk, s->src, s->dst, s->step, s->src,
+                                s->dst);
+    }
+    uint32_t *trank = NULL, *ord = NULL;
+    uint32_t *next_send = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    uint32_t *consumer = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    double *acc = NULL;   /* per send: the latest finish it waits for so far */
+    double *dur = malloc(sizeof(double) * (size_t)(L ? L : 1));
+    sim_resources res;
+    memset(&res, 0, sizeof res);
+    out->link_busy_us = calloc((size_t)(L ? L : 1), sizeof(double));
+    out->link_utilization = calloc((size_t)(L ? L : 1), sizeof(double));
+    out->nlinks = L;
+    if (timed) {
+        trank = malloc(sizeof *trank * (size_t)algorithm_time_count(a));
+        if (trank && algorithm_time_ranks(a, trank) != CS_OK) {
+            free(trank);
+            trank = NULL;
         }
-        if ((link_of[i] = topology_find_link(t, s->src, s->dst)) < 0) {
-            rc = cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
-                              "no link %d->%d", i, s->chunk, s->src, s->dst, s->step, s->src,
-                              s->dst);
-            goto done;
-        }
-        finish[i] = NAN;
-        ready[i] = NAN;
     }
-    /* lanes */
-    double chunk = algorithm_chunk_bytes(a, bytes);
-    out->chunk_bytes = chunk;
-    long nl = 0;
-    for (int l = 0; l < L; l++) {
-        lane_begin[l] = (int)nl;
-        nl += t->links[l].lanes;
-        dur[l] = t->links[l].alpha_us + chunk / (t->links[l].gbps * 1e3);
-    }
-    lane_begin[L] = (int)nl;
-    long ns = 0, members = 0;
-    for (int k = 0; k < t->nshared; k++) {
-        set_lane_begin[k] = (int)ns;
-        ns += t->shared[k].lanes;
-        members += t->shared[k].nlinks;
-        for (int j = 0; j < t->shared[k].nlinks; j++)
-            set_begin[t->shared[k].links[j] + 1]++;
-    }
-    set_lane_begin[t->nshared] = (int)ns;
-    for (int l = 0; l < L; l++)
-        set_begin[l + 1] += set_begin[l];
-    lanes = calloc((size_t)(nl ? nl : 1), sizeof(double));
-    set_lanes = calloc((size_t)(ns ? ns : 1), sizeof(double));
-    set_list = malloc(sizeof(int) * (size_t)(members ? members : 1));
-    int *fill = malloc(sizeof(int) * (size_t)(L + 1));
-    if (!lanes || !set_lanes || !set_list || !fill) {
-        free(fill);
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (!next_send || !consumer || !dur || !out->link_busy_us || !out->link_utilization ||
+        (timed && !trank) || resources_init(&res, t, a, timed) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
         goto done;
     }
-    memcpy(fill, set_begin, sizeof(int) * (size_t)(L + 1));
-    for (int k = 0; k < t->nshared; k++)
-        for (int j = 0; j < t->shared[k].nlinks; j++)
-            set_list[fill[t->shared[k].links[j]]++] = k;
-    free(fill);
-
-    if (processing_order(a, timed, ord) != CS_OK || build_records(a, timed, &rec, &group_key) != CS_OK) {
+    if (build_links(a, trank, next_send, consumer) != CS_OK ||
+        send_processing_order(a, trank, &ord) != CS_OK ||
+        !(acc = calloc((size_t)(n ? n : 1), sizeof *acc))) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", n);
         goto done;
     }
-    for (size_t p = 0; p < 2 * (size_t)n; p++)
-        if ((rec[p] & 1) == 0)
-            pos_of[rec[p] >> 1] = (uint32_t)p;
+    double chunk = algorithm_chunk_bytes(a, bytes);
+    out->chunk_bytes = chunk;
+    for (int l = 0; l < L; l++)
+        dur[l] = t->links[l].alpha_us + chunk / (t->links[l].gbps * 1e3);
 
     double end_time = 0.0;
     for (long k = 0; k < n; k++) {
-        int i = ord[k];
-        const cs_send sv = algorithm_send(a, i), *s = &sv;
-        /* ready: the latest finish among the receives before this send in its group */
-        double r = 0.0;
-        for (size_t p = pos_of[i]; p-- > 0;) {
-            uint32_t q = rec[p];
-            if (group_key ? group_key[p] != group_key[pos_of[i]]
-                          : (rec_chunk(a, q) != s->chunk || rec_rank(a, q) != s->src))
-                break;
-            int j = (int)(q >> 1);
-            if (q & 1) {
-                if (!isnan(finish[j]) && finish[j] > r)
-                    r = finish[j];
-            } else if (!isnan(ready[j])) {
-                if (ready[j] > r)
-                    r = ready[j];
-                break;
-            }
+        uint32_t i = ord ? ord[k] : (uint32_t)k;
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        double r = acc[i];
+        int l = topology_find_link(t, src, dst);
+        const cs_link *lk = &t->links[l];
+        double d = dur[l], share = 1.0, rate = 0.0;
+        if (res.port_link[l]) {
+            rate = scheduled_rate(a, i, lk);
+            d = lk->alpha_us + chunk / rate;
+            share = rate / (lk->gbps * 1e3);
         }
-        ready[i] = r;
-        int l = link_of[i];
-        double *lh = lanes + lane_begin[l];
-        int lanes_l = lane_begin[l + 1] - lane_begin[l];
-        double start = r > lh[0] ? r : lh[0];
-        for (int m = set_begin[l]; m < set_begin[l + 1]; m++) {
-            int set = set_list[m];
-            double free_at = set_lanes[set_lane_begin[set]];
-            if (free_at > start)
-                start = free_at;
+        double *lh = res.lanes + res.lane_begin[l];
+        int kl = res.lane_begin[l + 1] - res.lane_begin[l];
+        bool link_limits = !res.port_link[l] || res.port_bw[l] > 0;
+        int ml = res.port_link[l] && link_limits ? lanes_for_rate(rate, res.port_bw[l], kl) : 1;
+        double start = r;
+        if (link_limits) {
+            double f = lanes_free_at(lh, kl, ml);
+            if (f > start)
+                start = f;
         }
-        double fin = start + dur[l];
-        heap_replace_min(lh, lanes_l, fin);
-        for (int m = set_begin[l]; m < set_begin[l + 1]; m++) {
-            int set = set_list[m];
-            heap_replace_min(set_lanes + set_lane_begin[set],
-                             set_lane_begin[set + 1] - set_lane_begin[set], fin);
+        for (int m = res.set_begin[l]; m < res.set_begin[l + 1]; m++) {
+            int set = res.set_list[m];
+            int ks = res.set_lane_begin[set + 1] - res.set_lane_begin[set];
+            int ms = res.set_bw[set] > 0 ? lanes_for_rate(rate, res.set_bw[set], ks) : 1;
+            double f = lanes_free_at(res.set_lanes + res.set_lane_begin[set], ks, ms);
+            if (f > start)
+                start = f;
         }
-        finish[i] = fin;
+        double fin = start + d;
+        if (link_limits)
+            lanes_commit(lh, kl, ml, fin);
+        for (int m = res.set_begin[l]; m < res.set_begin[l + 1]; m++) {
+            int set = res.set_list[m];
+            int ks = res.set_lane_begin[set + 1] - res.set_lane_begin[set];
+            int ms = res.set_bw[set] > 0 ? lanes_for_rate(rate, res.set_bw[set], ks) : 1;
+            lanes_commit(res.set_lanes + res.set_lane_begin[set], ks, ms, fin);
+        }
+        uint32_t q = next_send[i];
+        if (q != NO_SEND && acc[q] < r)
+            acc[q] = r;
+        q = consumer[i];
+        if (q != NO_SEND && acc[q] < fin)
+            acc[q] = fin;
         if (fin > end_time)
             end_time = fin;
-        out->link_busy_us[l] += dur[l];
+        out->link_busy_us[l] += d * share;
         out->total_bytes += chunk;
-        if (t->group_of && t->group_of[s->src] != t->group_of[s->dst])
+        if (t->group_of && t->group_of[src] != t->group_of[dst])
             out->cross_group_bytes += chunk;
     }
     out->time_us = end_time;
@@ -392,20 +571,13 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     }
     out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
 done:
-    free(link_of);
+    free(trank);
     free(ord);
-    free(rec);
-    free(group_key);
-    free(pos_of);
-    free(finish);
-    free(ready);
+    free(next_send);
+    free(consumer);
+    free(acc);
     free(dur);
-    free(lane_begin);
-    free(set_lane_begin);
-    free(set_begin);
-    free(set_list);
-    free(lanes);
-    free(set_lanes);
+    resources_free(&res);
     if (rc != CS_OK)
         sim_result_free(out);
     return rc;

@@ -14,8 +14,12 @@
  * unwinding degrees and the fastest wins.
  *
  * Statistics come from the trials themselves (the schedule's makespan), so
- * keep_sends=false handles runs whose sends would not fit in memory; with
- * sends kept, the winner is also run through the simulator and verified.
+ * keep_sends=false handles runs whose sends would not fit in memory.  With
+ * sends kept, trials record 8 bytes per send (at most two trials at once plus
+ * the best so far; beyond that the winner is run again to record), the
+ * algorithm is built straight from the winning records (the dual of a
+ * combining kind inverted as it is appended), and it is verified and
+ * simulated on the caller's topology, switches included.
  */
 #include "tacos.h"
 
@@ -52,6 +56,8 @@ typedef struct phase {
     cs_collective coll;         /* non-combining, validated for topo->ranks */
     tacos_trial best;
     int best_index;             /* -1 until a trial finished */
+    int records_of;             /* the phase whose best trial holds this phase's sends */
+    bool rerun;                 /* the best trial was run again to record its sends */
 } phase;
 
 /* Trials cycle through variants of the chunk choice and keep the best:
@@ -70,6 +76,7 @@ typedef struct trial_pool {
     const cs_tacos_options *opt;
     uint64_t salt;
     int trials;                 /* per phase */
+    bool keep;                  /* trials record their sends */
     pthread_mutex_t mu;
     int next, done;
     int rc;
@@ -116,7 +123,7 @@ static void *trial_worker(void *arg)
         cs_error err;
         cs_error_clear(&err);
         int rc = tacos_run_trial(prob, trial_seed(tp->opt->seed, tp->salt + (uint64_t)k * 7919u, i),
-                                 tp->opt->keep_sends, tp->opt->cancel, &tr, &err);
+                                 tp->keep, tp->opt->cancel, &tr, &err);
         pthread_mutex_lock(&tp->mu);
         if (rc) {
             if (tp->rc == CS_OK || task < tp->err_index) {
@@ -154,6 +161,29 @@ static void *trial_worker(void *arg)
     return NULL;
 }
 
+/* Runs phase k's winning trial again, recording its sends. */
+static int rerun_best(trial_pool *tp, int k, int threads, cs_error *err)
+{
+    phase *ph = &tp->ph[k];
+    int i = ph->best_index;
+    tacos_problem prob = tp->prob[k][i % tp->nvariants[k]];
+    prob.match_threads = threads;
+    tacos_trial tr;
+    int rc = tacos_run_trial(&prob, trial_seed(tp->opt->seed, tp->salt + (uint64_t)k * 7919u, i),
+                             true, tp->opt->cancel, &tr, err);
+    if (rc)
+        return rc;
+    if (tr.checksum != ph->best.checksum || tr.makespan_us != ph->best.makespan_us) {
+        tacos_trial_free(&tr);
+        return cs_error_set(err, CS_EINTERNAL, NULL, "TACOS: re-running trial %d gave another "
+                            "schedule", i);
+    }
+    tacos_trial_free(&ph->best);
+    ph->best = tr;
+    ph->rerun = true;
+    return CS_OK;
+}
+
 static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, double chunk_bytes,
                       uint64_t salt, double t0, cs_error *err)
 {
@@ -188,7 +218,7 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
     }
     pthread_mutex_init(&tp->mu, NULL);
     int total = nphases * opt->trials;
-    int threads = opt->threads > 0 ? opt->threads : cs_cpu_count();
+    int threads = opt->threads > 0 ? opt->threads : cs_cpu_count(), all_threads = threads;
     /* threads left over when there are fewer trials than threads match the
      * destinations of one trial in parallel (same results either way) */
     int per_trial = threads / total > 1 ? threads / total : 1;
@@ -199,6 +229,12 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
         threads = total;
     if (threads > 64)
         threads = 64;
+    /* Every running trial that records its sends holds 8 bytes per send, and
+     * so does the best one so far: with more than two trials at once that
+     * would pass the 24 bytes per send the rest of the path leaves room for,
+     * so the trials only compete and the winner is run again, recording
+     * (same seed, same sends; its matching may use every thread). */
+    tp->keep = opt->keep_sends && threads <= 2;
     pthread_t th[64];
     int started = 0;
     for (int i = 1; i < threads; i++) {
@@ -211,12 +247,14 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
         pthread_join(th[i], NULL);
     pthread_mutex_destroy(&tp->mu);
     int rc = tp->rc;
+    for (int k = 0; k < nphases && rc == CS_OK && opt->keep_sends && !tp->keep; k++)
+        rc = rerun_best(tp, k, all_threads, err);
     if (rc) {
         for (int k = 0; k < nphases; k++) {
             tacos_trial_free(&ph[k].best);
             ph[k].best_index = -1;
         }
-        if (err)
+        if (err && tp->rc)
             *err = tp->err;
     }
     free(tp);
@@ -256,6 +294,7 @@ static int add_phase(plan *pl, const cs_topology *topo, const cs_collective *c, 
     phase *ph = &pl->ph[pl->nphases];
     memset(ph, 0, sizeof *ph);
     ph->topo = topo;
+    ph->records_of = pl->nphases;
     int rc = collective_copy(&ph->coll, c, err);
     if (rc)
         return rc;
@@ -276,21 +315,6 @@ static bool same_links(const cs_topology *a, const cs_topology *b)
             return false;
     }
     return true;
-}
-
-static int copy_trial(const tacos_trial *from, tacos_trial *to, cs_error *err)
-{
-    *to = *from;
-    to->recs = NULL;
-    to->cap = 0;
-    if (from->keep && from->nsends > 0) {
-        to->recs = malloc((size_t)from->nsends * sizeof *to->recs);
-        if (!to->recs)
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory copying a schedule");
-        memcpy(to->recs, from->recs, (size_t)from->nsends * sizeof *to->recs);
-        to->cap = from->nsends;
-    }
-    return CS_OK;
 }
 
 static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *opt,
@@ -338,9 +362,12 @@ static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *op
          * dual is the allgather problem itself, so one search serves both */
         if ((rc = run_phases(&pl->ph[1], 1, opt, chunk_bytes, salt, t0, err)))
             return rc;
-        if ((rc = copy_trial(&pl->ph[1].best, &pl->ph[0].best, err)))
-            return rc;
+        pl->ph[0].best = pl->ph[1].best;   /* statistics; the sends stay phase 1's */
+        pl->ph[0].best.recs = NULL;
+        pl->ph[0].best.span_first = NULL;
+        pl->ph[0].best.span_start = NULL;
         pl->ph[0].best_index = pl->ph[1].best_index;
+        pl->ph[0].records_of = 1;
     } else if ((rc = run_phases(pl->ph, pl->nphases, opt, chunk_bytes, salt, t0, err))) {
         return rc;
     }
@@ -353,79 +380,104 @@ static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *op
     return CS_OK;
 }
 
-/* ---- algorithms from trials ------------------------------------------------- */
+/* ---- the algorithm from the trials ---------------------------------------- */
 
-static int trial_to_algorithm(const phase *ph, int chunks, double chunk_bytes, const char *name,
-                              cs_algorithm **out, cs_error *err)
+/* Appends trial tr's sends (on topo, whose links its records index).
+ * Forward: as matched, shifted by t0.  Inverted (the dual of a combining
+ * kind, run on the reversed topology): each send reversed, a reduce, and run
+ * backwards in time from the horizon h (start' = h - end, end' = h - start),
+ * the arithmetic algorithm_invert and algorithm_concat use.  *last_end gets
+ * the latest end appended.  Steps are numbered afterwards. */
+static int emit_trial(cs_algorithm *a, const tacos_trial *tr, const cs_topology *topo,
+                      double chunk_bytes, bool inverted, double h, double t0, double *last_end)
 {
-    const tacos_trial *tr = &ph->best;
+    double latest = *last_end;
+    for (int sp = inverted ? tr->nspans - 1 : 0; inverted ? sp >= 0 : sp < tr->nspans;
+         sp += inverted ? -1 : 1) {
+        long b = tr->span_first[sp], e = tr->span_first[sp + 1];
+        double start = tr->span_start[sp];
+        for (long k = inverted ? e - 1 : b; inverted ? k >= b : k < e; k += inverted ? -1 : 1) {
+            const tacos_rec *r = &tr->recs[k];
+            const cs_link *l = &topo->links[r->link];
+            double end = start + tacos_link_cost(l, chunk_bytes);
+            int rc = inverted
+                ? algorithm_add_timed_send(a, r->chunk, l->dst, l->src, 0, CS_OP_REDUCE, h - end,
+                                           h - start)
+                : algorithm_add_timed_send(a, r->chunk, l->src, l->dst, 0, CS_OP_COPY,
+                                           start + t0, end + t0);
+            if (rc)
+                return rc;
+            double x = inverted ? h - start : end + t0;
+            if (x > latest)
+                latest = x;
+        }
+    }
+    *last_end = latest;
+    return CS_OK;
+}
+
+/* The latest end among trial tr's sends: the horizon its inverse runs back
+ * from. */
+static double trial_horizon(const tacos_trial *tr, const cs_topology *topo, double chunk_bytes)
+{
+    double h = 0.0;
+    for (int sp = 0; sp < tr->nspans; sp++)
+        for (long k = tr->span_first[sp]; k < tr->span_first[sp + 1]; k++) {
+            double end = tr->span_start[sp] + tacos_link_cost(&topo->links[tr->recs[k].link],
+                                                               chunk_bytes);
+            if (end > h)
+                h = end;
+        }
+    return h;
+}
+
+/* Builds the caller's algorithm straight from the winning trials' records
+ * (no intermediate algorithms: a combining kind's dual is inverted as it is
+ * appended, and allreduce's allgather follows its reducescatter), frees each
+ * trial's records once appended, then numbers the steps by start time and
+ * puts the sends in time order. */
+static int plan_to_algorithm(plan *pl, const cs_collective *c, const cs_tacos_options *opt,
+                             double chunk_bytes, cs_algorithm **out, cs_error *err)
+{
+    *out = NULL;
+    int P = pl->topo->ranks;
+    int chunks = c->kind == CS_COLL_ALLREDUCE ? P * opt->chunks : opt->chunks;
     cs_algorithm *a = NULL;
-    int rc = algorithm_new(&ph->coll, name, ph->topo->ranks, chunks,
-                           tr->nspans > 0 ? tr->nspans : 1, &a, err);
+    int rc = algorithm_new(c, pl->topo->name, P, chunks, 1, &a, err);
     if (rc)
         return rc;
     snprintf(a->method, sizeof a->method, "tacos");
     a->timed_chunk_bytes = chunk_bytes;
-    if (algorithm_reserve_sends(a, tr->nsends) != CS_OK) {
+    if (algorithm_reserve_sends(a, pl->nsends) != CS_OK) {
         algorithm_free(a);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", tr->nsends);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", pl->nsends);
     }
-    for (long i = 0; i < tr->nsends; i++) {
-        const tacos_rec *r = &tr->recs[i];
-        const cs_link *l = &ph->topo->links[r->link];
-        double end = r->start_us + tacos_link_cost(l, chunk_bytes);
-        if ((rc = algorithm_add_timed_send(a, r->chunk, l->src, l->dst, r->span, CS_OP_COPY,
-                                           r->start_us, end))) {
-            algorithm_free(a);
-            return cs_error_set(err, rc, NULL, "out of memory building the algorithm");
-        }
+    bool combining = collective_kind_is_combining(c->kind);
+    double t0 = 0.0;
+    for (int k = 0; k < pl->nphases && rc == CS_OK; k++) {
+        tacos_trial *tr = &pl->ph[pl->ph[k].records_of].best;
+        const cs_topology *topo = pl->ph[k].topo;
+        bool inverted = combining && k == 0;
+        double h = inverted ? trial_horizon(tr, topo, chunk_bytes) : 0.0, last = 0.0;
+        rc = emit_trial(a, tr, topo, chunk_bytes, inverted, h, t0, &last);
+        if (rc)
+            rc = cs_error_set(err, rc, NULL, rc == CS_ELIMIT ? "more than 2^32 distinct times"
+                                                            : "out of memory building the algorithm");
+        t0 = last;  /* allreduce: the allgather starts when the reducescatter ends */
+        bool needed_later = false;
+        for (int j = k + 1; j < pl->nphases; j++)
+            needed_later |= pl->ph[j].records_of == pl->ph[k].records_of;
+        if (!needed_later)
+            tacos_trial_free(tr);
     }
-    *out = a;
-    return CS_OK;
-}
-
-static int plan_to_algorithm(const plan *pl, const cs_collective *c, const cs_tacos_options *opt,
-                             double chunk_bytes, cs_algorithm **out, cs_error *err)
-{
-    const char *name = pl->topo->name;
-    int C = opt->chunks;
-    int rc;
-    cs_algorithm *a = NULL, *dual = NULL, *rs = NULL, *ag = NULL;
-    if (!collective_kind_is_combining(c->kind)) {
-        rc = trial_to_algorithm(&pl->ph[0], C, chunk_bytes, name, &a, err);
-        goto done;
-    }
-    if ((rc = trial_to_algorithm(&pl->ph[0], C, chunk_bytes, name, &dual, err)))
-        goto done;
-    /* algorithm_invert runs the dual backwards in time (start = T - end) */
-    if ((rc = algorithm_invert(dual, &rs, err)))
-        goto done;
-    if (c->kind != CS_COLL_ALLREDUCE) {
-        a = rs;
-        rs = NULL;
+    if (rc == CS_OK)
         rc = algorithm_steps_from_start_times(a, err);
-        goto done;
-    }
-    /* algorithm_concat starts the allgather when the reducescatter ends */
-    if ((rc = trial_to_algorithm(&pl->ph[1], C, chunk_bytes, name, &ag, err)))
-        goto done;
-    if ((rc = algorithm_concat(rs, ag, &a, err)))
-        goto done;
-    rc = algorithm_steps_from_start_times(a, err);
-done:
-    if (dual)
-        algorithm_free(dual);
-    if (rs)
-        algorithm_free(rs);
-    if (ag)
-        algorithm_free(ag);
+    if (rc == CS_OK && (rc = algorithm_sort_by_time(a)) != CS_OK)
+        rc = cs_error_set(err, rc, NULL, "out of memory ordering %ld sends", a->nsends);
     if (rc) {
-        if (a)
-            algorithm_free(a);
+        algorithm_free(a);
         return rc;
     }
-    snprintf(a->method, sizeof a->method, "tacos");
-    a->optimality[0] = '\0';
     *out = a;
     return CS_OK;
 }
@@ -549,28 +601,36 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
             plan_free(&pl);
         }
     }
-    double search_s = cs_now() - t0;
+    double search_s = cs_now() - t0, build_s = 0.0, verify_s = 0.0, simulate_s = 0.0;
     cs_result *res = NULL;
     cs_algorithm *alg = NULL;
     if (rc == CS_OK)
         rc = result_new("tacos", &res, err);
     double sim_us = best.makespan_us;
     if (rc == CS_OK && opt->keep_sends) {
+        /* verified and timed on the caller's topology, switches and all: a
+         * switch port is one resource whatever the unwinding (docs/model.md) */
+        double tb = cs_now();
         rc = plan_to_algorithm(&best, &coll, opt, chunk_bytes, &alg, err);
+        build_s = cs_now() - tb;
+        tb = cs_now();
         if (rc == CS_OK)
-            rc = algorithm_verify(best.topo, alg, err);
+            rc = algorithm_verify(t, alg, err);
+        verify_s = cs_now() - tb;
+        tb = cs_now();
         if (rc == CS_OK) {
             cs_sim_result sr;
             memset(&sr, 0, sizeof sr);
-            rc = simulate_algorithm(best.topo, alg, opt->bytes, &sr, err);
+            rc = simulate_algorithm(t, alg, opt->bytes, &sr, err);
             if (rc == CS_OK)
                 sim_us = sr.time_us;
             sim_result_free(&sr);
         }
+        simulate_s = cs_now() - tb;
     }
     if (rc == CS_OK) {
         double ti = cs_now();
-        double ideal = simulate_ideal_us(best.topo, &coll, final_chunks, opt->bytes);
+        double ideal = simulate_ideal_us(t, &coll, final_chunks, opt->bytes);
         double ideal_s = cs_now() - ti;
         double secs = cs_now() - t0;
         res->synth_seconds = secs;
@@ -597,6 +657,14 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         json_object_set_new(st, "chunk_bytes", json_real(chunk_bytes));
         json_object_set_new(st, "seconds", json_real(secs));
         json_object_set_new(st, "search_seconds", json_real(search_s));
+        json_object_set_new(st, "build_seconds", json_real(build_s));
+        json_object_set_new(st, "verify_seconds", json_real(verify_s));
+        json_object_set_new(st, "simulate_seconds", json_real(simulate_s));
+        json_object_set_new(st, "recording", json_string(!opt->keep_sends ? "none"
+                                                         : best.ph[best.nphases - 1].rerun ? "winner re-run"
+                                                                      : "in trials"));
+        if (alg)
+            json_object_set_new(st, "send_bytes", json_integer((json_int_t)algorithm_storage_bytes(alg)));
         json_object_set_new(st, "ideal_seconds", json_real(ideal_s));
         json_object_set_new(st, "peak_rss_kb", json_integer(peak_rss_kb()));
         json_object_set_new(st, "engine_peak_bytes", json_integer((json_int_t)best.peak_bytes));

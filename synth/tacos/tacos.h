@@ -11,8 +11,10 @@
  *
  * Combining collectives: the non-combining dual on the reversed topology,
  * inverted (algorithm_invert); allreduce = reducescatter + allgather.
- * Switches are unwound with degree d (topology_unwind_switches): the caller's
- * d, or the best of a few when switch_degree is 0.
+ * Switches are unwound with degree d (topology_unwind_switches) for the
+ * matching: the caller's d, or the best of a few when switch_degree is 0.  The
+ * algorithm is verified and simulated on the caller's topology, where a switch
+ * port is one resource that concurrent sends share (docs/model.md).
  */
 #ifndef CS_TACOS_H
 #define CS_TACOS_H

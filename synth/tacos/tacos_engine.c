@@ -499,8 +499,8 @@ static int out_grow(match_out *mo, bool keep)
 /* Matches every dirty destination whose bit lies in dirty words [w0, w1).
  * Touches only those ranks' state (bitset rows, needs, in-link lanes and
  * cursors) and reads the arrival logs, which change only between events. */
-static void match_range(engine *e, long w0, long w1, double now, int span, uint64_t event,
-                        bool keep, match_out *mo)
+static void match_range(engine *e, long w0, long w1, double now, uint64_t event, bool keep,
+                        match_out *mo)
 {
     const cs_topology *t = e->t;
     for (long w = w0; w < w1; w++) {
@@ -536,7 +536,7 @@ static void match_range(engine *e, long w0, long w1, double now, int span, uint6
                         for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)
                             e->set_busy[e->set_of[q]]++;
                         if (keep)
-                            mo->recs[mo->nrecs++] = (tacos_rec){c, l, span, now};
+                            mo->recs[mo->nrecs++] = (tacos_rec){(uint32_t)c, l};
                         mo->push[mo->npush++] = (pending){now + e->cost[l], l, (uint32_t)c};
                     }
                 }
@@ -544,6 +544,28 @@ static void match_range(engine *e, long w0, long w1, double now, int span, uint6
             }
         }
     }
+}
+
+/* Records that span `span` (starting at `now`) begins at the current record:
+ * its entry is written before the event's sends and overwritten by the next
+ * event when this one matched nothing.  One slot is kept spare for the end. */
+static int open_span(tacos_trial *out, int span, double now)
+{
+    if (span + 2 > out->span_cap) {
+        int cap = out->span_cap ? out->span_cap * 2 : 64;
+        long *f = realloc(out->span_first, sizeof *f * (size_t)cap);
+        if (!f)
+            return CS_ENOMEM;
+        out->span_first = f;
+        double *t = realloc(out->span_start, sizeof *t * (size_t)cap);
+        if (!t)
+            return CS_ENOMEM;
+        out->span_start = t;
+        out->span_cap = cap;
+    }
+    out->span_first[span] = out->nsends;
+    out->span_start[span] = now;
+    return CS_OK;
 }
 
 /* A barrier whose size can shrink before first use (if a thread fails to
@@ -601,7 +623,6 @@ typedef struct match_pool {
     cbarrier start, done;
     bool quit;
     double now;
-    int span;
     uint64_t event;
     bool keep;
     match_out mo[TACOS_MATCH_THREADS_MAX];
@@ -626,7 +647,7 @@ static void *match_worker(void *arg)
             break;
         long w0, w1;
         share(mp, wa->k, &w0, &w1);
-        match_range(mp->e, w0, w1, mp->now, mp->span, mp->event, mp->keep, &mp->mo[wa->k]);
+        match_range(mp->e, w0, w1, mp->now, mp->event, mp->keep, &mp->mo[wa->k]);
         cb_wait(&mp->done);
     }
     return NULL;
@@ -687,17 +708,20 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
         int span = nspans;
         if (mp->n > 1) {
             mp->now = now;
-            mp->span = span;
             mp->event = event;
             cb_wait(&mp->start);
             long w0, w1;
             share(mp, 0, &w0, &w1);
-            match_range(&e, w0, w1, now, span, event, keep, &mp->mo[0]);
+            match_range(&e, w0, w1, now, event, keep, &mp->mo[0]);
             cb_wait(&mp->done);
         } else {
-            match_range(&e, 0, e.dirty_words, now, span, event, keep, &mp->mo[0]);
+            match_range(&e, 0, e.dirty_words, now, event, keep, &mp->mo[0]);
         }
         event++;
+        if (keep && (rc = open_span(out, span, now)) != CS_OK) {
+            rc = cs_error_set(err, rc, NULL, "out of memory recording spans");
+            goto out;
+        }
         /* merge in rank order */
         for (int k = 0; k < mp->n; k++) {
             match_out *mo = &mp->mo[k];
@@ -809,6 +833,8 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
         out->makespan_us = last;
     }
     out->nspans = nspans;
+    if (keep && out->span_first)
+        out->span_first[nspans] = out->nsends;
     out->peak_bytes = e.peak_bytes;
 out:
     if (mp->n > 1) {
@@ -825,10 +851,8 @@ out:
     }
     free(mp);
     engine_free(&e);
-    if (rc) {
-        free(out->recs);
-        out->recs = NULL;
-    }
+    if (rc)
+        tacos_trial_free(out);
     return rc;
 }
 
@@ -836,8 +860,13 @@ void tacos_trial_free(tacos_trial *tr)
 {
     if (tr) {
         free(tr->recs);
+        free(tr->span_first);
+        free(tr->span_start);
         tr->recs = NULL;
+        tr->span_first = NULL;
+        tr->span_start = NULL;
         tr->nsends = 0;
         tr->cap = 0;
+        tr->span_cap = 0;
     }
 }

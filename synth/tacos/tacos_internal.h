@@ -26,13 +26,14 @@ typedef struct tacos_problem {
                                    source holds or is receiving (it waits instead) */
 } tacos_problem;
 
-/* A send recorded by a trial: the link index into topo->links and the start
- * time; the end is start + the link's occupancy. */
+/* A send recorded by a trial: the chunk and the link (index into
+ * topo->links).  8 bytes: a trial that keeps its sends records them in
+ * event order, so its spans (event times with sends) are kept once per span
+ * rather than once per send, and the end is the start plus the link's
+ * occupancy. */
 typedef struct tacos_rec {
-    int64_t chunk;
+    uint32_t chunk;
     int32_t link;
-    int32_t span;               /* index of the span in which it starts */
-    double start_us;
 } tacos_rec;
 
 typedef struct tacos_trial {
@@ -44,6 +45,9 @@ typedef struct tacos_trial {
     bool keep;
     tacos_rec *recs;            /* nsends records when keep */
     long cap;
+    long *span_first;           /* when keep: span s holds recs [span_first[s], span_first[s+1]) */
+    double *span_start;         /* when keep: the start time of span s */
+    int span_cap;
 } tacos_trial;
 
 /* splitmix64 / xoshiro256**: one generator per trial, no shared state. */

@@ -4,15 +4,27 @@
  * This file is the driver: header and per-send checks, links, bandwidth; the
  * value replay and postcondition are in verify_values.c.
  *
- * Scale drives the design: TACOS schedules on thousands of ranks have tens of
- * millions of sends, so nothing here is G x P or G x P x P.  Sends are
- * bucketed twice with linear-time sorts: by step (for the per-step bandwidth
- * check) and then, stably, by chunk, so the value replay walks one chunk at a
- * time in step order and needs per-rank state only for the chunk at hand.
- * Per-rank state is stamped with the chunk's epoch instead of being cleared.
+ * Scale drives the design: TACOS schedules reach 10^8 sends, so nothing here
+ * is G x P and nothing reads the sends at random.  Per send the verifier keeps
+ * one bit (the send passed its own checks).  The per-send checks and the
+ * bandwidth sweep walk the sends in processing order, which producers emit,
+ * so both are sequential passes (an index of 4 bytes per send is built only
+ * for schedules out of order); links are looked up again (a binary search
+ * over the source's out-links) rather than stored.  The value replay
+ * (verify_values.c) walks one chunk at a time over batches gathered by
+ * streaming over the columns, with per-rank state stamped by the chunk's
+ * epoch instead of being cleared.
  *
- * Timed schedules (every send has start_us/end_us) get a sweep over each
- * link's (and shared set's) intervals instead of the per-step counts.
+ * Timed schedules (every send has start_us/end_us) get one sweep in time
+ * order instead of the per-step counts, every resource keeping its own sends
+ * in flight.  A link or shared set from the document holds at most `lanes`
+ * sends at once.  A switch port (the egress or ingress set of one rank on
+ * one switch, or a derived link whose set was omitted) is one physical
+ * resource with the switch's bandwidth:
+ * concurrent sends may share it, but the sum of their rates (chunk bytes over
+ * duration minus alpha) may not exceed it (docs/model.md, "Switch ports").
+ * That needs the chunk size the times were computed for (the algorithm's
+ * chunk_bytes); without it a port carries one send at a time, as in rounds.
  */
 #include "verify_internal.h"
 
@@ -22,6 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Relative slack of the port-rate check: rates come from differences of
+ * floating-point times. */
+#define VERIFY_RATE_TOL 1e-6
 
 /* ---- reporting --------------------------------------------------------------------- */
 
@@ -72,16 +88,13 @@ bool verify_reasons_full(const vctx *v)
     return v->rep->nreasons >= CS_VERIFY_MAX_REASONS;
 }
 
-/* ---- linear-time sorting of send indices ------------------------------------------ */
+/* ---- keys --------------------------------------------------------------------------- */
 
-/* Keys for send_radix_sort (send_order_internal.h). */
-static uint32_t key_step(const cs_algorithm *a, uint32_t i)
+static inline bool is_valid(const vctx *v, long i) { return (v->valid[i >> 3] >> (i & 7)) & 1; }
+
+static inline int link_of(const vctx *v, long i)
 {
-    return (uint32_t)algorithm_send_step(a, i);
-}
-static uint32_t key_chunk(const cs_algorithm *a, uint32_t i)
-{
-    return (uint32_t)algorithm_send_chunk(a, i);
+    return topology_find_link(v->t, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
 }
 
 /* ---- bandwidth ------------------------------------------------------------------------ */
@@ -89,6 +102,14 @@ static uint32_t key_chunk(const cs_algorithm *a, uint32_t i)
 static void describe_set(const vctx *v, int set, char *buf, size_t size)
 {
     const cs_shared *sh = &v->t->shared[set];
+    if (sh->switch_id >= 0 && sh->nlinks >= 2) {
+        /* derived sets hold all links out of (egress) or into (ingress) one rank */
+        const cs_link *l0 = &v->t->links[sh->links[0]], *l1 = &v->t->links[sh->links[1]];
+        bool egress = l0->src == l1->src;
+        snprintf(buf, size, "the %s port of rank %d on switch %s", egress ? "egress" : "ingress",
+                 egress ? l0->src : l0->dst, v->t->switches[sh->switch_id].name);
+        return;
+    }
     int n = snprintf(buf, size, "shared set %d (", set);
     for (int j = 0; j < sh->nlinks && n < (int)size - 16; j++) {
         const cs_link *l = &v->t->links[sh->links[j]];
@@ -102,13 +123,14 @@ static void describe_set(const vctx *v, int set, char *buf, size_t size)
         snprintf(buf + n, size - (size_t)n, ")");
 }
 
-static int check_bandwidth_steps(vctx *v, const int *ord, long nvalid, cs_error *err)
+/* Per step, in step order: the sends over each link and shared set. */
+static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
 {
     const cs_topology *t = v->t;
     long *lcnt = calloc((size_t)t->nlinks + 1, sizeof(long));
     long *scnt = calloc((size_t)t->nshared + 1, sizeof(long));
-    int *lover = malloc(sizeof(int) * (size_t)(t->nlinks + 1));
-    int *sover = malloc(sizeof(int) * (size_t)(t->nshared + 1));
+    long *lover = malloc(sizeof(long) * (size_t)(t->nlinks + 1));
+    long *sover = malloc(sizeof(long) * (size_t)(t->nshared + 1));
     int *ltouch = malloc(sizeof(int) * (size_t)(t->nlinks + 1));
     int *stouch = malloc(sizeof(int) * (size_t)(t->nshared + 1));
     int rc = CS_OK;
@@ -116,14 +138,23 @@ static int check_bandwidth_steps(vctx *v, const int *ord, long nvalid, cs_error 
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    long k = 0;
-    while (k < nvalid) {
-        int step = algorithm_send_step(v->a, ord[k]);
+    long k = 0, n = v->n;
+    while (k < n) {
+        long i = ord ? ord[k] : k;
+        if (!is_valid(v, i)) {
+            k++;
+            continue;
+        }
+        int step = algorithm_send_step(v->a, i);
         long rounds = v->a->rounds_per_step[step];
         int nl = 0, ns = 0;
-        for (; k < nvalid && algorithm_send_step(v->a, ord[k]) == step; k++) {
-            int i = ord[k];
-            int l = v->link_of[i];
+        for (; k < n; k++) {
+            i = ord ? ord[k] : k;
+            if (!is_valid(v, i))
+                continue;
+            if (algorithm_send_step(v->a, i) != step)
+                break;
+            int l = link_of(v, i);
             if (lcnt[l]++ == 0)
                 ltouch[nl++] = l;
             if (lcnt[l] == t->links[l].lanes * rounds + 1)
@@ -168,101 +199,177 @@ done:
     return rc;
 }
 
-/* Sweep: sends (already in start order) on one resource with `lanes` lanes;
- * reports every send that starts while `lanes` others are still in flight. */
-static void sweep_concurrency(vctx *v, const timed_key *tk, long len, int lanes, double *heap,
-                              const char *what)
+/* A send in flight on a resource: when it ends and the rate it takes
+ * (bytes/us; 0 on lane resources, where each send takes one lane). */
+typedef struct flight {
+    double end, rate;
+} flight;
+
+typedef struct flight_heap {
+    flight *h;
+    long n, cap;
+} flight_heap;
+
+static bool flight_push(flight_heap *fh, flight x)
 {
-    long nh = 0;
-    for (long k = 0; k < len; k++) {
-        /* pop finished (min-heap of end times) */
-        while (nh > 0 && heap[0] <= tk[k].start + VERIFY_TIME_EPS) {
-            double last = heap[--nh];
-            if (nh > 0)
-                heap_replace_min(heap, nh, last);
-        }
-        if (nh >= lanes)
-            verify_send_problem(v, tk[k].index, "%s has %ld sends in flight at %.3f us, more than its "
-                         "%d lanes", what, nh + 1, tk[k].start, lanes);
-        long i = nh++;
-        double x = tk[k].end;
-        while (i > 0 && heap[(i - 1) / 2] > x) {
-            heap[i] = heap[(i - 1) / 2];
-            i = (i - 1) / 2;
-        }
-        heap[i] = x;
+    if (fh->n == fh->cap) {
+        long cap = fh->cap ? fh->cap * 2 : 64;
+        flight *h = realloc(fh->h, sizeof *h * (size_t)cap);
+        if (!h)
+            return false;
+        fh->h = h;
+        fh->cap = cap;
     }
+    long i = fh->n++;
+    while (i > 0 && fh->h[(i - 1) / 2].end > x.end) {
+        fh->h[i] = fh->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    fh->h[i] = x;
+    return true;
 }
 
-static int check_bandwidth_timed(vctx *v, long nvalid, cs_error *err)
+static flight flight_pop(flight_heap *fh)
+{
+    flight top = fh->h[0], last = fh->h[--fh->n];
+    long i = 0, n = fh->n;
+    for (;;) {
+        long c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && fh->h[c + 1].end < fh->h[c].end)
+            c++;
+        if (fh->h[c].end >= last.end)
+            break;
+        fh->h[i] = fh->h[c];
+        i = c;
+    }
+    if (n > 0)
+        fh->h[i] = last;
+    return top;
+}
+
+/* How a resource limits concurrent sends: `lanes` at once, or (port) a total
+ * rate of gbps with per-send latency alpha_us.  Each keeps the sends in
+ * flight at the time the sweep has reached. */
+typedef struct resource {
+    int lanes;
+    bool port, checked;
+    double gbps, alpha_us;
+    double sum;                 /* port: the rates in flight */
+    flight_heap fh;
+} resource;
+
+static void describe_resource(const vctx *v, int x, char *buf, size_t size)
 {
     const cs_topology *t = v->t;
-    int L = t->nlinks;
-    long *begin = calloc((size_t)L + 2, sizeof(long));
-    timed_key *tk = malloc(sizeof(timed_key) * (size_t)(nvalid > 0 ? nvalid : 1));
-    double *heap = malloc(sizeof(double) * (size_t)(nvalid > 0 ? nvalid : 1));
-    timed_key *setk = NULL;
-    int rc = CS_OK;
-    if (!begin || !tk || !heap) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-        goto done;
+    if (x >= t->nlinks) {
+        describe_set(v, x - t->nlinks, buf, size);
+        return;
     }
-    for (long i = 0; i < v->n; i++)
-        if (v->link_of[i] >= 0)
-            begin[v->link_of[i] + 1]++;
-    for (int l = 0; l < L; l++)
-        begin[l + 1] += begin[l];
-    {
-        long *pos = malloc(sizeof(long) * (size_t)(L + 1));
-        if (!pos) {
-            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-            goto done;
+    const cs_link *l = &t->links[x];
+    if (l->switch_id >= 0 && v->chunk_bytes > 0)
+        snprintf(buf, size, "the switch port of link %d->%d", l->src, l->dst);
+    else
+        snprintf(buf, size, "link %d->%d", l->src, l->dst);
+}
+
+/* Send i (start..end) joins resource x: report it when the resource is
+ * already full. */
+static int sweep_send(vctx *v, resource *res, int x, long i, double start, double end,
+                      cs_error *err)
+{
+    resource *r = &res[x];
+    flight_heap *fh = &r->fh;
+    while (fh->n > 0 && fh->h[0].end <= start + VERIFY_TIME_EPS)
+        r->sum -= flight_pop(fh).rate;
+    if (fh->n == 0)
+        r->sum = 0.0;  /* no drift from the subtractions */
+    double rate = 0.0;
+    char what[160];
+    if (r->port) {
+        double busy = end - start - r->alpha_us;
+        double cap = r->gbps * 1e3 * (1.0 + VERIFY_RATE_TOL);
+        rate = busy > 0 ? v->chunk_bytes / busy : INFINITY;
+        r->sum += rate;
+        if (r->sum > cap) {
+            double exact = rate;  /* re-add without accumulated rounding */
+            for (long q = 0; q < fh->n; q++)
+                exact += fh->h[q].rate;
+            r->sum = exact;
+            if (exact > cap) {
+                describe_resource(v, x, what, sizeof what);
+                verify_send_problem(v, i, "%s would carry %.6g GB/s from %.3f us (%ld sends in "
+                                    "flight, %.0f-byte chunks), more than its %g GB/s", what,
+                                    exact / 1e3, start, fh->n + 1, v->chunk_bytes, r->gbps);
+            }
         }
-        memcpy(pos, begin, sizeof(long) * (size_t)(L + 1));
-        for (long i = 0; i < v->n; i++)
-            if (v->link_of[i] >= 0)
-                tk[pos[v->link_of[i]]++] = (timed_key){algorithm_send_start_us(v->a, i),
-                                                       algorithm_send_end_us(v->a, i), (int)i};
-        free(pos);
+    } else if (fh->n >= r->lanes) {
+        describe_resource(v, x, what, sizeof what);
+        verify_send_problem(v, i, "%s has %ld sends in flight at %.3f us, more than its %d lanes",
+                            what, fh->n + 1, start, r->lanes);
     }
+    if (!flight_push(fh, (flight){end, rate}))
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    return CS_OK;
+}
+
+/* Whether derived link l (switch_id >= 0) is in a derived set: then its
+ * switch port is checked there, as a set. */
+static bool in_port_set(const vctx *v, int l)
+{
+    for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++)
+        if (v->t->shared[v->set_list[m]].switch_id >= 0)
+            return true;
+    return false;
+}
+
+/* One sweep over the sends in time order (the index order, for schedules
+ * emitted sorted), every link and shared set keeping its own sends in
+ * flight: no per-send memory, and each send's fields read once, in order. */
+static int check_bandwidth_timed(vctx *v, const uint32_t *ord, cs_error *err)
+{
+    const cs_topology *t = v->t;
+    int L = t->nlinks, R = L + t->nshared;
+    bool rates = v->chunk_bytes > 0;
+    resource *res = calloc((size_t)R + 1, sizeof *res);
+    if (!res)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (int l = 0; l < L; l++) {
-        long len = begin[l + 1] - begin[l];
-        if (len == 0)
-            continue;
-        qsort(tk + begin[l], (size_t)len, sizeof *tk, timed_key_compare);
-        char what[48];
-        snprintf(what, sizeof what, "link %d->%d", t->links[l].src, t->links[l].dst);
-        sweep_concurrency(v, tk + begin[l], len, t->links[l].lanes, heap, what);
+        const cs_link *lk = &t->links[l];
+        res[l] = (resource){.lanes = lk->lanes, .checked = true, .gbps = lk->gbps,
+                            .alpha_us = lk->alpha_us};
+        if (rates && lk->switch_id >= 0) {
+            /* a switch pair: its ports are the resources */
+            res[l].port = true;
+            res[l].checked = !in_port_set(v, l);
+        }
     }
     for (int set = 0; set < t->nshared; set++) {
         const cs_shared *sh = &t->shared[set];
-        long len = 0;
-        for (int j = 0; j < sh->nlinks; j++)
-            len += begin[sh->links[j] + 1] - begin[sh->links[j]];
-        if (len <= sh->lanes)
-            continue;
-        timed_key *buf = realloc(setk, sizeof *buf * (size_t)len);
-        if (!buf) {
-            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-            goto done;
+        resource *r = &res[L + set];
+        *r = (resource){.lanes = sh->lanes, .checked = true};
+        if (rates && sh->switch_id >= 0) {
+            r->port = true;
+            r->gbps = t->switches[sh->switch_id].gbps;
+            r->alpha_us = t->switches[sh->switch_id].alpha_us;
         }
-        setk = buf;
-        long m = 0;
-        for (int j = 0; j < sh->nlinks; j++) {
-            long b = begin[sh->links[j]], e = begin[sh->links[j] + 1];
-            memcpy(setk + m, tk + b, sizeof *tk * (size_t)(e - b));
-            m += e - b;
-        }
-        qsort(setk, (size_t)len, sizeof *setk, timed_key_compare);
-        char what[160];
-        describe_set(v, set, what, sizeof what);
-        sweep_concurrency(v, setk, len, sh->lanes, heap, what);
     }
-done:
-    free(begin);
-    free(tk);
-    free(heap);
-    free(setk);
+    int rc = CS_OK;
+    for (long k = 0; k < v->n && rc == CS_OK; k++) {
+        long i = ord ? ord[k] : k;
+        if (!is_valid(v, i))
+            continue;
+        double start = algorithm_send_start_us(v->a, i), end = algorithm_send_end_us(v->a, i);
+        int l = link_of(v, i);
+        if (res[l].checked)
+            rc = sweep_send(v, res, l, i, start, end, err);
+        for (int m = v->set_begin[l]; m < v->set_begin[l + 1] && rc == CS_OK; m++)
+            rc = sweep_send(v, res, L + v->set_list[m], i, start, end, err);
+    }
+    for (int x = 0; x < R; x++)
+        free(res[x].fh.h);
+    free(res);
     return rc;
 }
 
@@ -340,13 +447,17 @@ static bool check_header(vctx *v)
             usable = false;
         }
     }
-    long ntimed = 0;
-    for (long i = 0; i < a->nsends; i++)
-        ntimed += isfinite(algorithm_send_start_us(a, i)) && isfinite(algorithm_send_end_us(a, i));
+    long ntimed = algorithm_timed_count(a);
     if (ntimed != 0 && ntimed != a->nsends)
         verify_problem(v, "sends", "%ld of %ld sends carry start_us/end_us: a timed schedule times "
                 "every send", ntimed, a->nsends);
     v->timed = ntimed > 0 && ntimed == a->nsends;
+    if (v->timed && !(a->timed_chunk_bytes >= 0 && isfinite(a->timed_chunk_bytes))) {
+        verify_problem(v, "chunk_bytes", "chunk_bytes must be a finite number >= 0, got %g",
+                       a->timed_chunk_bytes);
+        usable = false;
+    }
+    v->chunk_bytes = v->timed ? a->timed_chunk_bytes : 0.0;
     return usable;
 }
 
@@ -356,7 +467,6 @@ static long check_sends(vctx *v)
     long nvalid = 0;
     for (long i = 0; i < v->n; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
-        v->link_of[i] = -1;
         if (s->chunk < 0 || s->chunk >= v->G) {
             verify_send_problem(v, i, "chunk %ld out of range for %ld global chunks", s->chunk, v->G);
             continue;
@@ -387,12 +497,11 @@ static long check_sends(vctx *v)
             verify_send_problem(v, i, "end_us %.3f is before start_us %.3f", s->end_us, s->start_us);
             continue;
         }
-        int l = topology_find_link(v->t, s->src, s->dst);
-        if (l < 0) {
+        if (topology_find_link(v->t, s->src, s->dst) < 0) {
             verify_send_problem(v, i, "no link %d->%d", s->src, s->dst);
             continue;
         }
-        v->link_of[i] = l;
+        v->valid[i >> 3] |= (unsigned char)(1u << (i & 7));
         nvalid++;
     }
     return nvalid;
@@ -415,7 +524,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
     v.P = t->ranks;
     v.n = a->nsends;
     v.S = a->steps;
-    int *ord = NULL, *tmp = NULL;
+    uint32_t *ord = NULL;
     cs_collective coll;
     memset(&coll, 0, sizeof coll);
     int rc = collective_copy(&coll, &a->collective, err);
@@ -442,43 +551,35 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         goto finish;
     if ((rc = build_set_index(&v, err)) != CS_OK)
         goto finish;
-    v.link_of = malloc(sizeof(int) * (size_t)(v.n > 0 ? v.n : 1));
-    ord = malloc(sizeof(int) * (size_t)(v.n > 0 ? v.n : 1));
-    tmp = malloc(sizeof(int) * (size_t)(v.n > 0 ? v.n : 1));
-    if (!v.link_of || !ord || !tmp) {
+    v.valid = calloc((size_t)(v.n + 7) / 8 + 1, 1);
+    if (!v.valid) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", v.n);
         goto finish;
     }
-    v.words = (v.P + 63) / 64;
-    long nvalid = check_sends(&v);
-    long m = 0;
-    for (long i = 0; i < v.n; i++)
-        if (v.link_of[i] >= 0)
-            ord[m++] = (int)i;
     if (v.timed) {
-        if ((rc = check_bandwidth_timed(&v, nvalid, err)) != CS_OK)
-            goto finish;
-    } else {
-        if (send_radix_sort(a, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_step,
-                            (uint32_t)(v.S > 0 ? v.S : 1)) != CS_OK) {
+        v.trank = malloc(sizeof *v.trank * (size_t)algorithm_time_count(a));
+        if (!v.trank || algorithm_time_ranks(a, v.trank) != CS_OK) {
             rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
             goto finish;
         }
-        if ((rc = check_bandwidth_steps(&v, ord, nvalid, err)) != CS_OK)
-            goto finish;
     }
-    if (send_radix_sort(a, (uint32_t *)ord, (uint32_t *)tmp, (size_t)nvalid, key_chunk,
-                        (uint32_t)v.G) != CS_OK) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    v.words = (v.P + 63) / 64;
+    check_sends(&v);
+    /* bandwidth, in processing order (no index needed when the sends are in
+     * it already, as producers emit them) */
+    if (send_processing_order(a, v.trank, &ord) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", v.n);
         goto finish;
     }
-    free(tmp);
-    tmp = NULL;
-    rc = verify_replay_values(&v, ord, nvalid, err);
+    rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
+    free(ord);
+    ord = NULL;
+    if (rc == CS_OK)
+        rc = verify_replay_values(&v, err);
 finish:
     free(ord);
-    free(tmp);
-    free(v.link_of);
+    free(v.valid);
+    free(v.trank);
     free(v.set_begin);
     free(v.set_list);
     free(v.stamp);

@@ -7,14 +7,17 @@
  *    chunk's arrival end_us <= the send's start_us, within 1e-6 us);
  *  - bandwidth: per step, sends over each link <= lanes * rounds_per_step[s], and
  *    likewise for every shared set (timed sends: concurrent sends on a link never
- *    exceed its lanes);
+ *    exceed its lanes, and the rates of concurrent sends through a switch port
+ *    never sum above its bandwidth: docs/model.md, "Switch ports");
  *  - values: for non-combining collectives the set of ranks holding each chunk;
  *    for combining ones the set of contributions each (chunk, rank) value holds,
  *    so a contribution counted twice or missing is caught;
  *  - the postcondition; and the header fields (ranks, chunks, global_chunks,
  *    steps, rounds = sum of rounds_per_step, ops allowed by the kind).
- * Memory is O(ranks + sends + links) per chunk processed, so it also checks
- * large TACOS schedules.
+ * Working memory is about 5 bytes per send on top of the algorithm (a bit per
+ * send and batches of a quarter of the sends, chunk by chunk), so it also
+ * checks TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
+ * replay runs on up to 4 threads, with the same report.
  */
 #ifndef CS_VERIFY_H
 #define CS_VERIFY_H

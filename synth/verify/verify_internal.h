@@ -32,7 +32,9 @@ typedef struct vctx {
     long n;
     int S;
     bool combining, timed;
-    int *link_of;               /* per send; -1 when the send is malformed */
+    unsigned char *valid;       /* one bit per send: it passed the per-send checks */
+    uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
+    double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
     /* link -> shared sets */
     int *set_begin, *set_list;
     /* value replay */
@@ -66,9 +68,9 @@ void verify_send_problem(vctx *v, long i, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool verify_reasons_full(const vctx *v);
 
-/* Replays values chunk by chunk and checks the postcondition of every chunk.
- * ord: the valid sends sorted by chunk (then step, for step schedules). */
-int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err);
+/* Replays values chunk by chunk (the valid sends) and checks the
+ * postcondition of every chunk. */
+int verify_replay_values(vctx *v, cs_error *err);
 /* Builds the chunk -> ranks index of a custom collective's postcondition. */
 int verify_build_custom_post(vctx *v, cs_error *err);
 /* Checks that the verifier's reading of the postcondition matches collective.h. */

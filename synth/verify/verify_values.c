@@ -15,10 +15,17 @@
  * Timed schedules are replayed per chunk in start order with a heap of
  * pending arrivals: a send reads src after every arrival with end_us <=
  * start_us + 1e-6 has been applied.
+ *
+ * Chunks come in batches gathered by streaming over the columns
+ * (send_batches.c).  From 2^20 sends each batch's chunks are split between
+ * worker threads, each with its own per-rank state, values and report; the
+ * reports are appended in chunk order, so the result does not depend on the
+ * thread count.
  */
 #include "verify_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,23 +232,25 @@ static void reduce_into(vctx *v, long i, int dst, vref *in)
     v->single[dst] = -1;
 }
 
-/* Applies send i carrying `in` (a reference the call consumes) to its dst.
- * step >= 0 (untimed schedules) enables the same-step write conflict check. */
-static void apply_combining(vctx *v, long i, vref in, int step)
+/* Applies send r of chunk g carrying `in` (a reference the call consumes) to
+ * its dst.  step >= 0 (untimed schedules) enables the same-step write
+ * conflict check. */
+static void apply_combining(vctx *v, long g, const send_rec *r, vref in, int step)
 {
-    const cs_send sv = algorithm_send(v->a, i), *s = &sv;
-    int dst = s->dst;
-    touch(v, s->chunk, dst);
+    long i = send_rec_index(r);
+    cs_op op = send_rec_op(r);
+    int dst = r->dst;
+    touch(v, g, dst);
     /* wstep: 2*step + (a copy wrote in that step); -1 when never written */
     int w = v->wstep[dst];
     bool same_step = step >= 0 && w >= 0 && w / 2 == step;
-    if (same_step && (s->op == CS_OP_COPY || (w & 1))) {
+    if (same_step && (op == CS_OP_COPY || (w & 1))) {
         vref cur = {v->val[dst], v->single[dst]};
         if (!vref_equal(v, &cur, &in))
             verify_send_problem(v, i, "rank %d is written more than once in step %d and one of the "
                          "writes is a copy: the result depends on the order", dst, step);
     }
-    if (s->op == CS_OP_COPY) {
+    if (op == CS_OP_COPY) {
         value_unref(v, v->val[dst]);
         v->val[dst] = in.v;
         v->single[dst] = in.single;
@@ -249,7 +258,7 @@ static void apply_combining(vctx *v, long i, vref in, int step)
         reduce_into(v, i, dst, &in);
     }
     if (step >= 0)
-        v->wstep[dst] = 2 * step + (s->op == CS_OP_COPY || (same_step && (w & 1)));
+        v->wstep[dst] = 2 * step + (op == CS_OP_COPY || (same_step && (w & 1)));
 }
 
 /* ---- postconditions ---------------------------------------------------------------- */
@@ -395,51 +404,59 @@ static void check_post(vctx *v, long g, long received)
 
 /* ---- the value replay -------------------------------------------------------------- */
 
+/* Each chunk's sends come as records gathered by streaming over the columns
+ * (send_batches.c), so the replay reads no column at random. */
+
 typedef struct arrival {
     double end;
     long seq;           /* order among equal ends: the send's position */
-    int send;
+    const send_rec *send;
     vref val;           /* the snapshot carried */
 } arrival;
 
-static void replay_plain_untimed(vctx *v, long g, const int *seg, long len, long *received)
+static void replay_plain_untimed(vctx *v, long g, const send_rec *recs, long len, long *received)
 {
+    const cs_algorithm *a = v->a;
     for (long k = 0; k < len; k++) {
-        int i = seg[k];
-        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
-        if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
-              (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->step)))
-            verify_send_problem(v, i, "rank %d does not hold chunk %ld before step %d", s->src, g,
-                         s->step);
-        if (v->stamp[s->dst] != v->epoch && !collective_pre(v->coll, v->P, v->a->chunks, g, s->dst)) {
-            v->stamp[s->dst] = v->epoch;
-            v->avail[s->dst] = s->step + 1;
+        const send_rec *r = &recs[k];
+        int src = r->src, dst = r->dst, step = (int)r->t0;
+        if (!(collective_pre(v->coll, v->P, a->chunks, g, src) ||
+              (v->stamp[src] == v->epoch && v->avail[src] <= step)))
+            verify_send_problem(v, send_rec_index(r), "rank %d does not hold chunk %ld before "
+                                "step %d", src, g, step);
+        if (v->stamp[dst] != v->epoch && !collective_pre(v->coll, v->P, a->chunks, g, dst)) {
+            v->stamp[dst] = v->epoch;
+            v->avail[dst] = step + 1;
             (*received)++;
         }
     }
 }
 
-static void replay_plain_timed(vctx *v, long g, const int *seg, long len, long *received)
+static void replay_plain_timed(vctx *v, long g, const send_rec *recs, long len, long *received)
 {
+    const cs_algorithm *a = v->a;
     for (long k = 0; k < len; k++) {
-        int i = seg[k];
-        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
-        if (!(collective_pre(v->coll, v->P, v->a->chunks, g, s->src) ||
-              (v->stamp[s->src] == v->epoch && v->avail[s->src] <= s->start_us + VERIFY_TIME_EPS))) {
-            if (v->stamp[s->src] == v->epoch)
-                verify_send_problem(v, i, "rank %d only has chunk %ld from %.3f us", s->src, g,
-                             v->avail[s->src]);
+        const send_rec *r = &recs[k];
+        int src = r->src, dst = r->dst;
+        double start = algorithm_time_value(a, r->t0);
+        if (!(collective_pre(v->coll, v->P, a->chunks, g, src) ||
+              (v->stamp[src] == v->epoch && v->avail[src] <= start + VERIFY_TIME_EPS))) {
+            if (v->stamp[src] == v->epoch)
+                verify_send_problem(v, send_rec_index(r), "rank %d only has chunk %ld from "
+                                    "%.3f us", src, g, v->avail[src]);
             else
-                verify_send_problem(v, i, "rank %d does not hold chunk %ld", s->src, g);
+                verify_send_problem(v, send_rec_index(r), "rank %d does not hold chunk %ld",
+                                    src, g);
         }
-        if (collective_pre(v->coll, v->P, v->a->chunks, g, s->dst))
+        if (collective_pre(v->coll, v->P, a->chunks, g, dst))
             continue;
-        if (v->stamp[s->dst] != v->epoch) {
-            v->stamp[s->dst] = v->epoch;
-            v->avail[s->dst] = s->end_us;
+        double end = algorithm_time_value(a, r->t1);
+        if (v->stamp[dst] != v->epoch) {
+            v->stamp[dst] = v->epoch;
+            v->avail[dst] = end;
             (*received)++;
-        } else if (s->end_us < v->avail[s->dst]) {
-            v->avail[s->dst] = s->end_us;
+        } else if (end < v->avail[dst]) {
+            v->avail[dst] = end;
         }
     }
 }
@@ -462,57 +479,57 @@ static void live_init(vctx *v, long g, int r)
  * from src, no later reduce into it before a copy overwrites it, and no
  * postcondition on it).  Dropping such values leaves most snapshots with a
  * single owner, so reductions update bitsets in place instead of copying. */
-static void mark_dead_sources(vctx *v, long g, const int *seg, long len, unsigned char *dead)
+static void mark_dead_sources(vctx *v, long g, const send_rec *recs, long len,
+                              unsigned char *dead)
 {
-    const cs_algorithm *al = v->a;
     long end = len;
     while (end > 0) {
-        int step = algorithm_send_step(al, seg[end - 1]);
+        uint32_t step = recs[end - 1].t0;
         long k = end;
-        while (k > 0 && algorithm_send_step(al, seg[k - 1]) == step)
+        while (k > 0 && recs[k - 1].t0 == step)
             k--;
         for (long j = k; j < end; j++) {
-            int d = algorithm_send_dst(al, seg[j]);
+            int d = recs[j].dst;
             live_init(v, g, d);
-            if (algorithm_send_op(al, seg[j]) == CS_OP_COPY)
+            if (send_rec_op(&recs[j]) == CS_OP_COPY)
                 v->live[d] = 0;
         }
         for (long j = k; j < end; j++)
-            if (algorithm_send_op(al, seg[j]) == CS_OP_REDUCE)
-                v->live[algorithm_send_dst(al, seg[j])] = 1;
+            if (send_rec_op(&recs[j]) == CS_OP_REDUCE)
+                v->live[recs[j].dst] = 1;
         for (long j = k; j < end; j++) {
-            int a = algorithm_send_src(al, seg[j]);
+            int a = recs[j].src;
             live_init(v, g, a);
             dead[j] = !v->live[a];
         }
         for (long j = k; j < end; j++)
-            v->live[algorithm_send_src(al, seg[j])] = 1;
+            v->live[recs[j].src] = 1;
         end = k;
     }
 }
 
-static int replay_combining_untimed(vctx *v, long g, const int *seg, long len, vref *snap,
+static int replay_combining_untimed(vctx *v, long g, const send_rec *recs, long len, vref *snap,
                                     unsigned char *dead)
 {
-    mark_dead_sources(v, g, seg, len, dead);
+    mark_dead_sources(v, g, recs, len, dead);
     long k = 0;
     while (k < len) {
-        int step = algorithm_send_step(v->a, seg[k]);
+        uint32_t step = recs[k].t0;
         long end = k;
-        while (end < len && algorithm_send_step(v->a, seg[end]) == step)
+        while (end < len && recs[end].t0 == step)
             end++;
         for (long j = k; j < end; j++)
-            snap[j - k] = snapshot(v, g, algorithm_send_src(v->a, seg[j]));
+            snap[j - k] = snapshot(v, g, recs[j].src);
         for (long j = k; j < end; j++) {
             if (!dead[j])
                 continue;
-            int a = algorithm_send_src(v->a, seg[j]);
+            int a = recs[j].src;
             value_unref(v, v->val[a]);
             v->val[a] = NULL;
             v->single[a] = -1;
         }
         for (long j = k; j < end; j++)
-            apply_combining(v, seg[j], snap[j - k], step);
+            apply_combining(v, g, &recs[j], snap[j - k], (int)step);
         if (v->oom)
             return CS_ENOMEM;
         k = end;
@@ -559,121 +576,296 @@ static arrival heap_pop(arrival *h, long *n)
     return top;
 }
 
-static int replay_combining_timed(vctx *v, long g, const int *seg, long len, arrival *heap)
+static int replay_combining_timed(vctx *v, long g, const send_rec *recs, long len, arrival *heap)
 {
     long nh = 0;
     for (long k = 0; k < len; k++) {
-        int i = seg[k];
-        const cs_send sv = algorithm_send(v->a, i), *s = &sv;
-        while (nh > 0 && heap[0].end <= s->start_us + VERIFY_TIME_EPS) {
+        const send_rec *r = &recs[k];
+        double start = algorithm_time_value(v->a, r->t0);
+        while (nh > 0 && heap[0].end <= start + VERIFY_TIME_EPS) {
             arrival x = heap_pop(heap, &nh);
-            apply_combining(v, x.send, x.val, -1);
+            apply_combining(v, g, x.send, x.val, -1);
         }
-        heap_push(heap, &nh, (arrival){s->end_us, k, i, snapshot(v, g, s->src)});
+        heap_push(heap, &nh, (arrival){algorithm_time_value(v->a, r->t1), k, r,
+                                       snapshot(v, g, r->src)});
     }
     while (nh > 0) {
         arrival x = heap_pop(heap, &nh);
-        apply_combining(v, x.send, x.val, -1);
+        apply_combining(v, g, x.send, x.val, -1);
     }
     return v->oom ? CS_ENOMEM : CS_OK;
 }
 
-static void sort_by_time(const cs_algorithm *a, int *seg, long len, timed_key *tk)
+/* A chunk's records in replay order: (step, index), or timed (start, end,
+ * index) through the time ranks.  They usually are in it already. */
+static inline bool rec_after(const vctx *v, const send_rec *x, const send_rec *y)
 {
-    if (len < 2)
-        return;
-    for (long k = 0; k < len; k++)
-        tk[k] = (timed_key){algorithm_send_start_us(a, seg[k]), algorithm_send_end_us(a, seg[k]),
-                            seg[k]};
-    qsort(tk, (size_t)len, sizeof *tk, timed_key_compare);
-    for (long k = 0; k < len; k++)
-        seg[k] = tk[k].index;
+    if (v->timed) {
+        uint32_t a = v->trank[x->t0], b = v->trank[y->t0];
+        if (a != b)
+            return a > b;
+        a = v->trank[x->t1];
+        b = v->trank[y->t1];
+        if (a != b)
+            return a > b;
+    } else if (x->t0 != y->t0) {
+        return x->t0 > y->t0;
+    }
+    return send_rec_index(x) > send_rec_index(y);
 }
 
-/* ord: valid sends sorted by chunk (then step for untimed). */
-int verify_replay_values(vctx *v, int *ord, long nvalid, cs_error *err)
+static int rec_qsort(const void *pa, const void *pb, void *ctx)
+{
+    const send_rec *x = pa, *y = pb;
+    return rec_after(ctx, x, y) ? 1 : rec_after(ctx, y, x) ? -1 : 0;
+}
+
+static void order_chunk(const vctx *v, send_rec *recs, long len)
+{
+    long descents = 0;
+    for (long k = 1; k < len; k++)
+        descents += rec_after(v, &recs[k - 1], &recs[k]);
+    if (descents == 0)
+        return;
+    if (len > 32 && descents > 16) {
+        qsort_r(recs, (size_t)len, sizeof *recs, rec_qsort, (void *)v);
+        return;
+    }
+    for (long k = 1; k < len; k++) {
+        send_rec x = recs[k];
+        long j = k;
+        while (j > 0 && rec_after(v, &recs[j - 1], &x)) {
+            recs[j] = recs[j - 1];
+            j--;
+        }
+        recs[j] = x;
+    }
+}
+
+/* The replay state of one thread: a vctx of its own (its report, per-rank
+ * state and values) over the shared read-only fields. */
+typedef struct replay_worker {
+    vctx v;
+    cs_verify_report rep;
+    unsigned char *dead;
+    void *scratch;              /* snapshots (untimed) or the arrival heap (timed) */
+    long scratch_len;
+    const send_batch *batch;
+    uint32_t j0, j1;            /* batch entries to replay */
+    int rc;
+} replay_worker;
+
+static int worker_init(replay_worker *w, const vctx *v)
 {
     int P = v->P;
-    int rc = CS_OK;
-    long maxseg = 0;
-    for (long k = 0; k < nvalid;) {
-        long e = k;
-        while (e < nvalid && algorithm_send_chunk(v->a, ord[e]) == algorithm_send_chunk(v->a, ord[k]))
-            e++;
-        if (e - k > maxseg)
-            maxseg = e - k;
-        k = e;
+    memset(w, 0, sizeof *w);
+    w->v = *v;
+    vctx *x = &w->v;
+    x->rep = &w->rep;
+    w->rep.ok = true;
+    x->first_field[0] = '\0';
+    x->epoch = 0;
+    x->stamp = calloc((size_t)P, sizeof(unsigned));
+    x->touched = malloc(sizeof(int) * (size_t)P);
+    x->avail = NULL;
+    x->val = NULL;
+    x->single = NULL;
+    x->lstamp = NULL;
+    x->live = NULL;
+    x->wstep = NULL;
+    x->free_values = NULL;
+    x->all_blocks = NULL;
+    x->nblocks = x->cap_blocks = 0;
+    x->oom = false;
+    if (!x->combining) {
+        x->avail = malloc(sizeof(double) * (size_t)P);
+    } else {
+        x->val = calloc((size_t)P, sizeof(value *));
+        x->single = malloc(sizeof(int) * (size_t)P);
+        x->lstamp = calloc((size_t)P, sizeof(unsigned));
+        x->live = malloc((size_t)P);
+        x->wstep = malloc(sizeof(int) * (size_t)P);
     }
-    unsigned char *dead = NULL;
-    v->stamp = calloc((size_t)P, sizeof(unsigned));
-    v->touched = malloc(sizeof(int) * (size_t)P);
-    if (!v->combining)
-        v->avail = malloc(sizeof(double) * (size_t)P);
-    else {
-        v->val = calloc((size_t)P, sizeof(value *));
-        v->single = malloc(sizeof(int) * (size_t)P);
-        v->lstamp = calloc((size_t)P, sizeof(unsigned));
-        v->live = malloc((size_t)P);
-        dead = malloc((size_t)(maxseg > 0 ? maxseg : 1));
-        v->wstep = malloc(sizeof(int) * (size_t)P);
+    bool ok = x->stamp && x->touched &&
+              (x->combining ? x->val && x->single && x->lstamp && x->live && x->wstep
+                            : x->avail != NULL);
+    return ok ? CS_OK : CS_ENOMEM;
+}
+
+static void worker_free(replay_worker *w)
+{
+    vctx *x = &w->v;
+    free(x->stamp);
+    free(x->touched);
+    free(x->avail);
+    free(x->val);
+    free(x->single);
+    free(x->lstamp);
+    free(x->live);
+    free(x->wstep);
+    for (long b = 0; b < x->nblocks; b++)
+        free(x->all_blocks[b]);
+    free(x->all_blocks);
+    free(w->dead);
+    free(w->scratch);
+}
+
+/* Room for a chunk of len sends in the combining scratch. */
+static int worker_room(replay_worker *w, long len)
+{
+    if (!w->v.combining || len <= w->scratch_len)
+        return CS_OK;
+    size_t each = w->v.timed ? sizeof(arrival) : sizeof(vref);
+    void *s = realloc(w->scratch, each * (size_t)len);
+    unsigned char *d = s ? realloc(w->dead, (size_t)len) : NULL;
+    if (s)
+        w->scratch = s;
+    if (!s || !d)
+        return CS_ENOMEM;
+    w->dead = d;
+    w->scratch_len = len;
+    return CS_OK;
+}
+
+/* Replays chunk g (records recs[0..len)) and checks its postcondition. */
+static int replay_chunk(replay_worker *w, long g, send_rec *recs, long len)
+{
+    vctx *v = &w->v;
+    int rc = worker_room(w, len);
+    if (rc != CS_OK)
+        return rc;
+    v->epoch++;
+    if (v->epoch == 0) { /* wrapped: clear stamps once */
+        memset(v->stamp, 0, sizeof(unsigned) * (size_t)v->P);
+        if (v->lstamp)
+            memset(v->lstamp, 0, sizeof(unsigned) * (size_t)v->P);
+        v->epoch = 1;
     }
-    void *scratch = NULL;   /* snapshots (untimed) or the arrival heap (timed) */
-    timed_key *tk = NULL;
-    if (v->combining)
-        scratch = malloc((v->timed ? sizeof(arrival) : sizeof(vref)) *
-                         (size_t)(maxseg > 0 ? maxseg : 1));
-    if (v->timed)
-        tk = malloc(sizeof(timed_key) * (size_t)(maxseg > 0 ? maxseg : 1));
-    if (!v->stamp || !v->touched || (!v->combining && !v->avail) ||
-        (v->combining && (!v->val || !v->single || !v->wstep || !scratch || !v->lstamp ||
-                          !v->live || !dead)) || (v->timed && !tk)) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory replaying %ld sends", nvalid);
-        goto done;
-    }
-    long k = 0;
-    for (long g = 0; g < v->G; g++) {
-        long e = k;
-        while (e < nvalid && algorithm_send_chunk(v->a, ord[e]) == g)
-            e++;
-        v->epoch++;
-        if (v->epoch == 0) { /* wrapped: clear stamps once */
-            memset(v->stamp, 0, sizeof(unsigned) * (size_t)P);
-            if (v->lstamp)
-                memset(v->lstamp, 0, sizeof(unsigned) * (size_t)P);
-            v->epoch = 1;
-        }
-        v->ntouched = 0;
-        long received = 0;
-        int *seg = ord + k;
-        long len = e - k;
+    v->ntouched = 0;
+    long received = 0;
+    order_chunk(v, recs, len);
+    if (!v->combining) {
         if (v->timed)
-            sort_by_time(v->a, seg, len, tk);
-        if (!v->combining) {
-            if (v->timed)
-                replay_plain_timed(v, g, seg, len, &received);
-            else
-                replay_plain_untimed(v, g, seg, len, &received);
-        } else {
-            rc = v->timed ? replay_combining_timed(v, g, seg, len, scratch)
-                          : replay_combining_untimed(v, g, seg, len, scratch, dead);
-            if (rc != CS_OK) {
-                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory replaying chunk %ld", g);
-                goto done;
-            }
-        }
-        check_post(v, g, received);
-        if (v->combining) {
-            for (int j = 0; j < v->ntouched; j++)
-                value_unref(v, v->val[v->touched[j]]);
-            v->ntouched = 0;
-        }
-        k = e;
+            replay_plain_timed(v, g, recs, len, &received);
+        else
+            replay_plain_untimed(v, g, recs, len, &received);
+    } else {
+        rc = v->timed ? replay_combining_timed(v, g, recs, len, w->scratch)
+                      : replay_combining_untimed(v, g, recs, len, w->scratch, w->dead);
+        if (rc != CS_OK)
+            return rc;
     }
-done:
-    free(scratch);
-    free(dead);
-    free(tk);
-    return rc;
+    check_post(v, g, received);
+    if (v->combining) {
+        for (int j = 0; j < v->ntouched; j++)
+            value_unref(v, v->val[v->touched[j]]);
+        v->ntouched = 0;
+    }
+    return CS_OK;
+}
+
+static void *worker_run(void *arg)
+{
+    replay_worker *w = arg;
+    const send_batch *b = w->batch;
+    for (uint32_t j = w->j0; j < w->j1 && w->rc == CS_OK; j++) {
+        uint32_t len;
+        send_rec *recs = send_batch_recs(b, j, &len);
+        w->rc = replay_chunk(w, send_batch_chunk(b, j), recs, len);
+    }
+    return NULL;
+}
+
+/* Appends a worker's problems to the main report, in order. */
+static void merge_report(vctx *v, replay_worker *w)
+{
+    cs_verify_report *from = &w->rep, *to = v->rep;
+    if (from->nproblems == 0)
+        return;
+    if (to->nproblems == 0)
+        snprintf(v->first_field, sizeof v->first_field, "%s", w->v.first_field);
+    to->ok = false;
+    to->nproblems += from->nproblems;
+    for (int k = 0; k < from->nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+        memcpy(to->reasons[to->nreasons++], from->reasons[k], sizeof to->reasons[0]);
+    memset(from, 0, sizeof *from);
+    from->ok = true;
+    w->v.first_field[0] = '\0';
+}
+
+int verify_replay_values(vctx *v, cs_error *err)
+{
+    send_batches sb;
+    int rc = send_batches_init(&sb, v->a, v->valid, v->timed);
+    bool sparse = rc == CS_OK && !sb.begin;
+    int nthreads = sparse ? 1 : send_pass_threads(v->n);
+    replay_worker *w = calloc((size_t)nthreads, sizeof *w);
+    if (rc == CS_OK && !w)
+        rc = CS_ENOMEM;
+    int made = 0;
+    for (; rc == CS_OK && made < nthreads; made++)
+        rc = worker_init(&w[made], v);
+    long next_g = 0;   /* sparse: chunks without sends still have postconditions */
+    send_batch b;
+    while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
+        uint32_t entries = b.g1 - b.g0;
+        if (sparse) {
+            for (uint32_t j = 0; j < entries && rc == CS_OK; j++) {
+                long g = send_batch_chunk(&b, j);
+                for (; next_g < g && rc == CS_OK; next_g++)
+                    rc = replay_chunk(&w[0], next_g, NULL, 0);
+                uint32_t len;
+                send_rec *recs = send_batch_recs(&b, j, &len);
+                if (rc == CS_OK)
+                    rc = replay_chunk(&w[0], g, recs, len);
+                next_g = g + 1;
+            }
+            merge_report(v, &w[0]);
+            continue;
+        }
+        /* split the batch's chunks by their sends */
+        long total = (long)b.begin[entries] - b.begin[0];
+        uint32_t j = 0;
+        for (int t = 0; t < nthreads; t++) {
+            w[t].batch = &b;
+            w[t].j0 = j;
+            long goal = b.begin[0] + total * (t + 1) / nthreads;
+            while (j < entries && (t == nthreads - 1 || b.begin[j + 1] <= goal))
+                j++;
+            w[t].j1 = t == nthreads - 1 ? entries : j;
+        }
+        pthread_t th[4];
+        int started = 0;
+        for (int t = 1; t < nthreads; t++) {
+            if (pthread_create(&th[t], NULL, worker_run, &w[t]) != 0)
+                break;
+            started = t;
+        }
+        worker_run(&w[0]);
+        for (int t = started + 1; t < nthreads; t++)
+            worker_run(&w[t]);   /* threads that could not start: run here */
+        for (int t = 1; t <= started; t++)
+            pthread_join(th[t], NULL);
+        for (int t = 0; t < nthreads; t++) {
+            if (rc == CS_OK)
+                rc = w[t].rc;
+            merge_report(v, &w[t]);
+        }
+    }
+    if (rc == SEND_BATCHES_DONE) {
+        rc = CS_OK;
+        for (; sparse && next_g < v->G && rc == CS_OK; next_g++)
+            rc = replay_chunk(&w[0], next_g, NULL, 0);
+        if (sparse)
+            merge_report(v, &w[0]);
+    }
+    for (int t = 0; t < made; t++)
+        worker_free(&w[t]);
+    free(w);
+    send_batches_free(&sb);
+    if (rc != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory replaying %ld sends", v->n);
+    return CS_OK;
 }
 
 int verify_build_custom_post(vctx *v, cs_error *err)

@@ -1,0 +1,287 @@
+/*
+ * send_batches.c - the sends of an algorithm, chunk by chunk, gathered in
+ * batches by streaming over the columns (declared in send_order_internal.h).
+ *
+ * The verifier's value replay and the simulator's dependency links walk one
+ * chunk at a time, but a schedule is stored in time order, so a chunk's sends
+ * are scattered over the whole index range: read through an index, every
+ * field of every send is a cache (and TLB) miss.  Instead, a batch of
+ * consecutive chunks is gathered by one sequential pass over the columns:
+ * each send of a chunk in the batch is copied, as a 20-byte send_rec, to its
+ * place (chunk order, index order within a chunk) in a scratch array.  The
+ * scratch holds a quarter of the sends, so a schedule takes about four
+ * streaming passes, about 5 bytes per send of memory and no per-send index.
+ *
+ * Chunk counts need G + 1 counters, which a valid algorithm never makes much
+ * larger than its sends (every chunk but the ones already in place moves at
+ * least once).  When chunks far outnumber the sends (a malformed or partial
+ * algorithm) the kept sends are sorted by chunk instead, and gathered through
+ * that order.
+ */
+#include "send_order_internal.h"
+
+#include <stdio.h>
+
+static inline bool kept(const send_batches *b, uint32_t i)
+{
+    return !b->keep || ((b->keep[i >> 3] >> (i & 7)) & 1);
+}
+
+static inline send_rec make_rec(const cs_algorithm *a, uint32_t i, bool timed)
+{
+    send_rec r;
+    r.index = i | (algorithm_send_op(a, i) == CS_OP_REDUCE ? SEND_REC_REDUCE : 0);
+    r.src = algorithm_send_src(a, i);
+    r.dst = algorithm_send_dst(a, i);
+    if (timed) {
+        r.t0 = algorithm_send_start_index(a, i);
+        r.t1 = algorithm_send_end_index(a, i);
+    } else {
+        r.t0 = (uint32_t)algorithm_send_step(a, i);
+        r.t1 = 0;
+    }
+    return r;
+}
+
+static uint32_t key_chunk(const void *ctx, uint32_t i)
+{
+    return (uint32_t)algorithm_send_chunk(ctx, i);
+}
+
+int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned char *keep,
+                      bool timed)
+{
+    memset(b, 0, sizeof *b);
+    b->a = a;
+    b->keep = keep;
+    b->timed = timed;
+    b->n = (uint32_t)a->nsends;
+    b->G = (uint32_t)a->global_chunks;
+    if ((uint64_t)b->G <= 2 * (uint64_t)b->n + 65536) {
+        b->begin = calloc((size_t)b->G + 1, sizeof *b->begin);
+        if (!b->begin)
+            return CS_ENOMEM;
+        for (uint32_t i = 0; i < b->n; i++)
+            if (kept(b, i))
+                b->begin[algorithm_send_chunk(a, i) + 1]++;
+        for (uint32_t g = 0; g < b->G; g++)
+            b->begin[g + 1] += b->begin[g];
+        b->nkept = b->begin[b->G];
+    } else {
+        b->sparse = malloc(sizeof *b->sparse * (b->n ? b->n : 1));
+        long m = b->sparse ? send_sort_by_key(b->n, keep, key_chunk, a, b->G, b->sparse) : -1;
+        if (m < 0)
+            return CS_ENOMEM;
+        b->nkept = m;
+    }
+    /* a quarter of the sends per batch (5 bytes per send), but never tiny */
+    long cap = b->nkept / 4;
+    if (cap < (1L << 18))
+        cap = 1L << 18;
+    if (cap > b->nkept)
+        cap = b->nkept > 0 ? b->nkept : 1;
+    b->cap = cap;
+    b->recs = malloc(sizeof *b->recs * (size_t)cap);
+    if (!b->recs)
+        return CS_ENOMEM;
+    send_array_advise(b->recs, sizeof *b->recs * (size_t)cap);
+    return CS_OK;
+}
+
+void send_batches_free(send_batches *b)
+{
+    free(b->begin);
+    free(b->sparse);
+    free(b->recs);
+    free(b->fill);
+    free(b->sparse_begin);
+    memset(b, 0, sizeof *b);
+}
+
+/* Dense: chunks [g0, g1) whose sends fit the scratch (at least one chunk,
+ * growing the scratch if that chunk alone does not fit). */
+static int next_dense(send_batches *b, send_batch *out)
+{
+    uint32_t g0 = b->next_chunk, g1 = g0;
+    while (g1 < b->G && b->begin[g1 + 1] - b->begin[g0] <= (uint64_t)b->cap)
+        g1++;
+    if (g1 == g0) {
+        long need = b->begin[g0 + 1] - b->begin[g0];
+        send_rec *r = realloc(b->recs, sizeof *r * (size_t)need);
+        if (!r)
+            return CS_ENOMEM;
+        b->recs = r;
+        b->cap = need;
+        g1 = g0 + 1;
+    }
+    uint32_t nch = g1 - g0, base = b->begin[g0];
+    if (nch > b->fill_cap) {
+        uint32_t *f = realloc(b->fill, sizeof *f * nch);
+        if (!f)
+            return CS_ENOMEM;
+        b->fill = f;
+        b->fill_cap = nch;
+    }
+    for (uint32_t g = g0; g < g1; g++)
+        b->fill[g - g0] = b->begin[g] - base;
+    if (nch == b->G) {
+        /* everything in one batch: no range test */
+        for (uint32_t i = 0; i < b->n; i++)
+            if (kept(b, i))
+                b->recs[b->fill[algorithm_send_chunk(b->a, i)]++] = make_rec(b->a, i, b->timed);
+    } else {
+        for (uint32_t i = 0; i < b->n; i++) {
+            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
+            if (g < nch && kept(b, i))
+                b->recs[b->fill[g]++] = make_rec(b->a, i, b->timed);
+        }
+    }
+    out->g0 = g0;
+    out->g1 = g1;
+    out->recs = b->recs;
+    out->begin = b->begin + g0;
+    out->base = base;
+    b->next_chunk = g1;
+    return CS_OK;
+}
+
+/* Sparse: the kept sends in chunk order through b->sparse, a batch at a time;
+ * begin is rebuilt per batch over the chunks present. */
+static int next_sparse(send_batches *b, send_batch *out)
+{
+    long k0 = b->next_pos, k1 = k0;
+    uint32_t nch = 0;
+    while (k1 < b->nkept) {
+        long e = k1;
+        long g = algorithm_send_chunk(b->a, b->sparse[k1]);
+        while (e < b->nkept && algorithm_send_chunk(b->a, b->sparse[e]) == g)
+            e++;
+        if (k1 > k0 && e - k0 > b->cap)
+            break;
+        k1 = e;
+        nch++;
+    }
+    if (k1 - k0 > b->cap) {
+        send_rec *r = realloc(b->recs, sizeof *r * (size_t)(k1 - k0));
+        if (!r)
+            return CS_ENOMEM;
+        b->recs = r;
+        b->cap = k1 - k0;
+    }
+    uint32_t *sb = realloc(b->sparse_begin, sizeof *sb * ((size_t)nch + 1));
+    if (!sb)
+        return CS_ENOMEM;
+    b->sparse_begin = sb;
+    /* chunks absent from the algorithm get no entry: out->chunk names them */
+    uint32_t *ids = realloc(b->fill, sizeof *ids * (nch ? nch : 1));
+    if (!ids)
+        return CS_ENOMEM;
+    b->fill = ids;
+    b->fill_cap = nch;
+    uint32_t c = 0;
+    for (long k = k0; k < k1; k++) {
+        uint32_t i = b->sparse[k];
+        uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i);
+        if (k == k0 || g != ids[c - 1]) {
+            ids[c] = g;
+            sb[c++] = (uint32_t)(k - k0);
+        }
+        b->recs[k - k0] = make_rec(b->a, i, b->timed);
+    }
+    sb[c] = (uint32_t)(k1 - k0);
+    out->g0 = 0;
+    out->g1 = c;
+    out->recs = b->recs;
+    out->begin = sb;
+    out->base = 0;
+    out->chunk = ids;
+    b->next_pos = k1;
+    return CS_OK;
+}
+
+int send_batches_next(send_batches *b, send_batch *out)
+{
+    memset(out, 0, sizeof *out);
+    if (b->begin) {
+        if (b->next_chunk >= b->G)
+            return SEND_BATCHES_DONE;
+        return next_dense(b, out);
+    }
+    if (b->next_pos >= b->nkept)
+        return SEND_BATCHES_DONE;
+    return next_sparse(b, out);
+}
+
+int send_pass_threads(long nsends)
+{
+    if (nsends < (1L << 20))
+        return 1;
+    int n = cs_cpu_count();
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/* ---- processing order ----------------------------------------------------------- */
+
+typedef struct order_ctx {
+    const cs_algorithm *a;
+    const uint32_t *trank;
+} order_ctx;
+
+static uint32_t key_step(const void *ctx, uint32_t i)
+{
+    return (uint32_t)algorithm_send_step(((const order_ctx *)ctx)->a, i);
+}
+
+static uint32_t key_start(const void *ctx, uint32_t i)
+{
+    const order_ctx *o = ctx;
+    return o->trank[algorithm_send_start_index(o->a, i)];
+}
+
+static inline bool in_order(const order_ctx *o, uint32_t i, uint32_t j)
+{
+    if (!o->trank)
+        return algorithm_send_step(o->a, i) <= algorithm_send_step(o->a, j);
+    time_order to = {o->a, o->trank};
+    return time_order_compare(&to, i, j) < 0;
+}
+
+int send_processing_order(const cs_algorithm *a, const uint32_t *trank, uint32_t **ord)
+{
+    *ord = NULL;
+    uint32_t n = (uint32_t)a->nsends;
+    order_ctx o = {a, trank};
+    uint32_t k = 1;
+    while (k < n && in_order(&o, k - 1, k))
+        k++;
+    if (k >= n)
+        return CS_OK;
+    uint32_t *x = malloc(sizeof *x * n);
+    if (!x)
+        return CS_ENOMEM;
+    if (!trank) {
+        if (send_sort_by_key(n, NULL, key_step, &o, (uint64_t)(a->steps > 0 ? a->steps : 1),
+                             x) < 0) {
+            free(x);
+            return CS_ENOMEM;
+        }
+        *ord = x;
+        return CS_OK;
+    }
+    /* by start time, then each group of equal starts by (end, index) */
+    if (send_group_by_key(n, NULL, key_start, &o, (uint32_t)algorithm_time_count(a), x, NULL) <
+        0) {
+        free(x);
+        return CS_ENOMEM;
+    }
+    time_order to = {a, trank};
+    for (uint32_t b = 0; b < n;) {
+        uint32_t e = b + 1, st = key_start(&o, x[b]);
+        while (e < n && key_start(&o, x[e]) == st)
+            e++;
+        sort_by_time(&to, x + b, e - b);
+        b = e;
+    }
+    *ord = x;
+    return CS_OK;
+}

@@ -1,0 +1,34 @@
+/* cluster_testutil.c - see cluster_testutil.h. */
+#include "cluster_testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+char *cluster_topology_json(int nodes, int gpus, double node_gbps, double rail_gbps)
+{
+    json_t *sw = json_array(), *groups = json_array();
+    for (int n = 0; n < nodes; n++) {
+        json_t *ranks = json_array();
+        for (int g = 0; g < gpus; g++)
+            json_array_append_new(ranks, json_integer(n * gpus + g));
+        char name[32];
+        snprintf(name, sizeof name, "nvswitch%d", n);
+        json_array_append_new(sw, json_pack("{s:s, s:O, s:f, s:f}", "name", name, "ranks", ranks,
+                                            "gbps", node_gbps, "alpha_us", 0.5));
+        json_array_append_new(groups, ranks);
+    }
+    for (int g = 0; g < gpus; g++) {
+        json_t *ranks = json_array();
+        for (int n = 0; n < nodes; n++)
+            json_array_append_new(ranks, json_integer(n * gpus + g));
+        char name[32];
+        snprintf(name, sizeof name, "rail%d", g);
+        json_array_append_new(sw, json_pack("{s:s, s:o, s:f, s:f}", "name", name, "ranks", ranks,
+                                            "gbps", rail_gbps, "alpha_us", 2.0));
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:[], s:o, s:o}", "name", "cluster", "ranks",
+                            nodes * gpus, "links", "switches", sw, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return text;
+}
