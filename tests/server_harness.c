@@ -202,26 +202,43 @@ const char *http_header(const http_resp *r, const char *name, char *buf, size_t 
     return NULL;
 }
 
+double metrics_value_in(const char *exposition, const char *series)
+{
+    size_t sl = strlen(series);
+    for (const char *p = exposition; p && *p;) {
+        if (!strncmp(p, series, sl) && p[sl] == ' ')
+            return strtod(p + sl + 1, NULL);
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return -1;
+}
+
 double metrics_value(const cs_daemon *d, const char *series)
+{
+    const char *one[] = {series};
+    return metrics_sum(d, one, 1);
+}
+
+double metrics_sum(const cs_daemon *d, const char *const *series, size_t n)
 {
     http_resp r;
     if (http_request(d, "GET", "/metrics", NULL, NULL, &r) != 0 || r.status != 200) {
         http_resp_free(&r);
         return -1;
     }
-    double v = -1;
-    size_t sl = strlen(series);
-    for (const char *p = r.body; p && *p;) {
-        if (!strncmp(p, series, sl) && p[sl] == ' ') {
-            v = strtod(p + sl + 1, NULL);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = metrics_value_in(r.body, series[i]);
+        if (v < 0) {
+            sum = -1;
             break;
         }
-        p = strchr(p, '\n');
-        if (p)
-            p++;
+        sum += v;
     }
     http_resp_free(&r);
-    return v;
+    return sum;
 }
 
 /* ---- daemon ---------------------------------------------------------------------- */

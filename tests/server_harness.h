@@ -68,6 +68,11 @@ const char *http_header(const http_resp *r, const char *name, char *buf, size_t 
 /* A counter from GET /metrics ("collsynth_syntheses_total{outcome=\"started\"}");
  * -1 when absent. */
 double metrics_value(const cs_daemon *d, const char *series);
+/* The sum of several series read from ONE scrape, so that a job moving between
+ * states while they are read is not counted twice; -1 if one is missing. */
+double metrics_sum(const cs_daemon *d, const char *const *series, size_t n);
+/* One series' value in an exposition already fetched; -1 if absent. */
+double metrics_value_in(const char *exposition, const char *series);
 
 typedef struct cs_pg {
     char dir[256];
