@@ -48,7 +48,7 @@ DEPS_STAMP := build/.deps-$(shell cat scripts/packages-*.txt | md5sum | cut -c1-
 include $(wildcard mk/*.mk)
 
 .SECONDARY:
-.PHONY: all deps run test test-asan test-slow bench valgrind clean
+.PHONY: all deps run test test-asan test-slow bench valgrind clean build-all
 .DEFAULT_GOAL := all
 
 all: deps $(LIB) $(SERVER_LIB) $(if $(CLI_SRC),$(CLI)) $(if $(wildcard server/main.c),$(DAEMON)) $(EXTRA_ALL)
@@ -106,6 +106,9 @@ test: all $(TESTS) $(EXTRA_TEST_DEPS)
 test-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+
+# Compile everything (tests, slow tests, benches) without running any of it.
+build-all: all $(TESTS) $(SLOW_TESTS) $(BENCHES) $(EXTRA_TEST_DEPS)
 
 test-slow: all $(SLOW_TESTS)
 	@BUILD=$(BUILD) tests/run.sh $(SLOW_TESTS)
