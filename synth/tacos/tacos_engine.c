@@ -20,9 +20,10 @@
  *    permanent), so a link reads each entry of its source's log once over the
  *    whole run: the total work is about links x G, not spans x P x G.  The
  *    trial's randomness rotates equal-cost links (and can pick among the
- *    first `window` candidates); small instances choose rarest-first and
- *    heterogeneous ones can keep slow links off redundant chunks (variants
- *    that tacos.c cycles through across trials).
+ *    first `window` candidates); rarest-first trials choose by counts of
+ *    who holds what, kept up to date at each delivery, and heterogeneous
+ *    ones can keep slow links off redundant chunks (variants that tacos.c
+ *    cycles through across trials).
  *  - Time is continuous.  A send over link l occupies one lane for
  *    alpha + chunk_bytes / bandwidth; completions are kept in buckets of equal
  *    end time (on homogeneous networks every span is one bucket).  Only ranks
@@ -108,7 +109,10 @@ static void engine_free(engine *e)
 {
     free(e->covered);
     free(e->holds);
+    free(e->supply);
     free(e->holders);
+    free(e->window);
+    free(e->nwindow);
     free(e->need);
     free(e->cost);
     free(e->in_sorted);
@@ -131,6 +135,20 @@ static void engine_free(engine *e)
     for (int i = 0; i < e->nspare; i++)
         free(e->spare[i].items);
     free(e->spare);
+}
+
+/* d's count of in-neighbours holding chunk c (rarest-first). */
+static inline int supply_get(const engine *e, int d, uint32_t c)
+{
+    return (e->supply[(size_t)d * e->SW + (c >> 1)] >> ((c & 1) * 4)) & 15;
+}
+
+static inline void supply_inc(engine *e, int d, uint32_t c)
+{
+    unsigned char *b = &e->supply[(size_t)d * e->SW + (c >> 1)];
+    int sh = (c & 1) * 4;
+    if (((*b >> sh) & 15) != 15)
+        *b = (unsigned char)(*b + (1 << sh));
 }
 
 /* Appends chunk c to rank r's arrival log, trimming entries every live out-link
@@ -161,8 +179,13 @@ int tacos_log_append(engine *e, int r, uint32_t c)
         }
     }
     lg->buf[lg->len++] = c;
-    if (e->holds) {
+    if (e->holds)
         bit_set(e->holds + (size_t)r * e->W, c);
+    if (e->supply) {
+        /* r now supplies c to each of its out-neighbours */
+        const cs_topology *t = e->t;
+        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
+            supply_inc(e, t->links[l].dst, c);
         e->holders[c]++;
     }
     return CS_OK;
@@ -283,12 +306,27 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     int P = e->P, L = e->L;
     e->covered = calloc((size_t)P * e->W, sizeof *e->covered);
     e->need = calloc((size_t)P, sizeof *e->need);
+    size_t rarest_bytes = 0;
     if (p->rarest) {
-        e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
+        /* 4 bits per (rank, chunk): half a byte per send of an allgather */
+        e->SW = (e->G + 1) / 2;
+        e->supply = calloc((size_t)P * e->SW, 1);
         e->holders = calloc((size_t)e->G, sizeof *e->holders);
-        if (!e->holds || !e->holders)
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
-        e->static_bytes += (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int);
+        e->window = malloc((size_t)(L ? L : 1) * TACOS_RAREST_WINDOW * sizeof *e->window);
+        e->nwindow = calloc((size_t)(L ? L : 1), 1);
+        if (!e->supply || !e->holders || !e->window || !e->nwindow)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for rarest-first counts "
+                                "(%d ranks x %ld chunks)", P, e->G);
+        rarest_bytes = (size_t)P * e->SW + (size_t)e->G * sizeof(int) +
+                       (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1);
+        /* relayed kinds keep slow links off redundant chunks by holdings
+         * (their coverage also marks ranks that do not need a chunk) */
+        if (!e->universal && p->skip_redundant) {
+            e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
+            if (!e->holds)
+                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
+            rarest_bytes += (size_t)P * e->W * 8;
+        }
     }
     e->cost = malloc((size_t)L * sizeof *e->cost);
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
@@ -308,7 +346,8 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
                             P, e->G);
     e->static_bytes = (size_t)P * e->W * 8 + (size_t)P * (sizeof(long) + sizeof(arrival_log) + 10) +
-                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t));
+                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t)) +
+                      rarest_bytes;
     for (int l = 0; l < L; l++) {
         e->cost[l] = tacos_link_cost(&t->links[l], p->chunk_bytes);
         if (!(e->cost[l] > 0.0) || !isfinite(e->cost[l]))
@@ -382,47 +421,81 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
     return false;
 }
 
-/* Rarest first: among the source's candidates, the chunk the fewest other
- * in-neighbours of the destination could supply, then the one fewest ranks
- * hold, then a random one.  Keeps the chunks many links can deliver for
- * later, so the last spans stay full (small instances only: it reads every
- * candidate and needs a holdings bitset). */
-static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32_t *buf,
-                        const uint64_t *row, local_rng *rng)
+/* Rarest first: among the first TACOS_RAREST_WINDOW chunks link l could carry
+ * (its window, in its source's arrival order), the one the fewest other
+ * in-neighbours of the destination hold, then the one the fewest ranks hold,
+ * then a random one.  A chunk only this link can deliver goes first, so the
+ * chunks several links could deliver are left for the last spans, which stay
+ * full (this is what takes hypercubes and DGX-1 to the bandwidth optimum).
+ *
+ * Why it is affordable at any size: the counts are kept up to date at each
+ * delivery (a 4-bit count per rank and chunk: tacos_log_append), so a
+ * candidate costs one lookup instead of a pass over the in-neighbours; and the
+ * window is refilled from the link's cursor, so each log entry is read once
+ * per link as in the plain choice, instead of the source's whole backlog
+ * being rescanned at every pick.  At most 16 entries wait in a window.
+ *
+ * A slow link kept off redundant chunks (skip_redundant) takes its oldest
+ * candidate no cheaper in-link can supply, as in the plain choice. */
+static long pick_rarest(engine *e, int l, local_rng *rng)
 {
     const cs_topology *t = e->t;
-    int d = t->links[l].dst, s = t->links[l].src;
-    long best = -1;
-    long best_key = 0;
-    int ties = 0;
-    int64_t limit = pos + 4096;
-    for (int64_t q = pos; q < end && q < limit; q++) {
-        uint32_t c = buf[q];
-        if (bit_get(row, c))
-            continue;
-        if (e->skip_redundant && cheaper_supplier(e, l, c))
-            continue;
-        long supply = 0;
-        for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
-            int u = t->links[t->in_links[k]].src;
-            if (u != s && bit_get(e->holds + (size_t)u * e->W, c))
-                supply++;
-        }
-        long key = supply * (long)(e->P + 1) + e->holders[c];
-        if (best < 0 || key < best_key) {
-            best = c;
-            best_key = key;
-            ties = 1;
-        } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
-            best = c;
+    const cs_link *lk = &t->links[l];
+    int d = lk->dst, s = lk->src;
+    const uint64_t *row = e->covered + (size_t)d * e->W;
+    uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
+    bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
+    /* drop what the destination covers by now and, on a slow link, what a
+     * cheaper in-link can supply by now: both are permanent */
+    int n = 0;
+    for (int i = 0; i < e->nwindow[l]; i++)
+        if (!bit_get(row, win[i]) && !(slow && cheaper_supplier(e, l, win[i])))
+            win[n++] = win[i];
+    /* refill from the cursor */
+    const arrival_log *lg = &e->logs[s];
+    const uint32_t *buf = lg->buf - lg->base;
+    int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
+    while (n < TACOS_RAREST_WINDOW && pos < end) {
+        uint32_t c = buf[pos++];
+        if (!bit_get(row, c) && !(slow && cheaper_supplier(e, l, c)))
+            win[n++] = c;
+    }
+    e->cursor[l] = pos;
+    int best = -1;
+    if (slow) {
+        best = n > 0 ? 0 : -1;
+    } else {
+        /* the count includes s (the window holds chunks s holds): the order
+         * is the same as counting the other in-neighbours */
+        long best_key = 0;
+        int ties = 0;
+        for (int i = 0; i < n; i++) {
+            long key = (long)supply_get(e, d, win[i]) * (e->P + 1) + e->holders[win[i]];
+            if (best < 0 || key < best_key) {
+                best = i;
+                best_key = key;
+                ties = 1;
+            } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
+                best = i;
+            }
         }
     }
-    return best;
+    if (best < 0) {
+        e->nwindow[l] = (unsigned char)n;
+        return -1;
+    }
+    uint32_t c = win[best];
+    /* the chosen chunk is covered from now on: take it out */
+    memmove(win + best, win + best + 1, (size_t)(n - best - 1) * sizeof *win);
+    e->nwindow[l] = (unsigned char)(n - 1);
+    return c;
 }
 
 /* A chunk link l's source holds and its destination still needs, or -1. */
 static inline long pick_chunk(engine *e, int l, local_rng *rng)
 {
+    if (e->supply)
+        return pick_rarest(e, l, rng);
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
     const uint64_t *row = e->covered + (size_t)lk->dst * e->W;
@@ -445,8 +518,6 @@ static inline long pick_chunk(engine *e, int l, local_rng *rng)
         }
         return -1;
     }
-    if (e->holds)
-        return pick_rarest(e, l, pos, end, buf, row, rng);
     int window = e->p->window;
     if (window <= 1)
         return buf[pos];
@@ -668,12 +739,12 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
     for (int r = 0; r < e.P; r++)
         mark_dirty(&e, r);
     /* parallel matching only where ranks' matches cannot see each other:
-     * no shared sets, no rarest-first, no cheaper-supplier checks */
+     * no shared sets, no cheaper-supplier checks (they read other ranks'
+     * coverage); rarest-first reads counts that change between events only */
     int nthreads = p->match_threads;
     if (nthreads > TACOS_MATCH_THREADS_MAX)
         nthreads = TACOS_MATCH_THREADS_MAX;
-    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.holds ||
-        e.skip_redundant)
+    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.skip_redundant)
         nthreads = 1;
     match_pool *mp = calloc(1, sizeof *mp);
     worker_arg wargs[TACOS_MATCH_THREADS_MAX];
