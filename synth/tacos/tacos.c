@@ -209,7 +209,8 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
             .topo = ph[k].topo, .coll = &ph[k].coll, .chunks = opt->chunks,
             .chunk_bytes = chunk_bytes, .window = 1,
         };
-        bool rarest_fits = (double)ph[k].topo->ranks * (double)G / 2 <= TACOS_RAREST_MAX_BYTES;
+        bool rarest_fits = !opt->plain_only &&
+                           (double)ph[k].topo->ranks * (double)G / 2 <= TACOS_RAREST_MAX_BYTES;
         ph[k].rarest = rarest_fits;
         bool het = heterogeneous_in_links(ph[k].topo);
         int n = 0;

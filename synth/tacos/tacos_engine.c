@@ -109,6 +109,8 @@ static void engine_free(engine *e)
 {
     free(e->covered);
     free(e->holds);
+    free(e->gcov);
+    free(e->group_cost);
     free(e->supply);
     free(e->holders);
     free(e->window);
@@ -279,6 +281,68 @@ static void sort_in_links(int *idx, int n, const double *cost)
     }
 }
 
+/* Group coverage for cheaper_supplier: per group, the chunks some member
+ * covers, and the cost of the group's slowest own link when its own links
+ * connect every member to every other (else +inf: the group test is off,
+ * since a member's chunk may then reach d only from outside). */
+static int init_group_cover(engine *e, cs_error *err)
+{
+    const cs_topology *t = e->t;
+    int NG = t->ngroups;
+    e->gcov = calloc((size_t)NG * e->W, sizeof *e->gcov);
+    e->group_cost = malloc((size_t)NG * sizeof *e->group_cost);
+    int *seen = calloc((size_t)e->P, sizeof *seen), *queue = malloc((size_t)e->P * sizeof *queue);
+    if (!e->gcov || !e->group_cost || !seen || !queue) {
+        free(seen);
+        free(queue);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for group coverage");
+    }
+    e->static_bytes += (size_t)NG * (e->W * 8 + sizeof(double));
+    int stamp = 0;
+    for (int g = 0; g < NG; g++) {
+        const cs_group *gr = &t->groups[g];
+        double worst = 0.0;
+        bool connected = gr->nranks > 0;
+        /* every member reaches every other over the group's links: one
+         * forward and one backward search from the first member */
+        for (int dir = 0; dir < 2 && connected; dir++) {
+            stamp++;
+            int qh = 0, qt = 0, reached = 1;
+            seen[gr->ranks[0]] = stamp;
+            queue[qt++] = gr->ranks[0];
+            while (qh < qt) {
+                int v = queue[qh++];
+                int lo = dir ? t->in_begin[v] : t->out_begin[v];
+                int hi = dir ? t->in_begin[v + 1] : t->out_begin[v + 1];
+                for (int k = lo; k < hi; k++) {
+                    int l = dir ? t->in_links[k] : k;
+                    int u = dir ? t->links[l].src : t->links[l].dst;
+                    if (t->group_of[u] != g)
+                        continue;
+                    if (e->cost[l] > worst)
+                        worst = e->cost[l];
+                    if (seen[u] != stamp) {
+                        seen[u] = stamp;
+                        queue[qt++] = u;
+                        reached++;
+                    }
+                }
+            }
+            connected = reached == gr->nranks;
+        }
+        e->group_cost[g] = connected ? worst : INFINITY;
+        for (int i = 0; i < gr->nranks; i++) {
+            const uint64_t *row = e->covered + (size_t)gr->ranks[i] * e->W;
+            uint64_t *grow = e->gcov + (size_t)g * e->W;
+            for (long w = 0; w < e->W; w++)
+                grow[w] |= row[w];
+        }
+    }
+    free(seen);
+    free(queue);
+    return CS_OK;
+}
+
 static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_error *err)
 {
     memset(e, 0, sizeof *e);
@@ -384,7 +448,10 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     }
     e->skip_redundant = p->skip_redundant && (e->universal || e->holds);
     note_peak(e);
-    return tacos_init_conditions(e, err);
+    int rc = tacos_init_conditions(e, err);
+    if (rc == CS_OK && e->skip_redundant && e->universal && t->ngroups > 0)
+        rc = init_group_cover(e, err);
+    return rc;
 }
 
 /* ---- matching -------------------------------------------------------------- */
@@ -401,9 +468,14 @@ static inline bool link_has_room(const engine *e, int l)
     return true;
 }
 
-/* Whether an in-neighbour of l's destination with a cheaper link already holds
- * (or is receiving) chunk c: then a slow link should not spend its long
- * occupancy on it. */
+/* Whether chunk c can reach l's destination d over cheaper links: an
+ * in-neighbour with a cheaper link holds (or is receiving) it, or, for a link
+ * into d's group from outside, some rank of the group covers it and the
+ * group's own links are all cheaper than l.  Then a slow link should not
+ * spend its long occupancy on c: it waits for a chunk only it can bring.  The
+ * group test is what keeps a node's scale-out ports on distinct chunks (on
+ * switch2d:8x4 each port imports what no GPU of its node has yet, and the
+ * node's fast links spread it). */
 static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
 {
     const cs_topology *t = e->t;
@@ -416,6 +488,13 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
         int u = t->links[m].src;
         const uint64_t *urow = (e->universal ? e->covered : e->holds) + (size_t)u * e->W;
         if (bit_get(urow, c))
+            return true;
+    }
+    /* a link into d's group from outside it: some rank of the group covers c */
+    if (e->gcov) {
+        int g = t->group_of[d];
+        if (g >= 0 && t->group_of[t->links[l].src] != g && e->group_cost[g] < cl &&
+            bit_get(e->gcov + (size_t)g * e->W, c))
             return true;
     }
     return false;
@@ -443,43 +522,50 @@ static long pick_rarest(engine *e, int l, local_rng *rng)
     const cs_link *lk = &t->links[l];
     int d = lk->dst, s = lk->src;
     const uint64_t *row = e->covered + (size_t)d * e->W;
+    const unsigned char *srow = e->supply + (size_t)d * e->SW;
     uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
     bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
-    /* drop what the destination covers by now and, on a slow link, what a
-     * cheaper in-link can supply by now: both are permanent */
-    int n = 0;
-    for (int i = 0; i < e->nwindow[l]; i++)
-        if (!bit_get(row, win[i]) && !(slow && cheaper_supplier(e, l, win[i])))
-            win[n++] = win[i];
-    /* refill from the cursor */
+    /* One pass: the window's entries, then new ones from the cursor, dropping
+     * what the destination covers by now and, on a slow link, what a cheaper
+     * in-link can supply by now (both are permanent).  The count includes s
+     * (the window holds chunks s holds): the order is the same as counting
+     * the other in-neighbours. */
+    int n = 0, old = e->nwindow[l], best = -1, best_supply = 16, best_holders = 0, ties = 0;
     const arrival_log *lg = &e->logs[s];
     const uint32_t *buf = lg->buf - lg->base;
     int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
-    while (n < TACOS_RAREST_WINDOW && pos < end) {
-        uint32_t c = buf[pos++];
-        if (!bit_get(row, c) && !(slow && cheaper_supplier(e, l, c)))
-            win[n++] = c;
-    }
-    e->cursor[l] = pos;
-    int best = -1;
-    if (slow) {
-        best = n > 0 ? 0 : -1;
-    } else {
-        /* the count includes s (the window holds chunks s holds): the order
-         * is the same as counting the other in-neighbours */
-        long best_key = 0;
-        int ties = 0;
-        for (int i = 0; i < n; i++) {
-            long key = (long)supply_get(e, d, win[i]) * (e->P + 1) + e->holders[win[i]];
-            if (best < 0 || key < best_key) {
-                best = i;
-                best_key = key;
-                ties = 1;
-            } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
-                best = i;
+    for (int i = 0; n < TACOS_RAREST_WINDOW; i++) {
+        uint32_t c;
+        if (i < old)
+            c = win[i];
+        else if (pos < end)
+            c = buf[pos++];
+        else
+            break;
+        if (bit_get(row, c) || (slow && cheaper_supplier(e, l, c)))
+            continue;
+        win[n] = c;
+        if (slow) {
+            /* the oldest candidate, as in the plain choice */
+            if (best < 0)
+                best = n;
+        } else {
+            int supply = (srow[c >> 1] >> ((c & 1) * 4)) & 15;
+            if (supply <= best_supply) {
+                int holders = e->holders[c];
+                if (supply < best_supply || holders < best_holders) {
+                    best = n;
+                    best_supply = supply;
+                    best_holders = holders;
+                    ties = 1;
+                } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
+                    best = n;
+                }
             }
         }
+        n++;
     }
+    e->cursor[l] = pos;
     if (best < 0) {
         e->nwindow[l] = (unsigned char)n;
         return -1;
@@ -602,6 +688,8 @@ static void match_range(engine *e, long w0, long w1, double now, uint64_t event,
                             return;
                         }
                         bit_set(row, c);
+                        if (e->gcov && t->group_of[d] >= 0)
+                            bit_set(e->gcov + (size_t)t->group_of[d] * e->W, c);
                         e->need[d]--;
                         e->busy[l]++;
                         for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)

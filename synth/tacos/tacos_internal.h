@@ -85,6 +85,10 @@ typedef struct engine {
     uint64_t *covered;      /* P * W */
     uint64_t *holds;        /* P * W: what each rank holds; only with rarest-first choice
                                on relayed kinds with heterogeneous links (cheaper_supplier) */
+    uint64_t *gcov;         /* per group: chunks some member covers (NG * W); only when
+                               slow links skip redundant chunks on universal kinds */
+    double *group_cost;     /* per group: its slowest own link, +inf when its own links
+                               do not connect it (the group test is off) */
     /* rarest-first (tacos_engine.c, pick_rarest); all change only at
      * deliveries, so parallel matching reads a snapshot of the event's start */
     unsigned char *supply;  /* per rank d, a 4-bit count per chunk of d's in-neighbours
