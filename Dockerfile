@@ -23,6 +23,7 @@ RUN apt-get update \
         libpq-dev \
         libcurl4-openssl-dev \
         libzstd-dev \
+        libbliss-dev \
         zlib1g-dev \
         check \
  && rm -rf /var/lib/apt/lists/*
@@ -45,6 +46,7 @@ RUN apt-get update \
         libpq5 \
         libcurl4 \
         libzstd1 \
+        libbliss2 \
         zlib1g \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*

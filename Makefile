@@ -20,7 +20,7 @@ SYNTH_DIRS := $(sort $(dir $(wildcard synth/*/*.h)))
 INCLUDES := $(patsubst %/,-I%,$(SYNTH_DIRS)) -Icodegen -Iserver -Itests
 PKG_CFLAGS = $(shell pkg-config --cflags jansson libmicrohttpd sqlite3 libpq libcurl check 2>/dev/null)
 CFLAGS_ALL = $(CSTD) $(OPT) $(SAN) $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
-LIBS_CORE := -lz3 -ljansson -lzstd -lz -lpthread -lm
+LIBS_CORE := -lz3 -lbliss -ljansson -lzstd -lz -lpthread -lm
 LIBS_SERVER := -lmicrohttpd -lsqlite3 -lpq -lcurl
 LIBS_CHECK = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt)
 
