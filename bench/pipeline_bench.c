@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 
     /* the store: the encoded form, from the result and its skeleton */
     long before = status_kb("VmRSS");
+    printf("rss_after_synthesis_bytes_per_send %.2f\n", (before - rss0) * 1024.0 / n);
     resettable = resettable && reset_peak();
     t0 = cs_now();
     json_t *skel = result_to_json_frame(res);
