@@ -435,6 +435,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             rc = opt_check_keys(flat, "options.", smt_keys, "not an smt option", err);
             if (!rc)
                 rc = parse_smt_options(flat, "options.", lim, &r->smt, err);
+            r->smt.max_ranks = lim->smt_limit_ranks;
             if (!rc)
                 rc = prefix_field(err, smt_options_validate(&r->smt, r->topology,
                                                             &r->collective, err),
@@ -618,6 +619,7 @@ static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
     if (k >= 0)
         o.k = k;
     o.threads = lim->threads;
+    o.max_ranks = lim->smt_limit_ranks;
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
@@ -655,7 +657,7 @@ static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
 {
     cs_tacos_options o = r->tacos;
     o.threads = lim->threads;
-    o.keep_sends = true;
+    o.keep_sends = !lim->tacos_stats_only;
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
@@ -830,9 +832,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             if (k != r->smt.k)
                 snprintf(widened, sizeof widened, ", k widened from %d to %d", r->smt.k, k);
             snprintf(reason, sizeof reason,
-                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (frontier %s%s)",
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s%s)",
                      t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
-                     (*out)->complete ? "complete" : "partial: time budget ran out", widened);
+                     r->smt.steps > 0       ? "one instance decided"
+                     : (*out)->complete     ? "frontier complete"
+                                            : "frontier partial: time budget ran out",
+                     widened);
             break;
         }
         if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {

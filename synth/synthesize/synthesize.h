@@ -74,6 +74,11 @@ typedef struct cs_synth_limits {
     long smt_max_variables;    /* default 50,000 */
     double smt_time_budget_s;  /* default 30; 0 = no budget */
     int threads;               /* solver threads per synthesis (0 = CPU count) */
+    /* in-process callers (the CLI); neither changes what a result means */
+    int smt_limit_ranks;       /* method smt refuses larger topologies (0 = smt.h's
+                                  CS_SMT_DEFAULT_MAX_RANKS) */
+    bool tacos_stats_only;     /* TACOS keeps its statistics, not the sends: a result
+                                  with no algorithm (very large topologies) */
 } cs_synth_limits;
 
 void synth_limits_default(cs_synth_limits *lim);
