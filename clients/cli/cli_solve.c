@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mcf.h"
 #include "cli_tacos.h"
 #include "smt.h"
 #include "synthesize.h"
@@ -50,7 +51,7 @@ static void smt_usage(FILE *f)
             "  COLLECTIVE            allgather, reducescatter, allreduce, broadcast, reduce,\n"
             "                        gather, scatter, alltoall, or a collective JSON document\n"
             "Options:\n"
-            "  --method M            smt (default) or tacos (see --method tacos --help)\n"
+            "  --method M            smt (default), tacos or mcf (see --method tacos --help)\n"
             "  --k N                 candidates with S <= R <= S + N (default 4)\n"
             "  --max-chunks N        largest C tried (default 8)\n"
             "  --max-steps N         largest S tried (default: steps bound + 8)\n"
@@ -311,6 +312,7 @@ static const struct {
 } methods[] = {
     {"smt", solve_smt},
     {"tacos", cli_solve_tacos},
+    {"mcf", cli_solve_mcf},
 };
 
 /* Options that belong to `codegen` when --format asks for code (all take a
@@ -363,7 +365,7 @@ static int solve_then_codegen(int argc, char **argv, solve_fn fn, const char *me
             else
                 cargv[cc++] = argv[i];
             cargv[cc++] = argv[i + 1];
-            if (!strcmp(argv[i], "--size") && !strcmp(method, "tacos")) {
+            if (!strcmp(argv[i], "--size") && (!strcmp(method, "tacos") || !strcmp(method, "mcf"))) {
                 sargv[sc++] = argv[i];
                 sargv[sc++] = argv[i + 1];
             }
@@ -420,5 +422,5 @@ int cli_cmd_solve(int argc, char **argv, const cli_globals *g)
                                    format);
         return solve_then_codegen(argc, argv, methods[k].fn, method, g);
     }
-    return cli_usage_error(CMD, "unknown --method '%s' (known: smt, tacos)", method);
+    return cli_usage_error(CMD, "unknown --method '%s' (known: smt, tacos, mcf)", method);
 }
