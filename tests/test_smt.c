@@ -732,9 +732,14 @@ START_TEST(cli_solve_table_json_and_exit_codes)
     ck_assert_int_eq(r.code, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "magic"));
 
-    run_cli(&r, (const char *[]){"solve", "ring:8", "allgather", "--max-ranks", "4", NULL});
+    run_cli(&r, (const char *[]){"solve", "ring:8", "allgather", "--method", "smt",
+                                 "--max-ranks", "4", NULL});
     ck_assert_int_eq(r.code, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "max_ranks"));
+    /* auto (the default) takes TACOS where SMT refuses, and says why */
+    run_cli(&r, (const char *[]){"solve", "ring:8", "allgather", "--max-ranks", "4", NULL});
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "exceeds an smt limit"));
 
     run_cli(&r, (const char *[]){"solve", "--help", NULL});
     ck_assert_int_eq(r.code, 0);

@@ -1,19 +1,18 @@
 /*
- * cli_mcf.h - the mcf part of `collsynth solve`:
- *
- *     collsynth solve TOPO COLLECTIVE --method mcf [--chunks N] [--epochs K]
- *         [--size BYTES] [--epoch-split N] [--gap G] [--time-limit S]
- *         [--root R] [--output FILE] [--json]
- *
- * Same shape as cli_tacos.h: argv[0] is "solve", "--method mcf" is accepted
- * and ignored; prints the schedule's simulated time, the LP bound and the
- * cut bound, the solver figures; returns the process exit status (cli.h).
+ * cli_mcf.h - the report `collsynth solve ... --method mcf` prints (the
+ * dispatcher runs the method, cli_solve.c parses the options): the
+ * schedule's simulated time at the size its chunks were timed with, the LP
+ * bound (bounds.mcf_lp), the cut bound and ratio_to_bound, and the solver's
+ * figures (model, objective, bound, gap, solve times).
  */
 #ifndef CS_CLI_MCF_H
 #define CS_CLI_MCF_H
 
 #include <stdio.h>
 
-int cli_solve_mcf(int argc, char **argv, FILE *report);
+#include "algorithm.h"
+
+void cli_mcf_report(FILE *report, const cs_result *r, const cs_topology *t,
+                    const cs_collective *c, double bytes);
 
 #endif

@@ -43,6 +43,11 @@ int collective_kind_from_name(const char *name, cs_coll_kind *kind)
     return CS_EINVAL;
 }
 
+const char *collective_kind_suggest(const char *name)
+{
+    return name ? cs_nearest_name(name, strlen(name), kind_names, CS_COLL_KIND_COUNT) : NULL;
+}
+
 bool collective_kind_is_combining(cs_coll_kind kind)
 {
     return kind == CS_COLL_REDUCESCATTER || kind == CS_COLL_REDUCE || kind == CS_COLL_ALLREDUCE;
@@ -216,9 +221,15 @@ int collective_from_json(const json_t *doc, cs_collective *out, cs_error *err)
         return cs_error_set(err, CS_EINVAL, "collective.kind", "must be a string (one of %s)",
                             kinds);
     cs_coll_kind kind;
-    if (collective_kind_from_name(json_string_value(jk), &kind))
+    if (collective_kind_from_name(json_string_value(jk), &kind)) {
+        const char *near = collective_kind_suggest(json_string_value(jk));
+        char hint[64] = "";
+        if (near)
+            snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
         return cs_error_set(err, CS_EINVAL, "collective.kind",
-                            "unknown kind \"%.64s\" (accepted: %s)", json_string_value(jk), kinds);
+                            "unknown kind \"%.64s\"%s (accepted: %s)", json_string_value(jk),
+                            hint, kinds);
+    }
     out->kind = kind;
     json_t *jr = json_object_get(doc, "root");
     if (collective_kind_is_rooted(kind)) {

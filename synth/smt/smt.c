@@ -366,6 +366,12 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
     r->complete = f.complete;
     r->stats = f.stats;
     f.stats = NULL;
+    if (r->stats) {
+        /* the class the search covered: what "complete" is complete in */
+        json_object_set_new(r->stats, "k", json_integer(opt->k));
+        json_object_set_new(r->stats, "max_chunks", json_integer(opt->max_chunks));
+        json_object_set_new(r->stats, "single_instance", json_boolean(opt->steps > 0));
+    }
     smt_frontier_free(&f);
     r->synth_seconds = cs_now() - t0;
     *out = r;

@@ -126,6 +126,7 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
         return rc;
     return CS_OK;
 }
+static const char *const hier_keys[] = {"smt_time_limit_s", NULL};
 
 static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_smt_options *s, cs_error *err)
@@ -366,6 +367,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     smt_options_default(&r->smt);
     tacos_options_default(&r->tacos);
     r->tacos.keep_sends = true;
+    hier_options_default(&r->hier);
     r->baseline.chunks = 0;
     mcf_options_default(&r->mcf);
 
@@ -387,6 +389,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
         r->method_kind = CS_SYNTH_TACOS;
     else if (strcmp(method, "mcf") == 0)
         r->method_kind = CS_SYNTH_MCF;
+    else if (strcmp(method, "hierarchical") == 0)
+        r->method_kind = CS_SYNTH_HIER;
     else if (strlen(method) < sizeof r->method && baseline_exists(method))
         r->method_kind = CS_SYNTH_BASELINE;
     else {
@@ -398,7 +402,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
         }
         rc = cs_error_set(err, CS_EINVAL, "method",
-                          "unknown method \"%.60s\": expected auto, smt, tacos, mcf or a baseline (%s)",
+                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical, "
+                          "mcf or a baseline (%s)",
                           method, names);
         goto fail;
     }
@@ -452,6 +457,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             rc = opt_check_keys(flat, "options.", smt_keys, "not an smt option", err);
             if (!rc)
                 rc = parse_smt_options(flat, "options.", lim, &r->smt, err);
+            r->smt.max_ranks = lim->smt_limit_ranks;
             if (!rc)
                 rc = prefix_field(err, smt_options_validate(&r->smt, r->topology,
                                                             &r->collective, err),
@@ -481,6 +487,14 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                 rc = prefix_field(err, mcf_options_validate(&r->mcf, r->topology,
                                                             &r->collective, err),
                                   "options");
+            break;
+        case CS_SYNTH_HIER:
+            rc = opt_check_keys(flat, "options.", hier_keys, "not a hierarchical option", err);
+            if (!rc)
+                rc = opt_double(flat, "smt_time_limit_s", "options.", 0.01, 600,
+                                &r->hier.smt_time_limit_s, err);
+            if (!rc)
+                rc = hier_applicable(r->topology, &r->collective, err);
             break;
         case CS_SYNTH_AUTO: {
             static const char *const auto_keys[] = {"smt", "tacos", "mcf", NULL};
@@ -645,6 +659,7 @@ static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
     if (k >= 0)
         o.k = k;
     o.threads = lim->threads;
+    o.max_ranks = lim->smt_limit_ranks;
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
@@ -682,7 +697,7 @@ static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
 {
     cs_tacos_options o = r->tacos;
     o.threads = lim->threads;
-    o.keep_sends = true;
+    o.keep_sends = !lim->tacos_stats_only;
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
@@ -699,6 +714,17 @@ static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double bu
     if (budget_s > 0 && (o.time_limit_s <= 0 || o.time_limit_s > budget_s))
         o.time_limit_s = budget_s;
     return mcf_synthesize(r->topology, &r->collective, &o, out, err);
+}
+
+static int run_hier(const cs_synth_request *r, const cs_synth_limits *lim,
+                    const cs_synth_hooks *h, cs_result **out, cs_error *err)
+{
+    cs_hier_options o = r->hier;
+    o.threads = lim->threads;
+    o.progress = h ? h->progress : NULL;
+    o.progress_ctx = h ? h->progress_ctx : NULL;
+    o.cancel = h ? h->cancel : NULL;
+    return hier_synthesize(r->topology, &r->collective, &o, out, err);
 }
 
 static int run_baseline(const cs_synth_request *r, cs_result **out, cs_error *err)
@@ -811,6 +837,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         rc = run_mcf(r, hooks, r->time_limit_s, out, err);
         snprintf(reason, sizeof reason, "method mcf requested");
         break;
+    case CS_SYNTH_HIER:
+        rc = run_hier(r, lim, hooks, out, err);
+        if (rc == CS_OK)
+            snprintf(reason, sizeof reason, "method hierarchical requested; %.220s",
+                     (*out)->reason);
+        break;
     default: {
         const cs_topology *t = r->topology;
         if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM) {
@@ -849,16 +881,36 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             }
         }
         long vars = synth_smt_estimate_variables(t, &r->collective, r->smt.max_chunks);
+        /* nodes joined by a fabric, too large for SMT: compose instead of flat TACOS */
+        char hier_note[200] = "";
+        if (t->ranks > lim->smt_max_ranks || vars > lim->smt_max_variables) {
+            cs_error herr;
+            cs_error_clear(&herr);
+            if (hier_applicable(t, &r->collective, &herr) == CS_OK) {
+                rc = run_hier(r, lim, hooks, out, &herr);
+                if (rc == CS_OK) {
+                    snprintf(reason, sizeof reason, "auto: %d ranks in nodes, too large for "
+                             "smt; %.180s", t->ranks, (*out)->reason);
+                    break;
+                }
+                if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {
+                    rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
+                    break;
+                }
+                snprintf(hier_note, sizeof hier_note, "hierarchical failed (%.150s); ",
+                         herr.message);
+            }
+        }
         if (t->ranks > lim->smt_max_ranks) {
-            snprintf(reason, sizeof reason, "auto: %d ranks > smt limit %d; tacos", t->ranks,
-                     lim->smt_max_ranks);
+            snprintf(reason, sizeof reason, "auto: %s%d ranks > smt limit %d; tacos", hier_note,
+                     t->ranks, lim->smt_max_ranks);
             rc = run_tacos(r, lim, hooks, out, err);
             break;
         }
         if (vars > lim->smt_max_variables) {
             snprintf(reason, sizeof reason,
-                     "auto: ~%ld smt variables > limit %ld (%d ranks); tacos", vars,
-                     lim->smt_max_variables, t->ranks);
+                     "auto: %s~%ld smt variables > limit %ld (%d ranks); tacos", hier_note,
+                     vars, lim->smt_max_variables, t->ranks);
             rc = run_tacos(r, lim, hooks, out, err);
             break;
         }
@@ -871,9 +923,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             if (k != r->smt.k)
                 snprintf(widened, sizeof widened, ", k widened from %d to %d", r->smt.k, k);
             snprintf(reason, sizeof reason,
-                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (frontier %s%s)",
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s%s)",
                      t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
-                     (*out)->complete ? "complete" : "partial: time budget ran out", widened);
+                     r->smt.steps > 0       ? "one instance decided"
+                     : (*out)->complete     ? "frontier complete"
+                                            : "frontier partial: time budget ran out",
+                     widened);
             break;
         }
         if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {

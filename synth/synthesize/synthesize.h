@@ -16,7 +16,8 @@
  *
  * Request document (CONTRACT.md section 4):
  *   {"topology": "dgx1" | {Topology JSON}, "collective": {"kind": ...},
- *    "method": "auto" | "smt" | "tacos" | <baseline name>, "options": {...}}
+ *    "method": "auto" | "smt" | "tacos" | "hierarchical" | <baseline name>,
+ *    "options": {...}}
  * Options, by method (unknown keys are rejected, naming them):
  *   every method: wait_s (daemon: how long POST waits before answering 202),
  *                 time_limit_s (per-job wall-clock limit).  Neither is part of
@@ -26,10 +27,13 @@
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
  *   baseline: chunks                                       (cs_baseline_options)
  *   mcf:      chunks, epochs, max_epochs, bytes, epoch_split, gap   (cs_mcf_options)
+ *   hierarchical: smt_time_limit_s (per node-type SMT search; default 2)
  *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}
  *
  * The auto policy (limits in cs_synth_limits, server configuration, not part
- * of the key): SMT when ranks <= smt_max_ranks and the estimated SMT variable
+ * of the key): hierarchical for allgather, reducescatter and allreduce on
+ * topologies of nodes joined by a switched fabric (hier_applicable) that are
+ * too large for SMT (the cases that would otherwise go to flat TACOS); SMT when ranks <= smt_max_ranks and the estimated SMT variable
  * count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS
  * when the instance is larger, when SMT cannot handle the collective, or when
  * SMT found nothing within its budget.  Alltoall and custom demands go to mcf
@@ -55,6 +59,7 @@
 #include "baseline.h"
 #include "bounds.h"
 #include "mcf.h"
+#include "hier.h"
 #include "smt.h"
 #include "tacos.h"
 
@@ -79,6 +84,11 @@ typedef struct cs_synth_limits {
     long mcf_max_columns;      /* ... when its estimated model is at most this (default 300,000) */
     double mcf_time_budget_s;  /* ... with at most this much time (default 60; 0 = none) */
     int threads;               /* solver threads per synthesis (0 = CPU count) */
+    /* in-process callers (the CLI); neither changes what a result means */
+    int smt_limit_ranks;       /* method smt refuses larger topologies (0 = smt.h's
+                                  CS_SMT_DEFAULT_MAX_RANKS) */
+    bool tacos_stats_only;     /* TACOS keeps its statistics, not the sends: a result
+                                  with no algorithm (very large topologies) */
 } cs_synth_limits;
 
 void synth_limits_default(cs_synth_limits *lim);
@@ -88,7 +98,8 @@ typedef enum cs_synth_method {
     CS_SYNTH_SMT,
     CS_SYNTH_TACOS,
     CS_SYNTH_BASELINE,
-    CS_SYNTH_MCF
+    CS_SYNTH_MCF,
+    CS_SYNTH_HIER              /* "hierarchical" (hier.h) */
 } cs_synth_method;
 
 typedef struct cs_synth_request {
@@ -100,6 +111,7 @@ typedef struct cs_synth_request {
     cs_tacos_options tacos;       /* normalized; progress/cancel unset */
     cs_baseline_options baseline;
     cs_mcf_options mcf;           /* normalized; progress/cancel unset */
+    cs_hier_options hier;         /* normalized; progress/cancel unset */
     double wait_s;                /* options.wait_s (0 when absent); not in the key */
     double time_limit_s;          /* options.time_limit_s (0 = none); not in the key */
     json_t *canonical;            /* owned: the canonical request document */

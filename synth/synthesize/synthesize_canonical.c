@@ -251,6 +251,9 @@ int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
         json_decref(tmp);
         break;
     }
+    case CS_SYNTH_HIER:
+        json_object_set_new(copts, "smt_time_limit_s", json_real(r->hier.smt_time_limit_s));
+        break;
     case CS_SYNTH_AUTO:
         json_object_set_new(copts, "smt", smt_options_json(&r->smt));
         json_object_set_new(copts, "tacos", tacos_options_json(&r->tacos));
