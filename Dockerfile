@@ -26,6 +26,8 @@ RUN apt-get update \
         libbliss-dev \
         zlib1g-dev \
         check \
+        coinor-libclp-dev \
+        coinor-libcbc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -48,6 +50,8 @@ RUN apt-get update \
         libzstd1 \
         libbliss2 \
         zlib1g \
+        coinor-libclp1 \
+        coinor-libcbc3 \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system collsynth \
