@@ -25,6 +25,8 @@ RUN apt-get update \
         libzstd-dev \
         zlib1g-dev \
         check \
+        coinor-libclp-dev \
+        coinor-libcbc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -46,6 +48,8 @@ RUN apt-get update \
         libcurl4 \
         libzstd1 \
         zlib1g \
+        coinor-libclp1 \
+        coinor-libcbc3 \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system collsynth \

@@ -212,6 +212,23 @@ static json_t *tacos_options_json(const cs_tacos_options *t)
                      t->bytes);
 }
 
+static json_t *mcf_options_json(const cs_mcf_options *m)
+{
+    return json_pack("{s:i, s:i, s:i, s:f, s:i, s:f}", "chunks", m->chunks, "epochs", m->epochs,
+                     "max_epochs", m->max_epochs, "bytes", m->bytes, "epoch_split",
+                     m->epoch_split, "gap", m->gap);
+}
+
+/* Auto's canonical form names mcf options only when they differ from the
+ * defaults, so the keys of auto requests made before mcf existed stay. */
+static bool mcf_options_are_default(const cs_mcf_options *m)
+{
+    cs_mcf_options d;
+    mcf_options_default(&d);
+    return m->chunks == d.chunks && m->epochs == d.epochs && m->max_epochs == d.max_epochs &&
+           m->bytes == d.bytes && m->epoch_split == d.epoch_split && m->gap == d.gap;
+}
+
 int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
 {
     json_t *canon = json_object();
@@ -236,9 +253,20 @@ int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
     case CS_SYNTH_BASELINE:
         json_object_set_new(copts, "chunks", json_integer(r->baseline.chunks));
         break;
+    case CS_SYNTH_MCF: {
+        json_t *tmp = mcf_options_json(&r->mcf);
+        json_object_update(copts, tmp);
+        json_decref(tmp);
+        break;
+    }
+    case CS_SYNTH_HIER:
+        json_object_set_new(copts, "smt_time_limit_s", json_real(r->hier.smt_time_limit_s));
+        break;
     case CS_SYNTH_AUTO:
         json_object_set_new(copts, "smt", smt_options_json(&r->smt));
         json_object_set_new(copts, "tacos", tacos_options_json(&r->tacos));
+        if (!mcf_options_are_default(&r->mcf))
+            json_object_set_new(copts, "mcf", mcf_options_json(&r->mcf));
         break;
     }
     json_object_set_new(canon, "options", copts);
