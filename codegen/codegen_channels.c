@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codegen_channels.h"
+#include "codegen_plan.h"
 
 /* ---- hash map -------------------------------------------------------------- */
 
@@ -104,18 +105,39 @@ int cg_link_lanes(const cs_topology *t, int src, int dst)
     return li >= 0 && t->links[li].lanes > 1 ? t->links[li].lanes : 1;
 }
 
-void cg_lane_init(cg_lane_state *s, bool timed, int lanes)
+void cg_lane_init(cg_lane_state *s, bool timed, int lanes, const cg_run_rule *rule)
 {
     memset(s, 0, sizeof *s);
     s->timed = timed;
     s->lanes = lanes > 0 ? lanes : 1;
+    if (rule)
+        s->rule = *rule;
+    else
+        s->rule.max_cnt = 1;
 }
 
 void cg_lane_free(cg_lane_state *s)
 {
     free(s->ends);
     free(s->count);
+    for (int m = 0; m < 2; m++) {
+        free(s->units[m]);
+        free(s->run_len[m]);
+    }
+    free(s->last_chunk);
+    free(s->last_key);
     memset(s, 0, sizeof *s);
+}
+
+/* Chunk g's slot follows chunk prev's in the input or the output layout. */
+static bool neighbours(const cg_run_rule *r, long prev, long g)
+{
+    if (r->ranks < 1)
+        return false;
+    return codegen_out_offset(r->kind, r->ranks, r->chunks, g, 0) ==
+               codegen_out_offset(r->kind, r->ranks, r->chunks, prev, 0) + 1 ||
+           codegen_in_offset(r->kind, r->ranks, r->chunks, g, 0) ==
+               codegen_in_offset(r->kind, r->ranks, r->chunks, prev, 0) + 1;
 }
 
 bool cg_lane_in_order(const cg_lane_state *s, int step, long chunk, double start)
@@ -143,7 +165,7 @@ static int grow(void **arr, int *cap, int need, size_t elem)
 }
 
 int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, int *base,
-                 long *minor)
+                 long *minor, int *newunit)
 {
     int c;
     if (!s->timed) {
@@ -166,12 +188,59 @@ int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, i
         *minor = 0;
     }
     if (c >= s->ncount) {
-        if (grow((void **)&s->count, &s->capcount, c + 1, sizeof(long)) != CS_OK)
-            return CS_ENOMEM;
-        for (int k = s->ncount; k <= c; k++)
-            s->count[k] = 0;
+        if (c + 1 > s->capcount) {
+            int nc = s->capcount ? s->capcount : 4;
+            while (nc < c + 1)
+                nc *= 2;
+            long *cnt = realloc(s->count, (size_t)nc * sizeof(long));
+            if (cnt)
+                s->count = cnt;
+            long *u0 = cnt ? realloc(s->units[0], (size_t)nc * sizeof(long)) : NULL;
+            if (u0)
+                s->units[0] = u0;
+            long *u1 = u0 ? realloc(s->units[1], (size_t)nc * sizeof(long)) : NULL;
+            if (u1)
+                s->units[1] = u1;
+            long *lc = u1 ? realloc(s->last_chunk, (size_t)nc * sizeof(long)) : NULL;
+            if (lc)
+                s->last_chunk = lc;
+            double *lk = lc ? realloc(s->last_key, (size_t)nc * sizeof(double)) : NULL;
+            if (lk)
+                s->last_key = lk;
+            int *r0 = lk ? realloc(s->run_len[0], (size_t)nc * sizeof(int)) : NULL;
+            if (r0)
+                s->run_len[0] = r0;
+            int *r1 = r0 ? realloc(s->run_len[1], (size_t)nc * sizeof(int)) : NULL;
+            if (!r1)
+                return CS_ENOMEM;
+            s->run_len[1] = r1;
+            s->capcount = nc;
+        }
+        for (int k = s->ncount; k <= c; k++) {
+            s->count[k] = s->units[0][k] = s->units[1][k] = 0;
+            s->run_len[0][k] = s->run_len[1][k] = 0;
+        }
         s->ncount = c + 1;
     }
+    /* the units this message starts on its base channel */
+    double key = s->timed ? rt : (double)step;
+    int cap = s->rule.max_cnt > 0 ? s->rule.max_cnt : 0x7fffffff;
+    bool near = s->count[c] > 0 && neighbours(&s->rule, s->last_chunk[c], chunk);
+    bool cont[2] = {near && s->last_key[c] == key && s->run_len[0][c] < cap,
+                    near && s->run_len[1][c] < cap};
+    int nu = 0;
+    for (int m = 0; m < 2; m++) {
+        if (cont[m]) {
+            s->run_len[m][c]++;
+        } else {
+            s->run_len[m][c] = 1;
+            s->units[m][c]++;
+            nu |= 1 << m;
+        }
+    }
+    *newunit = nu;
+    s->last_chunk[c] = chunk;
+    s->last_key[c] = key;
     s->count[c]++;
     s->any = true;
     s->step = step;

@@ -35,9 +35,30 @@ void cg_send_times(const cs_algorithm *a, long i, bool timed, double *rt, double
 
 /* ---- base channels of one link --------------------------------------------- */
 
+/* What a lane needs to tell whether a message continues the previous one's
+ * run: the collective's buffer layout (contiguous slots) and the most chunks
+ * one step may move (0: no limit). */
+typedef struct cg_run_rule {
+    cs_coll_kind kind;
+    int ranks, chunks;
+    int max_cnt;
+} cg_run_rule;
+
+/* Units: a base channel's messages are dealt over channels in units, not one
+ * by one, so that what could move as one step stays on one thread block.  A
+ * unit is a run of consecutive messages of the base channel whose chunks are
+ * neighbours in the collective's input or output layout (the slots a sender
+ * reads and a receiver writes, unless values were parked in scratch), at
+ * most max_cnt long; a "step" unit also keeps to one step (one start time
+ * for timed schedules), an "any" unit may span steps (merging across steps).
+ * A unit is an estimate of what the emitter merges, which checks the real
+ * slots and dependencies: both ends deal by the same rule, so they agree. */
+enum { CG_UNIT_STEP = 0, CG_UNIT_ANY = 1 };
+
 typedef struct cg_lane_state {
     bool timed;
     int lanes;
+    cg_run_rule rule;
     bool any;
     int step;          /* last message, for the order check */
     long chunk;
@@ -46,17 +67,23 @@ typedef struct cg_lane_state {
     double *ends;      /* timed: when each base channel is free again */
     int nends, capends;
     long *count;       /* messages per base channel */
+    long *units[2];    /* units per base channel: CG_UNIT_STEP, CG_UNIT_ANY */
+    long *last_chunk;  /* per base channel: its last message */
+    double *last_key;  /* step or start time */
+    int *run_len[2];   /* length of the current unit */
     int ncount, capcount;
 } cg_lane_state;
 
-void cg_lane_init(cg_lane_state *s, bool timed, int lanes);
+/* rule may be NULL: every message is its own unit. */
+void cg_lane_init(cg_lane_state *s, bool timed, int lanes, const cg_run_rule *rule);
 void cg_lane_free(cg_lane_state *s);
 /* True when a message (step, chunk, start) may follow the previous one in
  * canonical order. */
 bool cg_lane_in_order(const cg_lane_state *s, int step, long chunk, double start);
-/* The next message's base channel and minor key; CS_OK or CS_ENOMEM. */
+/* The next message's base channel and minor key, and in *newunit which units
+ * it starts (bit CG_UNIT_STEP, bit CG_UNIT_ANY); CS_OK or CS_ENOMEM. */
 int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, int *base,
-                 long *minor);
+                 long *minor, int *newunit);
 
 /* Lanes of the link src -> dst (1 without a topology or such a link). */
 int cg_link_lanes(const cs_topology *t, int src, int dst);

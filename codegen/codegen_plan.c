@@ -457,6 +457,7 @@ static int assign_channels(builder *b, const cs_topology *t)
         order[begin[lid[x]]++] = x;
     int spread = sum->spread;
     bool block = sum->block_deal;
+    int merge = sum->merge_steps ? CG_UNIT_ANY : CG_UNIT_STEP;
     for (long k = 0; k < n && rc == CS_OK;) {
         long e = k;
         while (e < n && lid[order[e]] == lid[order[k]])
@@ -481,14 +482,18 @@ static int assign_channels(builder *b, const cs_topology *t)
         }
         long x0 = order[k];
         cg_lane_state ls;
-        cg_lane_init(&ls, p->timed, cg_link_lanes(t, b->xi[x0].src, b->xi[x0].dst));
+        cg_lane_init(&ls, p->timed, cg_link_lanes(t, b->xi[x0].src, b->xi[x0].dst), &sum->rule);
         for (long q = k; q < e && rc == CS_OK; q++) {
             long x = order[q];
+            int nu;
             rc = cg_lane_next(&ls, b->xi[x].step, b->xi[x].chunk, b->rt[x], b->wt[x], &base[x],
-                              &b->minor[x]);
+                              &b->minor[x], &nu);
+            /* the unit bit travels with the base channel until dealing */
+            base[x] = base[x] * 2 + ((nu >> merge) & 1);
         }
-        /* deal each base channel's messages, in order, over `spread` channels:
-         * a subsequence of a channel keeps its order properties */
+        /* deal each base channel's units, in order, over `spread` channels:
+         * a subsequence of a channel keeps its order properties, and a unit
+         * (a run that may move as one step) stays on one channel */
         if (rc == CS_OK && ls.ncount > capord) {
             long *no = realloc(ord, (size_t)ls.ncount * sizeof *no);
             if (!no)
@@ -500,11 +505,12 @@ static int assign_channels(builder *b, const cs_topology *t)
         }
         if (rc == CS_OK) {
             for (int c = 0; c < ls.ncount; c++)
-                ord[c] = 0;
+                ord[c] = -1;
             for (long q = k; q < e; q++) {
                 long x = order[q];
-                int c = base[x];
-                b->chan[x] = c * spread + cg_deal(ord[c]++, ls.count[c], spread, block);
+                int c = base[x] / 2;
+                ord[c] += base[x] & 1;
+                b->chan[x] = c * spread + cg_deal(ord[c], ls.units[merge][c], spread, block);
             }
         }
         cg_lane_free(&ls);

@@ -97,7 +97,9 @@ typedef struct cg_summary {
     bool timed;
     int nlinks;
     cg_link *links;
-    long *base_count;
+    long *base_count;       /* messages per base channel */
+    long *base_units[2];    /* units per base channel (CG_UNIT_STEP, CG_UNIT_ANY) */
+    cg_run_rule rule;       /* how units were cut */
     long *rank_link_begin;  /* ranks + 1: links out of or into each rank */
     int *rank_links;
     long *incident;         /* per rank: sends + receives */
@@ -116,8 +118,13 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
 void codegen_summary_free(cg_summary *s);
 /* The link src -> dst, -1 when no send uses it. */
 int cg_summary_link(const cg_summary *s, int src, int dst);
-/* The channel a base channel's ord-th message (of m) goes to, and how many
- * messages sub-channel k of a base channel with m messages carries. */
+/* The channel a base channel's ord-th unit (of m) goes to, and how many
+ * units sub-channel k of a base channel with m units carries.  Units, not
+ * messages, are dealt (codegen_channels.h): a run that can move as one step
+ * stays on one thread block, and a base channel with fewer units than
+ * `spread` uses only as many channels as it has units (cg_unit_spread), so
+ * short links do not cost spread thread blocks each. */
+int cg_unit_spread(long m, int spread);
 int cg_deal(long ord, long m, int spread, bool block);
 long cg_deal_count(long m, int spread, bool block, int k);
 

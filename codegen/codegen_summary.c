@@ -17,8 +17,16 @@
 
 /* ---- dealing a base channel's messages over spread channels ---------------- */
 
+int cg_unit_spread(long m, int spread)
+{
+    if (spread <= 1 || m <= 1)
+        return 1;
+    return m < spread ? (int)m : spread;
+}
+
 int cg_deal(long ord, long m, int spread, bool block)
 {
+    spread = cg_unit_spread(m, spread);
     if (spread <= 1)
         return 0;
     if (!block)
@@ -29,6 +37,7 @@ int cg_deal(long ord, long m, int spread, bool block)
 
 long cg_deal_count(long m, int spread, bool block, int k)
 {
+    spread = cg_unit_spread(m, spread);
     if (spread <= 1)
         return k == 0 ? m : 0;
     if (k < 0 || k >= spread)
@@ -48,6 +57,8 @@ void codegen_summary_free(cg_summary *s)
         return;
     free(s->links);
     free(s->base_count);
+    free(s->base_units[0]);
+    free(s->base_units[1]);
     free(s->rank_link_begin);
     free(s->rank_links);
     free(s->incident);
@@ -94,7 +105,7 @@ static long link_of(scan *sc, int src, int dst)
     l = s->nlinks;
     int lanes = cg_link_lanes(sc->t, src, dst);
     s->links[l] = (cg_link){src, dst, lanes, 0, 0, 0};
-    cg_lane_init(&sc->lanes[l], s->timed, lanes);
+    cg_lane_init(&sc->lanes[l], s->timed, lanes, &s->rule);
     sc->nlanes++;
     if (cg_hmap_put(&sc->s->link_map, link_key(src, dst), l) != CS_OK)
         return -1;
@@ -107,10 +118,10 @@ static int feed(scan *sc, long l, long i)
     const cs_algorithm *a = sc->a;
     double rt, wt;
     cg_send_times(a, i, sc->s->timed, &rt, &wt);
-    int base;
+    int base, nu;
     long minor;
     return cg_lane_next(&sc->lanes[l], algorithm_send_step(a, i), algorithm_send_chunk(a, i), rt,
-                        wt, &base, &minor);
+                        wt, &base, &minor, &nu);
 }
 
 /* Canonical order per link for the index sort (qsort_r: the algorithm is the
@@ -170,7 +181,7 @@ static int deal_sorted(scan *sc, cs_error *err)
             (void *)sc->a);
     for (int l = 0; l < s->nlinks; l++) {
         cg_lane_free(&sc->lanes[l]);
-        cg_lane_init(&sc->lanes[l], s->timed, s->links[l].lanes);
+        cg_lane_init(&sc->lanes[l], s->timed, s->links[l].lanes, &s->rule);
     }
     int rc = CS_OK;
     for (long k = 0; k < n && rc == CS_OK; k++) {
@@ -231,13 +242,14 @@ static int build_adjacency(cg_summary *s)
 
 typedef struct evaluation {
     bool feasible;       /* thread blocks, channels, blocks per channel fit */
-    long max_msgs;       /* messages of the fullest thread block */
+    long max_msgs;       /* units (estimated steps) of the fullest thread block */
     long max_elements;   /* estimated XML elements of the fullest rank (one <gpu>) */
     int nchannels;
     char bad[400];       /* the first structural violation */
 } evaluation;
 
-static long link_sub_count(const cg_summary *s, int l, int ch, int spread, bool block)
+static long link_sub_count(const cg_summary *s, int l, int ch, int spread, bool block,
+                           bool merge)
 {
     if (l < 0)
         return 0;
@@ -245,11 +257,15 @@ static long link_sub_count(const cg_summary *s, int l, int ch, int spread, bool 
     int base = ch / spread;
     if (base >= L->nbase)
         return 0;
-    return cg_deal_count(s->base_count[L->base_off + base], spread, block, ch % spread);
+    return cg_deal_count(s->base_units[merge][L->base_off + base], spread, block, ch % spread);
 }
 
+/* Thread blocks, channels and the elements of every rank when units of the
+ * kind `merge` selects are dealt over `spread` channels per base channel.
+ * Elements count one step per unit (nops come on top: the caller keeps
+ * room for them). */
 static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool block,
-                    evaluation *ev)
+                    bool merge, evaluation *ev)
 {
     memset(ev, 0, sizeof *ev);
     ev->feasible = true;
@@ -269,6 +285,7 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
         memset(sends, 0, (size_t)nch * sizeof(int));
         memset(recvs, 0, (size_t)nch * sizeof(int));
         long tbs = 1; /* the block for final copies, if the rank has any */
+        long units = 0;
         long b = s->rank_link_begin[r], e = s->rank_link_begin[r + 1];
         for (long k = b; k < e;) {
             /* the links to and from one peer */
@@ -291,11 +308,12 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
             if (in >= 0 && s->links[in].nbase > nb)
                 nb = s->links[in].nbase;
             for (int ch = 0; ch < nb * spread; ch++) {
-                long co = link_sub_count(s, out, ch, spread, block);
-                long ci = link_sub_count(s, in, ch, spread, block);
+                long co = link_sub_count(s, out, ch, spread, block, merge);
+                long ci = link_sub_count(s, in, ch, spread, block, merge);
                 if (co + ci == 0)
                     continue;
                 tbs++;
+                units += co + ci;
                 sends[ch] += co > 0;
                 recvs[ch] += ci > 0;
                 if (co + ci > ev->max_msgs)
@@ -304,7 +322,7 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
                     maxch = ch;
             }
         }
-        long elements = 2 + tbs + s->incident[r];
+        long elements = 2 + tbs + units;
         if (elements > ev->max_elements)
             ev->max_elements = elements;
         if (!lim || !ev->feasible)
@@ -343,11 +361,11 @@ static int set_merging(cg_summary *s, const cg_limits *lim, evaluation *ev, cs_e
 {
     s->merge_steps = true;
     s->block_deal = true;
-    if (evaluate(s, lim, s->spread, true, ev) != CS_OK)
+    if (evaluate(s, lim, s->spread, true, true, ev) != CS_OK)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (!ev->feasible) {
         s->block_deal = false;
-        if (evaluate(s, lim, s->spread, false, ev) != CS_OK)
+        if (evaluate(s, lim, s->spread, false, true, ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     return CS_OK;
@@ -363,7 +381,7 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     s->spread = 1;
     s->merge_steps = s->block_deal = false;
     if (!lim) {
-        if (evaluate(s, NULL, 1, false, &ev) != CS_OK)
+        if (evaluate(s, NULL, 1, false, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
         s->nchannels = ev.nchannels;
         return CS_OK;
@@ -374,7 +392,7 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     bool fits = false;
     memset(&first, 0, sizeof first);
     for (int spread = 1; spread <= lim->max_channels && !fits; spread *= 2) {
-        if (evaluate(s, lim, spread, false, &ev) != CS_OK)
+        if (evaluate(s, lim, spread, false, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
         if (spread == 1)
             first = ev;
@@ -423,6 +441,7 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
     s->nsends = a->nsends;
     s->timed = a->nsends > 0 && algorithm_is_timed(a);
     s->ordered = true;
+    s->rule = (cg_run_rule){a->collective.kind, a->ranks, a->chunks, lim ? lim->max_cnt : 0};
     scan sc = {.s = s, .a = a, .t = t};
     int rc = CS_OK;
     s->incident = calloc((size_t)a->ranks, sizeof(long));
@@ -458,14 +477,19 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
     for (int l = 0; l < s->nlinks; l++)
         nbase_total += sc.lanes[l].ncount;
     s->base_count = malloc((size_t)(nbase_total ? nbase_total : 1) * sizeof(long));
-    if (!s->base_count)
+    s->base_units[0] = malloc((size_t)(nbase_total ? nbase_total : 1) * sizeof(long));
+    s->base_units[1] = malloc((size_t)(nbase_total ? nbase_total : 1) * sizeof(long));
+    if (!s->base_count || !s->base_units[0] || !s->base_units[1])
         goto nomem;
     nbase_total = 0;
     for (int l = 0; l < s->nlinks; l++) {
         s->links[l].nbase = sc.lanes[l].ncount;
         s->links[l].base_off = nbase_total;
-        for (int c = 0; c < sc.lanes[l].ncount; c++)
+        for (int c = 0; c < sc.lanes[l].ncount; c++) {
+            s->base_units[0][nbase_total] = sc.lanes[l].units[0][c];
+            s->base_units[1][nbase_total] = sc.lanes[l].units[1][c];
             s->base_count[nbase_total++] = sc.lanes[l].count[c];
+        }
     }
     if (build_adjacency(s) != CS_OK)
         goto nomem;

@@ -678,7 +678,11 @@ static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, c
         name[k] = 0;
     }
     d->lim = runtime_limits(opt->runtime);
-    int rc = codegen_summary_build(a, d->t, &d->lim, &d->sum, err);
+    /* without merged steps every message is its own unit when dealing */
+    cg_limits slim = d->lim;
+    if (opt->single_chunk_steps)
+        slim.max_cnt = 1;
+    int rc = codegen_summary_build(a, d->t, &slim, &d->sum, err);
     if (rc != CS_OK)
         return rc;
     /* the buffer sizes every <gpu> declares */

@@ -222,13 +222,15 @@ START_TEST(step_limits_spread_channels_then_merge_then_give_elimit)
     free(x);
     algorithm_free(a);
     /* 2100 steps: more than 32 channels x 64 steps.  The chunks are
-     * neighbours in the buffers, so the executor's document deals them in
-     * contiguous blocks over 32 channels and moves each block in steps of
-     * up to 71 chunks (cnt), across the schedule's steps */
+     * neighbours in the buffers, so the executor's document merges them
+     * across the schedule's steps into runs of up to 71 chunks (cnt) before
+     * dealing: 30 runs (29 x 71 + 41), one per channel */
     a = long_broadcast(2100);
     rc = gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
-    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"32\""));
+    ck_assert_ptr_nonnull(strstr(x, "nchannels=\"30\""));
+    /* both ends of 29 full runs, and the root's 2100-chunk copy from i to o */
+    ck_assert_int_eq(count(x, "cnt=\"71\""), 3 * 29);
     limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, &st);
     ck_assert_int_gt(st.max_cnt, 1);
     ck_assert_int_le(st.max_cnt, 71);
@@ -270,6 +272,74 @@ START_TEST(step_limits_spread_channels_then_merge_then_give_elimit)
     ck_assert_int_lt(st.max_elements, 4096);
     interp_ok(x, &a->collective);
     free(x);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* Root 0 sends rank 1 `big` chunks one per step in a scattered order (nothing
+ * merges: rank 0 needs 32 channels of at most 224 steps for them), and sends
+ * each of ranks 2..1+small_peers `small` neighbouring chunks in step 0.  A
+ * custom collective: rank 1 needs the big chunks, each small peer its own. */
+static cs_algorithm *hub_with_short_links(int big, int small_peers, int small)
+{
+    cs_error err;
+    int G = big + small_peers * small;
+    json_t *pre = json_array(), *post = json_array();
+    for (int g = 0; g < G; g++) {
+        json_array_append_new(pre, json_pack("[i,i]", g, 0));
+        json_array_append_new(post, json_pack("[i,i]", g, g < big ? 1 : 2 + (g - big) / small));
+    }
+    json_t *j = json_pack("{s:s, s:i, s:o, s:o}", "kind", "custom", "global_chunks", G, "pre", pre,
+                          "post", post);
+    cs_collective c;
+    ck_assert_int_eq(collective_from_json(j, &c, &err), CS_OK);
+    json_decref(j);
+    ck_assert_int_eq(collective_validate(&c, 2 + small_peers, &err), CS_OK);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "hub", 2 + small_peers, 1, big, &a, &err), CS_OK);
+    for (int s = 0; s < big; s++)
+        algorithm_add_send(a, (int)((long)s * 1031 % big), 0, 1, s, CS_OP_COPY);
+    for (int g = big; g < G; g++)
+        algorithm_add_send(a, g, 0, 2 + (g - big) / small, 0, CS_OP_COPY);
+    collective_free(&c);
+    return a;
+}
+
+/* Runs of neighbouring chunks are found before messages are dealt over
+ * channels.  Rank 0 needs 32 channels per lane for its long link to rank 1;
+ * dealt message by message, each short link's 32 chunks would take 32 thread
+ * blocks of one step each (5 x 64 elements), and rank 0's part would have
+ * 4110 elements (limit 4095).  Dealt as units, each short link is one run:
+ * one thread block, one step of cnt 32. */
+START_TEST(runs_are_merged_before_channels_are_dealt)
+{
+    cs_error err;
+    cs_algorithm *a = hub_with_short_links(3750, 5, 32);
+    cs_topology *t = cgt_topology(7, 1, true);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.runtime = CS_MSCCL_RUNTIME_MSCCL;
+    char *x = NULL;
+    int rc = msccl_xml_generate(a, t, &o, &x, NULL, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    limits_ok(x, CS_MSCCL_RUNTIME_MSCCL, &st);
+    ck_assert_int_lt(st.max_elements, 4096);
+    ck_assert_int_eq(st.nchannels, 32);
+    ck_assert_int_eq(st.max_cnt, 32);
+    /* rank 0: 32 blocks for rank 1, one per short link */
+    ck_assert_int_eq(st.max_tbs, 37);
+    ck_assert_int_eq(st.merged_steps, 2 * 5); /* both ends of each short link */
+    ck_assert_int_eq(count(x, "cnt=\"32\""), 10);
+    interp_ok(x, &a->collective);
+    free(x);
+    /* without merging the same schedule is over the element limit */
+    o.single_chunk_steps = true;
+    rc = msccl_xml_generate(a, t, &o, &x, NULL, &err);
+    ck_assert_int_eq(rc, CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "rank 0") && strstr(err.message, "fewer than 4096"), "%s",
+                  err.message);
     algorithm_free(a);
     topology_free(t);
 }
@@ -1050,6 +1120,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, ring_allgather_document_matches_hand_lowering);
     tcase_add_test(tc, collective_names_follow_the_runtime);
     tcase_add_test(tc, step_limits_spread_channels_then_merge_then_give_elimit);
+    tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
     tcase_add_test(tc, rank_slices_hold_the_same_algo_and_their_gpus);
     tcase_add_test(tc, the_limit_checker_counts_on_the_text);

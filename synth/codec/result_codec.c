@@ -297,11 +297,19 @@ static int encode_blocks(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     return rc;
 }
 
-/* Groups: consecutive ranks until their sends reach CS_CODEC_GROUP_SENDS.  The
- * frames are built in passes over the sends, each pass filling the groups
- * whose sends fit a memory budget, so a huge algorithm never needs a second
- * copy of itself in memory. */
+/* Groups: consecutive ranks until their sends reach CS_CODEC_GROUP_SENDS.
+ * Memory is bounded whatever the size: a pass collects, for the groups whose
+ * sends fit GROUP_PASS_SENDS, the 4-byte index of each of their sends
+ * (bucketed by group, in the algorithm's order: a scan reading only src and
+ * dst), then builds and compresses one group's frame at a time from its
+ * indices.  Raw columns thus exist for one group (at most about
+ * CS_CODEC_GROUP_SENDS plus one rank's sends), never for a whole pass, and
+ * the index covers about a quarter of the entries (2 MB at 1M sends, 16 MB
+ * at 16.7M).  An earlier version built every group's raw
+ * columns of a pass at once (about 46 bytes per send) and decoded every send
+ * in full on every pass. */
 #define GROUP_PASS_SENDS (4L << 20)
+#define GROUP_PASS_MIN (512L << 10)
 
 static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tables *t,
                          cs_error *err)
@@ -310,9 +318,15 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     long n = a->nsends;
     long *deg = calloc((size_t)P, sizeof *deg);
     int *group_of = calloc((size_t)P, sizeof *group_of);
+    long *fill = NULL, *gbegin = NULL;
+    uint32_t *idx = NULL;
     int rc = CS_OK;
     if (!deg || !group_of) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
+        goto done;
+    }
+    if (n > (long)UINT32_MAX) {
+        rc = cs_error_set(err, CS_ELIMIT, "sends", "%ld sends is too many to encode", n);
         goto done;
     }
     for (long i = 0; i < n; i++) {
@@ -338,7 +352,9 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     }
     t->ngroups = ng;
     t->groups = calloc((size_t)(ng ? ng : 1), sizeof *t->groups);
-    if (!t->groups) {
+    gbegin = calloc((size_t)ng + 1, sizeof *gbegin);
+    fill = calloc((size_t)ng + 1, sizeof *fill);
+    if (!t->groups || !gbegin || !fill) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
         goto done;
     }
@@ -351,53 +367,66 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
             t->groups[g].rank_hi = (uint32_t)(r - 1);
         }
     }
-    frame_builder *fb = NULL;
+    /* a group holds a send once even when both its ranks are in it */
+    for (long i = 0; i < n; i++) {
+        long g1 = group_of[algorithm_send_src(a, i)], g2 = group_of[algorithm_send_dst(a, i)];
+        gbegin[g1 + 1]++;
+        if (g2 != g1)
+            gbegin[g2 + 1]++;
+    }
+    for (long g = 0; g < ng; g++)
+        gbegin[g + 1] += gbegin[g];
+    /* a quarter of the entries per pass, within [GROUP_PASS_MIN, GROUP_PASS_SENDS]:
+     * a few scans of src and dst buy an index a few times smaller */
+    long budget = gbegin[ng] / 4;
+    if (budget < GROUP_PASS_MIN)
+        budget = GROUP_PASS_MIN;
+    if (budget > GROUP_PASS_SENDS)
+        budget = GROUP_PASS_SENDS;
+    frame_builder f = {.timed = timed, .indexed = true};
     long first = 0;
     while (first < ng && !rc) {
         /* groups [first, last) in this pass */
-        long last = first, budget = 0;
-        while (last < ng) {
-            long gs = 0;
-            for (uint32_t r = t->groups[last].rank_lo; r <= t->groups[last].rank_hi; r++)
-                gs += deg[r];
-            if (last > first && budget + gs > GROUP_PASS_SENDS)
-                break;
-            budget += gs;
+        long last = first + 1;
+        while (last < ng && gbegin[last + 1] - gbegin[first] <= budget)
             last++;
-        }
-        fb = calloc((size_t)(last - first), sizeof *fb);
-        if (!fb) {
+        long base = gbegin[first], m = gbegin[last] - base;
+        uint32_t *ni = realloc(idx, (size_t)(m ? m : 1) * sizeof *idx);
+        if (!ni) {
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
             break;
         }
-        for (long g = first; g < last; g++) {
-            fb[g - first].timed = timed;
-            fb[g - first].indexed = true;
+        idx = ni;
+        for (long g = first; g < last; g++)
+            fill[g] = gbegin[g] - base;
+        for (long i = 0; i < n; i++) {
+            long g1 = group_of[algorithm_send_src(a, i)], g2 = group_of[algorithm_send_dst(a, i)];
+            if (g1 >= first && g1 < last)
+                idx[fill[g1]++] = (uint32_t)i;
+            if (g2 != g1 && g2 >= first && g2 < last)
+                idx[fill[g2]++] = (uint32_t)i;
         }
-        for (long i = 0; i < n && !rc; i++) {
-            cs_send s = algorithm_send(a, i);
-            long g1 = group_of[s.src], g2 = group_of[s.dst];
-            if (g1 >= first && g1 < last && fb_add(&fb[g1 - first], &s, i))
-                rc = CS_ENOMEM;
-            if (!rc && g2 != g1 && g2 >= first && g2 < last && fb_add(&fb[g2 - first], &s, i))
-                rc = CS_ENOMEM;
-        }
-        if (rc)
-            cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
-        for (long g = first; g < last; g++) {
+        for (long g = first; g < last && !rc; g++) {
+            fb_reset(&f);
+            for (long k = gbegin[g] - base; k < gbegin[g + 1] - base && !rc; k++) {
+                cs_send sv = algorithm_send(a, idx[k]);
+                if (fb_add(&f, &sv, idx[k]))
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
+            }
             if (!rc) {
                 uint32_t lo = t->groups[g].rank_lo, hi = t->groups[g].rank_hi;
-                rc = fb_flush(e, &fb[g - first], &t->groups[g], err);
+                rc = fb_flush(e, &f, &t->groups[g], err);
                 t->groups[g].rank_lo = lo;
                 t->groups[g].rank_hi = hi;
             }
-            fb_free(&fb[g - first]);
         }
-        free(fb);
-        fb = NULL;
         first = last;
     }
+    fb_free(&f);
 done:
+    free(idx);
+    free(fill);
+    free(gbegin);
     free(deg);
     free(group_of);
     return rc;
