@@ -63,6 +63,11 @@ static void solve_usage(FILE *f)
             "  smt                   the exact Pareto frontier of k-synchronous algorithms\n"
             "                        (steps S vs rounds per chunk R/C) with Z3\n"
             "  tacos                 greedy time-expanded matching, any size\n"
+            "  hierarchical          clusters (groups joined by switched rails or one\n"
+            "                        fabric switch): allgather, reducescatter, allreduce\n"
+            "                        composed from SMT node trees and a direct exchange of\n"
+            "                        node blocks, pipelined (auto picks it for clusters\n"
+            "                        too large for SMT)\n"
             "  BASELINE              a hand-designed algorithm (collsynth baselines)\n"
             "SMT options (smt, auto):\n"
             "  --k N                 candidates with S <= R <= S + N (default: 4, widened\n"
@@ -320,7 +325,7 @@ static int write_result(const cs_synth_request *req, const cs_result *r, const c
 
 /* ---- options ------------------------------------------------------------------------- */
 
-enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4 };
+enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4, M_HIER = 8 };
 
 typedef struct solve_args {
     const char *topo_spec, *coll_spec, *method, *out_path;
@@ -497,6 +502,8 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
         opts = json_incref(a->tacos);
     else if (mkind == M_BASELINE)
         opts = json_incref(a->tacos);  /* only "chunks" can be there (checked before) */
+    else if (mkind == M_HIER)
+        opts = json_object();          /* node-type SMT budget: the method's default */
     else {
         opts = json_object();
         if (json_object_size(a->smt))
@@ -525,7 +532,7 @@ static int solve_main(int argc, char **argv, FILE *report)
     memset(&a, 0, sizeof a);
     a.method = "auto";
     a.root = -2;
-    a.used = M_SMT | M_TACOS | M_BASELINE;
+    a.used = M_SMT | M_TACOS | M_BASELINE | M_HIER;
     a.size = CS_BOUND_DEFAULT_BYTES;
     a.smt = json_object();
     a.tacos = json_object();
@@ -546,10 +553,11 @@ static int solve_main(int argc, char **argv, FILE *report)
     int mkind = !strcmp(a.method, "auto")    ? (M_SMT | M_TACOS)
                 : !strcmp(a.method, "smt")   ? M_SMT
                 : !strcmp(a.method, "tacos") ? M_TACOS
+                : !strcmp(a.method, "hierarchical") ? M_HIER
                                              : M_BASELINE;
     if (mkind == M_BASELINE && !baseline_exists(a.method)) {
-        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos or a baseline: "
-                                    "see 'collsynth baselines')", a.method);
+        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, hierarchical or a "
+                                    "baseline: see 'collsynth baselines')", a.method);
         goto out;
     }
     if (!(a.used & mkind)) {
