@@ -14,6 +14,7 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "msccl_interp.h"
+#include "synthesize.h"
 
 typedef struct run_result {
     int code;
@@ -524,6 +525,213 @@ START_TEST(large_results_are_streamed_compact)
 }
 END_TEST
 
+
+/* Issue 12: `solve` runs through the service's dispatcher: auto by default
+ * (and accepted by name), with the service's reason and the service's key
+ * for the same request. */
+START_TEST(solve_defaults_to_auto_with_the_services_key)
+{
+    run_result r = run("solve", "ring:4", "allgather", "--quiet");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "reason: auto: 4 ranks"));
+    cs_synth_request *req = NULL;
+    cs_error err;
+    const char *body = "{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"allgather\"}}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    char want[80];
+    snprintf(want, sizeof want, "key:    %s", req->key);
+    ck_assert_msg(strstr(r.out, want), "no '%s' in:\n%s", want, r.out);
+    synth_request_free(req);
+    run_free(&r);
+    r = run("solve", "ring:4", "allgather", "--method", "auto", "--quiet");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "reason: auto:"));
+    run_free(&r);
+    /* too large for SMT: auto takes TACOS, and says so */
+    r = run("solve", "torus2d:8x8", "allgather", "--quiet");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "tacos allgather on torus2d:8x8"));
+    ck_assert_ptr_nonnull(strstr(r.out, "reason: auto: 64 ranks > smt limit 16; tacos"));
+    run_free(&r);
+    /* a baseline by name, and an option that is not the method's */
+    r = run("solve", "ring:4", "allgather", "--method", "ring", "--quiet");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "reason: baseline ring requested"));
+    run_free(&r);
+    r = run("solve", "ring:4", "allgather", "--method", "smt", "--trials", "3");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--trials is a TACOS option"));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: every method shows progress on a terminal (--progress forces
+ * the status line when stderr is a file, as here); without it, and off a
+ * terminal, no status line is drawn. */
+START_TEST(solve_shows_progress_for_every_method)
+{
+    const char *methods[] = {"tacos", "ring", "smt"};
+    for (int i = 0; i < 3; i++) {
+        run_result r = run("solve", "ring:6", "allgather", "--method", methods[i], "--progress");
+        ck_assert_msg(r.code == 0, "%s: exit %d: %s", methods[i], r.code, r.err);
+        ck_assert_msg(strstr(r.err, "\r\033[K[") && strstr(r.err, "s] "),
+                      "%s: no status line in '%s'", methods[i], r.err);
+        ck_assert_msg(strstr(r.err, methods[i]), "%s: the line does not name the method",
+                      methods[i]);
+        run_free(&r);
+    }
+    run_result r = run("solve", "ring:6", "allgather", "--method", "tacos");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_null(strchr(r.err, '\r'));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: verify and simulate read what `solve -o` writes (a Result):
+ * every frontier algorithm, or one with --index. */
+START_TEST(verify_and_simulate_accept_a_result)
+{
+    char *res = tmpfile_path("dgx1-ag.json");
+    run_result r = run("solve", "dgx1", "allgather", "--method", "smt", "--k", "4", "--quiet",
+                       "-o", res);
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    run_free(&r);
+    json_t *doc = json_load_file(res, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    size_t n = json_array_size(json_object_get(doc, "frontier"));
+    json_decref(doc);
+    ck_assert_int_eq(n, 2);  /* (2,3,2) and (3,7,6) at k = 4 */
+    r = run("verify", "dgx1", res);
+    ck_assert_msg(r.code == 0, "exit %d: %s %s", r.code, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "[0] valid: smt allgather"));
+    ck_assert_ptr_nonnull(strstr(r.out, "[1] valid: smt allgather"));
+    run_free(&r);
+    r = run("verify", "dgx1", res, "--index", "1", "--json");
+    ck_assert_int_eq(r.code, 0);
+    doc = json_loads(r.out, 0, NULL);
+    ck_assert(json_is_true(json_object_get(doc, "valid")));
+    json_t *algs = json_object_get(doc, "algorithms");
+    ck_assert_int_eq(json_array_size(algs), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(algs, 0), "index")), 1);
+    json_decref(doc);
+    run_free(&r);
+    r = run("verify", "dgx1", res, "--index", "2");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "has 2 algorithms"));
+    run_free(&r);
+    /* on the wrong topology every algorithm is invalid: exit 1 */
+    r = run("verify", "ring:8", res);
+    ck_assert_int_eq(r.code, 1);
+    run_free(&r);
+    r = run("simulate", "dgx1", res, "--json", "--size", "1MiB");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    doc = json_loads(r.out, 0, NULL);
+    algs = json_object_get(doc, "algorithms");
+    ck_assert_int_eq(json_array_size(algs), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *a = json_array_get(algs, i);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "index")), (json_int_t)i);
+        ck_assert(json_number_value(json_object_get(a, "time_us")) > 0);
+        double ratio = json_number_value(json_object_get(a, "ratio_to_bound"));
+        ck_assert(ratio > 0 && ratio <= 1.0);
+    }
+    json_decref(doc);
+    run_free(&r);
+    r = run("simulate", "dgx1", res, "--index", "0");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "2 steps, 3 rounds"));
+    ck_assert_ptr_null(strstr(r.out, "3 steps, 7 rounds"));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: one decided instance is not a "complete frontier"; a searched
+ * frontier says its class. */
+START_TEST(solve_says_what_it_decided)
+{
+    run_result r = run("solve", "ring:4", "allgather", "--steps", "3", "--rounds", "3",
+                       "--chunks", "1", "--quiet");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "one instance decided: an algorithm exists"));
+    ck_assert_ptr_null(strstr(r.out, "complete"));
+    run_free(&r);
+    r = run("solve", "ring:4", "allgather", "--method", "smt", "--k", "3", "--quiet");
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "complete frontier (k=3, C<=8)"));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: -o is --output for every method; TACOS writes the Result. */
+START_TEST(solve_tacos_takes_dash_o)
+{
+    char *res = tmpfile_path("t.json");
+    run_result r = run("solve", "ring:8", "allgather", "--method", "tacos", "-o", res, "--quiet");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "tacos allgather on ring:8"));
+    run_free(&r);
+    json_t *doc = json_load_file(res, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "method")), "tacos");
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "frontier")), 1);
+    json_decref(doc);
+    r = run("verify", "ring:8", res);
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: --frontier-dir creates its directory, or says why it cannot;
+ * a missing input is reported as missing, not as a bad format. */
+START_TEST(codegen_frontier_dir_and_missing_input)
+{
+    char *res = tmpfile_path("ag.json");
+    run_result r = run("solve", "dgx1", "allgather", "--method", "smt", "--quiet", "-o", res);
+    ck_assert_int_eq(r.code, 0);
+    run_free(&r);
+    char *dir = tmpfile_path("algos/job42");
+    r = run("codegen", res, "--format", "msccl-xml", "--frontier-dir", dir);
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "MSCCL_XML_FILES="));
+    ck_assert_ptr_nonnull(strstr(r.out, dir));
+    run_free(&r);
+    /* a component that is a file */
+    char *blocked = tmpfile_path("ag.json/sub");
+    r = run("codegen", res, "--format", "msccl-xml", "--frontier-dir", blocked);
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "is not a directory"));
+    run_free(&r);
+    r = run("codegen", tmpfile_path("nope.json"), "--format", "msccl-xml", "--frontier-dir", dir);
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "No such file"));
+    ck_assert_ptr_null(strstr(r.err, "needs a Result"));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 12: a misspelt topology or collective suggests the nearest name. */
+START_TEST(typos_suggest_the_nearest_name)
+{
+    run_result r = run("solve", "torsu2d:4x4", "allgather");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'torus2d:4x4'?"));
+    run_free(&r);
+    r = run("solve", "ring:4", "allgathr");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'allgather'?"));
+    run_free(&r);
+    r = run("baseline", "ring", "ring:4", "alltoal");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'alltoall'?"));
+    run_free(&r);
+    /* nothing close: no suggestion */
+    r = run("solve", "ring:4", "frobnicate");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_null(strstr(r.err, "did you mean"));
+    run_free(&r);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -540,6 +748,13 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, tacos_cluster_schedule_simulates_on_the_callers_topology);
     tcase_add_test(tc, solve_format_msccl_xml_runs_in_the_interpreter);
     tcase_add_test(tc, large_results_are_streamed_compact);
+    tcase_add_test(tc, solve_defaults_to_auto_with_the_services_key);
+    tcase_add_test(tc, solve_shows_progress_for_every_method);
+    tcase_add_test(tc, verify_and_simulate_accept_a_result);
+    tcase_add_test(tc, solve_says_what_it_decided);
+    tcase_add_test(tc, solve_tacos_takes_dash_o);
+    tcase_add_test(tc, codegen_frontier_dir_and_missing_input);
+    tcase_add_test(tc, typos_suggest_the_nearest_name);
     suite_add_tcase(s, tc);
     return s;
 }

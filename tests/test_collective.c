@@ -6,6 +6,7 @@
 
 #include "check_main.h"
 #include "collective.h"
+#include "topology.h"
 
 static int parse(const char *text, cs_collective *c, cs_error *err)
 {
@@ -245,6 +246,33 @@ START_TEST(duals)
 }
 END_TEST
 
+
+/* Issue 12: a misspelt kind (from the service or a file) suggests the
+ * nearest one; a word that is nothing like one gets none. */
+START_TEST(misspelt_kinds_suggest_the_nearest)
+{
+    ck_assert_str_eq(collective_kind_suggest("allgathr"), "allgather");
+    ck_assert_str_eq(collective_kind_suggest("AllReduce"), "allreduce");
+    ck_assert_str_eq(collective_kind_suggest("reducescater"), "reducescatter");
+    ck_assert_str_eq(collective_kind_suggest("scattre"), "scatter");   /* a transposition */
+    ck_assert_ptr_null(collective_kind_suggest("sort"));
+    ck_assert_ptr_null(collective_kind_suggest(""));
+    json_t *doc = json_pack("{s:s}", "kind", "alltoal");
+    cs_collective c;
+    cs_error err;
+    ck_assert_int_eq(collective_from_json(doc, &c, &err), CS_EINVAL);
+    ck_assert_msg(strstr(err.message, "did you mean \"alltoall\"?"), "%s", err.message);
+    json_decref(doc);
+    cs_topology *t = NULL;
+    ck_assert_int_eq(topology_builtin("hypercbe:3", &t, &err), CS_EINVAL);
+    ck_assert_msg(strstr(err.message, "did you mean 'hypercube:3'?"), "%s", err.message);
+    ck_assert_int_eq(topology_builtin("dgx", &t, &err), CS_EINVAL);  /* dgx1 or dgx2 */
+    ck_assert_msg(strstr(err.message, "did you mean 'dgx"), "%s", err.message);
+    ck_assert_int_eq(topology_builtin("butterfly:4", &t, &err), CS_EINVAL);
+    ck_assert_ptr_null(strstr(err.message, "did you mean"));
+}
+END_TEST
+
 static Suite *collective_suite(void)
 {
     Suite *s = suite_create("collective");
@@ -255,6 +283,7 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, builtin_pre_post_follow_contract);
     tcase_add_test(tc, custom_lookup_copy_and_source);
     tcase_add_test(tc, duals);
+    tcase_add_test(tc, misspelt_kinds_suggest_the_nearest);
     suite_add_tcase(s, tc);
     return s;
 }

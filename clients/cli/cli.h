@@ -77,8 +77,8 @@ bool cli_parse_int(const char *s, int *out);
 bool cli_parse_size(const char *s, double *bytes);
 /* topology_load with the CLI's messages; returns an exit code. */
 int cli_load_topology(const char *cmd, const char *spec, cs_topology **out);
-/* A collective from a kind name or a JSON document (or a path to one);
- * root < -1 means "not given".  Returns an exit code. */
+/* A collective from a kind name, "KIND:ROOT" (broadcast:3), or a JSON document
+ * (or a path to one); root < -1 means "not given".  Returns an exit code. */
 int cli_load_collective(const char *cmd, const char *spec, int root, cs_collective *out);
 /* Writes doc (indented, trailing newline) to path, or stdout when path is
  * NULL or "-".  Returns an exit code. */

@@ -6,9 +6,11 @@
  * --topology or the algorithm's own "topology" name), so a file edited by
  * hand cannot turn into a document that hangs a training job.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cuda_gen.h"
@@ -54,7 +56,7 @@ static int write_text(const char *cmd, const char *text, size_t len, const char 
     if (path && strcmp(path, "-") != 0) {
         f = fopen(path, "w");
         if (!f) {
-            fprintf(stderr, "collsynth %s: cannot write '%s'\n", cmd, path);
+            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
             return CLI_EXIT_USAGE;
         }
     }
@@ -126,6 +128,41 @@ static int load_input(const char *cmd, const char *path, const cs_topology *t, i
     return CLI_EXIT_OK;
 }
 
+/* mkdir -p: the documents' directory is created (a deployment path such as
+ * /opt/algos/job42 usually does not exist yet); when that fails, says which
+ * component and why. */
+static int make_dirs(const char *cmd, const char *dir)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        fprintf(stderr, "collsynth %s: --frontier-dir: path too long\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
+    for (char *p = path + 1;; p++) {
+        bool end = *p == '\0';
+        if (*p != '/' && !end)
+            continue;
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+                fprintf(stderr, "collsynth %s: --frontier-dir: cannot create directory '%s': %s\n",
+                        cmd, path, strerror(errno));
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "collsynth %s: --frontier-dir: '%s' exists and is not a directory\n",
+                    cmd, path);
+            return CLI_EXIT_USAGE;
+        }
+        *p = saved;
+        if (end)
+            break;
+    }
+    return CLI_EXIT_OK;
+}
+
 /* --frontier-dir: every frontier point that is the cheapest somewhere, as a
  * document limited to its size range. */
 static int write_frontier(const char *cmd, const char *path, const char *topo_spec,
@@ -133,17 +170,32 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
 {
     cs_error err;
     cs_error_clear(&err);
-    json_t *doc = json_load_file(path, 0, NULL);
-    if (!doc || !json_is_object(doc) || !json_object_get(doc, "frontier")) {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cs_read_file(path, &text, &len, &err);
+    if (rc != CS_OK)
+        return cli_report_error(cmd, "cannot read the result", rc, &err);
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!doc) {
+        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
+        return CLI_EXIT_USAGE;
+    }
+    if (!json_is_object(doc) || !json_object_get(doc, "frontier")) {
         json_decref(doc);
         return cli_usage_error(cmd, "--frontier-dir needs a Result (a JSON file with a "
                                "\"frontier\")");
     }
     cs_result *r;
-    int rc = result_from_json(doc, &r, &err);
+    rc = result_from_json(doc, &r, &err);
     json_decref(doc);
     if (rc != CS_OK)
         return cli_report_error(cmd, "not a usable result", rc, &err);
+    if (make_dirs(cmd, dir) != CLI_EXIT_OK) {
+        result_free(r);
+        return CLI_EXIT_USAGE;
+    }
     cs_topology *t = NULL;
     int code = CLI_EXIT_OK;
     const char *spec = topo_spec ? topo_spec : r->nalgs ? r->algs[0]->topology : "";

@@ -129,6 +129,12 @@ bool cli_parse_size(const char *s, double *bytes)
     return false;
 }
 
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int cli_load_topology(const char *cmd, const char *spec, cs_topology **out)
 {
     cs_error err;
@@ -144,18 +150,28 @@ int cli_load_topology(const char *cmd, const char *spec, cs_topology **out)
     return CLI_EXIT_OK;
 }
 
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 int cli_load_collective(const char *cmd, const char *spec, int root, cs_collective *out)
 {
     cs_error err;
     cs_error_clear(&err);
     cs_coll_kind kind;
     memset(out, 0, sizeof *out);
+    /* "broadcast:3": the kind and its root in one word (a JSON document or
+     * a file is never split) */
+    const char *colon = strchr(spec, ':');
+    if (colon && spec[0] != '{' && !file_exists(spec)) {
+        char name[64];
+        size_t n = (size_t)(colon - spec);
+        int r = -1;
+        if (n >= sizeof name || !cli_parse_int(colon + 1, &r) || r < 0)
+            return cli_usage_error(cmd, "bad root in '%s' (KIND:ROOT, e.g. broadcast:3)", spec);
+        if (root >= -1 && root != r)
+            return cli_usage_error(cmd, "'%s' and --root %d name two different roots", spec,
+                                   root);
+        memcpy(name, spec, n);
+        name[n] = '\0';
+        return cli_load_collective(cmd, name, r, out);
+    }
     if (collective_kind_from_name(spec, &kind) == CS_OK) {
         if (kind == CS_COLL_CUSTOM)
             return cli_usage_error(cmd, "a custom collective needs a JSON document with "
@@ -171,12 +187,17 @@ int cli_load_collective(const char *cmd, const char *spec, int root, cs_collecti
     char *text = NULL;
     const char *doc = spec;
     if (spec[0] != '{' && spec[0] != '[') {
-        if (!file_exists(spec))
+        if (!file_exists(spec)) {
+            const char *near = collective_kind_suggest(spec);
+            if (near)
+                return cli_usage_error(cmd, "unknown collective '%s': did you mean '%s'?", spec,
+                                       near);
             return cli_usage_error(cmd,
                                    "unknown collective '%s' (expected allgather, reducescatter, "
                                    "allreduce, broadcast, reduce, gather, scatter, alltoall, a "
                                    "JSON document or a file holding one)",
                                    spec);
+        }
         int rc = cs_read_file(spec, &text, NULL, &err);
         if (rc != CS_OK)
             return cli_report_error(cmd, "collective", rc, &err);
@@ -276,10 +297,31 @@ int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const 
     return CLI_EXIT_OK;
 }
 
-static int load_algorithm(const char *cmd, const char *path, cs_algorithm **out)
+/* What verify and simulate check: an Algorithm, or the algorithms of a
+ * Result's frontier (what `solve -o` and the service write): all of them, or
+ * the one at `index` (>= 0). */
+typedef struct alg_list {
+    cs_algorithm **algs;
+    int n;
+    bool from_result;  /* labels each algorithm with its frontier index */
+    int first_index;   /* frontier index of algs[0] */
+} alg_list;
+
+static void alg_list_free(alg_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        algorithm_free(l->algs[i]);
+    free(l->algs);
+    memset(l, 0, sizeof *l);
+}
+
+static int load_algorithms(const char *cmd, const char *path, int index, alg_list *out)
 {
     cs_error err;
     cs_error_clear(&err);
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    size_t len = 0;
     int rc;
     if (strcmp(path, "-") == 0) {
         json_error_t jerr;
@@ -287,36 +329,102 @@ static int load_algorithm(const char *cmd, const char *path, cs_algorithm **out)
         if (!j)
             return cli_usage_error(cmd, "algorithm on stdin: invalid JSON at line %d: %s",
                                    jerr.line, jerr.text);
-        rc = algorithm_from_json(j, out, &err);
+        text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
-    } else {
-        rc = algorithm_load_file(path, out, &err);
-    }
-    if (rc != CS_OK) {
+        if (!text)
+            return cli_report_error(cmd, "stdin", CS_ENOMEM, NULL);
+        len = strlen(text);
+    } else if ((rc = cs_read_file(path, &text, &len, &err)) != CS_OK) {
         char what[300];
         snprintf(what, sizeof what, "algorithm '%s'", path);
+        return cli_report_error(cmd, what, rc, &err);
+    }
+    char what[300];
+    snprintf(what, sizeof what, "algorithm '%s'", path);
+    /* A Result has a "frontier"; an Algorithm never has that key. */
+    if (strstr(text, "\"frontier\"")) {
+        json_error_t jerr;
+        json_t *doc = json_loadb(text, len, 0, &jerr);
+        free(text);
+        if (!doc)
+            return cli_usage_error(cmd, "%s: invalid JSON at line %d: %s", what, jerr.line,
+                                   jerr.text);
+        cs_result *r = NULL;
+        rc = result_from_json(doc, &r, &err);
+        json_decref(doc);
+        if (rc != CS_OK) {
+            int code = cli_report_error(cmd, what, rc, &err);
+            return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+        }
+        if (r->nalgs == 0 || index >= r->nalgs) {
+            int n = r->nalgs;
+            result_free(r);
+            if (n == 0)
+                return cli_usage_error(cmd, "%s is a result with an empty frontier: nothing "
+                                            "to check", path);
+            return cli_usage_error(cmd, "--index %d: the result's frontier has %d algorithm%s "
+                                        "(0..%d)", index, n, n == 1 ? "" : "s", n - 1);
+        }
+        int lo = index >= 0 ? index : 0, hi = index >= 0 ? index + 1 : r->nalgs;
+        out->algs = calloc((size_t)(hi - lo), sizeof *out->algs);
+        if (!out->algs) {
+            result_free(r);
+            return cli_report_error(cmd, what, CS_ENOMEM, NULL);
+        }
+        for (int i = lo; i < hi; i++) {
+            out->algs[out->n++] = r->algs[i];  /* taken from the result */
+            r->algs[i] = NULL;
+        }
+        result_free(r);
+        out->from_result = true;
+        out->first_index = lo;
+        return CLI_EXIT_OK;
+    }
+    if (index > 0) {
+        free(text);
+        return cli_usage_error(cmd, "--index %d: %s is one algorithm, not a result", index, path);
+    }
+    cs_algorithm *a = NULL;
+    rc = algorithm_parse(text, len, &a, &err);
+    free(text);
+    if (rc != CS_OK) {
         int code = cli_report_error(cmd, what, rc, &err);
         return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
     }
+    out->algs = calloc(1, sizeof *out->algs);
+    if (!out->algs) {
+        algorithm_free(a);
+        return cli_report_error(cmd, what, CS_ENOMEM, NULL);
+    }
+    out->algs[0] = a;
+    out->n = 1;
     return CLI_EXIT_OK;
 }
 
 /* The TOPOLOGY and ALGORITHM arguments of verify and simulate (npos of the
  * two were given).  Returns an exit code; on success the caller frees both. */
-static int load_topology_and_algorithm(const char *cmd, const char *const pos[2], int npos,
-                                       cs_topology **t, cs_algorithm **a)
+static int load_topology_and_algorithms(const char *cmd, const char *const pos[2], int npos,
+                                        int index, cs_topology **t, alg_list *l)
 {
     if (npos < 2)
         return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
                                               : "missing ALGORITHM (a JSON file)");
     int code = cli_load_topology(cmd, pos[0], t);
     if (code == CLI_EXIT_OK)
-        code = load_algorithm(cmd, pos[1], a);
+        code = load_algorithms(cmd, pos[1], index, l);
     if (code != CLI_EXIT_OK) {
         topology_free(*t);
         *t = NULL;
     }
     return code;
+}
+
+/* --index K of verify and simulate; returns an exit code. */
+static int parse_index(const char *cmd, const char *v, int *index)
+{
+    if (!cli_parse_int(v, index) || *index < 0)
+        return cli_usage_error(cmd, "bad --index '%s' (a frontier position >= 0)", v);
+    return CLI_EXIT_OK;
 }
 
 static void print_algorithm_line(FILE *f, const cs_algorithm *a)
@@ -474,25 +582,34 @@ int cli_cmd_topo(int argc, char **argv, const cli_globals *g)
 /* ---- verify ------------------------------------------------------------------------------ */
 
 static const char verify_help[] =
-    "Usage: collsynth verify TOPOLOGY ALGORITHM.json [--json]\n"
+    "Usage: collsynth verify TOPOLOGY ALGORITHM.json [--index K] [--json]\n"
     "\n"
     "Replays the algorithm on the topology and checks links, causality,\n"
     "bandwidth, values and the postcondition.  Prints the verdict and the\n"
-    "reasons; ALGORITHM may be - for stdin.\n"
-    "  --json   print {\"valid\": ..., \"problems\": N, \"reasons\": [...]}\n"
-    "Exit: 0 valid, 1 invalid, 2 usage or input error.\n";
+    "reasons; ALGORITHM may be - for stdin.  ALGORITHM is an Algorithm or a\n"
+    "Result (what `solve -o` and the service write): every algorithm of its\n"
+    "frontier is checked, or only the K-th with --index K.\n"
+    "  --index K  a Result's K-th frontier algorithm (0 = the first)\n"
+    "  --json     print {\"valid\": ..., \"problems\": N, \"reasons\": [...]} (a Result\n"
+    "             adds \"algorithms\": one such object per algorithm, with its index)\n"
+    "Exit: 0 valid (all of them), 1 invalid, 2 usage or input error.\n";
 
 int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
 {
     (void)g;
     const char *cmd = "verify";
     const char *pos[2] = {NULL, NULL};
-    int npos = 0;
+    int npos = 0, index = -1;
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
         if (cli_is_help(argv[i])) {
             fputs(verify_help, stdout);
             return CLI_EXIT_OK;
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--index", &v)) != 0) {
+            if (m < 0 || parse_index(cmd, v, &index) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
         } else if (strcmp(argv[i], "--json") == 0) {
             as_json = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -504,50 +621,80 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
         }
     }
     cs_topology *t = NULL;
-    cs_algorithm *a = NULL;
-    int code = load_topology_and_algorithm(cmd, pos, npos, &t, &a);
+    alg_list l;
+    memset(&l, 0, sizeof l);
+    int code = load_topology_and_algorithms(cmd, pos, npos, index, &t, &l);
     if (code != CLI_EXIT_OK)
         return code;
-    if (a->topology[0] && strcmp(a->topology, t->name) != 0)
-        fprintf(stderr, "collsynth verify: note: the algorithm names topology '%s', checking "
-                        "it on '%s'\n",
-                a->topology, t->name);
-    cs_verify_report rep;
-    memset(&rep, 0, sizeof rep);
-    cs_error err;
-    cs_error_clear(&err);
-    int rc = algorithm_verify_report(t, a, &rep, &err);
-    if (rc != CS_OK && rc != CS_EVERIFY) {
-        code = cli_report_error(cmd, "cannot check", rc, &err);
-        if (code == CLI_EXIT_NEGATIVE)
-            code = CLI_EXIT_USAGE;
-    } else if (as_json) {
+    json_t *all = as_json ? json_array() : NULL, *all_reasons = as_json ? json_array() : NULL;
+    bool all_ok = true;
+    int problems = 0;
+    for (int k = 0; k < l.n && code == CLI_EXIT_OK; k++) {
+        const cs_algorithm *a = l.algs[k];
+        char label[32] = "";
+        if (l.from_result)
+            snprintf(label, sizeof label, "[%d] ", l.first_index + k);
+        if (a->topology[0] && strcmp(a->topology, t->name) != 0 && k == 0)
+            fprintf(stderr, "collsynth verify: note: the algorithm names topology '%s', checking "
+                            "it on '%s'\n",
+                    a->topology, t->name);
+        cs_verify_report rep;
+        memset(&rep, 0, sizeof rep);
+        cs_error err;
+        cs_error_clear(&err);
+        int rc = algorithm_verify_report(t, a, &rep, &err);
+        if (rc != CS_OK && rc != CS_EVERIFY) {
+            code = cli_report_error(cmd, "cannot check", rc, &err);
+            if (code == CLI_EXIT_NEGATIVE)
+                code = CLI_EXIT_USAGE;
+            break;
+        }
+        all_ok = all_ok && rep.ok;
+        problems += rep.nproblems;
+        if (as_json) {
+            json_t *reasons = json_array();
+            for (int i = 0; i < rep.nreasons; i++) {
+                json_array_append_new(reasons, json_string(rep.reasons[i]));
+                char line[600];
+                snprintf(line, sizeof line, "%s%s", label, rep.reasons[i]);
+                json_array_append_new(all_reasons, json_string(line));
+            }
+            json_t *one = json_object();
+            if (l.from_result)
+                json_object_set_new(one, "index", json_integer(l.first_index + k));
+            json_object_set_new(one, "valid", json_boolean(rep.ok));
+            json_object_set_new(one, "problems", json_integer(rep.nproblems));
+            json_object_set_new(one, "reasons", reasons);
+            json_array_append_new(all, one);
+        } else if (rep.ok) {
+            printf("%svalid: ", label);
+            print_algorithm_line(stdout, a);
+            printf("\n");
+        } else {
+            printf("%sinvalid: %d problem%s", label, rep.nproblems,
+                   rep.nproblems == 1 ? "" : "s");
+            if (rep.nproblems > rep.nreasons)
+                printf(" (first %d shown)", rep.nreasons);
+            printf("\n");
+            for (int i = 0; i < rep.nreasons; i++)
+                printf("  - %s\n", rep.reasons[i]);
+        }
+    }
+    if (code == CLI_EXIT_OK && as_json) {
         json_t *doc = json_object();
-        json_t *reasons = json_array();
-        for (int i = 0; i < rep.nreasons; i++)
-            json_array_append_new(reasons, json_string(rep.reasons[i]));
-        json_object_set_new(doc, "valid", json_boolean(rep.ok));
-        json_object_set_new(doc, "problems", json_integer(rep.nproblems));
-        json_object_set_new(doc, "reasons", reasons);
+        json_object_set_new(doc, "valid", json_boolean(all_ok));
+        json_object_set_new(doc, "problems", json_integer(problems));
+        json_object_set_new(doc, "reasons", json_incref(all_reasons));
+        if (l.from_result)
+            json_object_set_new(doc, "algorithms", json_incref(all));
         code = cli_write_json(cmd, doc, NULL);
         json_decref(doc);
-        if (code == CLI_EXIT_OK && !rep.ok)
-            code = CLI_EXIT_NEGATIVE;
-    } else if (rep.ok) {
-        printf("valid: ");
-        print_algorithm_line(stdout, a);
-        printf("\n");
-        code = CLI_EXIT_OK;
-    } else {
-        printf("invalid: %d problem%s", rep.nproblems, rep.nproblems == 1 ? "" : "s");
-        if (rep.nproblems > rep.nreasons)
-            printf(" (first %d shown)", rep.nreasons);
-        printf("\n");
-        for (int i = 0; i < rep.nreasons; i++)
-            printf("  - %s\n", rep.reasons[i]);
-        code = CLI_EXIT_NEGATIVE;
     }
-    algorithm_free(a);
+    json_decref(all);
+    json_decref(all_reasons);
+    if (code == CLI_EXIT_OK && !all_ok)
+        code = CLI_EXIT_NEGATIVE;
+    alg_list_free(&l);
     topology_free(t);
     return code;
 }
@@ -555,75 +702,45 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
 /* ---- simulate ------------------------------------------------------------------------------ */
 
 static const char simulate_help[] =
-    "Usage: collsynth simulate TOPOLOGY ALGORITHM.json [--size BYTES] [--all-links] [--json]\n"
+    "Usage: collsynth simulate TOPOLOGY ALGORITHM.json [--size BYTES] [--index K]\n"
+    "                          [--all-links] [--json]\n"
     "\n"
     "Runs the congestion-aware simulator: completion time, the cut-aware time\n"
     "bound and ratio_to_bound (bound / time, at most 1), the alpha-beta cost,\n"
     "bytes moved (total and across groups) and a per-link table (links that\n"
     "carried data): busy_us is the mean busy time of the link's lanes (at most\n"
     "the total time), util that over the total time.  The TACOS paper's ideal\n"
-    "is printed under its own name (it is not a lower bound).\n"
+    "is printed under its own name (it is not a lower bound).  ALGORITHM is an\n"
+    "Algorithm or a Result: every algorithm of its frontier is simulated, or\n"
+    "only the K-th with --index K.\n"
     "  --size BYTES   per-rank buffer size (default 1MiB); suffixes K, M, G\n"
     "                 (powers of 1000) and KiB, MiB, GiB (powers of 1024)\n"
+    "  --index K      a Result's K-th frontier algorithm (0 = the first)\n"
     "  --all-links    list idle links too\n"
-    "  --json         print the figures as JSON\n"
+    "  --json         print the figures as JSON (a Result with several algorithms:\n"
+    "                 {\"algorithms\": [one object per algorithm, with its index]})\n"
     "The algorithm is verified first: an invalid one exits 1.\n";
 
-int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
+/* Simulates one algorithm: the table on stdout, or *doc_out (as_json). */
+static int simulate_one(const char *cmd, const cs_topology *t, const cs_algorithm *a,
+                        double bytes, bool all_links, bool as_json, json_t **doc_out)
 {
-    (void)g;
-    const char *cmd = "simulate";
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    bool as_json = false, all_links = false;
-    double bytes = 1048576.0;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int m;
-        if (cli_is_help(argv[i])) {
-            fputs(simulate_help, stdout);
-            return CLI_EXIT_OK;
-        } else if ((m = cli_option(cmd, argc, argv, &i, "--size", &v)) != 0) {
-            if (m < 0)
-                return CLI_EXIT_USAGE;
-            if (!cli_parse_size(v, &bytes) || bytes <= 0)
-                return cli_usage_error(cmd, "bad --size '%s' (e.g. 1048576, 64K, 1MiB)", v);
-        } else if (strcmp(argv[i], "--json") == 0) {
-            as_json = true;
-        } else if (strcmp(argv[i], "--all-links") == 0) {
-            all_links = true;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else if (npos < 2) {
-            pos[npos++] = argv[i];
-        } else {
-            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
-        }
-    }
-    cs_topology *t = NULL;
-    cs_algorithm *a = NULL;
-    int code = load_topology_and_algorithm(cmd, pos, npos, &t, &a);
-    if (code != CLI_EXIT_OK)
-        return code;
     cs_error err;
     cs_error_clear(&err);
     int rc = algorithm_verify(t, a, &err);
-    if (rc != CS_OK) {
-        code = cli_report_error(cmd, "the algorithm is invalid", rc, &err);
-        goto out;
-    }
+    if (rc != CS_OK)
+        return cli_report_error(cmd, "the algorithm is invalid", rc, &err);
     cs_sim_result r;
     memset(&r, 0, sizeof r);
     rc = simulate_algorithm(t, a, bytes, &r, &err);
-    if (rc != CS_OK) {
-        code = cli_report_error(cmd, "simulation failed", rc, &err);
-        goto out;
-    }
+    if (rc != CS_OK)
+        return cli_report_error(cmd, "simulation failed", rc, &err);
     double cost = algorithm_cost_us(a, t, bytes);
     cs_time_bound tb;
-    if ((code = cli_time_bound(cmd, t, &a->collective, &tb)) != CLI_EXIT_OK) {
+    int code = cli_time_bound(cmd, t, &a->collective, &tb);
+    if (code != CLI_EXIT_OK) {
         sim_result_free(&r);
-        goto out;
+        return code;
     }
     double bound_us = time_bound_us(&tb, bytes, a->chunks);
     double ratio = r.time_us > 0 ? bound_us / r.time_us : 1.0;
@@ -654,8 +771,7 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
         json_object_set_new(doc, "cross_group_bytes", json_real(r.cross_group_bytes));
         json_object_set_new(doc, "max_utilization", json_real(r.max_utilization));
         json_object_set_new(doc, "links", links);
-        code = cli_write_json(cmd, doc, NULL);
-        json_decref(doc);
+        *doc_out = doc;
     } else {
         printf("algorithm    ");
         print_algorithm_line(stdout, a);
@@ -686,11 +802,71 @@ int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
             printf("%-14s %5d %9g %12.3f %7.3f\n", name, t->links[i].lanes, t->links[i].gbps,
                    r.link_busy_us[i] / t->links[i].lanes, r.link_utilization[i]);
         }
-        code = CLI_EXIT_OK;
     }
     sim_result_free(&r);
-out:
-    algorithm_free(a);
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_simulate(int argc, char **argv, const cli_globals *g)
+{
+    (void)g;
+    const char *cmd = "simulate";
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0, index = -1;
+    bool as_json = false, all_links = false;
+    double bytes = 1048576.0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if (cli_is_help(argv[i])) {
+            fputs(simulate_help, stdout);
+            return CLI_EXIT_OK;
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--size", &v)) != 0) {
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (!cli_parse_size(v, &bytes) || bytes <= 0)
+                return cli_usage_error(cmd, "bad --size '%s' (e.g. 1048576, 64K, 1MiB)", v);
+        } else if ((m = cli_option(cmd, argc, argv, &i, "--index", &v)) != 0) {
+            if (m < 0 || parse_index(cmd, v, &index) != CLI_EXIT_OK)
+                return CLI_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(argv[i], "--all-links") == 0) {
+            all_links = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    cs_topology *t = NULL;
+    alg_list l;
+    memset(&l, 0, sizeof l);
+    int code = load_topology_and_algorithms(cmd, pos, npos, index, &t, &l);
+    if (code != CLI_EXIT_OK)
+        return code;
+    json_t *docs = json_array();
+    for (int k = 0; k < l.n && code == CLI_EXIT_OK; k++) {
+        if (!as_json && l.from_result)
+            printf("%s[%d]\n", k ? "\n" : "", l.first_index + k);
+        json_t *doc = NULL;
+        code = simulate_one(cmd, t, l.algs[k], bytes, all_links, as_json, &doc);
+        if (doc) {
+            if (l.from_result)
+                json_object_set_new(doc, "index", json_integer(l.first_index + k));
+            json_array_append_new(docs, doc);
+        }
+    }
+    if (code == CLI_EXIT_OK && as_json) {
+        json_t *out = json_array_size(docs) == 1 ? json_incref(json_array_get(docs, 0))
+                                                 : json_pack("{s:O}", "algorithms", docs);
+        code = cli_write_json(cmd, out, NULL);
+        json_decref(out);
+    }
+    json_decref(docs);
+    alg_list_free(&l);
     topology_free(t);
     return code;
 }

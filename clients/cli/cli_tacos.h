@@ -1,25 +1,26 @@
 /*
- * cli_tacos.h - the TACOS part of `collsynth solve`:
+ * cli_tacos.h - the human summary of a TACOS result, for `collsynth solve`
+ * (cli_solve.c runs every method through the dispatcher, synthesize.h, and
+ * prints TACOS results with this; SMT and baseline results as a frontier
+ * table).
  *
- *     collsynth solve TOPO COLLECTIVE --method tacos [--chunks N] [--trials N]
- *         [--seed N] [--size BYTES] [--switch-degree D] [--threads N]
- *         [--root R] [--stats-only] [--output FILE] [--json]
- *
- * cli_solve_tacos() takes the arguments of `solve` (argv[0] is "solve", then
- * TOPO, COLLECTIVE and the options; "--method tacos" is accepted and
- * ignored), the same shape as cli_solve.c's methods.  It parses them with
- * the shared helpers of cli.h (so sizes, messages and exit codes match the
- * other commands), runs
- * tacos_synthesize and prints the simulated time, the ideal bound, their
- * ratio, the sends, the trials and the time taken to `report`.  It returns
- * the process exit status (cli.h): 0 done, 1 synthesis failed, 2 bad usage
- * or input, 3 internal error.
+ * cli_tacos_report() prints the simulated time on the topology as given, the
+ * cut-aware time bound and ratio_to_bound (bound / simulated time, <= 1, the
+ * one convention everywhere), the TACOS paper's ideal under its own name (not
+ * a lower bound), the sends, the trials and the time taken.  `bytes` is the
+ * per-rank share the run was timed at (the tacos `bytes` option);
+ * `stats_only` says the sends were not kept.
  */
 #ifndef CS_CLI_TACOS_H
 #define CS_CLI_TACOS_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
-int cli_solve_tacos(int argc, char **argv, FILE *report);
+#include "algorithm.h"
+
+void cli_tacos_report(FILE *report, const cs_result *r, const cs_topology *t,
+                      const cs_collective *c, double bytes, uint64_t seed, bool stats_only);
 
 #endif

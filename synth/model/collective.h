@@ -56,6 +56,9 @@ typedef struct cs_collective {
 
 const char *collective_kind_name(cs_coll_kind kind);
 int collective_kind_from_name(const char *name, cs_coll_kind *kind);
+/* The kind name nearest to a misspelt one ("allgathr" -> "allgather"), or NULL
+ * when none is close (cs_nearest_name). */
+const char *collective_kind_suggest(const char *name);
 bool collective_kind_is_combining(cs_coll_kind kind);
 bool collective_kind_is_rooted(cs_coll_kind kind);
 

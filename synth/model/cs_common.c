@@ -4,6 +4,7 @@
  */
 #include "cs_common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -194,4 +195,49 @@ int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
     if (len)
         *len = n;
     return CS_OK;
+}
+
+/* Optimal string alignment distance (Damerau-Levenshtein without repeated
+ * edits of one substring), bounded rows: names are short. */
+static int edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    enum { MAXN = 64 };
+    if (na >= MAXN || nb >= MAXN)
+        return MAXN;
+    int d[MAXN + 1][MAXN + 1];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[na][nb];
+}
+
+const char *cs_nearest_name(const char *word, size_t word_len, const char *const *names, int n)
+{
+    const char *best = NULL;
+    int best_d = 3; /* at most 2 edits */
+    for (int i = 0; word && i < n; i++) {
+        if (!names[i])
+            continue;
+        int d = edit_distance(word, word_len, names[i], strlen(names[i]));
+        if (d < best_d && 2 * (size_t)d < (word_len > strlen(names[i]) ? word_len : strlen(names[i]))) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best;
 }

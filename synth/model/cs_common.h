@@ -100,5 +100,11 @@ struct timespec cs_deadline_after(double seconds);
 int cs_cpu_count(void);
 /* Reads a whole file; *out is NUL-terminated, caller frees. */
 int cs_read_file(const char *path, char **out, size_t *len, cs_error *err);
+/* The name in names[0..n) nearest to `word` (case-insensitive edit distance,
+ * a transposition counting one), or NULL when none is close enough to be a
+ * plausible typo (at most 2 edits, and fewer than half of the word): what
+ * "did you mean ...?" messages suggest. */
+const char *cs_nearest_name(const char *word, size_t word_len, const char *const *names,
+                            int n);
 
 #endif

@@ -645,8 +645,19 @@ int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **
         if (strlen(infos[i].family) == (size_t)(fam_end - spec) &&
             memcmp(infos[i].family, spec, (size_t)(fam_end - spec)) == 0)
             which = i;
-    if (which < 0)
-        return invalid(err, spec, "unknown topology");
+    if (which < 0) {
+        /* a typo in the family: suggest the nearest one, with the caller's
+         * own parameters ("rign:4" -> "ring:4") */
+        const char *fams[NBUILTINS];
+        for (int i = 0; i < NBUILTINS; i++)
+            fams[i] = infos[i].family;
+        const char *near = cs_nearest_name(spec, (size_t)(fam_end - spec), fams, NBUILTINS);
+        if (!near)
+            return invalid(err, spec, "unknown topology");
+        char why[CS_NAME_MAX + 64];
+        snprintf(why, sizeof why, "unknown topology; did you mean '%s%s'?", near, fam_end);
+        return invalid(err, spec, why);
+    }
     const builtin_impl *im = &impls[which];
     spec_params p = { 0 };
     if (colon) {

@@ -1,0 +1,171 @@
+/*
+ * hier_bench.c - method hierarchical against flat TACOS on the same topology,
+ * in the same run (docs/BENCHMARKS.md, issue 11 section).
+ *
+ *   hier_bench TOPO COLLECTIVE [RUNS] [tacos]
+ *
+ * TOPO is a builtin (dgxh100:128), a Topology JSON file, or dgx1cluster:N:
+ * the Slurm hook's cluster of N DGX-1 nodes (NICs on local ranks 0, 2, 4, 6,
+ * one fabric switch at 12.5 GB/s), built by the hook's own code
+ * (clients/slurm/cluster.c).  For each method: median synthesis seconds over
+ * RUNS (TACOS: 1 run, it is the slow side), simulated time and
+ * ratio_to_bound at 1 MiB and 1 GiB per rank share, steps and sends.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hier.h"
+#include "simulate.h"
+#include "synthesize.h"
+#include "tacos.h"
+#include "verify.h"
+
+#include "../clients/slurm/cluster.c"
+
+static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    (void)ctx;
+    cs_topology *t = NULL;
+    cs_error err;
+    if (topology_builtin(name, &t, &err) != CS_OK) {
+        snprintf(msg, msglen, "%s", err.message);
+        return NULL;
+    }
+    json_t *doc = topology_to_json(t);
+    topology_free(t);
+    return doc;
+}
+
+static cs_topology *load_topology(const char *spec)
+{
+    cs_error err;
+    cs_topology *t = NULL;
+    int nodes;
+    if (sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
+        json_t *cluster = json_pack(
+            "{s:s, s:{s:{s:s, s:[i,i,i,i]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "hook",
+            "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
+            "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+        char **names = malloc(sizeof *names * (size_t)nodes);
+        for (int i = 0; i < nodes; i++) {
+            names[i] = malloc(16);
+            snprintf(names[i], 16, "gpu%03d", i + 1);
+        }
+        json_t *topo = NULL, *expanded = NULL;
+        char msg[256];
+        if (cluster_build_topology(cluster, names, nodes, fetch_builtin, NULL, &topo, &expanded,
+                                   msg, sizeof msg) != 0) {
+            fprintf(stderr, "cluster: %s\n", msg);
+            exit(1);
+        }
+        cs_topology_parse_options po = {0};
+        if (topology_from_json(expanded, &po, &t, &err) != CS_OK) {
+            fprintf(stderr, "cluster topology: %s\n", err.message);
+            exit(1);
+        }
+        json_decref(topo);
+        json_decref(expanded);
+        json_decref(cluster);
+        for (int i = 0; i < nodes; i++)
+            free(names[i]);
+        free(names);
+        return t;
+    }
+    if (topology_load(spec, NULL, &t, &err) != CS_OK) {
+        fprintf(stderr, "%s: %s\n", spec, err.message);
+        exit(1);
+    }
+    return t;
+}
+
+static int hb_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, const cs_topology *t, const cs_collective *c,
+                   const cs_result *res, double secs)
+{
+    cs_time_bound tb;
+    cs_error err;
+    if (collective_time_bound(t, c, &tb, &err) != CS_OK) {
+        fprintf(stderr, "bound: %s\n", err.message);
+        exit(1);
+    }
+    for (int i = 0; i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        printf("%-13s alg %d: synth %.3f s, steps %d, sends %ld", what, i, secs, a->steps,
+               a->nsends);
+        double sizes[2] = {1048576.0, 1073741824.0};
+        for (int k = 0; k < 2; k++) {
+            cs_bound_ratio br;
+            if (synth_ratio_to_bound(t, &tb, a, sizes[k], &br, &err) != CS_OK) {
+                printf(" | sim failed: %s", err.message);
+                continue;
+            }
+            printf(" | %s: %.1f us, ratio %.3f", k ? "1GiB" : "1MiB", br.simulated_us, br.ratio);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: hier_bench TOPO COLLECTIVE [RUNS] [tacos]\n");
+        return 2;
+    }
+    cs_topology *t = load_topology(argv[1]);
+    cs_collective c;
+    cs_coll_kind kind;
+    if (collective_kind_from_name(argv[2], &kind) != CS_OK) {
+        fprintf(stderr, "unknown collective %s\n", argv[2]);
+        return 2;
+    }
+    collective_init(&c, kind, -1);
+    int runs = argc > 3 ? atoi(argv[3]) : 3;
+    bool tacos = argc > 4 && strcmp(argv[4], "tacos") == 0;
+    if (runs < 1)
+        runs = 1;
+    printf("== %s %s (%d ranks, %d groups)\n", t->name, argv[2], t->ranks, t->ngroups);
+    double *secs = calloc((size_t)runs, sizeof *secs);
+    cs_result *res = NULL;
+    cs_error err;
+    for (int r = 0; r < runs; r++) {
+        result_free(res);
+        res = NULL;
+        double t0 = cs_now();
+        if (hier_synthesize(t, &c, NULL, &res, &err) != CS_OK) {
+            fprintf(stderr, "hierarchical: %s\n", err.message);
+            return 1;
+        }
+        secs[r] = cs_now() - t0;
+    }
+    qsort(secs, (size_t)runs, sizeof *secs, hb_cmp_double);
+    double hier_s = secs[runs / 2];
+    printf("reason: %s\n", res->reason);
+    report("hierarchical", t, &c, res, hier_s);
+    result_free(res);
+    if (tacos) {
+        cs_tacos_options o;
+        tacos_options_default(&o);
+        o.keep_sends = true;
+        double t0 = cs_now();
+        cs_result *tr = NULL;
+        if (tacos_synthesize(t, &c, &o, &tr, &err) != CS_OK) {
+            fprintf(stderr, "tacos: %s\n", err.message);
+            return 1;
+        }
+        double ts = cs_now() - t0;
+        report("tacos", t, &c, tr, ts);
+        printf("speedup (tacos synth / hierarchical synth): %.1fx\n", ts / hier_s);
+        result_free(tr);
+    }
+    free(secs);
+    topology_free(t);
+    return 0;
+}

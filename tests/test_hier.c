@@ -1,0 +1,262 @@
+/*
+ * Tests of method hierarchical (hier.h) and its dispatch: composed
+ * allgather, reducescatter and allreduce on small clusters pass the verifier
+ * and never beat the cut bound; pipelining keeps the composed allgather near
+ * the bound; auto picks hierarchical for clusters too large for SMT and says
+ * so; what hierarchical cannot compose is refused with a message naming it,
+ * and auto then runs a flat method.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "cluster_testutil.h"
+#include "hier.h"
+#include "simulate.h"
+#include "synthesize.h"
+#include "verify.h"
+
+static cs_topology *load(const char *spec)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    int rc = topology_load(spec, NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
+    return t;
+}
+
+/* 3 nodes of 4 ranks on a ring of 100 GB/s links, NICs on local ranks 0 and 2
+ * joined by one fabric switch at 10 GB/s: a custom grouped topology. */
+static const char *ring_cluster =
+    "{\"name\":\"rings\",\"ranks\":12,\"links\":["
+    "{\"src\":0,\"dst\":1,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":1,\"dst\":2,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":2,\"dst\":3,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":3,\"dst\":0,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":4,\"dst\":5,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":5,\"dst\":6,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":6,\"dst\":7,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":7,\"dst\":4,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":8,\"dst\":9,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":9,\"dst\":10,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":10,\"dst\":11,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+    "{\"src\":11,\"dst\":8,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true}],"
+    "\"switches\":[{\"name\":\"fabric\",\"ranks\":[0,2,4,6,8,10],\"gbps\":10,\"alpha_us\":2}],"
+    "\"groups\":[[0,1,2,3],[4,5,6,7],[8,9,10,11]]}";
+
+static cs_topology *load_text(const char *doc)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    int rc = topology_parse(doc, strlen(doc), NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    return t;
+}
+
+/* Synthesizes kind on t, checks every algorithm independently: verifier,
+ * the bound at two sizes, method and reason. */
+static void check_composed(const cs_topology *t, cs_coll_kind kind)
+{
+    cs_collective c;
+    collective_init(&c, kind, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    int rc = hier_synthesize(t, &c, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s %s: %s", t->name, collective_kind_name(kind), err.message);
+    ck_assert_str_eq(res->method, "hierarchical");
+    ck_assert_int_ge(res->nalgs, 1);
+    ck_assert_msg(strstr(res->reason, "nodes") && strstr(res->reason, "NIC"),
+                  "reason says what was composed: %s", res->reason);
+    cs_time_bound tb;
+    ck_assert_int_eq(collective_time_bound(t, &c, &tb, &err), CS_OK);
+    for (int i = 0; i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        ck_assert_int_eq(a->collective.kind, kind);
+        ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s %s alg %d: %s", t->name,
+                      collective_kind_name(kind), i, err.message);
+        double sizes[] = {1 << 20, 1 << 30};
+        for (int k = 0; k < 2; k++) {
+            cs_bound_ratio br;
+            ck_assert_int_eq(synth_ratio_to_bound(t, &tb, a, sizes[k], &br, &err), CS_OK);
+            ck_assert_msg(br.ratio <= 1.0 + 1e-9 && br.ratio > 0,
+                          "%s %s: ratio %g at %g bytes", t->name, collective_kind_name(kind),
+                          br.ratio, sizes[k]);
+        }
+    }
+    result_free(res);
+}
+
+START_TEST(test_builtin_clusters)
+{
+    const char *specs[] = {"dgxh100:2", "dgxh100:4", "dgxa100:3", "ndv2:2"};
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = load(specs[i]);
+        for (int k = 0; k < 3; k++)
+            check_composed(t, kinds[k]);
+        topology_free(t);
+    }
+}
+END_TEST
+
+START_TEST(test_json_clusters)
+{
+    /* the H100-like cluster written as Topology JSON (switch per node, rails) */
+    char *doc = cluster_topology_json(5, 4, 450.0, 50.0);
+    cs_topology *t = load_text(doc);
+    free(doc);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    topology_free(t);
+    /* rings inside, two NICs per node on one fabric switch */
+    t = load_text(ring_cluster);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_REDUCESCATTER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    topology_free(t);
+}
+END_TEST
+
+/* Phases pipeline: on 16 H100 nodes the rails carry 15 blocks per NIC in 16
+ * slots and the NVSwitch forwarding takes ~80% of a slot, so phases run one
+ * after the other would reach about half of the bound; overlapped, chunk by
+ * chunk, the allgather stays within 25% of it. */
+START_TEST(test_pipelined)
+{
+    cs_topology *t = load("dgxh100:16");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    cs_time_bound tb;
+    ck_assert_int_eq(collective_time_bound(t, &c, &tb, &err), CS_OK);
+    double best = 0;
+    for (int i = 0; i < res->nalgs; i++) {
+        cs_bound_ratio br;
+        ck_assert_int_eq(synth_ratio_to_bound(t, &tb, res->algs[i], 1 << 30, &br, &err), CS_OK);
+        if (br.ratio > best)
+            best = br.ratio;
+    }
+    ck_assert_msg(best >= 0.75, "ratio_to_bound %.3f at 1 GiB", best);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+static cs_result *run_request(const char *body, cs_synth_request **req_out)
+{
+    cs_synth_request *req = NULL;
+    cs_error err;
+    int rc = synth_request_parse(body, strlen(body), NULL, &req, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", body, err.message);
+    cs_result *res = NULL;
+    rc = synth_run(req, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", body, err.message);
+    *req_out = req;
+    return res;
+}
+
+START_TEST(test_auto_picks_hierarchical)
+{
+    const char *bodies[] = {
+        "{\"topology\":\"dgxh100:4\",\"collective\":\"allgather\"}",
+        "{\"topology\":\"ndv2:4\",\"collective\":\"allreduce\"}",
+        "{\"topology\":\"dgxa100:3\",\"collective\":\"reducescatter\",\"method\":\"auto\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        cs_synth_request *req = NULL;
+        cs_result *res = run_request(bodies[i], &req);
+        ck_assert_str_eq(res->method, "hierarchical");
+        ck_assert_msg(strncmp(res->reason, "auto:", 5) == 0 &&
+                          strstr(res->reason, "hierarchical"),
+                      "reason: %s", res->reason);
+        json_t *doc = synth_result_to_json(req, res);
+        json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
+        ck_assert_msg(json_object_get(json_object_get(doc, "bounds"), "time") != NULL,
+                      "bounds.time present");
+        ck_assert_msg(json_is_number(json_object_get(a0, "ratio_to_bound")),
+                      "ratio_to_bound present");
+        json_decref(doc);
+        result_free(res);
+        synth_request_free(req);
+    }
+    /* explicit method, and SMT-sized clusters stay with SMT under auto */
+    cs_synth_request *req = NULL;
+    cs_result *res = run_request(
+        "{\"topology\":\"dgxh100:2\",\"collective\":\"allgather\",\"method\":\"hierarchical\"}",
+        &req);
+    ck_assert_str_eq(res->method, "hierarchical");
+    ck_assert_msg(strstr(res->reason, "method hierarchical requested"), "%s", res->reason);
+    result_free(res);
+    synth_request_free(req);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+    cs_topology *t = load("dgxh100:2");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
+    ck_assert_ptr_null(res);
+    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "broadcast"), "%s", err.message);
+    topology_free(t);
+
+    /* no nodes */
+    t = load("torus2d:4x4");
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "groups"), "%s", err.message);
+    topology_free(t);
+
+    /* the hook's ring fabric is not switched */
+    const char *ring_fabric =
+        "{\"name\":\"rf\",\"ranks\":6,\"links\":["
+        "{\"src\":0,\"dst\":1,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":2,\"dst\":3,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":4,\"dst\":5,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":0,\"dst\":2,\"lanes\":1,\"gbps\":10,\"alpha_us\":2,\"bidirectional\":true},"
+        "{\"src\":2,\"dst\":4,\"lanes\":1,\"gbps\":10,\"alpha_us\":2,\"bidirectional\":true}],"
+        "\"groups\":[[0,1],[2,3],[4,5]]}";
+    t = load_text(ring_fabric);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "switched fabric") || strstr(err.message, "NIC"), "%s",
+                  err.message);
+    topology_free(t);
+
+    /* the service refuses method hierarchical for what it cannot compose */
+    const char *body =
+        "{\"topology\":\"dgxh100:2\",\"collective\":\"alltoall\",\"method\":\"hierarchical\"}";
+    cs_synth_request *req = NULL;
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
+    ck_assert_str_eq(err.field, "collective.kind");
+    /* and auto runs a flat method for it */
+    cs_result *r = run_request("{\"topology\":\"dgxh100:4\",\"collective\":\"alltoall\"}", &req);
+    ck_assert_str_ne(r->method, "hierarchical");
+    result_free(r);
+    synth_request_free(req);
+}
+END_TEST
+
+static Suite *hier_suite(void)
+{
+    Suite *s = suite_create("hier");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_builtin_clusters);
+    tcase_add_test(tc, test_json_clusters);
+    tcase_add_test(tc, test_pipelined);
+    tcase_add_test(tc, test_auto_picks_hierarchical);
+    tcase_add_test(tc, test_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(hier_suite)
