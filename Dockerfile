@@ -23,8 +23,11 @@ RUN apt-get update \
         libpq-dev \
         libcurl4-openssl-dev \
         libzstd-dev \
+        libbliss-dev \
         zlib1g-dev \
         check \
+        coinor-libclp-dev \
+        coinor-libcbc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -45,7 +48,10 @@ RUN apt-get update \
         libpq5 \
         libcurl4 \
         libzstd1 \
+        libbliss2 \
         zlib1g \
+        coinor-libclp1 \
+        coinor-libcbc3 \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system collsynth \

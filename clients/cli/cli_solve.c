@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mcf.h"
 #include "cli_tacos.h"
 #include "smt.h"
 #include "synthesize.h"
@@ -68,6 +69,10 @@ static void solve_usage(FILE *f)
             "                        composed from SMT node trees and a direct exchange of\n"
             "                        node blocks, pipelined (auto picks it for clusters\n"
             "                        too large for SMT)\n"
+            "  mcf                   TE-CCL's flow over time: an LP (CLP) for alltoall,\n"
+            "                        scatter, gather and pairwise custom demands, a MILP\n"
+            "                        (CBC) with copy for the others; auto runs it first for\n"
+            "                        alltoall and custom demands that fit its budget\n"
             "  BASELINE              a hand-designed algorithm (collsynth baselines)\n"
             "SMT options (smt, auto):\n"
             "  --k N                 candidates with S <= R <= S + N (default: 4, widened\n"
@@ -88,6 +93,13 @@ static void solve_usage(FILE *f)
             "  --seed N              random seed\n"
             "  --switch-degree D     ports per switch when unwinding switches\n"
             "  --stats-only          do not keep the sends (very large topologies)\n"
+            "mcf options (mcf, auto):\n"
+            "  --chunks N            chunks per rank share (alltoall: per pair; default 1)\n"
+            "  --epochs K            horizon (default: the smallest the LP allows)\n"
+            "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
+            "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
+            "  --time-limit SEC      (mcf) the whole synthesis\n"
+            "  --size BYTES          the per-rank share the chunks are timed with\n"
             "Baselines: --chunks N.\n"
             "Every method:\n"
             "  --root R              root of broadcast, reduce, gather, scatter (default 0)\n"
@@ -325,14 +337,14 @@ static int write_result(const cs_synth_request *req, const cs_result *r, const c
 
 /* ---- options ------------------------------------------------------------------------- */
 
-enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4, M_HIER = 8 };
+enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4, M_MCF = 8, M_HIER = 16 };
 
 typedef struct solve_args {
     const char *topo_spec, *coll_spec, *method, *out_path;
     bool as_json, quiet, force_progress, stats_only, have_size;
     int root, threads, max_ranks, chunks;
     double time_limit_s, size;
-    json_t *smt, *tacos;  /* the method options given, by method */
+    json_t *smt, *tacos, *mcf;  /* the method options given, by method */
     int used;             /* the methods every option given applies to (AND) */
     const char *narrow;   /* the first option that does not apply to every method */
 } solve_args;
@@ -406,11 +418,30 @@ static int parse_args(int argc, char **argv, solve_args *a)
             NEED();
             if ((rc = seconds_opt("--time-limit", v, &a->time_limit_s)) == CLI_EXIT_OK)
                 json_object_set_new(a->smt, "total_time_limit_s", json_real(a->time_limit_s));
-            applies(a, "--time-limit", M_SMT);
+            applies(a, "--time-limit", M_SMT | M_MCF);
         } else if (OPT("--max-ranks")) {
             NEED();
             rc = int_opt("--max-ranks", v, 1, &a->max_ranks);
             applies(a, "--max-ranks", M_SMT);
+        } else if (OPT("--epochs")) {
+            NEED();
+            if ((rc = int_opt("--epochs", v, 0, &x)) == CLI_EXIT_OK)
+                json_object_set_new(a->mcf, "epochs", json_integer(x));
+            applies(a, "--epochs", M_MCF);
+        } else if (OPT("--epoch-split")) {
+            NEED();
+            if ((rc = int_opt("--epoch-split", v, 1, &x)) == CLI_EXIT_OK)
+                json_object_set_new(a->mcf, "epoch_split", json_integer(x));
+            applies(a, "--epoch-split", M_MCF);
+        } else if (OPT("--gap")) {
+            NEED();
+            char *end;
+            d = strtod(v, &end);
+            if (end == v || *end || !(d >= 0 && d < 1))
+                rc = cli_usage_error(CMD, "--gap wants a fraction in [0, 1), got '%s'", v);
+            else
+                json_object_set_new(a->mcf, "gap", json_real(d));
+            applies(a, "--gap", M_MCF);
         } else if (OPT("--trials")) {
             NEED();
             if ((rc = int_opt("--trials", v, 1, &x)) == CLI_EXIT_OK)
@@ -495,6 +526,12 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
     }
     if (a->have_size && (mkind & M_TACOS))
         json_object_set_new(a->tacos, "bytes", json_real(a->size));
+    if (mkind == M_MCF) {
+        if (a->chunks > 0)
+            json_object_set_new(a->mcf, "chunks", json_integer(a->chunks));
+        if (a->have_size)
+            json_object_set_new(a->mcf, "bytes", json_real(a->size));
+    }
     json_t *opts;
     if (mkind == M_SMT)
         opts = json_incref(a->smt);
@@ -504,12 +541,18 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
         opts = json_incref(a->tacos);  /* only "chunks" can be there (checked before) */
     else if (mkind == M_HIER)
         opts = json_object();          /* node-type SMT budget: the method's default */
-    else {
+    else if (mkind == M_MCF) {
+        opts = json_incref(a->mcf);
+        if (a->time_limit_s > 0)
+            json_object_set_new(opts, "time_limit_s", json_real(a->time_limit_s));
+    } else {
         opts = json_object();
         if (json_object_size(a->smt))
             json_object_set(opts, "smt", a->smt);
         if (json_object_size(a->tacos))
             json_object_set(opts, "tacos", a->tacos);
+        if (json_object_size(a->mcf))
+            json_object_set(opts, "mcf", a->mcf);
     }
     json_object_set_new(req, "options", opts);
     return req;
@@ -517,8 +560,10 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
 
 static const char *method_option_kind(int used)
 {
-    return used == M_SMT ? "an SMT option" : used == M_TACOS ? "a TACOS option"
-                                                              : "not an option of this method";
+    return used == M_SMT     ? "an SMT option"
+           : used == M_TACOS ? "a TACOS option"
+           : used == M_MCF   ? "an mcf option"
+                             : "not an option of this method";
 }
 
 static int solve_main(int argc, char **argv, FILE *report)
@@ -532,10 +577,11 @@ static int solve_main(int argc, char **argv, FILE *report)
     memset(&a, 0, sizeof a);
     a.method = "auto";
     a.root = -2;
-    a.used = M_SMT | M_TACOS | M_BASELINE | M_HIER;
+    a.used = M_SMT | M_TACOS | M_BASELINE | M_MCF | M_HIER;
     a.size = CS_BOUND_DEFAULT_BYTES;
     a.smt = json_object();
     a.tacos = json_object();
+    a.mcf = json_object();
     cs_topology *t = NULL;
     cs_collective c;
     memset(&c, 0, sizeof c);
@@ -550,14 +596,15 @@ static int solve_main(int argc, char **argv, FILE *report)
         code = cli_usage_error(CMD, "expected TOPO and COLLECTIVE (e.g. 'solve dgx1 allgather')");
         goto out;
     }
-    int mkind = !strcmp(a.method, "auto")    ? (M_SMT | M_TACOS)
+    int mkind = !strcmp(a.method, "auto")    ? (M_SMT | M_TACOS | M_MCF)
                 : !strcmp(a.method, "smt")   ? M_SMT
                 : !strcmp(a.method, "tacos") ? M_TACOS
+                : !strcmp(a.method, "mcf")   ? M_MCF
                 : !strcmp(a.method, "hierarchical") ? M_HIER
                                              : M_BASELINE;
     if (mkind == M_BASELINE && !baseline_exists(a.method)) {
-        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, hierarchical or a "
-                                    "baseline: see 'collsynth baselines')", a.method);
+        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, hierarchical "
+                                    "or a baseline: see 'collsynth baselines')", a.method);
         goto out;
     }
     if (!(a.used & mkind)) {
@@ -570,6 +617,10 @@ static int solve_main(int argc, char **argv, FILE *report)
     if (fixed == 1 || (fixed == 2 && a.chunks == 0)) {
         code = cli_usage_error(CMD, "--steps, --rounds and --chunks select one instance: give "
                                     "all three or none");
+        goto out;
+    }
+    if (fixed > 0 && mkind == M_MCF) {
+        code = cli_usage_error(CMD, "--steps and --rounds are SMT options, not for --method mcf");
         goto out;
     }
     if (fixed == 0 && a.chunks > 0 && mkind == M_SMT) {
@@ -641,6 +692,8 @@ static int solve_main(int argc, char **argv, FILE *report)
         if (!strcmp(res->method, "tacos"))
             cli_tacos_report(report, res, t, &req->collective, req->tacos.bytes,
                              req->tacos.seed, a.stats_only);
+        else if (!strcmp(res->method, "mcf"))
+            cli_mcf_report(report, res, t, &req->collective, req->mcf.bytes);
         else
             print_table(report, res, t, &req->collective,
                         a.have_size ? a.size : synth_bound_bytes(req));
@@ -653,6 +706,7 @@ out:
     json_decref(doc);
     json_decref(a.smt);
     json_decref(a.tacos);
+    json_decref(a.mcf);
     if (have_c)
         collective_free(&c);
     topology_free(t);

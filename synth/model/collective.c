@@ -135,6 +135,64 @@ static int parse_pairs(const json_t *arr, const char *key, long global_chunks, i
     return CS_OK;
 }
 
+/* A demand matrix (TE-CCL's form): demand[s][d] = chunks rank s sends to
+ * rank d.  It becomes the custom collective with one global chunk per unit,
+ * numbered row by row: pre [g, s], post [g, d]. */
+static int demand_to_custom(const json_t *m, cs_collective *out, cs_error *err)
+{
+    if (!json_is_array(m) || json_array_size(m) < 1)
+        return cs_error_set(err, CS_EINVAL, "collective.demand",
+                            "must be a square array of arrays of chunk counts");
+    size_t P = json_array_size(m);
+    long total = 0;
+    for (size_t s = 0; s < P; s++) {
+        const json_t *row = json_array_get(m, s);
+        if (!json_is_array(row) || json_array_size(row) != P)
+            return cs_error_set(err, CS_EINVAL, "collective.demand",
+                                "row %zu must be an array of %zu chunk counts (a square matrix)", s,
+                                P);
+        for (size_t d = 0; d < P; d++) {
+            const json_t *v = json_array_get(row, d);
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) > CUSTOM_MAX_CHUNKS)
+                return cs_error_set(err, CS_EINVAL, "collective.demand",
+                                    "demand[%zu][%zu] must be a chunk count in 0..%ld", s, d,
+                                    CUSTOM_MAX_CHUNKS);
+            if (s != d)
+                total += (long)json_integer_value(v);
+            if (total > CUSTOM_MAX_CHUNKS)
+                return cs_error_set(err, CS_EINVAL, "collective.demand",
+                                    "the demand adds up to more than %ld chunks", CUSTOM_MAX_CHUNKS);
+        }
+    }
+    if (total < 1)
+        return cs_error_set(err, CS_EINVAL, "collective.demand",
+                            "the demand moves nothing (every off-diagonal count is 0)");
+    out->kind = CS_COLL_CUSTOM;
+    out->custom_global_chunks = (int)total;
+    out->pre = malloc(sizeof(int) * 2 * (size_t)total);
+    out->post = malloc(sizeof(int) * 2 * (size_t)total);
+    if (!out->pre || !out->post) {
+        collective_free(out);
+        return cs_error_set(err, CS_ENOMEM, "collective.demand", "out of memory");
+    }
+    int g = 0;
+    for (size_t s = 0; s < P; s++)
+        for (size_t d = 0; d < P; d++) {
+            if (s == d)
+                continue;
+            long n = (long)json_integer_value(json_array_get(json_array_get(m, s), d));
+            for (long i = 0; i < n; i++, g++) {
+                out->pre[2 * g] = g;
+                out->pre[2 * g + 1] = (int)s;
+                out->post[2 * g] = g;
+                out->post[2 * g + 1] = (int)d;
+            }
+        }
+    out->npre = out->npost = g;
+    return CS_OK;
+}
+
 int collective_from_json(const json_t *doc, cs_collective *out, cs_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -148,12 +206,12 @@ int collective_from_json(const json_t *doc, cs_collective *out, cs_error *err)
     json_t *v;
     json_object_foreach((json_t *)doc, key, v) {
         if (strcmp(key, "kind") && strcmp(key, "root") && strcmp(key, "global_chunks") &&
-            strcmp(key, "pre") && strcmp(key, "post")) {
+            strcmp(key, "pre") && strcmp(key, "post") && strcmp(key, "demand")) {
             char f[CS_ERROR_FIELD_MAX];
             snprintf(f, sizeof f, "collective.%.60s", key);
             return cs_error_set(err, CS_EINVAL, f,
                                 "unknown key \"%s\" (accepted: kind, root, global_chunks, pre, "
-                                "post)", key);
+                                "post, demand)", key);
         }
     }
     json_t *jk = json_object_get(doc, "kind");
@@ -190,6 +248,14 @@ int collective_from_json(const json_t *doc, cs_collective *out, cs_error *err)
     }
     bool has_custom = json_object_get(doc, "global_chunks") || json_object_get(doc, "pre") ||
                       json_object_get(doc, "post");
+    if (kind == CS_COLL_CUSTOM && json_object_get(doc, "demand")) {
+        if (has_custom)
+            return cs_error_set(err, CS_EINVAL, "collective.demand",
+                                "give either demand or global_chunks, pre and post");
+        return demand_to_custom(json_object_get(doc, "demand"), out, err);
+    }
+    if (json_object_get(doc, "demand"))
+        return cs_error_set(err, CS_EINVAL, "collective.demand", "only kind custom takes demand");
     if (kind != CS_COLL_CUSTOM) {
         if (has_custom)
             return cs_error_set(err, CS_EINVAL,

@@ -38,6 +38,9 @@ void synth_limits_default(cs_synth_limits *lim)
     lim->smt_max_ranks = 16;
     lim->smt_max_variables = 50000;
     lim->smt_time_budget_s = 30;
+    lim->mcf_max_ranks = 16;
+    lim->mcf_max_columns = 300000;
+    lim->mcf_time_budget_s = 60;
     lim->threads = 0;
 }
 
@@ -107,6 +110,22 @@ static const char *const smt_keys[] = {"k", "max_chunks", "max_steps", "steps", 
 static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_degree", "bytes",
                                          NULL};
 static const char *const baseline_keys[] = {"chunks", NULL};
+static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
+                                       "gap", NULL};
+
+static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
+                             cs_mcf_options *m, cs_error *err)
+{
+    int rc;
+    if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &m->chunks, err)) ||
+        (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
+        (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
+        (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||
+        (rc = opt_int(o, "epoch_split", prefix, 1, 64, &m->epoch_split, err)) ||
+        (rc = opt_double(o, "gap", prefix, 0, 0.99, &m->gap, err)))
+        return rc;
+    return CS_OK;
+}
 static const char *const hier_keys[] = {"smt_time_limit_s", NULL};
 
 static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
@@ -350,6 +369,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     r->tacos.keep_sends = true;
     hier_options_default(&r->hier);
     r->baseline.chunks = 0;
+    mcf_options_default(&r->mcf);
 
     /* method first: option parsing depends on it */
     const json_t *m = json_object_get(doc, "method");
@@ -367,6 +387,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
         r->method_kind = CS_SYNTH_SMT;
     else if (strcmp(method, "tacos") == 0)
         r->method_kind = CS_SYNTH_TACOS;
+    else if (strcmp(method, "mcf") == 0)
+        r->method_kind = CS_SYNTH_MCF;
     else if (strcmp(method, "hierarchical") == 0)
         r->method_kind = CS_SYNTH_HIER;
     else if (strlen(method) < sizeof r->method && baseline_exists(method))
@@ -380,8 +402,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
         }
         rc = cs_error_set(err, CS_EINVAL, "method",
-                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical or a "
-                          "baseline (%s)",
+                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical, "
+                          "mcf or a baseline (%s)",
                           method, names);
         goto fail;
     }
@@ -457,6 +479,15 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                                   "baseline %s does not implement %s", r->method,
                                   collective_kind_name(r->collective.kind));
             break;
+        case CS_SYNTH_MCF:
+            rc = opt_check_keys(flat, "options.", mcf_keys, "not an mcf option", err);
+            if (!rc)
+                rc = parse_mcf_options(flat, "options.", lim, &r->mcf, err);
+            if (!rc)
+                rc = prefix_field(err, mcf_options_validate(&r->mcf, r->topology,
+                                                            &r->collective, err),
+                                  "options");
+            break;
         case CS_SYNTH_HIER:
             rc = opt_check_keys(flat, "options.", hier_keys, "not a hierarchical option", err);
             if (!rc)
@@ -466,10 +497,11 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                 rc = hier_applicable(r->topology, &r->collective, err);
             break;
         case CS_SYNTH_AUTO: {
-            static const char *const auto_keys[] = {"smt", "tacos", NULL};
+            static const char *const auto_keys[] = {"smt", "tacos", "mcf", NULL};
             rc = opt_check_keys(flat, "options.", auto_keys,
-                                "with method auto, put SMT options under options.smt and "
-                                "TACOS options under options.tacos",
+                                "with method auto, put SMT options under options.smt, "
+                                "TACOS options under options.tacos and mcf options under "
+                                "options.mcf",
                                 err);
             const json_t *so = json_object_get(flat, "smt");
             const json_t *to = json_object_get(flat, "tacos");
@@ -486,6 +518,13 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                 rc = opt_check_keys(to, "options.tacos.", tacos_keys, "not a tacos option", err);
             if (!rc && to)
                 rc = parse_tacos_options(to, "options.tacos.", lim, &r->tacos, err);
+            const json_t *mo = json_object_get(flat, "mcf");
+            if (!rc && mo && !json_is_object(mo))
+                rc = cs_error_set(err, CS_EINVAL, "options.mcf", "options.mcf must be an object");
+            if (!rc && mo)
+                rc = opt_check_keys(mo, "options.mcf.", mcf_keys, "not an mcf option", err);
+            if (!rc && mo)
+                rc = parse_mcf_options(mo, "options.mcf.", lim, &r->mcf, err);
             break;
         }
         }
@@ -499,6 +538,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     if (lim->max_sends > 0 || lim->max_result_bytes > 0) {
         int chunks = r->method_kind == CS_SYNTH_SMT        ? r->smt.max_chunks
                      : r->method_kind == CS_SYNTH_BASELINE ? r->baseline.chunks
+                     : r->method_kind == CS_SYNTH_MCF      ? r->mcf.chunks
                                                            : r->tacos.chunks;
         if (r->method_kind == CS_SYNTH_SMT && r->smt.chunks > 0)
             chunks = r->smt.chunks;
@@ -628,30 +668,6 @@ static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
     return smt_search(r->topology, &r->collective, &o, out, err);
 }
 
-/* SCCL's class bounds R <= S + k.  Where even one chunk needs more rounds than
- * that at the latency bound (a switch hub: DGX-2 allgather needs R = 15 at
- * S = 1), the default class holds no algorithm and auto would always fall
- * back to TACOS, so auto widens k just enough for the bandwidth bound at the
- * steps bound (allreduce: its allgather half, which the search runs).  An
- * explicit method smt keeps the caller's k. */
-#define AUTO_SMT_MAX_K 64
-
-static int auto_smt_k(const cs_synth_request *r)
-{
-    cs_collective c;
-    if (r->collective.kind == CS_COLL_ALLREDUCE)
-        collective_init(&c, CS_COLL_ALLGATHER, -1);
-    else
-        c = r->collective;
-    cs_bounds b;
-    if (collective_bounds(r->topology, &c, &b, NULL) != CS_OK || b.rpc_den <= 0)
-        return r->smt.k;
-    long need = (b.rpc_num + b.rpc_den - 1) / b.rpc_den - b.steps;
-    if (need > AUTO_SMT_MAX_K)
-        need = AUTO_SMT_MAX_K;
-    return need > r->smt.k ? (int)need : r->smt.k;
-}
-
 static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
                      const cs_synth_hooks *h, cs_result **out, cs_error *err)
 {
@@ -662,6 +678,18 @@ static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
     return tacos_synthesize(r->topology, &r->collective, &o, out, err);
+}
+
+static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double budget_s,
+                   cs_result **out, cs_error *err)
+{
+    cs_mcf_options o = r->mcf;
+    o.progress = h ? h->progress : NULL;
+    o.progress_ctx = h ? h->progress_ctx : NULL;
+    o.cancel = h ? h->cancel : NULL;
+    if (budget_s > 0 && (o.time_limit_s <= 0 || o.time_limit_s > budget_s))
+        o.time_limit_s = budget_s;
+    return mcf_synthesize(r->topology, &r->collective, &o, out, err);
 }
 
 static int run_hier(const cs_synth_request *r, const cs_synth_limits *lim,
@@ -767,11 +795,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     *out = NULL;
     double t0 = cs_now();
     int rc;
-    char reason[256] = "";
+    char reason[256] = "", mcf_note[200] = "";
     switch (r->method_kind) {
     case CS_SYNTH_SMT:
         rc = run_smt(r, lim, hooks, 0, -1, out, err);
-        snprintf(reason, sizeof reason, "method smt requested");
+        snprintf(reason, sizeof reason, "method smt requested; %.200s",
+                 rc == CS_OK && *out ? (*out)->reason : "");
         break;
     case CS_SYNTH_TACOS:
         rc = run_tacos(r, lim, hooks, out, err);
@@ -781,6 +810,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         rc = run_baseline(r, out, err);
         snprintf(reason, sizeof reason, "baseline %s requested", r->method);
         break;
+    case CS_SYNTH_MCF:
+        rc = run_mcf(r, hooks, r->time_limit_s, out, err);
+        snprintf(reason, sizeof reason, "method mcf requested");
+        break;
     case CS_SYNTH_HIER:
         rc = run_hier(r, lim, hooks, out, err);
         if (rc == CS_OK)
@@ -789,6 +822,41 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         break;
     default: {
         const cs_topology *t = r->topology;
+        if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM) {
+            long cols = -1;
+            cs_error merr;
+            cs_error_clear(&merr);
+            if (t->ranks <= lim->mcf_max_ranks)
+                cols = mcf_estimate_columns(t, &r->collective, &r->mcf);
+            if (t->ranks > lim->mcf_max_ranks) {
+                snprintf(mcf_note, sizeof mcf_note, "mcf: %d ranks > mcf limit %d; ", t->ranks,
+                         lim->mcf_max_ranks);
+            } else if (cols < 0 || cols > lim->mcf_max_columns) {
+                snprintf(mcf_note, sizeof mcf_note,
+                         "mcf: ~%ld model variables > mcf limit %ld; ", cols, lim->mcf_max_columns);
+            } else {
+                rc = run_mcf(r, hooks, lim->mcf_time_budget_s, out, &merr);
+                if (rc == CS_OK && *out && (*out)->nalgs > 0) {
+                    snprintf(reason, sizeof reason,
+                             "auto: %s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
+                             "(TE-CCL flow model: pipelined, alpha per hop%s)",
+                             collective_kind_name(r->collective.kind), t->ranks,
+                             lim->mcf_max_ranks, cols, lim->mcf_max_columns,
+                             (*out)->complete ? ", optimal" : ", stopped at its budget");
+                    break;
+                }
+                if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {
+                    result_free(*out);
+                    *out = NULL;
+                    rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
+                    break;
+                }
+                result_free(*out);
+                *out = NULL;
+                snprintf(mcf_note, sizeof mcf_note, "mcf found nothing (%.120s); ",
+                         merr.message[0] ? merr.message : cs_status_name(rc));
+            }
+        }
         long vars = synth_smt_estimate_variables(t, &r->collective, r->smt.max_chunks);
         /* nodes joined by a fabric, too large for SMT: compose instead of flat TACOS */
         char hier_note[200] = "";
@@ -825,19 +893,16 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         }
         cs_error serr;
         cs_error_clear(&serr);
-        int k = auto_smt_k(r);
-        rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, k, out, &serr);
+        /* the request's k: automatic unless given (smt.h, CS_SMT_K_AUTO) */
+        rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, -1, out, &serr);
         if (rc == CS_OK && *out && (*out)->nalgs > 0) {
-            char widened[64] = "";
-            if (k != r->smt.k)
-                snprintf(widened, sizeof widened, ", k widened from %d to %d", r->smt.k, k);
             snprintf(reason, sizeof reason,
-                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s%s)",
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s); %.150s",
                      t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
                      r->smt.steps > 0       ? "one instance decided"
                      : (*out)->complete     ? "frontier complete"
                                             : "frontier partial: time budget ran out",
-                     widened);
+                     (*out)->reason);
             break;
         }
         if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {
@@ -874,7 +939,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     }
     if (!*out)
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
-    snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
+    if (mcf_note[0] && strcmp((*out)->method, "mcf") != 0 && strncmp(reason, "auto: ", 6) == 0)
+        snprintf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
+    else
+        snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
     /* Every result carries the contract's bounds, whichever method ran: the
      * heuristic methods do not compute them themselves. */
     if ((*out)->bound_steps <= 0) {
@@ -917,5 +985,6 @@ static json_t *synth_result_doc(const cs_synth_request *r, const cs_result *res,
     /* the bound is an addition: a result without it (out of memory) is still whole */
     synth_annotate_time_bound(doc, r->topology, &r->collective, res, synth_bound_bytes(r),
                               NULL);
+    synth_annotate_mcf_bound(doc, res);
     return doc;
 }

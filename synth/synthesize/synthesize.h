@@ -26,8 +26,9 @@
  *             instance_time_limit_s, total_time_limit_s   (cs_smt_options)
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
  *   baseline: chunks                                       (cs_baseline_options)
+ *   mcf:      chunks, epochs, max_epochs, bytes, epoch_split, gap   (cs_mcf_options)
  *   hierarchical: smt_time_limit_s (per node-type SMT search; default 2)
- *   auto:     "smt": {smt options}, "tacos": {tacos options}
+ *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}
  *
  * The auto policy (limits in cs_synth_limits, server configuration, not part
  * of the key): hierarchical for allgather, reducescatter and allreduce on
@@ -35,7 +36,12 @@
  * too large for SMT (the cases that would otherwise go to flat TACOS); SMT when ranks <= smt_max_ranks and the estimated SMT variable
  * count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS
  * when the instance is larger, when SMT cannot handle the collective, or when
- * SMT found nothing within its budget.  result->reason says which ran and why.
+ * SMT found nothing within its budget.  Alltoall and custom demands go to mcf
+ * first (TE-CCL's flow model pipelines and pays alpha per hop exactly, where
+ * step-synchronous search loses) when ranks <= mcf_max_ranks and mcf's
+ * estimated model has at most mcf_max_columns variables, with at most
+ * mcf_time_budget_s; the policy above runs when mcf does not fit or finds
+ * nothing.  result->reason says which ran and why.
  *
  * Canonical request: builtins expanded to their links; links, shared sets and
  * custom pairs sorted; every option of the methods that may run written out
@@ -52,6 +58,7 @@
 #include "algorithm.h"
 #include "baseline.h"
 #include "bounds.h"
+#include "mcf.h"
 #include "hier.h"
 #include "smt.h"
 #include "tacos.h"
@@ -73,6 +80,9 @@ typedef struct cs_synth_limits {
     int smt_max_ranks;         /* default 16 */
     long smt_max_variables;    /* default 50,000 */
     double smt_time_budget_s;  /* default 30; 0 = no budget */
+    int mcf_max_ranks;         /* auto runs mcf for alltoall/custom up to this (default 16) */
+    long mcf_max_columns;      /* ... when its estimated model is at most this (default 300,000) */
+    double mcf_time_budget_s;  /* ... with at most this much time (default 60; 0 = none) */
     int threads;               /* solver threads per synthesis (0 = CPU count) */
     /* in-process callers (the CLI); neither changes what a result means */
     int smt_limit_ranks;       /* method smt refuses larger topologies (0 = smt.h's
@@ -88,6 +98,7 @@ typedef enum cs_synth_method {
     CS_SYNTH_SMT,
     CS_SYNTH_TACOS,
     CS_SYNTH_BASELINE,
+    CS_SYNTH_MCF,
     CS_SYNTH_HIER              /* "hierarchical" (hier.h) */
 } cs_synth_method;
 
@@ -99,6 +110,7 @@ typedef struct cs_synth_request {
     cs_smt_options smt;           /* normalized; progress/cancel unset */
     cs_tacos_options tacos;       /* normalized; progress/cancel unset */
     cs_baseline_options baseline;
+    cs_mcf_options mcf;           /* normalized; progress/cancel unset */
     cs_hier_options hier;         /* normalized; progress/cancel unset */
     double wait_s;                /* options.wait_s (0 when absent); not in the key */
     double time_limit_s;          /* options.time_limit_s (0 = none); not in the key */
@@ -196,6 +208,11 @@ int synth_ratio_to_bound(const cs_topology *t, const cs_time_bound *tb, const cs
  * simulated_us at `bytes`.  An algorithm the simulator refuses keeps none. */
 int synth_annotate_time_bound(json_t *doc, const cs_topology *t, const cs_collective *c,
                               const cs_result *res, double bytes, cs_error *err);
+
+/* mcf results: copies the LP bound the method computed (stats.mcf_lp:
+ * epochs, epoch_us, time_us, objective) to bounds.mcf_lp, next to the cut
+ * bound.  A no-op for other results. */
+void synth_annotate_mcf_bound(json_t *doc, const cs_result *res);
 
 /* SHA-256 of data as 64 lowercase hex digits and a NUL. */
 void synth_sha256_hex(const void *data, size_t len, char out[65]);

@@ -20,6 +20,8 @@
 
 double synth_bound_bytes(const cs_synth_request *r)
 {
+    if (r && r->method_kind == CS_SYNTH_MCF && r->mcf.bytes > 0)
+        return r->mcf.bytes;
     return r && r->tacos.bytes > 0 ? r->tacos.bytes : CS_BOUND_DEFAULT_BYTES;
 }
 
@@ -71,4 +73,13 @@ int synth_annotate_time_bound(json_t *doc, const cs_topology *t, const cs_collec
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     return CS_OK;
+}
+
+void synth_annotate_mcf_bound(json_t *doc, const cs_result *res)
+{
+    json_t *lp = res && res->stats ? json_object_get(res->stats, "mcf_lp") : NULL;
+    json_t *bounds = json_object_get(doc, "bounds");
+    if (!json_is_object(lp) || !json_is_object(bounds))
+        return;
+    json_object_set_new(bounds, "mcf_lp", json_deep_copy(lp));
 }

@@ -189,12 +189,20 @@ json_t *synth_canonical_collective(const cs_collective *c)
     return doc;
 }
 
+/* "k" is written only when the request gives it: a k left out is widened
+ * automatically (smt.h, CS_SMT_K_AUTO), which is another request than any
+ * fixed k.  Canonical documents from before automatic widening always held
+ * a k and still parse to the same key, meaning what they meant then. */
 static json_t *smt_options_json(const cs_smt_options *s)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "k", s->k, "max_chunks",
-                     s->max_chunks, "max_steps", s->max_steps, "steps", s->steps, "rounds",
-                     s->rounds, "chunks", s->chunks, "instance_time_limit_s",
-                     s->instance_time_limit_s, "total_time_limit_s", s->total_time_limit_s);
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "max_chunks", s->max_chunks,
+                          "max_steps", s->max_steps, "steps", s->steps, "rounds", s->rounds,
+                          "chunks", s->chunks, "instance_time_limit_s",
+                          s->instance_time_limit_s, "total_time_limit_s",
+                          s->total_time_limit_s);
+    if (o && s->k != CS_SMT_K_AUTO)
+        json_object_set_new(o, "k", json_integer(s->k));
+    return o;
 }
 
 static json_t *tacos_options_json(const cs_tacos_options *t)
@@ -202,6 +210,23 @@ static json_t *tacos_options_json(const cs_tacos_options *t)
     return json_pack("{s:i, s:i, s:I, s:i, s:f}", "chunks", t->chunks, "trials", t->trials,
                      "seed", (json_int_t)t->seed, "switch_degree", t->switch_degree, "bytes",
                      t->bytes);
+}
+
+static json_t *mcf_options_json(const cs_mcf_options *m)
+{
+    return json_pack("{s:i, s:i, s:i, s:f, s:i, s:f}", "chunks", m->chunks, "epochs", m->epochs,
+                     "max_epochs", m->max_epochs, "bytes", m->bytes, "epoch_split",
+                     m->epoch_split, "gap", m->gap);
+}
+
+/* Auto's canonical form names mcf options only when they differ from the
+ * defaults, so the keys of auto requests made before mcf existed stay. */
+static bool mcf_options_are_default(const cs_mcf_options *m)
+{
+    cs_mcf_options d;
+    mcf_options_default(&d);
+    return m->chunks == d.chunks && m->epochs == d.epochs && m->max_epochs == d.max_epochs &&
+           m->bytes == d.bytes && m->epoch_split == d.epoch_split && m->gap == d.gap;
 }
 
 int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
@@ -228,12 +253,20 @@ int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
     case CS_SYNTH_BASELINE:
         json_object_set_new(copts, "chunks", json_integer(r->baseline.chunks));
         break;
+    case CS_SYNTH_MCF: {
+        json_t *tmp = mcf_options_json(&r->mcf);
+        json_object_update(copts, tmp);
+        json_decref(tmp);
+        break;
+    }
     case CS_SYNTH_HIER:
         json_object_set_new(copts, "smt_time_limit_s", json_real(r->hier.smt_time_limit_s));
         break;
     case CS_SYNTH_AUTO:
         json_object_set_new(copts, "smt", smt_options_json(&r->smt));
         json_object_set_new(copts, "tacos", tacos_options_json(&r->tacos));
+        if (!mcf_options_are_default(&r->mcf))
+            json_object_set_new(copts, "mcf", mcf_options_json(&r->mcf));
         break;
     }
     json_object_set_new(canon, "options", copts);

@@ -1,0 +1,1046 @@
+/*
+ * mcf.c - the mcf method (mcf.h): the time-expanded model, the horizon
+ * search, the solves, and the solution turned into a verified algorithm.
+ *
+ * Columns are created only where they can matter: a commodity's flow on link
+ * n->m at epoch k exists when the commodity can be at n by k (kappa-weighted
+ * distance from a source) and can still reach a rank that needs it by K.
+ * That prunes most of the time-expanded graph for latency-bound instances.
+ */
+#include "mcf.h"
+#include "mcf_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "collective.h"
+#include "verify.h"
+
+#define FAR (INT_MAX / 4)
+
+void mcf_options_default(cs_mcf_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->chunks = 1;
+    opt->epochs = 0;
+    opt->max_epochs = 256;
+    opt->bytes = 64.0 * 1024 * 1024;
+    opt->epoch_split = 1;
+    opt->gap = 0.0;
+    opt->max_columns = 4000000;
+}
+
+int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
+                         cs_error *err)
+{
+    if (o->chunks < 1 || o->chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.chunks", "chunks must be in 1..4096, got %d",
+                            o->chunks);
+    if (o->epochs < 0 || o->epochs > 100000)
+        return cs_error_set(err, CS_EINVAL, "options.epochs",
+                            "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
+    if (o->max_epochs < 1 || o->max_epochs > 100000)
+        return cs_error_set(err, CS_EINVAL, "options.max_epochs",
+                            "max_epochs must be in 1..100000, got %d", o->max_epochs);
+    if (!(o->bytes > 0) || !isfinite(o->bytes))
+        return cs_error_set(err, CS_EINVAL, "options.bytes", "bytes must be a positive size");
+    if (o->epoch_split < 1 || o->epoch_split > 64)
+        return cs_error_set(err, CS_EINVAL, "options.epoch_split",
+                            "epoch_split must be in 1..64, got %d", o->epoch_split);
+    if (!(o->gap >= 0 && o->gap < 1))
+        return cs_error_set(err, CS_EINVAL, "options.gap", "gap must be in [0, 1), got %g",
+                            o->gap);
+    if (o->time_limit_s < 0 || !isfinite(o->time_limit_s))
+        return cs_error_set(err, CS_EINVAL, "options.time_limit_s",
+                            "time_limit_s must be >= 0");
+    int max_ranks = o->max_ranks > 0 ? o->max_ranks : CS_MCF_DEFAULT_MAX_RANKS;
+    if (t->ranks > max_ranks)
+        return cs_error_set(err, CS_ELIMIT, "topology",
+                            "mcf handles at most %d ranks (its models grow as ranks x links x "
+                            "epochs); this topology has %d: use tacos",
+                            max_ranks, t->ranks);
+    if (collective_kind_is_combining(c->kind))
+        return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
+                            "mcf synthesizes non-combining collectives (flows of data); %s "
+                            "combines contributions: use smt or tacos",
+                            collective_kind_name(c->kind));
+    return CS_OK;
+}
+
+/* ---- the instance -------------------------------------------------------------- */
+
+typedef struct inst {
+    const cs_topology *t;
+    const cs_collective *c;
+    int P, L, C;
+    long G;
+    double chunk_bytes, tau;
+    int *kappa;         /* per link: epochs a send holds its lane; arrives k + kappa */
+    double *send_us;    /* per link: alpha + chunk / bw */
+    int *dist;          /* P x P kappa-weighted shortest distances (FAR: none) */
+    bool pairwise;
+    /* pairwise: per chunk its source and the one rank that needs it (-1: none) */
+    int *gsrc, *gdst;
+    long *supply;       /* P x P: supply[d * P + s] = chunks s must deliver to d */
+    /* copy: per chunk and rank */
+    unsigned char *pre, *need;
+    int ncomm;          /* P (pairwise: by destination) or G (copy: by chunk) */
+    int *earliest;      /* ncomm x P: first epoch the commodity can be at a rank */
+    int *reach;         /* ncomm x P: fewest epochs from a rank to one that needs it */
+} inst;
+
+static void inst_free(inst *in)
+{
+    free(in->kappa);
+    free(in->send_us);
+    free(in->dist);
+    free(in->gsrc);
+    free(in->gdst);
+    free(in->supply);
+    free(in->pre);
+    free(in->need);
+    free(in->earliest);
+    free(in->reach);
+}
+
+bool mcf_collective_is_pairwise(const cs_collective *c, int P, int C)
+{
+    switch (c->kind) {
+    case CS_COLL_ALLTOALL: case CS_COLL_SCATTER: case CS_COLL_GATHER: return true;
+    case CS_COLL_CUSTOM: break;
+    default: return false;
+    }
+    long G = collective_global_chunks(c, P, C);
+    for (long g = 0; g < G; g++) {
+        int npre = 0, nneed = 0;
+        for (int r = 0; r < P; r++) {
+            bool pre = collective_pre(c, P, C, g, r);
+            npre += pre;
+            nneed += !pre && collective_post(c, P, C, g, r);
+        }
+        if (nneed > 1 || (nneed == 1 && npre != 1))
+            return false;
+    }
+    return true;
+}
+
+static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
+                     const cs_mcf_options *o, cs_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->t = t;
+    in->c = c;
+    in->P = t->ranks;
+    in->L = t->nlinks;
+    in->C = o->chunks;
+    in->G = collective_global_chunks(c, in->P, in->C);
+    in->chunk_bytes = o->bytes / o->chunks;
+    int P = in->P, L = in->L;
+    in->kappa = malloc(sizeof *in->kappa * (size_t)L);
+    in->send_us = malloc(sizeof *in->send_us * (size_t)L);
+    in->dist = malloc(sizeof *in->dist * (size_t)P * (size_t)P);
+    if (!in->kappa || !in->send_us || !in->dist)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    double fastest = INFINITY;
+    for (int l = 0; l < L; l++) {
+        const cs_link *k = &t->links[l];
+        in->send_us[l] = k->alpha_us + in->chunk_bytes / (k->gbps * 1e3);
+        if (in->send_us[l] < fastest)
+            fastest = in->send_us[l];
+    }
+    in->tau = fastest / o->epoch_split;
+    for (int l = 0; l < L; l++) {
+        double e = in->send_us[l] / in->tau;
+        int kk = (int)ceil(e - 1e-9);
+        in->kappa[l] = kk < 1 ? 1 : kk;
+    }
+    /* Floyd-Warshall on kappa (P <= a few hundred) */
+    for (long i = 0; i < (long)P * P; i++)
+        in->dist[i] = FAR;
+    for (int r = 0; r < P; r++)
+        in->dist[(long)r * P + r] = 0;
+    for (int l = 0; l < L; l++) {
+        long at = (long)t->links[l].src * P + t->links[l].dst;
+        if (in->kappa[l] < in->dist[at])
+            in->dist[at] = in->kappa[l];
+    }
+    for (int k = 0; k < P; k++)
+        for (int i = 0; i < P; i++) {
+            int dik = in->dist[(long)i * P + k];
+            if (dik >= FAR)
+                continue;
+            for (int j = 0; j < P; j++) {
+                int v = dik + in->dist[(long)k * P + j];
+                if (v < in->dist[(long)i * P + j])
+                    in->dist[(long)i * P + j] = v;
+            }
+        }
+    in->pairwise = mcf_collective_is_pairwise(c, P, in->C);
+    if (in->pairwise) {
+        in->ncomm = P;
+        in->gsrc = malloc(sizeof *in->gsrc * (size_t)(in->G ? in->G : 1));
+        in->gdst = malloc(sizeof *in->gdst * (size_t)(in->G ? in->G : 1));
+        in->supply = calloc((size_t)P * P, sizeof *in->supply);
+        if (!in->gsrc || !in->gdst || !in->supply)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (long g = 0; g < in->G; g++) {
+            int src = -1, dst = -1;
+            for (int r = 0; r < P; r++) {
+                bool pre = collective_pre(c, P, in->C, g, r);
+                if (pre)
+                    src = r;
+                else if (collective_post(c, P, in->C, g, r))
+                    dst = r;
+            }
+            in->gsrc[g] = src;
+            in->gdst[g] = src >= 0 ? dst : -1;
+            if (src >= 0 && dst >= 0)
+                in->supply[(long)dst * P + src]++;
+        }
+    } else {
+        if (in->G > 0 && (long)P * in->G > 100000000L)
+            return cs_error_set(err, CS_ELIMIT, "options.chunks",
+                                "%ld chunks x %d ranks is too large for mcf's copy model",
+                                in->G, P);
+        in->ncomm = (int)in->G;
+        in->pre = calloc((size_t)in->G * P, 1);
+        in->need = calloc((size_t)in->G * P, 1);
+        if (!in->pre || !in->need)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (long g = 0; g < in->G; g++)
+            for (int r = 0; r < P; r++) {
+                bool pre = collective_pre(c, P, in->C, g, r);
+                in->pre[g * P + r] = pre;
+                in->need[g * P + r] = !pre && collective_post(c, P, in->C, g, r);
+            }
+    }
+    long nc = in->ncomm;
+    in->earliest = malloc(sizeof *in->earliest * (size_t)(nc ? nc : 1) * P);
+    in->reach = malloc(sizeof *in->reach * (size_t)(nc ? nc : 1) * P);
+    if (!in->earliest || !in->reach)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (long q = 0; q < nc; q++) {
+        int *ea = in->earliest + q * P, *re = in->reach + q * P;
+        for (int n = 0; n < P; n++) {
+            ea[n] = FAR;
+            re[n] = FAR;
+        }
+        for (int s = 0; s < P; s++) {
+            bool src = in->pairwise ? in->supply[q * P + s] > 0 : in->pre[q * P + s];
+            if (!src)
+                continue;
+            for (int n = 0; n < P; n++)
+                if (in->dist[(long)s * P + n] < ea[n])
+                    ea[n] = in->dist[(long)s * P + n];
+        }
+        for (int d = 0; d < P; d++) {
+            bool needs = in->pairwise ? (d == q) : in->need[q * P + d];
+            if (!needs)
+                continue;
+            for (int n = 0; n < P; n++)
+                if (in->dist[(long)n * P + d] < re[n])
+                    re[n] = in->dist[(long)n * P + d];
+        }
+    }
+    return CS_OK;
+}
+
+/* The smallest horizon any schedule needs: the farthest needed pair. */
+static int horizon_floor(const inst *in)
+{
+    int k = 1, P = in->P;
+    for (long q = 0; q < in->ncomm; q++)
+        for (int n = 0; n < P; n++) {
+            int v = 0;
+            if (in->pairwise)
+                v = in->supply[q * P + n] > 0 ? in->dist[(long)n * P + q] : 0;
+            else if (in->need[q * P + n])
+                v = in->earliest[q * P + n];
+            if (v > k && v < FAR)
+                k = v;
+        }
+    return k;
+}
+
+/* ---- the model at horizon K ------------------------------------------------------------ */
+
+typedef struct model {
+    mcf_lp lp;
+    int K;
+    long nf;            /* ncomm * L * K */
+    int *fcol;          /* flow column of (q, l, k), or -1 */
+    int *hcol;          /* copy: holding column of (q, n, k), k in 0..K; pairwise: B of (q, n, k) */
+    bool trivially_infeasible;
+} model;
+
+static void model_free(model *m)
+{
+    mcf_lp_free(&m->lp);
+    free(m->fcol);
+    free(m->hcol);
+    memset(m, 0, sizeof *m);
+}
+
+static inline long fidx(const inst *in, int K, long q, int l, int k)
+{
+    return (q * in->L + l) * K + k;
+}
+
+static inline long hidx(const inst *in, int K, long q, int n, int k)
+{
+    return (q * in->P + n) * (K + 1) + k;
+}
+
+/* Capacity rows: sends in flight on each link, and on each shared set, <= lanes. */
+static void add_capacity(const inst *in, model *m)
+{
+    const cs_topology *t = in->t;
+    int K = m->K;
+    for (int l = 0; l < in->L; l++)
+        for (int k = 0; k < K; k++) {
+            int row = -1;
+            for (long q = 0; q < in->ncomm; q++)
+                for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                    if (k2 < 0)
+                        continue;
+                    int col = m->fcol[fidx(in, K, q, l, k2)];
+                    if (col < 0)
+                        continue;
+                    if (row < 0)
+                        row = mcf_lp_add_row(&m->lp, -INFINITY, t->links[l].lanes);
+                    mcf_lp_add_coef(&m->lp, row, col, 1.0);
+                }
+        }
+    for (int s = 0; s < t->nshared; s++) {
+        const cs_shared *sh = &t->shared[s];
+        for (int k = 0; k < K; k++) {
+            int row = -1;
+            for (int i = 0; i < sh->nlinks; i++) {
+                int l = sh->links[i];
+                for (long q = 0; q < in->ncomm; q++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        if (k2 < 0)
+                            continue;
+                        int col = m->fcol[fidx(in, K, q, l, k2)];
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(&m->lp, -INFINITY, sh->lanes);
+                        mcf_lp_add_coef(&m->lp, row, col, 1.0);
+                    }
+            }
+        }
+    }
+}
+
+/* Pairwise demands: one commodity per destination d, real (or integer)
+ * flows, buffers B(d, n, k) = what n keeps for d after epoch k's sends. */
+static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    m->nf = (long)in->ncomm * L * K;
+    m->fcol = malloc(sizeof *m->fcol * (size_t)(m->nf ? m->nf : 1));
+    m->hcol = malloc(sizeof *m->hcol * (size_t)in->ncomm * P * (K + 1));
+    if (!m->fcol || !m->hcol)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory for the model");
+    for (long i = 0; i < m->nf; i++)
+        m->fcol[i] = -1;
+    for (long i = 0; i < (long)in->ncomm * P * (K + 1); i++)
+        m->hcol[i] = -1;
+    for (int d = 0; d < P; d++) {
+        const int *ea = in->earliest + (long)d * P, *re = in->reach + (long)d * P;
+        long total = 0;
+        for (int s = 0; s < P; s++)
+            total += in->supply[(long)d * P + s];
+        if (total == 0)
+            continue;
+        for (int s = 0; s < P; s++)
+            if (in->supply[(long)d * P + s] > 0 && in->dist[(long)s * P + d] > K)
+                m->trivially_infeasible = true;
+        for (int l = 0; l < L; l++) {
+            int n = t->links[l].src, x = t->links[l].dst;
+            if (n == d)
+                continue;
+            for (int k = ea[n]; k < K; k++) {
+                int arrive = k + in->kappa[l];
+                if (re[x] >= FAR || arrive + re[x] > K)
+                    break;
+                double ub = t->links[l].lanes;
+                m->fcol[fidx(in, K, d, l, k)] =
+                    mcf_lp_add_col(&m->lp, 0, ub, x == d ? 1.0 / arrive : 0.0, integer);
+            }
+        }
+        for (int n = 0; n < P; n++) {
+            if (n == d || ea[n] >= FAR)
+                continue;
+            for (int k = ea[n]; k < K; k++)
+                if (k + 1 + re[n] <= K)
+                    m->hcol[hidx(in, K, d, n, k)] = mcf_lp_add_col(&m->lp, 0, (double)total, 0,
+                                                                   false);
+        }
+        /* conservation at n != d, epoch k */
+        for (int n = 0; n < P; n++) {
+            if (n == d || ea[n] >= FAR)
+                continue;
+            for (int k = ea[n]; k < K; k++) {
+                double rhs = k == 0 ? (double)in->supply[(long)d * P + n] : 0.0;
+                int row = -1;
+#define ROW()                                                          \
+    do {                                                               \
+        if (row < 0)                                                   \
+            row = mcf_lp_add_row(&m->lp, rhs, rhs);                    \
+    } while (0)
+                for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
+                    int col = m->fcol[fidx(in, K, d, l, k)];
+                    if (col >= 0) {
+                        ROW();
+                        mcf_lp_add_coef(&m->lp, row, col, 1.0);
+                    }
+                }
+                int b = m->hcol[hidx(in, K, d, n, k)];
+                if (b >= 0) {
+                    ROW();
+                    mcf_lp_add_coef(&m->lp, row, b, 1.0);
+                }
+                if (k > 0 && (b = m->hcol[hidx(in, K, d, n, k - 1)]) >= 0) {
+                    ROW();
+                    mcf_lp_add_coef(&m->lp, row, b, -1.0);
+                }
+                for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
+                    int l = t->in_links[i];
+                    int k0 = k - in->kappa[l];
+                    if (k0 < 0)
+                        continue;
+                    int col = m->fcol[fidx(in, K, d, l, k0)];
+                    if (col >= 0) {
+                        ROW();
+                        mcf_lp_add_coef(&m->lp, row, col, -1.0);
+                    }
+                }
+#undef ROW
+                if (row < 0 && rhs != 0)
+                    m->trivially_infeasible = true;
+            }
+        }
+    }
+    add_capacity(in, m);
+    if (m->lp.failed)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory building the model");
+    return CS_OK;
+}
+
+/* Copy demands: one binary commodity per chunk; H(g, n, k) = n holds g at
+ * the start of epoch k. */
+static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    m->nf = G * L * K;
+    m->fcol = malloc(sizeof *m->fcol * (size_t)(m->nf ? m->nf : 1));
+    m->hcol = malloc(sizeof *m->hcol * (size_t)(G ? G : 1) * P * (K + 1));
+    if (!m->fcol || !m->hcol)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory for the model");
+    for (long i = 0; i < m->nf; i++)
+        m->fcol[i] = -1;
+    for (long i = 0; i < G * P * (K + 1); i++)
+        m->hcol[i] = -1;
+    for (long g = 0; g < G; g++) {
+        const int *ea = in->earliest + g * P, *re = in->reach + g * P;
+        const unsigned char *pre = in->pre + g * P, *need = in->need + g * P;
+        for (int n = 0; n < P; n++) {
+            if (need[n] && ea[n] > K)
+                m->trivially_infeasible = true;
+            if (pre[n] || ea[n] >= FAR || re[n] >= FAR)
+                continue;
+            for (int k = ea[n] > 1 ? ea[n] : 1; k <= K; k++) {
+                if (!need[n] && k + re[n] > K)
+                    break;
+                double lb = need[n] && k == K ? 1.0 : 0.0;
+                double w = need[n] ? 1.0 / k : 0.0;
+                m->hcol[hidx(in, K, g, n, k)] = mcf_lp_add_col(&m->lp, lb, 1, w, integer);
+            }
+        }
+        for (int l = 0; l < L; l++) {
+            int n = t->links[l].src, x = t->links[l].dst;
+            if (pre[x] || re[x] >= FAR)
+                continue;
+            for (int k = pre[n] ? 0 : ea[n]; k < K; k++) {
+                if (k + in->kappa[l] + re[x] > K)
+                    break;
+                if (!pre[n] && m->hcol[hidx(in, K, g, n, k)] < 0)
+                    continue;
+                m->fcol[fidx(in, K, g, l, k)] = mcf_lp_add_col(&m->lp, 0, 1, 0, integer);
+            }
+        }
+        /* a rank sends only what it holds */
+        for (int l = 0; l < L; l++) {
+            int n = t->links[l].src;
+            if (pre[n])
+                continue;
+            for (int k = 0; k < K; k++) {
+                int f = m->fcol[fidx(in, K, g, l, k)];
+                if (f < 0)
+                    continue;
+                int row = mcf_lp_add_row(&m->lp, -INFINITY, 0);
+                mcf_lp_add_coef(&m->lp, row, f, 1.0);
+                mcf_lp_add_coef(&m->lp, row, m->hcol[hidx(in, K, g, n, k)], -1.0);
+            }
+        }
+        /* it holds what it held or what arrived */
+        for (int n = 0; n < P; n++) {
+            if (pre[n])
+                continue;
+            for (int k = 1; k <= K; k++) {
+                int h = m->hcol[hidx(in, K, g, n, k)];
+                if (h < 0)
+                    continue;
+                int row = mcf_lp_add_row(&m->lp, -INFINITY, 0);
+                mcf_lp_add_coef(&m->lp, row, h, 1.0);
+                int hp = m->hcol[hidx(in, K, g, n, k - 1)];
+                if (hp >= 0)
+                    mcf_lp_add_coef(&m->lp, row, hp, -1.0);
+                for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
+                    int l = t->in_links[i];
+                    int k0 = k - in->kappa[l];
+                    if (k0 < 0)
+                        continue;
+                    int f = m->fcol[fidx(in, K, g, l, k0)];
+                    if (f >= 0)
+                        mcf_lp_add_coef(&m->lp, row, f, -1.0);
+                }
+            }
+        }
+    }
+    add_capacity(in, m);
+    if (m->lp.failed)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory building the model");
+    return CS_OK;
+}
+
+static int build_model(const inst *in, int K, bool integer, long max_columns, model *m,
+                       cs_error *err)
+{
+    memset(m, 0, sizeof *m);
+    mcf_lp_init(&m->lp);
+    m->K = K;
+    int rc = in->pairwise ? build_pairwise(in, K, integer, m, err)
+                          : build_copy(in, K, integer, m, err);
+    if (rc == CS_OK && max_columns > 0 && m->lp.ncols > max_columns)
+        rc = cs_error_set(err, CS_ELIMIT, "options.chunks",
+                          "the mcf model at %d epochs has %d variables, more than the limit of "
+                          "%ld (fewer chunks or ranks, or tacos)",
+                          K, m->lp.ncols, max_columns);
+    if (rc)
+        model_free(m);
+    return rc;
+}
+
+long mcf_estimate_columns(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o)
+{
+    if (mcf_options_validate(o, t, c, NULL) != CS_OK)
+        return -1;
+    inst in;
+    if (inst_init(&in, t, c, o, NULL) != CS_OK) {
+        inst_free(&in);
+        return -1;
+    }
+    double k = horizon_floor(&in);
+    cs_time_bound tb;
+    if (collective_time_bound(t, c, &tb, NULL) == CS_OK) {
+        double kb = time_bound_us(&tb, o->bytes, o->chunks) / in.tau;
+        if (kb > k)
+            k = kb;
+    }
+    double cols = 1.5 * (k + 1) * (double)in.ncomm * in.L;
+    inst_free(&in);
+    return cols > 1e15 ? (long)1e15 : (long)cols;
+}
+
+/* ---- the run ------------------------------------------------------------------------- */
+
+typedef struct run {
+    const inst *in;
+    const cs_mcf_options *o;
+    double t0, deadline;
+    int done;
+    int lp_solves, milp_solves;
+    double lp_seconds, milp_seconds;
+} run;
+
+static double remaining(const run *r)
+{
+    if (!isfinite(r->deadline))
+        return 0;
+    double left = r->deadline - cs_now();
+    return left > 0.05 ? left : 0.05;
+}
+
+static bool out_of_time(const run *r) { return isfinite(r->deadline) && cs_now() >= r->deadline; }
+
+static void progress(run *r, const char *outcome, int K, double seconds, double best,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void progress(run *r, const char *outcome, int K, double seconds, double best,
+                     const char *fmt, ...)
+{
+    if (!r->o->progress)
+        return;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cs_progress_event ev = {0};
+    ev.method = "mcf";
+    ev.outcome = outcome;
+    ev.message = msg;
+    ev.steps = K;
+    ev.rounds = K;
+    ev.chunks = r->in->C;
+    ev.seconds = seconds;
+    ev.elapsed = cs_now() - r->t0;
+    ev.done = ++r->done;
+    ev.total = 0;
+    ev.best = best;
+    r->o->progress(r->o->progress_ctx, &ev);
+}
+
+/* LP relaxation at horizon K: CS_OK with *feasible and *obj. */
+static int solve_lp(run *r, int K, bool *feasible, double *obj, cs_error *err)
+{
+    model m;
+    int rc = build_model(r->in, K, false, r->o->max_columns, &m, err);
+    if (rc)
+        return rc;
+    *feasible = false;
+    *obj = NAN;
+    if (m.trivially_infeasible) {
+        model_free(&m);
+        return CS_OK;
+    }
+    mcf_solve_opts so = {false, remaining(r), 0, NULL, r->o->cancel};
+    mcf_solution sol;
+    rc = mcf_solve(&m.lp, &so, &sol, err);
+    r->lp_solves++;
+    r->lp_seconds += sol.seconds;
+    if (rc == CS_OK) {
+        if (sol.status == MCF_NOSOLUTION)
+            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                              "the LP at %d epochs did not finish within the time limit", K);
+        *feasible = sol.status == MCF_OPTIMAL;
+        *obj = sol.objective;
+        progress(r, *feasible ? "lp" : "lp-infeasible", K, sol.seconds, NAN,
+                 "LP relaxation at %d epochs (%d columns, %d rows): %s, objective %.6g, "
+                 "in %.3f s",
+                 K, m.lp.ncols, m.lp.nrows, *feasible ? "feasible" : "infeasible",
+                 *feasible ? *obj : 0.0, sol.seconds);
+    }
+    mcf_solution_free(&sol);
+    model_free(&m);
+    return rc;
+}
+
+/* The smallest K in [lo, hi] whose LP is feasible (hi is known feasible). */
+static int lp_min_horizon(run *r, int lo, int hi, int *out, cs_error *err)
+{
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        bool feas;
+        double obj;
+        int rc = solve_lp(r, mid, &feas, &obj, err);
+        if (rc)
+            return rc;
+        if (feas)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *out = hi;
+    return CS_OK;
+}
+
+/* One send of the schedule, in epochs. */
+typedef struct msend {
+    long chunk;
+    int link, epoch;
+} msend;
+
+typedef struct sendbuf {
+    msend *v;
+    long n, cap;
+} sendbuf;
+
+static int push_send(sendbuf *b, long chunk, int link, int epoch)
+{
+    if (b->n == b->cap) {
+        long nc = b->cap ? b->cap * 2 : 256;
+        msend *q = realloc(b->v, sizeof *q * (size_t)nc);
+        if (!q)
+            return CS_ENOMEM;
+        b->v = q;
+        b->cap = nc;
+    }
+    b->v[b->n++] = (msend){chunk, link, epoch};
+    return CS_OK;
+}
+
+/* Integer pairwise flows -> chunk sends: per destination, each rank keeps a
+ * list of the chunks it holds for it with the epoch they became usable; a flow
+ * of x on n->m at epoch k takes x chunks usable by k. */
+static int decompose_pairwise(const inst *in, const model *m, const double *x, sendbuf *out,
+                              cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, K = m->K;
+    long G = in->G;
+    /* per rank: chunk ids and ready epochs (a rank holds at most its supply) */
+    long *held = malloc(sizeof *held * (size_t)(G ? G : 1));
+    int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1));
+    int *owner = malloc(sizeof *owner * (size_t)(G ? G : 1));
+    if (!held || !ready || !owner) {
+        free(held);
+        free(ready);
+        free(owner);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    int rc = CS_OK;
+    for (int d = 0; d < P && rc == CS_OK; d++) {
+        /* the chunks for d, each with its current rank and ready epoch */
+        long nh = 0;
+        for (long g = 0; g < G; g++)
+            if (in->gdst[g] == d) {
+                held[nh] = g;
+                owner[nh] = in->gsrc[g];
+                ready[nh] = 0;
+                nh++;
+            }
+        if (nh == 0)
+            continue;
+        for (int k = 0; k < K && rc == CS_OK; k++)
+            for (int l = 0; l < in->L && rc == CS_OK; l++) {
+                int col = m->fcol[fidx(in, K, d, l, k)];
+                if (col < 0)
+                    continue;
+                long units = lround(x[col]);
+                int n = t->links[l].src, dst = t->links[l].dst;
+                for (long u = 0; u < units; u++) {
+                    /* the earliest-ready chunk at n for d (FIFO) */
+                    long best = -1;
+                    for (long i = 0; i < nh; i++)
+                        if (owner[i] == n && ready[i] <= k &&
+                            (best < 0 || ready[i] < ready[best]))
+                            best = i;
+                    if (best < 0) {
+                        rc = cs_error_set(err, CS_EINTERNAL, "",
+                                          "mcf: flow for rank %d leaves rank %d at epoch %d "
+                                          "without a chunk to carry",
+                                          d, n, k);
+                        break;
+                    }
+                    if (push_send(out, held[best], l, k)) {
+                        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                        break;
+                    }
+                    owner[best] = dst;
+                    ready[best] = k + in->kappa[l];
+                }
+            }
+    }
+    free(held);
+    free(ready);
+    free(owner);
+    return rc;
+}
+
+/* Binary copy flows -> sends, without the wasteful ones (TE-CCL's reverse
+ * DFS): only the first arrival of a chunk at a rank counts, and a send is
+ * kept when its destination needs the chunk or forwards it usefully. */
+static int decompose_copy(const inst *in, const model *m, const double *x, sendbuf *out,
+                          cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, K = m->K, L = in->L;
+    int *first = malloc(sizeof *first * (size_t)P);     /* arrival epoch of the first send in */
+    int *first_l = malloc(sizeof *first_l * (size_t)P); /* its link and start epoch */
+    int *first_k = malloc(sizeof *first_k * (size_t)P);
+    unsigned char *useful = malloc((size_t)P);
+    if (!first || !first_l || !first_k || !useful) {
+        free(first);
+        free(first_l);
+        free(first_k);
+        free(useful);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    int rc = CS_OK;
+    for (long g = 0; g < in->G && rc == CS_OK; g++) {
+        for (int n = 0; n < P; n++) {
+            first[n] = in->pre[g * P + n] ? 0 : FAR;
+            first_l[n] = -1;
+            useful[n] = in->need[g * P + n];
+        }
+        for (int k = 0; k < K; k++)
+            for (int l = 0; l < L; l++) {
+                int col = m->fcol[fidx(in, K, g, l, k)];
+                if (col < 0 || x[col] < 0.5)
+                    continue;
+                int dst = t->links[l].dst, arr = k + in->kappa[l];
+                if (in->pre[g * P + dst] || arr >= first[dst])
+                    continue;
+                first[dst] = arr;
+                first_l[dst] = l;
+                first_k[dst] = k;
+            }
+        /* usefulness flows back along first arrivals, latest first */
+        for (int k = K - 1; k >= 0; k--)
+            for (int n = 0; n < P; n++)
+                if (first_l[n] >= 0 && first_k[n] == k && useful[n])
+                    useful[t->links[first_l[n]].src] = 1;
+        for (int n = 0; n < P; n++)
+            if (first_l[n] >= 0 && useful[n] && push_send(out, g, first_l[n], first_k[n])) {
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                break;
+            }
+    }
+    free(first);
+    free(first_l);
+    free(first_k);
+    free(useful);
+    return rc;
+}
+
+static int cmp_send(const void *a, const void *b)
+{
+    const msend *x = a, *y = b;
+    if (x->epoch != y->epoch)
+        return x->epoch < y->epoch ? -1 : 1;
+    if (x->chunk != y->chunk)
+        return x->chunk < y->chunk ? -1 : 1;
+    return (x->link > y->link) - (x->link < y->link);
+}
+
+static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, cs_error *err)
+{
+    qsort(sb->v, (size_t)sb->n, sizeof *sb->v, cmp_send);
+    int steps = sb->n ? sb->v[sb->n - 1].epoch + 1 : 1;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(in->c, in->t->name, in->P, in->C, steps, &a, err);
+    if (rc)
+        return rc;
+    snprintf(a->method, sizeof a->method, "mcf");
+    a->timed_chunk_bytes = in->chunk_bytes;
+    if (algorithm_reserve_sends(a, sb->n) != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (long i = 0; i < sb->n; i++) {
+        const msend *s = &sb->v[i];
+        const cs_link *l = &in->t->links[s->link];
+        double start = s->epoch * in->tau;
+        rc = algorithm_add_timed_send(a, s->chunk, l->src, l->dst, s->epoch, CS_OP_COPY, start,
+                                      start + in->send_us[s->link]);
+        if (rc) {
+            algorithm_free(a);
+            return cs_error_set(err, rc, "", "cannot add send %ld", i);
+        }
+    }
+    if ((rc = algorithm_sort_by_time(a)) != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, "", "cannot order the sends by time");
+    }
+    *out = a;
+    return CS_OK;
+}
+
+/* The completion time (us) of a send list: the latest end. */
+static double sends_end_us(const inst *in, const sendbuf *sb)
+{
+    double e = 0;
+    for (long i = 0; i < sb->n; i++) {
+        double v = sb->v[i].epoch * in->tau + in->send_us[sb->v[i].link];
+        if (v > e)
+            e = v;
+    }
+    return e;
+}
+
+/* A lower bound (us) on the completion of any schedule in the epoch model
+ * when horizon K-1 is infeasible: some arrival is at epoch >= K, so its send
+ * ends after (K - kappa_l) tau + send_us_l > (K - 1) tau. */
+static double horizon_time_bound(const inst *in, int K)
+{
+    double slack = INFINITY;
+    for (int l = 0; l < in->L; l++) {
+        double s = in->send_us[l] - (in->kappa[l] - 1) * in->tau;
+        if (s < slack)
+            slack = s;
+    }
+    return (K - 1) * in->tau + (isfinite(slack) ? slack : 0);
+}
+
+int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                   cs_result **out, cs_error *err)
+{
+    *out = NULL;
+    int rc = mcf_options_validate(o, t, c, err);
+    if (rc)
+        return rc;
+    run r = {0};
+    r.o = o;
+    r.t0 = cs_now();
+    r.deadline = o->time_limit_s > 0 ? r.t0 + o->time_limit_s : INFINITY;
+    inst in;
+    rc = inst_init(&in, t, c, o, err);
+    r.in = &in;
+    if (rc) {
+        inst_free(&in);
+        return rc;
+    }
+    progress(&r, "start", 0, 0, NAN,
+             "mcf: %s, %d ranks, %ld chunks, %s model, epoch %.4g us", collective_kind_name(c->kind),
+             in.P, in.G, in.pairwise ? "LP (by destination)" : "MILP (by chunk, with copy)",
+             in.tau);
+
+    /* the horizon: the LP's smallest feasible one (doubling, then bisection) */
+    int floor_k = horizon_floor(&in);
+    int lp_k = -1;
+    double lp_obj = NAN;
+    bool feas = false;
+    int cap = o->epochs > 0 ? o->epochs : o->max_epochs;
+    int lo = floor_k, hi = floor_k;
+    for (;;) {
+        if (hi > cap)
+            hi = cap;
+        double obj;
+        rc = solve_lp(&r, hi, &feas, &obj, err);
+        if (rc)
+            goto done;
+        if (feas)
+            break;
+        if (hi >= cap) {
+            rc = cs_error_set(err, o->epochs > 0 ? CS_EUNSAT : CS_ELIMIT,
+                              o->epochs > 0 ? "options.epochs" : "options.max_epochs",
+                              "no schedule fits %d epochs of %.4g us (even the LP relaxation is "
+                              "infeasible)%s",
+                              cap, in.tau, o->epochs > 0 ? ": raise epochs" : "");
+            goto done;
+        }
+        lo = hi + 1;
+        hi *= 2;
+    }
+    if ((rc = lp_min_horizon(&r, lo, hi, &lp_k, err)))
+        goto done;
+    int K = o->epochs > 0 ? o->epochs : lp_k;
+    {
+        bool f2;
+        if ((rc = solve_lp(&r, K, &f2, &lp_obj, err)))
+            goto done;
+    }
+
+    /* the schedule: integer flows at K, K+1, ... */
+    sendbuf sb = {0};
+    double milp_obj = NAN, milp_bound = NAN;
+    int milp_status = MCF_NOSOLUTION;
+    int used_k = -1;
+    for (int k = K; k <= cap; k++) {
+        if (out_of_time(&r)) {
+            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                              "no schedule within the time limit (LP bound: %d epochs)", lp_k);
+            break;
+        }
+        model m;
+        if ((rc = build_model(&in, k, true, o->max_columns, &m, err)))
+            break;
+        mcf_solve_opts so = {true, remaining(&r), o->gap, NULL, o->cancel};
+        mcf_solution sol;
+        rc = mcf_solve(&m.lp, &so, &sol, err);
+        r.milp_solves++;
+        r.milp_seconds += sol.seconds;
+        if (rc) {
+            model_free(&m);
+            break;
+        }
+        if (sol.x) {
+            milp_obj = sol.objective;
+            milp_bound = sol.bound;
+            milp_status = sol.status;
+            rc = in.pairwise ? decompose_pairwise(&in, &m, sol.x, &sb, err)
+                             : decompose_copy(&in, &m, sol.x, &sb, err);
+            used_k = k;
+        }
+        progress(&r, sol.x ? (sol.status == MCF_OPTIMAL ? "optimal" : "incumbent") : "infeasible",
+                 k, sol.seconds, sol.x ? sends_end_us(&in, &sb) : NAN,
+                 "MILP at %d epochs (%d columns, %d rows): %s, objective %.6g, bound %.6g, "
+                 "gap %.3g%% in %.3f s",
+                 k, m.lp.ncols, m.lp.nrows,
+                 sol.x ? (sol.status == MCF_OPTIMAL ? "optimal" : "stopped with a schedule")
+                       : sol.status == MCF_INFEASIBLE ? "infeasible" : "no schedule yet",
+                 sol.objective, sol.bound,
+                 sol.x && sol.bound != 0 ? 100 * fabs(sol.bound - sol.objective) / fabs(sol.bound)
+                                         : NAN,
+                 sol.seconds);
+        bool stop = sol.x != NULL || sol.status == MCF_NOSOLUTION || o->epochs > 0;
+        mcf_solution_free(&sol);
+        model_free(&m);
+        if (rc || stop)
+            break;
+    }
+    if (rc == CS_OK && used_k < 0)
+        rc = cs_error_set(err, out_of_time(&r) ? CS_ETIMEOUT : CS_EUNSAT,
+                          out_of_time(&r) ? "options.time_limit_s" : "options.epochs",
+                          "mcf found no integer schedule (LP bound: %d epochs of %.4g us)", lp_k,
+                          in.tau);
+    cs_algorithm *a = NULL;
+    if (rc == CS_OK)
+        rc = to_algorithm(&in, &sb, &a, err);
+    double end_us = sends_end_us(&in, &sb);
+    free(sb.v);
+    if (rc == CS_OK && (rc = algorithm_verify(t, a, err)) != CS_OK) {
+        algorithm_free(a);
+        goto done;
+    }
+    if (rc)
+        goto done;
+    cs_result *res = NULL;
+    if ((rc = result_new("mcf", &res, err))) {
+        algorithm_free(a);
+        goto done;
+    }
+    if ((rc = result_add(res, a))) {
+        algorithm_free(a);
+        result_free(res);
+        rc = cs_error_set(err, rc, "", "out of memory");
+        goto done;
+    }
+    res->complete = milp_status == MCF_OPTIMAL && o->gap == 0;
+    res->synth_seconds = cs_now() - r.t0;
+    json_t *lp = json_pack("{s:i, s:f, s:f, s:f, s:s}", "epochs", lp_k, "epoch_us", in.tau,
+                           "time_us", horizon_time_bound(&in, lp_k), "objective",
+                           isfinite(lp_obj) ? lp_obj : 0.0, "form",
+                           in.pairwise ? "lp by destination" : "milp relaxation by chunk");
+    double gap = isfinite(milp_bound) && milp_bound != 0
+                     ? fabs(milp_bound - milp_obj) / fabs(milp_bound) : 0.0;
+    res->stats = json_pack("{s:s, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:f, s:s, s:i, s:i, "
+                           "s:f, s:f, s:f}",
+                           "model", in.pairwise ? "lp" : "milp", "epochs", used_k,
+                           "epochs_used", a->steps, "epoch_us", in.tau, "chunk_bytes",
+                           in.chunk_bytes, "mcf_lp", lp, "milp_objective",
+                           isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
+                           isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
+                           milp_status == MCF_OPTIMAL ? "optimal" : "feasible", "lp_solves",
+                           r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
+                           "milp_seconds", r.milp_seconds, "schedule_us", end_us);
+    progress(&r, "done", used_k, res->synth_seconds, end_us,
+             "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
+             a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
+    *out = res;
+done:
+    inst_free(&in);
+    return rc;
+}

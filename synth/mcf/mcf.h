@@ -1,0 +1,97 @@
+/*
+ * mcf.h - TE-CCL's multi-commodity-flow synthesis (shared/papers/te-ccl.txt,
+ * sections 3-4): a collective as a flow over time, solved as an LP (COIN-OR
+ * CLP) when no chunk needs copying, as a MILP (COIN-OR CBC) when one does.
+ *
+ * Time is cut into epochs of tau microseconds.  tau is the fastest link's
+ * chunk time (the paper's option (b)); in collsynth's cost model a send holds
+ * its lane for alpha + chunk/bandwidth (the simulator and the verifier charge
+ * alpha on the lane), so a link's "chunk time" includes its alpha, and a send
+ * on link l started in epoch k holds one of its lanes for kappa_l =
+ * ceil((alpha_l + chunk/bw_l) / tau) epochs and is usable at its destination
+ * from epoch k + kappa_l.  That is the paper's alpha delay of ceil(alpha/tau)
+ * epochs and its Appendix F window capacity in one: the schedule the model
+ * finds is one the verifier and the simulator accept as timed.
+ *
+ * Model (per epoch k < K, K the horizon):
+ *   capacity   per link and epoch: sends in flight (the last kappa_l epochs)
+ *              <= lanes; the same per shared set (switch ports included: the
+ *              hyper-edge form, every pair of ranks on a switch is a link and
+ *              each rank's port carries one chunk at a time);
+ *   buffers    store-and-forward: what a rank holds at k is what it held at
+ *              k-1 plus what arrived, minus (without copy) what it sent;
+ *   demand     every postcondition is met by the end of epoch K;
+ *   objective  deliver as early as possible (each delivered unit earns
+ *              1/(arrival epoch), TE-CCL's 1/(k+1)).
+ * Demands where every chunk has one source and one destination that lacks
+ * it (alltoall, scatter, gather, pairwise custom) need no copy: flows to one
+ * destination are interchangeable, so there is one commodity per destination
+ * (P commodities, not P^2) with real variables: an LP.  Its fractional
+ * solution is the bound; the schedule comes from the same model with integer
+ * flows (CBC, started from the LP and with a rounding of it as incumbent).
+ * Demands with copy (allgather, broadcast, one-to-many custom) have one binary
+ * commodity per chunk: a MILP whose LP relaxation is the bound.
+ *
+ * The horizon: options.epochs, or the smallest K whose LP is feasible, found
+ * by doubling then binary search (the paper's Algorithm 1 with an LP as the
+ * feasibility oracle), then the MILP is solved at K, K+1, ... until it finds a
+ * schedule.
+ *
+ * Solvers run in a forked child (solver.c): the parent polls the cancel token
+ * and the deadline every 20 ms and kills the child on either, so cancel frees
+ * the solver within a second whatever CBC is doing, and the solver's memory is
+ * the child's.  Progress events report each solve (bound, incumbent, gap).
+ *
+ * The result has one timed algorithm (method "mcf"): start_us = epoch * tau,
+ * end_us = start_us + alpha + chunk/bw, step = epoch, chunk_bytes set; it is
+ * verified before it is returned.  result->stats carries the model sizes, the
+ * solve times and "mcf_lp": the LP bound (epochs, epoch_us, time_us).
+ *
+ * Combining collectives (allreduce, reducescatter, reduce) are refused
+ * (CS_EUNSUPPORTED): use smt or tacos.
+ */
+#ifndef CS_MCF_H
+#define CS_MCF_H
+
+#include "algorithm.h"
+
+/* Largest topology mcf accepts by default (models grow as P x links x K). */
+#define CS_MCF_DEFAULT_MAX_RANKS 64
+
+typedef struct cs_mcf_options {
+    int chunks;            /* chunks per rank share (alltoall: per pair); default 1 */
+    int epochs;            /* horizon K; 0 = smallest LP-feasible, searched */
+    int max_epochs;        /* search limit for the horizon (default 256) */
+    double bytes;          /* per-rank share L: chunk = bytes / chunks (default 64 MiB) */
+    int epoch_split;       /* tau = fastest chunk time / epoch_split (default 1) */
+    double gap;            /* MILP early stop at this relative gap (default 0: optimal) */
+    double time_limit_s;   /* whole synthesis; 0 = none */
+    int max_ranks;         /* 0 = CS_MCF_DEFAULT_MAX_RANKS */
+    long max_columns;      /* refuse models with more variables (default 4,000,000) */
+    cs_progress_fn progress;
+    void *progress_ctx;
+    cs_cancel *cancel;
+} cs_mcf_options;
+
+void mcf_options_default(cs_mcf_options *opt);
+/* Checks options against the instance, naming the option at fault. */
+int mcf_options_validate(const cs_mcf_options *opt, const cs_topology *t,
+                         const cs_collective *c, cs_error *err);
+
+/* True when the collective needs no copy (the LP form applies): every chunk
+ * has one source and at most one rank that lacks it and needs it. */
+bool mcf_collective_is_pairwise(const cs_collective *c, int ranks, int chunks);
+
+/* Estimated variables of the model mcf would solve (the auto policy's
+ * budget): commodities x links x the horizon the cut bound suggests, x 1.5;
+ * -1 when the instance is not for mcf (combining kinds, too many ranks). */
+long mcf_estimate_columns(const cs_topology *t, const cs_collective *c,
+                          const cs_mcf_options *opt);
+
+/* Synthesizes one verified timed algorithm.  Errors: CS_EUNSUPPORTED
+ * (combining kinds), CS_ELIMIT (model too large), CS_ETIMEOUT (no schedule
+ * within the time limit), CS_ECANCELLED, CS_EINVAL. */
+int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *opt,
+                   cs_result **out, cs_error *err);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * Tests of the mcf method (mcf.h): small LP and MILP instances whose optimum
+ * is worked out by hand below (not read from the solver), every schedule
+ * re-verified and simulated, a random sparse pairwise demand on dgx1 given
+ * as a demand matrix, cancellation within a second, and the auto policy
+ * picking mcf for alltoall.
+ *
+ * Units: ring/line builtins with gbps=1 (1000 bytes/us) and alpha=0 and
+ * 1000-byte chunks make every send 1 us, so an epoch is 1 us and a schedule
+ * of E epochs ends at E us.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "mcf.h"
+#include "simulate.h"
+#include "synthesize.h"
+#include "verify.h"
+
+static cs_topology *load(const char *spec)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    int rc = topology_load(spec, NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
+    return t;
+}
+
+static void load_coll(const char *json, int ranks, cs_collective *c)
+{
+    cs_error err;
+    json_error_t je;
+    json_t *doc = json_loads(json, 0, &je);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(collective_from_json(doc, c, &err), CS_OK);
+    json_decref(doc);
+    ck_assert_msg(collective_validate(c, ranks, &err) == CS_OK, "%s", err.message);
+}
+
+/* Solves, re-verifies, simulates; returns the simulated time at `bytes`. */
+static double solve_time(const cs_topology *t, const cs_collective *c, int chunks, double bytes,
+                         int epochs, cs_result **keep)
+{
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = chunks;
+    o.bytes = bytes;
+    o.epochs = epochs;
+    cs_result *r = NULL;
+    cs_error err;
+    int rc = mcf_synthesize(t, c, &o, &r, &err);
+    ck_assert_msg(rc == CS_OK, "%s %s: %s", t->name, collective_kind_name(c->kind), err.message);
+    ck_assert_int_eq(r->nalgs, 1);
+    ck_assert_str_eq(r->algs[0]->method, "mcf");
+    ck_assert(algorithm_is_timed(r->algs[0]));
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, r->algs[0], bytes, &sr, &err), CS_OK);
+    double us = sr.time_us;
+    sim_result_free(&sr);
+    if (keep)
+        *keep = r;
+    else
+        result_free(r);
+    return us;
+}
+
+static double lp_epochs(const cs_result *r)
+{
+    return json_number_value(json_object_get(json_object_get(r->stats, "mcf_lp"), "epochs"));
+}
+
+START_TEST(line_pipelines_two_chunks_in_three_epochs)
+{
+    /* 0 - 1 - 2, rank 0 sends 2 chunks to rank 2.  Each chunk needs 2 hops
+     * and link 0->1 carries one chunk per epoch, so the second chunk leaves
+     * rank 0 at epoch 1 at the earliest and lands at the end of epoch 2:
+     * 3 epochs, reached by pipelining (a step-synchronous 2-round schedule
+     * per chunk would need 4). */
+    cs_topology *t = load("line:3,gbps=1,alpha=0");
+    cs_collective c;
+    load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,2],[0,0,0],[0,0,0]]}", 3, &c);
+    ck_assert(mcf_collective_is_pairwise(&c, 3, 1));
+    cs_result *r = NULL;
+    double us = solve_time(t, &c, 1, 1000, 0, &r);
+    ck_assert_double_eq_tol(us, 3.0, 1e-9);
+    ck_assert_int_eq((int)lp_epochs(r), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(r->stats, "model")), "lp");
+    result_free(r);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(ring_alltoall_lp_is_two_epochs)
+{
+    /* ring:4, one chunk per pair: 16 chunk-hops (2 neighbours x 1 hop + the
+     * opposite rank x 2 hops, per rank) over 8 one-lane links is 2 epochs at
+     * least, and 2 are enough: route the 2-hop chunks of ranks 0 and 2
+     * clockwise and of 1 and 3 counter-clockwise, first hop in epoch 0; each
+     * link then carries one 2-hop leg and one direct chunk. */
+    cs_topology *t = load("ring:4,gbps=1,alpha=0");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, NULL), 2.0, 1e-9);
+    /* 2 chunks per pair: 32 chunk-hops over 8 links = 4 epochs, and doubling
+     * the schedule above achieves it */
+    ck_assert_double_eq_tol(solve_time(t, &c, 2, 2000, 0, NULL), 4.0, 1e-9);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(ring_allgather_and_broadcast_milp)
+{
+    /* allgather on ring:4: the opposite rank is 2 hops away, so 2 epochs at
+     * least; epoch 0 every rank sends its chunk both ways, epoch 1 each rank
+     * forwards its left neighbour's chunk to the right: 2 epochs. */
+    cs_topology *t = load("ring:4,gbps=1,alpha=0");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *r = NULL;
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, &r), 2.0, 1e-9);
+    ck_assert_str_eq(json_string_value(json_object_get(r->stats, "model")), "milp");
+    /* copy: 3 receptions per rank, nothing wasted */
+    ck_assert_int_eq(r->algs[0]->nsends, 12);
+    result_free(r);
+    /* broadcast from 0 on ring:5 (rank 2 and 3 are 2 hops away): 2 epochs,
+     * 4 sends (a tree) */
+    topology_free(t);
+    t = load("ring:5,gbps=1,alpha=0");
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, &r), 2.0, 1e-9);
+    ck_assert_int_eq(r->algs[0]->nsends, 4);
+    result_free(r);
+    /* 2 chunks: the root's two links carry 4 first hops in 2 epochs, and the
+     * last chunk sent at epoch 1 still needs one more hop: 3 epochs */
+    ck_assert_double_eq_tol(solve_time(t, &c, 2, 2000, 0, NULL), 3.0, 1e-9);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(alpha_holds_the_lane)
+{
+    /* line:2 with alpha 0.5 us and 1 us of transfer: a send holds its lane
+     * 1.5 us, so the epoch is 1.5 us and 3 chunks from 0 to 1 end at 4.5 us
+     * (the verifier refuses overlapping sends on a one-lane link). */
+    cs_topology *t = load("line:2,gbps=1,alpha=0.5");
+    cs_collective c;
+    load_coll("{\"kind\":\"custom\",\"demand\":[[0,3],[0,0]]}", 2, &c);
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, NULL), 4.5, 1e-9);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(dgx1_alltoall_and_allgather)
+{
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_result *r = NULL;
+    /* 25 KB chunks: a send is 0.7 + 1.0 us.  Two chunks per pair: 32 chunks
+     * must cross between the two groups of 4 over 6 lanes each way, so
+     * ceil(32 / 6) = 6 epochs at least (the cut); the LP and the schedule
+     * both reach it. */
+    double us = solve_time(t, &c, 2, 50000, 0, &r);
+    ck_assert_double_eq_tol(us, 6 * 1.7, 1e-6);
+    ck_assert_int_eq((int)lp_epochs(r), 6);
+    result_free(r);
+    /* allgather, one chunk: diameter 2 hops, 2 epochs */
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 25000, 0, NULL), 2 * 1.7, 1e-6);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(random_sparse_demand_on_dgx1)
+{
+    cs_topology *t = load("dgx1");
+    unsigned seed = 12345;
+    char json[1024] = "{\"kind\":\"custom\",\"demand\":[";
+    int total = 0;
+    for (int s = 0; s < 8; s++) {
+        strcat(json, s ? ",[" : "[");
+        for (int d = 0; d < 8; d++) {
+            seed = seed * 1103515245u + 12345u;
+            int v = (s != d && (seed >> 16) % 4 == 0) ? 1 + (int)((seed >> 8) % 3) : 0;
+            total += v;
+            char cell[8];
+            snprintf(cell, sizeof cell, "%s%d", d ? "," : "", v);
+            strcat(json, cell);
+        }
+        strcat(json, "]");
+    }
+    strcat(json, "]}");
+    ck_assert_int_gt(total, 4);
+    cs_collective c;
+    load_coll(json, 8, &c);
+    ck_assert_int_eq(c.custom_global_chunks, total);
+    ck_assert(mcf_collective_is_pairwise(&c, 8, 1));
+    cs_result *r = NULL;
+    double us = solve_time(t, &c, 1, 25000, 0, &r);
+    ck_assert(us > 0);
+    /* never below the LP's bound */
+    double lp_us = json_number_value(
+        json_object_get(json_object_get(r->stats, "mcf_lp"), "time_us"));
+    ck_assert_msg(us >= lp_us - 1e-6, "simulated %.3f below the LP bound %.3f", us, lp_us);
+    result_free(r);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(refuses_combining_and_bad_options)
+{
+    cs_topology *t = load("ring:4");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "allreduce"));
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    o.chunks = 0;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.chunks");
+    mcf_options_default(&o);
+    o.epochs = 1; /* the opposite rank is 2 hops away */
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EUNSAT);
+    ck_assert_str_eq(err.field, "options.epochs");
+    ck_assert_ptr_null(r);
+    topology_free(t);
+}
+END_TEST
+
+typedef struct job {
+    const cs_topology *t;
+    cs_collective c;
+    cs_mcf_options o;
+    int rc;
+    cs_result *r;
+    double finished;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    cs_error err;
+    j->rc = mcf_synthesize(j->t, &j->c, &j->o, &j->r, &err);
+    j->finished = cs_now();
+    return NULL;
+}
+
+START_TEST(cancel_frees_the_solver_within_a_second)
+{
+    /* dgx1 allgather with 8 chunks over 24 epochs: a MILP CBC needs far
+     * longer than this test to prove */
+    cs_topology *t = load("dgx1");
+    job j;
+    memset(&j, 0, sizeof j);
+    j.t = t;
+    collective_init(&j.c, CS_COLL_ALLGATHER, -1);
+    mcf_options_default(&j.o);
+    j.o.chunks = 8;
+    j.o.epochs = 24;
+    j.o.bytes = 8 * 25000;
+    j.o.cancel = cs_cancel_new();
+    pthread_t th;
+    pthread_create(&th, NULL, run_job, &j);
+    usleep(1500000);
+    double asked = cs_now();
+    cs_cancel_request(j.o.cancel);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(j.rc, CS_ECANCELLED);
+    ck_assert_ptr_null(j.r);
+    ck_assert_msg(j.finished - asked < 1.0, "took %.3f s to stop", j.finished - asked);
+    cs_cancel_free(j.o.cancel);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(auto_picks_mcf_for_alltoall)
+{
+    cs_synth_request *req = NULL;
+    cs_error err;
+    const char *body = "{\"topology\":\"ring:4\",\"collective\":\"alltoall\"}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    cs_result *res = NULL;
+    ck_assert_msg(synth_run(req, NULL, NULL, &res, &err) == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_ptr_nonnull(strstr(res->reason, "mcf"));
+    ck_assert_ptr_nonnull(strstr(res->reason, "alltoall"));
+    json_t *doc = synth_result_to_json(req, res);
+    json_t *b = json_object_get(doc, "bounds");
+    ck_assert_ptr_nonnull(json_object_get(b, "time"));
+    ck_assert_ptr_nonnull(json_object_get(b, "mcf_lp"));
+    json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
+    double ratio = json_number_value(json_object_get(a0, "ratio_to_bound"));
+    ck_assert(ratio > 0 && ratio <= 1 + 1e-9);
+    json_decref(doc);
+    result_free(res);
+    synth_request_free(req);
+    /* allgather stays with the old policy */
+    body = "{\"topology\":\"ring:4\",\"collective\":\"allgather\"}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    ck_assert_int_eq(synth_run(req, NULL, NULL, &res, &err), CS_OK);
+    ck_assert_str_eq(res->method, "smt");
+    result_free(res);
+    synth_request_free(req);
+    /* method mcf with options, through the request parser */
+    body = "{\"topology\":\"dgx1\",\"collective\":\"allgather\",\"method\":\"mcf\","
+           "\"options\":{\"chunks\":2,\"bytes\":50000}}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    ck_assert_int_eq(synth_run(req, NULL, NULL, &res, &err), CS_OK);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_int_eq(res->algs[0]->chunks, 2);
+    result_free(res);
+    synth_request_free(req);
+    body = "{\"topology\":\"dgx1\",\"collective\":\"alltoall\",\"method\":\"mcf\","
+           "\"options\":{\"trials\":2}}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.trials");
+}
+END_TEST
+
+static Suite *mcf_suite(void)
+{
+    Suite *s = suite_create("mcf");
+    TCase *tc = tcase_create("mcf");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, line_pipelines_two_chunks_in_three_epochs);
+    tcase_add_test(tc, ring_alltoall_lp_is_two_epochs);
+    tcase_add_test(tc, ring_allgather_and_broadcast_milp);
+    tcase_add_test(tc, alpha_holds_the_lane);
+    tcase_add_test(tc, dgx1_alltoall_and_allgather);
+    tcase_add_test(tc, random_sparse_demand_on_dgx1);
+    tcase_add_test(tc, refuses_combining_and_bad_options);
+    tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
+    tcase_add_test(tc, auto_picks_mcf_for_alltoall);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(mcf_suite)
