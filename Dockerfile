@@ -27,6 +27,7 @@ RUN apt-get update \
         libpq-dev \
         libcurl4-openssl-dev \
         libzstd-dev \
+        libbliss-dev \
         zlib1g-dev \
         check \
         coinor-libclp-dev \
@@ -51,6 +52,7 @@ RUN apt-get update \
         libpq5 \
         libcurl4 \
         libzstd1 \
+        libbliss2 \
         zlib1g \
         coinor-libclp1 \
         coinor-libcbc3 \

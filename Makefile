@@ -23,7 +23,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags jansson libmicrohttpd sqlite3 libpq lib
 COIN_CFLAGS = $(shell pkg-config --cflags cbc clp 2>/dev/null || echo -I/usr/include/coin)
 COIN_LIBS = $(shell pkg-config --libs cbc clp 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lOsi -lClpSolver -lClp -lCoinUtils)
 CFLAGS_ALL = $(CSTD) $(OPT) $(SAN) $(WARN) $(INCLUDES) $(PKG_CFLAGS) $(COIN_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
-LIBS_CORE = -lz3 $(COIN_LIBS) -ljansson -lzstd -lz -lpthread -lm
+# bliss: canonical labelling for the isomorphism-aware cache (synth/iso).
+LIBS_CORE = -lz3 -lbliss $(COIN_LIBS) -ljansson -lzstd -lz -lpthread -lm
 LIBS_SERVER := -lmicrohttpd -lsqlite3 -lpq -lcurl
 LIBS_CHECK = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt)
 

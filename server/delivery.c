@@ -229,10 +229,52 @@ bool delivery_result_known(cs_server *s, const char *key)
 int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_request *req,
                          const cs_result *res, cs_error *err)
 {
+    return delivery_save_result_with(store, cache, req, res, NULL, err);
+}
+
+int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_result **out,
+                         bool *found, cs_error *err)
+{
+    *out = NULL;
+    char ck[80];
+    cache_key(ck, sizeof ck, 'R', key, NULL);
+    cs_blob *holder = cache_get(cache, ck);
+    if (holder) {
+        *found = true;
+        int rc = result_codec_decode(rdoc_of(holder)->view, out, err);
+        blob_unref(holder);
+        return rc;
+    }
+    cs_stored_result row;
+    int rc = store_result_load(store, key, STORE_WANT_BODY, &row, found, err);
+    if (rc || !*found)
+        return rc;
+    if (row.legacy) {
+        json_error_t jerr;
+        json_t *doc = json_loads(row.header, 0, &jerr);
+        rc = doc ? result_from_json(doc, out, err)
+                 : cs_error_set(err, CS_EIO, "key", "stored result is not JSON: %s", jerr.text);
+        json_decref(doc);
+    } else {
+        cs_codec_view *v = NULL;
+        rc = result_codec_open(row.body->data, row.body->len, &v, err);
+        if (!rc)
+            rc = result_codec_decode(v, out, err);
+        result_codec_close(v);
+    }
+    store_result_clear(&row);
+    return rc;
+}
+
+int delivery_save_result_with(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                              const cs_result *res, const json_t *extra, cs_error *err)
+{
     int rc;
     json_t *skel = synth_result_to_json_frame(req, res);
     if (!skel)
         return cs_error_set(err, CS_ENOMEM, "", "cannot write the result document");
+    if (extra)
+        json_object_update(skel, (json_t *)extra);
     void *blob = NULL;
     size_t len = 0;
     rc = result_codec_encode(res, skel, &blob, &len, err);
