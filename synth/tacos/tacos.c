@@ -64,13 +64,18 @@ typedef struct phase {
 /* Trials cycle through variants of the chunk choice and keep the best:
  *  - rarest first (the chunk the fewest other suppliers hold, among a link's
  *    first candidates) and the first candidate: rarest first keeps the last
- *    spans full (hypercubes, DGX-1), the first candidate pipelines best
- *    elsewhere and costs less.  Rarest first keeps 4 bits per (rank, chunk),
- *    so it is left out only where those counts alone would pass this many
- *    bytes (stats.rarest_first says so);
+ *    spans full (hypercubes, tori, DGX-1), the first candidate pipelines as
+ *    well elsewhere and a trial costs about a third.  Both run whenever there
+ *    are two trials or more.  Trial 0 is rarest first up to
+ *    TACOS_RAREST_FIRST_PAIRS ranks x chunks (a trial takes well under a
+ *    second there) and the first candidate above, so a one-trial run on a
+ *    huge instance costs what it always did.  Rarest first keeps 4 bits per
+ *    (rank, chunk), so it is left out only where those counts alone would
+ *    pass TACOS_RAREST_MAX_BYTES; stats.rarest_first says whether it ran;
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
 #define TACOS_RAREST_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
+#define TACOS_RAREST_FIRST_PAIRS (1L << 22)
 #define TACOS_VARIANTS 4
 
 typedef struct trial_pool {
@@ -209,19 +214,22 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
             .topo = ph[k].topo, .coll = &ph[k].coll, .chunks = opt->chunks,
             .chunk_bytes = chunk_bytes, .window = 1,
         };
-        bool rarest_fits = !opt->plain_only &&
-                           (double)ph[k].topo->ranks * (double)G / 2 <= TACOS_RAREST_MAX_BYTES;
-        ph[k].rarest = rarest_fits;
+        double pairs = (double)ph[k].topo->ranks * (double)G;
+        bool rarest_fits = !opt->plain_only && pairs / 2 <= TACOS_RAREST_MAX_BYTES;
+        bool rarest_first = pairs <= (double)TACOS_RAREST_FIRST_PAIRS;
         bool het = heterogeneous_in_links(ph[k].topo);
         int n = 0;
         for (int skip = het ? 1 : 0; skip >= 0; skip--)
-            for (int rarest = rarest_fits ? 1 : 0; rarest >= 0; rarest--) {
+            for (int j = 0; j < (rarest_fits ? 2 : 1); j++) {
                 tp->prob[k][n] = base;
-                tp->prob[k][n].rarest = rarest;
+                tp->prob[k][n].rarest = rarest_fits && (j == 0) == rarest_first;
                 tp->prob[k][n].skip_redundant = skip;
                 n++;
             }
         tp->nvariants[k] = n;
+        ph[k].rarest = false;
+        for (int i = 0; i < opt->trials && i < n; i++)
+            ph[k].rarest |= tp->prob[k][i].rarest;
     }
     pthread_mutex_init(&tp->mu, NULL);
     int total = nphases * opt->trials;

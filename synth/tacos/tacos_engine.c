@@ -184,10 +184,18 @@ int tacos_log_append(engine *e, int r, uint32_t c)
     if (e->holds)
         bit_set(e->holds + (size_t)r * e->W, c);
     if (e->supply) {
-        /* r now supplies c to each of its out-neighbours */
+        /* r now supplies c to each of its out-neighbours; below 15
+         * in-neighbours a count cannot overflow its 4 bits */
         const cs_topology *t = e->t;
-        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
-            supply_inc(e, t->links[l].dst, c);
+        unsigned char *col = e->supply + (c >> 1);
+        int one = 1 << ((c & 1) * 4);
+        if (e->supply_saturates) {
+            for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
+                supply_inc(e, t->links[l].dst, c);
+        } else {
+            for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
+                col[(size_t)t->links[l].dst * e->SW] += (unsigned char)one;
+        }
         e->holders[c]++;
     }
     return CS_OK;
@@ -374,6 +382,8 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     if (p->rarest) {
         /* 4 bits per (rank, chunk): half a byte per send of an allgather */
         e->SW = (e->G + 1) / 2;
+        for (int r = 0; r < P; r++)
+            e->supply_saturates |= t->in_begin[r + 1] - t->in_begin[r] >= 15;
         e->supply = calloc((size_t)P * e->SW, 1);
         e->holders = calloc((size_t)e->G, sizeof *e->holders);
         e->window = malloc((size_t)(L ? L : 1) * TACOS_RAREST_WINDOW * sizeof *e->window);
@@ -476,7 +486,9 @@ static inline bool link_has_room(const engine *e, int l)
  * group test is what keeps a node's scale-out ports on distinct chunks (on
  * switch2d:8x4 each port imports what no GPU of its node has yet, and the
  * node's fast links spread it). */
-static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
+/* not inlined: only slow links on heterogeneous topologies call it, and inlining
+ * it into the choice loops slows the common path */
+__attribute__((noinline)) static bool cheaper_supplier(const engine *e, int l, uint32_t c)
 {
     const cs_topology *t = e->t;
     int d = t->links[l].dst;
@@ -516,6 +528,24 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
  *
  * A slow link kept off redundant chunks (skip_redundant) takes its oldest
  * candidate no cheaper in-link can supply, as in the plain choice. */
+/* The running best of pick_rarest: fewest suppliers, then fewest holders,
+ * then a uniformly random one among equals (reservoir). */
+typedef struct rarest_best { int i, supply, holders, ties; } rarest_best;
+
+static inline void rarest_consider(const engine *e, const unsigned char *srow, int i, uint32_t c,
+                                   rarest_best *b, local_rng *rng)
+{
+    int supply = (srow[c >> 1] >> ((c & 1) * 4)) & 15;
+    if (supply > b->supply)
+        return;
+    int holders = e->holders[c];
+    if (supply < b->supply || holders < b->holders) {
+        *b = (rarest_best){i, supply, holders, 1};
+    } else if (holders == b->holders && local_below(rng, (uint32_t)++b->ties) == 0) {
+        b->i = i;
+    }
+}
+
 static long pick_rarest(engine *e, int l, local_rng *rng)
 {
     const cs_topology *t = e->t;
@@ -524,55 +554,52 @@ static long pick_rarest(engine *e, int l, local_rng *rng)
     const uint64_t *row = e->covered + (size_t)d * e->W;
     const unsigned char *srow = e->supply + (size_t)d * e->SW;
     uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
-    bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
-    /* One pass: the window's entries, then new ones from the cursor, dropping
-     * what the destination covers by now and, on a slow link, what a cheaper
-     * in-link can supply by now (both are permanent).  The count includes s
-     * (the window holds chunks s holds): the order is the same as counting
-     * the other in-neighbours. */
-    int n = 0, old = e->nwindow[l], best = -1, best_supply = 16, best_holders = 0, ties = 0;
     const arrival_log *lg = &e->logs[s];
     const uint32_t *buf = lg->buf - lg->base;
     int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
-    for (int i = 0; n < TACOS_RAREST_WINDOW; i++) {
-        uint32_t c;
-        if (i < old)
-            c = win[i];
-        else if (pos < end)
-            c = buf[pos++];
-        else
-            break;
-        if (bit_get(row, c) || (slow && cheaper_supplier(e, l, c)))
-            continue;
-        win[n] = c;
-        if (slow) {
-            /* the oldest candidate, as in the plain choice */
-            if (best < 0)
-                best = n;
-        } else {
-            int supply = (srow[c >> 1] >> ((c & 1) * 4)) & 15;
-            if (supply <= best_supply) {
-                int holders = e->holders[c];
-                if (supply < best_supply || holders < best_holders) {
-                    best = n;
-                    best_supply = supply;
-                    best_holders = holders;
-                    ties = 1;
-                } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
-                    best = n;
-                }
+    int n = 0;
+    rarest_best b = {-1, 16, 0, 0};
+    if (e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l]) {
+        /* a slow link kept off redundant chunks: drop what the destination
+         * covers or a cheaper route can supply by now (both permanent), and
+         * take the oldest candidate left, as in the plain choice */
+        for (int i = 0; i < e->nwindow[l]; i++)
+            if (!bit_get(row, win[i]) && !cheaper_supplier(e, l, win[i]))
+                win[n++] = win[i];
+        while (n < TACOS_RAREST_WINDOW && pos < end) {
+            uint32_t c = buf[pos++];
+            if (!bit_get(row, c) && !cheaper_supplier(e, l, c))
+                win[n++] = c;
+        }
+        b.i = n > 0 ? 0 : -1;
+    } else {
+        /* drop what the destination covers by now (permanent), refill from
+         * the cursor, and rank each candidate as it goes by; the count
+         * includes s (the window holds chunks s holds), which keeps the order
+         * of counting the other in-neighbours */
+        for (int i = 0; i < e->nwindow[l]; i++) {
+            uint32_t c = win[i];
+            if (!bit_get(row, c)) {
+                win[n] = c;
+                rarest_consider(e, srow, n++, c, &b, rng);
             }
         }
-        n++;
+        while (n < TACOS_RAREST_WINDOW && pos < end) {
+            uint32_t c = buf[pos++];
+            if (!bit_get(row, c)) {
+                win[n] = c;
+                rarest_consider(e, srow, n++, c, &b, rng);
+            }
+        }
     }
     e->cursor[l] = pos;
-    if (best < 0) {
+    if (b.i < 0) {
         e->nwindow[l] = (unsigned char)n;
         return -1;
     }
-    uint32_t c = win[best];
+    uint32_t c = win[b.i];
     /* the chosen chunk is covered from now on: take it out */
-    memmove(win + best, win + best + 1, (size_t)(n - best - 1) * sizeof *win);
+    memmove(win + b.i, win + b.i + 1, (size_t)(n - b.i - 1) * sizeof *win);
     e->nwindow[l] = (unsigned char)(n - 1);
     return c;
 }

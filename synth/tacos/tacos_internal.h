@@ -94,6 +94,7 @@ typedef struct engine {
     unsigned char *supply;  /* per rank d, a 4-bit count per chunk of d's in-neighbours
                                holding it (saturating at 15), two chunks a byte */
     long SW;                /* bytes per rank row of `supply` */
+    bool supply_saturates;  /* some rank has 15 in-links or more: counts saturate */
     int *holders;           /* per chunk: ranks holding it (a tie-break) */
     uint32_t *window;       /* per link, up to TACOS_RAREST_WINDOW chunks taken from its
                                source's log that its destination still lacks */
