@@ -62,20 +62,16 @@ typedef struct phase {
 } phase;
 
 /* Trials cycle through variants of the chunk choice and keep the best:
- *  - rarest first (the chunk the fewest other suppliers hold, among a link's
- *    first candidates) and the first candidate: rarest first keeps the last
- *    spans full (hypercubes, tori, DGX-1), the first candidate pipelines as
- *    well elsewhere and a trial costs about a third.  Both run whenever there
- *    are two trials or more.  Trial 0 is rarest first up to
- *    TACOS_RAREST_FIRST_PAIRS ranks x chunks (a trial takes well under a
- *    second there) and the first candidate above, so a one-trial run on a
- *    huge instance costs what it always did.  Rarest first keeps 4 bits per
- *    (rank, chunk), so it is left out only where those counts alone would
- *    pass TACOS_RAREST_MAX_BYTES; stats.rarest_first says whether it ran;
+ *  - rarest first in each destination's last spans (the chunk the fewest
+ *    other suppliers hold, among a link's first candidates; tacos_engine.c)
+ *    and the oldest candidate throughout: rarest first keeps the last spans
+ *    full (hypercubes, tori, DGX-1) and costs little more than the plain
+ *    choice, so it is trial 0 at every size.  It keeps one bit per (rank,
+ *    chunk) of holdings, so it is left out only where those alone would pass
+ *    TACOS_RAREST_MAX_BYTES; stats.rarest_first says whether it ran;
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
 #define TACOS_RAREST_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
-#define TACOS_RAREST_FIRST_PAIRS (1L << 22)
 #define TACOS_VARIANTS 4
 
 typedef struct trial_pool {
@@ -215,14 +211,13 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
             .chunk_bytes = chunk_bytes, .window = 1,
         };
         double pairs = (double)ph[k].topo->ranks * (double)G;
-        bool rarest_fits = !opt->plain_only && pairs / 2 <= TACOS_RAREST_MAX_BYTES;
-        bool rarest_first = pairs <= (double)TACOS_RAREST_FIRST_PAIRS;
+        bool rarest_fits = !opt->plain_only && pairs / 8 <= TACOS_RAREST_MAX_BYTES;
         bool het = heterogeneous_in_links(ph[k].topo);
         int n = 0;
         for (int skip = het ? 1 : 0; skip >= 0; skip--)
             for (int j = 0; j < (rarest_fits ? 2 : 1); j++) {
                 tp->prob[k][n] = base;
-                tp->prob[k][n].rarest = rarest_fits && (j == 0) == rarest_first;
+                tp->prob[k][n].rarest = rarest_fits && j == 0;
                 tp->prob[k][n].skip_redundant = skip;
                 n++;
             }
