@@ -1725,6 +1725,11 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (!rc)
         rc = physical_links(&c, err);
+    long max_links = opt && opt->max_links > 0 ? opt->max_links : 1000000;
+    if (!rc && c.nphys > max_links)
+        rc = cs_error_set(err, CS_ELIMIT, "topology",
+                          "%d links: isomorphism keys are computed up to %ld links", c.nphys,
+                          max_links);
     if (!rc) {
         for (int s = 0; s < t->nshared; s++)
             if (t->shared[s].switch_id < 0)
