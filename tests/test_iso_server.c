@@ -174,6 +174,10 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     snprintf(key1, 65, "%s", jstr(doc, "key"));
     ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
     verify_on(doc, first);
+    json_t *r1 = json_object_get(json_array_get(json_object_get(doc, "frontier"), 0),
+                                 "ratio_to_bound");
+    double ratio1 = json_number_value(r1);
+    ck_assert_ptr_nonnull(r1);
     json_decref(doc);
     ck_assert_int_eq((long)metrics_value(d, STARTED), (long)started_before + 1);
     double hits = metrics_value(d, ISO_HITS);
@@ -188,6 +192,12 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     ck_assert_str_eq(jstr(doc, "relabelled_from"), key1);
     ck_assert_str_eq(jstr(doc, "topology"), json_string_value(json_object_get(second, "name")));
     verify_on(doc, second);
+    /* the same schedule on an isomorphic network: the same bound and ratio */
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "bounds"), "time"));
+    json_t *r2 = json_object_get(json_array_get(json_object_get(doc, "frontier"), 0),
+                                 "ratio_to_bound");
+    ck_assert_ptr_nonnull(r2);
+    ck_assert(json_number_value(r2) == ratio1);
     json_decref(doc);
     /* no synthesis ran for it */
     ck_assert_int_eq((long)metrics_value(d, STARTED), (long)started_before + 1);

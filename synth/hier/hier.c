@@ -769,6 +769,38 @@ static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
     return rc;
 }
 
+/* The number of sends plan_emit emits per step, added to count[] at
+ * shift + step (mirrored: shift + mirror_steps - 1 - step), without
+ * enumerating them. */
+static void plan_count(const ag_plan *p, long *count, int shift, int mirror_steps)
+{
+#define AT(st) count[shift + (mirror_steps > 0 ? mirror_steps - 1 - (st) : (st))]
+    const hier_trees *tr = p->tr;
+    int N = p->N, m = p->m, k = p->k;
+    if (p->node_chunks) {
+        for (int n = 0; n < N; n++) {
+            const hier_tree *tt = &tr->spread[p->s->nic[n % k]];
+            for (int e = 0; e < tt->n; e++)
+                AT(tt->step[e]) += p->seg;
+        }
+    } else {
+        for (int i = 0; i < m; i++)
+            for (int e = 0; e < tr->spread[i].n; e++)
+                AT(tr->spread[i].step[e]) += (long)N * p->C;
+    }
+    for (long u = 0; u < p->ni; u++) {
+        int sg = p->item_sg[u], j = p->item_nic[u], slot = p->item_slot[u];
+        long q = (long)p->block * (sg + 1) / p->seg - (long)p->block * sg / p->seg;
+        const hier_tree *tt = &tr->nic[j];
+        AT(p->S1 + (1 + p->orient) * slot) += N * q;
+        for (int e = 0; e < tt->n; e++)
+            AT(p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                               orientation(tt->src[e], tt->dst[e], m)
+                         : p->S1 + slot + 1 + tt->step[e]) += N * q;
+    }
+#undef AT
+}
+
 /* Placing emitted sends into an algorithm, step by step: a counting pass,
  * then a filling pass that writes each send at its step's next place
  * (forward), or for a mirrored half at its step's last free place
@@ -822,10 +854,11 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    placer up = {a, pos, 0, ms, true, count}, down = {a, pos, ms, 0, true, count};
-    if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
-        (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
-        goto done;
+    placer up = {a, pos, 0, ms, false, count}, down = {a, pos, ms, 0, false, count};
+    if (mirror)
+        plan_count(mirror, count, 0, ms);
+    if (fwd)
+        plan_count(fwd, count, ms, 0);
     long total = 0;
     for (int st = 0; st < steps; st++)
         total += count[st];
@@ -843,7 +876,6 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
         pos[st] = st < ms ? at + count[st] : at;   /* mirrored steps fill backward */
         at += count[st];
     }
-    up.counting = down.counting = false;
     if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
         (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
         rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
