@@ -12,6 +12,8 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "hier.h"
+#include "msccl_check.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -144,6 +146,68 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
+/* Allreduce on 32 nodes: the frontier holds a composition with one chunk per
+ * node (every rail message a whole chunk), with 8x fewer sends than the
+ * chunk-per-rank one, and it is the faster at 1 MiB (latency paid per node
+ * pair, not per rank pair). */
+START_TEST(test_node_chunk_allreduce)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    const cs_algorithm *node = NULL, *rank = NULL;
+    for (int i = 0; i < res->nalgs; i++) {
+        if (res->algs[i]->chunks == 32)
+            node = res->algs[i];
+        if (res->algs[i]->chunks == t->ranks)
+            rank = res->algs[i];
+    }
+    ck_assert_msg(node && rank, "frontier of %d lacks a composition", res->nalgs);
+    ck_assert_int_lt(node->nsends * 4, rank->nsends);
+    cs_sim_result a, b;
+    ck_assert_int_eq(simulate_algorithm(t, node, 1 << 20, &a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, rank, 1 << 20, &b, &err), CS_OK);
+    ck_assert_msg(a.time_us < b.time_us, "node chunks %.1f us, rank chunks %.1f us", a.time_us,
+                  b.time_us);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* The NIC-tree forwards of a block are one runtime step per peer: lowered to
+ * MSCCL XML, a 32-node allgather fits both runtimes' limits (64 steps per
+ * thread block) with merged steps; unmerged, each rank would forward 31
+ * blocks of 8 chunks to each peer and receive as many from it. */
+START_TEST(test_msccl_fits)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    char *xml = NULL;
+    size_t len = 0;
+    int rc = msccl_xml_generate(res->algs[0], t, &o, &xml, &len, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    rc = msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_gt(st.merged_steps, 0);
+    ck_assert_int_lt(st.max_steps, 64);
+    free(xml);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
 static cs_result *run_request(const char *body, cs_synth_request **req_out)
 {
     cs_synth_request *req = NULL;
@@ -253,6 +317,8 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_builtin_clusters);
     tcase_add_test(tc, test_json_clusters);
     tcase_add_test(tc, test_pipelined);
+    tcase_add_test(tc, test_node_chunk_allreduce);
+    tcase_add_test(tc, test_msccl_fits);
     tcase_add_test(tc, test_auto_picks_hierarchical);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);

@@ -187,8 +187,10 @@ static void check_renumbered_same_key(json_t *topology, const char *coll, const 
 
 START_TEST(renumbered_builtins_share_the_key)
 {
+    /* dgx2: 16 ranks on one switch and nothing else, all twins (the
+     * labelling reduces them to one vertex); dgxh100:2 has none */
     const char *specs[] = {"dgx1", "torus2d:4x4", "hypercube:4", "line:8", "ring:9", "amd8fc",
-                           "ndv2:2"};
+                           "ndv2:2", "dgx2", "dgxh100:2"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (int rep = 0; rep < 3; rep++)
             check_renumbered_same_key(json_string(specs[i]), "allgather", "direct");
@@ -231,6 +233,31 @@ static json_t *hook_cluster(int n, const char *fabric, double gbps)
     return topo;
 }
 
+/* Two node types: n DGX-1 nodes and n 4-rank rings (NIC 0), interleaved in
+ * the node list, on a fabric switch. */
+static json_t *mixed_cluster(int n)
+{
+    json_t *cluster = json_pack(
+        "{s:s, s:{s:{s:s, s:[iiii]}, s:{s:s, s:[i]}}, s:[{s:s, s:s}, {s:s, s:s}],"
+        " s:{s:s, s:f, s:f}}",
+        "name", "mixed", "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "quad",
+        "topology", "ring:4", "nics", 0, "nodes", "names", "gpu*", "type", "dgx1", "names",
+        "edge*", "type", "quad", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+    char **names = malloc(sizeof *names * 2 * (size_t)n);
+    for (int k = 0; k < 2 * n; k++) {
+        names[k] = malloc(16);
+        snprintf(names[k], 16, "%s%03d", k % 2 ? "edge" : "gpu", k);
+    }
+    json_t *topo = NULL, *expanded = NULL;
+    char msg[256];
+    ck_assert_msg(cluster_build_topology(cluster, names, 2 * n, fetch_builtin, NULL, &topo,
+                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
+    hostlist_free(names, 2 * n);
+    json_decref(cluster);
+    json_decref(expanded);
+    return topo;
+}
+
 START_TEST(renumbered_clusters_share_the_key)
 {
     for (int rep = 0; rep < 3; rep++) {
@@ -240,6 +267,8 @@ START_TEST(renumbered_clusters_share_the_key)
         check_renumbered_same_key(hook_cluster(16, "switch", 12.5), "allgather", "two-level");
         check_renumbered_same_key(hook_cluster(12, "ring", 12.5), "allgather", "two-level");
         check_renumbered_same_key(json_string("dgxh100:16"), "reducescatter", "two-level");
+        check_renumbered_same_key(mixed_cluster(8), "allgather", "two-level");
+        check_renumbered_same_key(json_string("ndv2:16"), "allreduce", "two-level");
     }
 }
 END_TEST
@@ -400,7 +429,8 @@ START_TEST(relabelled_schedules_stay_valid)
         {"dgx1", "allreduce", "tacos", -1},     {"dgx1", "alltoall", "direct", -1},
         {"dgx1", "broadcast", "binomial-tree", 2}, {"dgx1", "gather", "binomial-tree", 5},
         {"dgx1", "scatter", "binomial-tree", 1}, {"torus2d:4x4", "allgather", "tacos", -1},
-        {"dgxh100:4", "allreduce", "tacos", -1},
+        {"dgxh100:4", "allreduce", "tacos", -1}, {"dgx1", "reduce", "binomial-tree", 6},
+        {"torus2d:4x4", "alltoall", "direct", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *c = kind(cases[i].coll);
@@ -414,6 +444,24 @@ START_TEST(relabelled_schedules_stay_valid)
         synth_request_free(a);
         synth_request_free(b);
     }
+    /* a custom collective: chunk numbers stay, their ranks move */
+    json_t *cc = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                           "custom", "global_chunks", 3, "pre", 0, 0, 1, 3, 2, 5, "post", 0, 7,
+                           1, 4, 2, 0, 2, 6);
+    cs_synth_request *ca = request(json_string("dgx1"), cc, "tacos", NULL);
+    int cmap[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+    cs_topology *ct = NULL;
+    cs_error cerr;
+    ck_assert_int_eq(iso_relabel_topology(ca->topology, cmap, "dgx1-other", &ct, &cerr), CS_OK);
+    json_t *cc2 = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                            "custom", "global_chunks", 3, "pre", 0, cmap[0], 1, cmap[3], 2,
+                            cmap[5], "post", 0, cmap[7], 1, cmap[4], 2, cmap[0], 2, cmap[6]);
+    cs_synth_request *cb = request(topology_to_json(ct), cc2, "tacos", NULL);
+    topology_free(ct);
+    check_relabelled_valid(ca, cb, true);
+    synth_request_free(ca);
+    synth_request_free(cb);
+
     /* the hook's 16-node cluster, renumbered */
     cs_synth_request *a = request(hook_cluster(16, "switch", 12.5), kind("allgather"), "tacos",
                                   NULL);

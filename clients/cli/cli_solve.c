@@ -603,8 +603,14 @@ static int solve_main(int argc, char **argv, FILE *report)
                 : !strcmp(a.method, "hierarchical") ? M_HIER
                                              : M_BASELINE;
     if (mkind == M_BASELINE && !baseline_exists(a.method)) {
-        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, hierarchical "
-                                    "or a baseline: see 'collsynth baselines')", a.method);
+        const char *near = synth_method_suggest(a.method);
+        if (near)
+            code = cli_usage_error(CMD, "unknown --method '%s': did you mean '%s'?", a.method,
+                                   near);
+        else
+            code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, "
+                                        "hierarchical or a baseline: see 'collsynth baselines')",
+                                   a.method);
         goto out;
     }
     if (!(a.used & mkind)) {

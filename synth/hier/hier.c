@@ -527,85 +527,6 @@ static void cache_free(tree_cache *c)
 
 /* ---- the allgather composition ----------------------------------------------------- */
 
-/* key: the order within a step (the simulator takes sends in (step, index)
- * order and never backfills a lane, so a send whose chunk arrives late must
- * not sit before one that is ready early): the chunk's arrival rank. */
-typedef struct hsend {
-    int step;
-    int src, dst;
-    long chunk;
-    long key;
-    int sub;   /* then (dst - src) mod m: each value a permutation of a node's ranks */
-    int reduce;
-} hsend;
-
-typedef struct send_list {
-    hsend *v;
-    long n, cap;
-} send_list;
-
-/* Orders l by (step, key, sub), ties in generation order: an LSD radix sort
- * of (composite key, index) pairs with 16-bit digits, then one permutation
- * (qsort of a million 32-byte records took 0.6 s, more than the rest of a
- * 1024-rank composition together). */
-static int sort_sends(send_list *l)
-{
-    long n = l->n;
-    uint64_t *k = malloc(sizeof *k * (size_t)(n ? n : 1)), *k2 = malloc(sizeof *k2 * (size_t)(n ? n : 1));
-    uint32_t *ix = malloc(sizeof *ix * (size_t)(n ? n : 1)), *ix2 = malloc(sizeof *ix2 * (size_t)(n ? n : 1));
-    hsend *out = malloc(sizeof *out * (size_t)(n ? n : 1));
-    long *cnt = malloc(sizeof *cnt * 65536);
-    if (!k || !k2 || !ix || !ix2 || !out || !cnt) {
-        free(k); free(k2); free(ix); free(ix2); free(out); free(cnt);
-        return CS_ENOMEM;
-    }
-    uint64_t all = 0;
-    for (long i = 0; i < n; i++) {
-        k[i] = ((uint64_t)l->v[i].step << 40) | ((uint64_t)l->v[i].key << 8) |
-               (uint64_t)l->v[i].sub;
-        ix[i] = (uint32_t)i;
-        all |= k[i];
-    }
-    for (int shift = 0; shift < 64 && (all >> shift) != 0; shift += 16) {
-        memset(cnt, 0, sizeof *cnt * 65536);
-        for (long i = 0; i < n; i++)
-            cnt[(k[i] >> shift) & 0xffff]++;
-        long at = 0;
-        for (int d = 0; d < 65536; d++) {
-            long c = cnt[d];
-            cnt[d] = at;
-            at += c;
-        }
-        for (long i = 0; i < n; i++) {
-            long p = cnt[(k[i] >> shift) & 0xffff]++;
-            k2[p] = k[i];
-            ix2[p] = ix[i];
-        }
-        uint64_t *tk = k; k = k2; k2 = tk;
-        uint32_t *ti = ix; ix = ix2; ix2 = ti;
-    }
-    for (long i = 0; i < n; i++)
-        out[i] = l->v[ix[i]];
-    free(l->v);
-    l->v = out;
-    free(k); free(k2); free(ix); free(ix2); free(cnt);
-    return CS_OK;
-}
-
-static int push(send_list *l, long chunk, int src, int dst, int step, long key, int sub)
-{
-    if (l->n == l->cap) {
-        long cap = l->cap ? 2 * l->cap : 4096;
-        hsend *v = realloc(l->v, sizeof *v * (size_t)cap);
-        if (!v)
-            return CS_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = (hsend){step, src, dst, chunk, key, sub, 0};
-    return CS_OK;
-}
-
 static long gcd_l(long a, long b)
 {
     while (b) {
@@ -630,24 +551,70 @@ typedef struct compose_info {
     int slots, segments, steps;
 } compose_info;
 
-/* Allgather with C chunks per rank on t (shape s, trees tr). */
-/* The sends of the allgather composition (unsorted) into *lo and its step
- * count.  node_chunks: instead of every rank's C chunks, one chunk per node
- * and segment (chunk sg * N + n, starting at the node's owner rank): the
- * allgather half of the node-chunk allreduce. */
-static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                         int C, bool node_chunks, send_list *lo, int *steps_out,
-                         compose_info *info)
+/* The allgather composition, planned: which NIC sends which (distance,
+ * segment) item in which slot, and the step numbering.  node_chunks: one
+ * chunk per node and segment (chunk sg * N + n, starting at the node's owner
+ * rank) instead of every rank's C chunks: the allgather half of the
+ * node-chunk allreduce; there C is the least number of segments. */
+typedef struct ag_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int N, m, k, P, C;
+    bool node_chunks;
+    int S1, seg, block, slots, orient, steps;
+    long ni;
+    int *item_d, *item_q0, *item_q1, *item_nic, *item_slot;
+    unsigned char *item_flat;  /* NIC-tree sends in one step (no orientation split) */
+    int *item_off;             /* first place of the item's chunks in its slot */
+    int seglen;                /* the longest item, in chunks */
+    int *slot_item;            /* slots x k: the item a NIC sends in a slot, or -1 */
+    /* each tree's edges by (dst - src) mod m: edge_at[tree][v] .. [v + 1] */
+    unsigned char sorted[128][64], edge_at[128][65];
+} ag_plan;
+
+static void plan_free(ag_plan *p)
 {
-    /* node_chunks: C is the least number of segments per node */
-    int N = s->nodes, m = s->m, k = s->k, P = t->ranks;
-    int S1 = 0, S3 = 0;
-    for (int i = 0; i < m; i++)
-        if (tr->spread[i].depth > S1)
-            S1 = tr->spread[i].depth;
-    for (int j = 0; j < k; j++)
+    free(p->item_d);
+    free(p->item_q0);
+    free(p->item_q1);
+    free(p->item_flat);
+    free(p->item_off);
+    free(p->item_nic);
+    free(p->item_slot);
+    free(p->slot_item);
+}
+
+static void sort_tree_edges(const hier_tree *tt, int m, unsigned char *sorted,
+                            unsigned char *at)
+{
+    int n = 0;
+    for (int v = 0; v < m; v++) {
+        at[v] = (unsigned char)n;
+        for (int e = 0; e < tt->n; e++)
+            if ((tt->dst[e] - tt->src[e] + m) % m == v)
+                sorted[n++] = (unsigned char)e;
+    }
+    at[m] = (unsigned char)n;
+}
+
+static int plan_init(ag_plan *p, int P, const hier_shape *s, const hier_trees *tr, int C,
+                     bool node_chunks)
+{
+    memset(p, 0, sizeof *p);
+    int N = s->nodes, m = s->m, k = s->k;
+    *p = (ag_plan){.s = s, .tr = tr, .N = N, .m = m, .k = k, .P = P, .C = C,
+                   .node_chunks = node_chunks};
+    int S3 = 0;
+    for (int i = 0; i < m; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        sort_tree_edges(&tr->spread[i], m, p->sorted[i], p->edge_at[i]);
+    }
+    for (int j = 0; j < k; j++) {
         if (tr->nic[j].depth > S3)
             S3 = tr->nic[j].depth;
+        sort_tree_edges(&tr->nic[j], m, p->sorted[64 + j], p->edge_at[64 + j]);
+    }
     int block = node_chunks ? 1 << 20 : m * C;
     /* segments per (node, distance): enough to use every NIC when there are
      * fewer distances than NICs, else whole blocks (contiguous messages) */
@@ -658,6 +625,8 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
         seg = C;
     if (node_chunks)
         block = seg;   /* one chunk per segment */
+    p->seg = seg;
+    p->block = block;
     long items = (long)(N - 1) * seg;
     /* Deal items (distance d, segment) to NICs, keeping d and N - d on one
      * NIC: the reducescatter half (the inverse, on the reversed topology)
@@ -665,25 +634,29 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
      * thread blocks stay within the runtimes' per-channel limits.  Greedy to
      * the least loaded NIC; an item's slot is its place in its NIC's list,
      * so in each slot every NIC's rail carries a permutation. */
-    int *item_d = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_sg = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_nic = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_slot = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int load[64] = {0};
-    send_list l = {0};
-    int rc = CS_OK, slots = 0;
-    if (!item_d || !item_sg || !item_nic || !item_slot)
-        rc = CS_ENOMEM;
+    size_t cap = (size_t)(items ? items : 1) + (size_t)k * (size_t)block;
+    p->item_d = malloc(sizeof(int) * cap);
+    p->item_q0 = malloc(sizeof(int) * cap);
+    p->item_q1 = malloc(sizeof(int) * cap);
+    p->item_nic = malloc(sizeof(int) * cap);
+    p->item_slot = malloc(sizeof(int) * cap);
+    p->item_flat = calloc(cap, 1);
+    p->item_off = calloc(cap, sizeof(int));
+    if (!p->item_d || !p->item_q0 || !p->item_q1 || !p->item_nic || !p->item_slot ||
+        !p->item_flat || !p->item_off) {
+        plan_free(p);
+        return CS_ENOMEM;
+    }
+    int load[64] = {0}, pass_load[64] = {0};
     long ni = 0;
-    int pass_load[64] = {0};
     /* with at least as many distances as NICs, every segment of a pair
      * stays on one NIC too (fewer peers per rank); else segments spread */
     bool together = N - 1 >= k;
-    for (int d = 1; rc == CS_OK && 2 * d <= N; d++)
+    for (int d = 1; 2 * d <= N; d++)
         for (int sg = 0; sg < seg; sg++) {
             int j = 0;
             if (together && sg > 0) {
-                j = item_nic[ni - 1];
+                j = p->item_nic[ni - 1];
             } else {
                 for (int x = 1; x < k; x++)
                     if (pass_load[x] < pass_load[j])
@@ -692,124 +665,327 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
             int pair[2] = {d, N - d}, np = 2 * d == N ? 1 : 2;
             pass_load[j] += np;
             for (int z = 0; z < np; z++) {
-                item_d[ni] = pair[z];
-                item_sg[ni] = sg;
-                item_nic[ni] = j;
+                p->item_d[ni] = pair[z];
+                p->item_q0[ni] = (int)((long)block * sg / seg);
+                p->item_q1[ni] = (int)((long)block * (sg + 1) / seg);
+                p->item_nic[ni] = j;
                 ni++;
             }
         }
     /* slots: each NIC sends its short distances first, then their mirrors */
     for (int half = 0; half < 2; half++)
         for (long u = 0; u < ni; u++)
-            if ((2 * item_d[u] > N) == half) {
-                item_slot[u] = load[item_nic[u]]++;
-                if (load[item_nic[u]] > slots)
-                    slots = load[item_nic[u]];
+            if ((2 * p->item_d[u] > N) == half) {
+                p->item_slot[u] = load[p->item_nic[u]]++;
+                if (load[p->item_nic[u]] > p->slots)
+                    p->slots = load[p->item_nic[u]];
             }
+    /* Whole blocks leave the NICs uneven by up to a block (127 distances over
+     * 8 NICs: seven carry 16 blocks, one 15): the last chunks of the heavy
+     * NICs' last blocks move to the light ones, one-chunk items at the end
+     * of their lists, so every NIC carries the same number of chunks.  They
+     * share the light NIC's next slot, one after the other (a slot is a time
+     * window of a block; each place in it is still a permutation). */
+    if (!node_chunks && seg == 1 && together) {
+        int extra[64] = {0};
+        long cl[64] = {0}, total = 0;
+        long last[64];
+        for (int j = 0; j < k; j++)
+            last[j] = -1;
+        for (long u = 0; u < ni; u++) {
+            int j = p->item_nic[u];
+            cl[j] += p->item_q1[u] - p->item_q0[u];
+            total += p->item_q1[u] - p->item_q0[u];
+            if (last[j] < 0 || p->item_slot[u] > p->item_slot[last[j]])
+                last[j] = u;
+        }
+        long ideal = (total + k - 1) / k;
+        for (int h = 0; h < k; h++)
+            while (cl[h] > ideal && last[h] >= 0 &&
+                   p->item_q1[last[h]] - p->item_q0[last[h]] > 1) {
+                int l = 0;
+                for (int x = 1; x < k; x++)
+                    if (cl[x] < cl[l])
+                        l = x;
+                if (cl[l] >= ideal)
+                    break;
+                long u = last[h];
+                p->item_q1[u]--;
+                p->item_d[ni] = p->item_d[u];
+                p->item_q0[ni] = p->item_q1[u];
+                p->item_q1[ni] = p->item_q1[u] + 1;
+                p->item_nic[ni] = l;
+                p->item_slot[ni] = load[l] + extra[l] / block;
+                p->item_off[ni] = extra[l] % block;
+                extra[l]++;
+                if (p->item_slot[ni] + 1 > p->slots)
+                    p->slots = p->item_slot[ni] + 1;
+                cl[h]--;
+                cl[l]++;
+                ni++;
+            }
+    }
+    p->ni = ni;
+    /* each NIC's last item and one-chunk items forward in one step: the
+     * orientation split would delay the end (below) and they need no merging */
+    long lastu[64];
+    for (int j = 0; j < k; j++)
+        lastu[j] = -1;
+    p->seglen = 1;
+    for (long u = 0; u < ni; u++) {
+        int j = p->item_nic[u];
+        if (lastu[j] < 0 || p->item_slot[u] > p->item_slot[lastu[j]])
+            lastu[j] = u;
+        if (p->item_off[u] + p->item_q1[u] - p->item_q0[u] > p->seglen)
+            p->seglen = p->item_off[u] + p->item_q1[u] - p->item_q0[u];
+        p->item_flat[u] = p->item_q1[u] - p->item_q0[u] <= 1;
+    }
+    /* The last slots forward in one step too: with the split, a slot's odd
+     * half waits for its even half and the end of the schedule waits for
+     * both (dgxh100:128 allgather: 0.982 of the bound with one flat slot,
+     * 0.994 with two).  Two where a rank's list to a peer stays within the
+     * runtimes' 64 steps (2 per oriented slot, 2 x block per flat one). */
+    int longest = 0;
+    for (int j = 0; j < k; j++)
+        if (lastu[j] >= 0 && p->item_slot[lastu[j]] + 1 > longest)
+            longest = p->item_slot[lastu[j]] + 1;
+    int flat_slots = 2 * longest + 2 + 2 * (2 * p->seglen - 2) <= 62 ? 2 : 1;
+    for (long u = 0; u < ni; u++) {
+        int j = p->item_nic[u];
+        if (lastu[j] >= 0 && p->item_slot[u] > p->item_slot[lastu[j]] - flat_slots)
+            p->item_flat[u] = 1;
+    }
+    /* slots x k x places: the item whose chunk a NIC sends at a place */
+    long cells = (long)(p->slots ? p->slots : 1) * k * p->seglen;
+    p->slot_item = malloc(sizeof(int) * (size_t)cells);
+    if (!p->slot_item) {
+        plan_free(p);
+        return CS_ENOMEM;
+    }
+    for (long x = 0; x < cells; x++)
+        p->slot_item[x] = -1;
+    for (long u = 0; u < ni; u++)
+        for (int q = p->item_q0[u]; q < p->item_q1[u]; q++)
+            p->slot_item[((long)p->item_slot[u] * k + p->item_nic[u]) * p->seglen +
+                         p->item_off[u] + q - p->item_q0[u]] = (int)u;
     /* Two steps per slot and per tree level: a forward from local rank a to
      * b takes the even or odd one by the pair's orientation, so a rank's
      * sends to a peer and its receives from that peer never share a step.
      * Code generators merge consecutive sends of contiguous chunks on one
      * connection into one runtime step; interleaved with receives from the
      * same peer they cannot, and a rank's list to each peer would grow past
-     * the runtimes' 64 steps. */
-    /* (only where a rank's unmerged list to a peer would be long: the split
-     * costs a little pipelining) */
-    int orient = (long)slots * (block / seg) > 16;
-    int steps = orient ? S1 + 2 * slots + 2 * S3 + 1 : S1 + slots + S3;
-    /* phase 1: each chunk along its source's tree inside its node */
-    for (int n = 0; node_chunks && n < N && rc == CS_OK; n++)
-        for (int sg = 0; sg < seg; sg++) {
-            int own = s->nic[n % k];
-            const hier_tree *tt = &tr->spread[own];
-            for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                rc = push(&l, (long)sg * N + n, s->rank[(long)n * m + tt->src[e]],
-                          s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
-                          (tt->dst[e] - tt->src[e] + m) % m);
-        }
-    for (int n = 0; !node_chunks && n < N && rc == CS_OK; n++)
-        for (int c = 0; c < C; c++)
-            for (int i = 0; i < m; i++) {
-                long g = (long)c * P + s->rank[(long)n * m + i];
-                const hier_tree *tt = &tr->spread[i];
-                for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                    rc = push(&l, g, s->rank[(long)n * m + tt->src[e]],
-                              s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
-                              (tt->dst[e] - tt->src[e] + m) % m);
-            }
-    /* phases 2 and 3: item u on NIC item_nic[u] in slot item_slot[u], then
-     * the receiving NIC's tree, one step after the slot */
-    for (int n = 0; n < N && rc == CS_OK; n++)
-        for (long u = 0; u < ni && rc == CS_OK; u++) {
-            int d = item_d[u], sg = item_sg[u], j = item_nic[u];
-            int slot = item_slot[u], nb = (n + d) % N, nic = s->nic[j];
-            int q0 = (int)((long)block * sg / seg), q1 = (int)((long)block * (sg + 1) / seg);
-            int from = s->rank[(long)n * m + nic], to = s->rank[(long)nb * m + nic];
-            const hier_tree *tt = &tr->nic[j];
-            long seglen = (long)block / seg + 1;
-            for (int q = q0; q < q1 && rc == CS_OK; q++) {
-                long g = node_chunks ? (long)q * N + n
-                                     : (long)(q / m) * P + s->rank[(long)n * m + q % m];
-                long key = (long)slot * seglen + (q - q0) + 1;
-                rc = push(&l, g, from, to, S1 + (1 + orient) * slot, key, 0);
-                for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                    rc = push(&l, g, s->rank[(long)nb * m + tt->src[e]],
-                              s->rank[(long)nb * m + tt->dst[e]],
-                              orient ? S1 + 2 * slot + 1 + 2 * tt->step[e] +
-                                           orientation(tt->src[e], tt->dst[e], m)
-                                     : S1 + slot + 1 + tt->step[e],
-                              key, (tt->dst[e] - tt->src[e] + m) % m);
-            }
-        }
-    free(item_d);
-    free(item_sg);
-    free(item_nic);
-    free(item_slot);
-    if (rc != CS_OK) {
-        free(l.v);
-        return CS_ENOMEM;
-    }
-    info->slots = slots;
-    info->segments = seg;
-    info->steps = steps;
-    *lo = l;
-    *steps_out = steps;
+     * the runtimes' 64 steps.  Only where that list would be long: the split
+     * costs a little pipelining. */
+    long most = 0, per_nic[64] = {0};
+    for (long u = 0; u < ni; u++)
+        per_nic[p->item_nic[u]] += p->item_q1[u] - p->item_q0[u];
+    for (int j = 0; j < k; j++)
+        if (per_nic[j] > most)
+            most = per_nic[j];
+    p->orient = most > 16;
+    p->steps = p->orient ? p->S1 + 2 * p->slots + 2 * S3 + 1 : p->S1 + p->slots + S3;
     return CS_OK;
 }
 
-/* An algorithm of collective c with `chunks` chunks from a send list (sorted
- * here), rounds fitted to t. */
-static int list_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
-                             int steps, send_list *l, cs_algorithm **out, cs_error *err)
+typedef int (*emit_fn)(void *ctx, long chunk, int src, int dst, int step);
+
+/* Every send of the plan, in an order that within each step is the order
+ * the simulator should take them in (it takes sends in (step, index) order
+ * and never backfills a lane, so a send whose chunk arrives late must not
+ * sit before one that is ready early): by the chunk's arrival (slot, then
+ * place in its segment), then by (dst - src) mod m, so each run of sends
+ * with one value is a permutation of a node's ranks and no port receives
+ * twice at once. */
+static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
 {
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = p->N, m = p->m, k = p->k, P = p->P, rc = CS_OK;
+    const int *rank = s->rank;
+    /* phase 1: each chunk along its source's tree inside its node */
+    for (int v = 0; v < m && rc == CS_OK; v++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            const int *nr = rank + (long)n * m;
+            if (p->node_chunks) {
+                int own = s->nic[n % k];
+                const hier_tree *tt = &tr->spread[own];
+                for (int sg = 0; sg < p->seg && rc == CS_OK; sg++)
+                    for (int x = p->edge_at[own][v]; x < p->edge_at[own][v + 1] && rc == CS_OK;
+                         x++) {
+                        int e = p->sorted[own][x];
+                        rc = fn(ctx, (long)sg * N + n, nr[tt->src[e]], nr[tt->dst[e]],
+                                tt->step[e]);
+                    }
+                continue;
+            }
+            for (int c = 0; c < p->C; c++)
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    const hier_tree *tt = &tr->spread[i];
+                    long g = (long)c * P + nr[i];
+                    for (int x = p->edge_at[i][v]; x < p->edge_at[i][v + 1] && rc == CS_OK; x++) {
+                        int e = p->sorted[i][x];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* phases 2 and 3: item u on its NIC in its slot, then the receiving
+     * NIC's tree, one step (or two: orientation) after the slot */
+    int seglen = p->seglen;
+    for (int slot = 0; slot < p->slots && rc == CS_OK; slot++)
+        for (int qq = 0; qq < seglen && rc == CS_OK; qq++)
+            for (int v = 0; v < m && rc == CS_OK; v++)
+                for (int n = 0; n < N && rc == CS_OK; n++)
+                    for (int j = 0; j < k && rc == CS_OK; j++) {
+                        int u = p->slot_item[((long)slot * k + j) * seglen + qq];
+                        if (u < 0)
+                            continue;
+                        int q = p->item_q0[u] + qq - p->item_off[u];
+                        if (slot == 0 && !p->node_chunks) {
+                            /* the first block starts with the NIC's own
+                             * chunk: the others reach it through phase 1 */
+                            int len = p->item_q1[u] - p->item_q0[u];
+                            int first = (s->nic[j] - p->item_q0[u] % m + m) % m;
+                            q = p->item_q0[u] + (qq - p->item_off[u] + first) % len;
+                        }
+                        int nb = (n + p->item_d[u]) % N, nic = s->nic[j];
+                        const int *nr = rank + (long)n * m, *br = rank + (long)nb * m;
+                        long g = p->node_chunks ? (long)q * N + n
+                                                : (long)(q / m) * P + nr[q % m];
+                        if (v == 0)
+                            rc = fn(ctx, g, nr[nic], br[nic], p->S1 + (1 + p->orient) * slot);
+                        const hier_tree *tt = &tr->nic[j];
+                        for (int x = p->edge_at[64 + j][v];
+                             x < p->edge_at[64 + j][v + 1] && rc == CS_OK; x++) {
+                            int e = p->sorted[64 + j][x];
+                            int st = p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                                                     (p->item_flat[u]
+                                                          ? 0
+                                                          : orientation(tt->src[e], tt->dst[e], m))
+                                               : p->S1 + slot + 1 + tt->step[e];
+                            rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], st);
+                        }
+                    }
+    return rc;
+}
+
+/* The number of sends plan_emit emits per step, added to count[] at
+ * shift + step (mirrored: shift + mirror_steps - 1 - step), without
+ * enumerating them. */
+static void plan_count(const ag_plan *p, long *count, int shift, int mirror_steps)
+{
+#define AT(st) count[shift + (mirror_steps > 0 ? mirror_steps - 1 - (st) : (st))]
+    const hier_trees *tr = p->tr;
+    int N = p->N, m = p->m, k = p->k;
+    if (p->node_chunks) {
+        for (int n = 0; n < N; n++) {
+            const hier_tree *tt = &tr->spread[p->s->nic[n % k]];
+            for (int e = 0; e < tt->n; e++)
+                AT(tt->step[e]) += p->seg;
+        }
+    } else {
+        for (int i = 0; i < m; i++)
+            for (int e = 0; e < tr->spread[i].n; e++)
+                AT(tr->spread[i].step[e]) += (long)N * p->C;
+    }
+    for (long u = 0; u < p->ni; u++) {
+        int j = p->item_nic[u], slot = p->item_slot[u];
+        long q = p->item_q1[u] - p->item_q0[u];
+        const hier_tree *tt = &tr->nic[j];
+        AT(p->S1 + (1 + p->orient) * slot) += N * q;
+        for (int e = 0; e < tt->n; e++)
+            AT(p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                               (p->item_flat[u] ? 0 : orientation(tt->src[e], tt->dst[e], m))
+                         : p->S1 + slot + 1 + tt->step[e]) += N * q;
+    }
+#undef AT
+}
+
+/* Placing emitted sends into an algorithm, step by step: a counting pass,
+ * then a filling pass that writes each send at its step's next place
+ * (forward), or for a mirrored half at its step's last free place
+ * (backward: the mirror reverses the order within a step too).  No list of
+ * sends is kept: at a million sends, fresh memory is what costs time. */
+typedef struct placer {
+    cs_algorithm *a;
+    long *pos;                 /* per step: next index (forward) or one past it (backward) */
+    int shift;                 /* step offset of this half */
+    int mirror_steps;          /* > 0: mirrored (steps reversed within this many) */
+    bool counting;
+    long *count;               /* per step */
+} placer;
+
+static int place_send(void *ctx, long chunk, int src, int dst, int step)
+{
+    placer *pl = ctx;
+    cs_op op = CS_OP_COPY;
+    if (pl->mirror_steps > 0) {
+        int t = src;
+        src = dst;
+        dst = t;
+        step = pl->mirror_steps - 1 - step;
+        op = CS_OP_REDUCE;
+    }
+    step += pl->shift;
+    if (pl->counting) {
+        pl->count[step]++;
+        return CS_OK;
+    }
+    long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
+    cs_send sv = {chunk, src, dst, step, op, NAN, NAN};
+    return algorithm_set_send(pl->a, i, &sv);
+}
+
+/* An algorithm of collective c (chunks, steps) holding the sends of up to two
+ * plans: `mirror` (may be NULL) mirrored into steps [0, mirror->steps), then
+ * `fwd` (may be NULL) after it. */
+static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                              const ag_plan *mirror, const ag_plan *fwd, cs_algorithm **out,
+                              cs_error *err)
+{
+    int ms = mirror ? mirror->steps : 0, steps = ms + (fwd ? fwd->steps : 0);
     cs_algorithm *a = NULL;
     int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
     if (rc != CS_OK)
         return rc;
-    snprintf(a->method, sizeof a->method, "hierarchical");
-    if (algorithm_reserve_sends(a, l->n) != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", l->n);
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    if (!count || !pos) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        goto done;
     }
-    /* order: step, then arrival rank, then generation order (stable) */
-    double tq = cs_now();
-    if ((rc = sort_sends(l)) != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, rc, NULL, "out of memory sorting %ld sends", l->n);
-    }
-    if (getenv("HIER_TIMING"))
-        fprintf(stderr, "hier: sort %.3f s\n", cs_now() - tq);
-    for (long i = 0; i < l->n && rc == CS_OK; i++)
-        rc = algorithm_add_send(a, l->v[i].chunk, l->v[i].src, l->v[i].dst, l->v[i].step,
-                                l->v[i].reduce ? CS_OP_REDUCE : CS_OP_COPY);
+    placer up = {a, pos, 0, ms, false, count}, down = {a, pos, ms, 0, false, count};
+    if (mirror)
+        plan_count(mirror, count, 0, ms);
+    if (fwd)
+        plan_count(fwd, count, ms, 0);
+    long total = 0;
+    for (int st = 0; st < steps; st++)
+        total += count[st];
+    /* placeholders with the largest values first, so no column widens twice */
+    if ((rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
     if (rc != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, rc, NULL, "cannot store %ld sends", l->n);
+        rc = cs_error_set(err, rc, NULL, "out of memory for %ld sends", total);
+        goto done;
     }
-    if ((rc = algorithm_fit_rounds(a, t, err)) != CS_OK) {
+    long at = 0;
+    for (int st = 0; st < steps; st++) {
+        pos[st] = st < ms ? at + count[st] : at;   /* mirrored steps fill backward */
+        at += count[st];
+    }
+    if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
+        (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
+        rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
+done:
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
         algorithm_free(a);
         return rc;
     }
+    snprintf(a->method, sizeof a->method, "hierarchical");
     *out = a;
     return CS_OK;
 }
@@ -818,14 +994,14 @@ static int list_to_algorithm(const cs_topology *t, const cs_collective *c, int c
 static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
                              int C, cs_algorithm **out, compose_info *info, cs_error *err)
 {
-    send_list l = {0};
-    int steps = 0;
-    if (build_ag_list(t, s, tr, C, false, &l, &steps, info) != CS_OK)
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    ag_plan p;
+    if (plan_init(&p, t->ranks, s, tr, C, false) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
-    int rc = list_to_algorithm(t, &ag, C, steps, &l, out, err);
-    free(l.v);
+    int rc = plans_to_algorithm(t, &ag, C, NULL, &p, out, err);
+    *info = (compose_info){p.slots, p.seg, p.steps};
+    plan_free(&p);
     return rc;
 }
 
@@ -842,57 +1018,105 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
                                   const hier_trees *rs_tr, int segs, cs_algorithm **out,
                                   compose_info *info, cs_error *err)
 {
-    send_list up = {0}, down = {0};
-    int ups = 0, downs = 0;
-    compose_info rinfo;
-    if (build_ag_list(t, rs_shape, rs_tr, segs, true, &up, &ups, &rinfo) != CS_OK ||
-        build_ag_list(t, s, tr, segs, true, &down, &downs, info) != CS_OK) {
-        free(up.v);
-        free(down.v);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
-    }
-    long maxkey = 0;
-    for (long i = 0; i < up.n; i++)
-        if (up.v[i].key > maxkey)
-            maxkey = up.v[i].key;
-    send_list l = {0};
-    int rc = CS_OK;
-    for (long i = 0; i < up.n && rc == CS_OK; i++) {
-        const hsend *x = &up.v[i];
-        rc = push(&l, x->chunk, x->dst, x->src, ups - 1 - x->step, maxkey - x->key,
-                  s->m - 1 - x->sub);
-        if (rc == CS_OK)
-            l.v[l.n - 1].reduce = 1;
-    }
-    for (long i = 0; i < down.n && rc == CS_OK; i++) {
-        const hsend *x = &down.v[i];
-        rc = push(&l, x->chunk, x->src, x->dst, ups + x->step, x->key, x->sub);
-    }
-    free(up.v);
-    free(down.v);
-    if (rc != CS_OK) {
-        free(l.v);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    ag_plan up, down;
+    if (plan_init(&up, t->ranks, rs_shape, rs_tr, segs, true) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
+    if (plan_init(&down, t->ranks, s, tr, segs, true) != CS_OK) {
+        plan_free(&up);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
     }
     cs_collective ar;
     collective_init(&ar, CS_COLL_ALLREDUCE, -1);
-    rc = list_to_algorithm(t, &ar, s->nodes * info->segments, ups + downs, &l, out, err);
-    free(l.v);
+    int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, out, err);
+    *info = (compose_info){down.slots, down.seg, up.steps + down.steps};
+    plan_free(&up);
+    plan_free(&down);
     return rc;
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
 
 /* Verifies a (fitting its rounds first) and adds it to res, or frees it. */
-static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, cs_result *res,
-                  cs_error *err)
+/* rounds_per_step from the sends touching the first `sample` nodes only:
+ * every node runs the same pattern (the node-chunk owner repeats with
+ * period k, so k nodes hold every variant), so the busiest link or port of
+ * a step is among theirs.  1/N of the link lookups of algorithm_fit_rounds,
+ * which with the verifier's were half of a 1024-rank composition's time.
+ * The verifier checks the result; finish() falls back to the exact fit. */
+static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
 {
-    double tv = cs_now();
-    int rc = algorithm_fit_rounds(a, t, err);
-    if (rc == CS_OK)
-        rc = algorithm_verify(t, a, err);
-    if (getenv("HIER_TIMING"))
-        fprintf(stderr, "hier: fit+verify %.3f s (%ld sends)\n", cs_now() - tv, a->nsends);
+    int S = a->steps, L = t->nlinks, nlocal = 0;
+    int *local = malloc(sizeof(int) * (size_t)(L ? L : 1));
+    if (!local)
+        return CS_ENOMEM;
+    for (int l = 0; l < L; l++) {
+        int gs = t->group_of[t->links[l].src], gd = t->group_of[t->links[l].dst];
+        local[l] = gs < sample || gd < sample ? nlocal++ : -1;
+    }
+    long *cnt = calloc((size_t)(nlocal ? nlocal : 1) * (size_t)(S ? S : 1), sizeof(long));
+    long *set_cnt = calloc((size_t)(S ? S : 1), sizeof(long));
+    if (!cnt || !set_cnt) {
+        free(local);
+        free(cnt);
+        free(set_cnt);
+        return CS_ENOMEM;
+    }
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        if (t->group_of[src] >= sample && t->group_of[dst] >= sample)
+            continue;
+        int l = topology_find_link(t, src, dst);
+        if (l >= 0 && local[l] >= 0)
+            cnt[(long)local[l] * S + algorithm_send_step(a, i)]++;
+    }
+    for (int st = 0; st < S; st++)
+        a->rounds_per_step[st] = 1;
+    for (int l = 0; l < L; l++)
+        if (local[l] >= 0)
+            for (int st = 0; st < S; st++) {
+                long c = cnt[(long)local[l] * S + st];
+                int r = (int)((c + t->links[l].lanes - 1) / t->links[l].lanes);
+                if (r > a->rounds_per_step[st])
+                    a->rounds_per_step[st] = r;
+            }
+    /* shared sets whose links are all counted (a sampled rank's ports) */
+    for (int k = 0; k < t->nshared; k++) {
+        const cs_shared *sh = &t->shared[k];
+        bool all = sh->nlinks > 0;
+        for (int x = 0; x < sh->nlinks && all; x++)
+            all = local[sh->links[x]] >= 0;
+        if (!all)
+            continue;
+        memset(set_cnt, 0, sizeof(long) * (size_t)S);
+        for (int x = 0; x < sh->nlinks; x++)
+            for (int st = 0; st < S; st++)
+                set_cnt[st] += cnt[(long)local[sh->links[x]] * S + st];
+        for (int st = 0; st < S; st++) {
+            int r = (int)((set_cnt[st] + sh->lanes - 1) / sh->lanes);
+            if (r > a->rounds_per_step[st])
+                a->rounds_per_step[st] = r;
+        }
+    }
+    algorithm_update_rounds(a);
+    free(local);
+    free(cnt);
+    free(set_cnt);
+    return CS_OK;
+}
+
+/* Fits rounds (sampled, exact as the fallback), verifies a and adds it to
+ * res, or frees it.  sample: nodes whose sends stand for all (0: exact). */
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
+                  cs_result *res, cs_error *err)
+{
+    int rc = CS_EVERIFY;
+    if (sample > 0 && sample < t->ngroups && fit_rounds_sampled(a, t, sample) == CS_OK)
+        rc = algorithm_verify(t, a, NULL);
+    if (rc != CS_OK) {
+        rc = algorithm_fit_rounds(a, t, err);
+        if (rc == CS_OK)
+            rc = algorithm_verify(t, a, err);
+    }
     if (rc == CS_OK) {
         snprintf(a->method, sizeof a->method, "hierarchical");
         snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
@@ -958,6 +1182,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         return rc;
     }
     const side *any = need_fw ? &fw : &bw;
+    int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
     /* Allreduce frontier: one chunk per node (whole-chunk rail messages:
      * the fewest messages, best from small to large sizes on big clusters),
      * two per node where there are at least as many distances as NICs (finer
@@ -970,7 +1195,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
             break;
         rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, segs, &a, &ninfo, err);
         if (rc == CS_OK)
-            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", res, err);
+            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", sample, res, err);
         a = NULL;
     }
     if (rc == CS_OK && need_fw && rank_chunks)
@@ -994,7 +1219,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         ag = rs = NULL;
     }
     if (rc == CS_OK && a)
-        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", res, err);
+        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample, res, err);
     algorithm_free(ag);
     algorithm_free(rs);
     algorithm_free(rag);

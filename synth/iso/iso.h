@@ -63,7 +63,7 @@
 
 /* Part of every key's text: bump when the canonical form or the labelling
  * (bliss version, encoding) changes, so old index rows stop matching. */
-#define ISO_KEY_VERSION "iso1-bliss0.73"
+#define ISO_KEY_VERSION "iso2-bliss0.73"
 
 typedef struct cs_iso_options {
     /* Grouped topologies with at least this many ranks use the two-level
@@ -71,6 +71,9 @@ typedef struct cs_iso_options {
     int two_level_min_ranks;
     /* Requests with more ranks are refused (CS_ELIMIT): 0 = default 65536. */
     int max_ranks;
+    /* ... or more physical links (the graph bliss gets grows with them):
+     * 0 = default 1,000,000. */
+    long max_links;
 } cs_iso_options;
 
 #define ISO_TWO_LEVEL_MIN_RANKS 64

@@ -401,10 +401,14 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             size_t used = strlen(names);
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
         }
+        const char *near = synth_method_suggest(method);
+        char hint[64] = "";
+        if (near)
+            snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
         rc = cs_error_set(err, CS_EINVAL, "method",
-                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical, "
+                          "unknown method \"%.60s\"%s: expected auto, smt, tacos, hierarchical, "
                           "mcf or a baseline (%s)",
-                          method, names);
+                          method, hint, names);
         goto fail;
     }
     snprintf(r->method, sizeof r->method, "%s", method);
@@ -555,6 +559,17 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
 fail:
     synth_request_free(r);
     return rc;
+}
+
+const char *synth_method_suggest(const char *name)
+{
+    enum { MAX_NAMES = 64 };
+    const char *names[MAX_NAMES] = {"auto", "smt", "tacos", "mcf", "hierarchical"};
+    int n = 5, nb = 0;
+    const cs_baseline_info *bl = baseline_list(&nb);
+    for (int i = 0; i < nb && n < MAX_NAMES; i++)
+        names[n++] = bl[i].name;
+    return name ? cs_nearest_name(name, strlen(name), names, n) : NULL;
 }
 
 int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,

@@ -118,6 +118,11 @@ typedef struct cs_synth_request {
     char key[65];                 /* hex SHA-256 of the canonical JSON text */
 } cs_synth_request;
 
+/* The method name nearest to a misspelt one ("tacso" -> "tacos"; the
+ * methods and every baseline), or NULL when none is close (cs_nearest_name).
+ * The returned string is static. */
+const char *synth_method_suggest(const char *name);
+
 /* Parses and validates a request document; every error names its field. */
 int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim,
                             cs_synth_request **out, cs_error *err);
