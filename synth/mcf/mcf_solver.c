@@ -212,7 +212,10 @@ static void child_solve(const mcf_lp *m, const mcf_solve_opts *o, int fd)
         Clp_setOptimizationDirection(s, -1.0);
         if (o->time_limit_s > 0)
             Clp_setMaximumSeconds(s, o->time_limit_s);
-        Clp_initialSolve(s);
+        if (o->primal)
+            Clp_initialPrimalSolve(s);
+        else
+            Clp_initialSolve(s);
         int st = Clp_status(s);
         if (st == 0) {
             h.status = MCF_OPTIMAL;
