@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 /* Pairwise models with more columns than this are rounded from the LP
  * instead of solved as a MILP (CBC's root LP alone would take minutes). */
 #define MCF_MILP_MAX_COLUMNS 40000
+/* Seeded greedy runs tried on copy demands before the MILP. */
+#define MCF_GREEDY_TRIES 16
 
 void mcf_options_default(cs_mcf_options *opt)
 {
@@ -478,7 +481,9 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
                 if (!need[n] && k + re[n] > K)
                     break;
                 double lb = need[n] && k == K && !m->search ? 1.0 : 0.0;
-                double w = !need[n] ? 0.0 : m->search ? (k == K ? 1.0 : 0.0) : 1.0 / k;
+                /* search: the units held at K, plus a little for holding
+                 * earlier (ties broken, as for pairwise flows) */
+                double w = !need[n] ? 0.0 : m->search ? (k == K ? 1.0 : 0.001 / k) : 1.0 / k;
                 m->hcol[hidx(in, K, g, n, k)] = mcf_lp_add_col(&m->lp, lb, 1, w, integer);
             }
         }
@@ -491,7 +496,8 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
                     break;
                 if (!pre[n] && m->hcol[hidx(in, K, g, n, k)] < 0)
                     continue;
-                m->fcol[fidx(in, K, g, l, k)] = mcf_lp_add_col(&m->lp, 0, 1, 0, integer);
+                m->fcol[fidx(in, K, g, l, k)] =
+                    mcf_lp_add_col(&m->lp, 0, 1, m->search ? -1e-4 : 0.0, integer);
             }
         }
         /* a rank sends only what it holds */
@@ -698,11 +704,14 @@ static int solve_lp(run *r, int K, bool search, bool *feasible, double *obj, cs_
     return rc;
 }
 
-/* The smallest K in [lo, hi] whose LP is feasible (hi is known feasible). */
+/* The smallest K in [lo, hi] whose LP is feasible (hi is known feasible).
+ * The secant search usually lands on it, so hi - 1 is tried first. */
 static int lp_min_horizon(run *r, int lo, int hi, int *out, cs_error *err)
 {
+    bool first = true;
     while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
+        int mid = first ? hi - 1 : lo + (hi - lo) / 2;
+        first = false;
         bool feas;
         double obj;
         int rc = solve_lp(r, mid, true, &feas, &obj, err);
@@ -1046,6 +1055,102 @@ out:
     return rc;
 }
 
+/* ---- a greedy schedule for copy demands -----------------------------------------
+ * Epoch by epoch, each link with a free lane sends a chunk its source holds
+ * and its destination neither holds nor awaits, the rarest first (fewest
+ * holders), ties broken by a seeded random order; only chunks the destination
+ * needs or can pass on to a rank that needs them.  When it ends within the
+ * LP's horizon it is optimal in makespan and the MILP is not needed. */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out, int *end_epoch,
+                       cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int maxk = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    int cap = horizon + maxk + 1;
+    occ oc;
+    int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1) * P); /* FAR: not held/awaited */
+    int *holders = calloc((size_t)(G ? G : 1), sizeof *holders);
+    long *order = malloc(sizeof *order * (size_t)(G ? G : 1));
+    int rc = occ_init(in, cap, &oc);
+    if (rc || !ready || !holders || !order) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long missing = 0;
+    for (long g = 0; g < G; g++) {
+        order[g] = g;
+        for (int n = 0; n < P; n++) {
+            ready[g * P + n] = in->pre[g * P + n] ? 0 : FAR;
+            holders[g] += in->pre[g * P + n];
+            missing += in->need[g * P + n];
+        }
+    }
+    int last = 0;
+    uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (int k = 0; k < horizon && missing > 0; k++) {
+        /* a fresh random order each epoch, then rarest first */
+        for (long i = G - 1; i > 0; i--) {
+            long j = (long)(rng_next(&rs) % (uint64_t)(i + 1));
+            long tmp = order[i];
+            order[i] = order[j];
+            order[j] = tmp;
+        }
+        for (long i = 1; i < G; i++) { /* stable insertion sort by holders */
+            long v = order[i], j = i - 1;
+            while (j >= 0 && holders[order[j]] > holders[v]) {
+                order[j + 1] = order[j];
+                j--;
+            }
+            order[j + 1] = v;
+        }
+        int l0 = (int)(rng_next(&rs) % (uint64_t)L);
+        for (int li = 0; li < L; li++) {
+            int l = (l0 + li) % L;
+            int n = t->links[l].src, m = t->links[l].dst;
+            for (long i = 0; i < G && occ_fits(in, &oc, l, k); i++) {
+                long g = order[i];
+                if (ready[g * P + n] > k || ready[g * P + m] < FAR)
+                    continue;
+                int arr = k + in->kappa[l];
+                int re = in->reach[g * P + m];
+                if (re >= FAR || arr + re > horizon)
+                    continue;
+                occ_take(in, &oc, l, k);
+                if (push_send(out, g, l, k)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+                ready[g * P + m] = arr;
+                holders[g]++;
+                missing -= in->need[g * P + m];
+                if (arr > last)
+                    last = arr;
+            }
+        }
+    }
+    *end_epoch = missing > 0 ? -1 : last;
+out:
+    occ_free(&oc);
+    free(ready);
+    free(holders);
+    free(order);
+    return rc;
+}
+
 static int cmp_send(const void *a, const void *b)
 {
     const msend *x = a, *y = b;
@@ -1203,7 +1308,29 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     int used_k = -1;
     bool rounded = false;
     bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > MCF_MILP_MAX_COLUMNS;
-    for (int k = K; !big && k <= cap; k++) {
+    bool greedy_done = false;
+    if (!in.pairwise) {
+        /* a few seeded greedy runs: one that fits K is optimal in makespan */
+        double t1 = cs_now();
+        for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && !greedy_done; seed++) {
+            int endk = -1;
+            sb.n = 0;
+            if ((rc = greedy_copy(&in, K, seed, &sb, &endk, err)))
+                goto done;
+            if (endk >= 0 && endk <= K) {
+                greedy_done = true;
+                used_k = K;
+                milp_status = MCF_OPTIMAL;
+            }
+        }
+        if (!greedy_done)
+            sb.n = 0;
+        progress(&r, greedy_done ? "optimal" : "greedy", K, cs_now() - t1,
+                 greedy_done ? sends_end_us(&in, &sb) : NAN,
+                 "greedy schedule %s the LP's %d epochs (%.3f s)",
+                 greedy_done ? "meets" : "does not meet", K, cs_now() - t1);
+    }
+    for (int k = K; !big && !greedy_done && k <= cap; k++) {
         if (out_of_time(&r)) {
             rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
                               "no schedule within the time limit (LP bound: %d epochs)", lp_k);
@@ -1292,9 +1419,18 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     }
     res->complete = milp_status == MCF_OPTIMAL && o->gap == 0;
     res->synth_seconds = cs_now() - r.t0;
-    json_t *lp = json_pack("{s:i, s:f, s:f, s:s}", "epochs", lp_k, "epoch_us", in.tau,
+    /* The epoch model's bound is a bound on every schedule when each link's
+     * send time is a whole number of epochs (flooring the start times of any
+     * schedule then gives an epoch schedule); else it bounds the schedules
+     * of the epoch model only (a 3 us send padded to 2 epochs of 1.7 us). */
+    bool exact = true;
+    for (int l = 0; l < in.L; l++)
+        if (fabs(in.send_us[l] - in.kappa[l] * in.tau) > 1e-9 * in.tau)
+            exact = false;
+    json_t *lp = json_pack("{s:i, s:f, s:f, s:s, s:b}", "epochs", lp_k, "epoch_us", in.tau,
                            "time_us", horizon_time_bound(&in, lp_k), "form",
-                           in.pairwise ? "lp by destination" : "milp relaxation by chunk");
+                           in.pairwise ? "lp by destination" : "milp relaxation by chunk",
+                           "exact", exact);
     double gap = isfinite(milp_bound) && milp_bound != 0
                      ? fabs(milp_bound - milp_obj) / fabs(milp_bound) : 0.0;
     res->stats = json_pack("{s:s, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:f, s:s, s:i, s:i, "
@@ -1305,6 +1441,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
                            isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
                            isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
                            rounded                      ? "lp rounded"
+                           : greedy_done                ? "optimal (greedy meets the LP bound)"
                            : milp_status == MCF_OPTIMAL ? "optimal"
                                                         : "feasible",
                            "lp_solves",

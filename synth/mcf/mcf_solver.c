@@ -307,6 +307,9 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
     if (pipe2(fds, O_CLOEXEC) != 0)
         return cs_error_set(err, CS_EINTERNAL, "", "pipe for the solver: %s", strerror(errno));
     pid_t parent = getpid();
+    /* unwritten stdio buffers would be written twice if the solver in the
+     * child flushes them */
+    fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -319,6 +322,13 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
         if (getppid() != parent)
             _exit(1);
         close(fds[0]);
+        /* the solvers' own chatter goes nowhere */
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            close(devnull);
+        }
         child_solve(m, o, fds[1]);
         close(fds[1]);
         _exit(0);
