@@ -429,7 +429,8 @@ START_TEST(relabelled_schedules_stay_valid)
         {"dgx1", "allreduce", "tacos", -1},     {"dgx1", "alltoall", "direct", -1},
         {"dgx1", "broadcast", "binomial-tree", 2}, {"dgx1", "gather", "binomial-tree", 5},
         {"dgx1", "scatter", "binomial-tree", 1}, {"torus2d:4x4", "allgather", "tacos", -1},
-        {"dgxh100:4", "allreduce", "tacos", -1},
+        {"dgxh100:4", "allreduce", "tacos", -1}, {"dgx1", "reduce", "binomial-tree", 6},
+        {"torus2d:4x4", "alltoall", "direct", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *c = kind(cases[i].coll);
@@ -443,6 +444,24 @@ START_TEST(relabelled_schedules_stay_valid)
         synth_request_free(a);
         synth_request_free(b);
     }
+    /* a custom collective: chunk numbers stay, their ranks move */
+    json_t *cc = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                           "custom", "global_chunks", 3, "pre", 0, 0, 1, 3, 2, 5, "post", 0, 7,
+                           1, 4, 2, 0, 2, 6);
+    cs_synth_request *ca = request(json_string("dgx1"), cc, "tacos", NULL);
+    int cmap[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+    cs_topology *ct = NULL;
+    cs_error cerr;
+    ck_assert_int_eq(iso_relabel_topology(ca->topology, cmap, "dgx1-other", &ct, &cerr), CS_OK);
+    json_t *cc2 = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                            "custom", "global_chunks", 3, "pre", 0, cmap[0], 1, cmap[3], 2,
+                            cmap[5], "post", 0, cmap[7], 1, cmap[4], 2, cmap[0], 2, cmap[6]);
+    cs_synth_request *cb = request(topology_to_json(ct), cc2, "tacos", NULL);
+    topology_free(ct);
+    check_relabelled_valid(ca, cb, true);
+    synth_request_free(ca);
+    synth_request_free(cb);
+
     /* the hook's 16-node cluster, renumbered */
     cs_synth_request *a = request(hook_cluster(16, "switch", 12.5), kind("allgather"), "tacos",
                                   NULL);

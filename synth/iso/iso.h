@@ -71,6 +71,9 @@ typedef struct cs_iso_options {
     int two_level_min_ranks;
     /* Requests with more ranks are refused (CS_ELIMIT): 0 = default 65536. */
     int max_ranks;
+    /* ... or more physical links (the graph bliss gets grows with them):
+     * 0 = default 1,000,000. */
+    long max_links;
 } cs_iso_options;
 
 #define ISO_TWO_LEVEL_MIN_RANKS 64
