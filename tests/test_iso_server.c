@@ -334,6 +334,30 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
 }
 END_TEST
 
+/* --no-iso-cache: the second allocation is synthesized like any request. */
+START_TEST(iso_cache_can_be_switched_off)
+{
+    const char *extra[] = {"--no-iso-cache", NULL};
+    cs_daemon d;
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    json_t *a = hook_allocation(16, 1), *b = renumbered(a, 9), *doc = NULL;
+    json_t *req = request(a, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    json_decref(doc);
+    json_decref(req);
+    req = request(b, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
+    json_decref(doc);
+    json_decref(req);
+    ck_assert_int_eq((long)metrics_value(&d, STARTED), 2);
+    ck_assert_int_eq((long)metrics_value(&d, ISO_HITS), 0);
+    json_decref(a);
+    json_decref(b);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static cs_pg pg;
 static bool pg_ok;
 static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
@@ -413,6 +437,7 @@ static Suite *iso_server_suite(void)
     tcase_add_test(tc, second_hook_allocation_runs_no_synthesis);
     tcase_add_test(tc, rail_cluster_hit_survives_restart);
     tcase_add_test(tc, isomorphic_request_waits_for_the_running_job);
+    tcase_add_test(tc, iso_cache_can_be_switched_off);
     suite_add_tcase(s, tc);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 300);
