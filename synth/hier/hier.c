@@ -10,6 +10,7 @@
 #include "hier.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,16 +263,18 @@ done:
 
 static bool kind_supported(cs_coll_kind k)
 {
-    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE;
+    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
-                        "hierarchical composes allgather, reducescatter and allreduce; %s is "
-                        "not composed yet (alltoall needs intra aggregation + inter alltoall + "
-                        "intra scatter, broadcast/reduce need trees across nodes); use tacos "
-                        "or auto", collective_kind_name(c->kind));
+                        "hierarchical composes allgather, reducescatter, allreduce, broadcast "
+                        "and reduce; %s is not composed yet (alltoall needs intra aggregation "
+                        "+ inter alltoall + intra scatter; gather, scatter and custom "
+                        "collectives have no composition); use tacos, mcf or auto",
+                        collective_kind_name(c->kind));
 }
 
 void hier_options_default(cs_hier_options *opt)
@@ -549,6 +552,8 @@ static int orientation(int a, int b, int m)
 
 typedef struct compose_info {
     int slots, segments, steps;
+    int S1;                    /* steps of phase 1 */
+    bool orient;               /* NIC-tree forwards split over two steps per slot */
 } compose_info;
 
 /* The allgather composition, planned: which NIC sends which (distance,
@@ -991,16 +996,26 @@ done:
 }
 
 /* Allgather with C chunks per rank on t (shape s, trees tr). */
+/* unsplit: the same sends and step count with every NIC-tree forward of a
+ * slot in one step (the orientation split undone), emitted in arrival
+ * order: the best simulated time, since a rank's port then serves the
+ * chunks as they arrive; but a rank's sends to a peer interleave with its
+ * receives from it and, unmerged, its list to each peer outgrows the MSCCL
+ * runtimes' 64 steps.  Same steps and rounds, so a cost-based choice (code
+ * generation) keeps the split one, listed first. */
 static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                             int C, cs_algorithm **out, compose_info *info, cs_error *err)
+                             int C, bool unsplit, cs_algorithm **out, compose_info *info,
+                             cs_error *err)
 {
     ag_plan p;
     if (plan_init(&p, t->ranks, s, tr, C, false) != CS_OK)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
+    if (unsplit)
+        memset(p.item_flat, 1, (size_t)p.ni);
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
     int rc = plans_to_algorithm(t, &ag, C, NULL, &p, out, err);
-    *info = (compose_info){p.slots, p.seg, p.steps};
+    *info = (compose_info){p.slots, p.seg, p.steps, p.S1, p.orient};
     plan_free(&p);
     return rc;
 }
@@ -1028,10 +1043,152 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
     cs_collective ar;
     collective_init(&ar, CS_COLL_ALLREDUCE, -1);
     int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, out, err);
-    *info = (compose_info){down.slots, down.seg, up.steps + down.steps};
+    *info = (compose_info){down.slots, down.seg, up.steps + down.steps, down.S1, false};
     plan_free(&up);
     plan_free(&down);
     return rc;
+}
+
+/* ---- broadcast across nodes ---------------------------------------------------------- */
+
+/* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
+ * Inside the root's node every chunk spreads along the root's allgather
+ * tree; across nodes each NIC's chunks follow a chain of nodes (pipelined:
+ * the bandwidth end, per > 1) or a binomial tree of nodes (the latency end,
+ * per = 1); at every other node a chunk spreads from the NIC it arrived at
+ * along that NIC's tree. */
+typedef struct bc_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, per, rounds, S1, S3, steps;
+    bool chain;
+} bc_plan;
+
+static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bool chain,
+                    int per)
+{
+    memset(b, 0, sizeof *b);
+    b->s = s;
+    b->tr = tr;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    b->chain = chain;
+    b->per = chain ? per : 1;
+    b->S1 = tr->spread[b->i0].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > b->S3)
+            b->S3 = tr->nic[j].depth;
+    /* the root's node spreads through its NICs' trees too (bc_emit) */
+    int root_node_steps = b->S1 + b->S3;
+    b->rounds = 0;
+    while ((1L << b->rounds) < s->nodes)
+        b->rounds++;
+    b->steps = b->S1 + (chain ? b->per + s->nodes - 2 : b->rounds) + b->S3;
+    if (b->steps < root_node_steps)
+        b->steps = root_node_steps;
+}
+
+static int bc_emit(const bc_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    /* the root's node: each chunk goes from the root to its NIC along the
+     * root's tree (so the root's port carries it once), then along the NIC's
+     * tree to the ranks that do not have it yet */
+    int parent_edge[64];
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, nic = s->nic[j];
+        unsigned char has[64] = {0};
+        has[b->i0] = 1;
+        int path[64], np = 0, arrive = -1;
+        for (int x = nic; x != b->i0 && parent_edge[x] >= 0; x = sp->src[parent_edge[x]])
+            path[np++] = parent_edge[x];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--) {
+            int e = path[q];
+            rc = fn(ctx, c, r0[sp->src[e]], r0[sp->dst[e]], sp->step[e]);
+            has[sp->dst[e]] = 1;
+            if (sp->step[e] > arrive)
+                arrive = sp->step[e];
+        }
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+            if (!has[tt->dst[e]])
+                rc = fn(ctx, c, r0[tt->src[e]], r0[tt->dst[e]], arrive + 1 + tt->step[e]);
+    }
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, t = c / k, nic = s->nic[j];
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int x = 1; x < N && rc == CS_OK; x++) {
+            /* node x (relative to the root's) receives from `from` at step `at` */
+            int from, at;
+            if (b->chain) {
+                from = x - 1;
+                at = b->S1 + t + x - 1;
+            } else {
+                int r = 0;
+                while ((2L << r) <= x)
+                    r++;
+                from = x - (1 << r);
+                at = b->S1 + r;
+            }
+            const int *fr = s->rank + (long)((b->n0 + from) % N) * m;
+            const int *xr = s->rank + (long)((b->n0 + x) % N) * m;
+            rc = fn(ctx, c, fr[nic], xr[nic], at);
+            for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], at + 1 + tt->step[e]);
+        }
+    }
+    return rc;
+}
+
+/* Broadcast on t from c->root (chain or binomial across nodes). */
+static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                             const hier_trees *tr, bool chain, int per, cs_algorithm **out,
+                             cs_error *err)
+{
+    bc_plan b;
+    bc_init(&b, s, tr, c->root, chain, per);
+    int C = s->k * b.per, steps = b.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -1104,10 +1261,9 @@ static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
     return CS_OK;
 }
 
-/* Fits rounds (sampled, exact as the fallback), verifies a and adds it to
- * res, or frees it.  sample: nodes whose sends stand for all (0: exact). */
-static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
-                  cs_result *res, cs_error *err)
+/* Fits rounds (sampled, exact as the fallback) and verifies a.  sample:
+ * nodes whose sends stand for all (0: exact). */
+static int check(const cs_topology *t, cs_algorithm *a, int sample, cs_error *err)
 {
     int rc = CS_EVERIFY;
     if (sample > 0 && sample < t->ngroups && fit_rounds_sampled(a, t, sample) == CS_OK)
@@ -1117,13 +1273,75 @@ static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality,
         if (rc == CS_OK)
             rc = algorithm_verify(t, a, err);
     }
+    return rc;
+}
+
+/* Adds a checked algorithm to res (or frees it). */
+static int add_checked(cs_algorithm *a, const char *optimality, cs_result *res, cs_error *err)
+{
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
+    int rc = result_add(res, a);   /* frees a on failure */
+    return rc == CS_OK ? CS_OK : cs_error_set(err, rc, NULL, "cannot add to the result");
+}
+
+/* A second composition built and checked on another thread while the caller
+ * builds and checks the first (on 2 cores, half the wall time: each check
+ * of a million sends runs on one thread). */
+typedef struct side_job {
+    const cs_topology *t;
+    const hier_shape *s, *rs_shape;
+    const hier_trees *tr, *rs_tr;
+    int sample;
+    int variant;               /* 0: unsplit allgather, 1: node allreduce, 2 chunks */
+    cs_algorithm *a;
+    compose_info info;
+    int rc;
+    cs_error err;
+    pthread_t th;
+    bool started;
+} side_job;
+
+static void *side_job_run(void *arg)
+{
+    side_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = j->variant == 0
+                ? compose_allgather(j->t, j->s, j->tr, 1, true, &j->a, &j->info, &j->err)
+                : compose_node_allreduce(j->t, j->s, j->tr, j->rs_shape, j->rs_tr, 2, &j->a,
+                                         &j->info, &j->err);
+    if (j->rc == CS_OK)
+        j->rc = check(j->t, j->a, j->sample, &j->err);
+    if (j->rc != CS_OK) {
+        algorithm_free(j->a);
+        j->a = NULL;
+    }
+    return NULL;
+}
+
+/* Starts j on a thread when threads allow, else runs it now. */
+static void side_job_start(side_job *j, int threads)
+{
+    j->started = threads != 1 && pthread_create(&j->th, NULL, side_job_run, j) == 0;
+    if (!j->started)
+        side_job_run(j);
+}
+
+static void side_job_join(side_job *j)
+{
+    if (j->started)
+        pthread_join(j->th, NULL);
+    j->started = false;
+}
+
+/* Checks a and adds it to res, or frees it. */
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
+                  cs_result *res, cs_error *err)
+{
+    int rc = check(t, a, sample, err);
     if (rc == CS_OK) {
-        snprintf(a->method, sizeof a->method, "hierarchical");
-        snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
-        if ((rc = result_add(res, a)) != CS_OK)
-            rc = cs_error_set(err, rc, NULL, "cannot add to the result");
-        else
-            a = NULL;
+        rc = add_checked(a, optimality, res, err);
+        a = NULL;
     }
     algorithm_free(a);
     return rc;
@@ -1171,7 +1389,8 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
-    bool need_fw = c->kind != CS_COLL_REDUCESCATTER, need_bw = c->kind != CS_COLL_ALLGATHER;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
+    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -1183,6 +1402,39 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    if (c->kind == CS_COLL_BROADCAST || c->kind == CS_COLL_REDUCE) {
+        /* broadcast on t, or on the reversed topology inverted into reduce;
+         * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
+        bool bcast = c->kind == CS_COLL_BROADCAST;
+        const side *sd = bcast ? &fw : &bw;
+        cs_collective bc;
+        collective_init(&bc, CS_COLL_BROADCAST, c->root);
+        static const int pers[3] = {1, 4, 16};
+        for (int v = 0; v < 3 && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            rc = compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0, pers[v], &b,
+                                   err);
+            if (rc == CS_OK && !bcast) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, v == 0 ? "latency" : v == 2 ? "bandwidth" : "", 0, res,
+                            err);
+        }
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; %s: the "
+                     "root's node tree, then each NIC's chunks across nodes by a binomial tree "
+                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->tr->how, collective_kind_name(c->kind),
+                     bcast ? "" : " (built on the reversed topology, inverted)");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     /* Allreduce frontier: one chunk per node (whole-chunk rail messages:
      * the fewest messages, best from small to large sizes on big clusters),
      * two per node where there are at least as many distances as NICs (finer
@@ -1190,18 +1442,35 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
      * per rank up to 256 ranks (the finest pipelining; beyond that its
      * per-rank programs outgrow the runtimes and its synthesis the budget). */
     bool rank_chunks = c->kind != CS_COLL_ALLREDUCE || t->ranks <= 256;
-    for (int segs = 1; c->kind == CS_COLL_ALLREDUCE && rc == CS_OK && segs <= 2; segs++) {
-        if (segs == 2 && fw.s.nodes - 1 < fw.s.k)
-            break;
-        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, segs, &a, &ninfo, err);
+    side_job job;
+    memset(&job, 0, sizeof job);
+    job = (side_job){.t = t, .s = &fw.s, .tr = fw.tr, .rs_shape = &bw.s, .rs_tr = bw.tr,
+                     .sample = sample, .variant = c->kind == CS_COLL_ALLGATHER ? 0 : 1};
+    bool with_job = (c->kind == CS_COLL_ALLGATHER && fw.s.nodes - 1 >= fw.s.k) ||
+                    (c->kind == CS_COLL_ALLREDUCE && fw.s.nodes - 1 >= fw.s.k);
+    if (with_job)
+        side_job_start(&job, o->threads);
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, 1, &a, &ninfo, err);
         if (rc == CS_OK)
-            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", sample, res, err);
+            rc = finish(t, a, "latency", sample, res, err);
         a = NULL;
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a)
+            rc = add_checked(job.a, "bandwidth", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
     }
     if (rc == CS_OK && need_fw && rank_chunks)
-        rc = compose_allgather(t, &fw.s, fw.tr, 1, &ag, &info, err);
+        rc = compose_allgather(t, &fw.s, fw.tr, 1, false, &ag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks)
-        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, &rag, &info, err);
+        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, false, &rag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks) {
         rc = algorithm_invert(rag, &rs, err);
         algorithm_free(rag);
@@ -1220,6 +1489,22 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     if (rc == CS_OK && a)
         rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample, res, err);
+    else
+        algorithm_free(a);
+    if (c->kind == CS_COLL_ALLGATHER) {
+        /* the unsplit allgather: only where the split one was split */
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a && info.orient)
+            rc = add_checked(job.a, "", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
+    }
     algorithm_free(ag);
     algorithm_free(rs);
     algorithm_free(rag);
