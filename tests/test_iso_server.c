@@ -234,6 +234,21 @@ START_TEST(second_hook_allocation_runs_no_synthesis)
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     json_decref(doc);
+    /* and generates code as its source does (a flat TACOS schedule on 128
+     * ranks may exceed the MSCCL runtimes' limits: then both are refused) */
+    long code[2];
+    for (int i = 0; i < 2; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "/v1/results/%s?format=cuda&size=1048576", i ? k2 : k1);
+        http_resp x;
+        ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+        code[i] = x.status;
+        if (x.status == 200)
+            ck_assert_uint_gt(x.len, 100);
+        http_resp_free(&x);
+    }
+    ck_assert_int_eq(code[1], code[0]);
+    fprintf(stderr, "test_iso_server: cuda of both results: HTTP %ld\n", code[1]);
     /* and the first key still answers with its own result */
     json_t *req = request(a, "allgather", "tacos", 10);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
