@@ -339,7 +339,15 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
     json_decref(req);
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
+    /* the relabelled result generates MSCCL XML like any other */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&size=1048576", jstr(doc, "key"));
     json_decref(doc);
+    http_resp x;
+    ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+    ck_assert_msg(x.status == 200, "%ld %.300s", x.status, x.body);
+    ck_assert_ptr_nonnull(strstr(x.body, "<algo"));
+    http_resp_free(&x);
     ck_assert_int_eq((long)metrics_value(&d, STARTED), 1);
     fprintf(stderr, "test_iso_server: waited for the running job: %.0f\n",
             metrics_value(&d, "collsynth_iso_total{outcome=\"waited\"}"));
