@@ -474,6 +474,123 @@ START_TEST(relabelled_schedules_stay_valid)
 }
 END_TEST
 
+/* Random clusters: G nodes of one or two types (a cycle with random chords),
+ * joined by a ring between their first ranks plus random links and a
+ * switch (mode 0), by a twisted one-way fabric from every rank (mode 1), or
+ * from every other rank (mode 2, so orbits inside nodes matter).  A random
+ * renumbering of all ranks gets the same key under both schemes; raising
+ * one link's lanes changes it. */
+static cs_topology *random_cluster(int trial, int lanes_bump)
+{
+    rng_state = 1000u + (unsigned)trial * 7919u;
+    int G = 8 + rnd(12), s = 3 + rnd(5), P = G * s, mode = trial % 3, tw = rnd(s);
+    int types = 1 + rnd(2);
+    cs_topology *t = topology_new("random-cluster", P);
+    cs_error err;
+    int chords[2][64][2], nch[2] = {0, 0};
+    for (int ty = 0; ty < types; ty++)
+        for (int a = 0; a < s; a++)
+            for (int b = a + 2; b < s; b++)
+                if (!(a == 0 && b == s - 1) && nch[ty] < 64 && mode == 0 && rnd(3) == 0) {
+                    chords[ty][nch[ty]][0] = a;
+                    chords[ty][nch[ty]++][1] = b;
+                }
+    int bumped = 0;
+    for (int q = 0; q < G; q++) {
+        int ty = q % types, g[16];
+        for (int k = 0; k < s; k++) {
+            int lanes = 1 + (k % 2) + (lanes_bump && q == G / 2 && k == 0 && !bumped++);
+            ck_assert_int_eq(topology_add_link(t, q * s + k, q * s + (k + 1) % s, lanes, 50.0,
+                                               0.5, true, &err), CS_OK);
+        }
+        for (int c = 0; c < nch[ty]; c++)
+            ck_assert_int_eq(topology_add_link(t, q * s + chords[ty][c][0],
+                                               q * s + chords[ty][c][1], 1, 25.0, 0.5, true,
+                                               &err), CS_OK);
+        for (int k = 0; k < s; k++)
+            g[k] = q * s + k;
+        ck_assert_int_eq(topology_add_group(t, g, s, &err), CS_OK);
+    }
+    if (mode == 0) {
+        for (int q = 0; q < G; q++)
+            ck_assert_int_eq(topology_add_link(t, q * s, ((q + 1) % G) * s, 1, 12.5, 2.0, true,
+                                               &err), CS_OK);
+        int extra = rnd(G);
+        for (int e = 0; e < extra; e++) {
+            int a = rnd(P), b = rnd(P);
+            if (a / s != b / s && topology_find_link(t, a, b) < 0 && topology_find_link(t, b, a) < 0)
+                topology_add_link(t, a, b, 1, 25.0, 1.0, rnd(2), &err);
+        }
+        int sw[64], m = 0;
+        for (int q = 0; q < G && m < 64; q++)
+            if (rnd(2))
+                sw[m++] = q * s + s - 1;
+        if (m >= 2)
+            ck_assert_int_eq(topology_add_switch(t, "extra", sw, m, 10.0, 1.0, &err), CS_OK);
+    } else {
+        for (int q = 0; q < G; q++)
+            for (int i = 0; i < s; i++)
+                if (mode == 1 || i % 2 == 0)
+                    ck_assert_int_eq(topology_add_link(t, q * s + i, ((q + 1) % G) * s +
+                                                       (i + tw) % s, 1, 12.5, 2.0, false, &err),
+                                     CS_OK);
+    }
+    if (topology_finalize(t, &err) != CS_OK) {
+        topology_free(t);
+        return NULL; /* not strongly connected: skipped */
+    }
+    return t;
+}
+
+START_TEST(random_clusters_renumbered_share_the_key)
+{
+    int tried = 0;
+    for (int trial = 0; trial < 45; trial++) {
+        cs_topology *t = random_cluster(trial, 0);
+        if (!t)
+            continue;
+        tried++;
+        cs_topology *bumped = random_cluster(trial, 1);
+        int *map = malloc(sizeof *map * (size_t)t->ranks);
+        for (int r = 0; r < t->ranks; r++)
+            map[r] = r;
+        shuffle(map, t->ranks);
+        cs_topology *u = NULL;
+        cs_error err;
+        ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+        cs_synth_request *a = request(topology_to_json(t), kind("allgather"), "tacos", NULL);
+        cs_synth_request *b = request(topology_to_json(u), kind("allgather"), "tacos", NULL);
+        cs_synth_request *c = request(topology_to_json(bumped), kind("allgather"), "tacos", NULL);
+        cs_iso_options schemes[2] = {{.two_level_min_ranks = 1}, {.two_level_min_ranks = -1}};
+        for (int k = 0; k < 2; k++) {
+            cs_iso_form fa, fb, fc;
+            form(a, &schemes[k], &fa);
+            form(b, &schemes[k], &fb);
+            form(c, &schemes[k], &fc);
+            ck_assert_str_eq(fa.scheme, k ? "direct" : "two-level");
+            ck_assert_msg(!strcmp(fa.key, fb.key), "trial %d, %s: renumbered copy missed", trial,
+                          fa.scheme);
+            ck_assert_msg(strcmp(fa.key, fc.key) != 0, "trial %d: lanes ignored", trial);
+            int *m = malloc(sizeof *m * (size_t)t->ranks);
+            ck_assert_int_eq(iso_compose(&fa, &fb, m, &err), CS_OK);
+            assert_isomorphism(a->topology, b->topology, m);
+            free(m);
+            iso_form_clear(&fa);
+            iso_form_clear(&fb);
+            iso_form_clear(&fc);
+        }
+        synth_request_free(a);
+        synth_request_free(b);
+        synth_request_free(c);
+        topology_free(t);
+        topology_free(u);
+        topology_free(bumped);
+        free(map);
+    }
+    ck_assert_int_ge(tried, 20);
+}
+END_TEST
+
 START_TEST(labellings_round_trip_as_text)
 {
     int v[5] = {3, 0, 4, 1, 2};
@@ -515,6 +632,7 @@ static Suite *iso_suite(void)
     tcase_add_test(tc, different_requests_get_different_keys);
     tcase_add_test(tc, roots_follow_the_symmetry_of_the_topology);
     tcase_add_test(tc, relabelled_schedules_stay_valid);
+    tcase_add_test(tc, random_clusters_renumbered_share_the_key);
     tcase_add_test(tc, labellings_round_trip_as_text);
     tcase_add_test(tc, chunks_follow_their_owners);
     suite_add_tcase(s, tc);
