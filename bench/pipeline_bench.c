@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "result_codec.h"
 #include "tacos.h"
@@ -48,6 +49,13 @@ static bool reset_peak(void)
         return false;
     bool ok = fputs("5", f) >= 0;
     return fclose(f) == 0 && ok;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static double json_num(const json_t *o, const char *key)
@@ -103,6 +111,7 @@ int main(int argc, char **argv)
     printf("rss_after_synthesis_bytes_per_send %.2f\n", (before - rss0) * 1024.0 / n);
     resettable = resettable && reset_peak();
     t0 = cs_now();
+    double c0 = cpu_now();
     json_t *skel = result_to_json_frame(res);
     void *blob = NULL;
     size_t len = 0;
@@ -110,9 +119,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "encode: %s\n", err.message);
         return 1;
     }
-    double enc_s = cs_now() - t0;
+    double enc_s = cs_now() - t0, enc_cpu = cpu_now() - c0;
     long enc_peak = status_kb("VmHWM");
-    printf("encode_s %.3f\nencoded_bytes_per_send %.2f\n", enc_s, (double)len / n);
+    printf("encode_s %.3f\nencode_cpu_s %.3f\nencoded_bytes_per_send %.2f\n", enc_s, enc_cpu,
+           (double)len / n);
     if (resettable)
         printf("encode_working_bytes_per_send %.2f\n",
                (enc_peak - before) * 1024.0 / n - (double)len / n);

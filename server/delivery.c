@@ -229,10 +229,75 @@ bool delivery_result_known(cs_server *s, const char *key)
 int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_request *req,
                          const cs_result *res, cs_error *err)
 {
-    int rc;
+    return delivery_save_result_with(store, cache, req, res, NULL, err);
+}
+
+int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_result **out,
+                         json_t **header, bool *found, cs_error *err)
+{
+    *out = NULL;
+    if (header)
+        *header = NULL;
+    char ck[80];
+    cache_key(ck, sizeof ck, 'R', key, NULL);
+    cs_blob *holder = cache_get(cache, ck);
+    if (holder) {
+        *found = true;
+        rdoc *d = rdoc_of(holder);
+        int rc = result_codec_decode(d->view, out, err);
+        if (!rc && header)
+            *header = json_loadb(d->header, d->header_len, 0, NULL);
+        blob_unref(holder);
+        return rc;
+    }
+    cs_stored_result row;
+    int rc = store_result_load(store, key, STORE_WANT_BODY, &row, found, err);
+    if (rc || !*found)
+        return rc;
+    if (row.legacy) {
+        json_error_t jerr;
+        json_t *doc = json_loads(row.header, 0, &jerr);
+        rc = doc ? result_from_json(doc, out, err)
+                 : cs_error_set(err, CS_EIO, "key", "stored result is not JSON: %s", jerr.text);
+        json_decref(doc);
+        if (!rc && header) {
+            /* the whole document: its header is it without the sends */
+            *header = json_loads(row.header, 0, NULL);
+            json_t *fr = json_object_get(*header, "frontier");
+            for (size_t i = 0; i < json_array_size(fr); i++)
+                json_object_del(json_array_get(fr, i), "sends");
+        }
+    } else {
+        cs_codec_view *v = NULL;
+        rc = result_codec_open(row.body->data, row.body->len, &v, err);
+        if (!rc)
+            rc = result_codec_decode(v, out, err);
+        if (!rc && header) {
+            size_t hl = 0;
+            const char *h = result_codec_header(v, &hl);
+            *header = json_loadb(h, hl, 0, NULL);
+        }
+        result_codec_close(v);
+    }
+    store_result_clear(&row);
+    return rc;
+}
+
+int delivery_save_result_with(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                              const cs_result *res, const json_t *extra, cs_error *err)
+{
     json_t *skel = synth_result_to_json_frame(req, res);
     if (!skel)
         return cs_error_set(err, CS_ENOMEM, "", "cannot write the result document");
+    if (extra)
+        json_object_update(skel, (json_t *)extra);
+    return delivery_save_result_frame(store, cache, req, res, skel, err);
+}
+
+int delivery_save_result_frame(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                               const cs_result *res, json_t *skel, cs_error *err)
+{
+    int rc;
     void *blob = NULL;
     size_t len = 0;
     rc = result_codec_encode(res, skel, &blob, &len, err);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "delivery_internal.h"
+#include "iso_cache.h"
 #include "synthesize.h"
 
 typedef enum {
@@ -219,6 +220,69 @@ static void finish(cs_jobs *j, const cs_store_job *job, cs_job_status st, const 
                   job_status_name(st), "error", err.message, NULL);
 }
 
+/* How often a job waiting for an isomorphic job looks at the index. */
+#define ISO_WAIT_POLL_US 100000
+
+/* Before synthesizing (iso_cache.h): the stored result of an isomorphic
+ * request, relabelled, or, when an older job of the class is running, that
+ * job's result once it is done.  True when job->key's result is stored. */
+static bool iso_instead(cs_jobs *j, const cs_store_job *job, const cs_synth_request *req,
+                        local_job *lj)
+{
+    cs_metrics *m = j->env.metrics;
+    if (!j->env.config->iso_cache)
+        return false;
+    cs_iso_env env = {j->env.store, j->env.cache, m, j->env.log};
+    char iso_key[65];
+    char *labelling = NULL;
+    if (!iso_cache_key(&env, req, iso_key, &labelling))
+        return false;
+    cs_error err;
+    cs_error_clear(&err);
+    if (store_iso_put(j->env.store, iso_key, job->key, labelling, &err) != CS_OK)
+        log_event(j->env.log, LOG_WARN, "iso_index_failed", "key", job->key, "error",
+                  err.message, NULL);
+    bool done = false, waited = false;
+    for (;;) {
+        cs_iso_probe p;
+        if (iso_cache_probe(&env, iso_key, job->key, &p, &err) != CS_OK) {
+            atomic_fetch_add(&m->iso_errors, 1);
+            log_event(j->env.log, LOG_WARN, "iso_probe_failed", "key", job->key, "error",
+                      err.message, NULL);
+            break;
+        }
+        if (p.from[0] && !p.self_stored) {
+            done = iso_cache_relabel(&env, req, iso_key, labelling, &p, &err) == CS_OK;
+            if (!done && err.code != CS_EVERIFY)
+                log_event(j->env.log, LOG_WARN, "iso_relabel_failed", "key", job->key, "from",
+                          p.from, "error", err.message, NULL);
+            iso_cache_probe_clear(&p);
+            break;
+        }
+        char wait_for[65];
+        snprintf(wait_for, sizeof wait_for, "%s", p.wait_for);
+        iso_cache_probe_clear(&p);
+        if (!wait_for[0])
+            break;
+        pthread_mutex_lock(&j->lock);
+        bool stop = lj->stop != STOP_NONE || j->stopping;
+        pthread_mutex_unlock(&j->lock);
+        if (stop || cs_now() > lj->deadline)
+            break;
+        if (!waited) {
+            waited = true;
+            atomic_fetch_add(&m->iso_waits, 1);
+            log_event(j->env.log, LOG_INFO, "iso_wait", "id", job->id, "key", job->key, "for",
+                      wait_for, NULL);
+        }
+        usleep(ISO_WAIT_POLL_US);
+    }
+    if (!done)
+        atomic_fetch_add(&m->iso_misses, 1);
+    free(labelling);
+    return done;
+}
+
 static void run_job(cs_jobs *j, cs_store_job *job)
 {
     const cs_server_config *cfg = j->env.config;
@@ -279,6 +343,14 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     }
     pthread_mutex_unlock(&j->lock);
     atomic_fetch_add(&m->running, 1);
+    double secs = 0;
+    cs_result *res = NULL;
+    if (iso_instead(j, job, req, lj)) {
+        finish(j, job, CS_JOB_DONE, NULL, NULL);
+        log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key, "reason",
+                  "relabelled from an isomorphic request's result", NULL);
+        goto done;
+    }
     atomic_fetch_add(&m->syntheses_started, 1);
     char att[16];
     snprintf(att, sizeof att, "%d", job->attempts);
@@ -287,9 +359,8 @@ static void run_job(cs_jobs *j, cs_store_job *job)
               collective_kind_name(req->collective.kind), "attempt", att, NULL);
 
     cs_synth_hooks hooks = {.progress = on_progress, .progress_ctx = lj, .cancel = cancel};
-    cs_result *res = NULL;
     rc = synth_run(req, &cfg->limits, &hooks, &res, &err);
-    double secs = cs_now() - lj->started;
+    secs = cs_now() - lj->started;
     atomic_fetch_add(&m->solver_us, (unsigned long)(secs * 1e6));
 
     /* The job stays in the running list (so its heartbeat goes on) until its
@@ -387,6 +458,7 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         log_event(j->env.log, LOG_WARN, "job_failed", "id", job->id, "code", code, "error", msg,
                   "seconds", secs_s, NULL);
     }
+done:
     result_free(res);
     synth_request_free(req);
     pthread_mutex_lock(&j->lock);

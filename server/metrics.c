@@ -371,6 +371,26 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# TYPE collsynth_cache_memory_hits_total counter\n"
                   "collsynth_cache_memory_hits_total %lu\n",
               LOAD(m->cache_hits), LOAD(m->cache_misses), LOAD(m->memory_hits));
+    tb_printf(&t, "# HELP collsynth_iso_total Requests checked against isomorphic requests'"
+                  " results (docs/iso.md), by outcome: hit (relabelled, verified, no"
+                  " synthesis), miss (synthesized), waited (waited for an isomorphic job),"
+                  " rejected (the verifier refused the relabelled schedule), error.\n"
+                  "# TYPE collsynth_iso_total counter\n"
+                  "collsynth_iso_total{outcome=\"hit\"} %lu\n"
+                  "collsynth_iso_total{outcome=\"miss\"} %lu\n"
+                  "collsynth_iso_total{outcome=\"waited\"} %lu\n"
+                  "collsynth_iso_total{outcome=\"rejected\"} %lu\n"
+                  "collsynth_iso_total{outcome=\"error\"} %lu\n"
+                  "# HELP collsynth_iso_canonicalize_seconds_total Time spent computing"
+                  " canonical labellings.\n"
+                  "# TYPE collsynth_iso_canonicalize_seconds_total counter\n"
+                  "collsynth_iso_canonicalize_seconds_total %.6f\n"
+                  "# HELP collsynth_iso_canonicalize_total Canonical labellings computed.\n"
+                  "# TYPE collsynth_iso_canonicalize_total counter\n"
+                  "collsynth_iso_canonicalize_total %lu\n",
+              LOAD(m->iso_hits), LOAD(m->iso_misses), LOAD(m->iso_waits), LOAD(m->iso_rejected),
+              LOAD(m->iso_errors), (double)LOAD(m->iso_canon_us) * 1e-6,
+              LOAD(m->iso_canon_count));
     tb_printf(&t, "# HELP collsynth_coalesced_total Submissions joined to an identical job.\n"
                   "# TYPE collsynth_coalesced_total counter\ncollsynth_coalesced_total %lu\n"
                   "# HELP collsynth_rejected_total Submissions refused: queue full.\n"

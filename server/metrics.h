@@ -58,6 +58,14 @@ typedef struct cs_metrics {
     atomic_ulong syntheses_started;               /* jobs this daemon ran */
     atomic_ulong syntheses_done, syntheses_failed, syntheses_cancelled, syntheses_requeued;
     atomic_ulong coalesced;                       /* POSTs that joined an active job */
+    /* the isomorphism-aware cache (server/iso_cache.c) */
+    atomic_ulong iso_hits;        /* results relabelled from an isomorphic request's */
+    atomic_ulong iso_misses;      /* requests whose class had no usable result: synthesized */
+    atomic_ulong iso_waits;       /* jobs that waited for an isomorphic job instead */
+    atomic_ulong iso_rejected;    /* relabelled schedules the verifier refused */
+    atomic_ulong iso_errors;      /* canonicalization or index failures (request goes on) */
+    atomic_ulong iso_canon_us;    /* time spent canonicalizing */
+    atomic_ulong iso_canon_count;
     atomic_ulong rejected_queue_full;
     atomic_ulong http_timeouts[2];                /* requests cut off: headers, body late */
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "iso_cache.h"
 #include "synthesize.h"
 
 static bool is_hex(const char *s, size_t n)
@@ -415,9 +416,57 @@ typedef struct post_memo {
     char method[32];
     char ranks[16];
     cs_summary sum;
+    char iso_key[65];    /* "" when it could not be computed */
+    size_t lab_off;      /* the labelling text at canon + lab_off */
     size_t canon_len;
-    char canon[];
+    char canon[];        /* the canonical request, NUL, the labelling, NUL */
 } post_memo;
+
+static cs_iso_env iso_env(cs_server *s)
+{
+    cs_iso_env e = {s->store, s->cache, &s->metrics, &s->log};
+    return e;
+}
+
+/* A stored result of an isomorphic request, relabelled to this one and
+ * stored under its key (iso_cache.h): true when rs->key now has a result. */
+static bool iso_hit(req_state *rs, const post_memo *pm, const cs_synth_request *parsed)
+{
+    cs_server *s = rs->srv;
+    cs_iso_env env = iso_env(s);
+    cs_iso_probe p;
+    cs_error err;
+    cs_error_clear(&err);
+    if (iso_cache_probe(&env, pm->iso_key, rs->key, &p, &err) != CS_OK) {
+        atomic_fetch_add_explicit(&s->metrics.iso_errors, 1, memory_order_relaxed);
+        log_event(&s->log, LOG_WARN, "iso_probe_failed", "key", rs->key, "error", err.message,
+                  NULL);
+        return false;
+    }
+    const char *labelling = pm->canon + pm->lab_off;
+    bool hit = false;
+    if (!p.self_stored && p.from[0]) {
+        /* the request as parsed for this POST, else (a memo hit) again */
+        cs_synth_request *req = NULL;
+        const cs_synth_request *use = parsed;
+        if (!use && synth_request_parse(pm->canon, pm->canon_len, &s->cfg.limits, &req, &err) ==
+                        CS_OK)
+            use = req;
+        if (use && iso_cache_relabel(&env, use, pm->iso_key, labelling, &p, &err) == CS_OK)
+            hit = true;
+        else if (err.code != CS_EVERIFY)
+            log_event(&s->log, LOG_WARN, "iso_relabel_failed", "key", rs->key, "from", p.from,
+                      "error", err.message, NULL);
+        synth_request_free(req);
+    }
+    /* list this request in its class (a queued job others may wait for, or
+     * a result stored before the index existed) */
+    if (!hit && !p.self_listed && store_iso_put(s->store, pm->iso_key, rs->key, labelling, &err))
+        log_event(&s->log, LOG_WARN, "iso_index_failed", "key", rs->key, "error", err.message,
+                  NULL);
+    iso_cache_probe_clear(&p);
+    return hit;
+}
 
 /* Reads options.wait_s and options.time_limit_s (checked as the full parse
  * checks them) and hashes the request without them, in a canonical spelling
@@ -540,6 +589,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
     char memo_key[80];
     snprintf(memo_key, sizeof memo_key, "M|%s", norm_hash);
     cs_blob *mb = delivery_ok ? cache_get(s->cache, memo_key) : NULL;
+    /* kept until the isomorphism check, which may need its topology */
+    cs_synth_request *parsed = NULL;
     if (!mb) {
         cs_synth_request *req = NULL;
         int rc = synth_request_from_json(doc, &s->cfg.limits, &req, &err);
@@ -552,12 +603,22 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
             return answer_trivial(rs, req);
         char *canon = synth_request_canonical_text(req);
         size_t cl = canon ? strlen(canon) : 0;
-        post_memo *pm = canon ? malloc(sizeof *pm + cl + 1) : NULL;
+        char iso_key[65] = "", *labelling = NULL;
+        cs_iso_env env = iso_env(s);
+        if (s->cfg.iso_cache)
+            iso_cache_key(&env, req, iso_key, &labelling);
+        size_t ll = labelling ? strlen(labelling) : 0;
+        post_memo *pm = canon ? malloc(sizeof *pm + cl + 1 + ll + 1) : NULL;
         if (!pm) {
             free(canon);
+            free(labelling);
             synth_request_free(req);
             return respond_error(rs, 500, "internal", "", "out of memory");
         }
+        snprintf(pm->iso_key, sizeof pm->iso_key, "%s", labelling ? iso_key : "");
+        pm->lab_off = cl + 1;
+        memcpy(pm->canon + cl + 1, labelling ? labelling : "", ll + 1);
+        free(labelling);
         snprintf(pm->key, sizeof pm->key, "%s", req->key);
         snprintf(pm->method, sizeof pm->method, "%s", req->method);
         snprintf(pm->ranks, sizeof pm->ranks, "%d", req->topology->ranks);
@@ -567,10 +628,12 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         wait_s = req->wait_s;
         time_limit_s = req->time_limit_s;
         free(canon);
-        synth_request_free(req);
-        mb = blob_adopt((char *)pm, sizeof *pm + cl);
-        if (!mb)
+        parsed = req;
+        mb = blob_adopt((char *)pm, sizeof *pm + cl + 1 + ll);
+        if (!mb) {
+            synth_request_free(parsed);
             return respond_error(rs, 500, "internal", "", "out of memory");
+        }
         if (delivery_ok)
             cache_put(s->cache, memo_key, mb);
     }
@@ -579,12 +642,14 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
     snprintf(rs->key, sizeof rs->key, "%s", pm->key);
     refused = delivery_refusal(s->cache, 'K', rs->key, &code, &ej);
     if (refused) {
+        synth_request_free(parsed);
         blob_unref(mb);
         enum MHD_Result r = refuse_remembered(rs, code, ej);
         blob_unref(refused);
         return r;
     }
     if (delivery_result_in_memory(s, rs->key)) {
+        synth_request_free(parsed);
         blob_unref(mb);
         atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
         bool missing = false;
@@ -592,6 +657,18 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         if (!missing)
             return r;
         return respond_error(rs, 500, "internal", "", "the result left memory and the store");
+    }
+    bool relabelled = pm->iso_key[0] && iso_hit(rs, pm, parsed);
+    synth_request_free(parsed);
+    parsed = NULL;
+    if (relabelled) {
+        blob_unref(mb);
+        atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
+        bool missing = false;
+        enum MHD_Result r = delivery_respond_result(rs, &missing);
+        if (!missing)
+            return r;
+        return respond_error(rs, 500, "internal", "", "the relabelled result vanished");
     }
     char new_id[40];
     store_new_id(new_id);

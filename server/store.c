@@ -173,6 +173,13 @@ static const char lists_sql[] =
     " nalgs INTEGER NOT NULL, created_us BIGINT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS result_index_by_created ON result_index (created_us, key);";
 
+/* The isomorphism index (store.h).  Its own statement, run at every open:
+ * stores made before it simply get the table. */
+static const char iso_sql[] =
+    "CREATE TABLE IF NOT EXISTS iso_index ("
+    " iso_key TEXT NOT NULL, key TEXT NOT NULL, labelling TEXT NOT NULL,"
+    " created DOUBLE PRECISION NOT NULL, PRIMARY KEY (iso_key, key));";
+
 /* Newest first by microseconds: computed in SQL, so a cursor names a row
  * exactly (REAL columns do not survive a round trip through text). */
 #define JOB_CREATED_US "CAST(created * 1000000 AS BIGINT)"
@@ -330,6 +337,8 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         rc = migrate_schema(e, c, pg, err);
     if (!rc)
         rc = migrate_jobs(e, c, err);
+    if (!rc)
+        rc = e->exec_script(c, iso_sql, err);
     if (pg) {
         cs_error e2;
         e->exec_script(c, "SELECT pg_advisory_unlock(74291633);", &e2);
@@ -1245,6 +1254,76 @@ int store_job_counts(cs_store *s, long counts[CS_JOB_STATUS_COUNT], cs_error *er
     }
     db_rows_free(&rows);
     return CS_OK;
+}
+
+/* ---- the isomorphism index ------------------------------------------------------------------ */
+
+int store_iso_put(cs_store *s, const char *iso_key, const char *key, const char *labelling,
+                  cs_error *err)
+{
+    char created[32];
+    fmt_time(created, sizeof created, store_wall_time());
+    const char *p[] = {iso_key, key, labelling, created};
+    return run1(s,
+                "INSERT INTO iso_index (iso_key, key, labelling, created)"
+                " VALUES ($1, $2, $3, CAST($4 AS DOUBLE PRECISION))"
+                " ON CONFLICT (iso_key, key) DO NOTHING",
+                4, p, NULL, err);
+}
+
+int store_iso_lookup(cs_store *s, const char *iso_key, int max, cs_iso_row **out, int *n,
+                     cs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", max);
+    const char *p[] = {iso_key, lim};
+    db_rows rows;
+    int rc = run1(s,
+                  "SELECT i.key, i.labelling, i.created,"
+                  " CASE WHEN EXISTS (SELECT 1 FROM results r WHERE r.key = i.key)"
+                  " THEN 1 ELSE 0 END,"
+                  " (SELECT j.status FROM jobs j WHERE j.key = i.key"
+                  "  AND j.status IN ('queued', 'running') LIMIT 1)"
+                  " FROM iso_index i WHERE i.iso_key = $1 ORDER BY i.created, i.key"
+                  " LIMIT CAST($2 AS INTEGER)",
+                  2, p, &rows, err);
+    if (rc)
+        return rc;
+    cs_iso_row *v = calloc((size_t)(rows.nrows ? rows.nrows : 1), sizeof *v);
+    if (!v) {
+        db_rows_free(&rows);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (int i = 0; i < rows.nrows; i++) {
+        const char *k = db_cell(&rows, i, 0), *l = db_cell(&rows, i, 1);
+        snprintf(v[i].key, sizeof v[i].key, "%s", k ? k : "");
+        v[i].labelling = strdup(l ? l : "");
+        v[i].created = db_cell(&rows, i, 2) ? atof(db_cell(&rows, i, 2)) : 0;
+        v[i].stored = db_cell(&rows, i, 3) && atoi(db_cell(&rows, i, 3)) == 1;
+        cs_job_status st;
+        const char *js = db_cell(&rows, i, 4);
+        v[i].job_status = js && job_status_from_name(js, &st) == CS_OK ? (int)st : -1;
+        if (!v[i].labelling) {
+            store_iso_rows_free(v, i + 1);
+            db_rows_free(&rows);
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        }
+    }
+    *n = rows.nrows;
+    *out = v;
+    db_rows_free(&rows);
+    return CS_OK;
+}
+
+void store_iso_rows_free(cs_iso_row *rows, int n)
+{
+    if (!rows)
+        return;
+    for (int i = 0; i < n; i++)
+        free(rows[i].labelling);
+    free(rows);
 }
 
 /* ---- lists --------------------------------------------------------------------------------- */

@@ -10,6 +10,9 @@
  *             encoding, zbody)
  *   jobs(id, key, request, status, progress, error, owner, attempts,
  *        cancel_requested, time_limit_s, created, updated, heartbeat)
+ *   iso_index(iso_key, key, labelling, created)   requests by isomorphism
+ *        class (synth/iso/iso.h): the result key of every request of the
+ *        class that was submitted, with its canonical labelling
  * A partial unique index on jobs(key) for status queued/running is what
  * coalesces identical requests across the fleet: the second submission of a
  * key finds the active job instead of creating one.
@@ -230,6 +233,29 @@ int store_job_reap(cs_store *s, double lease_s, int max_attempts, int *requeued,
                    cs_error *err);
 /* Jobs per status (all daemons). */
 int store_job_counts(cs_store *s, long counts[CS_JOB_STATUS_COUNT], cs_error *err);
+
+/* ---- the isomorphism index ------------------------------------------------------------
+ * One row per (iso key, request key): written when a request of the class is
+ * queued or its result stored, so a submission finds both stored results it
+ * can relabel and jobs of its class still running (to wait for rather than
+ * synthesize again).  Stores made before the index get the table at open;
+ * their results join the index when their request is submitted again. */
+
+typedef struct cs_iso_row {
+    char key[65];
+    char *labelling;       /* iso_labelling_to_text form, owned */
+    double created;
+    bool stored;           /* the result of key is stored */
+    int job_status;        /* an active job of key: CS_JOB_QUEUED/RUNNING; else -1 */
+} cs_iso_row;
+
+/* Idempotent: a row already present is left as it is. */
+int store_iso_put(cs_store *s, const char *iso_key, const char *key, const char *labelling,
+                  cs_error *err);
+/* Up to max rows of iso_key, oldest first (ties by key): *rows malloc'ed. */
+int store_iso_lookup(cs_store *s, const char *iso_key, int max, cs_iso_row **rows, int *n,
+                     cs_error *err);
+void store_iso_rows_free(cs_iso_row *rows, int n);
 
 /* ---- lists (GET /v1/results, GET /v1/jobs) ------------------------------------------
  * Newest first, a page at a time: `next` is "" on the last page, else the

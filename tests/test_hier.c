@@ -12,6 +12,8 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "hier.h"
+#include "msccl_check.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -55,10 +57,10 @@ static cs_topology *load_text(const char *doc)
 
 /* Synthesizes kind on t, checks every algorithm independently: verifier,
  * the bound at two sizes, method and reason. */
-static void check_composed(const cs_topology *t, cs_coll_kind kind)
+static void check_composed_root(const cs_topology *t, cs_coll_kind kind, int root)
 {
     cs_collective c;
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, root);
     cs_result *res = NULL;
     cs_error err;
     int rc = hier_synthesize(t, &c, NULL, &res, &err);
@@ -85,6 +87,30 @@ static void check_composed(const cs_topology *t, cs_coll_kind kind)
     }
     result_free(res);
 }
+
+static void check_composed(const cs_topology *t, cs_coll_kind kind)
+{
+    check_composed_root(t, kind, -1);
+}
+
+/* Broadcast and reduce from a root that is not a NIC (ndv2: NICs are local
+ * 0 and 1; the ring cluster: 0 and 2) and from a NIC. */
+START_TEST(test_rooted)
+{
+    const char *specs[] = {"dgxh100:4", "ndv2:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = load(specs[i]);
+        check_composed_root(t, CS_COLL_BROADCAST, 13);
+        check_composed_root(t, CS_COLL_REDUCE, 13);
+        check_composed_root(t, CS_COLL_BROADCAST, 0);
+        topology_free(t);
+    }
+    cs_topology *t = load_text(ring_cluster);
+    check_composed_root(t, CS_COLL_BROADCAST, 7);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    topology_free(t);
+}
+END_TEST
 
 START_TEST(test_builtin_clusters)
 {
@@ -139,6 +165,68 @@ START_TEST(test_pipelined)
             best = br.ratio;
     }
     ck_assert_msg(best >= 0.75, "ratio_to_bound %.3f at 1 GiB", best);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* Allreduce on 32 nodes: the frontier holds a composition with one chunk per
+ * node (every rail message a whole chunk), with 8x fewer sends than the
+ * chunk-per-rank one, and it is the faster at 1 MiB (latency paid per node
+ * pair, not per rank pair). */
+START_TEST(test_node_chunk_allreduce)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    const cs_algorithm *node = NULL, *rank = NULL;
+    for (int i = 0; i < res->nalgs; i++) {
+        if (res->algs[i]->chunks == 32)
+            node = res->algs[i];
+        if (res->algs[i]->chunks == t->ranks)
+            rank = res->algs[i];
+    }
+    ck_assert_msg(node && rank, "frontier of %d lacks a composition", res->nalgs);
+    ck_assert_int_lt(node->nsends * 4, rank->nsends);
+    cs_sim_result a, b;
+    ck_assert_int_eq(simulate_algorithm(t, node, 1 << 20, &a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, rank, 1 << 20, &b, &err), CS_OK);
+    ck_assert_msg(a.time_us < b.time_us, "node chunks %.1f us, rank chunks %.1f us", a.time_us,
+                  b.time_us);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* The NIC-tree forwards of a block are one runtime step per peer: lowered to
+ * MSCCL XML, a 32-node allgather fits both runtimes' limits (64 steps per
+ * thread block) with merged steps; unmerged, each rank would forward 31
+ * blocks of 8 chunks to each peer and receive as many from it. */
+START_TEST(test_msccl_fits)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    char *xml = NULL;
+    size_t len = 0;
+    int rc = msccl_xml_generate(res->algs[0], t, &o, &xml, &len, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    rc = msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_gt(st.merged_steps, 0);
+    ck_assert_int_lt(st.max_steps, 64);
+    free(xml);
     result_free(res);
     topology_free(t);
 }
@@ -203,9 +291,9 @@ START_TEST(test_refusals)
     ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
     ck_assert_ptr_null(res);
     ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
-    collective_init(&c, CS_COLL_BROADCAST, 0);
+    collective_init(&c, CS_COLL_GATHER, 0);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "broadcast"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
     topology_free(t);
 
     /* no nodes */
@@ -252,7 +340,10 @@ static Suite *hier_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_builtin_clusters);
     tcase_add_test(tc, test_json_clusters);
+    tcase_add_test(tc, test_rooted);
     tcase_add_test(tc, test_pipelined);
+    tcase_add_test(tc, test_node_chunk_allreduce);
+    tcase_add_test(tc, test_msccl_fits);
     tcase_add_test(tc, test_auto_picks_hierarchical);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);

@@ -433,11 +433,11 @@ START_TEST(bad_options_are_named)
     cs_smt_options o;
     cs_error err;
     smt_options_default(&o);
-    ck_assert_int_eq(o.k, 4);
+    ck_assert_int_eq(o.k, CS_SMT_K_AUTO);
     ck_assert_int_eq(o.max_chunks, 8);
     ck_assert_int_eq(smt_options_validate(&o, t, &ag, &err), CS_OK);
 
-    o.k = -1;
+    o.k = -2;
     expect_bad(&o, t, &ag, CS_EINVAL, "k");
     o = opts(4, 0);
     expect_bad(&o, t, &ag, CS_EINVAL, "max_chunks");
@@ -645,7 +645,7 @@ END_TEST
 
 typedef struct cli_run {
     int code;
-    char out[65536], err[16384];
+    char out[1 << 20], err[16384];
 } cli_run;
 
 static void slurp_into(int fd, char *buf, size_t cap)
@@ -747,6 +747,80 @@ START_TEST(cli_solve_table_json_and_exit_codes)
 }
 END_TEST
 
+
+/* ---- issue 12: the bounds before Z3, and the class k ------------------------------ */
+
+/* DGX-1 alltoall needs R/C >= 8/3 (its two groups): (S,R,C) = (3,5,2) and
+ * (4,7,3) are below it, so they are unsat at once (they ran 17 and 40
+ * minutes in Z3); S=1 is below the diameter.  The message names the bound. */
+START_TEST(instances_below_the_bounds_are_unsat_at_once)
+{
+    cs_topology *t = builtin("dgx1");
+    cs_collective a2a;
+    collective_init(&a2a, CS_COLL_ALLTOALL, -1);
+    const int inst[][3] = {{3, 5, 2}, {4, 7, 3}, {1, 8, 1}};
+    for (int i = 0; i < 3; i++) {
+        cs_smt_options o = opts(4, 8);
+        o.steps = inst[i][0];
+        o.rounds = inst[i][1];
+        o.chunks = inst[i][2];
+        double t0 = cs_now();
+        cs_result *r = NULL;
+        cs_error err;
+        ck_assert_int_eq(smt_search(t, &a2a, &o, &r, &err), CS_EUNSAT);
+        ck_assert_msg(cs_now() - t0 < 1.0, "took %.2f s", cs_now() - t0);
+        ck_assert_msg(strstr(err.message, i < 2 ? "R/C >= 8/3" : "S >= 2"), "%s", err.message);
+        cs_algorithm *a = NULL;
+        ck_assert_int_eq(smt_solve_instance(t, &a2a, inst[i][0], inst[i][1], inst[i][2], NULL,
+                                            &a, &err),
+                         CS_EUNSAT);
+        ck_assert_ptr_null(a);
+    }
+    /* at the bound it is decided by Z3, and holds */
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(smt_solve_instance(t, &a2a, 2, 8, 3, NULL, &a, &err), CS_OK);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* The default k widens while a point with fewer steps at no more R/C may
+ * exist outside S <= R <= S + k: DGX-1 alltoall reaches (C,S,R) = (3,2,8)
+ * (both optimal) where k = 4 stops at (3,4,8); star:8 allgather needs k = 5
+ * for (1,2,7).  An explicit k is kept. */
+START_TEST(default_k_widens_until_the_bounds_rule_out_better_points)
+{
+    cs_smt_options o;
+    smt_options_default(&o);
+    point a2a[] = {{3, 2, 8, "both"}};
+    cs_result *r = expect_frontier("dgx1", CS_COLL_ALLTOALL, -1, &o, a2a, 1, 2, 8.0 / 3, true);
+    ck_assert_msg(strstr(r->reason, "k widened from 4 to"), "%s", r->reason);
+    ck_assert_msg(strstr(r->reason, "could exist outside the class"), "%s", r->reason);
+    ck_assert(json_is_true(json_object_get(r->stats, "k_automatic")));
+    ck_assert_int_gt(json_integer_value(json_object_get(r->stats, "k")), 4);
+    result_free(r);
+    point star[] = {{1, 2, 7, "both"}};
+    r = expect_frontier("star:8", CS_COLL_ALLGATHER, -1, &o, star, 1, 2, 7.0, true);
+    ck_assert_int_eq(json_integer_value(json_object_get(r->stats, "k")), 5);
+    result_free(r);
+    /* ring:8 allgather meets both bounds at k = 4: nothing to widen, and the
+     * reason says the bounds proved it */
+    point ring[] = {{2, 4, 7, "both"}};
+    r = expect_frontier("ring:8", CS_COLL_ALLGATHER, -1, &o, ring, 1, 4, 3.5, true);
+    ck_assert_int_eq(json_integer_value(json_object_get(r->stats, "k")), 4);
+    ck_assert_msg(strstr(r->reason, "bounds rule out"), "%s", r->reason);
+    result_free(r);
+    /* explicit k = 4: the class as given */
+    cs_smt_options k4 = opts(4, 8);
+    point a2a4[] = {{1, 2, 3, "latency"}, {3, 4, 8, "bandwidth"}};
+    r = expect_frontier("dgx1", CS_COLL_ALLTOALL, -1, &k4, a2a4, 2, 2, 8.0 / 3, true);
+    ck_assert_ptr_null(strstr(r->reason, "widened"));
+    ck_assert(json_is_false(json_object_get(r->stats, "k_automatic")));
+    result_free(r);
+}
+END_TEST
+
 static Suite *smt_suite(void)
 {
     Suite *s = suite_create("smt");
@@ -771,6 +845,8 @@ static Suite *smt_suite(void)
     tcase_add_test(tc, cancel_stops_a_long_search_within_a_second);
     tcase_add_test(tc, time_limits_return_partial_frontiers);
     tcase_add_test(tc, cli_solve_table_json_and_exit_codes);
+    tcase_add_test(tc, instances_below_the_bounds_are_unsat_at_once);
+    tcase_add_test(tc, default_k_widens_until_the_bounds_rule_out_better_points);
     suite_add_tcase(s, tc);
     return s;
 }

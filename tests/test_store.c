@@ -562,6 +562,70 @@ static void handles_detach_and_revive(bool use_pg)
     cleanup(use_pg);
 }
 
+/* The isomorphism index: rows per class, oldest first, each with whether
+ * its result is stored and the state of its active job; puts are
+ * idempotent (the first labelling stays). */
+static void iso_index(bool use_pg)
+{
+    char url[300];
+    store_url(use_pg, "iso_index", url, sizeof url);
+    cs_store *s = open_store(url);
+    char cls[65], other[65], k1[65], k2[65], k3[65];
+    key_of(900, cls);
+    key_of(901, other);
+    key_of(1, k1);
+    key_of(2, k2);
+    key_of(3, k3);
+    cs_iso_row *rows = NULL;
+    int n = -1;
+    ck_assert_int_eq(store_iso_lookup(s, cls, 16, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(n, 0);
+    store_iso_rows_free(rows, n);
+    ck_assert_int_eq(store_iso_put(s, cls, k2, "1,0,2", NULL), CS_OK);
+    usleep(2000);
+    ck_assert_int_eq(store_iso_put(s, cls, k1, "2,1,0", NULL), CS_OK);
+    ck_assert_int_eq(store_iso_put(s, cls, k2, "0,1,2", NULL), CS_OK); /* kept as it was */
+    ck_assert_int_eq(store_iso_put(s, other, k3, "0,1,2", NULL), CS_OK);
+    /* k2's result is stored; k1 has a queued job, then a running one */
+    char *b = fake_body(5, 100);
+    ck_assert_int_eq(store_result_save(s, k2, "{}", "{}", b, 100, NULL), CS_OK);
+    free(b);
+    cs_submit sub;
+    ck_assert_int_eq(store_job_submit(s, "job-k1", k1, "{}", NULL, 0, 0, &sub, NULL), CS_OK);
+    ck_assert_int_eq(sub.outcome, CS_SUBMIT_CREATED);
+    ck_assert_int_eq(store_iso_lookup(s, cls, 16, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(rows[0].key, k2); /* put first */
+    ck_assert_str_eq(rows[0].labelling, "1,0,2");
+    ck_assert(rows[0].stored);
+    ck_assert_int_eq(rows[0].job_status, -1);
+    ck_assert_str_eq(rows[1].key, k1);
+    ck_assert(!rows[1].stored);
+    ck_assert_int_eq(rows[1].job_status, CS_JOB_QUEUED);
+    ck_assert(rows[0].created <= rows[1].created);
+    store_iso_rows_free(rows, n);
+    cs_store_job j;
+    bool claimed = false;
+    ck_assert_int_eq(store_job_claim(s, "me", &j, &claimed, NULL), CS_OK);
+    ck_assert(claimed);
+    store_job_clear(&j);
+    ck_assert_int_eq(store_iso_lookup(s, cls, 1, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(n, 1); /* the limit holds */
+    store_iso_rows_free(rows, n);
+    ck_assert_int_eq(store_iso_lookup(s, cls, 16, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(rows[1].job_status, CS_JOB_RUNNING);
+    store_iso_rows_free(rows, n);
+    store_close(s);
+    /* reopening keeps the rows (the table is created only when missing) */
+    s = open_store(url);
+    ck_assert_int_eq(store_iso_lookup(s, other, 16, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(rows[0].key, k3);
+    store_iso_rows_free(rows, n);
+    store_close(s);
+    cleanup(use_pg);
+}
+
 #define BOTH(body)                                                          \
     START_TEST(sqlite_##body) { body(false); }                              \
     END_TEST                                                                \
@@ -574,6 +638,7 @@ BOTH(claims_are_exclusive)
 BOTH(cancel_heartbeat_reap)
 BOTH(kill9_keeps_acknowledged)
 BOTH(handles_detach_and_revive)
+BOTH(iso_index)
 
 START_TEST(url_forms)
 {
@@ -630,6 +695,13 @@ START_TEST(old_store_gains_handles)
     cs_detach d;
     ck_assert_int_eq(store_job_detach(s, sub.handle_id, &d, NULL), CS_OK);
     ck_assert_int_eq(d.outcome, CS_DETACH_CANCELLED);
+    /* it gained the isomorphism index too */
+    cs_iso_row *rows = NULL;
+    int n = -1;
+    ck_assert_int_eq(store_iso_lookup(s, key, 4, &rows, &n, NULL), CS_OK);
+    ck_assert_int_eq(n, 0);
+    store_iso_rows_free(rows, n);
+    ck_assert_int_eq(store_iso_put(s, key, key, "0", NULL), CS_OK);
     store_close(s);
     /* and opening it again is a no-op */
     s = open_store(url);
@@ -651,6 +723,7 @@ static Suite *store_suite(void)
     tcase_add_test(lite, sqlite_cancel_heartbeat_reap);
     tcase_add_test(lite, sqlite_kill9_keeps_acknowledged);
     tcase_add_test(lite, sqlite_handles_detach_and_revive);
+    tcase_add_test(lite, sqlite_iso_index);
     suite_add_tcase(s, lite);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 60);
@@ -658,6 +731,7 @@ static Suite *store_suite(void)
     tcase_add_test(pgc, pg_results_roundtrip);
     tcase_add_test(pgc, pg_submit_outcomes);
     tcase_add_test(pgc, pg_claims_are_exclusive);
+    tcase_add_test(pgc, pg_iso_index);
     tcase_add_test(pgc, pg_cancel_heartbeat_reap);
     tcase_add_test(pgc, pg_kill9_keeps_acknowledged);
     tcase_add_test(pgc, pg_handles_detach_and_revive);

@@ -115,8 +115,14 @@ START_TEST(key_changes_with_meaning)
     }
     /* delivery options do not change the key */
     cs_synth_request *c = parse_ok("{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"allgather\"},"
-                                   "\"method\":\"smt\",\"options\":{\"wait_s\":9,\"time_limit_s\":50,\"k\":4}}");
+                                   "\"method\":\"smt\",\"options\":{\"wait_s\":9,\"time_limit_s\":50}}");
     ck_assert_str_eq(a->key, c->key);
+    synth_request_free(c);
+    /* issue 12: a k left out is widened automatically, another request than
+     * any fixed k, so k = 4 spelled out (the old default) keys differently */
+    c = parse_ok("{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"allgather\"},"
+                 "\"method\":\"smt\",\"options\":{\"k\":4}}");
+    ck_assert_str_ne(a->key, c->key);
     synth_request_free(c);
     /* the collective shorthand is the same request */
     cs_synth_request *d = parse_ok("{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smt\"}");
@@ -469,6 +475,41 @@ START_TEST(cancel_stops_a_run)
 }
 END_TEST
 
+
+/* Issue 12: keys computed before automatic k (every canonical request then
+ * held "k": 4) stay valid: the same request with k = 4 spelled out, and the
+ * old canonical document itself, hash to the old key (these two keys were
+ * computed by the code before the change). */
+START_TEST(keys_from_before_automatic_k_stay_valid)
+{
+    cs_synth_request *a = parse_ok("{\"topology\":\"ring:4\",\"collective\":{\"kind\":\"allgather\"},"
+                                   "\"method\":\"smt\",\"options\":{\"k\":4}}");
+    ck_assert_str_eq(a->key, "55105a41f597cf54cd7992c642edf0f6dfcf8e8f8be4ddfb9caf3b6b08ef9f82");
+    char *text = synth_request_canonical_text(a);
+    cs_synth_request *again = parse_ok(text);
+    ck_assert_str_eq(again->key, a->key);
+    ck_assert_int_eq(again->smt.k, 4);
+    free(text);
+    synth_request_free(again);
+    synth_request_free(a);
+    cs_synth_request *b = parse_ok("{\"topology\":\"dgx1\",\"collective\":{\"kind\":\"allgather\"},"
+                                   "\"options\":{\"smt\":{\"k\":4}}}");
+    ck_assert_str_eq(b->key, "37a13f26948721e6955a00d5d97e786db60e2d81d95d3506a2b957455b618286");
+    synth_request_free(b);
+    /* left out: automatic, and its canonical form parses back to automatic */
+    cs_synth_request *c = parse_ok("{\"topology\":\"dgx1\",\"collective\":{\"kind\":\"allgather\"}}");
+    ck_assert_int_eq(c->smt.k, CS_SMT_K_AUTO);
+    text = synth_request_canonical_text(c);
+    ck_assert_ptr_null(strstr(text, "\"k\":"));
+    again = parse_ok(text);
+    ck_assert_str_eq(again->key, c->key);
+    ck_assert_int_eq(again->smt.k, CS_SMT_K_AUTO);
+    free(text);
+    synth_request_free(again);
+    synth_request_free(c);
+}
+END_TEST
+
 static Suite *synthesize_suite(void)
 {
     Suite *s = suite_create("synthesize");
@@ -486,6 +527,7 @@ static Suite *synthesize_suite(void)
     tcase_add_test(tc, auto_picks_tacos_above_rank_limit);
     tcase_add_test(tc, auto_picks_tacos_above_variable_limit);
     tcase_add_test(tc, auto_widens_k_for_switch_hubs);
+    tcase_add_test(tc, keys_from_before_automatic_k_stay_valid);
     tcase_add_test(tc, auto_picks_smt_for_small_instances);
     tcase_add_test(tc, cancel_stops_a_run);
     suite_add_tcase(s, tc);

@@ -49,8 +49,12 @@ static void put_u32(unsigned char *p, uint32_t v)
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+#else
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
+#endif
 }
 
 static uint32_t get_u32(const unsigned char *p)
@@ -112,20 +116,6 @@ void bytebuf_free(bytebuf *b)
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
-static int put_varint(bytebuf *b, uint64_t v)
-{
-    if (b->len + 10 > b->cap && bytebuf_reserve(b, 10))
-        return CS_ENOMEM;
-    unsigned char *p = b->data + b->len;
-    while (v >= 0x80) {
-        *p++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (unsigned char)v;
-    b->len = (size_t)(p - b->data);
-    return CS_OK;
-}
-
 /* ---- frames: building ------------------------------------------------------------------ */
 
 typedef struct frame_builder {
@@ -165,46 +155,105 @@ static double bitsd(uint64_t u)
     return d;
 }
 
-static int fb_add(frame_builder *f, const cs_send *s, long index)
+/* Room in every column for k more sends, so fb_add writes without checks:
+ * a frame's columns are reserved once (a few MB at most: frames are bounded). */
+static int fb_reserve(frame_builder *f, long k)
 {
-    int rc = put_varint(&f->col[COL_STEP], zigzag((int64_t)s->step - f->prev_step));
-    rc |= put_varint(&f->col[COL_SRC], zigzag((int64_t)s->src - f->prev_src));
-    rc |= put_varint(&f->col[COL_DST], zigzag((int64_t)s->dst - (int64_t)s->src));
-    rc |= put_varint(&f->col[COL_CHUNK], zigzag((int64_t)s->chunk - f->prev_chunk));
-    if (f->n % 8 == 0) {
-        unsigned char z = 0;
-        rc |= bytebuf_put(&f->col[COL_OP], &z, 1);
+    size_t m = (size_t)(k > 0 ? k : 1);
+    int rc = bytebuf_reserve(&f->col[COL_STEP], 10 * m) | bytebuf_reserve(&f->col[COL_SRC], 10 * m) |
+             bytebuf_reserve(&f->col[COL_DST], 10 * m) | bytebuf_reserve(&f->col[COL_CHUNK], 10 * m) |
+             bytebuf_reserve(&f->col[COL_OP], m / 8 + 2);
+    if (f->timed)
+        rc |= bytebuf_reserve(&f->col[COL_START], 8 * m) | bytebuf_reserve(&f->col[COL_END], 8 * m);
+    if (f->indexed)
+        rc |= bytebuf_reserve(&f->col[COL_INDEX], 10 * m);
+    return rc ? CS_ENOMEM : CS_OK;
+}
+
+static inline void vput(bytebuf *b, uint64_t v)
+{
+    unsigned char *p = b->data + b->len;
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
     }
-    if (rc)
-        return CS_ENOMEM;
+    *p++ = (unsigned char)v;
+    b->len = (size_t)(p - b->data);
+}
+
+/* Appends one send; the columns must have room (fb_reserve). */
+static inline void fb_add(frame_builder *f, const cs_send *s, long index)
+{
+    vput(&f->col[COL_STEP], zigzag((int64_t)s->step - f->prev_step));
+    vput(&f->col[COL_SRC], zigzag((int64_t)s->src - f->prev_src));
+    vput(&f->col[COL_DST], zigzag((int64_t)s->dst - (int64_t)s->src));
+    vput(&f->col[COL_CHUNK], zigzag((int64_t)s->chunk - f->prev_chunk));
+    bytebuf *op = &f->col[COL_OP];
+    if (f->n % 8 == 0)
+        op->data[op->len++] = 0;
     if (s->op == CS_OP_REDUCE)
-        f->col[COL_OP].data[f->col[COL_OP].len - 1] |= (unsigned char)(1u << (f->n % 8));
+        op->data[op->len - 1] |= (unsigned char)(1u << (f->n % 8));
     if (f->timed) {
+        /* native words here; fb_flush cuts them into little-endian byte planes */
         uint64_t st = dbits(s->start_us), en = dbits(s->end_us);
-        uint64_t a = st ^ f->prev_start, b = en ^ st;
-        unsigned char pa[8], pb[8];
-        put_u64(pa, a);
-        put_u64(pb, b);
-        if (bytebuf_put(&f->col[COL_START], pa, 8) || bytebuf_put(&f->col[COL_END], pb, 8))
-            return CS_ENOMEM;
+        uint64_t xs = st ^ f->prev_start, xe = en ^ st;
+        memcpy(f->col[COL_START].data + f->col[COL_START].len, &xs, 8);
+        memcpy(f->col[COL_END].data + f->col[COL_END].len, &xe, 8);
+        f->col[COL_START].len += 8;
+        f->col[COL_END].len += 8;
         f->prev_start = st;
     }
-    if (f->indexed && put_varint(&f->col[COL_INDEX], (uint64_t)(index - f->prev_index)))
-        return CS_ENOMEM;
+    if (f->indexed)
+        vput(&f->col[COL_INDEX], (uint64_t)(index - f->prev_index));
     f->prev_step = s->step;
     f->prev_src = s->src;
     f->prev_chunk = s->chunk;
     f->prev_index = index;
     f->n++;
-    return CS_OK;
 }
 
-/* 8-byte values -> 8 planes of their k-th bytes. */
+/* Rows r[0..7] of an 8x8 byte matrix (byte k of r[j] is (r[j] >> 8k) & 0xff)
+ * transposed in place: afterwards byte j of r[k] is what was byte k of r[j].
+ * Three rounds of swapping 4-, 2- and 1-byte blocks. */
+static inline void transpose_8x8(uint64_t r[8])
+{
+    for (int j = 0; j < 4; j++) {
+        uint64_t a = r[j], b = r[j + 4];
+        r[j] = (a & 0x00000000FFFFFFFFULL) | (b << 32);
+        r[j + 4] = (a >> 32) | (b & 0xFFFFFFFF00000000ULL);
+    }
+    for (int j = 0; j < 8; j += 4)
+        for (int q = 0; q < 2; q++) {
+            uint64_t a = r[j + q], b = r[j + q + 2];
+            r[j + q] = (a & 0x0000FFFF0000FFFFULL) | ((b & 0x0000FFFF0000FFFFULL) << 16);
+            r[j + q + 2] = ((a >> 16) & 0x0000FFFF0000FFFFULL) | (b & 0xFFFF0000FFFF0000ULL);
+        }
+    for (int j = 0; j < 8; j += 2) {
+        uint64_t a = r[j], b = r[j + 1];
+        r[j] = (a & 0x00FF00FF00FF00FFULL) | ((b & 0x00FF00FF00FF00FFULL) << 8);
+        r[j + 1] = ((a >> 8) & 0x00FF00FF00FF00FFULL) | (b & 0xFF00FF00FF00FF00ULL);
+    }
+}
+
+/* n native 64-bit words -> 8 planes, plane k holding byte k (little-endian
+ * order) of every word, so the planes are the same on any host: 8 words at a
+ * time as an 8x8 byte transpose (one 8-byte store per plane). */
 static void transpose8(const unsigned char *in, unsigned char *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t r[8];
+        memcpy(r, in + 8 * i, sizeof r);
+        transpose_8x8(r);
         for (int k = 0; k < 8; k++)
-            out[(size_t)k * n + i] = in[8 * i + (size_t)k];
+            put_u64(out + (size_t)k * n + i, r[k]);
+    }
+    for (; i < n; i++) {
+        uint64_t w;
+        memcpy(&w, in + 8 * i, 8);
+        for (int k = 0; k < 8; k++)
+            out[(size_t)k * n + i] = (unsigned char)(w >> (8 * k));
+    }
 }
 
 static void untranspose8(const unsigned char *in, unsigned char *out, size_t n)
@@ -285,10 +334,13 @@ static int encode_blocks(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     for (long b = 0; b < t->nblocks && !rc; b++) {
         fb_reset(&f);
         long end = (b + 1) * CS_CODEC_BLOCK_SENDS < n ? (b + 1) * CS_CODEC_BLOCK_SENDS : n;
-        for (long i = b * CS_CODEC_BLOCK_SENDS; i < end && !rc; i++) {
+        if (fb_reserve(&f, end - b * CS_CODEC_BLOCK_SENDS)) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
+            break;
+        }
+        for (long i = b * CS_CODEC_BLOCK_SENDS; i < end; i++) {
             cs_send s = algorithm_send(a, i);
-            if (fb_add(&f, &s, i))
-                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
+            fb_add(&f, &s, i);
         }
         if (!rc)
             rc = fb_flush(e, &f, &t->blocks[b], err);
@@ -298,18 +350,17 @@ static int encode_blocks(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
 }
 
 /* Groups: consecutive ranks until their sends reach CS_CODEC_GROUP_SENDS.
- * Memory is bounded whatever the size: a pass collects, for the groups whose
- * sends fit GROUP_PASS_SENDS, the 4-byte index of each of their sends
- * (bucketed by group, in the algorithm's order: a scan reading only src and
- * dst), then builds and compresses one group's frame at a time from its
- * indices.  Raw columns thus exist for one group (at most about
- * CS_CODEC_GROUP_SENDS plus one rank's sends), never for a whole pass, and
- * the index covers about a quarter of the entries (2 MB at 1M sends, 16 MB
- * at 16.7M).  An earlier version built every group's raw
- * columns of a pass at once (about 46 bytes per send) and decoded every send
- * in full on every pass. */
-#define GROUP_PASS_SENDS (4L << 20)
-#define GROUP_PASS_MIN (512L << 10)
+ * Memory is bounded by the size of a pass, not of the algorithm: a pass
+ * builds the frames of the groups whose entries (a send counts once per
+ * group it belongs to) fit a budget, in one sequential scan that decodes
+ * only the sends of those groups, then compresses and frees them.  The budget
+ * is an eighth of all entries (at least GROUP_PASS_MIN), so there are about 8
+ * scans whatever the size and the raw columns of a pass take about 6 bytes
+ * per send.  Before, a fixed budget of 4M entries made the scans grow with
+ * the square of the size (50 at 100M sends), each decoding every send in
+ * full; gathering a group's sends by a 4-byte index instead (one scan, then
+ * random reads) cost a cache miss per field and was slower still. */
+#define GROUP_PASS_MIN (256L << 10)
 
 static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tables *t,
                          cs_error *err)
@@ -318,8 +369,7 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     long n = a->nsends;
     long *deg = calloc((size_t)P, sizeof *deg);
     int *group_of = calloc((size_t)P, sizeof *group_of);
-    long *fill = NULL, *gbegin = NULL;
-    uint32_t *idx = NULL;
+    long *gbegin = NULL;
     int rc = CS_OK;
     if (!deg || !group_of) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
@@ -353,8 +403,7 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     t->ngroups = ng;
     t->groups = calloc((size_t)(ng ? ng : 1), sizeof *t->groups);
     gbegin = calloc((size_t)ng + 1, sizeof *gbegin);
-    fill = calloc((size_t)ng + 1, sizeof *fill);
-    if (!t->groups || !gbegin || !fill) {
+    if (!t->groups || !gbegin) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
         goto done;
     }
@@ -376,56 +425,58 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     }
     for (long g = 0; g < ng; g++)
         gbegin[g + 1] += gbegin[g];
-    /* a quarter of the entries per pass, within [GROUP_PASS_MIN, GROUP_PASS_SENDS]:
-     * a few scans of src and dst buy an index a few times smaller */
-    long budget = gbegin[ng] / 4;
+    /* an eighth of the entries per pass (at least GROUP_PASS_MIN) */
+    long budget = gbegin[ng] / 8;
     if (budget < GROUP_PASS_MIN)
         budget = GROUP_PASS_MIN;
-    if (budget > GROUP_PASS_SENDS)
-        budget = GROUP_PASS_SENDS;
-    frame_builder f = {.timed = timed, .indexed = true};
     long first = 0;
     while (first < ng && !rc) {
         /* groups [first, last) in this pass */
         long last = first + 1;
         while (last < ng && gbegin[last + 1] - gbegin[first] <= budget)
             last++;
-        long base = gbegin[first], m = gbegin[last] - base;
-        uint32_t *ni = realloc(idx, (size_t)(m ? m : 1) * sizeof *idx);
-        if (!ni) {
+        /* one sequential scan fills this pass's groups: reading the sends in
+         * order streams them through the cache, where gathering each
+         * group's sends by index cost a cache miss per field */
+        frame_builder *fb = calloc((size_t)(last - first), sizeof *fb);
+        if (!fb) {
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
             break;
         }
-        idx = ni;
-        for (long g = first; g < last; g++)
-            fill[g] = gbegin[g] - base;
-        for (long i = 0; i < n; i++) {
-            long g1 = group_of[algorithm_send_src(a, i)], g2 = group_of[algorithm_send_dst(a, i)];
-            if (g1 >= first && g1 < last)
-                idx[fill[g1]++] = (uint32_t)i;
-            if (g2 != g1 && g2 >= first && g2 < last)
-                idx[fill[g2]++] = (uint32_t)i;
-        }
         for (long g = first; g < last && !rc; g++) {
-            fb_reset(&f);
-            for (long k = gbegin[g] - base; k < gbegin[g + 1] - base && !rc; k++) {
-                cs_send sv = algorithm_send(a, idx[k]);
-                if (fb_add(&f, &sv, idx[k]))
-                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
-            }
+            fb[g - first].timed = timed;
+            fb[g - first].indexed = true;
+            if (fb_reserve(&fb[g - first], gbegin[g + 1] - gbegin[g]))
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory encoding a result");
+        }
+        /* the pass's groups are the ranks rlo..rlo+span: two compares skip a send */
+        unsigned rlo = t->groups[first].rank_lo, span = t->groups[last - 1].rank_hi - rlo;
+        for (long i = 0; i < n && !rc; i++) {
+            unsigned sr = (unsigned)algorithm_send_src(a, i), dr = (unsigned)algorithm_send_dst(a, i);
+            bool in1 = sr - rlo <= span, in2d = dr - rlo <= span;
+            if (!in1 && !in2d)
+                continue;
+            long g1 = group_of[sr], g2 = group_of[dr];
+            bool in2 = in2d && g2 != g1;
+            cs_send sv = algorithm_send(a, i);
+            if (in1)
+                fb_add(&fb[g1 - first], &sv, i);
+            if (in2)
+                fb_add(&fb[g2 - first], &sv, i);
+        }
+        for (long g = first; g < last; g++) {
             if (!rc) {
                 uint32_t lo = t->groups[g].rank_lo, hi = t->groups[g].rank_hi;
-                rc = fb_flush(e, &f, &t->groups[g], err);
+                rc = fb_flush(e, &fb[g - first], &t->groups[g], err);
                 t->groups[g].rank_lo = lo;
                 t->groups[g].rank_hi = hi;
             }
+            fb_free(&fb[g - first]);
         }
+        free(fb);
         first = last;
     }
-    fb_free(&f);
 done:
-    free(idx);
-    free(fill);
     free(gbegin);
     free(deg);
     free(group_of);

@@ -32,7 +32,7 @@
 void smt_options_default(cs_smt_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    opt->k = 4;
+    opt->k = CS_SMT_K_AUTO;
     opt->max_chunks = 8;
 }
 
@@ -46,8 +46,9 @@ int smt_options_validate(const cs_smt_options *opt, const cs_topology *t,
 {
     if (!opt)
         return cs_error_set(err, CS_EINVAL, "options", "no options given");
-    if (opt->k < 0)
-        return cs_error_set(err, CS_EINVAL, "k", "k must be >= 0 (got %d)", opt->k);
+    if (opt->k < 0 && opt->k != CS_SMT_K_AUTO)
+        return cs_error_set(err, CS_EINVAL, "k", "k must be >= 0, or left out to widen it "
+                            "automatically (got %d)", opt->k);
     if (opt->max_chunks < 1)
         return cs_error_set(err, CS_EINVAL, "max_chunks", "max_chunks must be >= 1 (got %d)",
                             opt->max_chunks);
@@ -315,6 +316,110 @@ static int synthesize(const cs_topology *t, const cs_collective *c, const cs_smt
     return rc;
 }
 
+/* ---- the proven bounds before Z3, and the class k -------------------------------------- */
+
+/* CS_EUNSAT, naming the bound, when the instance (S, R, C) is below the
+ * proven bounds of c on t: no k-synchronous algorithm can meet them, so Z3
+ * need not be asked (DGX-1 alltoall S=3 R=5 C=2 ran 17 minutes there). */
+static int below_bounds(const cs_topology *t, const cs_collective *c, int S, int R, int C,
+                        cs_error *err)
+{
+    cs_bounds b;
+    if (collective_bounds(t, c, &b, NULL) != CS_OK)
+        return CS_OK; /* no bound: Z3 decides */
+    if (S < b.steps)
+        return cs_error_set(err, CS_EUNSAT, "steps",
+                            "no %d-step algorithm: the steps bound is S >= %d (some chunk must "
+                            "travel %d hops), so (S=%d, R=%d, C=%d) is unsat without solving",
+                            S, b.steps, b.steps, S, R, C);
+    if (b.rpc_den > 0 && smt_rcmp(R, C, b.rpc_num, b.rpc_den) < 0)
+        return cs_error_set(err, CS_EUNSAT, "rounds",
+                            "no algorithm with R/C = %d/%d: the bandwidth bound is R/C >= %ld/%ld "
+                            "(%s), so (S=%d, R=%d, C=%d) is unsat without solving",
+                            R, C, b.rpc_num, b.rpc_den, b.bandwidth_cut, S, R, C);
+    return CS_OK;
+}
+
+/* The bounds the search itself runs against, and how a final frontier point
+ * maps to the searched one: allreduce searches its allgather half
+ * (S/2, R/2, C/P); the combining kinds their dual, whose bounds
+ * collective_bounds already reports. */
+typedef struct search_view {
+    cs_bounds b;
+    int sdiv, cdiv, max_chunks;
+} search_view;
+
+static int search_view_of(const cs_topology *t, const cs_collective *c, int max_chunks,
+                          search_view *v)
+{
+    v->sdiv = 1;
+    v->cdiv = 1;
+    v->max_chunks = c->kind == CS_COLL_CUSTOM ? 1 : max_chunks;
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        cs_collective ag;
+        collective_init(&ag, CS_COLL_ALLGATHER, -1);
+        v->sdiv = 2;
+        v->cdiv = t->ranks > 0 ? t->ranks : 1;
+        return collective_bounds(t, &ag, &v->b, NULL);
+    }
+    return collective_bounds(t, c, &v->b, NULL);
+}
+
+/* The k where the class first holds a candidate at the steps bound: R >=
+ * the bandwidth bound at C = 1 (a switch hub: DGX-2 allgather needs R = 15
+ * at S = 1). */
+#define SMT_START_MAX_K 64
+
+static int start_k(const search_view *v, char *why, size_t n)
+{
+    long need = (v->b.rpc_num + v->b.rpc_den - 1) / v->b.rpc_den - v->b.steps;
+    if (need > SMT_START_MAX_K)
+        need = SMT_START_MAX_K;
+    if (need <= CS_SMT_DEFAULT_K)
+        return CS_SMT_DEFAULT_K;
+    snprintf(why, n, "the bandwidth bound needs R >= %ld at S = %d", need + v->b.steps,
+             v->b.steps);
+    return (int)need;
+}
+
+/* The k that covers every candidate outside S <= R <= S + k that could
+ * still beat the frontier f (proven in class k): a point with fewer steps
+ * than a frontier point and no more rounds per chunk, or the same steps and
+ * fewer.  At S steps such a point has R >= S + k + 1 and C <= max_chunks, so
+ * R/C >= (S + k + 1) / max_chunks; when that is above every frontier point
+ * of at least S steps, the bounds prove there is none.  Returns k when none
+ * can exist. */
+static int widened_k(const smt_frontier *f, const search_view *v, int k, char *why, size_t n)
+{
+    int need = k;
+    long maxc = v->max_chunks;
+    for (int i = 0; i < f->n; i++) {
+        long Si = f->algs[i]->steps / v->sdiv, Ri = f->algs[i]->rounds / v->sdiv;
+        long Ci = f->algs[i]->chunks / v->cdiv;
+        if (Ci < 1)
+            continue;
+        for (long S = v->b.steps > 0 ? v->b.steps : 1; S <= Si; S++) {
+            int cmp = smt_rcmp(S + k + 1, maxc, Ri, Ci);
+            if (!(cmp < 0 || (cmp == 0 && S < Si)))
+                continue;
+            /* at the same steps only a lower R/C helps, and none is below the bound */
+            if (S == Si && smt_rcmp(Ri, Ci, v->b.rpc_num, v->b.rpc_den) <= 0)
+                continue;
+            /* the largest R with R / maxc <= Ri / Ci (strictly below at S = Si) */
+            long rmax = Ri * maxc / Ci;
+            if (S == Si && rmax * Ci == Ri * maxc)
+                rmax--;
+            if (rmax - S > need) {
+                if (need == k)
+                    snprintf(why, n, "at k=%d a point with S=%ld and R/C %s %ld/%ld could exist "
+                             "outside the class", k, S, S < Si ? "<=" : "<", Ri, Ci);
+                need = (int)(rmax - S);
+            }
+        }
+    }
+    return need;
+}
+
 /* c has been validated for t's rank count (custom collectives need it). */
 static int search_validated(const cs_topology *t, const cs_collective *c,
                             const cs_smt_options *opt, cs_result **out, cs_error *err)
@@ -333,10 +438,74 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
     rc = collective_bounds(t, c, &b, err);
     if (rc)
         return rc;
+    if (opt->steps > 0 && (rc = below_bounds(t, c, opt->steps, opt->rounds, opt->chunks, err)))
+        return rc;
+    cs_smt_options o = *opt;
+    bool auto_k = o.k == CS_SMT_K_AUTO;
+    search_view view;
+    char why_start[160] = "", why_widen[200] = "", widen_note[200] = "";
+    bool have_view = auto_k && search_view_of(t, c, o.max_chunks, &view) == CS_OK;
+    if (auto_k)
+        o.k = have_view && o.steps <= 0 ? start_k(&view, why_start, sizeof why_start)
+                                        : CS_SMT_DEFAULT_K;
+    int k_first = o.k;
     smt_frontier f;
-    rc = synthesize(t, c, opt, &f, err);
+    rc = synthesize(t, c, &o, &f, err);
     if (rc)
         return rc;
+    /* Widen the class while the bounds allow a better point outside it; the
+     * widened k covers every such candidate, so this rarely runs twice. */
+    int k_cap = o.k > CS_SMT_WIDEN_MAX_K ? o.k : CS_SMT_WIDEN_MAX_K;
+    bool class_enough = false; /* the bounds rule out better points outside the class */
+    for (int round = 0; have_view && o.steps <= 0 && f.complete && round < 3; round++) {
+        char why[200] = "";
+        int need = widened_k(&f, &view, o.k, why, sizeof why);
+        if (need <= o.k) {
+            class_enough = true;
+            break;
+        }
+        if (o.k >= k_cap) {
+            snprintf(widen_note, sizeof widen_note,
+                     "; k stops at %d: a point outside the class may remain (%s)", k_cap, why);
+            break;
+        }
+        if (need > k_cap)
+            need = k_cap;
+        cs_smt_options w = o;
+        w.k = need;
+        if (opt->total_time_limit_s > 0) {
+            double left = opt->total_time_limit_s - (cs_now() - t0);
+            if (left <= 0) {
+                snprintf(widen_note, sizeof widen_note,
+                         "; not widened to k=%d: the time limit ran out", need);
+                break;
+            }
+            w.total_time_limit_s = left;
+        }
+        smt_frontier g;
+        cs_error werr;
+        cs_error_clear(&werr);
+        int wrc = synthesize(t, c, &w, &g, &werr);
+        if (wrc == CS_ECANCELLED || cs_cancel_requested(opt->cancel)) {
+            if (wrc == CS_OK)
+                smt_frontier_free(&g);
+            smt_frontier_free(&f);
+            return cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+        }
+        if (wrc != CS_OK || !g.complete) {
+            snprintf(widen_note, sizeof widen_note,
+                     "; widening to k=%d did not finish (%s): the k=%d frontier is kept", need,
+                     wrc != CS_OK ? cs_status_name(wrc) : "limits", o.k);
+            if (wrc == CS_OK)
+                smt_frontier_free(&g);
+            break;
+        }
+        if (!why_widen[0])
+            snprintf(why_widen, sizeof why_widen, "%s", why);
+        smt_frontier_free(&f);
+        f = g;
+        o.k = need;
+    }
     cs_result *r = NULL;
     rc = result_new("smt", &r, err);
     if (rc) {
@@ -344,12 +513,21 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
         return rc;
     }
     label_frontier(f.algs, f.n, &b);
-    if (opt->steps > 0)
+    if (opt->steps > 0) {
         snprintf(r->reason, sizeof r->reason, "smt: single instance S=%d R=%d C=%d", opt->steps,
                  opt->rounds, opt->chunks);
-    else
-        snprintf(r->reason, sizeof r->reason, "smt: Pareto search, k=%d, chunks <= %d", opt->k,
-                 opt->max_chunks);
+    } else if (o.k != CS_SMT_DEFAULT_K && auto_k) {
+        snprintf(r->reason, sizeof r->reason,
+                 "smt: Pareto search, k=%d, chunks <= %d (k widened from %d to %d: %s%s%s)%s",
+                 o.k, opt->max_chunks, CS_SMT_DEFAULT_K, o.k, why_start,
+                 why_start[0] && why_widen[0] ? "; then " : "",
+                 why_widen[0] && k_first != o.k ? why_widen : "", widen_note);
+    } else {
+        snprintf(r->reason, sizeof r->reason, "smt: Pareto search, k=%d, chunks <= %d%s%s", o.k,
+                 opt->max_chunks, class_enough ? " (k automatic: the bounds rule out better "
+                                                 "points outside the class)" : "",
+                 widen_note);
+    }
     for (int i = 0; i < f.n; i++) {
         if (result_add(r, f.algs[i])) {
             for (int j = i; j < f.n; j++)
@@ -368,7 +546,8 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
     f.stats = NULL;
     if (r->stats) {
         /* the class the search covered: what "complete" is complete in */
-        json_object_set_new(r->stats, "k", json_integer(opt->k));
+        json_object_set_new(r->stats, "k", json_integer(o.k));
+        json_object_set_new(r->stats, "k_automatic", json_boolean(auto_k));
         json_object_set_new(r->stats, "max_chunks", json_integer(opt->max_chunks));
         json_object_set_new(r->stats, "single_instance", json_boolean(opt->steps > 0));
     }
@@ -402,6 +581,10 @@ static int solve_validated(const cs_topology *t, const cs_collective *c, int ste
     int rc = smt_options_validate(&o, t, c, err);
     if (rc)
         return rc;
+    if ((rc = below_bounds(t, c, steps, rounds, chunks, err)))
+        return rc;
+    if (o.k == CS_SMT_K_AUTO)
+        o.k = CS_SMT_DEFAULT_K; /* k does not matter for one instance */
     smt_frontier f;
     rc = synthesize(t, c, &o, &f, err);
     if (rc)

@@ -3,7 +3,9 @@
  *
  * smt_solve_instance() decides one instance (topology, collective, S steps,
  * R rounds, C chunks): it returns a verified algorithm, or CS_EUNSAT when none
- * exists, or CS_ETIMEOUT / CS_ECANCELLED.  smt_search() runs the Pareto search
+ * exists, or CS_ETIMEOUT / CS_ECANCELLED.  An instance below the proven
+ * bounds (S below the steps bound, R/C below the bandwidth bound,
+ * collective_bounds) is CS_EUNSAT at once, without Z3, naming the bound.  smt_search() runs the Pareto search
  * (SCCL Algorithm 1) from the lower bounds upward and returns the frontier, each
  * point labelled latency-optimal, bandwidth-optimal or both.
  *
@@ -22,8 +24,25 @@
 /* Default limit on ranks for SMT (configurable per call and in the daemon). */
 #define CS_SMT_DEFAULT_MAX_RANKS 64
 
+/* The class.  SCCL searches k-synchronous algorithms, S <= R <= S + k: a
+ * frontier is complete in its class only.  A small k can hide a point with
+ * fewer steps at the same R/C (DGX-1 alltoall: (C,S,R) = (3,4,8) at k = 4,
+ * (3,2,8) at k = 6), so by default k is CS_SMT_K_AUTO: the search starts at
+ * CS_SMT_DEFAULT_K (or where the bandwidth bound at the steps bound needs
+ * more rounds) and, once its frontier is proven, widens k while the bounds
+ * say a point outside the class with no more steps and no more rounds per
+ * chunk than a frontier point may still exist: at S steps, such a point has
+ * R >= S + k + 1, so R/C >= (S + k + 1) / max_chunks (and >= the bandwidth
+ * bound).  The new k covers every such candidate at once; the result's
+ * reason says what was widened and why, up to CS_SMT_WIDEN_MAX_K.  An
+ * explicit k (>= 0) is kept as given. */
+#define CS_SMT_K_AUTO (-1)
+#define CS_SMT_DEFAULT_K 4
+#define CS_SMT_WIDEN_MAX_K 16
+
 typedef struct cs_smt_options {
-    int k;                        /* candidates satisfy S <= R <= S + k (default 4) */
+    int k;                        /* candidates satisfy S <= R <= S + k (default
+                                     CS_SMT_K_AUTO, see above) */
     int max_chunks;               /* largest C tried (default 8) */
     int max_steps;                /* largest S tried; 0 = bound + 8 */
     int steps, rounds, chunks;    /* all > 0: solve only this instance */

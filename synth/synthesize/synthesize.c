@@ -401,10 +401,14 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             size_t used = strlen(names);
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
         }
+        const char *near = synth_method_suggest(method);
+        char hint[64] = "";
+        if (near)
+            snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
         rc = cs_error_set(err, CS_EINVAL, "method",
-                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical, "
+                          "unknown method \"%.60s\"%s: expected auto, smt, tacos, hierarchical, "
                           "mcf or a baseline (%s)",
-                          method, names);
+                          method, hint, names);
         goto fail;
     }
     snprintf(r->method, sizeof r->method, "%s", method);
@@ -557,6 +561,17 @@ fail:
     return rc;
 }
 
+const char *synth_method_suggest(const char *name)
+{
+    enum { MAX_NAMES = 64 };
+    const char *names[MAX_NAMES] = {"auto", "smt", "tacos", "mcf", "hierarchical"};
+    int n = 5, nb = 0;
+    const cs_baseline_info *bl = baseline_list(&nb);
+    for (int i = 0; i < nb && n < MAX_NAMES; i++)
+        names[n++] = bl[i].name;
+    return name ? cs_nearest_name(name, strlen(name), names, n) : NULL;
+}
+
 int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
                         cs_synth_request **out, cs_error *err)
 {
@@ -666,30 +681,6 @@ static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
     if (budget_s > 0 && (o.total_time_limit_s <= 0 || o.total_time_limit_s > budget_s))
         o.total_time_limit_s = budget_s;
     return smt_search(r->topology, &r->collective, &o, out, err);
-}
-
-/* SCCL's class bounds R <= S + k.  Where even one chunk needs more rounds than
- * that at the latency bound (a switch hub: DGX-2 allgather needs R = 15 at
- * S = 1), the default class holds no algorithm and auto would always fall
- * back to TACOS, so auto widens k just enough for the bandwidth bound at the
- * steps bound (allreduce: its allgather half, which the search runs).  An
- * explicit method smt keeps the caller's k. */
-#define AUTO_SMT_MAX_K 64
-
-static int auto_smt_k(const cs_synth_request *r)
-{
-    cs_collective c;
-    if (r->collective.kind == CS_COLL_ALLREDUCE)
-        collective_init(&c, CS_COLL_ALLGATHER, -1);
-    else
-        c = r->collective;
-    cs_bounds b;
-    if (collective_bounds(r->topology, &c, &b, NULL) != CS_OK || b.rpc_den <= 0)
-        return r->smt.k;
-    long need = (b.rpc_num + b.rpc_den - 1) / b.rpc_den - b.steps;
-    if (need > AUTO_SMT_MAX_K)
-        need = AUTO_SMT_MAX_K;
-    return need > r->smt.k ? (int)need : r->smt.k;
 }
 
 static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
@@ -823,7 +814,8 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     switch (r->method_kind) {
     case CS_SYNTH_SMT:
         rc = run_smt(r, lim, hooks, 0, -1, out, err);
-        snprintf(reason, sizeof reason, "method smt requested");
+        snprintf(reason, sizeof reason, "method smt requested; %.200s",
+                 rc == CS_OK && *out ? (*out)->reason : "");
         break;
     case CS_SYNTH_TACOS:
         rc = run_tacos(r, lim, hooks, out, err);
@@ -916,19 +908,16 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         }
         cs_error serr;
         cs_error_clear(&serr);
-        int k = auto_smt_k(r);
-        rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, k, out, &serr);
+        /* the request's k: automatic unless given (smt.h, CS_SMT_K_AUTO) */
+        rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, -1, out, &serr);
         if (rc == CS_OK && *out && (*out)->nalgs > 0) {
-            char widened[64] = "";
-            if (k != r->smt.k)
-                snprintf(widened, sizeof widened, ", k widened from %d to %d", r->smt.k, k);
             snprintf(reason, sizeof reason,
-                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s%s)",
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s); %.150s",
                      t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
                      r->smt.steps > 0       ? "one instance decided"
                      : (*out)->complete     ? "frontier complete"
                                             : "frontier partial: time budget ran out",
-                     widened);
+                     (*out)->reason);
             break;
         }
         if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {

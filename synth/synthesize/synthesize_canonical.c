@@ -189,12 +189,20 @@ json_t *synth_canonical_collective(const cs_collective *c)
     return doc;
 }
 
+/* "k" is written only when the request gives it: a k left out is widened
+ * automatically (smt.h, CS_SMT_K_AUTO), which is another request than any
+ * fixed k.  Canonical documents from before automatic widening always held
+ * a k and still parse to the same key, meaning what they meant then. */
 static json_t *smt_options_json(const cs_smt_options *s)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "k", s->k, "max_chunks",
-                     s->max_chunks, "max_steps", s->max_steps, "steps", s->steps, "rounds",
-                     s->rounds, "chunks", s->chunks, "instance_time_limit_s",
-                     s->instance_time_limit_s, "total_time_limit_s", s->total_time_limit_s);
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "max_chunks", s->max_chunks,
+                          "max_steps", s->max_steps, "steps", s->steps, "rounds", s->rounds,
+                          "chunks", s->chunks, "instance_time_limit_s",
+                          s->instance_time_limit_s, "total_time_limit_s",
+                          s->total_time_limit_s);
+    if (o && s->k != CS_SMT_K_AUTO)
+        json_object_set_new(o, "k", json_integer(s->k));
+    return o;
 }
 
 static json_t *tacos_options_json(const cs_tacos_options *t)

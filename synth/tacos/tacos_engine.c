@@ -20,9 +20,10 @@
  *    permanent), so a link reads each entry of its source's log once over the
  *    whole run: the total work is about links x G, not spans x P x G.  The
  *    trial's randomness rotates equal-cost links (and can pick among the
- *    first `window` candidates); small instances choose rarest-first and
- *    heterogeneous ones can keep slow links off redundant chunks (variants
- *    that tacos.c cycles through across trials).
+ *    first `window` candidates); rarest-first trials choose by counts of
+ *    who holds what, kept up to date at each delivery, and heterogeneous
+ *    ones can keep slow links off redundant chunks (variants that tacos.c
+ *    cycles through across trials).
  *  - Time is continuous.  A send over link l occupies one lane for
  *    alpha + chunk_bytes / bandwidth; completions are kept in buckets of equal
  *    end time (on homogeneous networks every span is one bucket).  Only ranks
@@ -108,7 +109,12 @@ static void engine_free(engine *e)
 {
     free(e->covered);
     free(e->holds);
+    free(e->gcov);
+    free(e->group_cost);
     free(e->holders);
+    free(e->in_src);
+    free(e->window);
+    free(e->nwindow);
     free(e->need);
     free(e->cost);
     free(e->in_sorted);
@@ -161,6 +167,8 @@ int tacos_log_append(engine *e, int r, uint32_t c)
         }
     }
     lg->buf[lg->len++] = c;
+    if (e->holds)
+        bit_set(e->holds + (size_t)r * e->W, c);
     if (e->holds) {
         bit_set(e->holds + (size_t)r * e->W, c);
         e->holders[c]++;
@@ -256,6 +264,68 @@ static void sort_in_links(int *idx, int n, const double *cost)
     }
 }
 
+/* Group coverage for cheaper_supplier: per group, the chunks some member
+ * covers, and the cost of the group's slowest own link when its own links
+ * connect every member to every other (else +inf: the group test is off,
+ * since a member's chunk may then reach d only from outside). */
+static int init_group_cover(engine *e, cs_error *err)
+{
+    const cs_topology *t = e->t;
+    int NG = t->ngroups;
+    e->gcov = calloc((size_t)NG * e->W, sizeof *e->gcov);
+    e->group_cost = malloc((size_t)NG * sizeof *e->group_cost);
+    int *seen = calloc((size_t)e->P, sizeof *seen), *queue = malloc((size_t)e->P * sizeof *queue);
+    if (!e->gcov || !e->group_cost || !seen || !queue) {
+        free(seen);
+        free(queue);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for group coverage");
+    }
+    e->static_bytes += (size_t)NG * (e->W * 8 + sizeof(double));
+    int stamp = 0;
+    for (int g = 0; g < NG; g++) {
+        const cs_group *gr = &t->groups[g];
+        double worst = 0.0;
+        bool connected = gr->nranks > 0;
+        /* every member reaches every other over the group's links: one
+         * forward and one backward search from the first member */
+        for (int dir = 0; dir < 2 && connected; dir++) {
+            stamp++;
+            int qh = 0, qt = 0, reached = 1;
+            seen[gr->ranks[0]] = stamp;
+            queue[qt++] = gr->ranks[0];
+            while (qh < qt) {
+                int v = queue[qh++];
+                int lo = dir ? t->in_begin[v] : t->out_begin[v];
+                int hi = dir ? t->in_begin[v + 1] : t->out_begin[v + 1];
+                for (int k = lo; k < hi; k++) {
+                    int l = dir ? t->in_links[k] : k;
+                    int u = dir ? t->links[l].src : t->links[l].dst;
+                    if (t->group_of[u] != g)
+                        continue;
+                    if (e->cost[l] > worst)
+                        worst = e->cost[l];
+                    if (seen[u] != stamp) {
+                        seen[u] = stamp;
+                        queue[qt++] = u;
+                        reached++;
+                    }
+                }
+            }
+            connected = reached == gr->nranks;
+        }
+        e->group_cost[g] = connected ? worst : INFINITY;
+        for (int i = 0; i < gr->nranks; i++) {
+            const uint64_t *row = e->covered + (size_t)gr->ranks[i] * e->W;
+            uint64_t *grow = e->gcov + (size_t)g * e->W;
+            for (long w = 0; w < e->W; w++)
+                grow[w] |= row[w];
+        }
+    }
+    free(seen);
+    free(queue);
+    return CS_OK;
+}
+
 static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_error *err)
 {
     memset(e, 0, sizeof *e);
@@ -283,12 +353,21 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     int P = e->P, L = e->L;
     e->covered = calloc((size_t)P * e->W, sizeof *e->covered);
     e->need = calloc((size_t)P, sizeof *e->need);
+    size_t rarest_bytes = 0;
     if (p->rarest) {
         e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
         e->holders = calloc((size_t)e->G, sizeof *e->holders);
-        if (!e->holds || !e->holders)
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
-        e->static_bytes += (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int);
+        e->window = malloc((size_t)(L ? L : 1) * TACOS_RAREST_WINDOW * sizeof *e->window);
+        e->nwindow = calloc((size_t)(L ? L : 1), 1);
+        e->in_src = malloc((size_t)(L ? L : 1) * sizeof *e->in_src);
+        if (!e->holds || !e->holders || !e->window || !e->nwindow || !e->in_src)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings "
+                                "(%d ranks x %ld chunks)", P, e->G);
+        /* one bit per (rank, chunk): an eighth of a byte per send of an allgather */
+        rarest_bytes = (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int) +
+                       (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1 + sizeof(int));
+        for (int k = 0; k < L; k++)
+            e->in_src[k] = t->links[t->in_links[k]].src;
     }
     e->cost = malloc((size_t)L * sizeof *e->cost);
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
@@ -308,7 +387,8 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
                             P, e->G);
     e->static_bytes = (size_t)P * e->W * 8 + (size_t)P * (sizeof(long) + sizeof(arrival_log) + 10) +
-                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t));
+                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t)) +
+                      rarest_bytes;
     for (int l = 0; l < L; l++) {
         e->cost[l] = tacos_link_cost(&t->links[l], p->chunk_bytes);
         if (!(e->cost[l] > 0.0) || !isfinite(e->cost[l]))
@@ -345,7 +425,10 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     }
     e->skip_redundant = p->skip_redundant && (e->universal || e->holds);
     note_peak(e);
-    return tacos_init_conditions(e, err);
+    int rc = tacos_init_conditions(e, err);
+    if (rc == CS_OK && e->skip_redundant && e->universal && t->ngroups > 0)
+        rc = init_group_cover(e, err);
+    return rc;
 }
 
 /* ---- matching -------------------------------------------------------------- */
@@ -362,10 +445,17 @@ static inline bool link_has_room(const engine *e, int l)
     return true;
 }
 
-/* Whether an in-neighbour of l's destination with a cheaper link already holds
- * (or is receiving) chunk c: then a slow link should not spend its long
- * occupancy on it. */
-static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
+/* Whether chunk c can reach l's destination d over cheaper links: an
+ * in-neighbour with a cheaper link holds (or is receiving) it, or, for a link
+ * into d's group from outside, some rank of the group covers it and the
+ * group's own links are all cheaper than l.  Then a slow link should not
+ * spend its long occupancy on c: it waits for a chunk only it can bring.  The
+ * group test is what keeps a node's scale-out ports on distinct chunks (on
+ * switch2d:8x4 each port imports what no GPU of its node has yet, and the
+ * node's fast links spread it). */
+/* not inlined: only slow links on heterogeneous topologies call it, and inlining
+ * it into the choice loops slows the common path */
+__attribute__((noinline)) static bool cheaper_supplier(const engine *e, int l, uint32_t c)
 {
     const cs_topology *t = e->t;
     int d = t->links[l].dst;
@@ -379,50 +469,105 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
         if (bit_get(urow, c))
             return true;
     }
+    /* a link into d's group from outside it: some rank of the group covers c */
+    if (e->gcov) {
+        int g = t->group_of[d];
+        if (g >= 0 && t->group_of[t->links[l].src] != g && e->group_cost[g] < cl &&
+            bit_get(e->gcov + (size_t)g * e->W, c))
+            return true;
+    }
     return false;
 }
 
-/* Rarest first: among the source's candidates, the chunk the fewest other
- * in-neighbours of the destination could supply, then the one fewest ranks
- * hold, then a random one.  Keeps the chunks many links can deliver for
- * later, so the last spans stay full (small instances only: it reads every
- * candidate and needs a holdings bitset). */
-static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32_t *buf,
-                        const uint64_t *row, local_rng *rng)
+/* Rarest first: among the first TACOS_RAREST_WINDOW chunks link l could carry
+ * (its window, in its source's arrival order), the one the fewest other
+ * in-neighbours of the destination hold, then the one the fewest ranks hold,
+ * then a random one.  A chunk only this link can deliver goes first, so the
+ * chunks several links could deliver are left for the last spans, which stay
+ * full: this is what takes DGX-1, hypercubes and 2D tori to their in-link
+ * bounds.
+ *
+ * It decides only in a destination's last TACOS_RAREST_SPANS spans (need <=
+ * that many chunks per in-link), which is where it matters: before that every
+ * in-link has plenty to carry, and oldest-first (the plain choice) pipelines as
+ * well.  So it costs (window x in-degree) bit tests for about spans x
+ * in-degree picks per rank, next to nothing at any size; it used to rank the
+ * whole backlog at every pick and was switched off above 2^15 ranks x chunks.
+ * The window is refilled from the link's cursor, so each log entry is still
+ * read once per link.
+ *
+ * A slow link kept off redundant chunks (skip_redundant) takes its oldest
+ * candidate no cheaper route can supply, as in the plain choice. */
+static long pick_rarest(engine *e, int l, local_rng *rng)
 {
     const cs_topology *t = e->t;
-    int d = t->links[l].dst, s = t->links[l].src;
-    long best = -1;
-    long best_key = 0;
-    int ties = 0;
-    int64_t limit = pos + 4096;
-    for (int64_t q = pos; q < end && q < limit; q++) {
-        uint32_t c = buf[q];
-        if (bit_get(row, c))
-            continue;
-        if (e->skip_redundant && cheaper_supplier(e, l, c))
-            continue;
-        long supply = 0;
-        for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
-            int u = t->links[t->in_links[k]].src;
-            if (u != s && bit_get(e->holds + (size_t)u * e->W, c))
-                supply++;
-        }
-        long key = supply * (long)(e->P + 1) + e->holders[c];
-        if (best < 0 || key < best_key) {
-            best = c;
-            best_key = key;
-            ties = 1;
-        } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
-            best = c;
+    const cs_link *lk = &t->links[l];
+    int d = lk->dst, s = lk->src;
+    const uint64_t *row = e->covered + (size_t)d * e->W;
+    uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
+    bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
+    /* drop what the destination covers by now and, on a slow link, what a
+     * cheaper route can supply by now (both permanent); refill */
+    int n = 0;
+    for (int i = 0; i < e->nwindow[l]; i++)
+        if (!bit_get(row, win[i]) && !(slow && cheaper_supplier(e, l, win[i])))
+            win[n++] = win[i];
+    const arrival_log *lg = &e->logs[s];
+    const uint32_t *buf = lg->buf - lg->base;
+    int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
+    while (n < TACOS_RAREST_WINDOW && pos < end) {
+        uint32_t c = buf[pos++];
+        if (!bit_get(row, c) && !(slow && cheaper_supplier(e, l, c)))
+            win[n++] = c;
+    }
+    e->cursor[l] = pos;
+    int best = slow && n > 0 ? 0 : -1;
+    if (!slow) {
+        int best_supply = 0, best_holders = 0, ties = 0;
+        for (int i = 0; i < n; i++) {
+            uint32_t c = win[i];
+            /* other in-neighbours holding c; stop once it cannot win */
+            int supply = 0;
+            for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
+                int u = e->in_src[k];
+                if (u != s && bit_get(e->holds + (size_t)u * e->W, c) &&
+                    ++supply > best_supply && best >= 0)
+                    break;
+            }
+            if (best >= 0 && supply > best_supply)
+                continue;
+            int holders = e->holders[c];
+            if (best < 0 || supply < best_supply || holders < best_holders) {
+                best = i;
+                best_supply = supply;
+                best_holders = holders;
+                ties = 1;
+            } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
+                best = i;
+            }
         }
     }
-    return best;
+    if (best < 0) {
+        e->nwindow[l] = (unsigned char)n;
+        return -1;
+    }
+    uint32_t c = win[best];
+    /* the chosen chunk is covered from now on: take it out */
+    memmove(win + best, win + best + 1, (size_t)(n - best - 1) * sizeof *win);
+    e->nwindow[l] = (unsigned char)(n - 1);
+    return c;
 }
 
 /* A chunk link l's source holds and its destination still needs, or -1. */
 static inline long pick_chunk(engine *e, int l, local_rng *rng)
 {
+    /* need only falls, so once a destination is in its last spans it stays
+     * there, and a window is never left half-used by the plain choice */
+    if (e->holds) {
+        int d = e->t->links[l].dst;
+        if (e->need[d] <= (long)TACOS_RAREST_SPANS * (e->t->in_begin[d + 1] - e->t->in_begin[d]))
+            return pick_rarest(e, l, rng);
+    }
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
     const uint64_t *row = e->covered + (size_t)lk->dst * e->W;
@@ -445,8 +590,6 @@ static inline long pick_chunk(engine *e, int l, local_rng *rng)
         }
         return -1;
     }
-    if (e->holds)
-        return pick_rarest(e, l, pos, end, buf, row, rng);
     int window = e->p->window;
     if (window <= 1)
         return buf[pos];
@@ -531,6 +674,8 @@ static void match_range(engine *e, long w0, long w1, double now, uint64_t event,
                             return;
                         }
                         bit_set(row, c);
+                        if (e->gcov && t->group_of[d] >= 0)
+                            bit_set(e->gcov + (size_t)t->group_of[d] * e->W, c);
                         e->need[d]--;
                         e->busy[l]++;
                         for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)
@@ -668,12 +813,12 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
     for (int r = 0; r < e.P; r++)
         mark_dirty(&e, r);
     /* parallel matching only where ranks' matches cannot see each other:
-     * no shared sets, no rarest-first, no cheaper-supplier checks */
+     * no shared sets, no cheaper-supplier checks (they read other ranks'
+     * coverage); rarest-first reads counts that change between events only */
     int nthreads = p->match_threads;
     if (nthreads > TACOS_MATCH_THREADS_MAX)
         nthreads = TACOS_MATCH_THREADS_MAX;
-    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.holds ||
-        e.skip_redundant)
+    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.skip_redundant)
         nthreads = 1;
     match_pool *mp = calloc(1, sizeof *mp);
     worker_arg wargs[TACOS_MATCH_THREADS_MAX];

@@ -65,6 +65,12 @@ typedef struct arrival_log {
     int64_t len, cap;
 } arrival_log;
 
+/* Rarest-first compares the first this many chunks a link could carry, in a
+ * destination's last TACOS_RAREST_SPANS spans (while it needs at most that
+ * many chunks per in-link). */
+#define TACOS_RAREST_WINDOW 16
+#define TACOS_RAREST_SPANS 8
+
 typedef struct inflight { int32_t link; uint32_t chunk; } inflight;
 
 typedef struct bucket {
@@ -80,8 +86,16 @@ typedef struct engine {
     long G;
     long W;                 /* 64-bit words per rank bitset */
     uint64_t *covered;      /* P * W */
-    uint64_t *holds;        /* P * W, only with rarest-first choice */
+    uint64_t *holds;        /* P * W, only with rarest-first choice: what each rank holds */
     int *holders;           /* per chunk: ranks holding it, only with rarest-first */
+    uint32_t *window;       /* rarest-first, per link: up to TACOS_RAREST_WINDOW chunks taken
+                               from its source's log that its destination still lacks */
+    unsigned char *nwindow; /* per link: how many of them */
+    int *in_src;            /* rarest-first: source of each in_links entry */
+    uint64_t *gcov;         /* per group: chunks some member covers (NG * W); only when
+                               slow links skip redundant chunks on universal kinds */
+    double *group_cost;     /* per group: its slowest own link, +inf when its own links
+                               do not connect it (the group test is off) */
     long *need;             /* per rank: chunks still to be matched into it */
     long remaining;
     double *cost;           /* per link */
