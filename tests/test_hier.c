@@ -57,10 +57,10 @@ static cs_topology *load_text(const char *doc)
 
 /* Synthesizes kind on t, checks every algorithm independently: verifier,
  * the bound at two sizes, method and reason. */
-static void check_composed(const cs_topology *t, cs_coll_kind kind)
+static void check_composed_root(const cs_topology *t, cs_coll_kind kind, int root)
 {
     cs_collective c;
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, root);
     cs_result *res = NULL;
     cs_error err;
     int rc = hier_synthesize(t, &c, NULL, &res, &err);
@@ -87,6 +87,30 @@ static void check_composed(const cs_topology *t, cs_coll_kind kind)
     }
     result_free(res);
 }
+
+static void check_composed(const cs_topology *t, cs_coll_kind kind)
+{
+    check_composed_root(t, kind, -1);
+}
+
+/* Broadcast and reduce from a root that is not a NIC (ndv2: NICs are local
+ * 0 and 1; the ring cluster: 0 and 2) and from a NIC. */
+START_TEST(test_rooted)
+{
+    const char *specs[] = {"dgxh100:4", "ndv2:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = load(specs[i]);
+        check_composed_root(t, CS_COLL_BROADCAST, 13);
+        check_composed_root(t, CS_COLL_REDUCE, 13);
+        check_composed_root(t, CS_COLL_BROADCAST, 0);
+        topology_free(t);
+    }
+    cs_topology *t = load_text(ring_cluster);
+    check_composed_root(t, CS_COLL_BROADCAST, 7);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    topology_free(t);
+}
+END_TEST
 
 START_TEST(test_builtin_clusters)
 {
@@ -316,6 +340,7 @@ static Suite *hier_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_builtin_clusters);
     tcase_add_test(tc, test_json_clusters);
+    tcase_add_test(tc, test_rooted);
     tcase_add_test(tc, test_pipelined);
     tcase_add_test(tc, test_node_chunk_allreduce);
     tcase_add_test(tc, test_msccl_fits);
