@@ -1150,6 +1150,143 @@ static int bc_emit(const bc_plan *b, emit_fn fn, void *ctx)
     return rc;
 }
 
+/* Broadcast by scatter + node-level allgather, for large sizes across many
+ * nodes (a chain needs many more chunks than nodes; a binomial tree sends
+ * everything log N times): chunk x (one per node) goes from the root to the
+ * NIC x mod k of its node and over that NIC's rail to node x, then the
+ * node-chunk allgather (owner: that NIC) spreads every chunk everywhere;
+ * sends to ranks that already hold the chunk (the root, the root node's
+ * ranks on the way to a NIC) are left out, so each rank receives each chunk
+ * once (reduce inverts it). */
+typedef struct sag_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, root, shift;
+    ag_plan ag;
+    unsigned char path[64][64];  /* per NIC index: the root node's ranks on the way */
+} sag_plan;
+
+typedef struct sag_filter {
+    const sag_plan *b;
+    emit_fn fn;
+    void *ctx;
+} sag_filter;
+
+static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
+{
+    const sag_filter *f = c;
+    const sag_plan *b = f->b;
+    if (dst == b->root)
+        return CS_OK;
+    long x = (long)b->n0 * b->s->m;
+    for (int i = 0; i < b->s->m; i++)
+        if (b->s->rank[x + i] == dst) {
+            if (b->path[chunk % b->s->k][i])
+                return CS_OK;
+            break;
+        }
+    return f->fn(f->ctx, chunk, src, dst, step + b->shift);
+}
+
+static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    int parent_edge[64], S1 = sp->depth;
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    int sent[64] = {0};
+    for (int x = 0; x < N && rc == CS_OK; x++) {
+        int j = x % k, nic = s->nic[j];
+        int path[64], np = 0;
+        for (int y = nic; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            path[np++] = parent_edge[y];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--)
+            rc = fn(ctx, x, r0[sp->src[path[q]]], r0[sp->dst[path[q]]], sp->step[path[q]]);
+        if (x != b->n0 && rc == CS_OK)
+            rc = fn(ctx, x, r0[nic], s->rank[(long)x * m + nic], S1 + sent[j]++);
+    }
+    sag_filter f = {b, fn, ctx};
+    return rc == CS_OK ? plan_emit(&b->ag, sag_filter_emit, &f) : rc;
+}
+
+static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
+                                 const hier_shape *s, const hier_trees *tr, cs_algorithm **out,
+                                 cs_error *err)
+{
+    sag_plan *b = calloc(1, sizeof *b);
+    if (!b)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    b->s = s;
+    b->tr = tr;
+    b->root = c->root;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == c->root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    const hier_tree *sp = &tr->spread[b->i0];
+    int parent_edge[64];
+    for (int i = 0; i < s->m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    for (int j = 0; j < s->k; j++)
+        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            b->path[j][y] = 1;
+    int most = 0;
+    for (int j = 0; j < s->k; j++) {
+        int n = 0;
+        for (int x = j; x < s->nodes; x += s->k)
+            n += x != b->n0;
+        if (n > most)
+            most = n;
+    }
+    b->shift = sp->depth + most;
+    if (plan_init(&b->ag, t->ranks, s, tr, 1, true) != CS_OK || b->ag.seg != 1) {
+        plan_free(&b->ag);
+        free(b);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "scatter + allgather needs as many "
+                            "nodes as NICs");
+    }
+    int C = s->nodes, steps = b->shift + b->ag.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (rc == CS_OK && (!count || !pos))
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    free(count);
+    free(pos);
+    plan_free(&b->ag);
+    free(b);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
+}
+
 /* Broadcast on t from c->root (chain or binomial across nodes). */
 static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
                              const hier_trees *tr, bool chain, int per, cs_algorithm **out,
@@ -1410,10 +1547,13 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         cs_collective bc;
         collective_init(&bc, CS_COLL_BROADCAST, c->root);
         static const int pers[3] = {1, 4, 16};
-        for (int v = 0; v < 3 && rc == CS_OK; v++) {
+        for (int v = 0; v < 4 && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
-            rc = compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0, pers[v], &b,
-                                   err);
+            if (v == 3 && sd->s.nodes - 1 < sd->s.k)
+                break;
+            rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
+                        : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
+                                            pers[v], &b, err);
             if (rc == CS_OK && !bcast) {
                 rc = algorithm_invert(b, &a, err);
                 algorithm_free(b);
@@ -1421,14 +1561,15 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                 a = NULL;
             }
             if (rc == CS_OK)
-                rc = finish(t, b, v == 0 ? "latency" : v == 2 ? "bandwidth" : "", 0, res,
+                rc = finish(t, b, v == 0 ? "latency" : v == 3 ? "bandwidth" : "", 0, res,
                             err);
         }
         if (rc == CS_OK)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; %s: the "
                      "root's node tree, then each NIC's chunks across nodes by a binomial tree "
-                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees%s",
+                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
+                     "to the nodes + node-level allgather (a chunk per node)%s",
                      sd->s.nodes, sd->s.m, sd->s.k, sd->tr->how, collective_kind_name(c->kind),
                      bcast ? "" : " (built on the reversed topology, inverted)");
         side_close(&fw);
