@@ -18,6 +18,8 @@
 
 #include "check_main.h"
 #include "mcf.h"
+#include "msccl_interp.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -240,6 +242,39 @@ START_TEST(refuses_combining_and_bad_options)
 }
 END_TEST
 
+START_TEST(schedules_run_through_msccl_codegen)
+{
+    /* the MSCCL XML of an mcf alltoall (LP form) and allgather (copy form)
+     * computes the collective in the XML interpreter */
+    cs_topology *t = load("dgx1");
+    cs_coll_kind kinds[2] = {CS_COLL_ALLTOALL, CS_COLL_ALLGATHER};
+    for (int i = 0; i < 2; i++) {
+        cs_collective c;
+        collective_init(&c, kinds[i], -1);
+        cs_result *r = NULL;
+        solve_time(t, &c, 2, 50000, 0, &r);
+        cs_msccl_options mo;
+        msccl_options_default(&mo);
+        char *xml = NULL;
+        size_t len = 0;
+        cs_error err;
+        ck_assert_msg(msccl_xml_generate(r->algs[0], t, &mo, &xml, &len, &err) == CS_OK, "%s",
+                      err.message);
+        cs_msccl_doc *doc = NULL;
+        ck_assert_msg(msccl_doc_parse(xml, len, &doc, &err) == CS_OK, "%s", err.message);
+        cs_msccl_interp_options io;
+        msccl_interp_options_default(&io);
+        io.collective = &c;
+        ck_assert_msg(msccl_interp_check(doc, &io, NULL, &err) == CS_OK, "%s: %s",
+                      collective_kind_name(kinds[i]), err.message);
+        msccl_doc_free(doc);
+        free(xml);
+        result_free(r);
+    }
+    topology_free(t);
+}
+END_TEST
+
 typedef struct job {
     const cs_topology *t;
     cs_collective c;
@@ -341,6 +376,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, alpha_holds_the_lane);
     tcase_add_test(tc, dgx1_alltoall_and_allgather);
     tcase_add_test(tc, random_sparse_demand_on_dgx1);
+    tcase_add_test(tc, schedules_run_through_msccl_codegen);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
     tcase_add_test(tc, auto_picks_mcf_for_alltoall);
