@@ -109,7 +109,11 @@ START_TEST(ring_alltoall_lp_is_two_epochs)
     cs_topology *t = load("ring:4,gbps=1,alpha=0");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
-    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, NULL), 2.0, 1e-9);
+    cs_result *r = NULL;
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, &r), 2.0, 1e-9);
+    /* the LP (reduced by the ring's rotation to one commodity) agrees */
+    ck_assert_int_eq((int)lp_epochs(r), 2);
+    result_free(r);
     /* 2 chunks per pair: 32 chunk-hops over 8 links = 4 epochs, and doubling
      * the schedule above achieves it */
     ck_assert_double_eq_tol(solve_time(t, &c, 2, 2000, 0, NULL), 4.0, 1e-9);
@@ -177,6 +181,35 @@ START_TEST(dgx1_alltoall_and_allgather)
     /* allgather, one chunk: diameter 2 hops, 2 epochs */
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     ck_assert_double_eq_tol(solve_time(t, &c, 1, 25000, 0, NULL), 2 * 1.7, 1e-6);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(lp_rounding_is_valid_and_close)
+{
+    /* Force the rounding path (no MILP) on DGX-1 alltoall, 2 chunks: the LP
+     * bound is exact there (every send is one 1.7 us epoch) and 6 epochs
+     * (the cut between the groups: 32 chunks over 6 lanes).  The rounded
+     * schedule is verified and can be no faster than the bound. */
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 2;
+    o.bytes = 50000;
+    o.milp_max_columns = 1;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    ck_assert_str_eq(json_string_value(json_object_get(r->stats, "status")), "lp rounded");
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, r->algs[0], o.bytes, &sr, &err), CS_OK);
+    ck_assert(sr.time_us >= 6 * 1.7 - 1e-6);
+    ck_assert_msg(sr.time_us <= 1.25 * 6 * 1.7, "rounded schedule %.2f us", sr.time_us);
+    sim_result_free(&sr);
+    result_free(r);
     topology_free(t);
 }
 END_TEST
@@ -377,6 +410,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, dgx1_alltoall_and_allgather);
     tcase_add_test(tc, random_sparse_demand_on_dgx1);
     tcase_add_test(tc, schedules_run_through_msccl_codegen);
+    tcase_add_test(tc, lp_rounding_is_valid_and_close);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
     tcase_add_test(tc, auto_picks_mcf_for_alltoall);

@@ -24,7 +24,8 @@
 
 #define FAR (INT_MAX / 4)
 /* Pairwise models with more columns than this are rounded from the LP
- * instead of solved as a MILP (CBC's root LP alone would take minutes). */
+ * instead of solved as a MILP (CBC's root LP alone would take minutes):
+ * the default of options.milp_max_columns. */
 #define MCF_MILP_MAX_COLUMNS 40000
 /* Seeded greedy runs tried on copy demands before the MILP. */
 #define MCF_GREEDY_TRIES 16
@@ -39,6 +40,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->epoch_split = 1;
     opt->gap = 0.0;
     opt->max_columns = 4000000;
+    opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -1465,7 +1467,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     int milp_status = MCF_NOSOLUTION;
     int used_k = -1;
     bool rounded = false;
-    bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > MCF_MILP_MAX_COLUMNS;
+    bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
     bool greedy_done = false;
     if (!in.pairwise) {
         /* a few seeded greedy runs: one that fits K is optimal in makespan */
