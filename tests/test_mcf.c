@@ -18,6 +18,7 @@
 
 #include "check_main.h"
 #include "mcf.h"
+#include "mcf_internal.h"
 #include "msccl_interp.h"
 #include "msccl_xml.h"
 #include "simulate.h"
@@ -328,17 +329,16 @@ static void *run_job(void *arg)
 
 START_TEST(cancel_frees_the_solver_within_a_second)
 {
-    /* dgx1 allgather with 8 chunks over 24 epochs: a MILP CBC needs far
-     * longer than this test to prove */
-    cs_topology *t = load("dgx1");
+    /* ndv2:2 alltoall with 2 chunks per pair: its LP horizon search takes
+     * tens of seconds (CLP in the child) */
+    cs_topology *t = load("ndv2:2");
     job j;
     memset(&j, 0, sizeof j);
     j.t = t;
-    collective_init(&j.c, CS_COLL_ALLGATHER, -1);
+    collective_init(&j.c, CS_COLL_ALLTOALL, -1);
     mcf_options_default(&j.o);
-    j.o.chunks = 8;
-    j.o.epochs = 24;
-    j.o.bytes = 8 * 25000;
+    j.o.chunks = 2;
+    j.o.bytes = 50000;
     j.o.cancel = cs_cancel_new();
     pthread_t th;
     pthread_create(&th, NULL, run_job, &j);
@@ -351,6 +351,63 @@ START_TEST(cancel_frees_the_solver_within_a_second)
     ck_assert_msg(j.finished - asked < 1.0, "took %.3f s to stop", j.finished - asked);
     cs_cancel_free(j.o.cancel);
     topology_free(t);
+}
+END_TEST
+
+typedef struct solve_job {
+    mcf_lp *m;
+    mcf_solve_opts o;
+    mcf_solution sol;
+    int rc;
+    double finished;
+} solve_job;
+
+static void *run_solve(void *arg)
+{
+    solve_job *j = arg;
+    cs_error err;
+    j->rc = mcf_solve(j->m, &j->o, &j->sol, &err);
+    j->finished = cs_now();
+    return NULL;
+}
+
+START_TEST(cancel_frees_cbc_within_a_second)
+{
+    /* A market split instance (Cornuejols-Dawande): 4 equalities over 30
+     * binaries with random weights in 0..99 and right-hand sides half the
+     * row sums; branch and bound needs far longer than this test. */
+    mcf_lp m;
+    mcf_lp_init(&m);
+    for (int j = 0; j < 30; j++)
+        mcf_lp_add_col(&m, 0, 1, 0, true);
+    unsigned seed = 7;
+    for (int i = 0; i < 4; i++) {
+        int a[30], sum = 0;
+        for (int j = 0; j < 30; j++) {
+            seed = seed * 1103515245u + 12345u;
+            a[j] = (int)((seed >> 16) % 100);
+            sum += a[j];
+        }
+        int row = mcf_lp_add_row(&m, sum / 2, sum / 2);
+        for (int j = 0; j < 30; j++)
+            mcf_lp_add_coef(&m, row, j, a[j]);
+    }
+    solve_job j;
+    memset(&j, 0, sizeof j);
+    j.m = &m;
+    j.o.integer = true;
+    j.o.cancel = cs_cancel_new();
+    pthread_t th;
+    pthread_create(&th, NULL, run_solve, &j);
+    usleep(1000000);
+    double asked = cs_now();
+    cs_cancel_request(j.o.cancel);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(j.rc, CS_ECANCELLED);
+    ck_assert_ptr_null(j.sol.x);
+    ck_assert_msg(j.finished - asked < 1.0, "took %.3f s to stop", j.finished - asked);
+    cs_cancel_free(j.o.cancel);
+    mcf_lp_free(&m);
 }
 END_TEST
 
@@ -413,6 +470,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, lp_rounding_is_valid_and_close);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
+    tcase_add_test(tc, cancel_frees_cbc_within_a_second);
     tcase_add_test(tc, auto_picks_mcf_for_alltoall);
     suite_add_tcase(s, tc);
     return s;

@@ -1420,11 +1420,60 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     int cap = o->epochs > 0 ? o->epochs : o->max_epochs;
     if (k0 > cap)
         k0 = cap;
+    /* Copy demands: the greedy first.  When it ends at the cut bound's
+     * horizon it is optimal without any LP; else one LP at its horizon - 1
+     * usually proves it optimal (allgather on DGX-1). */
+    sendbuf gsb = {0};
+    int gK = -1;
+    bool search_done = false;
+    if (!in.pairwise && o->epochs == 0) {
+        double t1 = cs_now();
+        sendbuf trial = {0};
+        for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && gK != k0; seed++) {
+            int endk = -1;
+            trial.n = 0;
+            if ((rc = greedy_copy(&in, cap, seed, &trial, &endk, err))) {
+                free(trial.v);
+                free(gsb.v);
+                goto done;
+            }
+            if (endk >= 0 && (gK < 0 || endk < gK)) {
+                gK = endk;
+                sendbuf tmp = gsb;
+                gsb = trial;
+                trial = tmp;
+            }
+        }
+        free(trial.v);
+        progress(&r, "greedy", gK, cs_now() - t1, gK >= 0 ? sends_end_us(&in, &gsb) : NAN,
+                 "greedy schedule of %d epochs (the cut bound allows %d) in %.3f s", gK, k0,
+                 cs_now() - t1);
+        if (gK >= 0 && gK <= k0) {
+            lp_k = gK;
+            search_done = true;
+        } else if (gK > k0) {
+            double del;
+            rc = solve_lp(&r, gK - 1, true, &feas, &del, err);
+            if (rc) {
+                free(gsb.v);
+                goto done;
+            }
+            if (!feas) {
+                lp_k = gK;
+                search_done = true;
+            } else if ((rc = lp_min_horizon(&r, k0, gK - 1, &lp_k, err)) != CS_OK) {
+                free(gsb.v);
+                goto done;
+            } else {
+                search_done = true;
+            }
+        }
+    }
     /* Secant steps on the units delivered by K (they grow about linearly
      * with K once a cut is the bottleneck), then bisection. */
     int lo = k0, hi = k0;
     double prev_k = -1, prev_del = 0;
-    for (;;) {
+    for (; !search_done;) {
         double del;
         rc = solve_lp(&r, hi, true, &feas, &del, err);
         if (rc)
@@ -1456,8 +1505,10 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         prev_del = del;
         hi = next > cap ? cap : next;
     }
-    if ((rc = lp_min_horizon(&r, lo, hi, &lp_k, err)))
+    if (!search_done && (rc = lp_min_horizon(&r, lo, hi, &lp_k, err))) {
+        free(gsb.v);
         goto done;
+    }
     int K = o->epochs > 0 ? o->epochs : lp_k;
 
     /* The schedule: the MILP at K, K+1, ... (exact), or for pairwise
@@ -1469,7 +1520,14 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     bool rounded = false;
     bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
     bool greedy_done = false;
-    if (!in.pairwise) {
+    if (gK >= 0 && gK <= K) {
+        /* the greedy meets the LP's horizon: optimal in makespan */
+        sb = gsb;
+        gsb = (sendbuf){0};
+        greedy_done = true;
+        used_k = K;
+        milp_status = MCF_OPTIMAL;
+    } else if (!in.pairwise) {
         /* a few seeded greedy runs: one that fits K is optimal in makespan */
         double t1 = cs_now();
         for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && !greedy_done; seed++) {
@@ -1534,6 +1592,17 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         if (rc || stop)
             break;
     }
+    if (!in.pairwise && used_k < 0 && gK >= 0 && (rc == CS_OK || rc == CS_ETIMEOUT)) {
+        /* the MILP found nothing better in time: the greedy's schedule */
+        cs_error_clear(err);
+        rc = CS_OK;
+        free(sb.v);
+        sb = gsb;
+        gsb = (sendbuf){0};
+        used_k = gK;
+        milp_status = MCF_FEASIBLE;
+    }
+    free(gsb.v);
     if (in.pairwise && used_k < 0 && r.keep_x &&
         (rc == CS_OK || rc == CS_ETIMEOUT)) {
         /* too large for the MILP, or it found nothing in time: round the LP */
