@@ -430,11 +430,11 @@ typedef struct tree_cache {
     } e[4];
 } tree_cache;
 
-static char *node_key(const hier_shape *s, bool reversed)
+/* The node type's links and switches (without its name) and the NIC set. */
+static char *node_key(const hier_shape *s)
 {
     json_t *doc = topology_to_json(s->node);
     json_object_del(doc, "name");
-    (void)reversed;
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     if (!text)
@@ -457,7 +457,7 @@ static char *node_key(const hier_shape *s, bool reversed)
 static int shape_trees(const hier_shape *s, tree_cache *cache, const cs_hier_options *o,
                        const hier_trees **out, cs_error *err)
 {
-    char *key = node_key(s, false);
+    char *key = node_key(s);
     if (!key)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (int i = 0; i < cache->n; i++)
@@ -1692,6 +1692,14 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     if (rc != CS_OK) {
         result_free(res);
         return rc;
+    }
+    if (o.progress) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d compositions verified", res->nalgs);
+        cs_progress_event ev = {.method = "hierarchical", .outcome = "done", .message = msg,
+                                .seconds = cs_now() - t0, .elapsed = cs_now() - t0,
+                                .done = res->nalgs, .total = res->nalgs, .best = NAN};
+        o.progress(o.progress_ctx, &ev);
     }
     snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
     res->stats = json_pack("{s:s}", "composition", how);
