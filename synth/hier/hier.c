@@ -18,6 +18,7 @@
 
 #include "simulate.h"
 #include "smt.h"
+#include "tacos.h"
 #include "verify.h"
 
 /* ---- detection -------------------------------------------------------------------- */
@@ -281,6 +282,7 @@ void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
+    opt->flat_max_ranks = 128;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
@@ -1687,6 +1689,27 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     if (rc == CS_OK)
         rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
     cache_free(&cache);
+    bool flat = false;
+    if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
+        /* TACOS verified its algorithms on t; they join as they are (timed) */
+        cs_tacos_options to;
+        tacos_options_default(&to);
+        to.keep_sends = true;
+        to.threads = o.threads;
+        to.cancel = o.cancel;
+        cs_result *tr = NULL;
+        cs_error terr;
+        cs_error_clear(&terr);
+        if (tacos_synthesize(t, c, &to, &tr, &terr) == CS_OK && tr) {
+            for (int i = 0; i < tr->nalgs && rc == CS_OK; i++) {
+                rc = result_add(res, tr->algs[i]);
+                tr->algs[i] = NULL;
+                flat = rc == CS_OK;
+            }
+            tr->nalgs = 0;
+        }
+        result_free(tr);
+    }
     if (rc == CS_OK && cs_cancel_requested(o.cancel))
         rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
     if (rc != CS_OK) {
@@ -1700,6 +1723,11 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
                                 .seconds = cs_now() - t0, .elapsed = cs_now() - t0,
                                 .done = res->nalgs, .total = res->nalgs, .best = NAN};
         o.progress(o.progress_ctx, &ev);
+    }
+    if (flat) {
+        size_t used = strlen(how);
+        snprintf(how + used, sizeof how - used, "; flat tacos joins the frontier (%d ranks <= %d)",
+                 t->ranks, o.flat_max_ranks);
     }
     snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
     res->stats = json_pack("{s:s}", "composition", how);

@@ -54,6 +54,10 @@
 
 typedef struct cs_hier_options {
     double smt_time_limit_s;   /* per node-type SMT search (default 2 s) */
+    /* Up to this many ranks the flat TACOS schedule joins the frontier (it
+     * takes milliseconds there, and on 2-8 nodes it can beat every
+     * composition at small sizes); default 128, 0 = never. */
+    int flat_max_ranks;
     int threads;               /* SMT threads; 0 = CPU count */
     cs_progress_fn progress;   /* may be NULL */
     void *progress_ctx;
