@@ -591,6 +591,68 @@ START_TEST(random_clusters_renumbered_share_the_key)
 }
 END_TEST
 
+/* A cluster renumbered inside its nodes, renumbered again by the topology's
+ * canonical labelling: every node is a block of consecutive ranks and every
+ * node has the same links in its local numbering, and the same local ranks
+ * on the fabric, as a method that recognizes node types needs. */
+START_TEST(canonical_numbering_makes_nodes_alike)
+{
+    cs_topology *t = NULL, *u = NULL, *v = NULL;
+    cs_error err;
+    cs_topology_parse_options po = {0};
+    json_t *doc = hook_cluster(16, "switch", 12.5);
+    ck_assert_int_eq(topology_from_json(doc, &po, &t, &err), CS_OK);
+    json_decref(doc);
+    int *map = renumbering(t);
+    ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+    int *canon = malloc(sizeof *canon * (size_t)u->ranks);
+    char scheme[16];
+    ck_assert_int_eq(iso_topology_labelling(u, NULL, canon, scheme, &err), CS_OK);
+    ck_assert_str_eq(scheme, "two-level");
+    ck_assert_int_eq(iso_relabel_topology(u, canon, "canonical", &v, &err), CS_OK);
+    bool scrambled = false;
+    int n = 8, G = v->ngroups;
+    ck_assert_int_eq(G, 16);
+    for (int q = 0; q < G; q++) {
+        int lo = v->groups[q].ranks[0];
+        for (int k = 0; k < n; k++)
+            ck_assert_int_eq(v->group_of[lo - lo % n + k], q); /* a block */
+    }
+    /* local link signature of each node: lanes of (i -> j) for i, j < 8 */
+    int sig[16][8][8];
+    bool fabric[16][8];
+    memset(sig, 0, sizeof sig);
+    memset(fabric, 0, sizeof fabric);
+    for (int i = 0; i < v->nlinks; i++) {
+        const cs_link *l = &v->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int s = 0; s < v->nswitches; s++)
+        for (int k = 0; k < v->switches[s].nranks; k++)
+            fabric[v->switches[s].ranks[k] / n][v->switches[s].ranks[k] % n] = true;
+    for (int q = 1; q < G; q++) {
+        ck_assert_msg(!memcmp(sig[q], sig[0], sizeof sig[0]), "node %d numbered differently", q);
+        ck_assert(!memcmp(fabric[q], fabric[0], sizeof fabric[0]));
+    }
+    /* while in u, numbered as the renumbering left them, they were not */
+    memset(sig, 0, sizeof sig);
+    for (int i = 0; i < u->nlinks; i++) {
+        const cs_link *l = &u->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int q = 1; q < G && !scrambled; q++)
+        scrambled = memcmp(sig[q], sig[0], sizeof sig[0]) != 0;
+    ck_assert(scrambled);
+    free(canon);
+    free(map);
+    topology_free(t);
+    topology_free(u);
+    topology_free(v);
+}
+END_TEST
+
 START_TEST(labellings_round_trip_as_text)
 {
     int v[5] = {3, 0, 4, 1, 2};
@@ -633,6 +695,7 @@ static Suite *iso_suite(void)
     tcase_add_test(tc, roots_follow_the_symmetry_of_the_topology);
     tcase_add_test(tc, relabelled_schedules_stay_valid);
     tcase_add_test(tc, random_clusters_renumbered_share_the_key);
+    tcase_add_test(tc, canonical_numbering_makes_nodes_alike);
     tcase_add_test(tc, labellings_round_trip_as_text);
     tcase_add_test(tc, chunks_follow_their_owners);
     suite_add_tcase(s, tc);

@@ -541,11 +541,17 @@ static int cmp_int(const void *a, const void *b)
 
 static int rank_roles(iso_ctx *c, cs_error *err)
 {
-    const cs_collective *col = &c->r->collective;
     int P = c->P;
     c->role = malloc(sizeof *c->role * (size_t)P);
     if (!c->role)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!c->r) {
+        /* the topology alone: every rank alike */
+        for (int r = 0; r < P; r++)
+            c->role[r] = mix(K_RANK, 0);
+        return CS_OK;
+    }
+    const cs_collective *col = &c->r->collective;
     for (int r = 0; r < P; r++)
         c->role[r] = mix(K_RANK, collective_kind_is_rooted(col->kind) && r == col->root);
     if (col->kind != CS_COLL_CUSTOM)
@@ -1808,12 +1814,12 @@ void iso_form_clear(cs_iso_form *f)
     memset(f, 0, sizeof *f);
 }
 
-int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+/* The canonical labelling of c's topology (and request, when c->r is set)
+ * into canon_of; the scheme used into scheme. */
+static int labelling(iso_ctx *c, const cs_iso_options *opt, int *canon_of, char scheme[16],
                      cs_error *err)
 {
-    memset(out, 0, sizeof *out);
-    double t0 = cs_now();
-    const cs_topology *t = r->topology;
+    const cs_topology *t = c->t;
     int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : 65536;
     if (t->ranks > max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
@@ -1821,27 +1827,25 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
                             max_ranks);
     int two_min = opt && opt->two_level_min_ranks ? opt->two_level_min_ranks
                                                   : ISO_TWO_LEVEL_MIN_RANKS;
-    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
-    int rc = rank_roles(&c, err);
-    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
-    c.in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c.in_shared);
-    if (!rc && (!out->canon_of || !c.in_shared))
+    int rc = rank_roles(c, err);
+    c->in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c->in_shared);
+    if (!rc && !c->in_shared)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (!rc)
-        rc = physical_links(&c, err);
+        rc = physical_links(c, err);
     long max_links = opt && opt->max_links > 0 ? opt->max_links : 1000000;
-    if (!rc && c.nphys > max_links)
+    if (!rc && c->nphys > max_links)
         rc = cs_error_set(err, CS_ELIMIT, "topology",
-                          "%d links: isomorphism keys are computed up to %ld links", c.nphys,
+                          "%d links: isomorphism keys are computed up to %ld links", c->nphys,
                           max_links);
     if (!rc) {
         for (int s = 0; s < t->nshared; s++)
             if (t->shared[s].switch_id < 0)
                 for (int k = 0; k < t->shared[s].nlinks; k++)
-                    c.in_shared[t->shared[s].links[k]] = true;
+                    c->in_shared[t->shared[s].links[k]] = true;
         bool two = two_min > 0 && t->ranks >= two_min && two_level_applies(t);
-        snprintf(out->scheme, sizeof out->scheme, "%s", two ? "two-level" : "direct");
-        rc = two ? canon_two_level(&c, out->canon_of, err) : canon_direct(&c, out->canon_of, err);
+        snprintf(scheme, 16, "%s", two ? "two-level" : "direct");
+        rc = two ? canon_two_level(c, canon_of, err) : canon_direct(c, canon_of, err);
     }
     if (!rc) {
         /* a labelling that is not a permutation would be a bug here */
@@ -1849,7 +1853,7 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         if (!seen)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (int k = 0; !rc && k < t->ranks; k++) {
-            int x = out->canon_of[k];
+            int x = canon_of[k];
             if (x < 0 || x >= t->ranks || seen[x])
                 rc = cs_error_set(err, CS_EINTERNAL, "", "iso labelling is not a permutation");
             else
@@ -1857,6 +1861,32 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         }
         free(seen);
     }
+    return rc;
+}
+
+int iso_topology_labelling(const cs_topology *t, const cs_iso_options *opt, int *canon_of,
+                           char scheme[16], cs_error *err)
+{
+    iso_ctx c = {.r = NULL, .t = t, .P = t->ranks};
+    char sch[16];
+    int rc = labelling(&c, opt, canon_of, scheme ? scheme : sch, err);
+    ctx_free(&c);
+    return rc;
+}
+
+int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+                     cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = cs_now();
+    const cs_topology *t = r->topology;
+    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
+    int rc = CS_OK;
+    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
+    if (!out->canon_of)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = labelling(&c, opt, out->canon_of, out->scheme, err);
     if (!rc) {
         char *text = canonical_text(&c, out->canon_of);
         if (!text)
