@@ -20,7 +20,11 @@ static const struct {
      * thread block's steps do not merge: "rank 0 thread block 1 (peer 2)
      * needs 124 steps with 2 channels; msccl-executor allows s <= 63" */
     {"dgx1cluster:16", "reducescatter", "msccl-executor"},
-    {"dgx1cluster:32", "reducescatter", "msccl-executor"},
+    {"dgx1cluster:64", "reducescatter", "msccl-executor"},
+    {"dgxh100:64", "reducescatter", "msccl-executor"},
+    /* at 64 nodes the same exceeds the NCCL fork's 256 steps too: "rank 0
+     * thread block 1 (peer 2) needs 508 steps with 2 channels" */
+    {"dgx1cluster:64", "reducescatter", "msccl"},
 };
 
 static bool known_gap(const char *label, const char *collective, const char *runtime)
