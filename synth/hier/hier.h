@@ -25,16 +25,24 @@
  * Steps are numbered per chunk (a chunk's phase-3 sends sit one step after
  * the slot it arrived in), and the simulator starts a send when its chunk has
  * arrived, not at a step barrier, so the phases pipeline chunk by chunk.
- * Reducescatter is the allgather built on the reversed topology, inverted;
- * allreduce is reducescatter + allgather (intra reduce to the NICs, rail
- * reduce-scatter of node blocks, intra reduce-scatter, then the allgather).
+ * NIC loads are balanced to the chunk; where a rank's per-peer program would
+ * outgrow the MSCCL runtimes' 64 steps, a slot's NIC-tree sends split over
+ * two steps by the direction of each local pair, so code generation merges a
+ * block into one step (the frontier also holds the unsplit composition, the
+ * best simulated time, listed second).
+ * Reducescatter is the allgather built on the reversed topology, inverted.
+ * Allreduce: one (and two) chunks per node, reduced up the same trees to an
+ * owner rank and sent back down, and up to 256 ranks reducescatter +
+ * allgather with a chunk per rank.  Broadcast: the root's node through its
+ * NICs, then each NIC's chunks across nodes by a binomial tree or a chain,
+ * then the NIC trees; reduce is its inverse on the reversed topology.
  * Intra trees come from the SMT frontier of the node type, synthesized once
  * per node type per call (a small in-call cache; the reversed node reuses the
  * trees when the node is symmetric); where SMT finds nothing within its
  * budget, shortest-path trees stand in and `reason` says so.
  *
- * Other collectives (alltoall, broadcast, reduce, gather, scatter, custom)
- * are CS_EUNSUPPORTED, naming what is missing.
+ * Other collectives (alltoall, gather, scatter, custom) are CS_EUNSUPPORTED,
+ * naming what is missing.
  *
  * Every returned algorithm has passed algorithm_verify on the caller's
  * topology.  Thread safety: no shared state; call from many threads.
@@ -46,6 +54,10 @@
 
 typedef struct cs_hier_options {
     double smt_time_limit_s;   /* per node-type SMT search (default 2 s) */
+    /* Up to this many ranks the flat TACOS schedule joins the frontier (it
+     * takes milliseconds there, and on 2-8 nodes it can beat every
+     * composition at small sizes); default 128, 0 = never. */
+    int flat_max_ranks;
     int threads;               /* SMT threads; 0 = CPU count */
     cs_progress_fn progress;   /* may be NULL */
     void *progress_ctx;

@@ -158,6 +158,98 @@ static void orbit_hook(void *user, unsigned int n, const unsigned int *aut)
     }
 }
 
+static int cmp_u64_idx(const void *a, const void *b);
+
+/* Colour refinement (1-dimensional Weisfeiler-Leman) with hashed colours:
+ * when it ends with every vertex of its own colour, the order of the
+ * colours is a canonical labelling (colours are functions of the graph, not
+ * of its labels), and no search is needed.  *discrete tells; lab is filled
+ * then.  bliss would find the same partition at its root, but on that path
+ * bliss 0.73 leaks its component-recursion arrays (about 24 bytes per vertex,
+ * per call), and these are most of the graphs a cluster request makes.  A
+ * hash collision can only merge classes: then bliss runs, as it would have. */
+static int wl_discrete(const gbuild *g, unsigned *lab, bool *discrete, cs_error *err)
+{
+    *discrete = false;
+    int n = g->nv;
+    if (n == 0) {
+        *discrete = true;
+        return CS_OK;
+    }
+    long *start = calloc((size_t)n + 1, sizeof *start);
+    long *fill = calloc((size_t)n + 1, sizeof *fill);
+    unsigned *adj = malloc(sizeof *adj * 2 * (size_t)(g->ne ? g->ne : 1));
+    uint64_t *col = malloc(sizeof *col * (size_t)n), *next = malloc(sizeof *next * (size_t)n);
+    uint64_t *tmp = malloc(sizeof *tmp * 2 * (size_t)n);
+    uint64_t *nb = NULL;
+    int rc = CS_OK;
+    if (!start || !fill || !adj || !col || !next || !tmp) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long maxd = 0;
+    for (long e = 0; e < g->ne; e++) {
+        start[g->edges[2 * e] + 1]++;
+        start[g->edges[2 * e + 1] + 1]++;
+    }
+    for (int v = 0; v < n; v++) {
+        if (start[v + 1] > maxd)
+            maxd = start[v + 1];
+        start[v + 1] += start[v];
+    }
+    for (long e = 0; e < g->ne; e++) {
+        unsigned a = g->edges[2 * e], b = g->edges[2 * e + 1];
+        adj[start[a] + fill[a]++] = b;
+        adj[start[b] + fill[b]++] = a;
+    }
+    nb = malloc(sizeof *nb * (size_t)(maxd ? maxd : 1));
+    if (!nb) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    memcpy(col, g->col, sizeof *col * (size_t)n);
+    int classes = 0;
+    for (;;) {
+        for (int v = 0; v < n; v++)
+            tmp[v] = col[v];
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64);
+        int k = 0;
+        for (int v = 0; v < n; v++)
+            k += v == 0 || tmp[v] != tmp[v - 1];
+        if (k == n) {
+            /* discrete: positions in colour order */
+            for (int v = 0; v < n; v++) {
+                tmp[2 * v] = col[v];
+                tmp[2 * v + 1] = (uint64_t)v;
+            }
+            qsort(tmp, (size_t)n, 2 * sizeof *tmp, cmp_u64_idx);
+            for (int i = 0; i < n; i++)
+                lab[tmp[2 * i + 1]] = (unsigned)i;
+            *discrete = true;
+            break;
+        }
+        if (k <= classes)
+            break; /* stable and not discrete: bliss searches */
+        classes = k;
+        for (int v = 0; v < n; v++) {
+            long d = start[v + 1] - start[v];
+            for (long i = 0; i < d; i++)
+                nb[i] = col[adj[start[v] + i]];
+            next[v] = hash_multiset(col[v], nb, (int)d);
+        }
+        memcpy(col, next, sizeof *col * (size_t)n);
+    }
+out:
+    free(start);
+    free(fill);
+    free(adj);
+    free(col);
+    free(next);
+    free(tmp);
+    free(nb);
+    return rc;
+}
+
 /* Canonical labelling of g: lab[v] = v's position in the canonical graph.
  * With parent (nv entries), parent[] becomes a union-find forest of the
  * automorphism group's orbits. */
@@ -165,6 +257,17 @@ static int gb_canon(gbuild *g, unsigned *lab, int *parent, cs_error *err)
 {
     if (g->oom)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory building the iso graph");
+    bool discrete = false;
+    int wrc = wl_discrete(g, lab, &discrete, err);
+    if (wrc)
+        return wrc;
+    if (discrete) {
+        /* no automorphism but the identity: every vertex is its own orbit */
+        if (parent)
+            for (int v = 0; v < g->nv; v++)
+                parent[v] = v;
+        return CS_OK;
+    }
     uint64_t *sorted = malloc(sizeof *sorted * (size_t)(g->nv ? g->nv : 1));
     if (!sorted)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
@@ -206,6 +309,7 @@ static int gb_canon(gbuild *g, unsigned *lab, int *parent, cs_error *err)
  * the search. */
 static int cmp_u64_idx(const void *a, const void *b)
 {
+    /* (value, index) pairs */
     const uint64_t *x = a, *y = b;
     if (x[0] != y[0])
         return x[0] < y[0] ? -1 : 1;
@@ -437,11 +541,17 @@ static int cmp_int(const void *a, const void *b)
 
 static int rank_roles(iso_ctx *c, cs_error *err)
 {
-    const cs_collective *col = &c->r->collective;
     int P = c->P;
     c->role = malloc(sizeof *c->role * (size_t)P);
     if (!c->role)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!c->r) {
+        /* the topology alone: every rank alike */
+        for (int r = 0; r < P; r++)
+            c->role[r] = mix(K_RANK, 0);
+        return CS_OK;
+    }
+    const cs_collective *col = &c->r->collective;
     for (int r = 0; r < P; r++)
         c->role[r] = mix(K_RANK, collective_kind_is_rooted(col->kind) && r == col->root);
     if (col->kind != CS_COLL_CUSTOM)
@@ -1704,12 +1814,12 @@ void iso_form_clear(cs_iso_form *f)
     memset(f, 0, sizeof *f);
 }
 
-int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+/* The canonical labelling of c's topology (and request, when c->r is set)
+ * into canon_of; the scheme used into scheme. */
+static int labelling(iso_ctx *c, const cs_iso_options *opt, int *canon_of, char scheme[16],
                      cs_error *err)
 {
-    memset(out, 0, sizeof *out);
-    double t0 = cs_now();
-    const cs_topology *t = r->topology;
+    const cs_topology *t = c->t;
     int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : 65536;
     if (t->ranks > max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
@@ -1717,22 +1827,25 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
                             max_ranks);
     int two_min = opt && opt->two_level_min_ranks ? opt->two_level_min_ranks
                                                   : ISO_TWO_LEVEL_MIN_RANKS;
-    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
-    int rc = rank_roles(&c, err);
-    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
-    c.in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c.in_shared);
-    if (!rc && (!out->canon_of || !c.in_shared))
+    int rc = rank_roles(c, err);
+    c->in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c->in_shared);
+    if (!rc && !c->in_shared)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (!rc)
-        rc = physical_links(&c, err);
+        rc = physical_links(c, err);
+    long max_links = opt && opt->max_links > 0 ? opt->max_links : 1000000;
+    if (!rc && c->nphys > max_links)
+        rc = cs_error_set(err, CS_ELIMIT, "topology",
+                          "%d links: isomorphism keys are computed up to %ld links", c->nphys,
+                          max_links);
     if (!rc) {
         for (int s = 0; s < t->nshared; s++)
             if (t->shared[s].switch_id < 0)
                 for (int k = 0; k < t->shared[s].nlinks; k++)
-                    c.in_shared[t->shared[s].links[k]] = true;
+                    c->in_shared[t->shared[s].links[k]] = true;
         bool two = two_min > 0 && t->ranks >= two_min && two_level_applies(t);
-        snprintf(out->scheme, sizeof out->scheme, "%s", two ? "two-level" : "direct");
-        rc = two ? canon_two_level(&c, out->canon_of, err) : canon_direct(&c, out->canon_of, err);
+        snprintf(scheme, 16, "%s", two ? "two-level" : "direct");
+        rc = two ? canon_two_level(c, canon_of, err) : canon_direct(c, canon_of, err);
     }
     if (!rc) {
         /* a labelling that is not a permutation would be a bug here */
@@ -1740,7 +1853,7 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         if (!seen)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (int k = 0; !rc && k < t->ranks; k++) {
-            int x = out->canon_of[k];
+            int x = canon_of[k];
             if (x < 0 || x >= t->ranks || seen[x])
                 rc = cs_error_set(err, CS_EINTERNAL, "", "iso labelling is not a permutation");
             else
@@ -1748,6 +1861,32 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         }
         free(seen);
     }
+    return rc;
+}
+
+int iso_topology_labelling(const cs_topology *t, const cs_iso_options *opt, int *canon_of,
+                           char scheme[16], cs_error *err)
+{
+    iso_ctx c = {.r = NULL, .t = t, .P = t->ranks};
+    char sch[16];
+    int rc = labelling(&c, opt, canon_of, scheme ? scheme : sch, err);
+    ctx_free(&c);
+    return rc;
+}
+
+int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+                     cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = cs_now();
+    const cs_topology *t = r->topology;
+    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
+    int rc = CS_OK;
+    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
+    if (!out->canon_of)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = labelling(&c, opt, out->canon_of, out->scheme, err);
     if (!rc) {
         char *text = canonical_text(&c, out->canon_of);
         if (!text)

@@ -126,7 +126,7 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
         return rc;
     return CS_OK;
 }
-static const char *const hier_keys[] = {"smt_time_limit_s", NULL};
+static const char *const hier_keys[] = {"smt_time_limit_s", "flat_max_ranks", NULL};
 
 static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_smt_options *s, cs_error *err)
@@ -504,6 +504,9 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             if (!rc)
                 rc = opt_double(flat, "smt_time_limit_s", "options.", 0.01, 600,
                                 &r->hier.smt_time_limit_s, err);
+            if (!rc)
+                rc = opt_int(flat, "flat_max_ranks", "options.", 0, lim->max_ranks,
+                             &r->hier.flat_max_ranks, err);
             if (!rc)
                 rc = hier_applicable(r->topology, &r->collective, err);
             break;
