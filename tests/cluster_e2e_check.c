@@ -22,6 +22,10 @@ static const struct {
     {"dgx1cluster:16", "reducescatter", "msccl-executor"},
     {"dgx1cluster:64", "reducescatter", "msccl-executor"},
     {"dgxh100:64", "reducescatter", "msccl-executor"},
+    /* since hierarchical 4fa14d4 (flat TACOS on the frontier up to 128
+     * ranks) entry 0 of the 16-node hook allgather is another schedule:
+     * "rank 0 thread block 1 (peer 2) needs 70 steps with 2 channels" */
+    {"dgx1cluster:16", "allgather", "msccl-executor"},
     /* at 64 nodes the same exceeds the NCCL fork's 256 steps too: "rank 0
      * thread block 1 (peer 2) needs 508 steps with 2 channels" */
     {"dgx1cluster:64", "reducescatter", "msccl"},
