@@ -282,7 +282,7 @@ void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
-    opt->flat_max_ranks = 128;
+    opt->flat_max_ranks = 0;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
