@@ -42,6 +42,7 @@ typedef struct mcf_solve_opts {
     double time_limit_s;   /* <= 0: none */
     double gap;            /* MILP relative gap to stop at */
     const double *start;   /* MILP incumbent to start from (ncols values) or NULL */
+    bool primal;           /* LP: primal simplex (a feasible start is at hand) */
     cs_cancel *cancel;
 } mcf_solve_opts;
 
