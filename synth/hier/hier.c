@@ -282,7 +282,7 @@ void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
-    opt->flat_max_ranks = 128;
+    opt->flat_max_ranks = 0;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
@@ -575,6 +575,7 @@ typedef struct ag_plan {
     int *item_off;             /* first place of the item's chunks in its slot */
     int seglen;                /* the longest item, in chunks */
     int *slot_item;            /* slots x k: the item a NIC sends in a slot, or -1 */
+    const int *owner;          /* node_chunks: local owner rank per node (NULL: NIC n mod k) */
     /* each tree's edges by (dst - src) mod m: edge_at[tree][v] .. [v + 1] */
     unsigned char sorted[128][64], edge_at[128][65];
 } ag_plan;
@@ -814,7 +815,7 @@ static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
         for (int n = 0; n < N && rc == CS_OK; n++) {
             const int *nr = rank + (long)n * m;
             if (p->node_chunks) {
-                int own = s->nic[n % k];
+                int own = p->owner ? p->owner[n] : s->nic[n % k];
                 const hier_tree *tt = &tr->spread[own];
                 for (int sg = 0; sg < p->seg && rc == CS_OK; sg++)
                     for (int x = p->edge_at[own][v]; x < p->edge_at[own][v + 1] && rc == CS_OK;
@@ -885,7 +886,7 @@ static void plan_count(const ag_plan *p, long *count, int shift, int mirror_step
     int N = p->N, m = p->m, k = p->k;
     if (p->node_chunks) {
         for (int n = 0; n < N; n++) {
-            const hier_tree *tt = &tr->spread[p->s->nic[n % k]];
+            const hier_tree *tt = &tr->spread[p->owner ? p->owner[n] : p->s->nic[n % k]];
             for (int e = 0; e < tt->n; e++)
                 AT(tt->step[e]) += p->seg;
         }
@@ -1166,6 +1167,7 @@ typedef struct sag_plan {
     int n0, i0, root, shift;
     ag_plan ag;
     unsigned char path[64][64];  /* per NIC index: the root node's ranks on the way */
+    int *via, *owner;            /* per node: NIC index its chunk arrives by, owner rank */
 } sag_plan;
 
 typedef struct sag_filter {
@@ -1183,7 +1185,7 @@ static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
     long x = (long)b->n0 * b->s->m;
     for (int i = 0; i < b->s->m; i++)
         if (b->s->rank[x + i] == dst) {
-            if (b->path[chunk % b->s->k][i])
+            if (b->path[b->via[chunk]][i])
                 return CS_OK;
             break;
         }
@@ -1202,8 +1204,9 @@ static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
     int sent[64] = {0};
+    (void)k;
     for (int x = 0; x < N && rc == CS_OK; x++) {
-        int j = x % k, nic = s->nic[j];
+        int j = b->via[x], nic = s->nic[j];
         int path[64], np = 0;
         for (int y = nic; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
             path[np++] = parent_edge[y];
@@ -1221,8 +1224,18 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
                                  cs_error *err)
 {
     sag_plan *b = calloc(1, sizeof *b);
-    if (!b)
+    if (b) {
+        b->via = calloc((size_t)s->nodes, sizeof(int));
+        b->owner = calloc((size_t)s->nodes, sizeof(int));
+    }
+    if (!b || !b->via || !b->owner) {
+        if (b) {
+            free(b->via);
+            free(b->owner);
+        }
+        free(b);
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    }
     b->s = s;
     b->tr = tr;
     b->root = c->root;
@@ -1237,24 +1250,32 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
         parent_edge[i] = -1;
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
-    for (int j = 0; j < s->k; j++)
-        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
-            b->path[j][y] = 1;
-    int most = 0;
-    for (int j = 0; j < s->k; j++) {
-        int n = 0;
-        for (int x = j; x < s->nodes; x += s->k)
-            n += x != b->n0;
-        if (n > most)
-            most = n;
-    }
-    b->shift = sp->depth + most;
     if (plan_init(&b->ag, t->ranks, s, tr, 1, true) != CS_OK || b->ag.seg != 1) {
         plan_free(&b->ag);
+        free(b->via);
+        free(b->owner);
         free(b);
         return cs_error_set(err, CS_EUNSUPPORTED, NULL, "scatter + allgather needs as many "
                             "nodes as NICs");
     }
+    /* chunk x reaches node x over the NIC that the allgather uses for the
+     * root's node and distance x - n0, and is owned there: the root node's
+     * NICs then talk to the same peers in both phases (the runtimes allow 32
+     * sending thread blocks per channel) */
+    for (long u = 0; u < b->ag.ni; u++)
+        b->via[(b->n0 + b->ag.item_d[u]) % s->nodes] = b->ag.item_nic[u];
+    b->via[b->n0] = 0;
+    for (int x = 0; x < s->nodes; x++)
+        b->owner[x] = s->nic[b->via[x]];
+    b->ag.owner = b->owner;
+    for (int j = 0; j < s->k; j++)
+        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            b->path[j][y] = 1;
+    int most = 0, per[64] = {0};
+    for (int x = 0; x < s->nodes; x++)
+        if (x != b->n0 && ++per[b->via[x]] > most)
+            most = per[b->via[x]];
+    b->shift = sp->depth + most;
     int C = s->nodes, steps = b->shift + b->ag.steps;
     cs_algorithm *a = NULL;
     int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
@@ -1280,6 +1301,8 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     free(count);
     free(pos);
     plan_free(&b->ag);
+    free(b->via);
+    free(b->owner);
     free(b);
     if (rc != CS_OK) {
         algorithm_free(a);

@@ -56,7 +56,10 @@ typedef struct cs_hier_options {
     double smt_time_limit_s;   /* per node-type SMT search (default 2 s) */
     /* Up to this many ranks the flat TACOS schedule joins the frontier (it
      * takes milliseconds there, and on 2-8 nodes it can beat every
-     * composition at small sizes); default 128, 0 = never. */
+     * composition at small sizes).  Default 0 (never): with fewer steps it
+     * heads the frontier, and entry 0 is what code generation takes by
+     * default, but a flat schedule's per-rank programs often do not fit the
+     * MSCCL runtimes (hook 16 x DGX-1 allgather: 70 steps per block). */
     int flat_max_ranks;
     int threads;               /* SMT threads; 0 = CPU count */
     cs_progress_fn progress;   /* may be NULL */
