@@ -38,6 +38,10 @@
 /* Bump when a generator's output changes: new ETags and new artifacts. */
 #define GEN_VERSION "g1"
 #define STREAM_BLOCK (64 * 1024)
+/* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
+ * counted per endpoint, one window up to 2M sends (~460 bytes each while it
+ * is planned), larger documents in windows of that size. */
+#define DOC_WINDOW_SENDS (1L << 22)
 
 /* ---- results in memory ------------------------------------------------------------------- */
 
@@ -988,6 +992,10 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
         mo.runtime = r->runtime;
         if (r->proto)
             mo.proto = r->proto;
+        /* the whole document at once where that is one window: cluster
+         * ranks have so many peers that small windows plan most sends many
+         * times (msccl_xml.h, window_sends) */
+        mo.window_sends = DOC_WINDOW_SENDS;
         framer f = {ZSTD_createCCtx(), NULL, 0, 0};
         if (!f.cc)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
