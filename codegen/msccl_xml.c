@@ -42,7 +42,8 @@
 #define EXECUTOR_MAX_CHANNELS 32
 #define UNLIMITED_BYTES 4611686018427387904LL /* 2^62: "no limit" in both runtimes */
 /* A window's ranks and peers may touch about this many sends (counted once
- * per endpoint): it bounds a window's plan to some tens of MB. */
+ * per endpoint) unless opt->window_sends says otherwise: it bounds a
+ * window's plan to some tens of MB. */
 #define WINDOW_INCIDENCE (1L << 19)
 
 void msccl_options_default(cs_msccl_options *opt)
@@ -792,7 +793,7 @@ done:
 
 /* The last rank of the window starting at lo: ranks are added while the
  * sends incident to the window and its peers stay within the budget. */
-static int window_end(const cg_summary *s, int lo, int hi, unsigned char *mark)
+static int window_end(const cg_summary *s, int lo, int hi, long budget, unsigned char *mark)
 {
     long used = 0;
     int end = lo;
@@ -805,7 +806,7 @@ static int window_end(const cg_summary *s, int lo, int hi, unsigned char *mark)
             if (!mark[q])
                 add += s->incident[q]; /* counted twice if two links: still a bound */
         }
-        if (r > lo && used + add > WINDOW_INCIDENCE)
+        if (r > lo && used + add > budget)
             break;
         used += add;
         mark[r] = 1;
@@ -846,7 +847,8 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     for (int lo = rank_lo; lo <= rank_hi && rc == CS_OK;) {
-        int hi = window_end(d.sum, lo, rank_hi, core);
+        int hi = window_end(d.sum, lo, rank_hi,
+                            opt->window_sends > 0 ? opt->window_sends : WINDOW_INCIDENCE, core);
         rc = emit_window(&d, lo, hi, core, window, err);
         lo = hi + 1;
     }

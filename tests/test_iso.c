@@ -190,7 +190,7 @@ START_TEST(renumbered_builtins_share_the_key)
     /* dgx2: 16 ranks on one switch and nothing else, all twins (the
      * labelling reduces them to one vertex); dgxh100:2 has none */
     const char *specs[] = {"dgx1", "torus2d:4x4", "hypercube:4", "line:8", "ring:9", "amd8fc",
-                           "ndv2:2", "dgx2", "dgxh100:2"};
+                           "ndv2:2", "dgx2", "dgxh100:2", "star:12", "fc:8", "mesh2d:3x5"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (int rep = 0; rep < 3; rep++)
             check_renumbered_same_key(json_string(specs[i]), "allgather", "direct");

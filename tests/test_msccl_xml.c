@@ -470,6 +470,26 @@ START_TEST(rank_slices_hold_the_same_algo_and_their_gpus)
     ck_assert_int_eq(msccl_xml_write_ranks(a, t, &o, 0, 15, count_pieces, &pc, &err), CS_OK);
     ck_assert_int_eq(pc.calls, 16 + 2);
     ck_assert_int_eq(pc.bytes, flen);
+    /* the window size (one rank per window, or one window for all) changes
+     * the work, never the bytes */
+    long windows[] = {1, 1L << 30};
+    for (int w = 0; w < 2; w++) {
+        cs_msccl_options ow = o;
+        ow.window_sends = windows[w];
+        char *doc;
+        size_t dlen;
+        ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &ow, 0, 15, &doc, &dlen, &err), CS_OK);
+        ck_assert_msg(dlen == flen && memcmp(doc, full, flen) == 0, "window_sends %ld",
+                      windows[w]);
+        free(doc);
+        ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &ow, 5, 9, &doc, &dlen, &err), CS_OK);
+        char *ref;
+        size_t rlen;
+        ck_assert_int_eq(msccl_xml_generate_ranks(a, t, &o, 5, 9, &ref, &rlen, &err), CS_OK);
+        ck_assert(dlen == rlen && memcmp(doc, ref, rlen) == 0);
+        free(doc);
+        free(ref);
+    }
     /* a failing writer stops the generation with its code */
     pieces fail = {0, 0, 3};
     ck_assert_int_eq(msccl_xml_write_ranks(a, t, &o, 0, 15, count_pieces, &fail, &err), CS_EIO);

@@ -18,6 +18,7 @@
 
 #include "simulate.h"
 #include "smt.h"
+#include "tacos.h"
 #include "verify.h"
 
 /* ---- detection -------------------------------------------------------------------- */
@@ -264,16 +265,15 @@ done:
 static bool kind_supported(cs_coll_kind k)
 {
     return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
-           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
-                        "hierarchical composes allgather, reducescatter, allreduce, broadcast "
-                        "and reduce; %s is not composed yet (alltoall needs intra aggregation "
-                        "+ inter alltoall + intra scatter; gather, scatter and custom "
-                        "collectives have no composition); use tacos, mcf or auto",
+                        "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
+                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
+                        "custom collectives); use tacos, mcf or auto",
                         collective_kind_name(c->kind));
 }
 
@@ -281,6 +281,7 @@ void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
+    opt->flat_max_ranks = 0;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
@@ -430,11 +431,11 @@ typedef struct tree_cache {
     } e[4];
 } tree_cache;
 
-static char *node_key(const hier_shape *s, bool reversed)
+/* The node type's links and switches (without its name) and the NIC set. */
+static char *node_key(const hier_shape *s)
 {
     json_t *doc = topology_to_json(s->node);
     json_object_del(doc, "name");
-    (void)reversed;
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     if (!text)
@@ -457,7 +458,7 @@ static char *node_key(const hier_shape *s, bool reversed)
 static int shape_trees(const hier_shape *s, tree_cache *cache, const cs_hier_options *o,
                        const hier_trees **out, cs_error *err)
 {
-    char *key = node_key(s, false);
+    char *key = node_key(s);
     if (!key)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (int i = 0; i < cache->n; i++)
@@ -573,6 +574,7 @@ typedef struct ag_plan {
     int *item_off;             /* first place of the item's chunks in its slot */
     int seglen;                /* the longest item, in chunks */
     int *slot_item;            /* slots x k: the item a NIC sends in a slot, or -1 */
+    const int *owner;          /* node_chunks: local owner rank per node (NULL: NIC n mod k) */
     /* each tree's edges by (dst - src) mod m: edge_at[tree][v] .. [v + 1] */
     unsigned char sorted[128][64], edge_at[128][65];
 } ag_plan;
@@ -812,7 +814,7 @@ static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
         for (int n = 0; n < N && rc == CS_OK; n++) {
             const int *nr = rank + (long)n * m;
             if (p->node_chunks) {
-                int own = s->nic[n % k];
+                int own = p->owner ? p->owner[n] : s->nic[n % k];
                 const hier_tree *tt = &tr->spread[own];
                 for (int sg = 0; sg < p->seg && rc == CS_OK; sg++)
                     for (int x = p->edge_at[own][v]; x < p->edge_at[own][v + 1] && rc == CS_OK;
@@ -883,7 +885,7 @@ static void plan_count(const ag_plan *p, long *count, int shift, int mirror_step
     int N = p->N, m = p->m, k = p->k;
     if (p->node_chunks) {
         for (int n = 0; n < N; n++) {
-            const hier_tree *tt = &tr->spread[p->s->nic[n % k]];
+            const hier_tree *tt = &tr->spread[p->owner ? p->owner[n] : p->s->nic[n % k]];
             for (int e = 0; e < tt->n; e++)
                 AT(tt->step[e]) += p->seg;
         }
@@ -1049,6 +1051,170 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
     return rc;
 }
 
+/* An algorithm of collective c (chunks, steps) holding the sends a generator
+ * emits, placed step by step (a counting pass, then a filling pass). */
+typedef int (*gen_fn)(const void *plan, emit_fn fn, void *ctx);
+
+static int generated_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                               int steps, gen_fn gen, const void *plan, cs_algorithm **out,
+                               cs_error *err)
+{
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = CS_ENOMEM;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "cannot build %s: %s",
+                            collective_kind_name(c->kind), cs_status_name(rc));
+    }
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    *out = a;
+    return CS_OK;
+}
+
+/* ---- alltoall ------------------------------------------------------------------------ */
+
+/* Alltoall (C = 1): the chunk from (n, i) to (n', i') travels on the rail of
+ * NIC j = i' mod k: inside node n from i to NIC j along i's allgather tree
+ * (the intra aggregation), over the rail to node n' in slot d - 1 (d = n' - n:
+ * every NIC sends one block, the chunks of its node for one destination
+ * rank set, to one node per slot, a permutation), and inside node n' from
+ * NIC j to i' along NIC j's tree (the intra scatter).  Within a node it goes
+ * along i's tree.  The aggregation is emitted in slot order so a port
+ * delivers first what the rails need first. */
+typedef struct a2a_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, S1, S3, steps;
+    int path_edges[64][64][8];  /* spread tree of i: the edges from i to i', in order */
+    int path_len[64][64];
+    int nic_edges[64][64][8];   /* NIC tree j: the edges from NIC j to i' */
+    int nic_len[64][64];
+} a2a_plan;
+
+static bool tree_path(const hier_tree *tt, int root, int to, int *edges, int *len)
+{
+    int parent[64], np = 0, tmp[64];
+    for (int i = 0; i < 64; i++)
+        parent[i] = -1;
+    for (int e = 0; e < tt->n; e++)
+        parent[tt->dst[e]] = e;
+    for (int y = to; y != root; y = tt->src[parent[y]]) {
+        if (parent[y] < 0 || np >= 8)
+            return false;
+        tmp[np++] = parent[y];
+    }
+    for (int q = 0; q < np; q++)
+        edges[q] = tmp[np - 1 - q];
+    *len = np;
+    return true;
+}
+
+static int a2a_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const a2a_plan *p = plan;
+    const hier_shape *s = p->s;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, rc = CS_OK;
+    /* within nodes and the aggregation to the NICs, by slot */
+    for (int d = 0; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i = 0; i < m && rc == CS_OK; i++)
+                for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                    int dst = br[i2], src = nr[i], to = d == 0 ? i2 : s->nic[i2 % k];
+                    if (to == i)
+                        continue;
+                    long g = (long)dst * P + src;
+                    const hier_tree *tt = &p->tr->spread[i];
+                    for (int q = 0; q < p->path_len[i][to] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i][to][q];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* the rails, then the scatter inside the destination node */
+    for (int d = 1; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N, at = p->S1 + d - 1;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int jx = i2 % k, j = s->nic[jx];
+                const hier_tree *tt = &p->tr->nic[jx];
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    long g = (long)br[i2] * P + nr[i];
+                    rc = fn(ctx, g, nr[j], br[j], at);
+                    for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                        int e = p->nic_edges[jx][i2][q];
+                        rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], at + 1 + tt->step[e]);
+                    }
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_alltoall(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                            const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    if ((long)t->ranks * t->ranks > 0x7fffffffL)
+        return cs_error_set(err, CS_ELIMIT, "topology", "alltoall on %d ranks has more than "
+                            "2^31 chunks", t->ranks);
+    a2a_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k;
+    bool ok = true;
+    for (int i = 0; i < m && ok; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == i || tree_path(&tr->spread[i], i, to, p->path_edges[i][to],
+                                      &p->path_len[i][to]);
+    }
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "alltoall: intra paths longer than 8 "
+                            "hops");
+    }
+    p->steps = p->S1 + s->nodes - 1 + p->S3;
+    int rc = generated_algorithm(t, c, 1, p->steps, a2a_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
 /* ---- broadcast across nodes ---------------------------------------------------------- */
 
 /* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
@@ -1164,6 +1330,7 @@ typedef struct sag_plan {
     int n0, i0, root, shift;
     ag_plan ag;
     unsigned char path[64][64];  /* per NIC index: the root node's ranks on the way */
+    int *via, *owner;            /* per node: NIC index its chunk arrives by, owner rank */
 } sag_plan;
 
 typedef struct sag_filter {
@@ -1181,7 +1348,7 @@ static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
     long x = (long)b->n0 * b->s->m;
     for (int i = 0; i < b->s->m; i++)
         if (b->s->rank[x + i] == dst) {
-            if (b->path[chunk % b->s->k][i])
+            if (b->path[b->via[chunk]][i])
                 return CS_OK;
             break;
         }
@@ -1200,8 +1367,9 @@ static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
     int sent[64] = {0};
+    (void)k;
     for (int x = 0; x < N && rc == CS_OK; x++) {
-        int j = x % k, nic = s->nic[j];
+        int j = b->via[x], nic = s->nic[j];
         int path[64], np = 0;
         for (int y = nic; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
             path[np++] = parent_edge[y];
@@ -1219,8 +1387,18 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
                                  cs_error *err)
 {
     sag_plan *b = calloc(1, sizeof *b);
-    if (!b)
+    if (b) {
+        b->via = calloc((size_t)s->nodes, sizeof(int));
+        b->owner = calloc((size_t)s->nodes, sizeof(int));
+    }
+    if (!b || !b->via || !b->owner) {
+        if (b) {
+            free(b->via);
+            free(b->owner);
+        }
+        free(b);
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    }
     b->s = s;
     b->tr = tr;
     b->root = c->root;
@@ -1235,24 +1413,32 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
         parent_edge[i] = -1;
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
-    for (int j = 0; j < s->k; j++)
-        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
-            b->path[j][y] = 1;
-    int most = 0;
-    for (int j = 0; j < s->k; j++) {
-        int n = 0;
-        for (int x = j; x < s->nodes; x += s->k)
-            n += x != b->n0;
-        if (n > most)
-            most = n;
-    }
-    b->shift = sp->depth + most;
     if (plan_init(&b->ag, t->ranks, s, tr, 1, true) != CS_OK || b->ag.seg != 1) {
         plan_free(&b->ag);
+        free(b->via);
+        free(b->owner);
         free(b);
         return cs_error_set(err, CS_EUNSUPPORTED, NULL, "scatter + allgather needs as many "
                             "nodes as NICs");
     }
+    /* chunk x reaches node x over the NIC that the allgather uses for the
+     * root's node and distance x - n0, and is owned there: the root node's
+     * NICs then talk to the same peers in both phases (the runtimes allow 32
+     * sending thread blocks per channel) */
+    for (long u = 0; u < b->ag.ni; u++)
+        b->via[(b->n0 + b->ag.item_d[u]) % s->nodes] = b->ag.item_nic[u];
+    b->via[b->n0] = 0;
+    for (int x = 0; x < s->nodes; x++)
+        b->owner[x] = s->nic[b->via[x]];
+    b->ag.owner = b->owner;
+    for (int j = 0; j < s->k; j++)
+        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            b->path[j][y] = 1;
+    int most = 0, per[64] = {0};
+    for (int x = 0; x < s->nodes; x++)
+        if (x != b->n0 && ++per[b->via[x]] > most)
+            most = per[b->via[x]];
+    b->shift = sp->depth + most;
     int C = s->nodes, steps = b->shift + b->ag.steps;
     cs_algorithm *a = NULL;
     int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
@@ -1278,6 +1464,8 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     free(count);
     free(pos);
     plan_free(&b->ag);
+    free(b->via);
+    free(b->owner);
     free(b);
     if (rc != CS_OK) {
         algorithm_free(a);
@@ -1527,7 +1715,8 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
     bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
-    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST;
+    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
+                   c->kind != CS_COLL_ALLTOALL;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -1539,6 +1728,21 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    if (c->kind == CS_COLL_ALLTOALL) {
+        rc = compose_alltoall(t, c, &fw.s, fw.tr, &a, err);
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        a = NULL;
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; alltoall: "
+                     "intra aggregation to the destination's NIC, a direct exchange over the "
+                     "rails (a node per slot), intra scatter", fw.s.nodes, fw.s.m, fw.s.k,
+                     fw.tr->how);
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     if (c->kind == CS_COLL_BROADCAST || c->kind == CS_COLL_REDUCE) {
         /* broadcast on t, or on the reversed topology inverted into reduce;
          * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
@@ -1687,11 +1891,45 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     if (rc == CS_OK)
         rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
     cache_free(&cache);
+    bool flat = false;
+    if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
+        /* TACOS verified its algorithms on t; they join as they are (timed) */
+        cs_tacos_options to;
+        tacos_options_default(&to);
+        to.keep_sends = true;
+        to.threads = o.threads;
+        to.cancel = o.cancel;
+        cs_result *tr = NULL;
+        cs_error terr;
+        cs_error_clear(&terr);
+        if (tacos_synthesize(t, c, &to, &tr, &terr) == CS_OK && tr) {
+            for (int i = 0; i < tr->nalgs && rc == CS_OK; i++) {
+                rc = result_add(res, tr->algs[i]);
+                tr->algs[i] = NULL;
+                flat = rc == CS_OK;
+            }
+            tr->nalgs = 0;
+        }
+        result_free(tr);
+    }
     if (rc == CS_OK && cs_cancel_requested(o.cancel))
         rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
     if (rc != CS_OK) {
         result_free(res);
         return rc;
+    }
+    if (o.progress) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d compositions verified", res->nalgs);
+        cs_progress_event ev = {.method = "hierarchical", .outcome = "done", .message = msg,
+                                .seconds = cs_now() - t0, .elapsed = cs_now() - t0,
+                                .done = res->nalgs, .total = res->nalgs, .best = NAN};
+        o.progress(o.progress_ctx, &ev);
+    }
+    if (flat) {
+        size_t used = strlen(how);
+        snprintf(how + used, sizeof how - used, "; flat tacos joins the frontier (%d ranks <= %d)",
+                 t->ranks, o.flat_max_ranks);
     }
     snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
     res->stats = json_pack("{s:s}", "composition", how);

@@ -36,13 +36,15 @@
  * allgather with a chunk per rank.  Broadcast: the root's node through its
  * NICs, then each NIC's chunks across nodes by a binomial tree or a chain,
  * then the NIC trees; reduce is its inverse on the reversed topology.
+ * Alltoall: intra aggregation to the destination's NIC, a direct exchange
+ * over the rails (a node per slot), intra scatter.
  * Intra trees come from the SMT frontier of the node type, synthesized once
  * per node type per call (a small in-call cache; the reversed node reuses the
  * trees when the node is symmetric); where SMT finds nothing within its
  * budget, shortest-path trees stand in and `reason` says so.
  *
- * Other collectives (alltoall, gather, scatter, custom) are CS_EUNSUPPORTED,
- * naming what is missing.
+ * Gather, scatter and custom collectives are CS_EUNSUPPORTED, naming what is
+ * missing.
  *
  * Every returned algorithm has passed algorithm_verify on the caller's
  * topology.  Thread safety: no shared state; call from many threads.
@@ -54,6 +56,13 @@
 
 typedef struct cs_hier_options {
     double smt_time_limit_s;   /* per node-type SMT search (default 2 s) */
+    /* Up to this many ranks the flat TACOS schedule joins the frontier (it
+     * takes milliseconds there, and on 2-8 nodes it can beat every
+     * composition at small sizes).  Default 0 (never): with fewer steps it
+     * heads the frontier, and entry 0 is what code generation takes by
+     * default, but a flat schedule's per-rank programs often do not fit the
+     * MSCCL runtimes (hook 16 x DGX-1 allgather: 70 steps per block). */
+    int flat_max_ranks;
     int threads;               /* SMT threads; 0 = CPU count */
     cs_progress_fn progress;   /* may be NULL */
     void *progress_ctx;

@@ -63,7 +63,7 @@
 
 /* Part of every key's text: bump when the canonical form or the labelling
  * (bliss version, encoding) changes, so old index rows stop matching. */
-#define ISO_KEY_VERSION "iso2-bliss0.73"
+#define ISO_KEY_VERSION "iso3-bliss0.73"
 
 typedef struct cs_iso_options {
     /* Grouped topologies with at least this many ranks use the two-level

@@ -131,7 +131,7 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
         m->milp_max_columns = mm;
     return CS_OK;
 }
-static const char *const hier_keys[] = {"smt_time_limit_s", NULL};
+static const char *const hier_keys[] = {"smt_time_limit_s", "flat_max_ranks", NULL};
 
 static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_smt_options *s, cs_error *err)
@@ -221,9 +221,13 @@ static int prefix_field(cs_error *err, int rc, const char *prefix)
 
 /* Estimate ranks from the dimensions ("torus2d:8x8" -> 64, "hypercube:D"
  * -> 2^D, node-count families x8) without trusting the builder to refuse
- * sizes that are legal for the library but too big for a service; *dense
- * for the families that link every pair. */
-static double builtin_rank_estimate(const char *name, bool *dense)
+ * sizes that are legal for the library but too big for a service.  *links
+ * gets the directed links of the families whose link count grows
+ * quadratically (0 for the others): fc links every pair; the node families
+ * (ndv2, dgxa100, dgxh100) lower their switches to 8 x 7 links per node and,
+ * on the fabric, 8 rails of n - 1 peers per rank, about 8n(n + 7) for n
+ * nodes (topology_builtin's own estimate), not every pair of ranks. */
+static double builtin_rank_estimate(const char *name, double *links)
 {
     const char *colon = strchr(name, ':');
     const char *comma = strchr(name, ',');
@@ -248,9 +252,13 @@ static double builtin_rank_estimate(const char *name, bool *dense)
                  (fam_len == 7 && (!strncmp(name, "dgxa100", 7) || !strncmp(name, "dgxh100", 7)));
     if (hypercube)
         ranks = ranks > 30 ? 1e12 : (double)(1L << (long)ranks);
-    if (nodes)
+    *links = 0;
+    if (nodes) {
+        *links = 8 * ranks * (ranks + 7);
         ranks *= 8;
-    *dense = (fam_len == 2 && !strncmp(name, "fc", 2)) || nodes;
+    } else if (fam_len == 2 && !strncmp(name, "fc", 2)) {
+        *links = ranks * (ranks - 1);
+    }
     return ranks;
 }
 
@@ -265,16 +273,16 @@ int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_to
     *out = NULL;
     if (strlen(name) > 100)
         return cs_error_set(err, CS_EINVAL, "topology", "topology name is too long");
-    bool dense = false;
-    double ranks = builtin_rank_estimate(name, &dense);
+    double links = 0;
+    double ranks = builtin_rank_estimate(name, &links);
     if (ranks > lim_in->max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
                             "%s would have about %.0f ranks; this service accepts at most %d", name,
                             ranks, lim_in->max_ranks);
-    if (dense && lim_in->max_links > 0 && ranks * ranks > (double)lim_in->max_links)
+    if (lim_in->max_links > 0 && links > (double)lim_in->max_links)
         return cs_error_set(err, CS_ELIMIT, "topology",
                             "%s would have about %.0f links; this service accepts at most %zu",
-                            name, ranks * ranks, lim_in->max_links);
+                            name, links, lim_in->max_links);
     int rc = topology_builtin(name, out, err);
     if (rc == CS_OK && (*out)->ranks > lim_in->max_ranks) {
         int r = (*out)->ranks;
@@ -317,10 +325,9 @@ static int early_size_check(const json_t *doc, const cs_synth_limits *lim, cs_er
     if (lim->max_result_bytes <= 0 && lim->max_sends <= 0)
         return CS_OK;
     const json_t *t = json_object_get(doc, "topology");
-    double ranks = 0;
-    bool dense = false;
+    double ranks = 0, links = 0;
     if (json_is_string(t) && strlen(json_string_value(t)) <= 100)
-        ranks = builtin_rank_estimate(json_string_value(t), &dense);
+        ranks = builtin_rank_estimate(json_string_value(t), &links);
     else if (json_is_object(t) && json_is_integer(json_object_get(t, "ranks")))
         ranks = (double)json_integer_value(json_object_get(t, "ranks"));
     const json_t *cj = json_object_get(doc, "collective");
@@ -502,6 +509,9 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             if (!rc)
                 rc = opt_double(flat, "smt_time_limit_s", "options.", 0.01, 600,
                                 &r->hier.smt_time_limit_s, err);
+            if (!rc)
+                rc = opt_int(flat, "flat_max_ranks", "options.", 0, lim->max_ranks,
+                             &r->hier.flat_max_ranks, err);
             if (!rc)
                 rc = hier_applicable(r->topology, &r->collective, err);
             break;

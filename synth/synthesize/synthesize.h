@@ -32,8 +32,8 @@
  *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}
  *
  * The auto policy (limits in cs_synth_limits, server configuration, not part
- * of the key): hierarchical for allgather, reducescatter, allreduce, broadcast
- * and reduce on topologies of nodes joined by a switched fabric
+ * of the key): hierarchical for allgather, reducescatter, allreduce, broadcast,
+ * reduce and alltoall on topologies of nodes joined by a switched fabric
  * (hier_applicable) that are too large for SMT (the cases that would
  * otherwise go to flat TACOS); SMT when ranks <= smt_max_ranks and the
  * estimated SMT variable count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS

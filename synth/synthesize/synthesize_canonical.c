@@ -263,6 +263,7 @@ int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
     }
     case CS_SYNTH_HIER:
         json_object_set_new(copts, "smt_time_limit_s", json_real(r->hier.smt_time_limit_s));
+        json_object_set_new(copts, "flat_max_ranks", json_integer(r->hier.flat_max_ranks));
         break;
     case CS_SYNTH_AUTO:
         json_object_set_new(copts, "smt", smt_options_json(&r->smt));
