@@ -115,10 +115,11 @@ END_TEST
 START_TEST(test_builtin_clusters)
 {
     const char *specs[] = {"dgxh100:2", "dgxh100:4", "dgxa100:3", "ndv2:2"};
-    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE};
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE,
+                            CS_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         cs_topology *t = load(specs[i]);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             check_composed(t, kinds[k]);
         topology_free(t);
     }
@@ -139,6 +140,7 @@ START_TEST(test_json_clusters)
     check_composed(t, CS_COLL_ALLGATHER);
     check_composed(t, CS_COLL_REDUCESCATTER);
     check_composed(t, CS_COLL_ALLREDUCE);
+    check_composed(t, CS_COLL_ALLTOALL);
     topology_free(t);
 }
 END_TEST
@@ -361,12 +363,12 @@ START_TEST(test_refusals)
 {
     cs_topology *t = load("dgxh100:2");
     cs_collective c;
-    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    collective_init(&c, CS_COLL_SCATTER, 1);
     cs_result *res = NULL;
     cs_error err;
     ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
     ck_assert_ptr_null(res);
-    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "scatter"), "%s", err.message);
     collective_init(&c, CS_COLL_GATHER, 0);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
     ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
@@ -396,13 +398,15 @@ START_TEST(test_refusals)
 
     /* the service refuses method hierarchical for what it cannot compose */
     const char *body =
-        "{\"topology\":\"dgxh100:2\",\"collective\":\"alltoall\",\"method\":\"hierarchical\"}";
+        "{\"topology\":\"dgxh100:2\",\"collective\":{\"kind\":\"gather\",\"root\":0},"
+        "\"method\":\"hierarchical\"}";
     cs_synth_request *req = NULL;
     ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
     ck_assert_str_eq(err.field, "collective.kind");
     /* and auto runs a flat method for it */
-    cs_result *r = run_request("{\"topology\":\"dgxh100:4\",\"collective\":\"alltoall\"}", &req);
+    cs_result *r = run_request(
+        "{\"topology\":\"dgxh100:4\",\"collective\":{\"kind\":\"gather\",\"root\":0}}", &req);
     ck_assert_str_ne(r->method, "hierarchical");
     result_free(r);
     synth_request_free(req);

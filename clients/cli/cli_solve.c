@@ -66,7 +66,7 @@ static void solve_usage(FILE *f)
             "  tacos                 greedy time-expanded matching, any size\n"
             "  hierarchical          clusters (groups joined by switched rails or one\n"
             "                        fabric switch): allgather, reducescatter, allreduce,\n"
-            "                        broadcast, reduce\n"
+            "                        broadcast, reduce, alltoall\n"
             "                        composed from SMT node trees and a direct exchange of\n"
             "                        node blocks, pipelined (auto picks it for clusters\n"
             "                        too large for SMT)\n"

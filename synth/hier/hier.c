@@ -265,16 +265,15 @@ done:
 static bool kind_supported(cs_coll_kind k)
 {
     return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
-           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE;
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
-                        "hierarchical composes allgather, reducescatter, allreduce, broadcast "
-                        "and reduce; %s is not composed yet (alltoall needs intra aggregation "
-                        "+ inter alltoall + intra scatter; gather, scatter and custom "
-                        "collectives have no composition); use tacos, mcf or auto",
+                        "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
+                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
+                        "custom collectives); use tacos, mcf or auto",
                         collective_kind_name(c->kind));
 }
 
@@ -1052,6 +1051,170 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
     return rc;
 }
 
+/* An algorithm of collective c (chunks, steps) holding the sends a generator
+ * emits, placed step by step (a counting pass, then a filling pass). */
+typedef int (*gen_fn)(const void *plan, emit_fn fn, void *ctx);
+
+static int generated_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                               int steps, gen_fn gen, const void *plan, cs_algorithm **out,
+                               cs_error *err)
+{
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = CS_ENOMEM;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "cannot build %s: %s",
+                            collective_kind_name(c->kind), cs_status_name(rc));
+    }
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    *out = a;
+    return CS_OK;
+}
+
+/* ---- alltoall ------------------------------------------------------------------------ */
+
+/* Alltoall (C = 1): the chunk from (n, i) to (n', i') travels on the rail of
+ * NIC j = i' mod k: inside node n from i to NIC j along i's allgather tree
+ * (the intra aggregation), over the rail to node n' in slot d - 1 (d = n' - n:
+ * every NIC sends one block, the chunks of its node for one destination
+ * rank set, to one node per slot, a permutation), and inside node n' from
+ * NIC j to i' along NIC j's tree (the intra scatter).  Within a node it goes
+ * along i's tree.  The aggregation is emitted in slot order so a port
+ * delivers first what the rails need first. */
+typedef struct a2a_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, S1, S3, steps;
+    int path_edges[64][64][8];  /* spread tree of i: the edges from i to i', in order */
+    int path_len[64][64];
+    int nic_edges[64][64][8];   /* NIC tree j: the edges from NIC j to i' */
+    int nic_len[64][64];
+} a2a_plan;
+
+static bool tree_path(const hier_tree *tt, int root, int to, int *edges, int *len)
+{
+    int parent[64], np = 0, tmp[64];
+    for (int i = 0; i < 64; i++)
+        parent[i] = -1;
+    for (int e = 0; e < tt->n; e++)
+        parent[tt->dst[e]] = e;
+    for (int y = to; y != root; y = tt->src[parent[y]]) {
+        if (parent[y] < 0 || np >= 8)
+            return false;
+        tmp[np++] = parent[y];
+    }
+    for (int q = 0; q < np; q++)
+        edges[q] = tmp[np - 1 - q];
+    *len = np;
+    return true;
+}
+
+static int a2a_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const a2a_plan *p = plan;
+    const hier_shape *s = p->s;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, rc = CS_OK;
+    /* within nodes and the aggregation to the NICs, by slot */
+    for (int d = 0; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i = 0; i < m && rc == CS_OK; i++)
+                for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                    int dst = br[i2], src = nr[i], to = d == 0 ? i2 : s->nic[i2 % k];
+                    if (to == i)
+                        continue;
+                    long g = (long)dst * P + src;
+                    const hier_tree *tt = &p->tr->spread[i];
+                    for (int q = 0; q < p->path_len[i][to] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i][to][q];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* the rails, then the scatter inside the destination node */
+    for (int d = 1; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N, at = p->S1 + d - 1;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int jx = i2 % k, j = s->nic[jx];
+                const hier_tree *tt = &p->tr->nic[jx];
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    long g = (long)br[i2] * P + nr[i];
+                    rc = fn(ctx, g, nr[j], br[j], at);
+                    for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                        int e = p->nic_edges[jx][i2][q];
+                        rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], at + 1 + tt->step[e]);
+                    }
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_alltoall(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                            const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    if ((long)t->ranks * t->ranks > 0x7fffffffL)
+        return cs_error_set(err, CS_ELIMIT, "topology", "alltoall on %d ranks has more than "
+                            "2^31 chunks", t->ranks);
+    a2a_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k;
+    bool ok = true;
+    for (int i = 0; i < m && ok; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == i || tree_path(&tr->spread[i], i, to, p->path_edges[i][to],
+                                      &p->path_len[i][to]);
+    }
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "alltoall: intra paths longer than 8 "
+                            "hops");
+    }
+    p->steps = p->S1 + s->nodes - 1 + p->S3;
+    int rc = generated_algorithm(t, c, 1, p->steps, a2a_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
 /* ---- broadcast across nodes ---------------------------------------------------------- */
 
 /* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
@@ -1552,7 +1715,8 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
     bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
-    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST;
+    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
+                   c->kind != CS_COLL_ALLTOALL;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -1564,6 +1728,21 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    if (c->kind == CS_COLL_ALLTOALL) {
+        rc = compose_alltoall(t, c, &fw.s, fw.tr, &a, err);
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        a = NULL;
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; alltoall: "
+                     "intra aggregation to the destination's NIC, a direct exchange over the "
+                     "rails (a node per slot), intra scatter", fw.s.nodes, fw.s.m, fw.s.k,
+                     fw.tr->how);
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     if (c->kind == CS_COLL_BROADCAST || c->kind == CS_COLL_REDUCE) {
         /* broadcast on t, or on the reversed topology inverted into reduce;
          * frontier: binomial across nodes (k chunks), chains (4k, 16k) */

@@ -36,13 +36,15 @@
  * allgather with a chunk per rank.  Broadcast: the root's node through its
  * NICs, then each NIC's chunks across nodes by a binomial tree or a chain,
  * then the NIC trees; reduce is its inverse on the reversed topology.
+ * Alltoall: intra aggregation to the destination's NIC, a direct exchange
+ * over the rails (a node per slot), intra scatter.
  * Intra trees come from the SMT frontier of the node type, synthesized once
  * per node type per call (a small in-call cache; the reversed node reuses the
  * trees when the node is symmetric); where SMT finds nothing within its
  * budget, shortest-path trees stand in and `reason` says so.
  *
- * Other collectives (alltoall, gather, scatter, custom) are CS_EUNSUPPORTED,
- * naming what is missing.
+ * Gather, scatter and custom collectives are CS_EUNSUPPORTED, naming what is
+ * missing.
  *
  * Every returned algorithm has passed algorithm_verify on the caller's
  * topology.  Thread safety: no shared state; call from many threads.

@@ -24,7 +24,8 @@
 
 #define FAR (INT_MAX / 4)
 /* Pairwise models with more columns than this are rounded from the LP
- * instead of solved as a MILP (CBC's root LP alone would take minutes). */
+ * instead of solved as a MILP (CBC's root LP alone would take minutes):
+ * the default of options.milp_max_columns. */
 #define MCF_MILP_MAX_COLUMNS 40000
 /* Seeded greedy runs tried on copy demands before the MILP. */
 #define MCF_GREEDY_TRIES 16
@@ -39,6 +40,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->epoch_split = 1;
     opt->gap = 0.0;
     opt->max_columns = 4000000;
+    opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -96,12 +98,25 @@ typedef struct inst {
     /* copy: per chunk and rank */
     unsigned char *pre, *need;
     int ncomm;          /* P (pairwise: by destination) or G (copy: by chunk) */
+    /* A rotation sigma(r) = (r + shift) mod P that maps the topology and the
+     * demand onto themselves (ring:8 by 1, ndv2:2 by 8): the LP then has
+     * variables for one commodity per orbit only, commodity sigma^j(d)
+     * flowing as d does on the images of its links.  The LP's optimum is
+     * unchanged (average any solution over the group), so the search LPs and
+     * the rounding use it; the MILP does not (a symmetric integer solution
+     * need not exist).  sym_ord 1: none. */
+    int sym_ord;
+    int *sym_link;      /* sym_ord x L: sigma^j of each link */
+    int *rep_of, *pow_of;  /* commodity q = sigma^pow_of[q](rep_of[q]) */
     int *earliest;      /* ncomm x P: first epoch the commodity can be at a rank */
     int *reach;         /* ncomm x P: fewest epochs from a rank to one that needs it */
 } inst;
 
 static void inst_free(inst *in)
 {
+    free(in->sym_link);
+    free(in->rep_of);
+    free(in->pow_of);
     free(in->kappa);
     free(in->send_us);
     free(in->dist);
@@ -134,6 +149,8 @@ bool mcf_collective_is_pairwise(const cs_collective *c, int P, int C)
     }
     return true;
 }
+
+static int find_symmetry(inst *in);
 
 static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
                      const cs_mcf_options *o, cs_error *err)
@@ -225,6 +242,8 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
                 in->need[g * P + r] = !pre && collective_post(c, P, in->C, g, r);
             }
     }
+    if (find_symmetry(in) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     long nc = in->ncomm;
     in->earliest = malloc(sizeof *in->earliest * (size_t)(nc ? nc : 1) * P);
     in->reach = malloc(sizeof *in->reach * (size_t)(nc ? nc : 1) * P);
@@ -256,6 +275,120 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     return CS_OK;
 }
 
+/* ---- symmetry ------------------------------------------------------------------- */
+
+/* The link a -> b with the same lanes, speed and alpha as l, or -1. */
+static int image_link(const cs_topology *t, const cs_link *l, int a, int b)
+{
+    int i = topology_find_link(t, a, b);
+    if (i < 0)
+        return -1;
+    const cs_link *m = &t->links[i];
+    return m->lanes == l->lanes && m->gbps == l->gbps && m->alpha_us == l->alpha_us ? i : -1;
+}
+
+static int cmp_int_asc(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether r -> (r + shift) mod P maps topology and demand onto themselves;
+ * fills map[l] with the image of each link. */
+static bool rotation_is_symmetry(const inst *in, int shift, int *map)
+{
+    const cs_topology *t = in->t;
+    int P = in->P;
+    for (int l = 0; l < in->L; l++) {
+        const cs_link *k = &t->links[l];
+        map[l] = image_link(t, k, (k->src + shift) % P, (k->dst + shift) % P);
+        if (map[l] < 0)
+            return false;
+    }
+    for (int d = 0; d < P; d++)
+        for (int x = 0; x < P; x++)
+            if (in->supply[(long)d * P + x] !=
+                in->supply[(long)((d + shift) % P) * P + (x + shift) % P])
+                return false;
+    /* shared sets map onto shared sets with the same lanes */
+    for (int a = 0; a < t->nshared; a++) {
+        const cs_shared *sa = &t->shared[a];
+        int *img = malloc(sizeof *img * (size_t)(sa->nlinks ? sa->nlinks : 1));
+        if (!img)
+            return false;
+        for (int i = 0; i < sa->nlinks; i++)
+            img[i] = map[sa->links[i]];
+        qsort(img, (size_t)sa->nlinks, sizeof *img, cmp_int_asc);
+        bool found = false;
+        for (int b = 0; b < t->nshared && !found; b++) {
+            const cs_shared *sb = &t->shared[b];
+            if (sb->nlinks != sa->nlinks || sb->lanes != sa->lanes)
+                continue;
+            found = memcmp(img, sb->links, sizeof *img * (size_t)sa->nlinks) == 0;
+        }
+        free(img);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static int gcd_int(int a, int b) { return b ? gcd_int(b, a % b) : a; }
+
+/* Pairwise demands: the rotation with the largest orbits (shift 1, then one
+ * group's width when the groups are equal consecutive blocks). */
+static int find_symmetry(inst *in)
+{
+    in->sym_ord = 1;
+    if (!in->pairwise || in->P < 2)
+        return CS_OK;
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    int shifts[2] = {1, 0};
+    if (t->ngroups > 1 && P % t->ngroups == 0)
+        shifts[1] = P / t->ngroups;
+    int *map = malloc(sizeof *map * (size_t)L);
+    if (!map)
+        return CS_ENOMEM;
+    int shift = 0;
+    for (int i = 0; i < 2 && !shift; i++)
+        if (shifts[i] > 0 && rotation_is_symmetry(in, shifts[i], map))
+            shift = shifts[i];
+    if (!shift) {
+        free(map);
+        return CS_OK;
+    }
+    int ord = P / gcd_int(P, shift);
+    in->sym_link = malloc(sizeof *in->sym_link * (size_t)ord * L);
+    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
+    in->pow_of = malloc(sizeof *in->pow_of * (size_t)P);
+    if (!in->sym_link || !in->rep_of || !in->pow_of) {
+        free(map);
+        return CS_ENOMEM;
+    }
+    for (int l = 0; l < L; l++)
+        in->sym_link[l] = l;
+    for (int j = 1; j < ord; j++)
+        for (int l = 0; l < L; l++)
+            in->sym_link[(long)j * L + l] = map[in->sym_link[(long)(j - 1) * L + l]];
+    for (int q = 0; q < P; q++)
+        in->rep_of[q] = -1;
+    for (int q = 0; q < P; q++) {
+        if (in->rep_of[q] >= 0)
+            continue;
+        for (int j = 0; j < ord; j++) {
+            int img = (int)((q + (long)j * shift) % P);
+            if (in->rep_of[img] < 0) {
+                in->rep_of[img] = q;
+                in->pow_of[img] = j;
+            }
+        }
+    }
+    in->sym_ord = ord;
+    free(map);
+    return CS_OK;
+}
+
 /* The smallest horizon any schedule needs: the farthest needed pair. */
 static int horizon_floor(const inst *in)
 {
@@ -284,6 +417,7 @@ typedef struct model {
      * faster than it proves an enforced model infeasible (95 s against
      * 0.4 s for ndv2:2 alltoall at 24 epochs). */
     bool search;
+    bool sym;           /* pairwise: one commodity per orbit of in->sym (see inst) */
     double total;       /* units the demand moves */
     long nf;            /* ncomm * L * K */
     int *fcol;          /* flow column of (q, l, k), or -1 */
@@ -309,19 +443,37 @@ static inline long hidx(const inst *in, int K, long q, int n, int k)
     return (q * in->P + n) * (K + 1) + k;
 }
 
+/* Commodity q's flow column on link l at epoch k in model m (the orbit
+ * representative's, on the preimage of l, when the model is reduced). */
+static inline int flow_col(const inst *in, const model *m, long q, int l, int k)
+{
+    if (m->sym && in->rep_of[q] != q) {
+        int j = in->pow_of[q], back = (in->sym_ord - j) % in->sym_ord;
+        l = in->sym_link[(long)back * in->L + l];
+        q = in->rep_of[q];
+    }
+    return m->fcol[(q * in->L + l) * m->K + k];
+}
+
 /* Capacity rows: sends in flight on each link, and on each shared set, <= lanes. */
 static void add_capacity(const inst *in, model *m)
 {
     const cs_topology *t = in->t;
     int K = m->K;
-    for (int l = 0; l < in->L; l++)
+    for (int l = 0; l < in->L; l++) {
+        /* a reduced model's rows for l and its images are the same row */
+        bool dup = false;
+        for (int j = 1; m->sym && j < in->sym_ord && !dup; j++)
+            dup = in->sym_link[(long)j * in->L + l] < l;
+        if (dup)
+            continue;
         for (int k = 0; k < K; k++) {
             int row = -1;
             for (long q = 0; q < in->ncomm; q++)
                 for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
                     if (k2 < 0)
                         continue;
-                    int col = m->fcol[fidx(in, K, q, l, k2)];
+                    int col = flow_col(in, m, q, l, k2);
                     if (col < 0)
                         continue;
                     if (row < 0)
@@ -329,6 +481,7 @@ static void add_capacity(const inst *in, model *m)
                     mcf_lp_add_coef(&m->lp, row, col, 1.0);
                 }
         }
+    }
     for (int s = 0; s < t->nshared; s++) {
         const cs_shared *sh = &t->shared[s];
         for (int k = 0; k < K; k++) {
@@ -339,7 +492,7 @@ static void add_capacity(const inst *in, model *m)
                     for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
                         if (k2 < 0)
                             continue;
-                        int col = m->fcol[fidx(in, K, q, l, k2)];
+                        int col = flow_col(in, m, q, l, k2);
                         if (col < 0)
                             continue;
                         if (row < 0)
@@ -374,6 +527,11 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
         if (total == 0)
             continue;
         m->total += (double)total;
+        if (m->sym && in->rep_of[d] != d)
+            continue; /* its flows are its representative's images */
+        int orbit = 1;
+        for (int q = 0; m->sym && q < P; q++)
+            orbit += q != d && in->rep_of[q] == d;
         for (int s = 0; s < P; s++)
             if (!m->search && in->supply[(long)d * P + s] > 0 && in->dist[(long)s * P + d] > K)
                 m->trivially_infeasible = true;
@@ -390,6 +548,7 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                  * early arrival break the ties that make the time-expanded
                  * LP degenerate (the simplex stalls on them otherwise) */
                 double w = x != d ? -1e-4 : m->search ? 1.0 + 0.01 / arrive : 1.0 / arrive;
+                w *= orbit; /* the orbit's commodities all flow so */
                 m->fcol[fidx(in, K, d, l, k)] = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
             }
         }
@@ -552,6 +711,7 @@ static int build_model(const inst *in, int K, bool integer, bool search, long ma
     mcf_lp_init(&m->lp);
     m->K = K;
     m->search = search;
+    m->sym = in->pairwise && in->sym_ord > 1 && !integer;
     int rc = in->pairwise ? build_pairwise(in, K, integer, m, err)
                           : build_copy(in, K, integer, m, err);
     if (rc == CS_OK && max_columns > 0 && m->lp.ncols > max_columns)
@@ -647,7 +807,7 @@ static double delivered(const model *m, const double *x)
     double v = 0;
     for (int j = 0; j < m->lp.ncols; j++)
         if (m->lp.obj[j] > 0.5)
-            v += x[j];
+            v += x[j] * floor(m->lp.obj[j] + 1e-9); /* the orbit size, 1 without symmetry */
     return v;
 }
 
@@ -785,7 +945,7 @@ static int decompose_pairwise(const inst *in, const model *m, const double *x, s
             continue;
         for (int k = 0; k < K && rc == CS_OK; k++)
             for (int l = 0; l < in->L && rc == CS_OK; l++) {
-                int col = m->fcol[fidx(in, K, d, l, k)];
+                int col = flow_col(in, m, d, l, k);
                 if (col < 0)
                     continue;
                 long units = lround(x[col]);
@@ -958,8 +1118,8 @@ static void occ_take(const inst *in, occ *o, int l, int k)
     }
 }
 
-static int round_pairwise(const inst *in, const model *m, const double *x, sendbuf *out,
-                          cs_error *err)
+static int round_pairwise(const inst *in, const model *m, const double *x, double threshold,
+                          sendbuf *out, cs_error *err)
 {
     const cs_topology *t = in->t;
     int P = in->P, L = in->L, K = m->K;
@@ -988,12 +1148,12 @@ static int round_pairwise(const inst *in, const model *m, const double *x, sendb
     for (int k = 0; k < K && left > 0; k++)
         for (int d = 0; d < P; d++)
             for (int l = 0; l < L; l++) {
-                int col = m->fcol[fidx(in, K, d, l, k)];
+                int col = flow_col(in, m, d, l, k);
                 if (col >= 0)
                     credit[(long)d * L + l] += x[col];
                 double *cr = &credit[(long)d * L + l];
                 int n = t->links[l].src, dst = t->links[l].dst;
-                while (*cr >= 0.5 && occ_fits(in, &oc, l, k)) {
+                while (*cr >= threshold && occ_fits(in, &oc, l, k)) {
                     long best = -1;
                     for (long g = 0; g < G; g++)
                         if (pos[g] == n && in->gdst[g] == d && ready[g] <= k &&
@@ -1260,11 +1420,60 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     int cap = o->epochs > 0 ? o->epochs : o->max_epochs;
     if (k0 > cap)
         k0 = cap;
+    /* Copy demands: the greedy first.  When it ends at the cut bound's
+     * horizon it is optimal without any LP; else one LP at its horizon - 1
+     * usually proves it optimal (allgather on DGX-1). */
+    sendbuf gsb = {0};
+    int gK = -1;
+    bool search_done = false;
+    if (!in.pairwise && o->epochs == 0) {
+        double t1 = cs_now();
+        sendbuf trial = {0};
+        for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && gK != k0; seed++) {
+            int endk = -1;
+            trial.n = 0;
+            if ((rc = greedy_copy(&in, cap, seed, &trial, &endk, err))) {
+                free(trial.v);
+                free(gsb.v);
+                goto done;
+            }
+            if (endk >= 0 && (gK < 0 || endk < gK)) {
+                gK = endk;
+                sendbuf tmp = gsb;
+                gsb = trial;
+                trial = tmp;
+            }
+        }
+        free(trial.v);
+        progress(&r, "greedy", gK, cs_now() - t1, gK >= 0 ? sends_end_us(&in, &gsb) : NAN,
+                 "greedy schedule of %d epochs (the cut bound allows %d) in %.3f s", gK, k0,
+                 cs_now() - t1);
+        if (gK >= 0 && gK <= k0) {
+            lp_k = gK;
+            search_done = true;
+        } else if (gK > k0) {
+            double del;
+            rc = solve_lp(&r, gK - 1, true, &feas, &del, err);
+            if (rc) {
+                free(gsb.v);
+                goto done;
+            }
+            if (!feas) {
+                lp_k = gK;
+                search_done = true;
+            } else if ((rc = lp_min_horizon(&r, k0, gK - 1, &lp_k, err)) != CS_OK) {
+                free(gsb.v);
+                goto done;
+            } else {
+                search_done = true;
+            }
+        }
+    }
     /* Secant steps on the units delivered by K (they grow about linearly
      * with K once a cut is the bottleneck), then bisection. */
     int lo = k0, hi = k0;
     double prev_k = -1, prev_del = 0;
-    for (;;) {
+    for (; !search_done;) {
         double del;
         rc = solve_lp(&r, hi, true, &feas, &del, err);
         if (rc)
@@ -1296,8 +1505,10 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         prev_del = del;
         hi = next > cap ? cap : next;
     }
-    if ((rc = lp_min_horizon(&r, lo, hi, &lp_k, err)))
+    if (!search_done && (rc = lp_min_horizon(&r, lo, hi, &lp_k, err))) {
+        free(gsb.v);
         goto done;
+    }
     int K = o->epochs > 0 ? o->epochs : lp_k;
 
     /* The schedule: the MILP at K, K+1, ... (exact), or for pairwise
@@ -1307,9 +1518,16 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     int milp_status = MCF_NOSOLUTION;
     int used_k = -1;
     bool rounded = false;
-    bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > MCF_MILP_MAX_COLUMNS;
+    bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
     bool greedy_done = false;
-    if (!in.pairwise) {
+    if (gK >= 0 && gK <= K) {
+        /* the greedy meets the LP's horizon: optimal in makespan */
+        sb = gsb;
+        gsb = (sendbuf){0};
+        greedy_done = true;
+        used_k = K;
+        milp_status = MCF_OPTIMAL;
+    } else if (!in.pairwise) {
         /* a few seeded greedy runs: one that fits K is optimal in makespan */
         double t1 = cs_now();
         for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && !greedy_done; seed++) {
@@ -1374,13 +1592,38 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         if (rc || stop)
             break;
     }
+    if (!in.pairwise && used_k < 0 && gK >= 0 && (rc == CS_OK || rc == CS_ETIMEOUT)) {
+        /* the MILP found nothing better in time: the greedy's schedule */
+        cs_error_clear(err);
+        rc = CS_OK;
+        free(sb.v);
+        sb = gsb;
+        gsb = (sendbuf){0};
+        used_k = gK;
+        milp_status = MCF_FEASIBLE;
+    }
+    free(gsb.v);
     if (in.pairwise && used_k < 0 && r.keep_x &&
         (rc == CS_OK || rc == CS_ETIMEOUT)) {
         /* too large for the MILP, or it found nothing in time: round the LP */
         cs_error_clear(err);
         double t1 = cs_now();
-        sb.n = 0;
-        rc = round_pairwise(&in, &r.keep, r.keep_x, &sb, err);
+        /* a few credit thresholds, the earliest-ending schedule kept */
+        static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
+        double best_end = INFINITY;
+        sendbuf trial = {0};
+        for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
+            trial.n = 0;
+            rc = round_pairwise(&in, &r.keep, r.keep_x, thresholds[i], &trial, err);
+            double e = rc == CS_OK ? sends_end_us(&in, &trial) : INFINITY;
+            if (e < best_end) {
+                best_end = e;
+                sendbuf tmp = sb;
+                sb = trial;
+                trial = tmp;
+            }
+        }
+        free(trial.v);
         if (rc == CS_OK) {
             rounded = true;
             used_k = r.keep.K;

@@ -68,6 +68,8 @@ typedef struct cs_mcf_options {
     double time_limit_s;   /* whole synthesis; 0 = none */
     int max_ranks;         /* 0 = CS_MCF_DEFAULT_MAX_RANKS */
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
+    long milp_max_columns; /* pairwise models with more LP columns are rounded from
+                              the LP instead of solved as a MILP (default 40,000) */
     cs_progress_fn progress;
     void *progress_ctx;
     cs_cancel *cancel;

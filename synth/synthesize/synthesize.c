@@ -111,7 +111,7 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
                                          NULL};
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
-                                       "gap", NULL};
+                                       "gap", "milp_max_columns", NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
@@ -124,6 +124,11 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
         (rc = opt_int(o, "epoch_split", prefix, 1, 64, &m->epoch_split, err)) ||
         (rc = opt_double(o, "gap", prefix, 0, 0.99, &m->gap, err)))
         return rc;
+    int mm = -1;
+    if ((rc = opt_int(o, "milp_max_columns", prefix, 0, 100000000, &mm, err)))
+        return rc;
+    if (mm >= 0)
+        m->milp_max_columns = mm;
     return CS_OK;
 }
 static const char *const hier_keys[] = {"smt_time_limit_s", "flat_max_ranks", NULL};
