@@ -510,7 +510,8 @@ static int assign_channels(builder *b, const cs_topology *t)
                 long x = order[q];
                 int c = base[x] / 2;
                 ord[c] += base[x] & 1;
-                b->chan[x] = c * spread + cg_deal(ord[c], ls.units[merge][c], spread, block);
+                b->chan[x] = sum->links[lid[x]].group * sum->maxbase * spread + c * spread +
+                             cg_deal(ord[c], ls.units[merge][c], spread, block);
             }
         }
         cg_lane_free(&ls);

@@ -87,6 +87,7 @@ typedef struct cg_link {
     long n;          /* messages */
     int nbase;       /* base channels used */
     long base_off;   /* messages per base channel: summary->base_count[base_off + c] */
+    int group;       /* channel group (peer groups, below); the same both ways */
 } cg_link;
 
 typedef struct cg_summary {
@@ -104,6 +105,14 @@ typedef struct cg_summary {
     int *rank_links;
     long *incident;         /* per rank: sends + receives */
     int spread;             /* channels per base channel */
+    /* Peer groups: a rank with more peers than a channel holds sending (or
+     * receiving) thread blocks (32 in the NCCL fork) has its peers dealt
+     * into groups, each with its own channels: a message on base channel c,
+     * spread index k, of a link in group g goes on channel
+     * g * maxbase * spread + c * spread + k.  One group (all 0) otherwise,
+     * so documents that fit without groups are unchanged. */
+    int maxbase;            /* the most base channels of a link */
+    int ngroups;
     bool merge_steps;       /* merge contiguous chunks across steps */
     bool block_deal;        /* deal in contiguous blocks (else round-robin) */
     int nchannels;
