@@ -894,7 +894,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         if (t->ranks > lim->smt_max_ranks || vars > lim->smt_max_variables) {
             cs_error herr;
             cs_error_clear(&herr);
-            if (hier_applicable(t, &r->collective, &herr) == CS_OK) {
+            if (hier_auto_applicable(t, &r->collective, &herr) == CS_OK) {
                 rc = run_hier(r, lim, hooks, out, &herr);
                 if (rc == CS_OK) {
                     snprintf(reason, sizeof reason, "auto: %d ranks in nodes, too large for "
