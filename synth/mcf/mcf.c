@@ -41,6 +41,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->gap = 0.0;
     opt->max_columns = 4000000;
     opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
+    opt->max_chunks = 0;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -49,6 +50,10 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
     if (o->chunks < 1 || o->chunks > 4096)
         return cs_error_set(err, CS_EINVAL, "options.chunks", "chunks must be in 1..4096, got %d",
                             o->chunks);
+    if (o->max_chunks < 0 || o->max_chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.max_chunks",
+                            "max_chunks must be in 0..4096 (0: only chunks), got %d",
+                            o->max_chunks);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -1380,13 +1385,12 @@ static double horizon_time_bound(const inst *in, int K)
     return (K - 1) * in->tau + (isfinite(slack) ? slack : 0);
 }
 
-int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
-                   cs_result **out, cs_error *err)
+/* One chunking: o->chunks. */
+static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                          cs_result **out, cs_error *err)
 {
     *out = NULL;
-    int rc = mcf_options_validate(o, t, c, err);
-    if (rc)
-        return rc;
+    int rc;
     run r = {0};
     r.o = o;
     r.t0 = cs_now();
@@ -1699,4 +1703,74 @@ done:
     free(r.keep_x);
     inst_free(&in);
     return rc;
+}
+
+int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                   cs_result **out, cs_error *err)
+{
+    *out = NULL;
+    int rc = mcf_options_validate(o, t, c, err);
+    if (rc)
+        return rc;
+    int hi = o->max_chunks > o->chunks ? o->max_chunks : o->chunks;
+    if (hi == o->chunks)
+        return synthesize_one(t, c, o, out, err);
+    /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
+     * (fewer chunks pay alpha fewer times, more pipeline better; which wins
+     * depends on the size, as on SMT's frontier). */
+    double t0 = cs_now();
+    cs_result *res = NULL;
+    json_t *by = json_array();
+    bool complete = true;
+    for (int C = o->chunks; C <= hi; C++) {
+        cs_mcf_options oc = *o;
+        oc.chunks = C;
+        oc.max_chunks = 0;
+        if (o->time_limit_s > 0) {
+            double left = o->time_limit_s - (cs_now() - t0);
+            if (left <= 0.05) {
+                complete = false;
+                break;
+            }
+            oc.time_limit_s = left;
+        }
+        cs_result *one = NULL;
+        cs_error e1;
+        cs_error_clear(&e1);
+        rc = synthesize_one(t, c, &oc, &one, &e1);
+        if (rc != CS_OK) {
+            if (rc == CS_ECANCELLED || !res) {
+                if (err)
+                    *err = e1;
+                result_free(res);
+                json_decref(by);
+                return rc;
+            }
+            complete = false; /* keep the chunkings found so far */
+            rc = CS_OK;
+            break;
+        }
+        json_t *st = json_deep_copy(one->stats); /* a copy: res->stats will hold this array */
+        json_object_set_new(st, "chunks", json_integer(C));
+        json_array_append_new(by, st);
+        complete &= one->complete;
+        if (!res) {
+            res = one;
+            continue;
+        }
+        cs_algorithm *a = one->algs[0];
+        one->nalgs = 0;
+        result_free(one);
+        if ((rc = result_add(res, a)) != CS_OK) {
+            algorithm_free(a);
+            result_free(res);
+            json_decref(by);
+            return cs_error_set(err, rc, "", "out of memory");
+        }
+    }
+    json_object_set_new(res->stats, "by_chunks", by);
+    res->complete = complete;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
+    return CS_OK;
 }
