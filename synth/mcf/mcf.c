@@ -1385,6 +1385,43 @@ static double horizon_time_bound(const inst *in, int K)
     return (K - 1) * in->tau + (isfinite(slack) ? slack : 0);
 }
 
+/* The LP's flows rounded with a few credit thresholds; the earliest-ending
+ * schedule is kept in *sb. */
+static int round_best(const inst *in, const model *m, const double *x, sendbuf *sb,
+                      cs_error *err)
+{
+    static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
+    double best_end = INFINITY;
+    sendbuf trial = {0};
+    int rc = CS_OK;
+    sb->n = 0;
+    for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
+        trial.n = 0;
+        rc = round_pairwise(in, m, x, thresholds[i], &trial, err);
+        double e = rc == CS_OK ? sends_end_us(in, &trial) : INFINITY;
+        if (e < best_end) {
+            best_end = e;
+            sendbuf tmp = *sb;
+            *sb = trial;
+            trial = tmp;
+        }
+    }
+    free(trial.v);
+    return rc;
+}
+
+/* The epoch after a schedule's last arrival. */
+static int sends_end_epoch(const inst *in, const sendbuf *sb)
+{
+    int e = 0;
+    for (long i = 0; i < sb->n; i++) {
+        int v = sb->v[i].epoch + in->kappa[sb->v[i].link];
+        if (v > e)
+            e = v;
+    }
+    return e;
+}
+
 /* One chunking: o->chunks. */
 static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
                           cs_result **out, cs_error *err)
@@ -1524,7 +1561,27 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
     bool rounded = false;
     bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
     bool greedy_done = false;
-    if (gK >= 0 && gK <= K) {
+    if (in.pairwise && r.keep_x && r.keep.K == K) {
+        /* the LP rounded first: when it fits the LP's horizon it is optimal
+         * in makespan and CBC is not needed (it can take a minute to prove
+         * the secondary objective, torus2d:4x4 alltoall) */
+        double t1 = cs_now();
+        if ((rc = round_best(&in, &r.keep, r.keep_x, &sb, err)))
+            goto done;
+        if (sends_end_epoch(&in, &sb) <= K) {
+            greedy_done = true;
+            rounded = true;
+            used_k = K;
+            milp_status = MCF_OPTIMAL;
+        } else {
+            sb.n = 0;
+        }
+        progress(&r, greedy_done ? "optimal" : "rounded", K, cs_now() - t1,
+                 greedy_done ? sends_end_us(&in, &sb) : NAN,
+                 "LP at %d epochs rounded to chunks %s its horizon (%.3f s)", K,
+                 greedy_done ? "within" : "beyond", cs_now() - t1);
+    }
+    if (!greedy_done && gK >= 0 && gK <= K) {
         /* the greedy meets the LP's horizon: optimal in makespan */
         sb = gsb;
         gsb = (sendbuf){0};
@@ -1612,22 +1669,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
         /* too large for the MILP, or it found nothing in time: round the LP */
         cs_error_clear(err);
         double t1 = cs_now();
-        /* a few credit thresholds, the earliest-ending schedule kept */
-        static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
-        double best_end = INFINITY;
-        sendbuf trial = {0};
-        for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
-            trial.n = 0;
-            rc = round_pairwise(&in, &r.keep, r.keep_x, thresholds[i], &trial, err);
-            double e = rc == CS_OK ? sends_end_us(&in, &trial) : INFINITY;
-            if (e < best_end) {
-                best_end = e;
-                sendbuf tmp = sb;
-                sb = trial;
-                trial = tmp;
-            }
-        }
-        free(trial.v);
+        rc = round_best(&in, &r.keep, r.keep_x, &sb, err);
         if (rc == CS_OK) {
             rounded = true;
             used_k = r.keep.K;
@@ -1687,7 +1729,8 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                            in.chunk_bytes, "mcf_lp", lp, "milp_objective",
                            isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
                            isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
-                           rounded                      ? "lp rounded"
+                           rounded && greedy_done       ? "optimal (LP rounding meets the LP bound)"
+                           : rounded                    ? "lp rounded"
                            : greedy_done                ? "optimal (greedy meets the LP bound)"
                            : milp_status == MCF_OPTIMAL ? "optimal"
                                                         : "feasible",
