@@ -916,7 +916,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             break;
         }
         if (vars > lim->smt_max_variables) {
-            snprintf(reason, sizeof reason,
+            cs_text_printf(reason, sizeof reason,
                      "auto: %s~%ld smt variables > limit %ld (%d ranks); tacos", hier_note,
                      vars, lim->smt_max_variables, t->ranks);
             rc = run_tacos(r, lim, hooks, out, err);
@@ -971,7 +971,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     if (!*out)
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
     if (mcf_note[0] && strcmp((*out)->method, "mcf") != 0 && strncmp(reason, "auto: ", 6) == 0)
-        snprintf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
+        cs_text_printf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
     else
         snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
     /* Every result carries the contract's bounds, whichever method ran: the
