@@ -310,6 +310,64 @@ START_TEST(test_mixed_types_refused)
 }
 END_TEST
 
+static cs_result *run_request(const char *body, cs_synth_request **req_out);
+
+/* The Slurm hook's ring fabric (NIC i of node k to NIC i of node k+1, both
+ * ways): composed around the ring when asked; alltoall refused; auto keeps
+ * the flat methods there. */
+START_TEST(test_ring_fabric)
+{
+    json_t *links = json_array(), *groups = json_array();
+    int N = 5;
+    for (int n = 0; n < N; n++) {
+        json_t *g = json_array();
+        for (int i = 0; i < 4; i++) {
+            json_array_append_new(g, json_integer(4 * n + i));
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   4 * n + i, "dst", 4 * n + (i + 1) % 4,
+                                                   "lanes", 1, "gbps", 100.0, "alpha_us", 0.5,
+                                                   "bidirectional", 1));
+        }
+        json_array_append_new(groups, g);
+        for (int i = 0; i < 4; i += 2)
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   4 * n + i, "dst", 4 * ((n + 1) % N) + i,
+                                                   "lanes", 1, "gbps", 10.0, "alpha_us", 2.0,
+                                                   "bidirectional", 1));
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o}", "name", "ringfab", "ranks", 4 * N, "links",
+                            links, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    cs_topology *t = load_text(text);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_REDUCESCATTER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    check_composed_root(t, CS_COLL_BROADCAST, 5);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "switched"), "%s", err.message);
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_OK);
+    ck_assert_int_eq(hier_auto_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "ring"), "%s", err.message);
+    topology_free(t);
+    /* auto on it runs a flat method */
+    char body[4096];
+    snprintf(body, sizeof body, "{\"topology\":%s,\"collective\":\"allgather\"}", text);
+    free(text);
+    cs_synth_request *req = NULL;
+    cs_result *r = run_request(body, &req);
+    ck_assert_str_ne(r->method, "hierarchical");
+    result_free(r);
+    synth_request_free(req);
+}
+END_TEST
+
 static cs_result *run_request(const char *body, cs_synth_request **req_out)
 {
     cs_synth_request *req = NULL;
@@ -424,6 +482,7 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_smt_fallback);
     tcase_add_test(tc, test_interleaved_ranks);
     tcase_add_test(tc, test_mixed_types_refused);
+    tcase_add_test(tc, test_ring_fabric);
     tcase_add_test(tc, test_pipelined);
     tcase_add_test(tc, test_node_chunk_allreduce);
     tcase_add_test(tc, test_msccl_fits);

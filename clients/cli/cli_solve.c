@@ -96,6 +96,7 @@ static void solve_usage(FILE *f)
             "  --stats-only          do not keep the sends (very large topologies)\n"
             "mcf options (mcf, auto):\n"
             "  --chunks N            chunks per rank share (alltoall: per pair; default 1)\n"
+            "  --max-chunks N        also every chunking up to N (a frontier over chunkings)\n"
             "  --epochs K            horizon (default: the smallest the LP allows)\n"
             "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
             "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
@@ -400,7 +401,12 @@ static int parse_args(int argc, char **argv, solve_args *a)
         } else if (OPT("--k")) {
             SMT_INT("--k", "k", 0);
         } else if (OPT("--max-chunks")) {
-            SMT_INT("--max-chunks", "max_chunks", 1);
+            NEED();
+            if ((rc = int_opt("--max-chunks", v, 1, &x)) == CLI_EXIT_OK) {
+                json_object_set_new(a->smt, "max_chunks", json_integer(x));
+                json_object_set_new(a->mcf, "max_chunks", json_integer(x));
+            }
+            applies(a, "--max-chunks", M_SMT | M_MCF);
         } else if (OPT("--max-steps")) {
             SMT_INT("--max-steps", "max_steps", 1);
         } else if (OPT("--steps")) {

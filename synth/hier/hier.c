@@ -36,7 +36,8 @@ typedef struct hier_shape {
     int *rank;                 /* nodes * m: global rank of (node, local) */
     int nic[64];               /* k local indices */
     cs_topology *node;         /* the node type on local ranks (owned) */
-    char sig_hash[32];
+    bool ring;                 /* fabric: NIC j of node n reaches NIC j of node n+1 only */
+    bool ring_back;            /* ... and of node n-1 */
 } hier_shape;
 
 typedef struct hier_trees {
@@ -211,19 +212,43 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         rc = cs_error_set(err, CS_EUNSUPPORTED, "topology", "no rank has a link out of its node");
         goto done;
     }
-    /* rails: NIC j of every node reaches NIC j of every other node in one hop */
-    for (int j = 0; j < s->k; j++)
-        for (int a = 0; a < N; a++)
-            for (int b = 0; b < N; b++)
-                if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
-                                                 s->rank[(long)b * m + s->nic[j]]) < 0) {
-                    rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                                      "hierarchical needs a switched fabric: NIC rank %d of node "
-                                      "%d has no direct link to NIC rank %d of node %d (rails or "
-                                      "one fabric switch joining every node's NICs); use tacos",
-                                      s->nic[j], a, s->nic[j], b);
-                    goto done;
-                }
+    /* rails: NIC j of every node reaches NIC j of every other node in one hop
+     * (a switched fabric), or at least of the next node in group order (a
+     * ring: the Slurm hook's "ring" fabric) */
+    {
+        int miss_a = -1, miss_b = -1, miss_j = 0;
+        for (int j = 0; j < s->k && miss_a < 0; j++)
+            for (int a = 0; a < N && miss_a < 0; a++)
+                for (int b = 0; b < N && miss_a < 0; b++)
+                    if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                     s->rank[(long)b * m + s->nic[j]]) < 0) {
+                        miss_a = a;
+                        miss_b = b;
+                        miss_j = j;
+                    }
+        if (miss_a >= 0) {
+            s->ring = true;
+            for (int j = 0; j < s->k && s->ring; j++)
+                for (int a = 0; a < N && s->ring; a++)
+                    s->ring = topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                 s->rank[(long)((a + 1) % N) * m + s->nic[j]]) >= 0;
+            s->ring_back = s->ring;
+            for (int j = 0; j < s->k && s->ring_back; j++)
+                for (int a = 0; a < N && s->ring_back; a++)
+                    s->ring_back = topology_find_link(
+                                       t, s->rank[(long)a * m + s->nic[j]],
+                                       s->rank[(long)((a + N - 1) % N) * m + s->nic[j]]) >= 0;
+            if (!s->ring) {
+                rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                                  "hierarchical needs a switched or ring fabric: NIC rank %d of "
+                                  "node %d has no direct link to NIC rank %d of node %d (rails "
+                                  "or one fabric switch joining every node's NICs), nor NIC j of "
+                                  "each node to NIC j of the next; use tacos",
+                                  s->nic[miss_j], miss_a, s->nic[miss_j], miss_b);
+                goto done;
+            }
+        }
+    }
     /* the node type as a topology of its own */
     {
         char name[CS_NAME_MAX];
@@ -293,6 +318,25 @@ int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
     if (rc == CS_OK)
         shape_free(&s);
     return rc;
+}
+
+int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
+{
+    if (!kind_supported(c->kind))
+        return unsupported_kind(c, err);
+    hier_shape s;
+    int rc = hier_detect(t, &s, err);
+    if (rc != CS_OK)
+        return rc;
+    bool ring = s.ring;
+    shape_free(&s);
+    if (ring)
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "a ring fabric: the composition's node trees cannot keep up with "
+                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
+                            "against TACOS's 0.78), so auto keeps the flat methods; method "
+                            "hierarchical composes it when asked");
+    return CS_OK;
 }
 
 /* ---- intra trees -------------------------------------------------------------------- */
@@ -1215,6 +1259,77 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
     return rc;
 }
 
+/* ---- allgather on a ring fabric ------------------------------------------------------ */
+
+/* Node blocks travel around the ring of nodes, each block split into one
+ * segment per NIC on that NIC's ring (pipelined: a NIC forwards in hop h
+ * what it received in hop h - 1; every ring link carries one segment per
+ * hop), and spread inside each node along the receiving NIC's tree. */
+typedef struct ring_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, C, S1, S3, steps;
+} ring_plan;
+
+static int ring_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const ring_plan *p = plan;
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, block = m * p->C, rc = CS_OK;
+    for (int n = 0; n < N && rc == CS_OK; n++)
+        for (int c = 0; c < p->C; c++)
+            for (int i = 0; i < m && rc == CS_OK; i++) {
+                const int *nr = s->rank + (long)n * m;
+                const hier_tree *tt = &tr->spread[i];
+                for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                    rc = fn(ctx, (long)c * P + nr[i], nr[tt->src[e]], nr[tt->dst[e]],
+                            tt->step[e]);
+            }
+    /* both directions where the ring has them: each block goes forward to
+     * the next ceil((N-1)/2) nodes and backward to the previous
+     * floor((N-1)/2), so every link carries about half the blocks */
+    int fwd = s->ring_back ? N / 2 : N - 1, back = s->ring_back ? (N - 1) / 2 : 0;
+    for (int h = 1; h <= fwd && rc == CS_OK; h++)
+        for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
+            if (dir == 1 && h > back)
+                continue;
+            int sign = dir ? N - 1 : 1;   /* +1 or -1 mod N */
+            for (int j = 0; j < k && rc == CS_OK; j++) {
+                int q0 = block * j / k, q1 = block * (j + 1) / k, nic = s->nic[j];
+                const hier_tree *tt = &tr->nic[j];
+                for (int q = q0; q < q1 && rc == CS_OK; q++)
+                    for (int n = 0; n < N && rc == CS_OK; n++) {
+                        const int *nr = s->rank + (long)n * m;
+                        const int *xr = s->rank + (long)((n + (long)(h - 1) * sign) % N) * m;
+                        const int *yr = s->rank + (long)((n + (long)h * sign) % N) * m;
+                        long g = (long)(q / m) * P + nr[q % m];
+                        rc = fn(ctx, g, xr[nic], yr[nic], p->S1 + h - 1);
+                        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                            rc = fn(ctx, g, yr[tt->src[e]], yr[tt->dst[e]],
+                                    p->S1 + h + tt->step[e]);
+                    }
+            }
+        }
+    return rc;
+}
+
+static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
+                                  const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    ring_plan p = {s, tr, t->ranks, 1, 0, 0, 0};
+    for (int i = 0; i < s->m; i++)
+        if (tr->spread[i].depth > p.S1)
+            p.S1 = tr->spread[i].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > p.S3)
+            p.S3 = tr->nic[j].depth;
+    p.steps = p.S1 + (s->ring_back ? s->nodes / 2 : s->nodes - 1) + p.S3;
+    cs_collective ag;
+    collective_init(&ag, CS_COLL_ALLGATHER, -1);
+    return generated_algorithm(t, &ag, p.C, p.steps, ring_emit, &p, out, err);
+}
+
 /* ---- broadcast across nodes ---------------------------------------------------------- */
 
 /* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
@@ -1728,6 +1843,52 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
+    if (ring && c->kind == CS_COLL_ALLTOALL) {
+        side_close(&fw);
+        side_close(&bw);
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
+    }
+    if (ring && (c->kind == CS_COLL_ALLGATHER || c->kind == CS_COLL_REDUCESCATTER ||
+                 c->kind == CS_COLL_ALLREDUCE)) {
+        /* around the ring of nodes; reducescatter inverted from the reversed
+         * topology; allreduce = reducescatter + allgather */
+        if (need_fw)
+            rc = compose_ring_allgather(t, &fw.s, fw.tr, &ag, err);
+        if (rc == CS_OK && need_bw)
+            rc = compose_ring_allgather(bw.rt, &bw.s, bw.tr, &rag, err);
+        if (rc == CS_OK && need_bw)
+            rc = algorithm_invert(rag, &rs, err);
+        if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE)
+            rc = algorithm_concat(rs, ag, &a, err);
+        else if (rc == CS_OK) {
+            a = c->kind == CS_COLL_ALLGATHER ? ag : rs;
+            if (a == ag)
+                ag = NULL;
+            else
+                rs = NULL;
+        }
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        else
+            algorithm_free(a);
+        algorithm_free(ag);
+        algorithm_free(rs);
+        algorithm_free(rag);
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
+                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.ring_back ? " both ways" : "",
+                     c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
+                     : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     if (c->kind == CS_COLL_ALLTOALL) {
         rc = compose_alltoall(t, c, &fw.s, fw.tr, &a, err);
         if (rc == CS_OK)
@@ -1755,6 +1916,8 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
             cs_algorithm *b = NULL;
             if (v == 3 && sd->s.nodes - 1 < sd->s.k)
                 break;
+            if (sd->s.ring && (v == 0 || v == 3))
+                continue;   /* a binomial tree and the scatter need direct links */
             rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
                         : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
                                             pers[v], &b, err);
@@ -1770,11 +1933,12 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         }
         if (rc == CS_OK)
             snprintf(how, howlen,
-                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; %s: the "
+                     "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the "
                      "root's node tree, then each NIC's chunks across nodes by a binomial tree "
                      "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
                      "to the nodes + node-level allgather (a chunk per node)%s",
-                     sd->s.nodes, sd->s.m, sd->s.k, sd->tr->how, collective_kind_name(c->kind),
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched", sd->tr->how,
+                     collective_kind_name(c->kind),
                      bcast ? "" : " (built on the reversed topology, inverted)");
         side_close(&fw);
         side_close(&bw);

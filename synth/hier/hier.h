@@ -8,8 +8,11 @@
  * ranks with links out of their group), and for every NIC local index j a
  * direct link from NIC j of each node to NIC j of every other node: a rail
  * switch per NIC (dgxa100:N, dgxh100:N) or one fabric switch joining all NICs
- * (the Slurm hook's clusters, ndv2:N).  Anything else is CS_EUNSUPPORTED with
- * a message naming what is missing, so auto falls back to the flat methods.
+ * (the Slurm hook's clusters, ndv2:N); or a ring of nodes per NIC (the hook's
+ * "ring" fabric: allgather, reducescatter, allreduce around the ring, both
+ * ways where it has them; broadcast/reduce by chains).  Anything else is
+ * CS_EUNSUPPORTED with a message naming what is missing, so auto falls back
+ * to the flat methods.
  *
  * Allgather (C chunks per rank) is composed per chunk:
  *   1. intra: each chunk spreads inside its node along the tree of its source
@@ -75,6 +78,10 @@ void hier_options_default(cs_hier_options *opt);
  * hierarchical composes; else CS_EUNSUPPORTED (or CS_EINVAL) with err naming
  * why.  Cheap (no synthesis): what auto asks first. */
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
+
+/* hier_applicable, and what auto asks: also CS_EUNSUPPORTED for ring
+ * fabrics, where the composition loses to flat TACOS (docs/hier.md). */
+int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
 
 /* A result (method "hierarchical") with a frontier of verified composed
  * algorithms and a reason saying what was composed from what. */

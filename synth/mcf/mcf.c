@@ -41,6 +41,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->gap = 0.0;
     opt->max_columns = 4000000;
     opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
+    opt->max_chunks = 0;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -49,6 +50,10 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
     if (o->chunks < 1 || o->chunks > 4096)
         return cs_error_set(err, CS_EINVAL, "options.chunks", "chunks must be in 1..4096, got %d",
                             o->chunks);
+    if (o->max_chunks < 0 || o->max_chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.max_chunks",
+                            "max_chunks must be in 0..4096 (0: only chunks), got %d",
+                            o->max_chunks);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -1380,13 +1385,49 @@ static double horizon_time_bound(const inst *in, int K)
     return (K - 1) * in->tau + (isfinite(slack) ? slack : 0);
 }
 
-int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
-                   cs_result **out, cs_error *err)
+/* The LP's flows rounded with a few credit thresholds; the earliest-ending
+ * schedule is kept in *sb. */
+static int round_best(const inst *in, const model *m, const double *x, sendbuf *sb,
+                      cs_error *err)
+{
+    static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
+    double best_end = INFINITY;
+    sendbuf trial = {0};
+    int rc = CS_OK;
+    sb->n = 0;
+    for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
+        trial.n = 0;
+        rc = round_pairwise(in, m, x, thresholds[i], &trial, err);
+        double e = rc == CS_OK ? sends_end_us(in, &trial) : INFINITY;
+        if (e < best_end) {
+            best_end = e;
+            sendbuf tmp = *sb;
+            *sb = trial;
+            trial = tmp;
+        }
+    }
+    free(trial.v);
+    return rc;
+}
+
+/* The epoch after a schedule's last arrival. */
+static int sends_end_epoch(const inst *in, const sendbuf *sb)
+{
+    int e = 0;
+    for (long i = 0; i < sb->n; i++) {
+        int v = sb->v[i].epoch + in->kappa[sb->v[i].link];
+        if (v > e)
+            e = v;
+    }
+    return e;
+}
+
+/* One chunking: o->chunks. */
+static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                          cs_result **out, cs_error *err)
 {
     *out = NULL;
-    int rc = mcf_options_validate(o, t, c, err);
-    if (rc)
-        return rc;
+    int rc;
     run r = {0};
     r.o = o;
     r.t0 = cs_now();
@@ -1520,7 +1561,27 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     bool rounded = false;
     bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
     bool greedy_done = false;
-    if (gK >= 0 && gK <= K) {
+    if (in.pairwise && r.keep_x && r.keep.K == K) {
+        /* the LP rounded first: when it fits the LP's horizon it is optimal
+         * in makespan and CBC is not needed (it can take a minute to prove
+         * the secondary objective, torus2d:4x4 alltoall) */
+        double t1 = cs_now();
+        if ((rc = round_best(&in, &r.keep, r.keep_x, &sb, err)))
+            goto done;
+        if (sends_end_epoch(&in, &sb) <= K) {
+            greedy_done = true;
+            rounded = true;
+            used_k = K;
+            milp_status = MCF_OPTIMAL;
+        } else {
+            sb.n = 0;
+        }
+        progress(&r, greedy_done ? "optimal" : "rounded", K, cs_now() - t1,
+                 greedy_done ? sends_end_us(&in, &sb) : NAN,
+                 "LP at %d epochs rounded to chunks %s its horizon (%.3f s)", K,
+                 greedy_done ? "within" : "beyond", cs_now() - t1);
+    }
+    if (!greedy_done && gK >= 0 && gK <= K) {
         /* the greedy meets the LP's horizon: optimal in makespan */
         sb = gsb;
         gsb = (sendbuf){0};
@@ -1608,22 +1669,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         /* too large for the MILP, or it found nothing in time: round the LP */
         cs_error_clear(err);
         double t1 = cs_now();
-        /* a few credit thresholds, the earliest-ending schedule kept */
-        static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
-        double best_end = INFINITY;
-        sendbuf trial = {0};
-        for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
-            trial.n = 0;
-            rc = round_pairwise(&in, &r.keep, r.keep_x, thresholds[i], &trial, err);
-            double e = rc == CS_OK ? sends_end_us(&in, &trial) : INFINITY;
-            if (e < best_end) {
-                best_end = e;
-                sendbuf tmp = sb;
-                sb = trial;
-                trial = tmp;
-            }
-        }
-        free(trial.v);
+        rc = round_best(&in, &r.keep, r.keep_x, &sb, err);
         if (rc == CS_OK) {
             rounded = true;
             used_k = r.keep.K;
@@ -1683,7 +1729,8 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
                            in.chunk_bytes, "mcf_lp", lp, "milp_objective",
                            isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
                            isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
-                           rounded                      ? "lp rounded"
+                           rounded && greedy_done       ? "optimal (LP rounding meets the LP bound)"
+                           : rounded                    ? "lp rounded"
                            : greedy_done                ? "optimal (greedy meets the LP bound)"
                            : milp_status == MCF_OPTIMAL ? "optimal"
                                                         : "feasible",
@@ -1699,4 +1746,74 @@ done:
     free(r.keep_x);
     inst_free(&in);
     return rc;
+}
+
+int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                   cs_result **out, cs_error *err)
+{
+    *out = NULL;
+    int rc = mcf_options_validate(o, t, c, err);
+    if (rc)
+        return rc;
+    int hi = o->max_chunks > o->chunks ? o->max_chunks : o->chunks;
+    if (hi == o->chunks)
+        return synthesize_one(t, c, o, out, err);
+    /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
+     * (fewer chunks pay alpha fewer times, more pipeline better; which wins
+     * depends on the size, as on SMT's frontier). */
+    double t0 = cs_now();
+    cs_result *res = NULL;
+    json_t *by = json_array();
+    bool complete = true;
+    for (int C = o->chunks; C <= hi; C++) {
+        cs_mcf_options oc = *o;
+        oc.chunks = C;
+        oc.max_chunks = 0;
+        if (o->time_limit_s > 0) {
+            double left = o->time_limit_s - (cs_now() - t0);
+            if (left <= 0.05) {
+                complete = false;
+                break;
+            }
+            oc.time_limit_s = left;
+        }
+        cs_result *one = NULL;
+        cs_error e1;
+        cs_error_clear(&e1);
+        rc = synthesize_one(t, c, &oc, &one, &e1);
+        if (rc != CS_OK) {
+            if (rc == CS_ECANCELLED || !res) {
+                if (err)
+                    *err = e1;
+                result_free(res);
+                json_decref(by);
+                return rc;
+            }
+            complete = false; /* keep the chunkings found so far */
+            rc = CS_OK;
+            break;
+        }
+        json_t *st = json_deep_copy(one->stats); /* a copy: res->stats will hold this array */
+        json_object_set_new(st, "chunks", json_integer(C));
+        json_array_append_new(by, st);
+        complete &= one->complete;
+        if (!res) {
+            res = one;
+            continue;
+        }
+        cs_algorithm *a = one->algs[0];
+        one->nalgs = 0;
+        result_free(one);
+        if ((rc = result_add(res, a)) != CS_OK) {
+            algorithm_free(a);
+            result_free(res);
+            json_decref(by);
+            return cs_error_set(err, rc, "", "out of memory");
+        }
+    }
+    json_object_set_new(res->stats, "by_chunks", by);
+    res->complete = complete;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
+    return CS_OK;
 }

@@ -60,6 +60,8 @@
 
 typedef struct cs_mcf_options {
     int chunks;            /* chunks per rank share (alltoall: per pair); default 1 */
+    int max_chunks;        /* > chunks: one algorithm per chunking chunks..max_chunks of
+                              the same bytes (a frontier; default 0: chunks only) */
     int epochs;            /* horizon K; 0 = smallest LP-feasible, searched */
     int max_epochs;        /* search limit for the horizon (default 256) */
     double bytes;          /* per-rank share L: chunk = bytes / chunks (default 64 MiB) */
@@ -90,7 +92,8 @@ bool mcf_collective_is_pairwise(const cs_collective *c, int ranks, int chunks);
 long mcf_estimate_columns(const cs_topology *t, const cs_collective *c,
                           const cs_mcf_options *opt);
 
-/* Synthesizes one verified timed algorithm.  Errors: CS_EUNSUPPORTED
+/* Synthesizes one verified timed algorithm (one per chunking when
+ * max_chunks > chunks; result->stats.by_chunks has each one's figures).  Errors: CS_EUNSUPPORTED
  * (combining kinds), CS_ELIMIT (model too large), CS_ETIMEOUT (no schedule
  * within the time limit), CS_ECANCELLED, CS_EINVAL. */
 int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *opt,

@@ -111,13 +111,14 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
                                          NULL};
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
-                                       "gap", "milp_max_columns", NULL};
+                                       "gap", "milp_max_columns", "max_chunks", NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
 {
     int rc;
     if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &m->chunks, err)) ||
+        (rc = opt_int(o, "max_chunks", prefix, 0, lim->max_chunks, &m->max_chunks, err)) ||
         (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
         (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
         (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||
@@ -893,7 +894,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         if (t->ranks > lim->smt_max_ranks || vars > lim->smt_max_variables) {
             cs_error herr;
             cs_error_clear(&herr);
-            if (hier_applicable(t, &r->collective, &herr) == CS_OK) {
+            if (hier_auto_applicable(t, &r->collective, &herr) == CS_OK) {
                 rc = run_hier(r, lim, hooks, out, &herr);
                 if (rc == CS_OK) {
                     snprintf(reason, sizeof reason, "auto: %d ranks in nodes, too large for "
@@ -915,7 +916,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             break;
         }
         if (vars > lim->smt_max_variables) {
-            snprintf(reason, sizeof reason,
+            cs_text_printf(reason, sizeof reason,
                      "auto: %s~%ld smt variables > limit %ld (%d ranks); tacos", hier_note,
                      vars, lim->smt_max_variables, t->ranks);
             rc = run_tacos(r, lim, hooks, out, err);
@@ -970,7 +971,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     if (!*out)
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
     if (mcf_note[0] && strcmp((*out)->method, "mcf") != 0 && strncmp(reason, "auto: ", 6) == 0)
-        snprintf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
+        cs_text_printf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
     else
         snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
     /* Every result carries the contract's bounds, whichever method ran: the
