@@ -1542,7 +1542,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             goto done;
         }
         lo = hi + 1;
-        double total = in.pairwise ? 0 : 0;
+        double total = 0;
         for (long q = 0; q < (in.pairwise ? (long)in.P * in.P : in.G * in.P); q++)
             total += in.pairwise ? (double)in.supply[q] : in.need[q];
         int next = hi + 1;
