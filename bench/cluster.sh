@@ -10,8 +10,9 @@
 # latency median/max (first fetch: generated; repeats: cached), the worst
 # rank's XML elements, steps per thread block and thread blocks, each slice
 # against that runtime's limits (codegen/msccl_check.h), the slices
-# reassembled and run in the XML interpreter (codegen/msccl_interp.h), and a
-# middle node's ?ranks=A-B slice against its ranks' slices.
+# reassembled and run in the XML interpreter (codegen/msccl_interp.h), and
+# every node's ?ranks=A-B slice (what the Slurm hook asks for) against its
+# ranks' slices.
 #
 #   bash bench/cluster.sh                       # both topologies, 128 nodes
 #   CLUSTER_NODES=16 bash bench/cluster.sh      # the slow test's size

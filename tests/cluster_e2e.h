@@ -5,8 +5,8 @@
  * (?format=msccl-xml&rank=R, for each runtime), check each slice against
  * that runtime's limits (msccl_check.h, counted on the text), reassemble
  * the slices into one document and run it in the XML interpreter
- * (msccl_interp.h) against the collective's postcondition; one node's slice
- * (?ranks=A-B) must be the byte concatenation of its ranks' slices.
+ * (msccl_interp.h) against the collective's postcondition; every node's
+ * slice (?ranks=A-B) must be the byte concatenation of its ranks' slices.
  *
  *     e2e_options o;
  *     e2e_options_default(&o);
@@ -55,8 +55,8 @@ typedef struct e2e_runtime_report {
     int interp_rc;            /* CS_OK, or why it failed; -1: not run */
     double interp_s;
     long interp_steps;
-    double node_ms;           /* the ?ranks=A-B fetch (a middle node) */
-    bool node_ok;             /* 200, within limits, = its ranks' slices */
+    double node_ms, node_ms_max;   /* ?ranks=A-B fetches, every node: median, max */
+    bool node_ok;             /* every node's: 200, within limits, = its ranks' slices */
     char first_problem[E2E_MSG];
 } e2e_runtime_report;
 

@@ -1,5 +1,5 @@
 /* Issue 10's first done-when bullet end to end through the real daemon, at
- * 16 nodes (128 ranks, about 10 s; tests/slow_cluster_e2e.c runs 32 nodes,
+ * 16 nodes (128 ranks, about 3 s; tests/slow_cluster_e2e.c runs 64 nodes,
  * bench/cluster.sh the 128-node cases): dgxh100:16 and the Slurm hook's
  * 16-node DGX-1 cluster (NICs on local ranks 0, 2, 4, 6, one fabric switch at
  * 12.5 GB/s, built by the hook's own code and posted as the hook posts it),
@@ -7,8 +7,8 @@
  * done by method hierarchical; for the frontier's first algorithm every
  * rank's MSCCL slice, for both runtimes, comes back within that runtime's
  * limits (counted on the text) holding exactly its own <gpu>, the slices
- * reassembled compute the collective in the XML interpreter, and a node's
- * ?ranks=A-B slice is its ranks' slices byte for byte (cluster_e2e_assert
+ * reassembled compute the collective in the XML interpreter, and every
+ * node's ?ranks=A-B slice is its ranks' slices byte for byte (cluster_e2e_assert
  * in tests/cluster_e2e.h, which also lists the known gaps accepted as clean
  * refusals). */
 #include <stdlib.h>

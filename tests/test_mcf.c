@@ -467,6 +467,17 @@ START_TEST(auto_picks_mcf_for_alltoall)
     json_decref(doc);
     result_free(res);
     synth_request_free(req);
+    /* a custom demand matrix goes to mcf too */
+    body = "{\"topology\":\"dgx1\",\"collective\":{\"kind\":\"custom\",\"demand\":"
+           "[[0,1,0,0,0,0,0,2],[0,0,0,0,0,0,0,0],[0,0,0,0,0,1,0,0],[0,0,0,0,0,0,0,0],"
+           "[0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0],[0,0,0,3,0,0,0,0],[0,0,0,0,0,0,0,0]]}}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    ck_assert_int_eq(req->collective.custom_global_chunks, 7);
+    ck_assert_msg(synth_run(req, NULL, NULL, &res, &err) == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_ptr_nonnull(strstr(res->reason, "custom"));
+    result_free(res);
+    synth_request_free(req);
     /* allgather stays with the old policy */
     body = "{\"topology\":\"ring:4\",\"collective\":\"allgather\"}";
     ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);

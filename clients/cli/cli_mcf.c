@@ -26,9 +26,8 @@ void cli_mcf_report(FILE *report, const cs_result *r, const cs_topology *t,
     fprintf(report, "  simulated time  %.3f us at %s (schedule %.3f us: %.0f epochs of %.4g us)\n",
             have_ratio ? br.simulated_us : NAN, size, NUM(st, "schedule_us"),
             NUM(st, "epochs_used"), NUM(st, "epoch_us"));
-    fprintf(report, "  LP bound        %.3f us (no schedule fits %.0f epochs: the LP of %.0f "
-                    "cannot deliver everything)%s\n",
-            NUM(lp, "time_us"), NUM(lp, "epochs") - 1, NUM(lp, "epochs") - 1,
+    fprintf(report, "  LP bound        %.3f us (no schedule fits %.0f epochs)%s\n",
+            NUM(lp, "time_us"), NUM(lp, "epochs") - 1,
             json_is_true(json_object_get(lp, "exact"))
                 ? ""
                 : "; of the epoch model only: some sends do not fill whole epochs");

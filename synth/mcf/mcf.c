@@ -27,6 +27,9 @@
  * instead of solved as a MILP (CBC's root LP alone would take minutes):
  * the default of options.milp_max_columns. */
 #define MCF_MILP_MAX_COLUMNS 40000
+/* Copy demands with a greedy schedule in hand and no time limit from the
+ * caller: the seconds given to proving or improving it. */
+#define MCF_IMPROVE_BUDGET_S 30.0
 /* Seeded greedy runs tried on copy demands before the MILP. */
 #define MCF_GREEDY_TRIES 16
 
@@ -1466,7 +1469,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
      * usually proves it optimal (allgather on DGX-1). */
     sendbuf gsb = {0};
     int gK = -1;
-    bool search_done = false;
+    bool search_done = false, keep_greedy = false;
     if (!in.pairwise && o->epochs == 0) {
         double t1 = cs_now();
         sendbuf trial = {0};
@@ -1493,21 +1496,30 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             lp_k = gK;
             search_done = true;
         } else if (gK > k0) {
+            /* With a schedule in hand, proving or improving it gets a budget
+             * of its own when the caller set none: the copy model's LP is
+             * weak and its MILP can run for hours (ndv2:2 allgather). */
+            if (!isfinite(r.deadline))
+                r.deadline = cs_now() + MCF_IMPROVE_BUDGET_S;
             double del;
             rc = solve_lp(&r, gK - 1, true, &feas, &del, err);
+            if (rc == CS_OK && !feas) {
+                lp_k = gK;
+            } else if (rc == CS_OK) {
+                rc = lp_min_horizon(&r, k0, gK - 1, &lp_k, err);
+            }
+            if (rc == CS_ETIMEOUT) {
+                /* keep the greedy; the cut bound is the bound */
+                cs_error_clear(err);
+                rc = CS_OK;
+                lp_k = k0;
+                keep_greedy = true;
+            }
             if (rc) {
                 free(gsb.v);
                 goto done;
             }
-            if (!feas) {
-                lp_k = gK;
-                search_done = true;
-            } else if ((rc = lp_min_horizon(&r, k0, gK - 1, &lp_k, err)) != CS_OK) {
-                free(gsb.v);
-                goto done;
-            } else {
-                search_done = true;
-            }
+            search_done = true;
         }
     }
     /* Secant steps on the units delivered by K (they grow about linearly
@@ -1530,7 +1542,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             goto done;
         }
         lo = hi + 1;
-        double total = in.pairwise ? 0 : 0;
+        double total = 0;
         for (long q = 0; q < (in.pairwise ? (long)in.P * in.P : in.G * in.P); q++)
             total += in.pairwise ? (double)in.supply[q] : in.need[q];
         int next = hi + 1;
@@ -1609,7 +1621,8 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                  "greedy schedule %s the LP's %d epochs (%.3f s)",
                  greedy_done ? "meets" : "does not meet", K, cs_now() - t1);
     }
-    for (int k = K; !big && !greedy_done && k <= cap; k++) {
+    for (int k = K; !big && !greedy_done && !keep_greedy && k <= cap && (gK < 0 || k < gK);
+         k++) {
         if (out_of_time(&r)) {
             rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
                               "no schedule within the time limit (LP bound: %d epochs)", lp_k);
