@@ -618,7 +618,8 @@ static void rstream_free(void *cls)
 static size_t take(const char *src, size_t len, size_t *pos, char *buf, size_t cap)
 {
     size_t k = len - *pos < cap ? len - *pos : cap;
-    memcpy(buf, src + *pos, k);
+    if (k) /* an absent part (src NULL, len 0) copies nothing */
+        memcpy(buf, src + *pos, k);
     *pos += k;
     return k;
 }
