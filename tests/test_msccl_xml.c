@@ -9,6 +9,7 @@
 #include "baseline.h"
 #include "check_main.h"
 #include "codegen_testutil.h"
+#include "hier.h"
 #include "msccl_check.h"
 #include "msccl_interp.h"
 #include "msccl_xml.h"
@@ -358,6 +359,42 @@ static cs_algorithm *star_gather(int ranks)
         algorithm_add_send(a, r, r, 0, 0, CS_OP_COPY);
     return a;
 }
+
+/* Values parked in scratch on their way (reduce-scatter's rrc receives at a
+ * forwarding rank) get neighbouring scratch slots when their chunks are
+ * neighbours on one link, so a run of them moves as one step: hierarchical
+ * reducescatter on dgxh100:16 (each node's block of 8 chunks reduced up the
+ * rails).  Before, slots were handed out in receive order across every peer
+ * (s 0, 3, 6, ...) and no rrc ever merged: dgxh100:128 needed 258 steps per
+ * thread block. */
+START_TEST(parked_runs_get_neighbouring_scratch_slots)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("dgxh100:16", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_REDUCESCATTER, -1);
+    cs_hier_options ho;
+    hier_options_default(&ho);
+    cs_result *res = NULL;
+    ck_assert_msg(hier_synthesize(t, &c, &ho, &res, &err) == CS_OK, "%s", err.message);
+    char *x;
+    ck_assert_msg(gen(res->algs[0], t, CS_MSCCL_RUNTIME_MSCCL, &x, &err) == CS_OK, "%s",
+                  err.message);
+    limits_ok(x, CS_MSCCL_RUNTIME_MSCCL, NULL);
+    int merged = 0;
+    for (const char *p = strstr(x, "type=\"rrc\""); p; p = strstr(p + 1, "type=\"rrc\"")) {
+        const char *cnt = strstr(p, "cnt=\"");
+        if (cnt && atoi(cnt + 5) > 1)
+            merged++;
+    }
+    ck_assert_msg(merged > 0, "no rrc step moves more than one chunk");
+    interp_ok(x, &c);
+    free(x);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
 
 START_TEST(thread_block_limits_are_refused_with_the_rank)
 {
@@ -1156,6 +1193,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, step_limits_spread_channels_then_merge_then_give_elimit);
     tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
+    tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
     tcase_add_test(tc, rank_slices_hold_the_same_algo_and_their_gpus);
     tcase_add_test(tc, the_limit_checker_counts_on_the_text);
     tcase_add_test(tc, lanes_become_channels);
