@@ -219,6 +219,55 @@ START_TEST(max_chunks_gives_a_frontier_over_chunkings)
 }
 END_TEST
 
+typedef struct seen {
+    pthread_mutex_t mu;
+    int events, incumbents, milp_optimal;
+    double last_incumbent;
+} seen;
+
+static void on_event(void *ctx, const cs_progress_event *ev)
+{
+    seen *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->events++;
+    ck_assert_str_eq(ev->method, "mcf");
+    if (!strcmp(ev->outcome, "incumbent")) {
+        s->incumbents++;
+        s->last_incumbent = ev->best;
+    }
+    if (!strcmp(ev->outcome, "optimal") && strstr(ev->message, "MILP"))
+        s->milp_optimal++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+START_TEST(milp_reports_cbc_progress)
+{
+    /* hypercube:3 alltoall, one chunk per pair: 12 chunk-hops per rank
+     * (3 neighbours at 1 hop, 3 at 2, 1 at 3) over 3 one-lane out-links is
+     * 4 epochs at least; the LP's rounding does not fit 4, so CBC solves the
+     * integer model, and its log reaches us as "incumbent" events. */
+    cs_topology *t = load("hypercube:3");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.bytes = 1 << 20;
+    seen s = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NAN};
+    o.progress = on_event;
+    o.progress_ctx = &s;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    ck_assert_int_eq(s.milp_optimal, 1);
+    ck_assert_int_ge(s.incumbents, 1);
+    ck_assert(s.last_incumbent > 0);
+    ck_assert_int_eq(r->algs[0]->steps, 4);
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(lp_rounding_is_valid_and_close)
 {
     /* Force the rounding path (no MILP) on DGX-1 alltoall, 2 chunks: the LP
@@ -514,6 +563,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, random_sparse_demand_on_dgx1);
     tcase_add_test(tc, schedules_run_through_msccl_codegen);
     tcase_add_test(tc, lp_rounding_is_valid_and_close);
+    tcase_add_test(tc, milp_reports_cbc_progress);
     tcase_add_test(tc, max_chunks_gives_a_frontier_over_chunkings);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);

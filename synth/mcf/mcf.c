@@ -806,6 +806,24 @@ static void progress(run *r, const char *outcome, int K, double seconds, double 
     r->o->progress(r->o->progress_ctx, &ev);
 }
 
+/* CBC's progress during one MILP solve, as events "incumbent" with the
+ * objective, the bound and the gap (best = the incumbent objective). */
+typedef struct milp_watch {
+    run *r;
+    int K;
+    double t0;
+} milp_watch;
+
+static void milp_progress(void *ctx, double incumbent, double bound)
+{
+    milp_watch *w = ctx;
+    double gap = isfinite(incumbent) && isfinite(bound) && bound != 0
+                     ? 100 * fabs(bound - incumbent) / fabs(bound) : NAN;
+    progress(w->r, "incumbent", w->K, cs_now() - w->t0, incumbent,
+             "CBC at %d epochs: incumbent %.6g, bound %.6g, gap %.3g%%", w->K, incumbent, bound,
+             gap);
+}
+
 /* Units a search model's solution delivers (its objective without the
  * tie-breaking terms). */
 static double delivered(const model *m, const double *x)
@@ -1633,6 +1651,11 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             break;
         mcf_solve_opts so = {.integer = true, .time_limit_s = remaining(&r), .gap = o->gap,
                              .cancel = o->cancel};
+        milp_watch w = {&r, k, cs_now()};
+        if (o->progress) {
+            so.on_progress = milp_progress;
+            so.progress_ctx = &w;
+        }
         mcf_solution sol;
         rc = mcf_solve(&m.lp, &so, &sol, err);
         r.milp_solves++;

@@ -48,7 +48,8 @@
  * token and the deadline every 20 ms and kills the child on either, so cancel
  * frees the solver within a second whatever CBC is doing, and the solver's
  * memory is the child's.  Progress events report each solve (units
- * delivered; objective, bound and gap).
+ * delivered; objective, bound and gap) and, while CBC runs, each incumbent
+ * and bound its log shows.
  *
  * The result has one timed algorithm per chunking (method "mcf"): start_us =
  * epoch * tau, end_us = start_us + alpha + chunk/bw, step = epoch,
