@@ -36,7 +36,7 @@
 #include "result_codec.h"
 
 /* Bump when a generator's output changes: new ETags and new artifacts. */
-#define GEN_VERSION "g2"   /* g2: parked runs in neighbouring scratch slots */
+#define GEN_VERSION "g3"   /* g2: parked runs in neighbouring scratch slots; g3: spread settled exactly */
 #define STREAM_BLOCK (64 * 1024)
 /* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
  * counted per endpoint, one window up to 2M sends (~460 bytes each while it

@@ -17,6 +17,9 @@
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
+#include "iso.h"
+
+#include "../clients/slurm/cluster.c"
 
 static cs_topology *load(const char *spec)
 {
@@ -306,6 +309,8 @@ START_TEST(test_mixed_types_refused)
     cs_error err;
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
     ck_assert_msg(strstr(err.message, "one node type"), "%s", err.message);
+    /* not isomorphic either: the canonical order was tried and says so */
+    ck_assert_msg(strstr(err.message, "up to renumbering"), "%s", err.message);
     topology_free(t);
 }
 END_TEST
@@ -471,6 +476,219 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* ---- nodes numbered differently inside (Slurm allocations, relabelled documents) ---------- */
+
+static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    (void)ctx;
+    cs_topology *t = NULL;
+    cs_error err;
+    if (topology_builtin(name, &t, &err) != CS_OK) {
+        snprintf(msg, msglen, "%s", err.message);
+        return NULL;
+    }
+    json_t *doc = topology_to_json(t);
+    topology_free(t);
+    return doc;
+}
+
+/* The Slurm hook's topology for n DGX-1 nodes (NICs 0,2,4,6) on one fabric
+ * switch, as the hook writes it. */
+static char *hook_cluster_text(int n)
+{
+    json_t *cluster = json_pack(
+        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
+        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
+        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+    char **names = malloc(sizeof *names * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        names[k] = malloc(16);
+        snprintf(names[k], 16, "gpu%03d", k + 1);
+    }
+    json_t *topo = NULL, *expanded = NULL;
+    char msg[256];
+    ck_assert_msg(cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo,
+                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
+    hostlist_free(names, n);
+    json_decref(cluster);
+    json_decref(expanded);
+    char *text = json_dumps(topo, JSON_COMPACT);
+    json_decref(topo);
+    return text;
+}
+
+static int cmp_json_int(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(*(json_t *const *)a);
+    json_int_t y = json_integer_value(*(json_t *const *)b);
+    return (x > y) - (x < y);
+}
+
+/* t's Topology JSON with the ranks of every node permuted among themselves
+ * (each node its own random order: its GPUs, NICs included, sit at other
+ * local positions than in the other nodes), each group's list then written
+ * in ascending rank order, as a daemon's canonical request writes it, so the
+ * groups' order says nothing about which GPU is which. */
+static char *shuffled_in_nodes(const char *doc, unsigned seed)
+{
+    cs_topology *t = load_text(doc);
+    int *map = malloc(sizeof *map * (size_t)t->ranks);
+    for (int r = 0; r < t->ranks; r++)
+        map[r] = r;
+    for (int g = 0; g < t->ngroups; g++) {
+        const cs_group *gr = &t->groups[g];
+        int p[64];
+        for (int i = 0; i < gr->nranks; i++)
+            p[i] = i;
+        for (int i = gr->nranks - 1; i > 0; i--) {
+            seed = seed * 1103515245u + 12345u;
+            int j = (int)((seed >> 8) % (unsigned)(i + 1)), x = p[i];
+            p[i] = p[j];
+            p[j] = x;
+        }
+        for (int i = 0; i < gr->nranks; i++)
+            map[gr->ranks[i]] = gr->ranks[p[i]];
+    }
+    cs_topology *u = NULL;
+    cs_error err;
+    ck_assert_int_eq(iso_relabel_topology(t, map, "shuffled", &u, &err), CS_OK);
+    json_t *j = topology_to_json(u);
+    json_t *groups = json_object_get(j, "groups");
+    for (size_t g = 0; g < json_array_size(groups); g++) {
+        json_t *ranks = json_array_get(groups, g);
+        if (json_is_object(ranks))
+            ranks = json_object_get(ranks, "ranks");
+        size_t n = json_array_size(ranks);
+        json_t **v = malloc(sizeof *v * n);
+        for (size_t i = 0; i < n; i++)
+            v[i] = json_incref(json_array_get(ranks, i));
+        qsort(v, n, sizeof *v, cmp_json_int);
+        json_array_clear(ranks);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(ranks, v[i]);
+        free(v);
+    }
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    topology_free(t);
+    topology_free(u);
+    free(map);
+    return text;
+}
+
+/* Whether the groups' own order shows every node alike: local link lanes
+ * (i -> j), local NIC positions (ranks with a link out of their node), and
+ * local NIC i of every node joined to local NIC i of node 0 (one rail). */
+static bool nodes_alike_as_listed(const cs_topology *t)
+{
+    int m = t->groups[0].nranks;
+    for (int g = 1; g < t->ngroups; g++)
+        for (int i = 0; i < m; i++) {
+            int a0 = t->groups[0].ranks[i], ag = t->groups[g].ranks[i];
+            bool out0 = false, outg = false;
+            for (int l = t->out_begin[a0]; l < t->out_begin[a0 + 1]; l++)
+                out0 = out0 || t->group_of[t->links[l].dst] != 0;
+            for (int l = t->out_begin[ag]; l < t->out_begin[ag + 1]; l++)
+                outg = outg || t->group_of[t->links[l].dst] != g;
+            if (out0 != outg || (out0 && topology_find_link(t, a0, ag) < 0))
+                return false;
+            for (int k = 0; k < m; k++) {
+                int l0 = topology_find_link(t, a0, t->groups[0].ranks[k]);
+                int lg = topology_find_link(t, ag, t->groups[g].ranks[k]);
+                if ((l0 < 0) != (lg < 0) || (l0 >= 0 && t->links[l0].lanes != t->links[lg].lanes))
+                    return false;
+            }
+        }
+    return true;
+}
+
+/* auto on the topology document for kind: method hierarchical, every
+ * algorithm verified here again on the caller's topology; the frontier's
+ * best simulated time at `bytes` and best ratio to the bound at 1 GiB. */
+static void auto_hier(const char *doc, const char *kind, bool renumbered, double bytes,
+                      double *best_us, double *best_ratio)
+{
+    char *body = malloc(strlen(doc) + 128);
+    sprintf(body, "{\"topology\":%s,\"collective\":\"%s\"}", doc, kind);
+    cs_synth_request *req = NULL;
+    cs_result *res = run_request(body, &req);
+    free(body);
+    ck_assert_str_eq(res->method, "hierarchical");
+    ck_assert_msg(strncmp(res->reason, "auto:", 5) == 0, "%s", res->reason);
+    ck_assert_msg((strstr(res->reason, "renumbering") != NULL) == renumbered, "reason: %s",
+                  res->reason);
+    const cs_topology *t = req->topology;
+    cs_time_bound tb;
+    cs_error err;
+    ck_assert_int_eq(collective_time_bound(t, &req->collective, &tb, &err), CS_OK);
+    *best_us = INFINITY;
+    *best_ratio = 0;
+    for (int i = 0; i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s alg %d: %s", t->name, i,
+                      err.message);
+        cs_sim_result sr;
+        ck_assert_int_eq(simulate_algorithm(t, a, bytes, &sr, &err), CS_OK);
+        if (sr.time_us < *best_us)
+            *best_us = sr.time_us;
+        sim_result_free(&sr);
+        cs_bound_ratio br;
+        ck_assert_int_eq(synth_ratio_to_bound(t, &tb, a, 1 << 30, &br, &err), CS_OK);
+        ck_assert(br.ratio > 0 && br.ratio <= 1.0 + 1e-9);
+        if (br.ratio > *best_ratio)
+            *best_ratio = br.ratio;
+    }
+    result_free(res);
+    synth_request_free(req);
+}
+
+/* A Slurm allocation numbers each node's GPUs its own way: the hook's
+ * DGX-1 cluster (8 nodes, one fabric switch) and dgxh100:4 (rails: the
+ * NIC of rail r is a different local rank in every node) with every node
+ * shuffled inside are the same clusters, so auto must still compose them
+ * hierarchically, say the nodes were matched up to renumbering, and reach
+ * the same simulated time and ratio to the bound as the unshuffled ones. */
+START_TEST(test_renumbered_nodes)
+{
+    char *hook = hook_cluster_text(8);
+    cs_topology *h = load("dgxh100:4");
+    json_t *hj = topology_to_json(h);
+    char *h100 = json_dumps(hj, JSON_COMPACT);
+    json_decref(hj);
+    topology_free(h);
+    const char *docs[] = {hook, h100};
+    const char *kinds[] = {"allgather", "allreduce"};
+    for (int d = 0; d < 2; d++) {
+        char *shuf = shuffled_in_nodes(docs[d], 7u + (unsigned)d);
+        cs_topology *u = load_text(shuf);
+        ck_assert_msg(!nodes_alike_as_listed(u), "doc %d: the shuffle left the nodes alike: %.300s", d, shuf);
+        topology_free(u);
+        for (int k = 0; k < 2; k++) {
+            double us0, r0, us1, r1;
+            auto_hier(docs[d], kinds[k], false, 1 << 20, &us0, &r0);
+            auto_hier(shuf, kinds[k], true, 1 << 20, &us1, &r1);
+            ck_assert_msg(fabs(us1 - us0) <= 1e-6 * us0 && fabs(r1 - r0) <= 1e-9,
+                          "doc %d %s: shuffled %.3f us ratio %.4f, as built %.3f us ratio %.4f",
+                          d, kinds[k], us1, r1, us0, r0);
+        }
+        /* method hierarchical asked for explicitly is accepted too */
+        char *body = malloc(strlen(shuf) + 128);
+        sprintf(body, "{\"topology\":%s,\"collective\":\"allgather\",\"method\":"
+                      "\"hierarchical\"}", shuf);
+        cs_synth_request *req = NULL;
+        cs_result *res = run_request(body, &req);
+        ck_assert_str_eq(res->method, "hierarchical");
+        ck_assert_msg(strstr(res->reason, "renumbering"), "%s", res->reason);
+        result_free(res);
+        synth_request_free(req);
+        free(body);
+        free(shuf);
+    }
+    free(hook);
+    free(h100);
+}
+END_TEST
+
 static Suite *hier_suite(void)
 {
     Suite *s = suite_create("hier");
@@ -488,6 +706,7 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_msccl_fits);
     tcase_add_test(tc, test_auto_picks_hierarchical);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_renumbered_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iso.h"
 #include "simulate.h"
 #include "smt.h"
 #include "tacos.h"
@@ -38,6 +39,7 @@ typedef struct hier_shape {
     cs_topology *node;         /* the node type on local ranks (owned) */
     bool ring;                 /* fabric: NIC j of node n reaches NIC j of node n+1 only */
     bool ring_back;            /* ... and of node n-1 */
+    bool renumbered;           /* local ranks in canonical order, not the groups' (hier_detect) */
 } hier_shape;
 
 typedef struct hier_trees {
@@ -119,9 +121,80 @@ static int group_keys(const cs_topology *t, const int *loc, const int *swg, int 
     return CS_OK;
 }
 
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err);
+
+static int rank_order_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const int *order = ctx;
+    int a = order[*(const int *)pa], b = order[*(const int *)pb];
+    return (a > b) - (a < b);
+}
+
+/* Nodes as the groups list them (node g = groups[g], local rank i =
+ * groups[g].ranks[i]); when that numbering does not show one node type with
+ * the same NICs on the same rails (a Slurm allocation or a relabelled
+ * document numbers each node's GPUs its own way), each group's ranks are
+ * ordered by the topology's canonical labelling (iso.h): its two-level
+ * scheme gives isomorphic nodes attached to the fabric alike the same local
+ * order, so the detection's checks then hold up to renumbering inside nodes.
+ * The canonical order only decides which global rank plays local rank i;
+ * nothing is relabelled, so the compositions stay in the caller's numbering
+ * and are verified on the caller's topology.  It is tried only after the
+ * groups' own order fails (cheap path unchanged), and every check is
+ * rerun on it, so a labelling that did not line the nodes up is refused
+ * like before. */
 static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
 {
     memset(s, 0, sizeof *s);
+    cs_error first;
+    cs_error_clear(&first);
+    bool groups_ok = false;
+    int rc = detect_in_order(t, NULL, s, &groups_ok, &first);
+    if (rc != CS_EUNSUPPORTED || !groups_ok) {
+        if (rc != CS_OK && err)
+            *err = first;
+        return rc;
+    }
+    int *canon = malloc(sizeof *canon * (size_t)t->ranks);
+    if (!canon)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    /* two-level at every size: only that scheme numbers node by node */
+    cs_iso_options io = {.two_level_min_ranks = 1};
+    char scheme[16] = "";
+    cs_error ierr, second;
+    cs_error_clear(&ierr);
+    cs_error_clear(&second);
+    int lrc = iso_topology_labelling(t, &io, canon, scheme, &ierr);
+    if (lrc != CS_OK) {
+        free(canon);
+        if (err)
+            *err = first;
+        return rc;
+    }
+    rc = detect_in_order(t, canon, s, &groups_ok, &second);
+    free(canon);
+    if (rc == CS_OK) {
+        s->renumbered = true;
+        return CS_OK;
+    }
+    if (rc == CS_EUNSUPPORTED)
+        return cs_error_set(err, rc, second.field, "%.400s (nodes compared up to renumbering "
+                            "inside each node too)", second.message);
+    if (err)
+        *err = second;
+    return rc;
+}
+
+/* hier_detect with each group's ranks taken in `order` (rank -> key; NULL:
+ * as the groups list them).  *groups_ok is set once the checks no
+ * renumbering can change (group sizes, every rank in a node, shared sets)
+ * have passed. */
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err)
+{
+    memset(s, 0, sizeof *s);
+    *groups_ok = false;
     if (!t->finalized)
         return cs_error_set(err, CS_EINVAL, "topology", "hierarchical needs a finalized topology");
     if (t->ngroups < 2 || !t->group_of)
@@ -147,6 +220,7 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
             return cs_error_set(err, CS_EUNSUPPORTED, "topology",
                                 "hierarchical does not handle shared sets written in the "
                                 "document (topology %s has them); use tacos", t->name);
+    *groups_ok = true;
     int N = t->ngroups, rc = CS_OK;
     int *loc = malloc(sizeof *loc * (size_t)t->ranks);
     int *swg = malloc(sizeof *swg * (size_t)(t->nswitches + 1));
@@ -159,11 +233,14 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
     }
     s->nodes = N;
     s->m = m;
-    for (int g = 0; g < N; g++)
-        for (int i = 0; i < m; i++) {
-            loc[t->groups[g].ranks[i]] = i;
-            s->rank[(long)g * m + i] = t->groups[g].ranks[i];
-        }
+    for (int g = 0; g < N; g++) {
+        int *nr = s->rank + (long)g * m;
+        memcpy(nr, t->groups[g].ranks, sizeof *nr * (size_t)m);
+        if (order)
+            qsort_r(nr, (size_t)m, sizeof *nr, rank_order_cmp, (void *)order);
+        for (int i = 0; i < m; i++)
+            loc[nr[i]] = i;
+    }
     for (int w = 0; w < t->nswitches; w++)
         swg[w] = switch_group(t, w);
     /* one node type */
@@ -181,7 +258,8 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         if (ng != n0 || memcmp(kg, k0, sizeof *k0 * (size_t)n0) != 0) {
             rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
                               "hierarchical needs one node type: node %d's links differ from "
-                              "node 0's under the groups' rank order", g);
+                              "node 0's under the %s rank order", g,
+                              order ? "canonical" : "groups'");
             goto done;
         }
     }
@@ -1824,7 +1902,7 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   cs_error *err)
+                   bool *renumbered, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
@@ -1842,6 +1920,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         return rc;
     }
     const side *any = need_fw ? &fw : &bw;
+    *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
     bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
     if (ring && c->kind == CS_COLL_ALLTOALL) {
@@ -2051,9 +2130,10 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
+    bool renumbered = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
     cache_free(&cache);
     bool flat = false;
     if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
@@ -2095,8 +2175,10 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
         snprintf(how + used, sizeof how - used, "; flat tacos joins the frontier (%d ranks <= %d)",
                  t->ranks, o.flat_max_ranks);
     }
-    snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
-    res->stats = json_pack("{s:s}", "composition", how);
+    /* said first: the dispatcher keeps only the head of this reason */
+    cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
+             renumbered ? "nodes matched up to renumbering inside them; " : "", how);
+    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;
