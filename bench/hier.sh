@@ -8,6 +8,7 @@
 # minutes), simulated time and ratio_to_bound at 1 MiB and 1 GiB per rank,
 # and every hierarchical algorithm lowered to MSCCL XML and checked against
 # both runtimes' limits.  HIER_NODES changes the node count (default 128).
+# Broadcast (root 0) on dgxh100 too: not a target, for the record.
 set -euo pipefail
 BUILD=${BUILD:-build}
 bin="$BUILD/bench/hier_bench"
@@ -19,7 +20,9 @@ for topo in "dgxh100:$nodes" "dgx1cluster:$nodes"; do
         dgxh100:*) truns=${HIER_TACOS_RUNS:-3} ;;
         *) truns=${HIER_TACOS_RUNS:-1} ;;
     esac
-    for coll in allgather allreduce; do
+    colls="allgather allreduce"
+    case "$topo" in dgxh100:*) colls="$colls broadcast" ;; esac
+    for coll in $colls; do
         /usr/bin/time -f "  (process: %e s wall, %M KB peak RSS)" "$bin" "$topo" "$coll" "$runs" "$truns" msccl
     done
 done

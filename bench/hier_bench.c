@@ -7,7 +7,8 @@
  * TOPO is a builtin (dgxh100:128), a Topology JSON file, or dgx1cluster:N:
  * the Slurm hook's cluster of N DGX-1 nodes (NICs on local ranks 0, 2, 4, 6,
  * one fabric switch at 12.5 GB/s), built by the hook's own code
- * (clients/slurm/cluster.c).  For each method: median synthesis seconds over
+ * (clients/slurm/cluster.c); dgx1ring:N is the same with the hook's ring
+ * fabric (NIC i of node k to NIC i of node k+1).  For each method: median synthesis seconds over
  * RUNS (hierarchical) and TACOS_RUNS (flat TACOS, default 1: it is the slow
  * side; 0 skips it), each frontier algorithm's simulated time and
  * ratio_to_bound at 1 MiB and 1 GiB per rank share, the frontier's best at
@@ -49,11 +50,13 @@ static cs_topology *load_topology(const char *spec)
     cs_error err;
     cs_topology *t = NULL;
     int nodes;
-    if (sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
+    bool ring = sscanf(spec, "dgx1ring:%d", &nodes) == 1;
+    if (ring || sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
         json_t *cluster = json_pack(
             "{s:s, s:{s:{s:s, s:[i,i,i,i]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "hook",
             "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-            "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+            "type", "dgx1", "fabric", "kind", ring ? "ring" : "switch", "gbps", 12.5,
+            "alpha_us", 3.0);
         char **names = malloc(sizeof *names * (size_t)nodes);
         for (int i = 0; i < nodes; i++) {
             names[i] = malloc(16);
@@ -167,7 +170,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown collective %s\n", argv[2]);
         return 2;
     }
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
     int runs = argc > 3 ? atoi(argv[3]) : 3;
     int truns = argc > 4 ? atoi(argv[4]) : 1;
     bool msccl = argc > 5 && strcmp(argv[5], "msccl") == 0;

@@ -8,7 +8,8 @@
 #   2. the real daemon: a first allocation, then a second one of the same shape
 #      with other node order and rank labels, then the first again: latency of
 #      each POST (curl), syntheses the daemon ran (/metrics), and whether the
-#      second came back relabelled
+#      second came back relabelled; and, as the baseline in the same run, the
+#      second allocation's POST on a daemon started with --no-iso-cache
 # Uses SQLite in a temp dir; leaves nothing behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +28,9 @@ echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) 
 echo "== canonicalization, 1024-rank allreduce requests, $RUNS runs (ms)"
 "$bench" speed "$RUNS"
 
-start_daemon() {
-    "$bin" --port 0 --data-dir "$tmp/data$1" --max-body-bytes 67108864 >"$tmp/out" 2>"$tmp/log$1" &
+start_daemon() {  # args: name, extra flags
+    "$bin" --port 0 --data-dir "$tmp/data$1" --max-body-bytes 67108864 "${@:2}" >"$tmp/out" \
+        2>"$tmp/log$1" &
     pid=$!
     for _ in $(seq 100); do
         url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
@@ -59,8 +61,15 @@ for case in "hook:16 allgather tacos" "dgxh100:16 allreduce tacos" "hook:128 all
     s2=$(metric 'collsynth_syntheses_total{outcome="started"}')
     read -r tc sc _ _ < <(post "$tmp/a.json")
     hits=$(metric 'collsynth_iso_total{outcome="hit"}')
+    stop_daemon
+    # baseline in the same run: the same two posts with the iso cache off
+    start_daemon "$n-off" --no-iso-cache
+    post "$tmp/a.json" >/dev/null
+    read -r toff _ _ _ < <(post "$tmp/b.json")
+    soff=$(metric 'collsynth_syntheses_total{outcome="started"}')
+    stop_daemon
     echo "== $1 $2 --method $3: first allocation ${ta}s (HTTP $sa, key $ka, syntheses $s1);" \
          "second, renumbered: ${tb}s (HTTP $sb, key $kb, relabelled_from ${rb:-none}," \
-         "syntheses $s2, iso hits $hits); first again: ${tc}s (HTTP $sc)"
-    stop_daemon
+         "syntheses $s2, iso hits $hits); first again: ${tc}s (HTTP $sc);" \
+         "second with --no-iso-cache: ${toff}s (syntheses $soff)"
 done

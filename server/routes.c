@@ -605,7 +605,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         size_t cl = canon ? strlen(canon) : 0;
         char iso_key[65] = "", *labelling = NULL;
         cs_iso_env env = iso_env(s);
-        iso_cache_key(&env, req, iso_key, &labelling);
+        if (s->cfg.iso_cache)
+            iso_cache_key(&env, req, iso_key, &labelling);
         size_t ll = labelling ? strlen(labelling) : 0;
         post_memo *pm = canon ? malloc(sizeof *pm + cl + 1 + ll + 1) : NULL;
         if (!pm) {

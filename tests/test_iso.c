@@ -190,7 +190,7 @@ START_TEST(renumbered_builtins_share_the_key)
     /* dgx2: 16 ranks on one switch and nothing else, all twins (the
      * labelling reduces them to one vertex); dgxh100:2 has none */
     const char *specs[] = {"dgx1", "torus2d:4x4", "hypercube:4", "line:8", "ring:9", "amd8fc",
-                           "ndv2:2", "dgx2", "dgxh100:2"};
+                           "ndv2:2", "dgx2", "dgxh100:2", "star:12", "fc:8", "mesh2d:3x5"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (int rep = 0; rep < 3; rep++)
             check_renumbered_same_key(json_string(specs[i]), "allgather", "direct");
@@ -474,6 +474,185 @@ START_TEST(relabelled_schedules_stay_valid)
 }
 END_TEST
 
+/* Random clusters: G nodes of one or two types (a cycle with random chords),
+ * joined by a ring between their first ranks plus random links and a
+ * switch (mode 0), by a twisted one-way fabric from every rank (mode 1), or
+ * from every other rank (mode 2, so orbits inside nodes matter).  A random
+ * renumbering of all ranks gets the same key under both schemes; raising
+ * one link's lanes changes it. */
+static cs_topology *random_cluster(int trial, int lanes_bump)
+{
+    rng_state = 1000u + (unsigned)trial * 7919u;
+    int G = 8 + rnd(12), s = 3 + rnd(5), P = G * s, mode = trial % 3, tw = rnd(s);
+    int types = 1 + rnd(2);
+    cs_topology *t = topology_new("random-cluster", P);
+    cs_error err;
+    int chords[2][64][2], nch[2] = {0, 0};
+    for (int ty = 0; ty < types; ty++)
+        for (int a = 0; a < s; a++)
+            for (int b = a + 2; b < s; b++)
+                if (!(a == 0 && b == s - 1) && nch[ty] < 64 && mode == 0 && rnd(3) == 0) {
+                    chords[ty][nch[ty]][0] = a;
+                    chords[ty][nch[ty]++][1] = b;
+                }
+    int bumped = 0;
+    for (int q = 0; q < G; q++) {
+        int ty = q % types, g[16];
+        for (int k = 0; k < s; k++) {
+            int lanes = 1 + (k % 2) + (lanes_bump && q == G / 2 && k == 0 && !bumped++);
+            ck_assert_int_eq(topology_add_link(t, q * s + k, q * s + (k + 1) % s, lanes, 50.0,
+                                               0.5, true, &err), CS_OK);
+        }
+        for (int c = 0; c < nch[ty]; c++)
+            ck_assert_int_eq(topology_add_link(t, q * s + chords[ty][c][0],
+                                               q * s + chords[ty][c][1], 1, 25.0, 0.5, true,
+                                               &err), CS_OK);
+        for (int k = 0; k < s; k++)
+            g[k] = q * s + k;
+        ck_assert_int_eq(topology_add_group(t, g, s, &err), CS_OK);
+    }
+    if (mode == 0) {
+        for (int q = 0; q < G; q++)
+            ck_assert_int_eq(topology_add_link(t, q * s, ((q + 1) % G) * s, 1, 12.5, 2.0, true,
+                                               &err), CS_OK);
+        int extra = rnd(G);
+        for (int e = 0; e < extra; e++) {
+            int a = rnd(P), b = rnd(P);
+            if (a / s != b / s && topology_find_link(t, a, b) < 0 && topology_find_link(t, b, a) < 0)
+                topology_add_link(t, a, b, 1, 25.0, 1.0, rnd(2), &err);
+        }
+        int sw[64], m = 0;
+        for (int q = 0; q < G && m < 64; q++)
+            if (rnd(2))
+                sw[m++] = q * s + s - 1;
+        if (m >= 2)
+            ck_assert_int_eq(topology_add_switch(t, "extra", sw, m, 10.0, 1.0, &err), CS_OK);
+    } else {
+        for (int q = 0; q < G; q++)
+            for (int i = 0; i < s; i++)
+                if (mode == 1 || i % 2 == 0)
+                    ck_assert_int_eq(topology_add_link(t, q * s + i, ((q + 1) % G) * s +
+                                                       (i + tw) % s, 1, 12.5, 2.0, false, &err),
+                                     CS_OK);
+    }
+    if (topology_finalize(t, &err) != CS_OK) {
+        topology_free(t);
+        return NULL; /* not strongly connected: skipped */
+    }
+    return t;
+}
+
+START_TEST(random_clusters_renumbered_share_the_key)
+{
+    int tried = 0;
+    for (int trial = 0; trial < 45; trial++) {
+        cs_topology *t = random_cluster(trial, 0);
+        if (!t)
+            continue;
+        tried++;
+        cs_topology *bumped = random_cluster(trial, 1);
+        int *map = malloc(sizeof *map * (size_t)t->ranks);
+        for (int r = 0; r < t->ranks; r++)
+            map[r] = r;
+        shuffle(map, t->ranks);
+        cs_topology *u = NULL;
+        cs_error err;
+        ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+        cs_synth_request *a = request(topology_to_json(t), kind("allgather"), "tacos", NULL);
+        cs_synth_request *b = request(topology_to_json(u), kind("allgather"), "tacos", NULL);
+        cs_synth_request *c = request(topology_to_json(bumped), kind("allgather"), "tacos", NULL);
+        cs_iso_options schemes[2] = {{.two_level_min_ranks = 1}, {.two_level_min_ranks = -1}};
+        for (int k = 0; k < 2; k++) {
+            cs_iso_form fa, fb, fc;
+            form(a, &schemes[k], &fa);
+            form(b, &schemes[k], &fb);
+            form(c, &schemes[k], &fc);
+            ck_assert_str_eq(fa.scheme, k ? "direct" : "two-level");
+            ck_assert_msg(!strcmp(fa.key, fb.key), "trial %d, %s: renumbered copy missed", trial,
+                          fa.scheme);
+            ck_assert_msg(strcmp(fa.key, fc.key) != 0, "trial %d: lanes ignored", trial);
+            int *m = malloc(sizeof *m * (size_t)t->ranks);
+            ck_assert_int_eq(iso_compose(&fa, &fb, m, &err), CS_OK);
+            assert_isomorphism(a->topology, b->topology, m);
+            free(m);
+            iso_form_clear(&fa);
+            iso_form_clear(&fb);
+            iso_form_clear(&fc);
+        }
+        synth_request_free(a);
+        synth_request_free(b);
+        synth_request_free(c);
+        topology_free(t);
+        topology_free(u);
+        topology_free(bumped);
+        free(map);
+    }
+    ck_assert_int_ge(tried, 20);
+}
+END_TEST
+
+/* A cluster renumbered inside its nodes, renumbered again by the topology's
+ * canonical labelling: every node is a block of consecutive ranks and every
+ * node has the same links in its local numbering, and the same local ranks
+ * on the fabric, as a method that recognizes node types needs. */
+START_TEST(canonical_numbering_makes_nodes_alike)
+{
+    cs_topology *t = NULL, *u = NULL, *v = NULL;
+    cs_error err;
+    cs_topology_parse_options po = {0};
+    json_t *doc = hook_cluster(16, "switch", 12.5);
+    ck_assert_int_eq(topology_from_json(doc, &po, &t, &err), CS_OK);
+    json_decref(doc);
+    int *map = renumbering(t);
+    ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+    int *canon = malloc(sizeof *canon * (size_t)u->ranks);
+    char scheme[16];
+    ck_assert_int_eq(iso_topology_labelling(u, NULL, canon, scheme, &err), CS_OK);
+    ck_assert_str_eq(scheme, "two-level");
+    ck_assert_int_eq(iso_relabel_topology(u, canon, "canonical", &v, &err), CS_OK);
+    bool scrambled = false;
+    int n = 8, G = v->ngroups;
+    ck_assert_int_eq(G, 16);
+    for (int q = 0; q < G; q++) {
+        int lo = v->groups[q].ranks[0];
+        for (int k = 0; k < n; k++)
+            ck_assert_int_eq(v->group_of[lo - lo % n + k], q); /* a block */
+    }
+    /* local link signature of each node: lanes of (i -> j) for i, j < 8 */
+    int sig[16][8][8];
+    bool fabric[16][8];
+    memset(sig, 0, sizeof sig);
+    memset(fabric, 0, sizeof fabric);
+    for (int i = 0; i < v->nlinks; i++) {
+        const cs_link *l = &v->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int s = 0; s < v->nswitches; s++)
+        for (int k = 0; k < v->switches[s].nranks; k++)
+            fabric[v->switches[s].ranks[k] / n][v->switches[s].ranks[k] % n] = true;
+    for (int q = 1; q < G; q++) {
+        ck_assert_msg(!memcmp(sig[q], sig[0], sizeof sig[0]), "node %d numbered differently", q);
+        ck_assert(!memcmp(fabric[q], fabric[0], sizeof fabric[0]));
+    }
+    /* while in u, numbered as the renumbering left them, they were not */
+    memset(sig, 0, sizeof sig);
+    for (int i = 0; i < u->nlinks; i++) {
+        const cs_link *l = &u->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int q = 1; q < G && !scrambled; q++)
+        scrambled = memcmp(sig[q], sig[0], sizeof sig[0]) != 0;
+    ck_assert(scrambled);
+    free(canon);
+    free(map);
+    topology_free(t);
+    topology_free(u);
+    topology_free(v);
+}
+END_TEST
+
 START_TEST(labellings_round_trip_as_text)
 {
     int v[5] = {3, 0, 4, 1, 2};
@@ -515,6 +694,8 @@ static Suite *iso_suite(void)
     tcase_add_test(tc, different_requests_get_different_keys);
     tcase_add_test(tc, roots_follow_the_symmetry_of_the_topology);
     tcase_add_test(tc, relabelled_schedules_stay_valid);
+    tcase_add_test(tc, random_clusters_renumbered_share_the_key);
+    tcase_add_test(tc, canonical_numbering_makes_nodes_alike);
     tcase_add_test(tc, labellings_round_trip_as_text);
     tcase_add_test(tc, chunks_follow_their_owners);
     suite_add_tcase(s, tc);

@@ -234,6 +234,21 @@ START_TEST(second_hook_allocation_runs_no_synthesis)
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     json_decref(doc);
+    /* and generates code as its source does (a flat TACOS schedule on 128
+     * ranks may exceed the MSCCL runtimes' limits: then both are refused) */
+    long code[2];
+    for (int i = 0; i < 2; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "/v1/results/%s?format=cuda&size=1048576", i ? k2 : k1);
+        http_resp x;
+        ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+        code[i] = x.status;
+        if (x.status == 200)
+            ck_assert_uint_gt(x.len, 100);
+        http_resp_free(&x);
+    }
+    ck_assert_int_eq(code[1], code[0]);
+    fprintf(stderr, "test_iso_server: cuda of both results: HTTP %ld\n", code[1]);
     /* and the first key still answers with its own result */
     json_t *req = request(a, "allgather", "tacos", 10);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
@@ -324,10 +339,42 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
     json_decref(req);
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
+    /* the relabelled result generates MSCCL XML like any other */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&size=1048576", jstr(doc, "key"));
     json_decref(doc);
+    http_resp x;
+    ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+    ck_assert_msg(x.status == 200, "%ld %.300s", x.status, x.body);
+    ck_assert_ptr_nonnull(strstr(x.body, "<algo"));
+    http_resp_free(&x);
     ck_assert_int_eq((long)metrics_value(&d, STARTED), 1);
     fprintf(stderr, "test_iso_server: waited for the running job: %.0f\n",
             metrics_value(&d, "collsynth_iso_total{outcome=\"waited\"}"));
+    json_decref(a);
+    json_decref(b);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* --no-iso-cache: the second allocation is synthesized like any request. */
+START_TEST(iso_cache_can_be_switched_off)
+{
+    const char *extra[] = {"--no-iso-cache", NULL};
+    cs_daemon d;
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    json_t *a = hook_allocation(16, 1), *b = renumbered(a, 9), *doc = NULL;
+    json_t *req = request(a, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    json_decref(doc);
+    json_decref(req);
+    req = request(b, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
+    json_decref(doc);
+    json_decref(req);
+    ck_assert_int_eq((long)metrics_value(&d, STARTED), 2);
+    ck_assert_int_eq((long)metrics_value(&d, ISO_HITS), 0);
     json_decref(a);
     json_decref(b);
     ck_assert_int_eq(daemon_stop(&d), 0);
@@ -413,6 +460,7 @@ static Suite *iso_server_suite(void)
     tcase_add_test(tc, second_hook_allocation_runs_no_synthesis);
     tcase_add_test(tc, rail_cluster_hit_survives_restart);
     tcase_add_test(tc, isomorphic_request_waits_for_the_running_job);
+    tcase_add_test(tc, iso_cache_can_be_switched_off);
     suite_add_tcase(s, tc);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 300);

@@ -10,13 +10,16 @@
 #include "hier.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "iso.h"
 #include "simulate.h"
 #include "smt.h"
+#include "tacos.h"
 #include "verify.h"
 
 /* ---- detection -------------------------------------------------------------------- */
@@ -34,7 +37,9 @@ typedef struct hier_shape {
     int *rank;                 /* nodes * m: global rank of (node, local) */
     int nic[64];               /* k local indices */
     cs_topology *node;         /* the node type on local ranks (owned) */
-    char sig_hash[32];
+    bool ring;                 /* fabric: NIC j of node n reaches NIC j of node n+1 only */
+    bool ring_back;            /* ... and of node n-1 */
+    bool renumbered;           /* local ranks in canonical order, not the groups' (hier_detect) */
 } hier_shape;
 
 typedef struct hier_trees {
@@ -116,9 +121,80 @@ static int group_keys(const cs_topology *t, const int *loc, const int *swg, int 
     return CS_OK;
 }
 
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err);
+
+static int rank_order_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const int *order = ctx;
+    int a = order[*(const int *)pa], b = order[*(const int *)pb];
+    return (a > b) - (a < b);
+}
+
+/* Nodes as the groups list them (node g = groups[g], local rank i =
+ * groups[g].ranks[i]); when that numbering does not show one node type with
+ * the same NICs on the same rails (a Slurm allocation or a relabelled
+ * document numbers each node's GPUs its own way), each group's ranks are
+ * ordered by the topology's canonical labelling (iso.h): its two-level
+ * scheme gives isomorphic nodes attached to the fabric alike the same local
+ * order, so the detection's checks then hold up to renumbering inside nodes.
+ * The canonical order only decides which global rank plays local rank i;
+ * nothing is relabelled, so the compositions stay in the caller's numbering
+ * and are verified on the caller's topology.  It is tried only after the
+ * groups' own order fails (cheap path unchanged), and every check is
+ * rerun on it, so a labelling that did not line the nodes up is refused
+ * like before. */
 static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
 {
     memset(s, 0, sizeof *s);
+    cs_error first;
+    cs_error_clear(&first);
+    bool groups_ok = false;
+    int rc = detect_in_order(t, NULL, s, &groups_ok, &first);
+    if (rc != CS_EUNSUPPORTED || !groups_ok) {
+        if (rc != CS_OK && err)
+            *err = first;
+        return rc;
+    }
+    int *canon = malloc(sizeof *canon * (size_t)t->ranks);
+    if (!canon)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    /* two-level at every size: only that scheme numbers node by node */
+    cs_iso_options io = {.two_level_min_ranks = 1};
+    char scheme[16] = "";
+    cs_error ierr, second;
+    cs_error_clear(&ierr);
+    cs_error_clear(&second);
+    int lrc = iso_topology_labelling(t, &io, canon, scheme, &ierr);
+    if (lrc != CS_OK) {
+        free(canon);
+        if (err)
+            *err = first;
+        return rc;
+    }
+    rc = detect_in_order(t, canon, s, &groups_ok, &second);
+    free(canon);
+    if (rc == CS_OK) {
+        s->renumbered = true;
+        return CS_OK;
+    }
+    if (rc == CS_EUNSUPPORTED)
+        return cs_error_set(err, rc, second.field, "%.400s (nodes compared up to renumbering "
+                            "inside each node too)", second.message);
+    if (err)
+        *err = second;
+    return rc;
+}
+
+/* hier_detect with each group's ranks taken in `order` (rank -> key; NULL:
+ * as the groups list them).  *groups_ok is set once the checks no
+ * renumbering can change (group sizes, every rank in a node, shared sets)
+ * have passed. */
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err)
+{
+    memset(s, 0, sizeof *s);
+    *groups_ok = false;
     if (!t->finalized)
         return cs_error_set(err, CS_EINVAL, "topology", "hierarchical needs a finalized topology");
     if (t->ngroups < 2 || !t->group_of)
@@ -144,6 +220,7 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
             return cs_error_set(err, CS_EUNSUPPORTED, "topology",
                                 "hierarchical does not handle shared sets written in the "
                                 "document (topology %s has them); use tacos", t->name);
+    *groups_ok = true;
     int N = t->ngroups, rc = CS_OK;
     int *loc = malloc(sizeof *loc * (size_t)t->ranks);
     int *swg = malloc(sizeof *swg * (size_t)(t->nswitches + 1));
@@ -156,11 +233,14 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
     }
     s->nodes = N;
     s->m = m;
-    for (int g = 0; g < N; g++)
-        for (int i = 0; i < m; i++) {
-            loc[t->groups[g].ranks[i]] = i;
-            s->rank[(long)g * m + i] = t->groups[g].ranks[i];
-        }
+    for (int g = 0; g < N; g++) {
+        int *nr = s->rank + (long)g * m;
+        memcpy(nr, t->groups[g].ranks, sizeof *nr * (size_t)m);
+        if (order)
+            qsort_r(nr, (size_t)m, sizeof *nr, rank_order_cmp, (void *)order);
+        for (int i = 0; i < m; i++)
+            loc[nr[i]] = i;
+    }
     for (int w = 0; w < t->nswitches; w++)
         swg[w] = switch_group(t, w);
     /* one node type */
@@ -178,7 +258,8 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         if (ng != n0 || memcmp(kg, k0, sizeof *k0 * (size_t)n0) != 0) {
             rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
                               "hierarchical needs one node type: node %d's links differ from "
-                              "node 0's under the groups' rank order", g);
+                              "node 0's under the %s rank order", g,
+                              order ? "canonical" : "groups'");
             goto done;
         }
     }
@@ -209,19 +290,43 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         rc = cs_error_set(err, CS_EUNSUPPORTED, "topology", "no rank has a link out of its node");
         goto done;
     }
-    /* rails: NIC j of every node reaches NIC j of every other node in one hop */
-    for (int j = 0; j < s->k; j++)
-        for (int a = 0; a < N; a++)
-            for (int b = 0; b < N; b++)
-                if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
-                                                 s->rank[(long)b * m + s->nic[j]]) < 0) {
-                    rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                                      "hierarchical needs a switched fabric: NIC rank %d of node "
-                                      "%d has no direct link to NIC rank %d of node %d (rails or "
-                                      "one fabric switch joining every node's NICs); use tacos",
-                                      s->nic[j], a, s->nic[j], b);
-                    goto done;
-                }
+    /* rails: NIC j of every node reaches NIC j of every other node in one hop
+     * (a switched fabric), or at least of the next node in group order (a
+     * ring: the Slurm hook's "ring" fabric) */
+    {
+        int miss_a = -1, miss_b = -1, miss_j = 0;
+        for (int j = 0; j < s->k && miss_a < 0; j++)
+            for (int a = 0; a < N && miss_a < 0; a++)
+                for (int b = 0; b < N && miss_a < 0; b++)
+                    if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                     s->rank[(long)b * m + s->nic[j]]) < 0) {
+                        miss_a = a;
+                        miss_b = b;
+                        miss_j = j;
+                    }
+        if (miss_a >= 0) {
+            s->ring = true;
+            for (int j = 0; j < s->k && s->ring; j++)
+                for (int a = 0; a < N && s->ring; a++)
+                    s->ring = topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                 s->rank[(long)((a + 1) % N) * m + s->nic[j]]) >= 0;
+            s->ring_back = s->ring;
+            for (int j = 0; j < s->k && s->ring_back; j++)
+                for (int a = 0; a < N && s->ring_back; a++)
+                    s->ring_back = topology_find_link(
+                                       t, s->rank[(long)a * m + s->nic[j]],
+                                       s->rank[(long)((a + N - 1) % N) * m + s->nic[j]]) >= 0;
+            if (!s->ring) {
+                rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                                  "hierarchical needs a switched or ring fabric: NIC rank %d of "
+                                  "node %d has no direct link to NIC rank %d of node %d (rails "
+                                  "or one fabric switch joining every node's NICs), nor NIC j of "
+                                  "each node to NIC j of the next; use tacos",
+                                  s->nic[miss_j], miss_a, s->nic[miss_j], miss_b);
+                goto done;
+            }
+        }
+    }
     /* the node type as a topology of its own */
     {
         char name[CS_NAME_MAX];
@@ -262,22 +367,24 @@ done:
 
 static bool kind_supported(cs_coll_kind k)
 {
-    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE;
+    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
-                        "hierarchical composes allgather, reducescatter and allreduce; %s is "
-                        "not composed yet (alltoall needs intra aggregation + inter alltoall + "
-                        "intra scatter, broadcast/reduce need trees across nodes); use tacos "
-                        "or auto", collective_kind_name(c->kind));
+                        "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
+                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
+                        "custom collectives); use tacos, mcf or auto",
+                        collective_kind_name(c->kind));
 }
 
 void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
+    opt->flat_max_ranks = 0;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
@@ -289,6 +396,25 @@ int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
     if (rc == CS_OK)
         shape_free(&s);
     return rc;
+}
+
+int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
+{
+    if (!kind_supported(c->kind))
+        return unsupported_kind(c, err);
+    hier_shape s;
+    int rc = hier_detect(t, &s, err);
+    if (rc != CS_OK)
+        return rc;
+    bool ring = s.ring;
+    shape_free(&s);
+    if (ring)
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "a ring fabric: the composition's node trees cannot keep up with "
+                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
+                            "against TACOS's 0.78), so auto keeps the flat methods; method "
+                            "hierarchical composes it when asked");
+    return CS_OK;
 }
 
 /* ---- intra trees -------------------------------------------------------------------- */
@@ -427,11 +553,11 @@ typedef struct tree_cache {
     } e[4];
 } tree_cache;
 
-static char *node_key(const hier_shape *s, bool reversed)
+/* The node type's links and switches (without its name) and the NIC set. */
+static char *node_key(const hier_shape *s)
 {
     json_t *doc = topology_to_json(s->node);
     json_object_del(doc, "name");
-    (void)reversed;
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     if (!text)
@@ -454,7 +580,7 @@ static char *node_key(const hier_shape *s, bool reversed)
 static int shape_trees(const hier_shape *s, tree_cache *cache, const cs_hier_options *o,
                        const hier_trees **out, cs_error *err)
 {
-    char *key = node_key(s, false);
+    char *key = node_key(s);
     if (!key)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (int i = 0; i < cache->n; i++)
@@ -549,6 +675,8 @@ static int orientation(int a, int b, int m)
 
 typedef struct compose_info {
     int slots, segments, steps;
+    int S1;                    /* steps of phase 1 */
+    bool orient;               /* NIC-tree forwards split over two steps per slot */
 } compose_info;
 
 /* The allgather composition, planned: which NIC sends which (distance,
@@ -568,6 +696,7 @@ typedef struct ag_plan {
     int *item_off;             /* first place of the item's chunks in its slot */
     int seglen;                /* the longest item, in chunks */
     int *slot_item;            /* slots x k: the item a NIC sends in a slot, or -1 */
+    const int *owner;          /* node_chunks: local owner rank per node (NULL: NIC n mod k) */
     /* each tree's edges by (dst - src) mod m: edge_at[tree][v] .. [v + 1] */
     unsigned char sorted[128][64], edge_at[128][65];
 } ag_plan;
@@ -807,7 +936,7 @@ static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
         for (int n = 0; n < N && rc == CS_OK; n++) {
             const int *nr = rank + (long)n * m;
             if (p->node_chunks) {
-                int own = s->nic[n % k];
+                int own = p->owner ? p->owner[n] : s->nic[n % k];
                 const hier_tree *tt = &tr->spread[own];
                 for (int sg = 0; sg < p->seg && rc == CS_OK; sg++)
                     for (int x = p->edge_at[own][v]; x < p->edge_at[own][v + 1] && rc == CS_OK;
@@ -878,7 +1007,7 @@ static void plan_count(const ag_plan *p, long *count, int shift, int mirror_step
     int N = p->N, m = p->m, k = p->k;
     if (p->node_chunks) {
         for (int n = 0; n < N; n++) {
-            const hier_tree *tt = &tr->spread[p->s->nic[n % k]];
+            const hier_tree *tt = &tr->spread[p->owner ? p->owner[n] : p->s->nic[n % k]];
             for (int e = 0; e < tt->n; e++)
                 AT(tt->step[e]) += p->seg;
         }
@@ -991,16 +1120,26 @@ done:
 }
 
 /* Allgather with C chunks per rank on t (shape s, trees tr). */
+/* unsplit: the same sends and step count with every NIC-tree forward of a
+ * slot in one step (the orientation split undone), emitted in arrival
+ * order: the best simulated time, since a rank's port then serves the
+ * chunks as they arrive; but a rank's sends to a peer interleave with its
+ * receives from it and, unmerged, its list to each peer outgrows the MSCCL
+ * runtimes' 64 steps.  Same steps and rounds, so a cost-based choice (code
+ * generation) keeps the split one, listed first. */
 static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                             int C, cs_algorithm **out, compose_info *info, cs_error *err)
+                             int C, bool unsplit, cs_algorithm **out, compose_info *info,
+                             cs_error *err)
 {
     ag_plan p;
     if (plan_init(&p, t->ranks, s, tr, C, false) != CS_OK)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
+    if (unsplit)
+        memset(p.item_flat, 1, (size_t)p.ni);
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
     int rc = plans_to_algorithm(t, &ag, C, NULL, &p, out, err);
-    *info = (compose_info){p.slots, p.seg, p.steps};
+    *info = (compose_info){p.slots, p.seg, p.steps, p.S1, p.orient};
     plan_free(&p);
     return rc;
 }
@@ -1028,10 +1167,546 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
     cs_collective ar;
     collective_init(&ar, CS_COLL_ALLREDUCE, -1);
     int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, out, err);
-    *info = (compose_info){down.slots, down.seg, up.steps + down.steps};
+    *info = (compose_info){down.slots, down.seg, up.steps + down.steps, down.S1, false};
     plan_free(&up);
     plan_free(&down);
     return rc;
+}
+
+/* An algorithm of collective c (chunks, steps) holding the sends a generator
+ * emits, placed step by step (a counting pass, then a filling pass). */
+typedef int (*gen_fn)(const void *plan, emit_fn fn, void *ctx);
+
+static int generated_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                               int steps, gen_fn gen, const void *plan, cs_algorithm **out,
+                               cs_error *err)
+{
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = CS_ENOMEM;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "cannot build %s: %s",
+                            collective_kind_name(c->kind), cs_status_name(rc));
+    }
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    *out = a;
+    return CS_OK;
+}
+
+/* ---- alltoall ------------------------------------------------------------------------ */
+
+/* Alltoall (C = 1): the chunk from (n, i) to (n', i') travels on the rail of
+ * NIC j = i' mod k: inside node n from i to NIC j along i's allgather tree
+ * (the intra aggregation), over the rail to node n' in slot d - 1 (d = n' - n:
+ * every NIC sends one block, the chunks of its node for one destination
+ * rank set, to one node per slot, a permutation), and inside node n' from
+ * NIC j to i' along NIC j's tree (the intra scatter).  Within a node it goes
+ * along i's tree.  The aggregation is emitted in slot order so a port
+ * delivers first what the rails need first. */
+typedef struct a2a_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, S1, S3, steps;
+    int path_edges[64][64][8];  /* spread tree of i: the edges from i to i', in order */
+    int path_len[64][64];
+    int nic_edges[64][64][8];   /* NIC tree j: the edges from NIC j to i' */
+    int nic_len[64][64];
+} a2a_plan;
+
+static bool tree_path(const hier_tree *tt, int root, int to, int *edges, int *len)
+{
+    int parent[64], np = 0, tmp[64];
+    for (int i = 0; i < 64; i++)
+        parent[i] = -1;
+    for (int e = 0; e < tt->n; e++)
+        parent[tt->dst[e]] = e;
+    for (int y = to; y != root; y = tt->src[parent[y]]) {
+        if (parent[y] < 0 || np >= 8)
+            return false;
+        tmp[np++] = parent[y];
+    }
+    for (int q = 0; q < np; q++)
+        edges[q] = tmp[np - 1 - q];
+    *len = np;
+    return true;
+}
+
+static int a2a_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const a2a_plan *p = plan;
+    const hier_shape *s = p->s;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, rc = CS_OK;
+    /* within nodes and the aggregation to the NICs, by slot */
+    for (int d = 0; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i = 0; i < m && rc == CS_OK; i++)
+                for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                    int dst = br[i2], src = nr[i], to = d == 0 ? i2 : s->nic[i2 % k];
+                    if (to == i)
+                        continue;
+                    long g = (long)dst * P + src;
+                    const hier_tree *tt = &p->tr->spread[i];
+                    for (int q = 0; q < p->path_len[i][to] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i][to][q];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* the rails, then the scatter inside the destination node */
+    for (int d = 1; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N, at = p->S1 + d - 1;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int jx = i2 % k, j = s->nic[jx];
+                const hier_tree *tt = &p->tr->nic[jx];
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    long g = (long)br[i2] * P + nr[i];
+                    rc = fn(ctx, g, nr[j], br[j], at);
+                    for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                        int e = p->nic_edges[jx][i2][q];
+                        rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], at + 1 + tt->step[e]);
+                    }
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_alltoall(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                            const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    if ((long)t->ranks * t->ranks > 0x7fffffffL)
+        return cs_error_set(err, CS_ELIMIT, "topology", "alltoall on %d ranks has more than "
+                            "2^31 chunks", t->ranks);
+    a2a_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k;
+    bool ok = true;
+    for (int i = 0; i < m && ok; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == i || tree_path(&tr->spread[i], i, to, p->path_edges[i][to],
+                                      &p->path_len[i][to]);
+    }
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "alltoall: intra paths longer than 8 "
+                            "hops");
+    }
+    p->steps = p->S1 + s->nodes - 1 + p->S3;
+    int rc = generated_algorithm(t, c, 1, p->steps, a2a_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
+/* ---- allgather on a ring fabric ------------------------------------------------------ */
+
+/* Node blocks travel around the ring of nodes, each block split into one
+ * segment per NIC on that NIC's ring (pipelined: a NIC forwards in hop h
+ * what it received in hop h - 1; every ring link carries one segment per
+ * hop), and spread inside each node along the receiving NIC's tree. */
+typedef struct ring_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, C, S1, S3, steps;
+} ring_plan;
+
+static int ring_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const ring_plan *p = plan;
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, block = m * p->C, rc = CS_OK;
+    for (int n = 0; n < N && rc == CS_OK; n++)
+        for (int c = 0; c < p->C; c++)
+            for (int i = 0; i < m && rc == CS_OK; i++) {
+                const int *nr = s->rank + (long)n * m;
+                const hier_tree *tt = &tr->spread[i];
+                for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                    rc = fn(ctx, (long)c * P + nr[i], nr[tt->src[e]], nr[tt->dst[e]],
+                            tt->step[e]);
+            }
+    /* both directions where the ring has them: each block goes forward to
+     * the next ceil((N-1)/2) nodes and backward to the previous
+     * floor((N-1)/2), so every link carries about half the blocks */
+    int fwd = s->ring_back ? N / 2 : N - 1, back = s->ring_back ? (N - 1) / 2 : 0;
+    for (int h = 1; h <= fwd && rc == CS_OK; h++)
+        for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
+            if (dir == 1 && h > back)
+                continue;
+            int sign = dir ? N - 1 : 1;   /* +1 or -1 mod N */
+            for (int j = 0; j < k && rc == CS_OK; j++) {
+                int q0 = block * j / k, q1 = block * (j + 1) / k, nic = s->nic[j];
+                const hier_tree *tt = &tr->nic[j];
+                for (int q = q0; q < q1 && rc == CS_OK; q++)
+                    for (int n = 0; n < N && rc == CS_OK; n++) {
+                        const int *nr = s->rank + (long)n * m;
+                        const int *xr = s->rank + (long)((n + (long)(h - 1) * sign) % N) * m;
+                        const int *yr = s->rank + (long)((n + (long)h * sign) % N) * m;
+                        long g = (long)(q / m) * P + nr[q % m];
+                        rc = fn(ctx, g, xr[nic], yr[nic], p->S1 + h - 1);
+                        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                            rc = fn(ctx, g, yr[tt->src[e]], yr[tt->dst[e]],
+                                    p->S1 + h + tt->step[e]);
+                    }
+            }
+        }
+    return rc;
+}
+
+static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
+                                  const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    ring_plan p = {s, tr, t->ranks, 1, 0, 0, 0};
+    for (int i = 0; i < s->m; i++)
+        if (tr->spread[i].depth > p.S1)
+            p.S1 = tr->spread[i].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > p.S3)
+            p.S3 = tr->nic[j].depth;
+    p.steps = p.S1 + (s->ring_back ? s->nodes / 2 : s->nodes - 1) + p.S3;
+    cs_collective ag;
+    collective_init(&ag, CS_COLL_ALLGATHER, -1);
+    return generated_algorithm(t, &ag, p.C, p.steps, ring_emit, &p, out, err);
+}
+
+/* ---- broadcast across nodes ---------------------------------------------------------- */
+
+/* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
+ * Inside the root's node every chunk spreads along the root's allgather
+ * tree; across nodes each NIC's chunks follow a chain of nodes (pipelined:
+ * the bandwidth end, per > 1) or a binomial tree of nodes (the latency end,
+ * per = 1); at every other node a chunk spreads from the NIC it arrived at
+ * along that NIC's tree. */
+typedef struct bc_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, per, rounds, S1, S3, steps;
+    bool chain;
+} bc_plan;
+
+static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bool chain,
+                    int per)
+{
+    memset(b, 0, sizeof *b);
+    b->s = s;
+    b->tr = tr;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    b->chain = chain;
+    b->per = chain ? per : 1;
+    b->S1 = tr->spread[b->i0].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > b->S3)
+            b->S3 = tr->nic[j].depth;
+    /* the root's node spreads through its NICs' trees too (bc_emit) */
+    int root_node_steps = b->S1 + b->S3;
+    b->rounds = 0;
+    while ((1L << b->rounds) < s->nodes)
+        b->rounds++;
+    b->steps = b->S1 + (chain ? b->per + s->nodes - 2 : b->rounds) + b->S3;
+    if (b->steps < root_node_steps)
+        b->steps = root_node_steps;
+}
+
+static int bc_emit(const bc_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    /* the root's node: each chunk goes from the root to its NIC along the
+     * root's tree (so the root's port carries it once), then along the NIC's
+     * tree to the ranks that do not have it yet */
+    int parent_edge[64];
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, nic = s->nic[j];
+        unsigned char has[64] = {0};
+        has[b->i0] = 1;
+        int path[64], np = 0, arrive = -1;
+        for (int x = nic; x != b->i0 && parent_edge[x] >= 0; x = sp->src[parent_edge[x]])
+            path[np++] = parent_edge[x];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--) {
+            int e = path[q];
+            rc = fn(ctx, c, r0[sp->src[e]], r0[sp->dst[e]], sp->step[e]);
+            has[sp->dst[e]] = 1;
+            if (sp->step[e] > arrive)
+                arrive = sp->step[e];
+        }
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+            if (!has[tt->dst[e]])
+                rc = fn(ctx, c, r0[tt->src[e]], r0[tt->dst[e]], arrive + 1 + tt->step[e]);
+    }
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, t = c / k, nic = s->nic[j];
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int x = 1; x < N && rc == CS_OK; x++) {
+            /* node x (relative to the root's) receives from `from` at step `at` */
+            int from, at;
+            if (b->chain) {
+                from = x - 1;
+                at = b->S1 + t + x - 1;
+            } else {
+                int r = 0;
+                while ((2L << r) <= x)
+                    r++;
+                from = x - (1 << r);
+                at = b->S1 + r;
+            }
+            const int *fr = s->rank + (long)((b->n0 + from) % N) * m;
+            const int *xr = s->rank + (long)((b->n0 + x) % N) * m;
+            rc = fn(ctx, c, fr[nic], xr[nic], at);
+            for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], at + 1 + tt->step[e]);
+        }
+    }
+    return rc;
+}
+
+/* Broadcast by scatter + node-level allgather, for large sizes across many
+ * nodes (a chain needs many more chunks than nodes; a binomial tree sends
+ * everything log N times): chunk x (one per node) goes from the root to the
+ * NIC x mod k of its node and over that NIC's rail to node x, then the
+ * node-chunk allgather (owner: that NIC) spreads every chunk everywhere;
+ * sends to ranks that already hold the chunk (the root, the root node's
+ * ranks on the way to a NIC) are left out, so each rank receives each chunk
+ * once (reduce inverts it). */
+typedef struct sag_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, root, shift;
+    ag_plan ag;
+    unsigned char path[64][64];  /* per NIC index: the root node's ranks on the way */
+    int *via, *owner;            /* per node: NIC index its chunk arrives by, owner rank */
+} sag_plan;
+
+typedef struct sag_filter {
+    const sag_plan *b;
+    emit_fn fn;
+    void *ctx;
+} sag_filter;
+
+static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
+{
+    const sag_filter *f = c;
+    const sag_plan *b = f->b;
+    if (dst == b->root)
+        return CS_OK;
+    long x = (long)b->n0 * b->s->m;
+    for (int i = 0; i < b->s->m; i++)
+        if (b->s->rank[x + i] == dst) {
+            if (b->path[b->via[chunk]][i])
+                return CS_OK;
+            break;
+        }
+    return f->fn(f->ctx, chunk, src, dst, step + b->shift);
+}
+
+static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    int parent_edge[64], S1 = sp->depth;
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    int sent[64] = {0};
+    (void)k;
+    for (int x = 0; x < N && rc == CS_OK; x++) {
+        int j = b->via[x], nic = s->nic[j];
+        int path[64], np = 0;
+        for (int y = nic; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            path[np++] = parent_edge[y];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--)
+            rc = fn(ctx, x, r0[sp->src[path[q]]], r0[sp->dst[path[q]]], sp->step[path[q]]);
+        if (x != b->n0 && rc == CS_OK)
+            rc = fn(ctx, x, r0[nic], s->rank[(long)x * m + nic], S1 + sent[j]++);
+    }
+    sag_filter f = {b, fn, ctx};
+    return rc == CS_OK ? plan_emit(&b->ag, sag_filter_emit, &f) : rc;
+}
+
+static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
+                                 const hier_shape *s, const hier_trees *tr, cs_algorithm **out,
+                                 cs_error *err)
+{
+    sag_plan *b = calloc(1, sizeof *b);
+    if (b) {
+        b->via = calloc((size_t)s->nodes, sizeof(int));
+        b->owner = calloc((size_t)s->nodes, sizeof(int));
+    }
+    if (!b || !b->via || !b->owner) {
+        if (b) {
+            free(b->via);
+            free(b->owner);
+        }
+        free(b);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    }
+    b->s = s;
+    b->tr = tr;
+    b->root = c->root;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == c->root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    const hier_tree *sp = &tr->spread[b->i0];
+    int parent_edge[64];
+    for (int i = 0; i < s->m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    if (plan_init(&b->ag, t->ranks, s, tr, 1, true) != CS_OK || b->ag.seg != 1) {
+        plan_free(&b->ag);
+        free(b->via);
+        free(b->owner);
+        free(b);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "scatter + allgather needs as many "
+                            "nodes as NICs");
+    }
+    /* chunk x reaches node x over the NIC that the allgather uses for the
+     * root's node and distance x - n0, and is owned there: the root node's
+     * NICs then talk to the same peers in both phases (the runtimes allow 32
+     * sending thread blocks per channel) */
+    for (long u = 0; u < b->ag.ni; u++)
+        b->via[(b->n0 + b->ag.item_d[u]) % s->nodes] = b->ag.item_nic[u];
+    b->via[b->n0] = 0;
+    for (int x = 0; x < s->nodes; x++)
+        b->owner[x] = s->nic[b->via[x]];
+    b->ag.owner = b->owner;
+    for (int j = 0; j < s->k; j++)
+        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            b->path[j][y] = 1;
+    int most = 0, per[64] = {0};
+    for (int x = 0; x < s->nodes; x++)
+        if (x != b->n0 && ++per[b->via[x]] > most)
+            most = per[b->via[x]];
+    b->shift = sp->depth + most;
+    int C = s->nodes, steps = b->shift + b->ag.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (rc == CS_OK && (!count || !pos))
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    free(count);
+    free(pos);
+    plan_free(&b->ag);
+    free(b->via);
+    free(b->owner);
+    free(b);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
+}
+
+/* Broadcast on t from c->root (chain or binomial across nodes). */
+static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                             const hier_trees *tr, bool chain, int per, cs_algorithm **out,
+                             cs_error *err)
+{
+    bc_plan b;
+    bc_init(&b, s, tr, c->root, chain, per);
+    int C = s->k * b.per, steps = b.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -1104,10 +1779,9 @@ static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
     return CS_OK;
 }
 
-/* Fits rounds (sampled, exact as the fallback), verifies a and adds it to
- * res, or frees it.  sample: nodes whose sends stand for all (0: exact). */
-static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
-                  cs_result *res, cs_error *err)
+/* Fits rounds (sampled, exact as the fallback) and verifies a.  sample:
+ * nodes whose sends stand for all (0: exact). */
+static int check(const cs_topology *t, cs_algorithm *a, int sample, cs_error *err)
 {
     int rc = CS_EVERIFY;
     if (sample > 0 && sample < t->ngroups && fit_rounds_sampled(a, t, sample) == CS_OK)
@@ -1117,13 +1791,75 @@ static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality,
         if (rc == CS_OK)
             rc = algorithm_verify(t, a, err);
     }
+    return rc;
+}
+
+/* Adds a checked algorithm to res (or frees it). */
+static int add_checked(cs_algorithm *a, const char *optimality, cs_result *res, cs_error *err)
+{
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
+    int rc = result_add(res, a);   /* frees a on failure */
+    return rc == CS_OK ? CS_OK : cs_error_set(err, rc, NULL, "cannot add to the result");
+}
+
+/* A second composition built and checked on another thread while the caller
+ * builds and checks the first (on 2 cores, half the wall time: each check
+ * of a million sends runs on one thread). */
+typedef struct side_job {
+    const cs_topology *t;
+    const hier_shape *s, *rs_shape;
+    const hier_trees *tr, *rs_tr;
+    int sample;
+    int variant;               /* 0: unsplit allgather, 1: node allreduce, 2 chunks */
+    cs_algorithm *a;
+    compose_info info;
+    int rc;
+    cs_error err;
+    pthread_t th;
+    bool started;
+} side_job;
+
+static void *side_job_run(void *arg)
+{
+    side_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = j->variant == 0
+                ? compose_allgather(j->t, j->s, j->tr, 1, true, &j->a, &j->info, &j->err)
+                : compose_node_allreduce(j->t, j->s, j->tr, j->rs_shape, j->rs_tr, 2, &j->a,
+                                         &j->info, &j->err);
+    if (j->rc == CS_OK)
+        j->rc = check(j->t, j->a, j->sample, &j->err);
+    if (j->rc != CS_OK) {
+        algorithm_free(j->a);
+        j->a = NULL;
+    }
+    return NULL;
+}
+
+/* Starts j on a thread when threads allow, else runs it now. */
+static void side_job_start(side_job *j, int threads)
+{
+    j->started = threads != 1 && pthread_create(&j->th, NULL, side_job_run, j) == 0;
+    if (!j->started)
+        side_job_run(j);
+}
+
+static void side_job_join(side_job *j)
+{
+    if (j->started)
+        pthread_join(j->th, NULL);
+    j->started = false;
+}
+
+/* Checks a and adds it to res, or frees it. */
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
+                  cs_result *res, cs_error *err)
+{
+    int rc = check(t, a, sample, err);
     if (rc == CS_OK) {
-        snprintf(a->method, sizeof a->method, "hierarchical");
-        snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
-        if ((rc = result_add(res, a)) != CS_OK)
-            rc = cs_error_set(err, rc, NULL, "cannot add to the result");
-        else
-            a = NULL;
+        rc = add_checked(a, optimality, res, err);
+        a = NULL;
     }
     algorithm_free(a);
     return rc;
@@ -1166,12 +1902,14 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   cs_error *err)
+                   bool *renumbered, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
-    bool need_fw = c->kind != CS_COLL_REDUCESCATTER, need_bw = c->kind != CS_COLL_ALLGATHER;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
+    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
+                   c->kind != CS_COLL_ALLTOALL;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -1182,7 +1920,109 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         return rc;
     }
     const side *any = need_fw ? &fw : &bw;
+    *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
+    if (ring && c->kind == CS_COLL_ALLTOALL) {
+        side_close(&fw);
+        side_close(&bw);
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
+    }
+    if (ring && (c->kind == CS_COLL_ALLGATHER || c->kind == CS_COLL_REDUCESCATTER ||
+                 c->kind == CS_COLL_ALLREDUCE)) {
+        /* around the ring of nodes; reducescatter inverted from the reversed
+         * topology; allreduce = reducescatter + allgather */
+        if (need_fw)
+            rc = compose_ring_allgather(t, &fw.s, fw.tr, &ag, err);
+        if (rc == CS_OK && need_bw)
+            rc = compose_ring_allgather(bw.rt, &bw.s, bw.tr, &rag, err);
+        if (rc == CS_OK && need_bw)
+            rc = algorithm_invert(rag, &rs, err);
+        if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE)
+            rc = algorithm_concat(rs, ag, &a, err);
+        else if (rc == CS_OK) {
+            a = c->kind == CS_COLL_ALLGATHER ? ag : rs;
+            if (a == ag)
+                ag = NULL;
+            else
+                rs = NULL;
+        }
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        else
+            algorithm_free(a);
+        algorithm_free(ag);
+        algorithm_free(rs);
+        algorithm_free(rag);
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
+                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.ring_back ? " both ways" : "",
+                     c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
+                     : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_ALLTOALL) {
+        rc = compose_alltoall(t, c, &fw.s, fw.tr, &a, err);
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        a = NULL;
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; alltoall: "
+                     "intra aggregation to the destination's NIC, a direct exchange over the "
+                     "rails (a node per slot), intra scatter", fw.s.nodes, fw.s.m, fw.s.k,
+                     fw.tr->how);
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_BROADCAST || c->kind == CS_COLL_REDUCE) {
+        /* broadcast on t, or on the reversed topology inverted into reduce;
+         * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
+        bool bcast = c->kind == CS_COLL_BROADCAST;
+        const side *sd = bcast ? &fw : &bw;
+        cs_collective bc;
+        collective_init(&bc, CS_COLL_BROADCAST, c->root);
+        static const int pers[3] = {1, 4, 16};
+        for (int v = 0; v < 4 && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            if (v == 3 && sd->s.nodes - 1 < sd->s.k)
+                break;
+            if (sd->s.ring && (v == 0 || v == 3))
+                continue;   /* a binomial tree and the scatter need direct links */
+            rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
+                        : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
+                                            pers[v], &b, err);
+            if (rc == CS_OK && !bcast) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, v == 0 ? "latency" : v == 3 ? "bandwidth" : "", 0, res,
+                            err);
+        }
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the "
+                     "root's node tree, then each NIC's chunks across nodes by a binomial tree "
+                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
+                     "to the nodes + node-level allgather (a chunk per node)%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched", sd->tr->how,
+                     collective_kind_name(c->kind),
+                     bcast ? "" : " (built on the reversed topology, inverted)");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     /* Allreduce frontier: one chunk per node (whole-chunk rail messages:
      * the fewest messages, best from small to large sizes on big clusters),
      * two per node where there are at least as many distances as NICs (finer
@@ -1190,18 +2030,35 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
      * per rank up to 256 ranks (the finest pipelining; beyond that its
      * per-rank programs outgrow the runtimes and its synthesis the budget). */
     bool rank_chunks = c->kind != CS_COLL_ALLREDUCE || t->ranks <= 256;
-    for (int segs = 1; c->kind == CS_COLL_ALLREDUCE && rc == CS_OK && segs <= 2; segs++) {
-        if (segs == 2 && fw.s.nodes - 1 < fw.s.k)
-            break;
-        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, segs, &a, &ninfo, err);
+    side_job job;
+    memset(&job, 0, sizeof job);
+    job = (side_job){.t = t, .s = &fw.s, .tr = fw.tr, .rs_shape = &bw.s, .rs_tr = bw.tr,
+                     .sample = sample, .variant = c->kind == CS_COLL_ALLGATHER ? 0 : 1};
+    bool with_job = (c->kind == CS_COLL_ALLGATHER && fw.s.nodes - 1 >= fw.s.k) ||
+                    (c->kind == CS_COLL_ALLREDUCE && fw.s.nodes - 1 >= fw.s.k);
+    if (with_job)
+        side_job_start(&job, o->threads);
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, 1, &a, &ninfo, err);
         if (rc == CS_OK)
-            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", sample, res, err);
+            rc = finish(t, a, "latency", sample, res, err);
         a = NULL;
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a)
+            rc = add_checked(job.a, "bandwidth", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
     }
     if (rc == CS_OK && need_fw && rank_chunks)
-        rc = compose_allgather(t, &fw.s, fw.tr, 1, &ag, &info, err);
+        rc = compose_allgather(t, &fw.s, fw.tr, 1, false, &ag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks)
-        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, &rag, &info, err);
+        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, false, &rag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks) {
         rc = algorithm_invert(rag, &rs, err);
         algorithm_free(rag);
@@ -1220,6 +2077,22 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     if (rc == CS_OK && a)
         rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample, res, err);
+    else
+        algorithm_free(a);
+    if (c->kind == CS_COLL_ALLGATHER) {
+        /* the unsplit allgather: only where the split one was split */
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a && info.orient)
+            rc = add_checked(job.a, "", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
+    }
     algorithm_free(ag);
     algorithm_free(rs);
     algorithm_free(rag);
@@ -1257,18 +2130,55 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
+    bool renumbered = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
     cache_free(&cache);
+    bool flat = false;
+    if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
+        /* TACOS verified its algorithms on t; they join as they are (timed) */
+        cs_tacos_options to;
+        tacos_options_default(&to);
+        to.keep_sends = true;
+        to.threads = o.threads;
+        to.cancel = o.cancel;
+        cs_result *tr = NULL;
+        cs_error terr;
+        cs_error_clear(&terr);
+        if (tacos_synthesize(t, c, &to, &tr, &terr) == CS_OK && tr) {
+            for (int i = 0; i < tr->nalgs && rc == CS_OK; i++) {
+                rc = result_add(res, tr->algs[i]);
+                tr->algs[i] = NULL;
+                flat = rc == CS_OK;
+            }
+            tr->nalgs = 0;
+        }
+        result_free(tr);
+    }
     if (rc == CS_OK && cs_cancel_requested(o.cancel))
         rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
     if (rc != CS_OK) {
         result_free(res);
         return rc;
     }
-    snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
-    res->stats = json_pack("{s:s}", "composition", how);
+    if (o.progress) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d compositions verified", res->nalgs);
+        cs_progress_event ev = {.method = "hierarchical", .outcome = "done", .message = msg,
+                                .seconds = cs_now() - t0, .elapsed = cs_now() - t0,
+                                .done = res->nalgs, .total = res->nalgs, .best = NAN};
+        o.progress(o.progress_ctx, &ev);
+    }
+    if (flat) {
+        size_t used = strlen(how);
+        snprintf(how + used, sizeof how - used, "; flat tacos joins the frontier (%d ranks <= %d)",
+                 t->ranks, o.flat_max_ranks);
+    }
+    /* said first: the dispatcher keeps only the head of this reason */
+    cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
+             renumbered ? "nodes matched up to renumbering inside them; " : "", how);
+    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;

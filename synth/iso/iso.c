@@ -209,7 +209,14 @@ static int wl_discrete(const gbuild *g, unsigned *lab, bool *discrete, cs_error 
     }
     memcpy(col, g->col, sizeof *col * (size_t)n);
     int classes = 0;
+    /* Rounds cost O(n log n + m) each, and a long path needs n/2 of them to
+     * become discrete: past a budget, bliss (whose refinement is not
+     * round-based) takes over. */
+    long budget = 64L * (n + 2 * g->ne) + (1L << 20), spent = 0;
     for (;;) {
+        spent += n + 2 * g->ne;
+        if (spent > budget)
+            break;
         for (int v = 0; v < n; v++)
             tmp[v] = col[v];
         qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64);
@@ -322,6 +329,34 @@ static int cmp_unsigned(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* N(u) + {u} == N(v) + {v}, both lists sorted and without duplicates:
+ * walks both lists with u (v) taken in at its place. */
+static bool same_closed(const unsigned *nu, long du, int u, const unsigned *nv, long dv, int v)
+{
+    if (du != dv)
+        return false;
+    long i = 0, j = 0;
+    bool u_done = false, v_done = false;
+    for (long k = 0; k <= du; k++) {
+        unsigned a, b;
+        if (!u_done && (i == du || (unsigned)u < nu[i])) {
+            a = (unsigned)u;
+            u_done = true;
+        } else {
+            a = nu[i++];
+        }
+        if (!v_done && (j == dv || (unsigned)v < nv[j])) {
+            b = (unsigned)v;
+            v_done = true;
+        } else {
+            b = nv[j++];
+        }
+        if (a != b)
+            return false;
+    }
+    return true;
+}
+
 static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
 {
     if (g->oom)
@@ -333,6 +368,9 @@ static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
     uint64_t *key = malloc(sizeof *key * 2 * (size_t)(n ? n : 1));
     int *rep = malloc(sizeof *rep * (size_t)(n ? n : 1));
     int *size = calloc((size_t)(n ? n : 1), sizeof *size);
+    int *runreps = NULL;
+    uint64_t *truek = NULL;
+    char *kind = NULL;
     int rc = CS_OK;
     if (!start || !adj || !fill || !key || !rep || !size) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
@@ -365,18 +403,24 @@ static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
     }
     qsort(key, (size_t)n, 2 * sizeof *key, cmp_u64_idx);
     int nrep = 0;
+    runreps = malloc(sizeof *runreps * (size_t)n);
+    truek = malloc(sizeof *truek * 2 * (size_t)n);
+    kind = calloc((size_t)n, 1);
+    if (!runreps || !truek || !kind) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    /* false twins: the same colour and the same (open) neighbourhood */
     for (int i = 0; i < n;) {
-        int j = i;
+        int j = i, nr = 0;
         while (j < n && key[2 * j] == key[2 * i])
             j++;
         /* equal hashes: compare exactly against the run's representatives */
         for (int x = i; x < j; x++) {
             int v = (int)key[2 * x + 1];
             rep[v] = v;
-            for (int y = i; y < x; y++) {
-                int u = (int)key[2 * y + 1];
-                if (rep[u] != u)
-                    continue;
+            for (int y = 0; y < nr; y++) {
+                int u = runreps[y];
                 if (g->col[u] == g->col[v] && fill[u] == fill[v] &&
                     !memcmp(adj + start[u], adj + start[v], sizeof *adj * (size_t)fill[v])) {
                     rep[v] = u;
@@ -384,11 +428,59 @@ static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
                 }
             }
             if (rep[v] == v)
-                nrep++;
+                runreps[nr++] = v;
             size[rep[v]]++;
         }
         i = j;
     }
+    /* true twins, among the vertices left alone: adjacent, with the same
+     * colour and the same closed neighbourhood (a clique of ranks: the
+     * fully connected builtins).  A vertex cannot have both kinds. */
+    int nt = 0;
+    for (int v = 0; v < n; v++)
+        if (size[v] == 1 && rep[v] == v) {
+            uint64_t h = mix(mix(g->col[v], 0x54525545ULL), (uint64_t)fill[v] + 1);
+            bool placed = false;
+            for (long i = 0; i < fill[v]; i++) {
+                unsigned w = adj[start[v] + i];
+                if (!placed && (unsigned)v < w) {
+                    h = mix(h, (uint64_t)v);
+                    placed = true;
+                }
+                h = mix(h, w);
+            }
+            if (!placed)
+                h = mix(h, (uint64_t)v);
+            truek[2 * nt] = h;
+            truek[2 * nt + 1] = (uint64_t)v;
+            nt++;
+        }
+    qsort(truek, (size_t)nt, 2 * sizeof *truek, cmp_u64_idx);
+    for (int i = 0; i < nt;) {
+        int j = i, nr = 0;
+        while (j < nt && truek[2 * j] == truek[2 * i])
+            j++;
+        for (int x = i; x < j && j - i > 1; x++) {
+            int v = (int)truek[2 * x + 1];
+            for (int y = 0; y < nr; y++) {
+                int u = runreps[y];
+                if (g->col[u] == g->col[v] && same_closed(adj + start[u], fill[u], u,
+                                                          adj + start[v], fill[v], v)) {
+                    rep[v] = u;
+                    kind[u] = 1;
+                    size[u]++;
+                    size[v]--;
+                    break;
+                }
+            }
+            if (rep[v] == v)
+                runreps[nr++] = v;
+        }
+        i = j;
+    }
+    nrep = 0;
+    for (int v = 0; v < n; v++)
+        nrep += rep[v] == v;
     if (nrep == n) {
         rc = gb_canon(g, lab, NULL, err);
         goto out;
@@ -403,7 +495,8 @@ static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
         }
         for (int v = 0; v < n; v++)
             if (rep[v] == v)
-                idx[v] = gb_vertex(&r, mix(mix(0x54574e53ULL, g->col[v]), (uint64_t)size[v]));
+                idx[v] = gb_vertex(&r, mix(mix(mix(0x54574e53ULL, g->col[v]), (uint64_t)size[v]),
+                                       (uint64_t)kind[v]));
         for (int v = 0; v < n; v++) {
             if (rep[v] != v)
                 continue;
@@ -446,6 +539,9 @@ out:
     free(key);
     free(rep);
     free(size);
+    free(runreps);
+    free(truek);
+    free(kind);
     return rc;
 }
 
@@ -496,6 +592,14 @@ typedef struct iso_ctx {
      * pin[pin_begin[r] .. pin_begin[r+1]) its in-links. */
     int nphys;
     int *phys, *pout_begin, *pin_begin, *pin;
+    /* The most common kind of two-way link (lanes, gbps, alpha), a choice
+     * that depends on the network only: links of this kind are plain edges
+     * between their ranks, every other kind gets subdivision vertices.
+     * Subdividing every link of a star or a fully connected graph hides
+     * that their ranks are interchangeable (twins), and bliss then searches
+     * the whole symmetric group (star:4096 took 27 s; now microseconds). */
+    bool have_plain;
+    uint64_t plain_attr;
 } iso_ctx;
 
 static int physical_links(iso_ctx *c, cs_error *err)
@@ -541,11 +645,17 @@ static int cmp_int(const void *a, const void *b)
 
 static int rank_roles(iso_ctx *c, cs_error *err)
 {
-    const cs_collective *col = &c->r->collective;
     int P = c->P;
     c->role = malloc(sizeof *c->role * (size_t)P);
     if (!c->role)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!c->r) {
+        /* the topology alone: every rank alike */
+        for (int r = 0; r < P; r++)
+            c->role[r] = mix(K_RANK, 0);
+        return CS_OK;
+    }
+    const cs_collective *col = &c->r->collective;
     for (int r = 0; r < P; r++)
         c->role[r] = mix(K_RANK, collective_kind_is_rooted(col->kind) && r == col->root);
     if (col->kind != CS_COLL_CUSTOM)
@@ -622,7 +732,9 @@ static void add_link(gbuild *g, const iso_ctx *c, int i, int vu, int vv, int *ta
     *tail = -1;
     int j = mergeable_reverse(c, i);
     if (j >= 0) {
-        if (l->src < l->dst) {
+        if (l->src < l->dst && c->have_plain && link_attr(l) == c->plain_attr) {
+            gb_edge(g, vu, vv);
+        } else if (l->src < l->dst) {
             int s = gb_vertex(g, mix(K_BI, link_attr(l)));
             gb_edge(g, vu, s);
             gb_edge(g, s, vv);
@@ -635,6 +747,36 @@ static void add_link(gbuild *g, const iso_ctx *c, int i, int vu, int vv, int *ta
     gb_edge(g, a, b);
     gb_edge(g, b, vv);
     *tail = a;
+}
+
+static int choose_plain_links(iso_ctx *c, cs_error *err)
+{
+    const cs_topology *t = c->t;
+    uint64_t *a = malloc(sizeof *a * (size_t)(c->nphys ? c->nphys : 1));
+    if (!a)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int n = 0;
+    for (int k = 0; k < c->nphys; k++) {
+        int i = c->phys[k];
+        if (t->links[i].src < t->links[i].dst && mergeable_reverse(c, i) >= 0)
+            a[n++] = link_attr(&t->links[i]);
+    }
+    qsort(a, (size_t)n, sizeof *a, cmp_u64);
+    int best = 0;
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j < n && a[j] == a[i])
+            j++;
+        /* most links; a tie goes to the smaller hash (also label-free) */
+        if (j - i > best) {
+            best = j - i;
+            c->plain_attr = a[i];
+            c->have_plain = true;
+        }
+        i = j;
+    }
+    free(a);
+    return CS_OK;
 }
 
 /* ---- scheme "direct": the whole request in one graph ------------------------------------------ */
@@ -1808,12 +1950,12 @@ void iso_form_clear(cs_iso_form *f)
     memset(f, 0, sizeof *f);
 }
 
-int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+/* The canonical labelling of c's topology (and request, when c->r is set)
+ * into canon_of; the scheme used into scheme. */
+static int labelling(iso_ctx *c, const cs_iso_options *opt, int *canon_of, char scheme[16],
                      cs_error *err)
 {
-    memset(out, 0, sizeof *out);
-    double t0 = cs_now();
-    const cs_topology *t = r->topology;
+    const cs_topology *t = c->t;
     int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : 65536;
     if (t->ranks > max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
@@ -1821,27 +1963,28 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
                             max_ranks);
     int two_min = opt && opt->two_level_min_ranks ? opt->two_level_min_ranks
                                                   : ISO_TWO_LEVEL_MIN_RANKS;
-    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
-    int rc = rank_roles(&c, err);
-    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
-    c.in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c.in_shared);
-    if (!rc && (!out->canon_of || !c.in_shared))
+    int rc = rank_roles(c, err);
+    c->in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c->in_shared);
+    if (!rc && !c->in_shared)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (!rc)
-        rc = physical_links(&c, err);
+        rc = physical_links(c, err);
     long max_links = opt && opt->max_links > 0 ? opt->max_links : 1000000;
-    if (!rc && c.nphys > max_links)
+    if (!rc && c->nphys > max_links)
         rc = cs_error_set(err, CS_ELIMIT, "topology",
-                          "%d links: isomorphism keys are computed up to %ld links", c.nphys,
+                          "%d links: isomorphism keys are computed up to %ld links", c->nphys,
                           max_links);
     if (!rc) {
         for (int s = 0; s < t->nshared; s++)
             if (t->shared[s].switch_id < 0)
                 for (int k = 0; k < t->shared[s].nlinks; k++)
-                    c.in_shared[t->shared[s].links[k]] = true;
+                    c->in_shared[t->shared[s].links[k]] = true;
+        rc = choose_plain_links(c, err);
+    }
+    if (!rc) {
         bool two = two_min > 0 && t->ranks >= two_min && two_level_applies(t);
-        snprintf(out->scheme, sizeof out->scheme, "%s", two ? "two-level" : "direct");
-        rc = two ? canon_two_level(&c, out->canon_of, err) : canon_direct(&c, out->canon_of, err);
+        snprintf(scheme, 16, "%s", two ? "two-level" : "direct");
+        rc = two ? canon_two_level(c, canon_of, err) : canon_direct(c, canon_of, err);
     }
     if (!rc) {
         /* a labelling that is not a permutation would be a bug here */
@@ -1849,7 +1992,7 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         if (!seen)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (int k = 0; !rc && k < t->ranks; k++) {
-            int x = out->canon_of[k];
+            int x = canon_of[k];
             if (x < 0 || x >= t->ranks || seen[x])
                 rc = cs_error_set(err, CS_EINTERNAL, "", "iso labelling is not a permutation");
             else
@@ -1857,6 +2000,32 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         }
         free(seen);
     }
+    return rc;
+}
+
+int iso_topology_labelling(const cs_topology *t, const cs_iso_options *opt, int *canon_of,
+                           char scheme[16], cs_error *err)
+{
+    iso_ctx c = {.r = NULL, .t = t, .P = t->ranks};
+    char sch[16];
+    int rc = labelling(&c, opt, canon_of, scheme ? scheme : sch, err);
+    ctx_free(&c);
+    return rc;
+}
+
+int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+                     cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = cs_now();
+    const cs_topology *t = r->topology;
+    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
+    int rc = CS_OK;
+    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
+    if (!out->canon_of)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = labelling(&c, opt, out->canon_of, out->scheme, err);
     if (!rc) {
         char *text = canonical_text(&c, out->canon_of);
         if (!text)
