@@ -896,7 +896,9 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
     if (rank_lo < 0 || rank_hi < rank_lo || rank_hi >= a->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "ranks %d-%d are not within 0-%d", rank_lo,
                             rank_hi, a->ranks - 1);
-    doc d = {.a = a, .t = t, .opt = opt, .ndoc_gpus = rank_hi - rank_lo + 1, .write = write,
+    doc d = {.a = a, .t = t, .opt = opt,
+             .ndoc_gpus = opt->limit_gpus > 0 ? opt->limit_gpus : rank_hi - rank_lo + 1,
+             .write = write,
              .ctx = ctx};
     cg_buf b = {0};
     int rc = prepare(&d, a, opt, &b, 0, err);
