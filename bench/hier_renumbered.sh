@@ -6,7 +6,8 @@
 # (iso_bench emit SPEC SEED), POSTed with method auto to a collsynthd started
 # with --no-iso-cache, so every allocation (seeds 7, 8, 9) is a fresh
 # synthesis; seed 0 (as built) first for reference.  Prints per POST the
-# round-trip seconds, the method, and the head of the reason; then the median
+# round-trip seconds, the method, frontier entry 0's ratio_to_bound (the
+# response's default size) and the head of the reason; then the median
 # of the shuffled ones.  BUILD selects the build: run it on a build from
 # before the change for the "before" figure.
 #   HIER_RN_SPEC (default hook:128), HIER_RN_COLL (default allgather)
@@ -41,8 +42,10 @@ for seed in 0 7 8 9; do
             -H 'Content-Type: application/json' --data-binary @"$tmp/b.json")
     grep -q "\"error\"" "$tmp/resp" && { cat "$tmp/resp"; echo; exit 1; }
     method=$(sed -n 's/.*"method":"\([a-z_-]*\)".*/\1/p' "$tmp/resp" | head -1)
-    reason=$(grep -o '"reason":"[^"]*"' "$tmp/resp" | head -1 | cut -c11-150)
-    printf 'seed %d: %6.2f s  method %-12s %s\n' "$seed" "$s" "$method" "$reason"
+    reason=$(grep -o '"reason":"[^"]*"' "$tmp/resp" | head -1 | cut -c11-140 | sed 's/"$//')
+    ratio=$(grep -o '"ratio_to_bound":[0-9.e+-]*' "$tmp/resp" | head -1 | cut -d: -f2)
+    printf 'seed %d: %6.2f s  method %-12s ratio_to_bound[0] %-8s %s\n' "$seed" "$s" "$method" \
+        "$ratio" "$reason"
     [ "$seed" -ne 0 ] && times+=("$s")
 done
 printf '%s\n' "${times[@]}" | sort -n | awk '{v[NR]=$1} END {printf "median of %d shuffled: %.2f s\n", NR, v[int((NR+1)/2)]}'
