@@ -74,6 +74,7 @@ typedef struct cg_limits {
     int max_tb_per_channel; /* sending and receiving blocks per channel; 0: none */
     int max_elements;       /* XML elements one rank parses must be fewer; 0: none */
     int max_cnt;            /* chunks one step moves */
+    int min_spread;         /* start the spread search here (0 or 1: from 1) */
 } cg_limits;
 
 /* The hint every CS_ELIMIT message ends with. */
@@ -111,6 +112,7 @@ typedef struct cg_summary {
      * spread index k, of a link in group g goes on channel
      * g * maxbase * spread + c * spread + k.  One group (all 0) otherwise,
      * so documents that fit without groups are unchanged. */
+    int fullest_rank;       /* the rank whose block the estimate says is fullest */
     int maxbase;            /* the most base channels of a link */
     int ngroups;
     bool merge_steps;       /* merge contiguous chunks across steps */

@@ -297,6 +297,7 @@ static int assign_groups(cg_summary *s, const cg_limits *lim)
 typedef struct evaluation {
     bool feasible;       /* thread blocks, channels, blocks per channel fit */
     long max_msgs;       /* units (estimated steps) of the fullest thread block */
+    int max_rank;        /* its rank */
     long max_elements;   /* estimated XML elements of the fullest rank (one <gpu>) */
     int nchannels;
     char bad[400];       /* the first structural violation */
@@ -372,8 +373,10 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
                 units += co + ci;
                 sends[real] += co > 0;
                 recvs[real] += ci > 0;
-                if (co + ci > ev->max_msgs)
+                if (co + ci > ev->max_msgs) {
                     ev->max_msgs = co + ci;
+                    ev->max_rank = r;
+                }
                 if (real > maxch)
                     maxch = real;
             }
@@ -447,10 +450,11 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     int best_feasible = 0;
     bool fits = false;
     memset(&first, 0, sizeof first);
-    for (int spread = 1; spread <= lim->max_channels && !fits; spread *= 2) {
+    int start = lim->min_spread > 1 ? lim->min_spread : 1;
+    for (int spread = start; spread <= lim->max_channels && !fits; spread *= 2) {
         if (evaluate(s, lim, spread, false, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        if (spread == 1)
+        if (spread == start)
             first = ev;
         if (!ev.feasible)
             break; /* more channels only adds blocks */
@@ -469,6 +473,7 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
             return rc;
     }
     s->nchannels = ev.nchannels;
+    s->fullest_rank = ev.max_rank;
     return CS_OK;
 }
 

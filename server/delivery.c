@@ -36,12 +36,15 @@
 #include "result_codec.h"
 
 /* Bump when a generator's output changes: new ETags and new artifacts. */
-#define GEN_VERSION "g2"   /* g2: parked runs in neighbouring scratch slots */
+#define GEN_VERSION "g4"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements */
 #define STREAM_BLOCK (64 * 1024)
 /* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
  * counted per endpoint, one window up to 2M sends (~460 bytes each while it
  * is planned), larger documents in windows of that size. */
 #define DOC_WINDOW_SENDS (1L << 22)
+/* The NCCL fork reads fewer than this many XML elements per rank
+ * (codegen/msccl_xml.h). */
+#define MSCCL_MAX_ELEMENTS 4096
 
 /* ---- results in memory ------------------------------------------------------------------- */
 
@@ -881,11 +884,32 @@ typedef struct framer {
     ZSTD_CCtx *cc;
     char *buf;
     size_t len, cap;
+    int pieces;
+    long max_elements;          /* the most <tb> + <step> elements of one <gpu> */
+    int max_rank;
 } framer;
+
+static long count_tags(const char *data, size_t len, const char *tag)
+{
+    long n = 0;
+    size_t tl = strlen(tag);
+    for (const char *p = data, *end = data + len; (p = memmem(p, (size_t)(end - p), tag, tl));
+         p += tl)
+        n++;
+    return n;
+}
 
 static int framer_write(void *ctx, const char *data, size_t len)
 {
     framer *f = ctx;
+    if (f->pieces > 0) {   /* piece 1 + r is rank r's <gpu> (the last, "</algo>", has none) */
+        long el = count_tags(data, len, "<tb ") + count_tags(data, len, "<step ");
+        if (el > f->max_elements) {
+            f->max_elements = el;
+            f->max_rank = f->pieces - 1;
+        }
+    }
+    f->pieces++;
     size_t bound = ZSTD_compressBound(len);
     if (f->len + bound + 1 > f->cap) {
         size_t cap = f->cap ? f->cap : 1 << 16;
@@ -976,7 +1000,7 @@ static int cut_slice(const cs_blob *zdoc, int ranks, int lo, int hi, char **out,
 /* Generates the document of r (never a slice for msccl-xml: see framer)
  * for frontier entry idx, zstd-compressed. */
 static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
-                         size_t *zl, cs_error *err)
+                         size_t *zl, char *meta, cs_error *err)
 {
     const cs_topology *t = NULL;
     int rc = rdoc_topology(d, &t, err);
@@ -997,7 +1021,10 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
          * ranks have so many peers that small windows plan most sends many
          * times (msccl_xml.h, window_sends) */
         mo.window_sends = DOC_WINDOW_SENDS;
-        framer f = {ZSTD_createCCtx(), NULL, 0, 0};
+        /* each rank checked as a one-rank slice; every request's width is
+         * checked against the document's fullest rank (slice_elements_ok) */
+        mo.limit_gpus = 1;
+        framer f = {ZSTD_createCCtx(), NULL, 0, 0, 0, 0, 0};
         if (!f.cc)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         else
@@ -1013,6 +1040,8 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
         count(&s->metrics.codegen_total);
         *z = f.buf;
         *zl = f.len;
+        if (meta)
+            snprintf(meta, 64, "%ld %d", f.max_elements, f.max_rank);
         return CS_OK;
     }
     cs_cuda_options co;
@@ -1034,21 +1063,82 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
  * be generated is *refused (a 422 error object), remembered: finding that
  * out can take as long as generating it.  msccl-xml documents from the
  * store that are not framed are generated again (`ranks` frames + 2). */
+/* An MSCCL document's fullest rank ("ELEMENTS RANK": its <tb> and <step>
+ * elements), kept beside the document (M| in memory, variant "|meta" in the
+ * store): what every request's width is checked against. */
+static bool meta_get(cs_server *s, const char *key, const char *format, const char *variant,
+                     long *elements, int *rank)
+{
+    char mk[400], mv[320];
+    snprintf(mk, sizeof mk, "M|%s|%s", key, variant);
+    snprintf(mv, sizeof mv, "%s|meta", variant);
+    cs_blob *m = cache_get(s->cache, mk);
+    if (!m) {
+        bool zstd = false, found = false;
+        cs_error e;
+        if (store_artifact_get(s->store, key, format, mv, &m, &zstd, &found, &e) != CS_OK ||
+            !found)
+            return false;
+        if (zstd) {
+            char *plain = NULL;
+            size_t pl = 0;
+            int rc = zstd_decode_buffer(m->data, m->len, &plain, &pl, &e);
+            blob_unref(m);
+            if (rc != CS_OK)
+                return false;
+            m = blob_adopt(plain, pl);
+            if (!m)
+                return false;
+        }
+        cache_put(s->cache, mk, m);
+    }
+    char text[64];
+    snprintf(text, sizeof text, "%.*s", (int)(m->len < 63 ? m->len : 63), (const char *)m->data);
+    blob_unref(m);
+    return sscanf(text, "%ld %d", elements, rank) == 2;
+}
+
+static void meta_put(cs_server *s, const char *key, const char *format, const char *variant,
+                     const char *text)
+{
+    char mk[400], mv[320];
+    snprintf(mk, sizeof mk, "M|%s|%s", key, variant);
+    snprintf(mv, sizeof mv, "%s|meta", variant);
+    char *z = NULL, *copy = strdup(text);
+    size_t zl = 0;
+    cs_error e;
+    if (encode_buffer(ENC_ZSTD, text, strlen(text), &z, &zl, &e) == CS_OK) {
+        if (store_artifact_put(s->store, key, format, mv, z, zl, &e) != CS_OK)
+            log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", key, "error",
+                      e.message, NULL);
+        free(z);
+    }
+    cs_blob *b = copy ? blob_adopt(copy, strlen(copy)) : NULL;
+    if (b) {
+        cache_put(s->cache, mk, b);
+        blob_unref(b);
+    }
+}
+
 static int code_doc(cs_server *s, rdoc *d, const rep_req *r, int idx, cs_blob **out,
-                    json_t **refused, cs_error *err)
+                    long *max_elements, int *max_rank, json_t **refused, cs_error *err)
 {
     *out = NULL;
     *refused = NULL;
+    *max_elements = -1;
+    *max_rank = -1;
     char variant[300];
     snprintf(variant, sizeof variant, "%s|alg=%d", r->id, idx);
     char ck[400];
     snprintf(ck, sizeof ck, "A|%s|%s", d->key, variant);
     cs_blob *zdoc = cache_get(s->cache, ck);
-    if (zdoc) {
+    if (zdoc && (!r->xml || meta_get(s, d->key, r->format, variant, max_elements, max_rank))) {
         count(&s->metrics.rep_memory);
         *out = zdoc;
         return CS_OK;
     }
+    blob_unref(zdoc);
+    zdoc = NULL;
     bool zstd = false, found = false;
     int rc = store_artifact_get(s->store, d->key, r->format, variant, &zdoc, &zstd, &found, err);
     if (rc)
@@ -1066,7 +1156,8 @@ static int code_doc(cs_server *s, rdoc *d, const rep_req *r, int idx, cs_blob **
         long n = 0;
         unsigned long long plain = 0;
         if (!zframes(zdoc->data, zdoc->len, NULL, 0, &n, &plain) ||
-            n != (long)d->summary->algs[idx]->ranks + 2) {
+            n != (long)d->summary->algs[idx]->ranks + 2 ||
+            !meta_get(s, d->key, r->format, variant, max_elements, max_rank)) {
             blob_unref(zdoc);
             zdoc = NULL;
             found = false;
@@ -1088,7 +1179,8 @@ static int code_doc(cs_server *s, rdoc *d, const rep_req *r, int idx, cs_blob **
         }
         char *z = NULL;
         size_t zl = 0;
-        rc = generate_code(s, d, r, idx, &z, &zl, err);
+        char meta[64] = "";
+        rc = generate_code(s, d, r, idx, &z, &zl, meta, err);
         if (rc) {
             if (rc != CS_EUNSUPPORTED && rc != CS_ELIMIT)
                 return rc;
@@ -1107,6 +1199,11 @@ static int code_doc(cs_server *s, rdoc *d, const rep_req *r, int idx, cs_blob **
         if (store_artifact_put(s->store, d->key, r->format, variant, z, zl, &e2) != CS_OK)
             log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", d->key, "error",
                       e2.message, NULL);
+        if (r->xml) {
+            meta_put(s, d->key, r->format, variant, meta);
+            if (sscanf(meta, "%ld %d", max_elements, max_rank) != 2)
+                *max_elements = -1;
+        }
         zdoc = blob_adopt(z, zl);
     }
     if (!zdoc)
@@ -1140,10 +1237,41 @@ static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *
     }
     cs_blob *zdoc = NULL;
     json_t *refused = NULL;
-    if (code_doc(s, d, &whole, idx, &zdoc, &refused, &err) != CS_OK)
+    long max_el = -1;
+    int max_rank = -1;
+    if (code_doc(s, d, &whole, idx, &zdoc, &max_el, &max_rank, &refused, &err) != CS_OK)
         return respond_cs_error(rs, &err);
     if (refused)
         return respond_json(rs, 422, json_pack("{s:o}", "error", refused));
+    if (r->xml && r->runtime != CS_MSCCL_RUNTIME_EXECUTOR && max_el >= 0) {
+        /* the NCCL fork parses the <algo>, every <gpu> present and its own
+         * rank's elements: fewer than 4096, whatever width was asked; the
+         * same answer for every slice of this width */
+        int width = cut ? r->rank_hi - r->rank_lo + 1 : d->summary->algs[idx]->ranks;
+        long elements = 1 + width + max_el;
+        if (elements >= MSCCL_MAX_ELEMENTS) {
+            long fits = MSCCL_MAX_ELEMENTS - 2 - max_el;
+            blob_unref(zdoc);
+            char msg[512];
+            int n = snprintf(msg, sizeof msg,
+                             "rank %d's part has %ld XML elements (1 <algo>, %d <gpu>, %ld <tb> "
+                             "and <step>); %s reads fewer than %d per rank; ",
+                             max_rank, elements, width, max_el,
+                             r->runtime == CS_MSCCL_RUNTIME_MSCCL
+                                 ? "the msccl runtime"
+                                 : "runtime auto (a form both runtimes accept)",
+                             MSCCL_MAX_ELEMENTS);
+            if (fits >= 1)
+                snprintf(msg + n, sizeof msg - (size_t)n,
+                         "slices of at most %ld ranks fit (?ranks=A-B)", fits);
+            else
+                snprintf(msg + n, sizeof msg - (size_t)n,
+                         "a hierarchical schedule keeps per-rank lists short");
+            json_t *e = json_pack("{s:s, s:s, s:s}", "code", "limit", "message", msg, "field",
+                                  "runtime");
+            return respond_json(rs, 422, json_pack("{s:o}", "error", e));
+        }
+    }
     enum MHD_Result ret;
     if (cut) {
         char *text = NULL;

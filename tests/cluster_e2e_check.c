@@ -10,30 +10,21 @@
 #include "cluster_e2e.h"
 #include "cs_common.h"
 
-/* Codegen limits the hierarchical schedules still hit (NOTES.md, 06:43
- * e2e -> scale): each is allowed to be refused cleanly instead of served.
- * Remove an entry once its case passes. */
+/* Codegen limits the hierarchical schedules still hit (NOTES.md): each is
+ * allowed to be refused cleanly instead of served.  None at 16 and 64 nodes
+ * since scratch runs and the exact spread check in codegen; the
+ * 16-node hook reducescatter and allgather on the executor, and the 64-node
+ * reducescatters, were here.  Add an entry only with a note naming its
+ * owner; remove it once its case passes. */
 static const struct {
     const char *label, *collective, *runtime;
 } known_gaps[] = {
-    /* the reduce half's receives land in scattered scratch slots, so a
-     * thread block's steps do not merge: "rank 0 thread block 1 (peer 2)
-     * needs 124 steps with 2 channels; msccl-executor allows s <= 63" */
-    {"dgx1cluster:16", "reducescatter", "msccl-executor"},
-    {"dgx1cluster:64", "reducescatter", "msccl-executor"},
-    {"dgxh100:64", "reducescatter", "msccl-executor"},
-    /* since hierarchical 4fa14d4 (flat TACOS on the frontier up to 128
-     * ranks) entry 0 of the 16-node hook allgather is another schedule:
-     * "rank 0 thread block 1 (peer 2) needs 70 steps with 2 channels" */
-    {"dgx1cluster:16", "allgather", "msccl-executor"},
-    /* at 64 nodes the same exceeds the NCCL fork's 256 steps too: "rank 0
-     * thread block 1 (peer 2) needs 508 steps with 2 channels" */
-    {"dgx1cluster:64", "reducescatter", "msccl"},
+    {NULL, NULL, NULL},
 };
 
 static bool known_gap(const char *label, const char *collective, const char *runtime)
 {
-    for (size_t i = 0; i < sizeof known_gaps / sizeof known_gaps[0]; i++)
+    for (size_t i = 0; known_gaps[i].label; i++)
         if (!strcmp(known_gaps[i].label, label) && !strcmp(known_gaps[i].collective, collective) &&
             !strcmp(known_gaps[i].runtime, runtime))
             return true;

@@ -1,5 +1,6 @@
 /* Tests of the MSCCL XML generator: document structure derived by hand for
  * small schedules, runtime names and limits, channels, byte ranges. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "baseline.h"
 #include "check_main.h"
+#include "cluster_e2e.h"
 #include "codegen_testutil.h"
 #include "hier.h"
 #include "msccl_check.h"
@@ -390,6 +392,57 @@ START_TEST(parked_runs_get_neighbouring_scratch_slots)
     }
     ck_assert_msg(merged > 0, "no rrc step moves more than one chunk");
     interp_ok(x, &c);
+    free(x);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* The summary's channel count rests on an estimate that counts a run of
+ * neighbouring chunks as one step; in a pipelined hierarchical
+ * reduce-scatter on the Slurm hook's 16-node DGX-1 cluster the runs do not
+ * merge (each chunk waits for a different receive), and at the estimate's
+ * 2 channels rank 0's block to peer 2 needed 124 steps (executor: s <= 63).
+ * The fullest ranks are laid out exactly first and the channels widen until
+ * they fit. */
+START_TEST(channels_widen_when_the_estimate_is_short)
+{
+    char msg[256];
+    char *text = e2e_hook_dgx1_cluster(16, msg, sizeof msg);
+    ck_assert_msg(text != NULL, "%s", msg);
+    json_t *doc = json_loads(text, 0, NULL);
+    free(text);
+    cs_topology *t;
+    cs_error err;
+    cs_topology_parse_options po = {0};
+    ck_assert_msg(topology_from_json(doc, &po, &t, &err) == CS_OK, "%s", err.message);
+    json_decref(doc);
+    cs_collective c;
+    collective_init(&c, CS_COLL_REDUCESCATTER, -1);
+    cs_hier_options ho;
+    hier_options_default(&ho);
+    cs_result *res = NULL;
+    ck_assert_msg(hier_synthesize(t, &c, &ho, &res, &err) == CS_OK, "%s", err.message);
+    char *x;
+    ck_assert_msg(gen(res->algs[0], t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err) == CS_OK, "%s",
+                  err.message);
+    cs_msccl_check_stats st;
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, &st);
+    ck_assert_int_lt(st.max_steps, 64);
+    ck_assert_int_gt(st.nchannels, 2);
+    interp_ok(x, &c);
+    /* a slice is cut the same way: its header says the same channels */
+    char *one;
+    ck_assert_int_eq(msccl_xml_generate_ranks(res->algs[0], t, NULL, 0, 0, &one, NULL, &err),
+                     CS_OK);
+    free(one);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.runtime = CS_MSCCL_RUNTIME_EXECUTOR;
+    ck_assert_int_eq(msccl_xml_generate_ranks(res->algs[0], t, &o, 37, 37, &one, NULL, &err),
+                     CS_OK);
+    ck_assert(strncmp(one, x, (size_t)(strchr(x, '\n') - x)) == 0);
+    free(one);
     free(x);
     result_free(res);
     topology_free(t);
@@ -1194,6 +1247,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
     tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
+    tcase_add_test(tc, channels_widen_when_the_estimate_is_short);
     tcase_add_test(tc, rank_slices_hold_the_same_algo_and_their_gpus);
     tcase_add_test(tc, the_limit_checker_counts_on_the_text);
     tcase_add_test(tc, lanes_become_channels);

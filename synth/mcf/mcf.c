@@ -1271,8 +1271,13 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
     int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1) * P); /* FAR: not held/awaited */
     int *holders = calloc((size_t)(G ? G : 1), sizeof *holders);
     long *order = malloc(sizeof *order * (size_t)(G ? G : 1));
+    /* holders (and awaiters) of each chunk per locality group: a link
+     * between groups is scarce, so it first carries chunks the far group
+     * has nowhere yet */
+    int ng = t->ngroups > 1 && t->group_of ? t->ngroups : 0;
+    int *ghas = ng ? calloc((size_t)(G ? G : 1) * ng, sizeof *ghas) : NULL;
     int rc = occ_init(in, cap, &oc);
-    if (rc || !ready || !holders || !order) {
+    if (rc || !ready || !holders || !order || (ng && !ghas)) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto out;
     }
@@ -1283,6 +1288,8 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             ready[g * P + n] = in->pre[g * P + n] ? 0 : FAR;
             holders[g] += in->pre[g * P + n];
             missing += in->need[g * P + n];
+            if (ng && in->pre[g * P + n] && t->group_of[n] >= 0)
+                ghas[g * ng + t->group_of[n]]++;
         }
     }
     int last = 0;
@@ -1307,8 +1314,15 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
         for (int li = 0; li < L; li++) {
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
-            for (long i = 0; i < G && occ_fits(in, &oc, l, k); i++) {
-                long g = order[i];
+            int gm = ng ? t->group_of[m] : -1;
+            bool cross = ng && gm >= 0 && t->group_of[n] != gm;
+            for (long i = 0; i < 2 * G && occ_fits(in, &oc, l, k); i++) {
+                /* cross-group links: a first pass over chunks new to the far group */
+                if (i >= G && !cross)
+                    break;
+                long g = order[i % G];
+                if (cross && i < G && ghas[g * ng + gm] > 0)
+                    continue;
                 if (ready[g * P + n] > k || ready[g * P + m] < FAR)
                     continue;
                 int arr = k + in->kappa[l];
@@ -1322,6 +1336,8 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
                 }
                 ready[g * P + m] = arr;
                 holders[g]++;
+                if (gm >= 0)
+                    ghas[g * ng + gm]++;
                 missing -= in->need[g * P + m];
                 if (arr > last)
                     last = arr;
@@ -1334,6 +1350,7 @@ out:
     free(ready);
     free(holders);
     free(order);
+    free(ghas);
     return rc;
 }
 
