@@ -1,8 +1,12 @@
 # collsynth: collsynthd (HTTP daemon + dashboard) and the collsynth CLI.
 #
 #   docker build -t collsynth .
-#   docker run -p 8470:8470 -v collsynth-data:/var/lib/collsynth \
+#   docker run -p 127.0.0.1:8470:8470 -v collsynth-data:/var/lib/collsynth \
 #       -e COLLSYNTH_AUTH_TOKEN=secret collsynth
+#
+# Inside the container the daemon binds 0.0.0.0 (a published port needs it);
+# publish it on the host's loopback, or set COLLSYNTH_AUTH_TOKEN before
+# publishing it further (the daemon warns at start when it has no token).
 #
 # Two stages on Debian bookworm: the build stage installs exactly
 # scripts/packages-build.txt, the runtime stage exactly
@@ -67,10 +71,13 @@ ENV COLLSYNTH_LISTEN=0.0.0.0 \
     COLLSYNTH_PORT=8470 \
     COLLSYNTH_DATA_DIR=/var/lib/collsynth \
     COLLSYNTH_STATIC_DIR=/usr/share/collsynth/dashboard \
-    COLLSYNTH_SERVER=http://127.0.0.1:8470
+    COLLSYNTH_SERVER=http://127.0.0.1:8470 \
+    COLLSYNTH_URL_FILE=/tmp/collsynthd.url
 EXPOSE 8470
 # The runtime image has no curl binary (only libcurl): probe /v1/health with
-# bash's /dev/tcp and expect a 200 status line.
+# bash's /dev/tcp and expect a 200 status line.  The address is the one the
+# daemon wrote to COLLSYNTH_URL_FILE once it listened (--url-file), so a
+# `--port` or `--listen HOST:PORT` given to `docker run` is followed.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-    CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${COLLSYNTH_PORT:-8470} && printf 'GET /v1/health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+    CMD ["/bin/bash", "-c", "u=$(< \"${COLLSYNTH_URL_FILE:-/tmp/collsynthd.url}\") && hp=${u#http://} && h=${hp%:*} && h=${h#[} && h=${h%]} && exec 3<>\"/dev/tcp/$h/${hp##*:}\" && printf 'GET /v1/health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/local/bin/collsynthd"]

@@ -1,5 +1,5 @@
 # collsynth build.  Entry points (README): `make run`, `make test`.
-# Other targets: all, test-asan, test-slow, bench, valgrind, clean.
+# Other targets: all, install, test-asan, test-slow, bench, valgrind, clean.
 #
 # Layout: synth/*/ and codegen/ build into build/libcollsynth.a; server/ (minus
 # main.c) into build/libcollsynthd.a; clients/cli/ into build/collsynth;
@@ -52,7 +52,7 @@ DEPS_STAMP := build/.deps-$(shell cat scripts/packages-*.txt | md5sum | cut -c1-
 include $(wildcard mk/*.mk)
 
 .SECONDARY:
-.PHONY: all deps run test test-asan test-slow bench valgrind clean build-all
+.PHONY: all deps run test test-asan test-slow bench valgrind clean build-all install
 .DEFAULT_GOAL := all
 
 all: deps $(LIB) $(SERVER_LIB) $(if $(CLI_SRC),$(CLI)) $(if $(wildcard server/main.c),$(DAEMON)) $(EXTRA_ALL)
@@ -102,7 +102,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(SERVER_LIB) $(LIB)
 run: all
 	@scripts/run.sh
 
-# Every unit and integration test; prints "N passed, N failed" last.
+# Every unit and integration test; prints "N passed, N failed, N skipped" last.
 test: all $(TESTS) $(EXTRA_TEST_DEPS)
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
 
@@ -122,6 +122,27 @@ bench: all $(BENCHES)
 
 valgrind: all $(TESTS)
 	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh $(TESTS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the CLI and the daemon in
+# PREFIX/bin, the Slurm SPANK plugin in PREFIX/lib/collsynth (the README's
+# plugstack line uses PREFIX=/usr), the dashboard in PREFIX/share/collsynth
+# (an installed collsynthd finds it there without --static-dir), the docs
+# and the example cluster file in PREFIX/share/doc/collsynth.  DESTDIR
+# stages the tree for a package.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+DATADIR ?= $(PREFIX)/share
+DOCDIR ?= $(DATADIR)/doc/collsynth
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/collsynth \
+	    $(DESTDIR)$(DATADIR)/collsynth/dashboard $(DESTDIR)$(DOCDIR)/docs
+	install -m 0755 $(CLI) $(DAEMON) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(SLURM_PLUGIN) $(DESTDIR)$(LIBDIR)/collsynth/
+	install -m 0644 $(wildcard clients/dashboard/*.html clients/dashboard/*.js \
+	    clients/dashboard/*.css) $(DESTDIR)$(DATADIR)/collsynth/dashboard/
+	install -m 0644 README.md clients/slurm/cluster.example.json $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/docs/
 
 clean:
 	rm -rf build build-asan

@@ -10,6 +10,12 @@
  *                               against the SMT optimum (3,7,6) by hand
  *   tacos_bench big [SIDE]      all-reduce on a SIDE x SIDE mesh (default 200:
  *                               40,000 ranks), statistics only: time and memory
+ *   tacos_bench rarest [RUNS]   rarest-first at every size: large allgathers
+ *                               (hypercube 8..12, torus 32x32, mesh 64x64 and
+ *                               100x100), 4 trials, statistics only, with and
+ *                               without rarest-first trials (plain_only, what
+ *                               main did above 2^15 ranks x chunks) alternating
+ *                               in one run: median search seconds, spans, time
  *
  * Prints one line per measurement, "key value" pairs, for bench/tacos.sh.
  */
@@ -31,8 +37,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int run_opts(const char *topo, cs_coll_kind kind, int chunks, int trials, int threads,
+                    double bytes, bool keep, bool plain_only, cs_result **out,
+                    cs_topology **tout);
+
 static int run(const char *topo, cs_coll_kind kind, int chunks, int trials, int threads,
                double bytes, bool keep, cs_result **out, cs_topology **tout)
+{
+    return run_opts(topo, kind, chunks, trials, threads, bytes, keep, false, out, tout);
+}
+
+static int run_opts(const char *topo, cs_coll_kind kind, int chunks, int trials, int threads,
+                    double bytes, bool keep, bool plain_only, cs_result **out,
+                    cs_topology **tout)
 {
     cs_error err;
     cs_topology *t = NULL;
@@ -49,6 +66,7 @@ static int run(const char *topo, cs_coll_kind kind, int chunks, int trials, int 
     opt.threads = threads;
     opt.bytes = bytes;
     opt.keep_sends = keep;
+    opt.plain_only = plain_only;
     int rc = tacos_synthesize(t, &c, &opt, out, &err);
     if (rc) {
         fprintf(stderr, "%s %s: %s\n", topo, collective_kind_name(kind), err.message);
@@ -157,6 +175,42 @@ static int bench_big(int side)
     return 0;
 }
 
+/* Rarest-first trials against plain ones on the same instance, alternating
+ * run by run so both see the same machine load. */
+static int bench_rarest(int runs)
+{
+    const char *specs[] = {"hypercube:8", "hypercube:10", "hypercube:11", "hypercube:12",
+                           "torus2d:32x32", "mesh2d:64x64", "mesh2d:100x100"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        double secs[2][16], sim[2] = {0, 0}, spans[2] = {0, 0}, eng[2] = {0, 0};
+        int reps = runs < 16 ? runs : 16;
+        if (strcmp(specs[i], "mesh2d:100x100") == 0 && reps > 3)
+            reps = 3;
+        for (int r = 0; r < reps; r++)
+            for (int v = 0; v < 2; v++) {
+                cs_result *res = NULL;
+                if (run_opts(specs[i], CS_COLL_ALLGATHER, 1, 4, 0, 64.0 * 1024 * 1024, false,
+                             v == 0, &res, NULL))
+                    return 1;
+                secs[v][r] = num(res, "search_seconds");
+                sim[v] = num(res, "schedule_time_us");
+                spans[v] = num(res, "spans");
+                eng[v] = num(res, "engine_peak_bytes");
+                result_free(res);
+            }
+        qsort(secs[0], (size_t)reps, sizeof(double), cmp_double);
+        qsort(secs[1], (size_t)reps, sizeof(double), cmp_double);
+        double m0 = secs[0][reps / 2], m1 = secs[1][reps / 2];
+        printf("rarest %s allgather trials 4 runs %d plain_s %.4f rarest_s %.4f ratio %.2f "
+               "plain_spans %.0f rarest_spans %.0f plain_us %.3f rarest_us %.3f "
+               "plain_engine_mb %.1f rarest_engine_mb %.1f\n",
+               specs[i], reps, m0, m1, m1 / m0, spans[0], spans[1], sim[0], sim[1],
+               eng[0] / 1e6, eng[1] / 1e6);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quality";
@@ -167,6 +221,9 @@ int main(int argc, char **argv)
         return bench_quality(arg > 0 ? arg : 8);
     if (strcmp(mode, "big") == 0)
         return bench_big(arg > 0 ? arg : 200);
-    fprintf(stderr, "usage: tacos_bench scale [RUNS] | quality [TRIALS] | big [SIDE]\n");
+    if (strcmp(mode, "rarest") == 0)
+        return bench_rarest(arg > 0 ? arg : 3);
+    fprintf(stderr, "usage: tacos_bench scale [RUNS] | quality [TRIALS] | big [SIDE] | "
+            "rarest [RUNS]\n");
     return 2;
 }

@@ -41,7 +41,8 @@ static const opt_def options[] = {
      "store URL: sqlite:PATH or postgresql://user@host:port/db (default: sqlite at "
      "DATA_DIR/collsynth.db)"},
     {"static-dir", OPT_STR, OFF(static_dir), SZ(static_dir), 0, 0,
-     "dashboard files served at / (default: clients/dashboard next to the binary's build/)"},
+     "dashboard files served at / (default: clients/dashboard next to the binary's build/, "
+     "or PREFIX/share/collsynth/dashboard for an installed PREFIX/bin/collsynthd)"},
     {"auth-token", OPT_STR, OFF(auth_token), SZ(auth_token), 0, 0,
      "if set, POST and DELETE need 'Authorization: Bearer TOKEN' (prefer the env variable)"},
     {"cors-origins", OPT_STR, OFF(cors_origins), SZ(cors_origins), 0, 0,
@@ -60,6 +61,10 @@ static const opt_def options[] = {
      "fraction of requests logged at info level (default 0; 1 = every request)"},
     {"log-file", OPT_STR, OFF(log_file), SZ(log_file), 0, 0,
      "write logs to this file instead of stderr (appended; reopened on SIGHUP, for logrotate)"},
+    {"url-file", OPT_STR, OFF(url_file), SZ(url_file), 0, 0,
+     "once listening, write the URL a local client reaches this daemon at "
+     "(http://127.0.0.1:PORT for a wildcard bind) to this file, and remove it at exit: the "
+     "port actually bound, whatever set it (the container's health check reads it)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,

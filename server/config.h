@@ -25,6 +25,8 @@ typedef struct cs_server_config {
     bool access_log;
     double access_log_sample; /* fraction of requests logged at info */
     char log_file[1024];      /* "" = stderr; reopened on SIGHUP */
+    char url_file[1024];      /* "" = none; else the URL a local client reaches the daemon
+                                 at, written once it listens (health checks) */
     int workers;              /* synthesis worker threads */
     int http_threads;         /* libmicrohttpd thread pool; 0 = CPUs (>= 2) */
     int parse_threads;        /* request parsing and validation; 0 = CPUs (>= 2) */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server.h"
 #include "store.h"
@@ -64,6 +65,22 @@ int main(int argc, char **argv)
     fflush(stdout);
     log_event(&log, LOG_INFO, "listening", "addr", cfg.listen, "port", port, "workers", workers,
               "instance", server_instance(srv), NULL);
+    if (cfg.url_file[0]) {
+        /* a wildcard bind is reached locally over loopback */
+        const char *host = !strcmp(cfg.listen, "0.0.0.0") ? "127.0.0.1"
+                           : !strcmp(cfg.listen, "::") ? "::1"
+                                                       : cfg.listen;
+        bool h6 = strchr(host, ':') != NULL;
+        FILE *f = fopen(cfg.url_file, "w");
+        bool ok = f != NULL;
+        if (f) {
+            ok = fprintf(f, "http://%s%s%s:%d\n", h6 ? "[" : "", host, h6 ? "]" : "",
+                         server_port(srv)) > 0;
+            ok = fclose(f) == 0 && ok;
+        }
+        if (!ok)
+            log_event(&log, LOG_WARN, "url_file_failed", "path", cfg.url_file, NULL);
+    }
 
     int sig = 0;
     for (;;) {
@@ -82,6 +99,8 @@ int main(int argc, char **argv)
     log_event(&log, LOG_INFO, "signal", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
     server_stop(srv);
     server_free(srv);
+    if (cfg.url_file[0])
+        unlink(cfg.url_file);
     log_event(&log, LOG_INFO, "stopped", NULL);
     return 0;
 }

@@ -35,7 +35,14 @@ int static_dir_resolve(const char *configured, char *out, size_t n)
         if (!slash)
             return -1;
         *slash = '\0';
-        snprintf(path, sizeof path, "%.*s/clients/dashboard", (int)(sizeof path - 32), exe);
+        /* a build tree (<repo>/build/collsynthd), else an installed one
+         * (PREFIX/bin/collsynthd with PREFIX/share/collsynth/dashboard:
+         * `make install`) */
+        snprintf(path, sizeof path, "%.*s/clients/dashboard", (int)(sizeof path - 40), exe);
+        struct stat tree;
+        if (stat(path, &tree) != 0)
+            snprintf(path, sizeof path, "%.*s/share/collsynth/dashboard",
+                     (int)(sizeof path - 40), exe);
     }
     char real[PATH_MAX];
     if (!realpath(path, real))

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs Check test binaries, one after another, and prints one closing line
-# "N passed, N failed" (counting Check's individual tests).  Exits non-zero if
-# any test failed or any binary crashed or timed out.
+# "N passed, N failed, N skipped" (counting Check's individual tests; a skip
+# is a line "RUNNER: SKIPPED what: why" that a runner prints when something
+# it needs is missing, e.g. nvcc).  Skips are listed before the closing line
+# even for passing runners, whose other output is dropped.  Exits non-zero
+# if any test failed or any binary crashed or timed out.
 #   VALGRIND=1   run each binary under valgrind --leak-check=full (no fork)
 #   TEST_TIMEOUT seconds per binary (default 900)
 set -u
-passed=0; failed=0; broken=()
+passed=0; failed=0; broken=(); skips=()
 timeout_s=${TEST_TIMEOUT:-900}
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-300}
 for t in "$@"; do
@@ -21,6 +24,9 @@ for t in "$@"; do
     rc=$?
     secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
     summary=$(grep -E '^[0-9]+%: Checks: [0-9]+' "$log" | tail -n 1)
+    while IFS= read -r line; do
+        skips+=("$line")
+    done < <(grep -E '^[A-Za-z0-9_]+: SKIPPED' "$log")
     if [ -n "$summary" ]; then
         checks=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$summary")
         fails=$(sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2/' <<<"$summary" | awk '{print $1+$2}')
@@ -38,5 +44,8 @@ for t in "$@"; do
     rm -f "$log"
 done
 [ ${#broken[@]} -gt 0 ] && echo "failing: ${broken[*]}"
-echo "$passed passed, $failed failed"
+for line in "${skips[@]}"; do
+    echo "skipped: $line"
+done
+echo "$passed passed, $failed failed, ${#skips[@]} skipped"
 [ ${#broken[@]} -eq 0 ] && [ $failed -eq 0 ]

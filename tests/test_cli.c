@@ -584,6 +584,15 @@ START_TEST(solve_shows_progress_for_every_method)
     ck_assert_int_eq(r.code, 0);
     ck_assert_ptr_null(strchr(r.err, '\r'));
     run_free(&r);
+    /* on a real terminal (script(1) gives the CLI a pty) the line is drawn
+     * without --progress */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "TERM=xterm script -qec '%s solve ring:6 allgather --method tacos' "
+             "/dev/null > %s/tty.out 2>&1", cli_path(), tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    char *tty = slurp(tmpfile_path("tty.out"));
+    ck_assert_msg(strstr(tty, "\r\033[K[") && strstr(tty, "tacos"), "no status line: %s", tty);
+    free(tty);
 }
 END_TEST
 

@@ -14,7 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "check_main.h"
+#include "server_harness.h"
 #include "cs_common.h"
 
 #define MAX_STAGES 8
@@ -300,6 +306,82 @@ START_TEST(dockerignore_keeps_build_outputs_out)
 }
 END_TEST
 
+
+/* The HEALTHCHECK's shell command, from the Dockerfile's exec form. */
+static char *healthcheck_script(void)
+{
+    char *text = NULL;
+    cs_error err;
+    ck_assert_msg(cs_read_file("Dockerfile", &text, NULL, &err) == CS_OK, "%s", err.message);
+    char *lines = logical_lines(text);
+    free(text);
+    char *hc = strstr(lines, "HEALTHCHECK");
+    ck_assert_ptr_nonnull(hc);
+    char *cmd = strstr(hc, "CMD [");
+    ck_assert_ptr_nonnull(cmd);
+    char *end = strchr(cmd, '\n');
+    if (end)
+        *end = '\0';
+    json_error_t jerr;
+    json_t *arr = json_loads(cmd + 4, 0, &jerr);
+    ck_assert_msg(json_is_array(arr), "HEALTHCHECK CMD is not a JSON array: %s", jerr.text);
+    ck_assert_str_eq(json_string_value(json_array_get(arr, 0)), "/bin/bash");
+    char *script = strdup(json_string_value(json_array_get(arr, 2)));
+    json_decref(arr);
+    free(lines);
+    return script;
+}
+
+/* Issue 12: the health check probes the port the daemon actually bound
+ * (here an ephemeral one from --port 0, while COLLSYNTH_PORT says 8470),
+ * read from the file the daemon writes once it listens (--url-file). */
+START_TEST(healthcheck_follows_the_port_actually_bound)
+{
+    char *script = healthcheck_script();
+    char dir[] = "/tmp/cs-hc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char url_file[300];
+    snprintf(url_file, sizeof url_file, "%s/collsynthd.url", dir);
+    const char *extra[] = {"--url-file", url_file, NULL};
+    cs_daemon d;
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    ck_assert_int_ne(d.port, 8470);
+    char *url = NULL;
+    cs_error err;
+    ck_assert_int_eq(cs_read_file(url_file, &url, NULL, &err), CS_OK);
+    char want[64];
+    snprintf(want, sizeof want, "http://127.0.0.1:%d\n", d.port);
+    ck_assert_str_eq(url, want);
+    free(url);
+    setenv("COLLSYNTH_URL_FILE", url_file, 1);
+    setenv("COLLSYNTH_PORT", "8470", 1);
+    char *argv[] = {"/bin/bash", "-c", script, NULL};
+    int status = -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "health check failed (%d)",
+                  status);
+    /* stopped: the file is gone and the check fails */
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    ck_assert_int_ne(access(url_file, F_OK), 0);
+    pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    ck_assert(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    rmdir(dir);
+    free(script);
+}
+END_TEST
+
 static Suite *dockerfile_suite(void)
 {
     Suite *s = suite_create("dockerfile");
@@ -309,6 +391,7 @@ static Suite *dockerfile_suite(void)
     tcase_add_test(tc, runtime_stage_installs_exactly_the_runtime_list);
     tcase_add_test(tc, runtime_stage_is_non_root_with_volume_port_and_healthcheck);
     tcase_add_test(tc, dockerignore_keeps_build_outputs_out);
+    tcase_add_test(tc, healthcheck_follows_the_port_actually_bound);
     suite_add_tcase(s, tc);
     return s;
 }

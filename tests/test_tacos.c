@@ -385,6 +385,72 @@ START_TEST(mesh_allgather_reaches_the_corner_bound)
 }
 END_TEST
 
+/* Binary hypercube of 2^d ranks, 1 chunk each: every rank must receive 2^d - 1
+ * chunks over d in-links of one lane, at most one chunk per link per span, so
+ * an allgather needs at least ceil((2^d - 1) / d) spans of alpha + L/bw each:
+ * 32 for d = 8, 57 for d = 9.  Reaching it takes rarest-first choice (plain
+ * oldest-first ends one span later), which used to be switched off above
+ * 2^15 ranks x chunks: it must run at these sizes and say so. */
+START_TEST(hypercube_allgather_reaches_the_in_link_bound)
+{
+    const struct { const char *spec; int d; } cases[] = {{"hypercube:8", 8}, {"hypercube:9", 9}};
+    for (int k = 0; k < 2; k++) {
+        cs_topology *t = load(cases[k].spec);
+        cs_collective c;
+        collective_init(&c, CS_COLL_ALLGATHER, -1);
+        cs_result *r = solve(t, &c, 1, 4, 1, 0);
+        int P = 1 << cases[k].d, bound = (P - 2 + cases[k].d) / cases[k].d;
+        const cs_link *l = &t->links[0];
+        double span_us = l->alpha_us + 64.0 * 1024 * 1024 / (l->gbps * 1e3);
+        ck_assert_msg(r->algs[0]->steps == bound, "%s: %d spans, bound %d", cases[k].spec,
+                      r->algs[0]->steps, bound);
+        ck_assert_double_eq_tol(stat_num(r, "sim_time_us"), bound * span_us, 1e-6 * bound * span_us);
+        ck_assert(json_is_true(json_object_get(r->stats, "rarest_first")));
+        check_result(t, &c, r);
+        result_free(r);
+        topology_free(t);
+    }
+}
+END_TEST
+
+/* switch2d:8x4 (4 nodes of 8 GPUs; a 300 GB/s scale-up switch per node, a
+ * 25 GB/s scale-out switch per GPU index; alpha 0.5 us), 1 chunk per rank.
+ * A schedule worked out by hand: the scale-out switches as rings of 4
+ * (GPU i of node n sends to GPU i of node n+1), each forwarding what it
+ * received, so a node has every chunk after 3 scale-out transfers of
+ * alpha + L/25 GB/s; each node spreads each batch of 8 new chunks over a ring
+ * of its 8 GPUs in 7 transfers of alpha + L/300 GB/s, overlapped with the next
+ * scale-out transfer, so the last batch ends 7 such transfers after the
+ * third.  Allgather: 3 a + 7 b (9,624 us at 64 MiB; TACOS took 16,107 us
+ * before its slow links learnt to skip chunks their node already has).
+ * Allreduce (32 chunks of L/32): the reducescatter mirrors it, so twice that
+ * with the smaller chunks.  TACOS must do at least as well, and no schedule
+ * beats the node's import: 24 chunks over 8 ports of 25 GB/s. */
+START_TEST(switch2d_matches_the_ring_of_rings_by_hand)
+{
+    cs_topology *t = load("switch2d:8x4");
+    const double L = 64.0 * 1024 * 1024;
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_ALLREDUCE};
+    for (int k = 0; k < 2; k++) {
+        cs_collective c;
+        collective_init(&c, kinds[k], -1);
+        cs_result *r = solve(t, &c, 1, 4, 1, 0);
+        check_result(t, &c, r);
+        double chunk = kinds[k] == CS_COLL_ALLGATHER ? L : L / 32;
+        double a = 0.5 + chunk / 25e3, b = 0.5 + chunk / 300e3;
+        double hand = (kinds[k] == CS_COLL_ALLGATHER ? 1 : 2) * (3 * a + 7 * b);
+        double import = (kinds[k] == CS_COLL_ALLGATHER ? 1 : 2) * 24 * chunk / 200e3;
+        double sim = stat_num(r, "sim_time_us");
+        ck_assert_msg(sim <= hand * (1 + 1e-9), "%s: %.3f us, by hand %.3f us",
+                      collective_kind_name(kinds[k]), sim, hand);
+        ck_assert_msg(sim >= import, "%s: %.3f us beats the import bound %.3f us",
+                      collective_kind_name(kinds[k]), sim, import);
+        result_free(r);
+    }
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(statistics_only_run_matches_the_kept_schedule)
 {
     cs_topology *t = load("torus2d:4x4");
@@ -525,6 +591,8 @@ static Suite *tacos_suite(void)
     tcase_add_test(tc, prefers_the_cheapest_free_link);
     tcase_add_test(tc, dgx1_allgather_is_near_the_smt_optimum);
     tcase_add_test(tc, mesh_allgather_reaches_the_corner_bound);
+    tcase_add_test(tc, hypercube_allgather_reaches_the_in_link_bound);
+    tcase_add_test(tc, switch2d_matches_the_ring_of_rings_by_hand);
     tcase_add_test(tc, statistics_only_run_matches_the_kept_schedule);
     tcase_add_test(tc, progress_reports_every_trial_and_cancel_stops);
     tcase_add_test(tc, bad_options_are_named);

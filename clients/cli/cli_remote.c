@@ -553,7 +553,13 @@ static const char *const usage_get =
     "slice: the sends those ranks take part in, or their <gpu> elements.  --summary\n"
     "(JSON) leaves the sends out.  -o writes to FILE instead of stdout; the answer is\n"
     "written as it arrives, so results of any size fit.\n";
-static const char *const usage_cancel = "Usage: collsynth cancel JOB\nCancels a queued or running job.\n";
+static const char *const usage_cancel =
+    "Usage: collsynth cancel JOB [--all]\n"
+    "Lets go of a job (DELETE /v1/jobs/JOB): the synthesis stops when no other caller\n"
+    "waits for it (callers of the same request share one synthesis).  Prints what the\n"
+    "server did: detached (others still wait), cancelled, or cancelling (a running\n"
+    "solver is interrupted within about a second).  --all cancels it for every\n"
+    "waiter (needs the token when the daemon has one).\n";
 static const char *const usage_topologies =
     "Usage: collsynth topologies [NAME]\n"
     "Lists the builtin topologies, or prints one as Topology JSON.  Asks the server\n"
@@ -760,20 +766,44 @@ int cli_cmd_cancel(int argc, char **argv, const cli_globals *g)
     remote_opts o = {0};
     const char *id;
     cs_http_client c;
-    int ec = one_id_command(cmd, argc, argv, g, &o, &id, NULL, &c);
+    /* --all is cancel's own flag; the rest is every job command's */
+    bool all = false;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return EXIT_REMOTE;
+    int nrest = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--all") == 0)
+            all = true;
+        else
+            rest[nrest++] = argv[i];
+    }
+    int ec = one_id_command(cmd, nrest, rest, g, &o, &id, NULL, &c);
+    free(rest);
     if (ec != EXIT_OK)
         return ec;
     char path[1024];
     if (!job_path(id, path, sizeof path))
         return EXIT_REMOTE;
+    if (all)
+        strncat(path, "?all=true", sizeof path - strlen(path) - 1);
     cs_http_response r;
-    ec = call(cmd, &c, "DELETE", path, NULL, &r, NULL);
+    json_t *doc = NULL;
+    ec = call(cmd, &c, "DELETE", path, NULL, &r, &doc);
     if (ec != EXIT_OK)
         return ec;
-    if (o.json && r.body != NULL && r.body[0] != '\0')
+    if (o.json && r.body != NULL && r.body[0] != '\0') {
         printf("%s\n", r.body);
-    else
-        printf("cancelled: %s\n", id);
+    } else {
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        json_t *w = json_object_get(doc, "waiters");
+        printf("%s: %s", st ? st : "cancelled", id);
+        if (st && !strcmp(st, "detached") && json_is_integer(w))
+            printf(" (%lld other caller%s still wait%s)", (long long)json_integer_value(w),
+                   json_integer_value(w) == 1 ? "" : "s", json_integer_value(w) == 1 ? "s" : "");
+        printf("\n");
+    }
+    json_decref(doc);
     cs_http_response_free(&r);
     return EXIT_OK;
 }

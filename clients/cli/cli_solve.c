@@ -64,6 +64,11 @@ static void solve_usage(FILE *f)
             "  smt                   the exact Pareto frontier of k-synchronous algorithms\n"
             "                        (steps S vs rounds per chunk R/C) with Z3\n"
             "  tacos                 greedy time-expanded matching, any size\n"
+            "  hierarchical          clusters (groups joined by switched rails or one\n"
+            "                        fabric switch): allgather, reducescatter, allreduce\n"
+            "                        composed from SMT node trees and a direct exchange of\n"
+            "                        node blocks, pipelined (auto picks it for clusters\n"
+            "                        too large for SMT)\n"
             "  mcf                   TE-CCL's flow over time: an LP (CLP) for alltoall,\n"
             "                        scatter, gather and pairwise custom demands, a MILP\n"
             "                        (CBC) with copy for the others; auto runs it first for\n"
@@ -332,7 +337,7 @@ static int write_result(const cs_synth_request *req, const cs_result *r, const c
 
 /* ---- options ------------------------------------------------------------------------- */
 
-enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4, M_MCF = 8 };
+enum { M_SMT = 1, M_TACOS = 2, M_BASELINE = 4, M_MCF = 8, M_HIER = 16 };
 
 typedef struct solve_args {
     const char *topo_spec, *coll_spec, *method, *out_path;
@@ -534,6 +539,8 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
         opts = json_incref(a->tacos);
     else if (mkind == M_BASELINE)
         opts = json_incref(a->tacos);  /* only "chunks" can be there (checked before) */
+    else if (mkind == M_HIER)
+        opts = json_object();          /* node-type SMT budget: the method's default */
     else if (mkind == M_MCF) {
         opts = json_incref(a->mcf);
         if (a->time_limit_s > 0)
@@ -570,7 +577,7 @@ static int solve_main(int argc, char **argv, FILE *report)
     memset(&a, 0, sizeof a);
     a.method = "auto";
     a.root = -2;
-    a.used = M_SMT | M_TACOS | M_BASELINE | M_MCF;
+    a.used = M_SMT | M_TACOS | M_BASELINE | M_MCF | M_HIER;
     a.size = CS_BOUND_DEFAULT_BYTES;
     a.smt = json_object();
     a.tacos = json_object();
@@ -593,10 +600,11 @@ static int solve_main(int argc, char **argv, FILE *report)
                 : !strcmp(a.method, "smt")   ? M_SMT
                 : !strcmp(a.method, "tacos") ? M_TACOS
                 : !strcmp(a.method, "mcf")   ? M_MCF
+                : !strcmp(a.method, "hierarchical") ? M_HIER
                                              : M_BASELINE;
     if (mkind == M_BASELINE && !baseline_exists(a.method)) {
-        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf or a baseline: "
-                                    "see 'collsynth baselines')", a.method);
+        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, hierarchical "
+                                    "or a baseline: see 'collsynth baselines')", a.method);
         goto out;
     }
     if (!(a.used & mkind)) {

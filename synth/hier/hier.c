@@ -10,6 +10,7 @@
 #include "hier.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,6 +535,8 @@ typedef struct hsend {
     int src, dst;
     long chunk;
     long key;
+    int sub;   /* then (dst - src) mod m: each value a permutation of a node's ranks */
+    int reduce;
 } hsend;
 
 typedef struct send_list {
@@ -541,17 +544,55 @@ typedef struct send_list {
     long n, cap;
 } send_list;
 
-static int hsend_cmp(const void *pa, const void *pb)
+/* Orders l by (step, key, sub), ties in generation order: an LSD radix sort
+ * of (composite key, index) pairs with 16-bit digits, then one permutation
+ * (qsort of a million 32-byte records took 0.6 s, more than the rest of a
+ * 1024-rank composition together). */
+static int sort_sends(send_list *l)
 {
-    const hsend *x = pa, *y = pb;
-    if (x->step != y->step) return x->step < y->step ? -1 : 1;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    if (x->chunk != y->chunk) return x->chunk < y->chunk ? -1 : 1;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    return (x->dst > y->dst) - (x->dst < y->dst);
+    long n = l->n;
+    uint64_t *k = malloc(sizeof *k * (size_t)(n ? n : 1)), *k2 = malloc(sizeof *k2 * (size_t)(n ? n : 1));
+    uint32_t *ix = malloc(sizeof *ix * (size_t)(n ? n : 1)), *ix2 = malloc(sizeof *ix2 * (size_t)(n ? n : 1));
+    hsend *out = malloc(sizeof *out * (size_t)(n ? n : 1));
+    long *cnt = malloc(sizeof *cnt * 65536);
+    if (!k || !k2 || !ix || !ix2 || !out || !cnt) {
+        free(k); free(k2); free(ix); free(ix2); free(out); free(cnt);
+        return CS_ENOMEM;
+    }
+    uint64_t all = 0;
+    for (long i = 0; i < n; i++) {
+        k[i] = ((uint64_t)l->v[i].step << 40) | ((uint64_t)l->v[i].key << 8) |
+               (uint64_t)l->v[i].sub;
+        ix[i] = (uint32_t)i;
+        all |= k[i];
+    }
+    for (int shift = 0; shift < 64 && (all >> shift) != 0; shift += 16) {
+        memset(cnt, 0, sizeof *cnt * 65536);
+        for (long i = 0; i < n; i++)
+            cnt[(k[i] >> shift) & 0xffff]++;
+        long at = 0;
+        for (int d = 0; d < 65536; d++) {
+            long c = cnt[d];
+            cnt[d] = at;
+            at += c;
+        }
+        for (long i = 0; i < n; i++) {
+            long p = cnt[(k[i] >> shift) & 0xffff]++;
+            k2[p] = k[i];
+            ix2[p] = ix[i];
+        }
+        uint64_t *tk = k; k = k2; k2 = tk;
+        uint32_t *ti = ix; ix = ix2; ix2 = ti;
+    }
+    for (long i = 0; i < n; i++)
+        out[i] = l->v[ix[i]];
+    free(l->v);
+    l->v = out;
+    free(k); free(k2); free(ix); free(ix2); free(cnt);
+    return CS_OK;
 }
 
-static int push(send_list *l, long chunk, int src, int dst, int step, long key)
+static int push(send_list *l, long chunk, int src, int dst, int step, long key, int sub)
 {
     if (l->n == l->cap) {
         long cap = l->cap ? 2 * l->cap : 4096;
@@ -561,7 +602,7 @@ static int push(send_list *l, long chunk, int src, int dst, int step, long key)
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n++] = (hsend){step, src, dst, chunk, key};
+    l->v[l->n++] = (hsend){step, src, dst, chunk, key, sub, 0};
     return CS_OK;
 }
 
@@ -575,14 +616,30 @@ static long gcd_l(long a, long b)
     return a;
 }
 
+/* 0 or 1 for the ordered local pair (a, b), opposite for (b, a), and about
+ * half of each rank's peers on each side (a round-robin tournament). */
+static int orientation(int a, int b, int m)
+{
+    int d = ((b - a) % m + m) % m;
+    if (2 * d == m)
+        return a < b ? 0 : 1;
+    return 2 * d > m;
+}
+
 typedef struct compose_info {
     int slots, segments, steps;
 } compose_info;
 
 /* Allgather with C chunks per rank on t (shape s, trees tr). */
-static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                             int C, cs_algorithm **out, compose_info *info, cs_error *err)
+/* The sends of the allgather composition (unsorted) into *lo and its step
+ * count.  node_chunks: instead of every rank's C chunks, one chunk per node
+ * and segment (chunk sg * N + n, starting at the node's owner rank): the
+ * allgather half of the node-chunk allreduce. */
+static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
+                         int C, bool node_chunks, send_list *lo, int *steps_out,
+                         compose_info *info)
 {
+    /* node_chunks: C is the least number of segments per node */
     int N = s->nodes, m = s->m, k = s->k, P = t->ranks;
     int S1 = 0, S3 = 0;
     for (int i = 0; i < m; i++)
@@ -591,168 +648,373 @@ static int compose_allgather(const cs_topology *t, const hier_shape *s, const hi
     for (int j = 0; j < k; j++)
         if (tr->nic[j].depth > S3)
             S3 = tr->nic[j].depth;
-    int block = m * C;
+    int block = node_chunks ? 1 << 20 : m * C;
     /* segments per (node, distance): enough to use every NIC when there are
      * fewer distances than NICs, else whole blocks (contiguous messages) */
     int seg = N - 1 >= k ? 1 : (int)(k / gcd_l(N - 1, k));
     if (seg > block)
         seg = block;
+    if (node_chunks && seg < C)
+        seg = C;
+    if (node_chunks)
+        block = seg;   /* one chunk per segment */
     long items = (long)(N - 1) * seg;
-    int slots = (int)((items + k - 1) / k);
-    int steps = S1 + slots + S3;
+    /* Deal items (distance d, segment) to NICs, keeping d and N - d on one
+     * NIC: the reducescatter half (the inverse, on the reversed topology)
+     * then talks to the same peers as the allgather half, so a rank's rail
+     * thread blocks stay within the runtimes' per-channel limits.  Greedy to
+     * the least loaded NIC; an item's slot is its place in its NIC's list,
+     * so in each slot every NIC's rail carries a permutation. */
+    int *item_d = malloc(sizeof(int) * (size_t)(items ? items : 1));
+    int *item_sg = malloc(sizeof(int) * (size_t)(items ? items : 1));
+    int *item_nic = malloc(sizeof(int) * (size_t)(items ? items : 1));
+    int *item_slot = malloc(sizeof(int) * (size_t)(items ? items : 1));
+    int load[64] = {0};
     send_list l = {0};
-    int rc = CS_OK;
+    int rc = CS_OK, slots = 0;
+    if (!item_d || !item_sg || !item_nic || !item_slot)
+        rc = CS_ENOMEM;
+    long ni = 0;
+    int pass_load[64] = {0};
+    /* with at least as many distances as NICs, every segment of a pair
+     * stays on one NIC too (fewer peers per rank); else segments spread */
+    bool together = N - 1 >= k;
+    for (int d = 1; rc == CS_OK && 2 * d <= N; d++)
+        for (int sg = 0; sg < seg; sg++) {
+            int j = 0;
+            if (together && sg > 0) {
+                j = item_nic[ni - 1];
+            } else {
+                for (int x = 1; x < k; x++)
+                    if (pass_load[x] < pass_load[j])
+                        j = x;
+            }
+            int pair[2] = {d, N - d}, np = 2 * d == N ? 1 : 2;
+            pass_load[j] += np;
+            for (int z = 0; z < np; z++) {
+                item_d[ni] = pair[z];
+                item_sg[ni] = sg;
+                item_nic[ni] = j;
+                ni++;
+            }
+        }
+    /* slots: each NIC sends its short distances first, then their mirrors */
+    for (int half = 0; half < 2; half++)
+        for (long u = 0; u < ni; u++)
+            if ((2 * item_d[u] > N) == half) {
+                item_slot[u] = load[item_nic[u]]++;
+                if (load[item_nic[u]] > slots)
+                    slots = load[item_nic[u]];
+            }
+    /* Two steps per slot and per tree level: a forward from local rank a to
+     * b takes the even or odd one by the pair's orientation, so a rank's
+     * sends to a peer and its receives from that peer never share a step.
+     * Code generators merge consecutive sends of contiguous chunks on one
+     * connection into one runtime step; interleaved with receives from the
+     * same peer they cannot, and a rank's list to each peer would grow past
+     * the runtimes' 64 steps. */
+    /* (only where a rank's unmerged list to a peer would be long: the split
+     * costs a little pipelining) */
+    int orient = (long)slots * (block / seg) > 16;
+    int steps = orient ? S1 + 2 * slots + 2 * S3 + 1 : S1 + slots + S3;
     /* phase 1: each chunk along its source's tree inside its node */
-    for (int n = 0; n < N && rc == CS_OK; n++)
+    for (int n = 0; node_chunks && n < N && rc == CS_OK; n++)
+        for (int sg = 0; sg < seg; sg++) {
+            int own = s->nic[n % k];
+            const hier_tree *tt = &tr->spread[own];
+            for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                rc = push(&l, (long)sg * N + n, s->rank[(long)n * m + tt->src[e]],
+                          s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
+                          (tt->dst[e] - tt->src[e] + m) % m);
+        }
+    for (int n = 0; !node_chunks && n < N && rc == CS_OK; n++)
         for (int c = 0; c < C; c++)
             for (int i = 0; i < m; i++) {
                 long g = (long)c * P + s->rank[(long)n * m + i];
                 const hier_tree *tt = &tr->spread[i];
                 for (int e = 0; e < tt->n && rc == CS_OK; e++)
                     rc = push(&l, g, s->rank[(long)n * m + tt->src[e]],
-                              s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0);
+                              s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
+                              (tt->dst[e] - tt->src[e] + m) % m);
             }
-    /* phases 2 and 3: item u = (distance d, segment) on NIC u % k in slot u / k */
+    /* phases 2 and 3: item u on NIC item_nic[u] in slot item_slot[u], then
+     * the receiving NIC's tree, one step after the slot */
     for (int n = 0; n < N && rc == CS_OK; n++)
-        for (long u = 0; u < items && rc == CS_OK; u++) {
-            int d = (int)(u / seg) + 1, sg = (int)(u % seg), j = (int)(u % k);
-            int slot = (int)(u / k), nb = (n + d) % N, nic = s->nic[j];
+        for (long u = 0; u < ni && rc == CS_OK; u++) {
+            int d = item_d[u], sg = item_sg[u], j = item_nic[u];
+            int slot = item_slot[u], nb = (n + d) % N, nic = s->nic[j];
             int q0 = (int)((long)block * sg / seg), q1 = (int)((long)block * (sg + 1) / seg);
             int from = s->rank[(long)n * m + nic], to = s->rank[(long)nb * m + nic];
             const hier_tree *tt = &tr->nic[j];
             long seglen = (long)block / seg + 1;
             for (int q = q0; q < q1 && rc == CS_OK; q++) {
-                long g = (long)(q / m) * P + s->rank[(long)n * m + q % m];
+                long g = node_chunks ? (long)q * N + n
+                                     : (long)(q / m) * P + s->rank[(long)n * m + q % m];
                 long key = (long)slot * seglen + (q - q0) + 1;
-                rc = push(&l, g, from, to, S1 + slot, key);
+                rc = push(&l, g, from, to, S1 + (1 + orient) * slot, key, 0);
                 for (int e = 0; e < tt->n && rc == CS_OK; e++)
                     rc = push(&l, g, s->rank[(long)nb * m + tt->src[e]],
-                              s->rank[(long)nb * m + tt->dst[e]], S1 + slot + 1 + tt->step[e],
-                              key);
+                              s->rank[(long)nb * m + tt->dst[e]],
+                              orient ? S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                                           orientation(tt->src[e], tt->dst[e], m)
+                                     : S1 + slot + 1 + tt->step[e],
+                              key, (tt->dst[e] - tt->src[e] + m) % m);
             }
         }
-    cs_algorithm *a = NULL;
+    free(item_d);
+    free(item_sg);
+    free(item_nic);
+    free(item_slot);
     if (rc != CS_OK) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing %ld sends", l.n);
-        goto fail;
+        free(l.v);
+        return CS_ENOMEM;
     }
-    cs_collective ag;
-    collective_init(&ag, CS_COLL_ALLGATHER, -1);
-    if ((rc = algorithm_new(&ag, t->name, P, C, steps, &a, err)) != CS_OK)
-        goto fail;
-    snprintf(a->method, sizeof a->method, "hierarchical");
-    if (algorithm_reserve_sends(a, l.n) != CS_OK) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", l.n);
-        goto fail;
-    }
-    /* order: step, then arrival rank, then generation order (stable) */
-    qsort(l.v, (size_t)l.n, sizeof *l.v, hsend_cmp);
-    for (long i = 0; i < l.n && rc == CS_OK; i++)
-        rc = algorithm_add_send(a, l.v[i].chunk, l.v[i].src, l.v[i].dst, l.v[i].step,
-                                CS_OP_COPY);
-    if (rc != CS_OK) {
-        rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", l.n);
-        goto fail;
-    }
-    if ((rc = algorithm_fit_rounds(a, t, err)) != CS_OK)
-        goto fail;
-    free(l.v);
     info->slots = slots;
     info->segments = seg;
     info->steps = steps;
-    *out = a;
+    *lo = l;
+    *steps_out = steps;
     return CS_OK;
-fail:
-    free(l.v);
-    algorithm_free(a);
-    return rc;
 }
 
-/* ---- collectives ------------------------------------------------------------------ */
-
-/* The collective c (allgather, reducescatter, allreduce) with C chunks per rank
- * share (allreduce: C per rank of its reducescatter/allgather halves). */
-static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
-                   const cs_hier_options *o, int C, cs_algorithm **out, char *how,
-                   size_t howlen, cs_error *err)
+/* An algorithm of collective c with `chunks` chunks from a send list (sorted
+ * here), rounds fitted to t. */
+static int list_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                             int steps, send_list *l, cs_algorithm **out, cs_error *err)
 {
-    *out = NULL;
-    hier_shape s;
-    const hier_trees *tr = NULL;
-    compose_info info = {0};
-    cs_algorithm *ag = NULL, *rs = NULL;
-    int rc;
-    if (c->kind == CS_COLL_ALLGATHER || c->kind == CS_COLL_ALLREDUCE) {
-        if ((rc = hier_detect(t, &s, err)) != CS_OK)
-            return rc;
-        rc = shape_trees(&s, cache, o, &tr, err);
-        if (rc == CS_OK)
-            rc = compose_allgather(t, &s, tr, C, &ag, &info, err);
-        if (rc == CS_OK)
-            snprintf(how, howlen,
-                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; inter: node "
-                     "blocks sent directly in %d slots per NIC (%d segment%s per block)",
-                     s.nodes, s.m, s.k, tr->how, info.slots, info.segments,
-                     info.segments == 1 ? "" : "s");
-        shape_free(&s);
-        if (rc != CS_OK)
-            return rc;
-    }
-    if (c->kind == CS_COLL_REDUCESCATTER || c->kind == CS_COLL_ALLREDUCE) {
-        cs_topology *rt = NULL;
-        cs_algorithm *rag = NULL;
-        if ((rc = topology_reverse(t, &rt, err)) != CS_OK) {
-            algorithm_free(ag);
-            return rc;
-        }
-        rc = hier_detect(rt, &s, err);
-        if (rc == CS_OK) {
-            rc = shape_trees(&s, cache, o, &tr, err);
-            if (rc == CS_OK)
-                rc = compose_allgather(rt, &s, tr, C, &rag, &info, err);
-            if (rc == CS_OK && c->kind == CS_COLL_REDUCESCATTER)
-                snprintf(how, howlen,
-                         "%d nodes x %d ranks, %d NICs each on a switched fabric; the inverse of "
-                         "the allgather composition on the reversed topology (%s; node blocks "
-                         "reduced directly in %d slots per NIC)",
-                         s.nodes, s.m, s.k, tr->how, info.slots);
-            shape_free(&s);
-        }
-        topology_free(rt);
-        if (rc == CS_OK)
-            rc = algorithm_invert(rag, &rs, err);
-        algorithm_free(rag);
-        if (rc != CS_OK) {
-            algorithm_free(ag);
-            return rc;
-        }
-        snprintf(rs->method, sizeof rs->method, "hierarchical");
-    }
     cs_algorithm *a = NULL;
-    if (c->kind == CS_COLL_ALLGATHER) {
-        a = ag;
-    } else if (c->kind == CS_COLL_REDUCESCATTER) {
-        a = rs;
-    } else {
-        rc = algorithm_concat(rs, ag, &a, err);
-        algorithm_free(rs);
-        algorithm_free(ag);
-        if (rc != CS_OK)
-            return rc;
-        snprintf(a->method, sizeof a->method, "hierarchical");
-        size_t used = strlen(how);
-        snprintf(how + used, howlen - used,
-                 "; allreduce = its inverse (intra reduce to NICs, rail reduce-scatter of node "
-                 "blocks, intra reduce-scatter) + the allgather, pipelined per chunk");
+    int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    if (algorithm_reserve_sends(a, l->n) != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", l->n);
     }
-    if ((rc = algorithm_fit_rounds(a, t, err)) == CS_OK)
-        rc = algorithm_verify(t, a, err);
+    /* order: step, then arrival rank, then generation order (stable) */
+    double tq = cs_now();
+    if ((rc = sort_sends(l)) != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "out of memory sorting %ld sends", l->n);
+    }
+    if (getenv("HIER_TIMING"))
+        fprintf(stderr, "hier: sort %.3f s\n", cs_now() - tq);
+    for (long i = 0; i < l->n && rc == CS_OK; i++)
+        rc = algorithm_add_send(a, l->v[i].chunk, l->v[i].src, l->v[i].dst, l->v[i].step,
+                                l->v[i].reduce ? CS_OP_REDUCE : CS_OP_COPY);
     if (rc != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "cannot store %ld sends", l->n);
+    }
+    if ((rc = algorithm_fit_rounds(a, t, err)) != CS_OK) {
         algorithm_free(a);
         return rc;
     }
     *out = a;
     return CS_OK;
+}
+
+/* Allgather with C chunks per rank on t (shape s, trees tr). */
+static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
+                             int C, cs_algorithm **out, compose_info *info, cs_error *err)
+{
+    send_list l = {0};
+    int steps = 0;
+    if (build_ag_list(t, s, tr, C, false, &l, &steps, info) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    cs_collective ag;
+    collective_init(&ag, CS_COLL_ALLGATHER, -1);
+    int rc = list_to_algorithm(t, &ag, C, steps, &l, out, err);
+    free(l.v);
+    return rc;
+}
+
+/* Allreduce with one chunk per node and segment: the node-level allgather
+ * (each node's chunk from its owner rank to every rank) built on the
+ * reversed topology and mirrored (sends reversed, steps and order within a
+ * step reversed, copies become reductions: every rank's contribution flows
+ * up the same trees to the owner), then the node-level allgather itself.
+ * A rail message is one whole chunk of buffer / nodes bytes instead of
+ * `ranks` chunks, so per-message latency is paid 8x less often on 8-rank
+ * nodes and a rank's runtime program has one step per chunk. */
+static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
+                                  const hier_trees *tr, const hier_shape *rs_shape,
+                                  const hier_trees *rs_tr, int segs, cs_algorithm **out,
+                                  compose_info *info, cs_error *err)
+{
+    send_list up = {0}, down = {0};
+    int ups = 0, downs = 0;
+    compose_info rinfo;
+    if (build_ag_list(t, rs_shape, rs_tr, segs, true, &up, &ups, &rinfo) != CS_OK ||
+        build_ag_list(t, s, tr, segs, true, &down, &downs, info) != CS_OK) {
+        free(up.v);
+        free(down.v);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    }
+    long maxkey = 0;
+    for (long i = 0; i < up.n; i++)
+        if (up.v[i].key > maxkey)
+            maxkey = up.v[i].key;
+    send_list l = {0};
+    int rc = CS_OK;
+    for (long i = 0; i < up.n && rc == CS_OK; i++) {
+        const hsend *x = &up.v[i];
+        rc = push(&l, x->chunk, x->dst, x->src, ups - 1 - x->step, maxkey - x->key,
+                  s->m - 1 - x->sub);
+        if (rc == CS_OK)
+            l.v[l.n - 1].reduce = 1;
+    }
+    for (long i = 0; i < down.n && rc == CS_OK; i++) {
+        const hsend *x = &down.v[i];
+        rc = push(&l, x->chunk, x->src, x->dst, ups + x->step, x->key, x->sub);
+    }
+    free(up.v);
+    free(down.v);
+    if (rc != CS_OK) {
+        free(l.v);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    }
+    cs_collective ar;
+    collective_init(&ar, CS_COLL_ALLREDUCE, -1);
+    rc = list_to_algorithm(t, &ar, s->nodes * info->segments, ups + downs, &l, out, err);
+    free(l.v);
+    return rc;
+}
+
+/* ---- collectives ------------------------------------------------------------------ */
+
+/* Verifies a (fitting its rounds first) and adds it to res, or frees it. */
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, cs_result *res,
+                  cs_error *err)
+{
+    double tv = cs_now();
+    int rc = algorithm_fit_rounds(a, t, err);
+    if (rc == CS_OK)
+        rc = algorithm_verify(t, a, err);
+    if (getenv("HIER_TIMING"))
+        fprintf(stderr, "hier: fit+verify %.3f s (%ld sends)\n", cs_now() - tv, a->nsends);
+    if (rc == CS_OK) {
+        snprintf(a->method, sizeof a->method, "hierarchical");
+        snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
+        if ((rc = result_add(res, a)) != CS_OK)
+            rc = cs_error_set(err, rc, NULL, "cannot add to the result");
+        else
+            a = NULL;
+    }
+    algorithm_free(a);
+    return rc;
+}
+
+/* Shape and trees of t (and of its reverse when `reversed`). */
+typedef struct side {
+    cs_topology *rt;           /* the reversed topology (owned) or NULL */
+    hier_shape s;
+    const hier_trees *tr;
+} side;
+
+static int side_open(const cs_topology *t, bool reversed, tree_cache *cache,
+                     const cs_hier_options *o, side *sd, cs_error *err)
+{
+    memset(sd, 0, sizeof *sd);
+    int rc = CS_OK;
+    if (reversed && (rc = topology_reverse(t, &sd->rt, err)) != CS_OK)
+        return rc;
+    if ((rc = hier_detect(reversed ? sd->rt : t, &sd->s, err)) != CS_OK) {
+        topology_free(sd->rt);
+        sd->rt = NULL;
+        return rc;
+    }
+    if ((rc = shape_trees(&sd->s, cache, o, &sd->tr, err)) != CS_OK) {
+        shape_free(&sd->s);
+        topology_free(sd->rt);
+        sd->rt = NULL;
+    }
+    return rc;
+}
+
+static void side_close(side *sd)
+{
+    shape_free(&sd->s);
+    topology_free(sd->rt);
+    memset(sd, 0, sizeof *sd);
+}
+
+/* The compositions of c into res; `how` says what was composed from what. */
+static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
+                   const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
+                   cs_error *err)
+{
+    side fw, bw;
+    compose_info info = {0}, ninfo = {0};
+    cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER, need_bw = c->kind != CS_COLL_ALLGATHER;
+    int rc = CS_OK;
+    memset(&fw, 0, sizeof fw);
+    memset(&bw, 0, sizeof bw);
+    if (need_fw && (rc = side_open(t, false, cache, o, &fw, err)) != CS_OK)
+        return rc;
+    if (need_bw && (rc = side_open(t, true, cache, o, &bw, err)) != CS_OK) {
+        side_close(&fw);
+        return rc;
+    }
+    const side *any = need_fw ? &fw : &bw;
+    /* Allreduce frontier: one chunk per node (whole-chunk rail messages:
+     * the fewest messages, best from small to large sizes on big clusters),
+     * two per node where there are at least as many distances as NICs (finer
+     * pipelining at large sizes), and reducescatter + allgather with a chunk
+     * per rank up to 256 ranks (the finest pipelining; beyond that its
+     * per-rank programs outgrow the runtimes and its synthesis the budget). */
+    bool rank_chunks = c->kind != CS_COLL_ALLREDUCE || t->ranks <= 256;
+    for (int segs = 1; c->kind == CS_COLL_ALLREDUCE && rc == CS_OK && segs <= 2; segs++) {
+        if (segs == 2 && fw.s.nodes - 1 < fw.s.k)
+            break;
+        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, segs, &a, &ninfo, err);
+        if (rc == CS_OK)
+            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", res, err);
+        a = NULL;
+    }
+    if (rc == CS_OK && need_fw && rank_chunks)
+        rc = compose_allgather(t, &fw.s, fw.tr, 1, &ag, &info, err);
+    if (rc == CS_OK && need_bw && rank_chunks)
+        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, &rag, &info, err);
+    if (rc == CS_OK && need_bw && rank_chunks) {
+        rc = algorithm_invert(rag, &rs, err);
+        algorithm_free(rag);
+        rag = NULL;
+    }
+    if (rc == CS_OK && !rank_chunks) {
+        info = ninfo;
+    } else if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE) {
+        rc = algorithm_concat(rs, ag, &a, err);
+        algorithm_free(rs);
+        algorithm_free(ag);
+        rs = ag = NULL;
+    } else if (rc == CS_OK) {
+        a = c->kind == CS_COLL_ALLGATHER ? ag : rs;
+        ag = rs = NULL;
+    }
+    if (rc == CS_OK && a)
+        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", res, err);
+    algorithm_free(ag);
+    algorithm_free(rs);
+    algorithm_free(rag);
+    if (rc == CS_OK) {
+        int used = snprintf(how, howlen,
+                            "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; inter: "
+                            "node blocks sent directly, %d slots per NIC",
+                            any->s.nodes, any->s.m, any->s.k, any->tr->how, info.slots);
+        if (used > 0 && (size_t)used < howlen && c->kind == CS_COLL_REDUCESCATTER)
+            snprintf(how + used, howlen - (size_t)used,
+                     "; reducescatter = the allgather on the reversed topology, inverted");
+        else if (used > 0 && (size_t)used < howlen && c->kind == CS_COLL_ALLREDUCE)
+            snprintf(how + used, howlen - (size_t)used,
+                     "; allreduce: 1 (and 2) chunks per node reduced up the same trees to an "
+                     "owner and sent back down%s",
+                     rank_chunks ? "; and reducescatter + allgather, a chunk per rank" : "");
+    }
+    side_close(&fw);
+    side_close(&bw);
+    return rc;
 }
 
 int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_options *opt,
@@ -769,21 +1031,13 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     double t0 = cs_now();
     tree_cache cache = {0};
     cs_result *res = NULL;
-    cs_algorithm *a = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
-    int rc = compose(t, c, &cache, &o, 1, &a, how, sizeof how, err);
+    int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = result_new("hierarchical", &res, err);
-    if (rc == CS_OK) {
-        snprintf(a->optimality, sizeof a->optimality, "bandwidth");
-        if ((rc = result_add(res, a)) != CS_OK) {
-            rc = cs_error_set(err, rc, NULL, "cannot add to the result");
-            algorithm_free(a);
-        }
-        a = NULL;
-    }
-    algorithm_free(a);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
     cache_free(&cache);
+    if (rc == CS_OK && cs_cancel_requested(o.cancel))
+        rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
     if (rc != CS_OK) {
         result_free(res);
         return rc;

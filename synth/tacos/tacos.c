@@ -58,14 +58,19 @@ typedef struct phase {
     int best_index;             /* -1 until a trial finished */
     int records_of;             /* the phase whose best trial holds this phase's sends */
     bool rerun;                 /* the best trial was run again to record its sends */
+    bool rarest;                /* rarest-first trials ran (their counts fit) */
 } phase;
 
 /* Trials cycle through variants of the chunk choice and keep the best:
- *  - rarest first reads every candidate: worth it on small instances, where
- *    the last spans decide the result; elsewhere the first candidate;
+ *  - rarest first (the chunk the fewest other suppliers hold, among a link's
+ *    first candidates) and the first candidate: rarest first keeps the last
+ *    spans full (hypercubes, DGX-1), the first candidate pipelines best
+ *    elsewhere and costs less.  Rarest first keeps 4 bits per (rank, chunk),
+ *    so it is left out only where those counts alone would pass this many
+ *    bytes (stats.rarest_first says so);
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
-#define TACOS_RAREST_MAX_BITS (1L << 15)
+#define TACOS_RAREST_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
 #define TACOS_VARIANTS 4
 
 typedef struct trial_pool {
@@ -204,11 +209,13 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
             .topo = ph[k].topo, .coll = &ph[k].coll, .chunks = opt->chunks,
             .chunk_bytes = chunk_bytes, .window = 1,
         };
-        bool small = (double)ph[k].topo->ranks * (double)G <= (double)TACOS_RAREST_MAX_BITS;
+        bool rarest_fits = !opt->plain_only &&
+                           (double)ph[k].topo->ranks * (double)G / 2 <= TACOS_RAREST_MAX_BYTES;
+        ph[k].rarest = rarest_fits;
         bool het = heterogeneous_in_links(ph[k].topo);
         int n = 0;
         for (int skip = het ? 1 : 0; skip >= 0; skip--)
-            for (int rarest = small ? 1 : 0; rarest >= 0; rarest--) {
+            for (int rarest = rarest_fits ? 1 : 0; rarest >= 0; rarest--) {
                 tp->prob[k][n] = base;
                 tp->prob[k][n].rarest = rarest;
                 tp->prob[k][n].skip_redundant = skip;
@@ -367,6 +374,7 @@ static int plan_run(plan *pl, const cs_collective *c, const cs_tacos_options *op
         pl->ph[0].best.span_first = NULL;
         pl->ph[0].best.span_start = NULL;
         pl->ph[0].best_index = pl->ph[1].best_index;
+        pl->ph[0].rarest = pl->ph[1].rarest;
         pl->ph[0].records_of = 1;
     } else if ((rc = run_phases(pl->ph, pl->nphases, opt, chunk_bytes, salt, t0, err))) {
         return rc;
@@ -643,6 +651,12 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         json_object_set_new(st, "ideal_us", json_real(ideal));
         json_object_set_new(st, "ratio_to_ideal", json_real(sim_us > 0 ? ideal / sim_us : 0.0));
         json_object_set_new(st, "trials", json_integer(opt->trials));
+        {
+            bool rarest = true;
+            for (int i = 0; i < best.nphases; i++)
+                rarest &= best.ph[i].rarest;
+            json_object_set_new(st, "rarest_first", json_boolean(rarest));
+        }
         json_object_set_new(st, "sends", json_integer(best.nsends));
         {
             uint64_t h = 0;

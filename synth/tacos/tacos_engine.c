@@ -20,9 +20,10 @@
  *    permanent), so a link reads each entry of its source's log once over the
  *    whole run: the total work is about links x G, not spans x P x G.  The
  *    trial's randomness rotates equal-cost links (and can pick among the
- *    first `window` candidates); small instances choose rarest-first and
- *    heterogeneous ones can keep slow links off redundant chunks (variants
- *    that tacos.c cycles through across trials).
+ *    first `window` candidates); rarest-first trials choose by counts of
+ *    who holds what, kept up to date at each delivery, and heterogeneous
+ *    ones can keep slow links off redundant chunks (variants that tacos.c
+ *    cycles through across trials).
  *  - Time is continuous.  A send over link l occupies one lane for
  *    alpha + chunk_bytes / bandwidth; completions are kept in buckets of equal
  *    end time (on homogeneous networks every span is one bucket).  Only ranks
@@ -108,7 +109,12 @@ static void engine_free(engine *e)
 {
     free(e->covered);
     free(e->holds);
+    free(e->gcov);
+    free(e->group_cost);
+    free(e->supply);
     free(e->holders);
+    free(e->window);
+    free(e->nwindow);
     free(e->need);
     free(e->cost);
     free(e->in_sorted);
@@ -131,6 +137,20 @@ static void engine_free(engine *e)
     for (int i = 0; i < e->nspare; i++)
         free(e->spare[i].items);
     free(e->spare);
+}
+
+/* d's count of in-neighbours holding chunk c (rarest-first). */
+static inline int supply_get(const engine *e, int d, uint32_t c)
+{
+    return (e->supply[(size_t)d * e->SW + (c >> 1)] >> ((c & 1) * 4)) & 15;
+}
+
+static inline void supply_inc(engine *e, int d, uint32_t c)
+{
+    unsigned char *b = &e->supply[(size_t)d * e->SW + (c >> 1)];
+    int sh = (c & 1) * 4;
+    if (((*b >> sh) & 15) != 15)
+        *b = (unsigned char)(*b + (1 << sh));
 }
 
 /* Appends chunk c to rank r's arrival log, trimming entries every live out-link
@@ -161,8 +181,13 @@ int tacos_log_append(engine *e, int r, uint32_t c)
         }
     }
     lg->buf[lg->len++] = c;
-    if (e->holds) {
+    if (e->holds)
         bit_set(e->holds + (size_t)r * e->W, c);
+    if (e->supply) {
+        /* r now supplies c to each of its out-neighbours */
+        const cs_topology *t = e->t;
+        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
+            supply_inc(e, t->links[l].dst, c);
         e->holders[c]++;
     }
     return CS_OK;
@@ -256,6 +281,68 @@ static void sort_in_links(int *idx, int n, const double *cost)
     }
 }
 
+/* Group coverage for cheaper_supplier: per group, the chunks some member
+ * covers, and the cost of the group's slowest own link when its own links
+ * connect every member to every other (else +inf: the group test is off,
+ * since a member's chunk may then reach d only from outside). */
+static int init_group_cover(engine *e, cs_error *err)
+{
+    const cs_topology *t = e->t;
+    int NG = t->ngroups;
+    e->gcov = calloc((size_t)NG * e->W, sizeof *e->gcov);
+    e->group_cost = malloc((size_t)NG * sizeof *e->group_cost);
+    int *seen = calloc((size_t)e->P, sizeof *seen), *queue = malloc((size_t)e->P * sizeof *queue);
+    if (!e->gcov || !e->group_cost || !seen || !queue) {
+        free(seen);
+        free(queue);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for group coverage");
+    }
+    e->static_bytes += (size_t)NG * (e->W * 8 + sizeof(double));
+    int stamp = 0;
+    for (int g = 0; g < NG; g++) {
+        const cs_group *gr = &t->groups[g];
+        double worst = 0.0;
+        bool connected = gr->nranks > 0;
+        /* every member reaches every other over the group's links: one
+         * forward and one backward search from the first member */
+        for (int dir = 0; dir < 2 && connected; dir++) {
+            stamp++;
+            int qh = 0, qt = 0, reached = 1;
+            seen[gr->ranks[0]] = stamp;
+            queue[qt++] = gr->ranks[0];
+            while (qh < qt) {
+                int v = queue[qh++];
+                int lo = dir ? t->in_begin[v] : t->out_begin[v];
+                int hi = dir ? t->in_begin[v + 1] : t->out_begin[v + 1];
+                for (int k = lo; k < hi; k++) {
+                    int l = dir ? t->in_links[k] : k;
+                    int u = dir ? t->links[l].src : t->links[l].dst;
+                    if (t->group_of[u] != g)
+                        continue;
+                    if (e->cost[l] > worst)
+                        worst = e->cost[l];
+                    if (seen[u] != stamp) {
+                        seen[u] = stamp;
+                        queue[qt++] = u;
+                        reached++;
+                    }
+                }
+            }
+            connected = reached == gr->nranks;
+        }
+        e->group_cost[g] = connected ? worst : INFINITY;
+        for (int i = 0; i < gr->nranks; i++) {
+            const uint64_t *row = e->covered + (size_t)gr->ranks[i] * e->W;
+            uint64_t *grow = e->gcov + (size_t)g * e->W;
+            for (long w = 0; w < e->W; w++)
+                grow[w] |= row[w];
+        }
+    }
+    free(seen);
+    free(queue);
+    return CS_OK;
+}
+
 static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_error *err)
 {
     memset(e, 0, sizeof *e);
@@ -283,12 +370,27 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     int P = e->P, L = e->L;
     e->covered = calloc((size_t)P * e->W, sizeof *e->covered);
     e->need = calloc((size_t)P, sizeof *e->need);
+    size_t rarest_bytes = 0;
     if (p->rarest) {
-        e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
+        /* 4 bits per (rank, chunk): half a byte per send of an allgather */
+        e->SW = (e->G + 1) / 2;
+        e->supply = calloc((size_t)P * e->SW, 1);
         e->holders = calloc((size_t)e->G, sizeof *e->holders);
-        if (!e->holds || !e->holders)
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
-        e->static_bytes += (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int);
+        e->window = malloc((size_t)(L ? L : 1) * TACOS_RAREST_WINDOW * sizeof *e->window);
+        e->nwindow = calloc((size_t)(L ? L : 1), 1);
+        if (!e->supply || !e->holders || !e->window || !e->nwindow)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for rarest-first counts "
+                                "(%d ranks x %ld chunks)", P, e->G);
+        rarest_bytes = (size_t)P * e->SW + (size_t)e->G * sizeof(int) +
+                       (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1);
+        /* relayed kinds keep slow links off redundant chunks by holdings
+         * (their coverage also marks ranks that do not need a chunk) */
+        if (!e->universal && p->skip_redundant) {
+            e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
+            if (!e->holds)
+                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
+            rarest_bytes += (size_t)P * e->W * 8;
+        }
     }
     e->cost = malloc((size_t)L * sizeof *e->cost);
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
@@ -308,7 +410,8 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
                             P, e->G);
     e->static_bytes = (size_t)P * e->W * 8 + (size_t)P * (sizeof(long) + sizeof(arrival_log) + 10) +
-                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t));
+                      (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t)) +
+                      rarest_bytes;
     for (int l = 0; l < L; l++) {
         e->cost[l] = tacos_link_cost(&t->links[l], p->chunk_bytes);
         if (!(e->cost[l] > 0.0) || !isfinite(e->cost[l]))
@@ -345,7 +448,10 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     }
     e->skip_redundant = p->skip_redundant && (e->universal || e->holds);
     note_peak(e);
-    return tacos_init_conditions(e, err);
+    int rc = tacos_init_conditions(e, err);
+    if (rc == CS_OK && e->skip_redundant && e->universal && t->ngroups > 0)
+        rc = init_group_cover(e, err);
+    return rc;
 }
 
 /* ---- matching -------------------------------------------------------------- */
@@ -362,9 +468,14 @@ static inline bool link_has_room(const engine *e, int l)
     return true;
 }
 
-/* Whether an in-neighbour of l's destination with a cheaper link already holds
- * (or is receiving) chunk c: then a slow link should not spend its long
- * occupancy on it. */
+/* Whether chunk c can reach l's destination d over cheaper links: an
+ * in-neighbour with a cheaper link holds (or is receiving) it, or, for a link
+ * into d's group from outside, some rank of the group covers it and the
+ * group's own links are all cheaper than l.  Then a slow link should not
+ * spend its long occupancy on c: it waits for a chunk only it can bring.  The
+ * group test is what keeps a node's scale-out ports on distinct chunks (on
+ * switch2d:8x4 each port imports what no GPU of its node has yet, and the
+ * node's fast links spread it). */
 static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
 {
     const cs_topology *t = e->t;
@@ -379,50 +490,98 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
         if (bit_get(urow, c))
             return true;
     }
+    /* a link into d's group from outside it: some rank of the group covers c */
+    if (e->gcov) {
+        int g = t->group_of[d];
+        if (g >= 0 && t->group_of[t->links[l].src] != g && e->group_cost[g] < cl &&
+            bit_get(e->gcov + (size_t)g * e->W, c))
+            return true;
+    }
     return false;
 }
 
-/* Rarest first: among the source's candidates, the chunk the fewest other
- * in-neighbours of the destination could supply, then the one fewest ranks
- * hold, then a random one.  Keeps the chunks many links can deliver for
- * later, so the last spans stay full (small instances only: it reads every
- * candidate and needs a holdings bitset). */
-static long pick_rarest(engine *e, int l, int64_t pos, int64_t end, const uint32_t *buf,
-                        const uint64_t *row, local_rng *rng)
+/* Rarest first: among the first TACOS_RAREST_WINDOW chunks link l could carry
+ * (its window, in its source's arrival order), the one the fewest other
+ * in-neighbours of the destination hold, then the one the fewest ranks hold,
+ * then a random one.  A chunk only this link can deliver goes first, so the
+ * chunks several links could deliver are left for the last spans, which stay
+ * full (this is what takes hypercubes and DGX-1 to the bandwidth optimum).
+ *
+ * Why it is affordable at any size: the counts are kept up to date at each
+ * delivery (a 4-bit count per rank and chunk: tacos_log_append), so a
+ * candidate costs one lookup instead of a pass over the in-neighbours; and the
+ * window is refilled from the link's cursor, so each log entry is read once
+ * per link as in the plain choice, instead of the source's whole backlog
+ * being rescanned at every pick.  At most 16 entries wait in a window.
+ *
+ * A slow link kept off redundant chunks (skip_redundant) takes its oldest
+ * candidate no cheaper in-link can supply, as in the plain choice. */
+static long pick_rarest(engine *e, int l, local_rng *rng)
 {
     const cs_topology *t = e->t;
-    int d = t->links[l].dst, s = t->links[l].src;
-    long best = -1;
-    long best_key = 0;
-    int ties = 0;
-    int64_t limit = pos + 4096;
-    for (int64_t q = pos; q < end && q < limit; q++) {
-        uint32_t c = buf[q];
-        if (bit_get(row, c))
+    const cs_link *lk = &t->links[l];
+    int d = lk->dst, s = lk->src;
+    const uint64_t *row = e->covered + (size_t)d * e->W;
+    const unsigned char *srow = e->supply + (size_t)d * e->SW;
+    uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
+    bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
+    /* One pass: the window's entries, then new ones from the cursor, dropping
+     * what the destination covers by now and, on a slow link, what a cheaper
+     * in-link can supply by now (both are permanent).  The count includes s
+     * (the window holds chunks s holds): the order is the same as counting
+     * the other in-neighbours. */
+    int n = 0, old = e->nwindow[l], best = -1, best_supply = 16, best_holders = 0, ties = 0;
+    const arrival_log *lg = &e->logs[s];
+    const uint32_t *buf = lg->buf - lg->base;
+    int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
+    for (int i = 0; n < TACOS_RAREST_WINDOW; i++) {
+        uint32_t c;
+        if (i < old)
+            c = win[i];
+        else if (pos < end)
+            c = buf[pos++];
+        else
+            break;
+        if (bit_get(row, c) || (slow && cheaper_supplier(e, l, c)))
             continue;
-        if (e->skip_redundant && cheaper_supplier(e, l, c))
-            continue;
-        long supply = 0;
-        for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
-            int u = t->links[t->in_links[k]].src;
-            if (u != s && bit_get(e->holds + (size_t)u * e->W, c))
-                supply++;
+        win[n] = c;
+        if (slow) {
+            /* the oldest candidate, as in the plain choice */
+            if (best < 0)
+                best = n;
+        } else {
+            int supply = (srow[c >> 1] >> ((c & 1) * 4)) & 15;
+            if (supply <= best_supply) {
+                int holders = e->holders[c];
+                if (supply < best_supply || holders < best_holders) {
+                    best = n;
+                    best_supply = supply;
+                    best_holders = holders;
+                    ties = 1;
+                } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
+                    best = n;
+                }
+            }
         }
-        long key = supply * (long)(e->P + 1) + e->holders[c];
-        if (best < 0 || key < best_key) {
-            best = c;
-            best_key = key;
-            ties = 1;
-        } else if (key == best_key && local_below(rng, (uint32_t)++ties) == 0) {
-            best = c;
-        }
+        n++;
     }
-    return best;
+    e->cursor[l] = pos;
+    if (best < 0) {
+        e->nwindow[l] = (unsigned char)n;
+        return -1;
+    }
+    uint32_t c = win[best];
+    /* the chosen chunk is covered from now on: take it out */
+    memmove(win + best, win + best + 1, (size_t)(n - best - 1) * sizeof *win);
+    e->nwindow[l] = (unsigned char)(n - 1);
+    return c;
 }
 
 /* A chunk link l's source holds and its destination still needs, or -1. */
 static inline long pick_chunk(engine *e, int l, local_rng *rng)
 {
+    if (e->supply)
+        return pick_rarest(e, l, rng);
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
     const uint64_t *row = e->covered + (size_t)lk->dst * e->W;
@@ -445,8 +604,6 @@ static inline long pick_chunk(engine *e, int l, local_rng *rng)
         }
         return -1;
     }
-    if (e->holds)
-        return pick_rarest(e, l, pos, end, buf, row, rng);
     int window = e->p->window;
     if (window <= 1)
         return buf[pos];
@@ -531,6 +688,8 @@ static void match_range(engine *e, long w0, long w1, double now, uint64_t event,
                             return;
                         }
                         bit_set(row, c);
+                        if (e->gcov && t->group_of[d] >= 0)
+                            bit_set(e->gcov + (size_t)t->group_of[d] * e->W, c);
                         e->need[d]--;
                         e->busy[l]++;
                         for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)
@@ -668,12 +827,12 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
     for (int r = 0; r < e.P; r++)
         mark_dirty(&e, r);
     /* parallel matching only where ranks' matches cannot see each other:
-     * no shared sets, no rarest-first, no cheaper-supplier checks */
+     * no shared sets, no cheaper-supplier checks (they read other ranks'
+     * coverage); rarest-first reads counts that change between events only */
     int nthreads = p->match_threads;
     if (nthreads > TACOS_MATCH_THREADS_MAX)
         nthreads = TACOS_MATCH_THREADS_MAX;
-    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.holds ||
-        e.skip_redundant)
+    if (nthreads < 1 || e.P < TACOS_MATCH_MIN_RANKS || t->nshared > 0 || e.skip_redundant)
         nthreads = 1;
     match_pool *mp = calloc(1, sizeof *mp);
     worker_arg wargs[TACOS_MATCH_THREADS_MAX];
