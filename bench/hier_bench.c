@@ -2,14 +2,19 @@
  * hier_bench.c - method hierarchical against flat TACOS on the same topology,
  * in the same run (docs/BENCHMARKS.md, issue 11 section).
  *
- *   hier_bench TOPO COLLECTIVE [RUNS] [tacos]
+ *   hier_bench TOPO COLLECTIVE [RUNS] [TACOS_RUNS] [msccl]
  *
  * TOPO is a builtin (dgxh100:128), a Topology JSON file, or dgx1cluster:N:
  * the Slurm hook's cluster of N DGX-1 nodes (NICs on local ranks 0, 2, 4, 6,
  * one fabric switch at 12.5 GB/s), built by the hook's own code
- * (clients/slurm/cluster.c).  For each method: median synthesis seconds over
- * RUNS (TACOS: 1 run, it is the slow side), simulated time and
- * ratio_to_bound at 1 MiB and 1 GiB per rank share, steps and sends.
+ * (clients/slurm/cluster.c); dgx1ring:N is the same with the hook's ring
+ * fabric (NIC i of node k to NIC i of node k+1).  For each method: median synthesis seconds over
+ * RUNS (hierarchical) and TACOS_RUNS (flat TACOS, default 1: it is the slow
+ * side; 0 skips it), each frontier algorithm's simulated time and
+ * ratio_to_bound at 1 MiB and 1 GiB per rank share, the frontier's best at
+ * each size, and the same-run comparison.  "msccl": also lowers every
+ * hierarchical algorithm to MSCCL XML (runtime auto: both runtimes' limits)
+ * and reports the worst rank's elements, thread blocks and steps.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +22,8 @@
 #include <string.h>
 
 #include "hier.h"
+#include "msccl_check.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "tacos.h"
@@ -43,11 +50,13 @@ static cs_topology *load_topology(const char *spec)
     cs_error err;
     cs_topology *t = NULL;
     int nodes;
-    if (sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
+    bool ring = sscanf(spec, "dgx1ring:%d", &nodes) == 1;
+    if (ring || sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
         json_t *cluster = json_pack(
             "{s:s, s:{s:{s:s, s:[i,i,i,i]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "hook",
             "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-            "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+            "type", "dgx1", "fabric", "kind", ring ? "ring" : "switch", "gbps", 12.5,
+            "alpha_us", 3.0);
         char **names = malloc(sizeof *names * (size_t)nodes);
         for (int i = 0; i < nodes; i++) {
             names[i] = malloc(16);
@@ -86,8 +95,11 @@ static int hb_cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Prints every frontier algorithm and returns the frontier's best
+ * simulated time at 1 MiB and 1 GiB (what a size-aware choice runs). */
 static void report(const char *what, const cs_topology *t, const cs_collective *c,
-                   const cs_result *res, double secs)
+                   const cs_result *res, double secs, double best[2], double bound[2],
+                   bool msccl)
 {
     cs_time_bound tb;
     cs_error err;
@@ -95,28 +107,60 @@ static void report(const char *what, const cs_topology *t, const cs_collective *
         fprintf(stderr, "bound: %s\n", err.message);
         exit(1);
     }
+    best[0] = best[1] = INFINITY;
+    double sizes[2] = {1048576.0, 1073741824.0};
     for (int i = 0; i < res->nalgs; i++) {
         const cs_algorithm *a = res->algs[i];
-        printf("%-13s alg %d: synth %.3f s, steps %d, sends %ld", what, i, secs, a->steps,
-               a->nsends);
-        double sizes[2] = {1048576.0, 1073741824.0};
+        printf("  %-12s [%d] synth %.3f s, steps %d, sends %ld, chunks %d", what, i, secs,
+               a->steps, a->nsends, a->chunks);
         for (int k = 0; k < 2; k++) {
             cs_bound_ratio br;
             if (synth_ratio_to_bound(t, &tb, a, sizes[k], &br, &err) != CS_OK) {
                 printf(" | sim failed: %s", err.message);
                 continue;
             }
-            printf(" | %s: %.1f us, ratio %.3f", k ? "1GiB" : "1MiB", br.simulated_us, br.ratio);
+            bound[k] = br.bound_us;
+            if (br.simulated_us < best[k])
+                best[k] = br.simulated_us;
+            printf(" | %s %.1f us (ratio %.3f)", k ? "1GiB" : "1MiB", br.simulated_us, br.ratio);
         }
         printf("\n");
+        if (msccl) {
+            cs_msccl_options o;
+            msccl_options_default(&o);
+            char *xml = NULL;
+            size_t len = 0;
+            double t0 = cs_now();
+            if (msccl_xml_generate(a, t, &o, &xml, &len, &err) != CS_OK) {
+                printf("      msccl: refused: %s\n", err.message);
+                continue;
+            }
+            cs_msccl_check_stats st;
+            if (msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err) != CS_OK)
+                printf("      msccl: check failed: %s\n", err.message);
+            else
+                printf("      msccl (both runtimes' limits): ok, %.1f MB, worst rank %ld elements "
+                       "(< 4096), %d thread blocks, %d steps per block (< 64), %d channels; "
+                       "%.1f s\n", len / 1e6, st.max_elements, st.max_tbs, st.max_steps,
+                       st.nchannels, cs_now() - t0);
+            free(xml);
+        }
     }
+    printf("  %-12s best of frontier: 1MiB %.1f us (ratio %.3f), 1GiB %.1f us (ratio %.3f)\n",
+           what, best[0], bound[0] / best[0], best[1], bound[1] / best[1]);
     fflush(stdout);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, hb_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: hier_bench TOPO COLLECTIVE [RUNS] [tacos]\n");
+        fprintf(stderr, "usage: hier_bench TOPO COLLECTIVE [RUNS] [TACOS_RUNS] [msccl]\n");
         return 2;
     }
     cs_topology *t = load_topology(argv[1]);
@@ -126,13 +170,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown collective %s\n", argv[2]);
         return 2;
     }
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
     int runs = argc > 3 ? atoi(argv[3]) : 3;
-    bool tacos = argc > 4 && strcmp(argv[4], "tacos") == 0;
+    int truns = argc > 4 ? atoi(argv[4]) : 1;
+    bool msccl = argc > 5 && strcmp(argv[5], "msccl") == 0;
     if (runs < 1)
         runs = 1;
     printf("== %s %s (%d ranks, %d groups)\n", t->name, argv[2], t->ranks, t->ngroups);
-    double *secs = calloc((size_t)runs, sizeof *secs);
+    double *secs = calloc((size_t)(runs > truns ? runs : truns) + 1, sizeof *secs);
     cs_result *res = NULL;
     cs_error err;
     for (int r = 0; r < runs; r++) {
@@ -145,24 +190,33 @@ int main(int argc, char **argv)
         }
         secs[r] = cs_now() - t0;
     }
-    qsort(secs, (size_t)runs, sizeof *secs, hb_cmp_double);
-    double hier_s = secs[runs / 2];
-    printf("reason: %s\n", res->reason);
-    report("hierarchical", t, &c, res, hier_s);
+    double hier_s = median(secs, runs);
+    printf("  reason: %s\n", res->reason);
+    double hb[2], tb[2], bound[2];
+    report("hierarchical", t, &c, res, hier_s, hb, bound, msccl);
     result_free(res);
-    if (tacos) {
+    if (truns > 0) {
         cs_tacos_options o;
         tacos_options_default(&o);
         o.keep_sends = true;
-        double t0 = cs_now();
         cs_result *tr = NULL;
-        if (tacos_synthesize(t, &c, &o, &tr, &err) != CS_OK) {
-            fprintf(stderr, "tacos: %s\n", err.message);
-            return 1;
+        for (int r = 0; r < truns; r++) {
+            result_free(tr);
+            tr = NULL;
+            double t0 = cs_now();
+            if (tacos_synthesize(t, &c, &o, &tr, &err) != CS_OK) {
+                fprintf(stderr, "tacos: %s\n", err.message);
+                return 1;
+            }
+            secs[r] = cs_now() - t0;
         }
-        double ts = cs_now() - t0;
-        report("tacos", t, &c, tr, ts);
-        printf("speedup (tacos synth / hierarchical synth): %.1fx\n", ts / hier_s);
+        double ts = median(secs, truns);
+        report("tacos", t, &c, tr, ts, tb, bound, false);
+        printf("  SUMMARY %s %s: hierarchical %.3f s (median of %d), tacos %.3f s (median of %d): "
+               "%.1fx faster; 1GiB: hier/tacos time %.3f (ratio to bound %.3f vs %.3f); "
+               "1MiB: hier/tacos time %.3f\n",
+               t->name, argv[2], hier_s, runs, ts, truns, ts / hier_s, hb[1] / tb[1],
+               bound[1] / hb[1], bound[1] / tb[1], hb[0] / tb[0]);
         result_free(tr);
     }
     free(secs);

@@ -15,6 +15,10 @@
  *                                 and whether the keys match
  *   iso_bench one SPEC [direct]   one call, for profiles (SPEC: a builtin,
  *                                 or hook:N for the hook's N-node cluster)
+ *   iso_bench emit SPEC SEED COLL METHOD WAIT
+ *                                 a POST body for bench/iso.sh: SPEC's topology
+ *                                 as Topology JSON, renumbered (nodes and ranks
+ *                                 shuffled) with SEED unless SEED is 0
  *
  * Prints one line per measurement, "key value" pairs, for bench/iso.sh.
  */
@@ -208,8 +212,27 @@ static int speed(int runs)
     return 0;
 }
 
+static int emit(const char *spec, unsigned seed, const char *coll, const char *method,
+                double wait_s)
+{
+    cs_synth_request *r = request_for(spec);
+    cs_synth_request *s = seed ? shuffled(r, seed) : NULL;
+    json_t *topo = topology_to_json((s ? s : r)->topology);
+    json_t *doc = json_pack("{s:o, s:{s:s}, s:s, s:{s:f}}", "topology", topo, "collective",
+                            "kind", coll, "method", method, "options", "wait_s", wait_s);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    puts(text);
+    free(text);
+    json_decref(doc);
+    synth_request_free(r);
+    synth_request_free(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 7 && !strcmp(argv[1], "emit"))
+        return emit(argv[2], (unsigned)atoi(argv[3]), argv[4], argv[5], atof(argv[6]));
     if (argc >= 2 && !strcmp(argv[1], "speed"))
         return speed(argc > 2 ? atoi(argv[2]) : 9);
     if (argc >= 3 && !strcmp(argv[1], "one")) {

@@ -172,6 +172,15 @@ typedef struct builder {
     int *chan;
     long *minor;
     double *rt, *wt;        /* semantic read / write time */
+    /* Runs (the units assign_channels deals: neighbouring chunks of one link
+     * that may move as one step): each transfer's run, by the index of its
+     * first transfer, its position in it, and per first transfer the run's
+     * length, where its scratch slots start and the first position they are
+ * for (run_first -1: none reserved yet).  A
+     * run whose receives park values in scratch gets consecutive scratch
+     * slots, so its steps can merge (reduce-scatter's rrc receives). */
+    long *run_lead;
+    int *run_pos, *run_len, *run_off, *run_first;
     long *send_lop;         /* -1 when the sender is not core */
     long *recv_lop;         /* -1 when the receiver is not core */
     unsigned char *landed;
@@ -436,8 +445,8 @@ static int assign_channels(builder *b, const cs_topology *t)
     int *base = malloc((size_t)(n ? n : 1) * sizeof *base);
     send_rec *rec = NULL;
     long caprec = 0;
-    long *ord = NULL;
-    int capord = 0, rc = CS_OK;
+    long *ord = NULL, *lead = NULL;
+    int capord = 0, caplead = 0, rc = CS_OK;
     if (!lid || !begin || !order || !base) {
         rc = CS_ENOMEM;
         goto done;
@@ -503,14 +512,31 @@ static int assign_channels(builder *b, const cs_topology *t)
                 capord = ls.ncount;
             }
         }
+        if (rc == CS_OK && ls.ncount > caplead) {
+            long *nl = realloc(lead, (size_t)ls.ncount * sizeof *nl);
+            if (!nl)
+                rc = CS_ENOMEM;
+            else {
+                lead = nl;
+                caplead = ls.ncount;
+            }
+        }
         if (rc == CS_OK) {
-            for (int c = 0; c < ls.ncount; c++)
+            for (int c = 0; c < ls.ncount; c++) {
                 ord[c] = -1;
+                lead[c] = -1;
+            }
             for (long q = k; q < e; q++) {
                 long x = order[q];
                 int c = base[x] / 2;
                 ord[c] += base[x] & 1;
-                b->chan[x] = c * spread + cg_deal(ord[c], ls.units[merge][c], spread, block);
+                b->chan[x] = sum->links[lid[x]].group * sum->maxbase * spread + c * spread +
+                             cg_deal(ord[c], ls.units[merge][c], spread, block);
+                /* a new unit (or the base channel's first message) starts a run */
+                if ((base[x] & 1) || lead[c] < 0)
+                    lead[c] = x;
+                b->run_lead[x] = lead[c];
+                b->run_pos[x] = b->run_len[lead[c]]++;
             }
         }
         cg_lane_free(&ls);
@@ -518,6 +544,7 @@ static int assign_channels(builder *b, const cs_topology *t)
     }
 done:
     free(ord);
+    free(lead);
     free(rec);
     free(lid);
     free(begin);
@@ -626,8 +653,22 @@ static int do_write(builder *b, long x)
         }
     }
     if (!target.buf) {
+        /* a fresh scratch slot; in a run, the run's next one (slots for the
+         * rest of the run are reserved at its first parked receive, so
+         * neighbouring chunks land in neighbouring slots) */
         target.buf = 's';
-        target.off = p->s_chunks[dst]++;
+        long lead = b->run_lead[x];
+        int pos = b->run_pos[x], len = b->run_len[lead];
+        if (len > 1 && b->run_first[lead] < 0) {
+            /* slots for positions pos..len-1: s_chunks .. s_chunks + len - pos - 1 */
+            b->run_first[lead] = pos;
+            b->run_off[lead] = p->s_chunks[dst] - pos;
+            p->s_chunks[dst] += len - pos;
+        }
+        if (len > 1 && b->run_first[lead] >= 0 && pos >= b->run_first[lead])
+            target.off = b->run_off[lead] + pos;   /* reserved for this position only */
+        else
+            target.off = p->s_chunks[dst]++;
     }
     long id;
     if ((rc = new_lop(b, &id)) != CS_OK)
@@ -1034,6 +1075,14 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
     b.send_lop = malloc(nn * sizeof(long));
     b.recv_lop = malloc(nn * sizeof(long));
     b.landed = calloc(nn, 1);
+    b.run_lead = malloc(nn * sizeof(long));
+    b.run_pos = malloc(nn * sizeof(int));
+    b.run_len = calloc(nn, sizeof(int));
+    b.run_off = malloc(nn * sizeof(int));
+    b.run_first = malloc(nn * sizeof(int));
+    if (b.run_first)
+        for (size_t k = 0; k < nn; k++)
+            b.run_first[k] = -1;
     /* rank state: chunk locations and o/i slot states, reused rank by rank */
     b.dense_loc = b.G <= DENSE_CHUNKS;
     if (b.dense_loc)
@@ -1047,6 +1096,7 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
     b.capdeps = (long)nn + 64;
     p->deps = malloc((size_t)b.capdeps * sizeof(long));
     if (!b.chan || !b.minor || !b.rt || !b.wt || !b.send_lop || !b.recv_lop || !b.landed ||
+        !b.run_lead || !b.run_pos || !b.run_len || !b.run_off || !b.run_first ||
         (b.dense_loc && !b.loc) || !b.states || !p->lops || !p->deps)
         goto nomem;
     for (long k = 0; k < b.capstates; k++)
@@ -1106,6 +1156,11 @@ done:
     free(b.send_lop);
     free(b.recv_lop);
     free(b.landed);
+    free(b.run_lead);
+    free(b.run_pos);
+    free(b.run_len);
+    free(b.run_off);
+    free(b.run_first);
     free(b.loc);
     cg_hmap_free(&b.locmap);
     free(b.locs);

@@ -74,6 +74,7 @@ typedef struct cg_limits {
     int max_tb_per_channel; /* sending and receiving blocks per channel; 0: none */
     int max_elements;       /* XML elements one rank parses must be fewer; 0: none */
     int max_cnt;            /* chunks one step moves */
+    int min_spread;         /* start the spread search here (0 or 1: from 1) */
 } cg_limits;
 
 /* The hint every CS_ELIMIT message ends with. */
@@ -87,6 +88,7 @@ typedef struct cg_link {
     long n;          /* messages */
     int nbase;       /* base channels used */
     long base_off;   /* messages per base channel: summary->base_count[base_off + c] */
+    int group;       /* channel group (peer groups, below); the same both ways */
 } cg_link;
 
 typedef struct cg_summary {
@@ -104,6 +106,15 @@ typedef struct cg_summary {
     int *rank_links;
     long *incident;         /* per rank: sends + receives */
     int spread;             /* channels per base channel */
+    /* Peer groups: a rank with more peers than a channel holds sending (or
+     * receiving) thread blocks (32 in the NCCL fork) has its peers dealt
+     * into groups, each with its own channels: a message on base channel c,
+     * spread index k, of a link in group g goes on channel
+     * g * maxbase * spread + c * spread + k.  One group (all 0) otherwise,
+     * so documents that fit without groups are unchanged. */
+    int fullest_rank;       /* the rank whose block the estimate says is fullest */
+    int maxbase;            /* the most base channels of a link */
+    int ngroups;
     bool merge_steps;       /* merge contiguous chunks across steps */
     bool block_deal;        /* deal in contiguous blocks (else round-robin) */
     int nchannels;

@@ -104,7 +104,7 @@ static long link_of(scan *sc, int src, int dst)
     }
     l = s->nlinks;
     int lanes = cg_link_lanes(sc->t, src, dst);
-    s->links[l] = (cg_link){src, dst, lanes, 0, 0, 0};
+    s->links[l] = (cg_link){src, dst, lanes, 0, 0, 0, 0};
     cg_lane_init(&sc->lanes[l], s->timed, lanes, &s->rule);
     sc->nlanes++;
     if (cg_hmap_put(&sc->s->link_map, link_key(src, dst), l) != CS_OK)
@@ -238,11 +238,66 @@ static int build_adjacency(cg_summary *s)
     return CS_OK;
 }
 
+/* ---- peer groups ------------------------------------------------------------- */
+
+/* Deals the peer pairs into groups of at most lim->max_tb_per_channel peers
+ * per rank (cg_summary, ngroups), greedily in link order, the two links of
+ * a pair in one group (one thread block per peer and channel carries both
+ * directions).  A pair goes to the first group where both ranks have room:
+ * a rank with P peers fills at most (P - 1) / cap groups before it, so at
+ * most (Pu - 1) / cap + (Pv - 1) / cap + 1 groups are ever needed. */
+static int assign_groups(cg_summary *s, const cg_limits *lim)
+{
+    s->ngroups = 1;
+    for (int l = 0; l < s->nlinks; l++)
+        s->links[l].group = 0;
+    if (!lim || lim->max_tb_per_channel <= 0)
+        return CS_OK;
+    int cap = lim->max_tb_per_channel, maxpeers = 0;
+    for (int r = 0; r < s->ranks; r++) {
+        int peers = 0, last = -1;
+        for (long k = s->rank_link_begin[r]; k < s->rank_link_begin[r + 1]; k++) {
+            const cg_link *L = &s->links[s->rank_links[k]];
+            int q = L->src == r ? L->dst : L->src;
+            peers += q != last;
+            last = q;
+        }
+        if (peers > maxpeers)
+            maxpeers = peers;
+    }
+    if (maxpeers <= cap)
+        return CS_OK;
+    int gmax = 2 * ((maxpeers - 1) / cap) + 1;
+    int *deg = calloc((size_t)s->ranks * (size_t)gmax, sizeof(int));
+    if (!deg)
+        return CS_ENOMEM;
+    for (int l = 0; l < s->nlinks; l++) {
+        cg_link *L = &s->links[l];
+        int rev = cg_summary_link(s, L->dst, L->src);
+        if (rev >= 0 && rev < l) {   /* the pair already has its group */
+            L->group = s->links[rev].group;
+            continue;
+        }
+        int g = 0;
+        while (g < gmax - 1 && (deg[(size_t)L->src * gmax + g] >= cap ||
+                                deg[(size_t)L->dst * gmax + g] >= cap))
+            g++;
+        L->group = g;
+        deg[(size_t)L->src * gmax + g]++;
+        deg[(size_t)L->dst * gmax + g]++;
+        if (g + 1 > s->ngroups)
+            s->ngroups = g + 1;
+    }
+    free(deg);
+    return CS_OK;
+}
+
 /* ---- choosing channels per lane ---------------------------------------------- */
 
 typedef struct evaluation {
     bool feasible;       /* thread blocks, channels, blocks per channel fit */
     long max_msgs;       /* units (estimated steps) of the fullest thread block */
+    int max_rank;        /* its rank */
     long max_elements;   /* estimated XML elements of the fullest rank (one <gpu>) */
     int nchannels;
     char bad[400];       /* the first structural violation */
@@ -273,7 +328,7 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
     for (int l = 0; l < s->nlinks; l++)
         if (s->links[l].nbase > maxbase)
             maxbase = s->links[l].nbase;
-    int nch = maxbase * spread;
+    int width = maxbase * spread, nch = s->ngroups * width;
     int *sends = calloc((size_t)nch, sizeof(int)), *recvs = calloc((size_t)nch, sizeof(int));
     if (!sends || !recvs) {
         free(sends);
@@ -307,19 +362,23 @@ static int evaluate(const cg_summary *s, const cg_limits *lim, int spread, bool 
                 nb = s->links[out].nbase;
             if (in >= 0 && s->links[in].nbase > nb)
                 nb = s->links[in].nbase;
+            int g0 = s->links[out >= 0 ? out : in].group;
             for (int ch = 0; ch < nb * spread; ch++) {
                 long co = link_sub_count(s, out, ch, spread, block, merge);
                 long ci = link_sub_count(s, in, ch, spread, block, merge);
                 if (co + ci == 0)
                     continue;
+                int real = g0 * width + ch;   /* the pair's two links share a group */
                 tbs++;
                 units += co + ci;
-                sends[ch] += co > 0;
-                recvs[ch] += ci > 0;
-                if (co + ci > ev->max_msgs)
+                sends[real] += co > 0;
+                recvs[real] += ci > 0;
+                if (co + ci > ev->max_msgs) {
                     ev->max_msgs = co + ci;
-                if (ch > maxch)
-                    maxch = ch;
+                    ev->max_rank = r;
+                }
+                if (real > maxch)
+                    maxch = real;
             }
         }
         long elements = 2 + tbs + units;
@@ -391,10 +450,11 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     int best_feasible = 0;
     bool fits = false;
     memset(&first, 0, sizeof first);
-    for (int spread = 1; spread <= lim->max_channels && !fits; spread *= 2) {
+    int start = lim->min_spread > 1 ? lim->min_spread : 1;
+    for (int spread = start; spread <= lim->max_channels && !fits; spread *= 2) {
         if (evaluate(s, lim, spread, false, false, &ev) != CS_OK)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        if (spread == 1)
+        if (spread == start)
             first = ev;
         if (!ev.feasible)
             break; /* more channels only adds blocks */
@@ -413,6 +473,7 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
             return rc;
     }
     s->nchannels = ev.nchannels;
+    s->fullest_rank = ev.max_rank;
     return CS_OK;
 }
 
@@ -491,8 +552,13 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
             s->base_count[nbase_total++] = sc.lanes[l].count[c];
         }
     }
-    if (build_adjacency(s) != CS_OK)
+    if (build_adjacency(s) != CS_OK || assign_groups(s, lim) != CS_OK)
         goto nomem;
+    for (int l = 0; l < s->nlinks; l++)
+        if (s->links[l].nbase > s->maxbase)
+            s->maxbase = s->links[l].nbase;
+    if (s->maxbase < 1)
+        s->maxbase = 1;
     if ((rc = choose_spread(s, lim, err)) != CS_OK)
         goto fail;
     goto done;

@@ -42,7 +42,8 @@
 #define EXECUTOR_MAX_CHANNELS 32
 #define UNLIMITED_BYTES 4611686018427387904LL /* 2^62: "no limit" in both runtimes */
 /* A window's ranks and peers may touch about this many sends (counted once
- * per endpoint): it bounds a window's plan to some tens of MB. */
+ * per endpoint) unless opt->window_sends says otherwise: it bounds a
+ * window's plan to some tens of MB. */
 #define WINDOW_INCIDENCE (1L << 19)
 
 void msccl_options_default(cs_msccl_options *opt)
@@ -110,14 +111,14 @@ static cg_limits runtime_limits(cs_msccl_runtime rt)
     switch (rt) {
     case CS_MSCCL_RUNTIME_MSCCL:
         return (cg_limits){"the msccl runtime", MSCCL_MAX_TB, MSCCL_MAX_STEPS, MSCCL_MAX_CHANNELS,
-                           MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT};
+                           MSCCL_MAX_TB_PER_CHANNEL, MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT, 0};
     case CS_MSCCL_RUNTIME_EXECUTOR:
         return (cg_limits){"the msccl-executor runtime", EXECUTOR_MAX_TB, EXECUTOR_MAX_STEPS,
-                           EXECUTOR_MAX_CHANNELS, 0, 0, MSCCL_MAX_CNT};
+                           EXECUTOR_MAX_CHANNELS, 0, 0, MSCCL_MAX_CNT, 0};
     default:
         return (cg_limits){"runtime auto (a form both runtimes accept)", MSCCL_MAX_TB,
                            EXECUTOR_MAX_STEPS, MSCCL_MAX_CHANNELS, MSCCL_MAX_TB_PER_CHANNEL,
-                           MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT};
+                           MSCCL_MAX_ELEMENTS, MSCCL_MAX_CNT, 0};
     }
 }
 
@@ -644,7 +645,7 @@ typedef struct doc {
 } doc;
 
 static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, cg_buf *header,
-                   cs_error *err)
+                   int min_spread, cs_error *err)
 {
     if (opt->runtime < CS_MSCCL_RUNTIME_AUTO || opt->runtime > CS_MSCCL_RUNTIME_EXECUTOR)
         return cs_error_set(err, CS_EINVAL, "runtime", "unknown runtime %d", (int)opt->runtime);
@@ -682,6 +683,7 @@ static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, c
     cg_limits slim = d->lim;
     if (opt->single_chunk_steps)
         slim.max_cnt = 1;
+    slim.min_spread = min_spread;
     int rc = codegen_summary_build(a, d->t, &slim, &d->sum, err);
     if (rc != CS_OK)
         return rc;
@@ -739,7 +741,7 @@ static int put(const doc *d, cg_buf *b, cs_error *err)
 /* The <gpu> elements of ranks lo..hi: plan of them and their peers, layouts,
  * exact limits, text. */
 static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsigned char *window,
-                       cs_error *err)
+                       bool dry, cs_error *err)
 {
     const cg_summary *s = d->sum;
     int P = s->ranks;
@@ -771,9 +773,15 @@ static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsign
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     for (int r = lo; r <= hi && rc == CS_OK; r++) {
         layout_steps(p, r, rank_index, &layouts[r]);
-        rc = check_limits(p, &layouts[r], r, &d->lim, d->ndoc_gpus, err);
+        if (!dry) {
+            rc = check_limits(p, &layouts[r], r, &d->lim, d->ndoc_gpus, err);
+            continue;
+        }
+        for (int k = 0; k < layouts[r].ntb && rc == CS_OK; k++)
+            if (layouts[r].tbs[k].nsteps > d->lim.max_steps)
+                rc = CS_ELIMIT;   /* settle_spread widens the spread */
     }
-    for (int r = lo; r <= hi && rc == CS_OK; r++) {
+    for (int r = lo; r <= hi && rc == CS_OK && !dry; r++) {
         if ((rc = emit_rank(&b, p, r, &layouts[r], rank_index, d->i_chunks, d->o_chunks)) != CS_OK)
             cs_error_set(err, rc, "", "out of memory writing the document");
         else
@@ -790,9 +798,65 @@ done:
     return rc;
 }
 
+/* The summary chooses channels per lane from an estimate that counts a run
+ * of neighbouring chunks as one step; where the runs cannot merge (each
+ * chunk waits for a different earlier receive, as in pipelined
+ * hierarchical schedules) its fullest block gets more steps than the
+ * runtime allows although more channels would hold them.  So the rank the
+ * estimate says is fullest and the first 8 ranks are laid out exactly (no
+ * text), and while one of their blocks has too many steps the spread
+ * doubles, as long as the wider spread is feasible.  Other ranks can still
+ * fail: the writer then refuses with the rank and the value.  The decision is a function of the whole algorithm,
+ * the same for the whole document and every slice. */
+static int settle_spread(doc *d, const cs_algorithm *a, const cs_msccl_options *opt,
+                         cg_buf *header, cs_error *err)
+{
+    int P = a->ranks, rc = CS_OK;
+    unsigned char *core = malloc((size_t)P), *window = malloc((size_t)P);
+    if (!core || !window)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    while (rc == CS_OK) {
+        /* the fullest rank by the estimate, and the first 8 ranks (one node
+         * of every cluster builtin: each local role once) */
+        int r = d->sum->fullest_rank, hi = P < 8 ? P - 1 : 7;
+        cs_error e2;
+        cs_error_clear(&e2);
+        int fit = emit_window(d, r, r, core, window, true, &e2);
+        if (fit == CS_OK)
+            fit = emit_window(d, 0, hi, core, window, true, &e2);
+        if (fit == CS_OK)
+            break;
+        if (fit != CS_ELIMIT) {
+            if (err)
+                *err = e2;
+            rc = fit;
+            break;
+        }
+        int next = d->sum->spread * 2;
+        if (next > d->lim.max_channels)
+            break; /* the writer reports the limit with the rank and the value */
+        doc d2 = *d;
+        d2.sum = NULL;
+        cg_buf h2 = {0};
+        cs_error_clear(&e2);
+        if (prepare(&d2, a, opt, &h2, next, &e2) != CS_OK || d2.sum->spread < next) {
+            codegen_summary_free(d2.sum);
+            free(h2.s);
+            break; /* not feasible wider: keep what the estimate chose */
+        }
+        codegen_summary_free(d->sum);
+        *d = d2;
+        free(header->s);
+        *header = h2;
+    }
+    free(core);
+    free(window);
+    return rc;
+}
+
 /* The last rank of the window starting at lo: ranks are added while the
  * sends incident to the window and its peers stay within the budget. */
-static int window_end(const cg_summary *s, int lo, int hi, unsigned char *mark)
+static int window_end(const cg_summary *s, int lo, int hi, long budget, unsigned char *mark)
 {
     long used = 0;
     int end = lo;
@@ -805,7 +869,7 @@ static int window_end(const cg_summary *s, int lo, int hi, unsigned char *mark)
             if (!mark[q])
                 add += s->incident[q]; /* counted twice if two links: still a bound */
         }
-        if (r > lo && used + add > WINDOW_INCIDENCE)
+        if (r > lo && used + add > budget)
             break;
         used += add;
         mark[r] = 1;
@@ -832,10 +896,14 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
     if (rank_lo < 0 || rank_hi < rank_lo || rank_hi >= a->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "ranks %d-%d are not within 0-%d", rank_lo,
                             rank_hi, a->ranks - 1);
-    doc d = {.a = a, .t = t, .opt = opt, .ndoc_gpus = rank_hi - rank_lo + 1, .write = write,
+    doc d = {.a = a, .t = t, .opt = opt,
+             .ndoc_gpus = opt->limit_gpus > 0 ? opt->limit_gpus : rank_hi - rank_lo + 1,
+             .write = write,
              .ctx = ctx};
     cg_buf b = {0};
-    int rc = prepare(&d, a, opt, &b, err);
+    int rc = prepare(&d, a, opt, &b, 0, err);
+    if (rc == CS_OK)
+        rc = settle_spread(&d, a, opt, &b, err);
     if (rc == CS_OK)
         rc = put(&d, &b, err);
     unsigned char *core = NULL, *window = NULL;
@@ -846,8 +914,9 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     for (int lo = rank_lo; lo <= rank_hi && rc == CS_OK;) {
-        int hi = window_end(d.sum, lo, rank_hi, core);
-        rc = emit_window(&d, lo, hi, core, window, err);
+        int hi = window_end(d.sum, lo, rank_hi,
+                            opt->window_sends > 0 ? opt->window_sends : WINDOW_INCIDENCE, core);
+        rc = emit_window(&d, lo, hi, core, window, false, err);
         lo = hi + 1;
     }
     if (rc == CS_OK) {

@@ -72,6 +72,18 @@ typedef struct cs_msccl_options {
     long long min_bytes;    /* >= 0 (default 0) */
     long long max_bytes;    /* 0: no upper limit (default) */
     bool single_chunk_steps; /* true: never merge consecutive chunks into one step */
+    long window_sends;      /* msccl_xml_write_ranks: sends a window of ranks and their
+                               peers may touch, counted per endpoint (0: 2^19, a plan of
+                               some tens of MB).  Every window plans its ranks' peers too,
+                               so where ranks have many peers (clusters: a NIC talks to
+                               every node) small windows redo most of the work: the whole
+                               document of a 1M-send dgxh100:128 allgather takes ~35 s at
+                               2^19 and ~5 s at 2^22 (one window, ~460 MB more peak). */
+    int limit_gpus;         /* msccl_xml_write_ranks: <gpu> elements the per-rank element
+                               limit counts (0: those written).  1 checks every rank as a
+                               one-rank slice; a caller cutting wider slices from the
+                               result checks 1 + width + the rank's <tb> and <step>
+                               elements < 4096 itself (the daemon does). */
 } cs_msccl_options;
 
 void msccl_options_default(cs_msccl_options *opt);

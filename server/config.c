@@ -65,6 +65,10 @@ static const opt_def options[] = {
      "once listening, write the URL a local client reaches this daemon at "
      "(http://127.0.0.1:PORT for a wildcard bind) to this file, and remove it at exit: the "
      "port actually bound, whatever set it (the container's health check reads it)"},
+    {"iso-cache", OPT_BOOL, OFF(iso_cache), 0, 0, 1,
+     "answer a request whose network is isomorphic to a stored result's (another rank "
+     "numbering of the same cluster shape) with that result relabelled and verified, "
+     "instead of synthesizing (default true; docs/iso.md)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,
@@ -128,6 +132,7 @@ void config_defaults(cs_server_config *c)
     snprintf(c->log_format, sizeof c->log_format, "kv");
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->access_log = true;
+    c->iso_cache = true;
     c->workers = 2;
     c->http_threads = 0;
     c->max_connections = 1024;

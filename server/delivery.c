@@ -36,8 +36,15 @@
 #include "result_codec.h"
 
 /* Bump when a generator's output changes: new ETags and new artifacts. */
-#define GEN_VERSION "g1"
+#define GEN_VERSION "g4"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements */
 #define STREAM_BLOCK (64 * 1024)
+/* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
+ * counted per endpoint, one window up to 2M sends (~460 bytes each while it
+ * is planned), larger documents in windows of that size. */
+#define DOC_WINDOW_SENDS (1L << 22)
+/* The NCCL fork reads fewer than this many XML elements per rank
+ * (codegen/msccl_xml.h). */
+#define MSCCL_MAX_ELEMENTS 4096
 
 /* ---- results in memory ------------------------------------------------------------------- */
 
@@ -233,15 +240,20 @@ int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_reques
 }
 
 int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_result **out,
-                         bool *found, cs_error *err)
+                         json_t **header, bool *found, cs_error *err)
 {
     *out = NULL;
+    if (header)
+        *header = NULL;
     char ck[80];
     cache_key(ck, sizeof ck, 'R', key, NULL);
     cs_blob *holder = cache_get(cache, ck);
     if (holder) {
         *found = true;
-        int rc = result_codec_decode(rdoc_of(holder)->view, out, err);
+        rdoc *d = rdoc_of(holder);
+        int rc = result_codec_decode(d->view, out, err);
+        if (!rc && header)
+            *header = json_loadb(d->header, d->header_len, 0, NULL);
         blob_unref(holder);
         return rc;
     }
@@ -255,11 +267,23 @@ int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_r
         rc = doc ? result_from_json(doc, out, err)
                  : cs_error_set(err, CS_EIO, "key", "stored result is not JSON: %s", jerr.text);
         json_decref(doc);
+        if (!rc && header) {
+            /* the whole document: its header is it without the sends */
+            *header = json_loads(row.header, 0, NULL);
+            json_t *fr = json_object_get(*header, "frontier");
+            for (size_t i = 0; i < json_array_size(fr); i++)
+                json_object_del(json_array_get(fr, i), "sends");
+        }
     } else {
         cs_codec_view *v = NULL;
         rc = result_codec_open(row.body->data, row.body->len, &v, err);
         if (!rc)
             rc = result_codec_decode(v, out, err);
+        if (!rc && header) {
+            size_t hl = 0;
+            const char *h = result_codec_header(v, &hl);
+            *header = json_loadb(h, hl, 0, NULL);
+        }
         result_codec_close(v);
     }
     store_result_clear(&row);
@@ -269,12 +293,18 @@ int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_r
 int delivery_save_result_with(cs_store *store, cs_cache *cache, const cs_synth_request *req,
                               const cs_result *res, const json_t *extra, cs_error *err)
 {
-    int rc;
     json_t *skel = synth_result_to_json_frame(req, res);
     if (!skel)
         return cs_error_set(err, CS_ENOMEM, "", "cannot write the result document");
     if (extra)
         json_object_update(skel, (json_t *)extra);
+    return delivery_save_result_frame(store, cache, req, res, skel, err);
+}
+
+int delivery_save_result_frame(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                               const cs_result *res, json_t *skel, cs_error *err)
+{
+    int rc;
     void *blob = NULL;
     size_t len = 0;
     rc = result_codec_encode(res, skel, &blob, &len, err);
@@ -591,7 +621,8 @@ static void rstream_free(void *cls)
 static size_t take(const char *src, size_t len, size_t *pos, char *buf, size_t cap)
 {
     size_t k = len - *pos < cap ? len - *pos : cap;
-    memcpy(buf, src + *pos, k);
+    if (k) /* an absent part (src NULL, len 0) copies nothing */
+        memcpy(buf, src + *pos, k);
     *pos += k;
     return k;
 }
@@ -838,15 +869,139 @@ static enum MHD_Result send_json(req_state *rs, int status, cs_blob *holder, con
 
 /* ---- generated code --------------------------------------------------------------------- */
 
-/* Generates the document of r for frontier entry idx, zstd-compressed. */
-static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
-                         size_t *zl, cs_error *err)
+/* MSCCL documents are kept framed: one zstd frame per piece the generator
+ * writes (msccl_xml_write_ranks: the header, one <gpu> element each, then
+ * "</algo>\n"), so the frames concatenated are an ordinary zstd stream of
+ * the whole document, and the slice of ranks A..B is frames 0, 1+A..1+B and
+ * the last, decoded: the bytes msccl_xml_generate_ranks writes for A..B
+ * (byte-identical by its contract).  A slice is cut from the whole
+ * document, never generated alone: only the whole document proves that
+ * every rank fits the runtime (step and element counts are exact only per
+ * rank), and a job whose nodes got slices for some ranks but a refusal for
+ * others would run different algorithms on different ranks.  Cutting is
+ * also what makes every rank fetching its own slice cheap. */
+typedef struct framer {
+    ZSTD_CCtx *cc;
+    char *buf;
+    size_t len, cap;
+    int pieces;
+    long max_elements;          /* the most <tb> + <step> elements of one <gpu> */
+    int max_rank;
+} framer;
+
+static long count_tags(const char *data, size_t len, const char *tag)
 {
-    if (r->rank_lo >= 0)
-        return cs_error_set(err, CS_EUNSUPPORTED, "ranks",
-                            "per-rank %s slices are not available in this build yet; ask for "
-                            "the whole document or the JSON slice",
-                            r->format);
+    long n = 0;
+    size_t tl = strlen(tag);
+    for (const char *p = data, *end = data + len; (p = memmem(p, (size_t)(end - p), tag, tl));
+         p += tl)
+        n++;
+    return n;
+}
+
+static int framer_write(void *ctx, const char *data, size_t len)
+{
+    framer *f = ctx;
+    if (f->pieces > 0) {   /* piece 1 + r is rank r's <gpu> (the last, "</algo>", has none) */
+        long el = count_tags(data, len, "<tb ") + count_tags(data, len, "<step ");
+        if (el > f->max_elements) {
+            f->max_elements = el;
+            f->max_rank = f->pieces - 1;
+        }
+    }
+    f->pieces++;
+    size_t bound = ZSTD_compressBound(len);
+    if (f->len + bound + 1 > f->cap) {
+        size_t cap = f->cap ? f->cap : 1 << 16;
+        while (cap < f->len + bound + 1)
+            cap *= 2;
+        char *n = realloc(f->buf, cap);
+        if (!n)
+            return CS_ENOMEM;
+        f->buf = n;
+        f->cap = cap;
+    }
+    size_t n = ZSTD_compressCCtx(f->cc, f->buf + f->len, f->cap - f->len, data, len, 3);
+    if (ZSTD_isError(n))
+        return CS_EINTERNAL;
+    f->len += n;
+    return CS_OK;
+}
+
+/* The frames of z: *n of them, the first max offsets (and the end) in off
+ * (may be NULL); *plain gets the decoded size.  False when damaged. */
+static bool zframes(const char *z, size_t zl, size_t *off, long max, long *n,
+                    unsigned long long *plain)
+{
+    size_t at = 0;
+    *n = 0;
+    *plain = 0;
+    while (at < zl) {
+        size_t fl = ZSTD_findFrameCompressedSize(z + at, zl - at);
+        unsigned long long cs = ZSTD_getFrameContentSize(z + at, zl - at);
+        if (ZSTD_isError(fl) || cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == ZSTD_CONTENTSIZE_ERROR)
+            return false;
+        if (off && *n < max)
+            off[*n] = at;
+        (*n)++;
+        *plain += cs;
+        at += fl;
+    }
+    if (off && *n < max)
+        off[*n] = at;
+    return true;
+}
+
+/* A framed MSCCL document of `ranks` ranks cut to ranks lo..hi (identity).
+ * code_doc keeps only framed documents, so anything else is damage. */
+static int cut_slice(const cs_blob *zdoc, int ranks, int lo, int hi, char **out, size_t *olen,
+                     cs_error *err)
+{
+    long want = (long)ranks + 2, n = 0;
+    size_t *off = malloc((size_t)(want + 1) * sizeof *off);
+    if (!off)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    unsigned long long plain = 0;
+    if (!zframes(zdoc->data, zdoc->len, off, want + 1, &n, &plain) || n != want) {
+        free(off);
+        return cs_error_set(err, CS_EINTERNAL, "", "the kept MSCCL document has %ld frames, "
+                            "not one per rank plus 2 (%ld)", n, want);
+    }
+    long pick[3][2] = {{0, 0}, {1 + lo, 1 + hi}, {want - 1, want - 1}};
+    size_t total = 0;
+    for (int k = 0; k < 3; k++)
+        for (long f = pick[k][0]; f <= pick[k][1]; f++)
+            total += ZSTD_getFrameContentSize(zdoc->data + off[f], off[f + 1] - off[f]);
+    char *text = malloc(total + 1);
+    if (!text) {
+        free(off);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    size_t at = 0;
+    for (int k = 0; k < 3; k++)
+        for (long f = pick[k][0]; f <= pick[k][1]; f++) {
+            size_t got = ZSTD_decompress(text + at, total - at, zdoc->data + off[f],
+                                         off[f + 1] - off[f]);
+            if (ZSTD_isError(got)) {
+                free(text);
+                free(off);
+                return cs_error_set(err, CS_EIO, "", "stored document is damaged: %s",
+                                    ZSTD_getErrorName(got));
+            }
+            at += got;
+        }
+    text[at] = '\0';
+    free(off);
+    *out = text;
+    *olen = at;
+    return CS_OK;
+}
+
+/* Generates the document of r (never a slice for msccl-xml: see framer)
+ * for frontier entry idx, zstd-compressed. */
+static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
+                         size_t *zl, char *meta, cs_error *err)
+{
     const cs_topology *t = NULL;
     int rc = rdoc_topology(d, &t, err);
     if (rc)
@@ -862,13 +1017,38 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
         mo.runtime = r->runtime;
         if (r->proto)
             mo.proto = r->proto;
-        rc = msccl_xml_generate(a, t, &mo, &body, &len, err);
-    } else {
-        cs_cuda_options co;
-        cuda_options_default(&co);
-        co.elem = r->elem;
-        rc = cuda_generate(a, t, &co, &body, &len, err);
+        /* the whole document at once where that is one window: cluster
+         * ranks have so many peers that small windows plan most sends many
+         * times (msccl_xml.h, window_sends) */
+        mo.window_sends = DOC_WINDOW_SENDS;
+        /* each rank checked as a one-rank slice; every request's width is
+         * checked against the document's fullest rank (slice_elements_ok) */
+        mo.limit_gpus = 1;
+        framer f = {ZSTD_createCCtx(), NULL, 0, 0, 0, 0, 0};
+        if (!f.cc)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        else
+            rc = msccl_xml_write_ranks(a, t, &mo, 0, a->ranks - 1, framer_write, &f, err);
+        if ((rc == CS_ENOMEM || rc == CS_EINTERNAL) && !err->message[0])
+            cs_error_set(err, rc, "", "compressing the document failed");
+        ZSTD_freeCCtx(f.cc);
+        algorithm_free(a);
+        if (rc) {
+            free(f.buf);
+            return rc;
+        }
+        count(&s->metrics.codegen_total);
+        *z = f.buf;
+        *zl = f.len;
+        if (meta)
+            snprintf(meta, 64, "%ld %d", f.max_elements, f.max_rank);
+        return CS_OK;
     }
+    cs_cuda_options co;
+    cuda_options_default(&co);
+    co.elem = r->elem;
+    rc = r->rank_lo >= 0 ? cuda_generate_ranks(a, t, &co, r->rank_lo, r->rank_hi, &body, &len, err)
+                         : cuda_generate(a, t, &co, &body, &len, err);
     algorithm_free(a);
     if (rc)
         return rc;
@@ -876,6 +1056,161 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
     rc = encode_buffer(ENC_ZSTD, body, len, z, zl, err);
     free(body);
     return rc;
+}
+
+/* The stored document of r for entry idx, zstd-compressed: from memory,
+ * the store, or generated now (and kept in both).  A document that cannot
+ * be generated is *refused (a 422 error object), remembered: finding that
+ * out can take as long as generating it.  msccl-xml documents from the
+ * store that are not framed are generated again (`ranks` frames + 2). */
+/* An MSCCL document's fullest rank ("ELEMENTS RANK": its <tb> and <step>
+ * elements), kept beside the document (M| in memory, variant "|meta" in the
+ * store): what every request's width is checked against. */
+static bool meta_get(cs_server *s, const char *key, const char *format, const char *variant,
+                     long *elements, int *rank)
+{
+    char mk[400], mv[320];
+    snprintf(mk, sizeof mk, "M|%s|%s", key, variant);
+    snprintf(mv, sizeof mv, "%s|meta", variant);
+    cs_blob *m = cache_get(s->cache, mk);
+    if (!m) {
+        bool zstd = false, found = false;
+        cs_error e;
+        if (store_artifact_get(s->store, key, format, mv, &m, &zstd, &found, &e) != CS_OK ||
+            !found)
+            return false;
+        if (zstd) {
+            char *plain = NULL;
+            size_t pl = 0;
+            int rc = zstd_decode_buffer(m->data, m->len, &plain, &pl, &e);
+            blob_unref(m);
+            if (rc != CS_OK)
+                return false;
+            m = blob_adopt(plain, pl);
+            if (!m)
+                return false;
+        }
+        cache_put(s->cache, mk, m);
+    }
+    char text[64];
+    snprintf(text, sizeof text, "%.*s", (int)(m->len < 63 ? m->len : 63), (const char *)m->data);
+    blob_unref(m);
+    return sscanf(text, "%ld %d", elements, rank) == 2;
+}
+
+static void meta_put(cs_server *s, const char *key, const char *format, const char *variant,
+                     const char *text)
+{
+    char mk[400], mv[320];
+    snprintf(mk, sizeof mk, "M|%s|%s", key, variant);
+    snprintf(mv, sizeof mv, "%s|meta", variant);
+    char *z = NULL, *copy = strdup(text);
+    size_t zl = 0;
+    cs_error e;
+    if (encode_buffer(ENC_ZSTD, text, strlen(text), &z, &zl, &e) == CS_OK) {
+        if (store_artifact_put(s->store, key, format, mv, z, zl, &e) != CS_OK)
+            log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", key, "error",
+                      e.message, NULL);
+        free(z);
+    }
+    cs_blob *b = copy ? blob_adopt(copy, strlen(copy)) : NULL;
+    if (b) {
+        cache_put(s->cache, mk, b);
+        blob_unref(b);
+    }
+}
+
+static int code_doc(cs_server *s, rdoc *d, const rep_req *r, int idx, cs_blob **out,
+                    long *max_elements, int *max_rank, json_t **refused, cs_error *err)
+{
+    *out = NULL;
+    *refused = NULL;
+    *max_elements = -1;
+    *max_rank = -1;
+    char variant[300];
+    snprintf(variant, sizeof variant, "%s|alg=%d", r->id, idx);
+    char ck[400];
+    snprintf(ck, sizeof ck, "A|%s|%s", d->key, variant);
+    cs_blob *zdoc = cache_get(s->cache, ck);
+    if (zdoc && (!r->xml || meta_get(s, d->key, r->format, variant, max_elements, max_rank))) {
+        count(&s->metrics.rep_memory);
+        *out = zdoc;
+        return CS_OK;
+    }
+    blob_unref(zdoc);
+    zdoc = NULL;
+    bool zstd = false, found = false;
+    int rc = store_artifact_get(s->store, d->key, r->format, variant, &zdoc, &zstd, &found, err);
+    if (rc)
+        return rc;
+    if (found && !zstd) {
+        char *z = NULL;
+        size_t zl = 0;
+        rc = encode_buffer(ENC_ZSTD, zdoc->data, zdoc->len, &z, &zl, err);
+        blob_unref(zdoc);
+        zdoc = rc ? NULL : blob_adopt(z, zl);
+        if (rc)
+            return rc;
+    }
+    if (found && r->xml && zdoc) {
+        long n = 0;
+        unsigned long long plain = 0;
+        if (!zframes(zdoc->data, zdoc->len, NULL, 0, &n, &plain) ||
+            n != (long)d->summary->algs[idx]->ranks + 2 ||
+            !meta_get(s, d->key, r->format, variant, max_elements, max_rank)) {
+            blob_unref(zdoc);
+            zdoc = NULL;
+            found = false;
+        }
+    }
+    if (found) {
+        count(&s->metrics.rep_store);
+    } else {
+        char gk[80];
+        snprintf(gk, sizeof gk, "%016llx", (unsigned long long)fnv1a(ck, 1469598103934665603ULL));
+        int code = 0;
+        const char *ej = NULL;
+        cs_blob *known = delivery_refusal(s->cache, 'G', gk, &code, &ej);
+        if (known) {
+            count(&s->metrics.refusals_remembered);
+            *refused = json_loads(ej, 0, NULL);
+            blob_unref(known);
+            return CS_OK;
+        }
+        char *z = NULL;
+        size_t zl = 0;
+        char meta[64] = "";
+        rc = generate_code(s, d, r, idx, &z, &zl, meta, err);
+        if (rc) {
+            if (rc != CS_EUNSUPPORTED && rc != CS_ELIMIT)
+                return rc;
+            const char *field = err->field[0] ? err->field : "format";
+            json_t *e = json_pack("{s:s, s:s, s:s}", "code", cs_status_name(rc), "message",
+                                  err->message, "field", field);
+            char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+            if (text)
+                delivery_remember_refusal(s->cache, 'G', gk, rc, text);
+            free(text);
+            *refused = e;
+            return CS_OK;
+        }
+        count(&s->metrics.rep_generated);
+        cs_error e2;
+        if (store_artifact_put(s->store, d->key, r->format, variant, z, zl, &e2) != CS_OK)
+            log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", d->key, "error",
+                      e2.message, NULL);
+        if (r->xml) {
+            meta_put(s, d->key, r->format, variant, meta);
+            if (sscanf(meta, "%ld %d", max_elements, max_rank) != 2)
+                *max_elements = -1;
+        }
+        zdoc = blob_adopt(z, zl);
+    }
+    if (!zdoc)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    cache_put(s->cache, ck, zdoc);
+    *out = zdoc;
+    return CS_OK;
 }
 
 static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *r,
@@ -890,84 +1225,78 @@ static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *
         return respond_cs_error(rs, &err);
     if (d->summary->nalgs == 0)
         return respond_error(rs, 404, "not_found", "key", "the result has no algorithm");
-    /* the stored document: memory, store, or generated now */
-    char variant[300];
-    int n = snprintf(variant, sizeof variant, "%s|alg=%d", r->id, idx);
-    (void)n;
-    char ck[400];
-    snprintf(ck, sizeof ck, "A|%s|%s", d->key, variant);
-    cs_blob *zdoc = cache_get(s->cache, ck);
-    if (zdoc) {
-        count(&s->metrics.rep_memory);
-    } else {
-        bool zstd = false, found = false;
-        int rc = store_artifact_get(s->store, d->key, r->format, variant, &zdoc, &zstd, &found,
-                                    &err);
-        if (rc)
-            return respond_cs_error(rs, &err);
-        if (found && !zstd) {
-            char *z = NULL;
-            size_t zl = 0;
-            rc = encode_buffer(ENC_ZSTD, zdoc->data, zdoc->len, &z, &zl, &err);
+    /* an MSCCL slice comes from the whole document: the same request
+     * without its ranks */
+    bool cut = r->xml && r->rank_lo >= 0;
+    rep_req whole = *r;
+    if (cut) {
+        whole.rank_lo = whole.rank_hi = -1;
+        char *p = strstr(whole.id, "|ranks=");
+        if (p)
+            *p = '\0';
+    }
+    cs_blob *zdoc = NULL;
+    json_t *refused = NULL;
+    long max_el = -1;
+    int max_rank = -1;
+    if (code_doc(s, d, &whole, idx, &zdoc, &max_el, &max_rank, &refused, &err) != CS_OK)
+        return respond_cs_error(rs, &err);
+    if (refused)
+        return respond_json(rs, 422, json_pack("{s:o}", "error", refused));
+    if (r->xml && r->runtime != CS_MSCCL_RUNTIME_EXECUTOR && max_el >= 0) {
+        /* the NCCL fork parses the <algo>, every <gpu> present and its own
+         * rank's elements: fewer than 4096, whatever width was asked; the
+         * same answer for every slice of this width */
+        int width = cut ? r->rank_hi - r->rank_lo + 1 : d->summary->algs[idx]->ranks;
+        long elements = 1 + width + max_el;
+        if (elements >= MSCCL_MAX_ELEMENTS) {
+            long fits = MSCCL_MAX_ELEMENTS - 2 - max_el;
             blob_unref(zdoc);
-            zdoc = rc ? NULL : blob_adopt(z, zl);
-            if (rc)
-                return respond_cs_error(rs, &err);
+            char msg[512];
+            int n = snprintf(msg, sizeof msg,
+                             "rank %d's part has %ld XML elements (1 <algo>, %d <gpu>, %ld <tb> "
+                             "and <step>); %s reads fewer than %d per rank; ",
+                             max_rank, elements, width, max_el,
+                             r->runtime == CS_MSCCL_RUNTIME_MSCCL
+                                 ? "the msccl runtime"
+                                 : "runtime auto (a form both runtimes accept)",
+                             MSCCL_MAX_ELEMENTS);
+            if (fits >= 1)
+                snprintf(msg + n, sizeof msg - (size_t)n,
+                         "slices of at most %ld ranks fit (?ranks=A-B)", fits);
+            else
+                snprintf(msg + n, sizeof msg - (size_t)n,
+                         "a hierarchical schedule keeps per-rank lists short");
+            json_t *e = json_pack("{s:s, s:s, s:s}", "code", "limit", "message", msg, "field",
+                                  "runtime");
+            return respond_json(rs, 422, json_pack("{s:o}", "error", e));
         }
-        if (found) {
-            count(&s->metrics.rep_store);
-        } else {
-            /* a document that cannot be generated is remembered: finding that
-             * out can take as long as generating it */
-            char gk[80];
-            snprintf(gk, sizeof gk, "%016llx",
-                     (unsigned long long)fnv1a(ck, 1469598103934665603ULL));
-            int code = 0;
-            const char *ej = NULL;
-            cs_blob *refused = delivery_refusal(s->cache, 'G', gk, &code, &ej);
-            if (refused) {
-                count(&s->metrics.refusals_remembered);
-                json_t *e = json_loads(ej, 0, NULL);
-                enum MHD_Result ret = respond_json(rs, 422, json_pack("{s:o}", "error", e));
-                blob_unref(refused);
-                return ret;
-            }
-            char *z = NULL;
-            size_t zl = 0;
-            rc = generate_code(s, d, r, idx, &z, &zl, &err);
-            if (rc) {
-                if (rc != CS_EUNSUPPORTED && rc != CS_ELIMIT)
-                    return respond_cs_error(rs, &err);
-                const char *field = err.field[0] ? err.field : "format";
-                json_t *e = json_pack("{s:s, s:s, s:s}", "code", cs_status_name(rc), "message",
-                                      err.message, "field", field);
-                char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
-                if (text)
-                    delivery_remember_refusal(s->cache, 'G', gk, rc, text);
-                free(text);
-                return respond_json(rs, 422, json_pack("{s:o}", "error", e));
-            }
-            count(&s->metrics.rep_generated);
-            cs_error e2;
-            if (store_artifact_put(s->store, d->key, r->format, variant, z, zl, &e2) != CS_OK)
-                log_event(&s->log, LOG_WARN, "artifact_store_failed", "key", d->key, "error",
-                          e2.message, NULL);
-            zdoc = blob_adopt(z, zl);
-        }
-        if (!zdoc)
-            return respond_error(rs, 500, "internal", "", "out of memory");
-        cache_put(s->cache, ck, zdoc);
     }
     enum MHD_Result ret;
+    if (cut) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = cut_slice(zdoc, d->summary->algs[idx]->ranks, r->rank_lo, r->rank_hi, &text,
+                           &len, &err);
+        blob_unref(zdoc);
+        if (rc)
+            return respond_cs_error(rs, &err);
+        cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, text, len);
+        ret = b ? send_small(rs, 200, d->key, r, b, etag)
+                : respond_error(rs, 500, "internal", "", "out of memory");
+        blob_unref(b);
+        return ret;
+    }
     if (r->enc == ENC_ZSTD) {
         char pk[400];
         snprintf(pk, sizeof pk, "P|%s|%s|zstd", d->key, r->id);
         cache_put(s->cache, pk, zdoc);
         ret = send_blob(rs, 200, zdoc, content_type(r), etag, ENC_ZSTD);
     } else {
-        unsigned long long size = ZSTD_getFrameContentSize(zdoc->data, zdoc->len);
-        if (size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR &&
-            size <= memory_doc_max(s)) {
+        long nframes = 0;
+        unsigned long long size = 0;
+        bool sized = zframes(zdoc->data, zdoc->len, NULL, 0, &nframes, &size);
+        if (sized && size <= memory_doc_max(s)) {
             char *plain = NULL;
             size_t pl = 0;
             if (zstd_decode_buffer(zdoc->data, zdoc->len, &plain, &pl, &err) != CS_OK) {

@@ -63,10 +63,16 @@ int delivery_save_result(cs_store *store, cs_cache *cache, const cs_synth_reques
  * stored result document: "relabelled_from" for isomorphism hits. */
 int delivery_save_result_with(cs_store *store, cs_cache *cache, const cs_synth_request *req,
                               const cs_result *res, const json_t *extra, cs_error *err);
+/* The same with the document skeleton given (result_to_json_frame plus
+ * what synth_result_to_json_frame adds), which it consumes. */
+int delivery_save_result_frame(cs_store *store, cs_cache *cache, const cs_synth_request *req,
+                               const cs_result *res, json_t *skel, cs_error *err);
 /* The whole stored result of key, sends included (memory first, else the
- * store; *found false when neither has it).  The caller frees *out. */
+ * store; *found false when neither has it), and, when header is not NULL,
+ * its stored document without sends (NULL if unreadable).  The caller frees
+ * *out and *header. */
 int delivery_load_result(cs_store *store, cs_cache *cache, const char *key, cs_result **out,
-                         bool *found, cs_error *err);
+                         json_t **header, bool *found, cs_error *err);
 
 /* Refusals remembered in memory, so a request refused once is refused again
  * without the work that found the problem: kind 'B' by the SHA-256 of the

@@ -79,12 +79,46 @@ int iso_cache_probe(const cs_iso_env *env, const char *iso_key, const char *key,
     return CS_OK;
 }
 
+/* The stored document of the relabelled result: its own frame (sends'
+ * owners, the caller's topology name and collective, key, reason) with the
+ * source's annotations added where the frame has none: the time bound,
+ * each algorithm's ratio_to_bound and simulated time.  Those do not depend
+ * on the numbering (the same schedule on an isomorphic network), and
+ * computing them again (a cut bound and a simulation per algorithm) would
+ * cost more than the rest of the hit.  NULL when src is unusable. */
+static json_t *frame_from_source(const cs_synth_request *req, const cs_result *rel,
+                                 const json_t *src)
+{
+    json_t *sfr = json_object_get(src, "frontier");
+    if (!json_is_object(src) || json_array_size(sfr) != (size_t)rel->nalgs)
+        return NULL;
+    json_t *doc = result_to_json_frame(rel);
+    if (!doc)
+        return NULL;
+    json_object_set_new(doc, "key", json_string(req->key));
+    json_object_set_new(doc, "topology", json_string(req->topology->name));
+    json_object_set(doc, "collective", json_object_get(req->canonical, "collective"));
+    json_object_set_new(doc, "reason", json_string(rel->reason));
+    if (!json_object_get(doc, "method"))
+        json_object_set_new(doc, "method", json_string(rel->method));
+    json_t *b = json_object_get(doc, "bounds"), *sb = json_object_get(src, "bounds");
+    if (json_is_object(b) && json_is_object(sb))
+        json_object_update_missing(b, sb);
+    json_object_update_missing(doc, (json_t *)src);
+    json_t *fr = json_object_get(doc, "frontier");
+    for (int i = 0; i < rel->nalgs; i++)
+        json_object_update_missing(json_array_get(fr, (size_t)i), json_array_get(sfr, (size_t)i));
+    json_object_del(doc, "relabelled_from"); /* the source's own, if it had one */
+    return doc;
+}
+
 int iso_cache_relabel(const cs_iso_env *env, const cs_synth_request *req, const char *iso_key,
                       const char *labelling, const cs_iso_probe *p, cs_error *err)
 {
     int P = req->topology->ranks;
     int *from = NULL, *to = NULL, *map = NULL;
     cs_result *res = NULL, *rel = NULL;
+    json_t *src = NULL;
     bool found = false;
     int rc = iso_labelling_from_text(p->from_labelling, P, &from, err);
     if (!rc)
@@ -106,7 +140,7 @@ int iso_cache_relabel(const cs_iso_env *env, const cs_synth_request *req, const 
         }
     }
     if (!rc)
-        rc = delivery_load_result(env->store, env->cache, p->from, &res, &found, err);
+        rc = delivery_load_result(env->store, env->cache, p->from, &res, &src, &found, err);
     if (!rc && !found)
         rc = cs_error_set(err, CS_EIO, "key", "result %s left the store", p->from);
     if (!rc) {
@@ -130,14 +164,21 @@ int iso_cache_relabel(const cs_iso_env *env, const cs_synth_request *req, const 
         }
     }
     if (!rc) {
-        json_t *extra = json_pack("{s:s}", "relabelled_from", p->from);
         /* the reason says what happened, in words */
         char reason[sizeof rel->reason];
         snprintf(reason, sizeof reason, "relabelled from %.12s: %.200s", p->from, res->reason);
         snprintf(rel->reason, sizeof rel->reason, "%s", reason);
-        rc = extra ? delivery_save_result_with(env->store, env->cache, req, rel, extra, err)
-                   : cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        json_decref(extra);
+        json_t *skel = frame_from_source(req, rel, src);
+        if (skel) {
+            json_object_set_new(skel, "relabelled_from", json_string(p->from));
+            rc = delivery_save_result_frame(env->store, env->cache, req, rel, skel, err);
+        } else {
+            /* no usable stored document: annotate afresh */
+            json_t *extra = json_pack("{s:s}", "relabelled_from", p->from);
+            rc = extra ? delivery_save_result_with(env->store, env->cache, req, rel, extra, err)
+                       : cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            json_decref(extra);
+        }
     }
     if (!rc) {
         cs_summary sum;
@@ -152,6 +193,7 @@ int iso_cache_relabel(const cs_iso_env *env, const cs_synth_request *req, const 
         atomic_fetch_add_explicit(&env->metrics->iso_hits, 1, memory_order_relaxed);
         log_event(env->log, LOG_INFO, "iso_hit", "key", req->key, "from", p->from, NULL);
     }
+    json_decref(src);
     result_free(res);
     result_free(rel);
     free(from);

@@ -230,6 +230,8 @@ static bool iso_instead(cs_jobs *j, const cs_store_job *job, const cs_synth_requ
                         local_job *lj)
 {
     cs_metrics *m = j->env.metrics;
+    if (!j->env.config->iso_cache)
+        return false;
     cs_iso_env env = {j->env.store, j->env.cache, m, j->env.log};
     char iso_key[65];
     char *labelling = NULL;

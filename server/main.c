@@ -58,6 +58,29 @@ int main(int argc, char **argv)
     snprintf(port, sizeof port, "%d", server_port(srv));
     snprintf(workers, sizeof workers, "%d", cfg.workers);
     bool v6 = strchr(cfg.listen, ':') != NULL;
+    if (cfg.url_file[0]) {
+        /* Written before the announcement, and renamed into place, so that
+         * whoever waits for either never reads a missing or partial file. A
+         * wildcard bind is reached locally over loopback. */
+        const char *host = !strcmp(cfg.listen, "0.0.0.0") ? "127.0.0.1"
+                           : !strcmp(cfg.listen, "::") ? "::1"
+                                                       : cfg.listen;
+        bool h6 = strchr(host, ':') != NULL;
+        char tmp[sizeof cfg.url_file + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", cfg.url_file);
+        FILE *f = fopen(tmp, "w");
+        bool ok = f != NULL;
+        if (f) {
+            ok = fprintf(f, "http://%s%s%s:%d\n", h6 ? "[" : "", host, h6 ? "]" : "",
+                         server_port(srv)) > 0;
+            ok = fclose(f) == 0 && ok;
+            ok = ok && rename(tmp, cfg.url_file) == 0;
+            if (!ok)
+                unlink(tmp);
+        }
+        if (!ok)
+            log_event(&log, LOG_WARN, "url_file_failed", "path", cfg.url_file, NULL);
+    }
     printf("collsynthd listening on http://%s%s%s:%d (store %s, instance %s)\n", v6 ? "[" : "",
            cfg.listen, v6 ? "]" : "", server_port(srv),
            cfg.store[0] && strncmp(cfg.store, "postgres", 8) == 0 ? "postgresql" : "sqlite",
@@ -65,22 +88,6 @@ int main(int argc, char **argv)
     fflush(stdout);
     log_event(&log, LOG_INFO, "listening", "addr", cfg.listen, "port", port, "workers", workers,
               "instance", server_instance(srv), NULL);
-    if (cfg.url_file[0]) {
-        /* a wildcard bind is reached locally over loopback */
-        const char *host = !strcmp(cfg.listen, "0.0.0.0") ? "127.0.0.1"
-                           : !strcmp(cfg.listen, "::") ? "::1"
-                                                       : cfg.listen;
-        bool h6 = strchr(host, ':') != NULL;
-        FILE *f = fopen(cfg.url_file, "w");
-        bool ok = f != NULL;
-        if (f) {
-            ok = fprintf(f, "http://%s%s%s:%d\n", h6 ? "[" : "", host, h6 ? "]" : "",
-                         server_port(srv)) > 0;
-            ok = fclose(f) == 0 && ok;
-        }
-        if (!ok)
-            log_event(&log, LOG_WARN, "url_file_failed", "path", cfg.url_file, NULL);
-    }
 
     int sig = 0;
     for (;;) {

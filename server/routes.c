@@ -430,7 +430,7 @@ static cs_iso_env iso_env(cs_server *s)
 
 /* A stored result of an isomorphic request, relabelled to this one and
  * stored under its key (iso_cache.h): true when rs->key now has a result. */
-static bool iso_hit(req_state *rs, const post_memo *pm)
+static bool iso_hit(req_state *rs, const post_memo *pm, const cs_synth_request *parsed)
 {
     cs_server *s = rs->srv;
     cs_iso_env env = iso_env(s);
@@ -446,9 +446,13 @@ static bool iso_hit(req_state *rs, const post_memo *pm)
     const char *labelling = pm->canon + pm->lab_off;
     bool hit = false;
     if (!p.self_stored && p.from[0]) {
+        /* the request as parsed for this POST, else (a memo hit) again */
         cs_synth_request *req = NULL;
-        if (synth_request_parse(pm->canon, pm->canon_len, &s->cfg.limits, &req, &err) == CS_OK &&
-            iso_cache_relabel(&env, req, pm->iso_key, labelling, &p, &err) == CS_OK)
+        const cs_synth_request *use = parsed;
+        if (!use && synth_request_parse(pm->canon, pm->canon_len, &s->cfg.limits, &req, &err) ==
+                        CS_OK)
+            use = req;
+        if (use && iso_cache_relabel(&env, use, pm->iso_key, labelling, &p, &err) == CS_OK)
             hit = true;
         else if (err.code != CS_EVERIFY)
             log_event(&s->log, LOG_WARN, "iso_relabel_failed", "key", rs->key, "from", p.from,
@@ -585,6 +589,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
     char memo_key[80];
     snprintf(memo_key, sizeof memo_key, "M|%s", norm_hash);
     cs_blob *mb = delivery_ok ? cache_get(s->cache, memo_key) : NULL;
+    /* kept until the isomorphism check, which may need its topology */
+    cs_synth_request *parsed = NULL;
     if (!mb) {
         cs_synth_request *req = NULL;
         int rc = synth_request_from_json(doc, &s->cfg.limits, &req, &err);
@@ -599,7 +605,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         size_t cl = canon ? strlen(canon) : 0;
         char iso_key[65] = "", *labelling = NULL;
         cs_iso_env env = iso_env(s);
-        iso_cache_key(&env, req, iso_key, &labelling);
+        if (s->cfg.iso_cache)
+            iso_cache_key(&env, req, iso_key, &labelling);
         size_t ll = labelling ? strlen(labelling) : 0;
         post_memo *pm = canon ? malloc(sizeof *pm + cl + 1 + ll + 1) : NULL;
         if (!pm) {
@@ -621,10 +628,12 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         wait_s = req->wait_s;
         time_limit_s = req->time_limit_s;
         free(canon);
-        synth_request_free(req);
+        parsed = req;
         mb = blob_adopt((char *)pm, sizeof *pm + cl + 1 + ll);
-        if (!mb)
+        if (!mb) {
+            synth_request_free(parsed);
             return respond_error(rs, 500, "internal", "", "out of memory");
+        }
         if (delivery_ok)
             cache_put(s->cache, memo_key, mb);
     }
@@ -633,12 +642,14 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
     snprintf(rs->key, sizeof rs->key, "%s", pm->key);
     refused = delivery_refusal(s->cache, 'K', rs->key, &code, &ej);
     if (refused) {
+        synth_request_free(parsed);
         blob_unref(mb);
         enum MHD_Result r = refuse_remembered(rs, code, ej);
         blob_unref(refused);
         return r;
     }
     if (delivery_result_in_memory(s, rs->key)) {
+        synth_request_free(parsed);
         blob_unref(mb);
         atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
         bool missing = false;
@@ -647,7 +658,10 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
             return r;
         return respond_error(rs, 500, "internal", "", "the result left memory and the store");
     }
-    if (pm->iso_key[0] && iso_hit(rs, pm)) {
+    bool relabelled = pm->iso_key[0] && iso_hit(rs, pm, parsed);
+    synth_request_free(parsed);
+    parsed = NULL;
+    if (relabelled) {
         blob_unref(mb);
         atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
         bool missing = false;

@@ -733,6 +733,32 @@ START_TEST(typos_suggest_the_nearest_name)
     ck_assert_int_eq(r.code, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'alltoall'?"));
     run_free(&r);
+    r = run("solve", "ring:4", "allgather", "--method", "tacso");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'tacos'?"));
+    run_free(&r);
+    r = run("baseline", "rnig", "ring:4", "allgather");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'ring'?"));
+    run_free(&r);
+    /* the service names the nearest method too */
+    cs_synth_request *req = NULL;
+    cs_error err;
+    const char *body = "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smtt\"}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EINVAL);
+    ck_assert_msg(strstr(err.message, "did you mean \"smt\"?"), "%s", err.message);
+    /* KIND:ROOT names a rooted collective's root */
+    r = run("solve", "ring:4", "broadcast:2", "--method", "tacos", "--json", "--quiet");
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    json_t *doc = json_loads(r.out, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "collective"),
+                                                        "root")), 2);
+    json_decref(doc);
+    run_free(&r);
+    r = run("slove", "ring:4", "allgather");
+    ck_assert_int_eq(r.code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'solve'?"));
+    run_free(&r);
     /* nothing close: no suggestion */
     r = run("solve", "ring:4", "frobnicate");
     ck_assert_int_eq(r.code, 2);

@@ -231,6 +231,113 @@ START_TEST(screenshot_is_saved_as_png)
 }
 END_TEST
 
+
+/* A later stage of the browser script that failed on its own. */
+static void stage_ok(const char *name)
+{
+    const char *failure = json_string_value(json_object_get(page, name));
+    ck_assert_msg(failure == NULL, "in the browser: %s", failure);
+}
+
+/* Issue 12: frontier labels are not cut at the plot's right edge. */
+START_TEST(frontier_labels_stay_inside_the_plot)
+{
+    require_page();
+    ck_assert_int_eq(num("labels"), num("expected_points"));
+    json_t *over = json_object_get(page, "label_overflows");
+    ck_assert_msg(json_is_array(over) && json_array_size(over) == 0, "cut labels: %s",
+                  json_string_value(json_array_get(over, 0)));
+}
+END_TEST
+
+/* Issue 12: opening a result again posts no baseline synthesis: stored
+ * baselines come back by key, refused ones are remembered (DGX-1 allgather:
+ * the three baselines are asked once, and the server refuses at least one). */
+START_TEST(baselines_are_asked_once_and_refusals_remembered)
+{
+    require_page();
+    ck_assert_int_eq(num("first_view_baseline_posts"), 3);
+    ck_assert_int_ge(num("first_view_baseline_refusals"), 1);
+    ck_assert_int_eq(num("second_view_baseline_posts"), 0);
+    ck_assert_int_eq(num("second_view_baseline_curves"), num("baseline_curves"));
+    stage_ok("reload_failure");
+    ck_assert_int_eq(num("reload_baseline_posts"), 0);
+    ck_assert_int_eq(num("reload_baseline_curves"), num("baseline_curves"));
+}
+END_TEST
+
+/* Issue 12: meshes, tori and hypercubes are drawn on their grid: one cell
+ * per rank, and every link of the API's topology along a row or a column
+ * (a mesh's between neighbouring cells); other topologies stay on a circle. */
+START_TEST(grids_are_drawn_on_their_grid)
+{
+    require_page();
+    stage_ok("grid_failure");
+    json_t *grids = json_object_get(page, "grids");
+    const struct {
+        const char *name, *layout;
+        int ranks;
+        bool adjacent;
+    } want[] = {{"mesh2d:4x4", "mesh2d", 16, true},
+                {"torus2d:4x4", "torus2d", 16, false},
+                {"hypercube:4", "hypercube", 16, false},
+                {"mesh3d:2x2x2", "mesh3d", 8, false}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        json_t *g = json_object_get(grids, want[i].name);
+        ck_assert_msg(g != NULL, "%s was not drawn", want[i].name);
+        ck_assert_str_eq(json_string_value(json_object_get(g, "layout")), want[i].layout);
+        ck_assert_int_eq(json_integer_value(json_object_get(g, "ranks")), want[i].ranks);
+        ck_assert_int_eq(json_integer_value(json_object_get(g, "distinct")), want[i].ranks);
+        ck_assert_int_gt(json_integer_value(json_object_get(g, "links")), 0);
+        if (strcmp(want[i].layout, "mesh3d") != 0)
+            ck_assert_msg(json_integer_value(json_object_get(g, "off_axis")) == 0,
+                          "%s: links off the grid's rows and columns", want[i].name);
+        if (want[i].adjacent)
+            ck_assert_msg(json_integer_value(json_object_get(g, "not_adjacent")) == 0,
+                          "%s: links between cells that are not neighbours", want[i].name);
+    }
+    ck_assert_str_eq(json_string_value(json_object_get(page, "custom_layout")), "circle");
+}
+END_TEST
+
+static bool same_list(json_t *a, json_t *b)
+{
+    if (json_array_size(a) != json_array_size(b))
+        return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
+            return false;
+    return true;
+}
+
+/* Issue 12: the history lists every stored result and every job the server
+ * has (not only this browser's), filters and pages them, and opens a result. */
+START_TEST(history_lists_the_servers_results_and_jobs)
+{
+    require_page();
+    stage_ok("history_failure");
+    json_t *api_r = json_object_get(page, "history_api_results");
+    json_t *api_j = json_object_get(page, "history_api_jobs");
+    ck_assert_int_ge((long)json_array_size(api_r), 5); /* dgx1, the custom one, 4 grids, baselines */
+    ck_assert_int_ge((long)json_array_size(api_j), 5);
+    ck_assert_int_eq(num("history_page_jobs_empty"), 0); /* a fresh profile submitted nothing */
+    ck_assert_msg(same_list(json_object_get(page, "history_results"), api_r),
+                  "the results shown are not the server's");
+    ck_assert_msg(same_list(json_object_get(page, "history_jobs"), api_j),
+                  "the jobs shown are not the server's");
+    ck_assert_msg(same_list(json_object_get(page, "history_allgather"),
+                            json_object_get(page, "history_api_allgather")),
+                  "the collective filter does not match the API's");
+    ck_assert_int_eq(num("history_page1"), 1);
+    json_t *p2 = json_object_get(page, "history_page2");
+    ck_assert_int_eq((long)json_array_size(p2), 2);
+    ck_assert(json_equal(json_array_get(p2, 0), json_array_get(api_r, 0)));
+    ck_assert(json_equal(json_array_get(p2, 1), json_array_get(api_r, 1)));
+    ck_assert_str_eq(json_string_value(json_object_get(page, "history_opened")),
+                     json_string_value(json_object_get(page, "history_clicked")));
+}
+END_TEST
+
 static Suite *dashboard_suite(void)
 {
     Suite *s = suite_create("dashboard");
@@ -244,6 +351,10 @@ static Suite *dashboard_suite(void)
     tcase_add_test(tc, size_plot_and_timeline_are_drawn);
     tcase_add_test(tc, pasted_topology_is_drawn_from_the_submitted_json);
     tcase_add_test(tc, screenshot_is_saved_as_png);
+    tcase_add_test(tc, frontier_labels_stay_inside_the_plot);
+    tcase_add_test(tc, baselines_are_asked_once_and_refusals_remembered);
+    tcase_add_test(tc, grids_are_drawn_on_their_grid);
+    tcase_add_test(tc, history_lists_the_servers_results_and_jobs);
     suite_add_tcase(s, tc);
     return s;
 }

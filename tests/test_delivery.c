@@ -631,6 +631,104 @@ END_TEST
 
 /* A document the code generator refuses (a runtime that lacks the
  * collective) is refused again from memory, without generating. */
+/* MSCCL slices (?rank=, ?ranks=) are cut from the whole document: each is
+ * the whole document's header, exactly its ranks' <gpu> elements and the
+ * closing tag, whichever is asked first; the slices of all ranks put
+ * together are the whole document; ETags per slice; a bad rank is 400. */
+static void split_doc(const char *doc, size_t len, size_t *head, size_t *tail)
+{
+    const char *g = strstr(doc, "<gpu");
+    ck_assert_ptr_nonnull(g);
+    while (g > doc && g[-1] == ' ')
+        g--;
+    *head = (size_t)(g - doc);
+    const char *end = NULL;
+    for (const char *p = strstr(doc, "</algo>"); p; p = strstr(p + 1, "</algo>"))
+        end = p;
+    ck_assert_ptr_nonnull(end);
+    *tail = (size_t)(end - doc);
+    ck_assert_uint_le(*tail, len);
+}
+
+START_TEST(msccl_slices_are_cut_from_the_whole_document)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char key[65];
+    synthesize(&d, "{\"topology\":\"dgx1\",\"collective\":\"allreduce\",\"method\":\"smt\","
+                   "\"options\":{\"wait_s\":120}}",
+               key);
+    const char *runtimes[] = {"msccl", "msccl-executor"};
+    for (int k = 0; k < 2; k++) {
+        char path[400];
+        /* slices first: the whole document is generated for the first one */
+        char *part[8];
+        size_t plen[8];
+        http_resp sl[8];
+        for (int r = 0; r < 8; r++) {
+            snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=%s&rank=%d", key,
+                     runtimes[k], 7 - r);
+            sl[7 - r] = get(&d, path, NULL);
+            ck_assert_msg(sl[7 - r].status == 200, "%s: %ld %.300s", path, sl[7 - r].status,
+                          sl[7 - r].body);
+        }
+        snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=%s", key,
+                 runtimes[k]);
+        http_resp whole = get(&d, path, NULL);
+        ck_assert_int_eq(whole.status, 200);
+        size_t head, tail;
+        split_doc(whole.body, whole.len, &head, &tail);
+        size_t at = head;
+        for (int r = 0; r < 8; r++) {
+            size_t h, t;
+            split_doc(sl[r].body, sl[r].len, &h, &t);
+            ck_assert_uint_eq(h, head);
+            ck_assert_msg(!memcmp(sl[r].body, whole.body, head), "rank %d: another header", r);
+            ck_assert_str_eq(sl[r].body + t, whole.body + tail);
+            part[r] = sl[r].body + h;
+            plen[r] = t - h;
+            char id[32];
+            snprintf(id, sizeof id, "<gpu id=\"%d\"", r);
+            ck_assert_msg(!strncmp(part[r] + strspn(part[r], " "), id, strlen(id)),
+                          "rank %d's slice: %.60s", r, part[r]);
+            const char *next = strstr(part[r] + strspn(part[r], " ") + 1, "<gpu ");
+            ck_assert_msg(next == NULL || next >= sl[r].body + t,
+                          "rank %d's slice holds another <gpu>", r);
+            ck_assert_msg(at + plen[r] <= tail && !memcmp(whole.body + at, part[r], plen[r]),
+                          "rank %d's <gpu> is not the whole document's", r);
+            at += plen[r];
+        }
+        ck_assert_uint_eq(at, tail);
+        /* one node's worth: ranks 2-5 */
+        snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=%s&ranks=2-5", key,
+                 runtimes[k]);
+        http_resp mid = get(&d, path, NULL);
+        ck_assert_int_eq(mid.status, 200);
+        size_t want = head + plen[2] + plen[3] + plen[4] + plen[5] + (whole.len - tail);
+        ck_assert_uint_eq(mid.len, want);
+        ck_assert(!memcmp(mid.body + head, part[2], plen[2]));
+        ck_assert(!memcmp(mid.body + head + plen[2] + plen[3] + plen[4], part[5], plen[5]));
+        http_resp_free(&mid);
+        char other[400];
+        snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=%s&rank=3", key,
+                 runtimes[k]);
+        snprintf(other, sizeof other, "/v1/results/%s?format=msccl-xml&runtime=%s&rank=4", key,
+                 runtimes[k]);
+        check_etag(&d, path, other);
+        check_codings(&d, path);
+        for (int r = 0; r < 8; r++)
+            http_resp_free(&sl[r]);
+        http_resp_free(&whole);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&rank=8", key);
+    http_resp r = get(&d, path, NULL);
+    ck_assert_int_eq(r.status, 400);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(code_refusals_are_remembered)
 {
     cs_daemon d;
@@ -730,6 +828,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, failed_keys_are_remembered);
     tcase_add_test(tc, job_document_carries_the_result);
     tcase_add_test(tc, code_refusals_are_remembered);
+    tcase_add_test(tc, msccl_slices_are_cut_from_the_whole_document);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,9 +12,14 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "hier.h"
+#include "msccl_check.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
+#include "iso.h"
+
+#include "../clients/slurm/cluster.c"
 
 static cs_topology *load(const char *spec)
 {
@@ -55,10 +60,10 @@ static cs_topology *load_text(const char *doc)
 
 /* Synthesizes kind on t, checks every algorithm independently: verifier,
  * the bound at two sizes, method and reason. */
-static void check_composed(const cs_topology *t, cs_coll_kind kind)
+static void check_composed_root(const cs_topology *t, cs_coll_kind kind, int root)
 {
     cs_collective c;
-    collective_init(&c, kind, -1);
+    collective_init(&c, kind, root);
     cs_result *res = NULL;
     cs_error err;
     int rc = hier_synthesize(t, &c, NULL, &res, &err);
@@ -86,13 +91,38 @@ static void check_composed(const cs_topology *t, cs_coll_kind kind)
     result_free(res);
 }
 
+static void check_composed(const cs_topology *t, cs_coll_kind kind)
+{
+    check_composed_root(t, kind, -1);
+}
+
+/* Broadcast and reduce from a root that is not a NIC (ndv2: NICs are local
+ * 0 and 1; the ring cluster: 0 and 2) and from a NIC. */
+START_TEST(test_rooted)
+{
+    const char *specs[] = {"dgxh100:4", "ndv2:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = load(specs[i]);
+        check_composed_root(t, CS_COLL_BROADCAST, 13);
+        check_composed_root(t, CS_COLL_REDUCE, 13);
+        check_composed_root(t, CS_COLL_BROADCAST, 0);
+        topology_free(t);
+    }
+    cs_topology *t = load_text(ring_cluster);
+    check_composed_root(t, CS_COLL_BROADCAST, 7);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(test_builtin_clusters)
 {
     const char *specs[] = {"dgxh100:2", "dgxh100:4", "dgxa100:3", "ndv2:2"};
-    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE};
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE,
+                            CS_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         cs_topology *t = load(specs[i]);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             check_composed(t, kinds[k]);
         topology_free(t);
     }
@@ -113,6 +143,7 @@ START_TEST(test_json_clusters)
     check_composed(t, CS_COLL_ALLGATHER);
     check_composed(t, CS_COLL_REDUCESCATTER);
     check_composed(t, CS_COLL_ALLREDUCE);
+    check_composed(t, CS_COLL_ALLTOALL);
     topology_free(t);
 }
 END_TEST
@@ -141,6 +172,204 @@ START_TEST(test_pipelined)
     ck_assert_msg(best >= 0.75, "ratio_to_bound %.3f at 1 GiB", best);
     result_free(res);
     topology_free(t);
+}
+END_TEST
+
+/* Allreduce on 32 nodes: the frontier holds a composition with one chunk per
+ * node (every rail message a whole chunk), with 8x fewer sends than the
+ * chunk-per-rank one, and it is the faster at 1 MiB (latency paid per node
+ * pair, not per rank pair). */
+START_TEST(test_node_chunk_allreduce)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    const cs_algorithm *node = NULL, *rank = NULL;
+    for (int i = 0; i < res->nalgs; i++) {
+        if (res->algs[i]->chunks == 32)
+            node = res->algs[i];
+        if (res->algs[i]->chunks == t->ranks)
+            rank = res->algs[i];
+    }
+    ck_assert_msg(node && rank, "frontier of %d lacks a composition", res->nalgs);
+    ck_assert_int_lt(node->nsends * 4, rank->nsends);
+    cs_sim_result a, b;
+    ck_assert_int_eq(simulate_algorithm(t, node, 1 << 20, &a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, rank, 1 << 20, &b, &err), CS_OK);
+    ck_assert_msg(a.time_us < b.time_us, "node chunks %.1f us, rank chunks %.1f us", a.time_us,
+                  b.time_us);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* The NIC-tree forwards of a block are one runtime step per peer: lowered to
+ * MSCCL XML, a 32-node allgather fits both runtimes' limits (64 steps per
+ * thread block) with merged steps; unmerged, each rank would forward 31
+ * blocks of 8 chunks to each peer and receive as many from it. */
+START_TEST(test_msccl_fits)
+{
+    cs_topology *t = load("dgxh100:32");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_OK);
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    char *xml = NULL;
+    size_t len = 0;
+    int rc = msccl_xml_generate(res->algs[0], t, &o, &xml, &len, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    rc = msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_gt(st.merged_steps, 0);
+    ck_assert_int_lt(st.max_steps, 64);
+    free(xml);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* Where SMT finds nothing within its budget, shortest-path trees stand in,
+ * the result still verifies, and the reason says so. */
+START_TEST(test_smt_fallback)
+{
+    cs_topology *t = load("ndv2:3");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_hier_options o;
+    hier_options_default(&o);
+    o.smt_time_limit_s = 1e-6;
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, &o, &res, &err), CS_OK);
+    ck_assert_msg(strstr(res->reason, "shortest-path trees"), "%s", res->reason);
+    ck_assert_int_eq(algorithm_verify(t, res->algs[0], &err), CS_OK);
+    result_free(res);
+    topology_free(t);
+}
+END_TEST
+
+/* Groups listed in another order and ranks numbered across nodes (node g
+ * holds ranks g, g+3, g+6, g+9): the same structure under the groups' own
+ * order, composed and verified. */
+START_TEST(test_interleaved_ranks)
+{
+    json_t *links = json_array(), *sw = json_array(), *groups = json_array();
+    for (int g = 0; g < 3; g++) {
+        json_t *ranks = json_array();
+        for (int i = 0; i < 4; i++)
+            json_array_append_new(ranks, json_integer(g + 3 * i));
+        for (int i = 0; i < 4; i++)
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   g + 3 * i, "dst", g + 3 * ((i + 1) % 4),
+                                                   "lanes", 1, "gbps", 100.0, "alpha_us", 0.5,
+                                                   "bidirectional", 1));
+        json_array_insert_new(groups, 0, ranks);   /* groups in reverse order */
+    }
+    json_array_append_new(sw, json_pack("{s:s, s:[i,i,i,i,i,i], s:f, s:f}", "name", "fabric",
+                                        "ranks", 0, 1, 2, 6, 7, 8, "gbps", 10.0, "alpha_us",
+                                        2.0));
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:o}", "name", "interleaved", "ranks", 12,
+                            "links", links, "switches", sw, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    cs_topology *t = load_text(text);
+    free(text);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    topology_free(t);
+}
+END_TEST
+
+/* Two node types (a 4-ring and a 4-line) in one cluster: refused, naming it. */
+START_TEST(test_mixed_types_refused)
+{
+    const char *doc =
+        "{\"name\":\"mixed\",\"ranks\":8,\"links\":["
+        "{\"src\":0,\"dst\":1,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":1,\"dst\":2,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":2,\"dst\":3,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":3,\"dst\":0,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":4,\"dst\":5,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":5,\"dst\":6,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"
+        "{\"src\":6,\"dst\":7,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true}],"
+        "\"switches\":[{\"name\":\"fabric\",\"ranks\":[0,4],\"gbps\":10,\"alpha_us\":2}],"
+        "\"groups\":[[0,1,2,3],[4,5,6,7]]}";
+    cs_topology *t = load_text(doc);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_error err;
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "one node type"), "%s", err.message);
+    /* not isomorphic either: the canonical order was tried and says so */
+    ck_assert_msg(strstr(err.message, "up to renumbering"), "%s", err.message);
+    topology_free(t);
+}
+END_TEST
+
+static cs_result *run_request(const char *body, cs_synth_request **req_out);
+
+/* The Slurm hook's ring fabric (NIC i of node k to NIC i of node k+1, both
+ * ways): composed around the ring when asked; alltoall refused; auto keeps
+ * the flat methods there. */
+START_TEST(test_ring_fabric)
+{
+    json_t *links = json_array(), *groups = json_array();
+    int N = 5;
+    for (int n = 0; n < N; n++) {
+        json_t *g = json_array();
+        for (int i = 0; i < 4; i++) {
+            json_array_append_new(g, json_integer(4 * n + i));
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   4 * n + i, "dst", 4 * n + (i + 1) % 4,
+                                                   "lanes", 1, "gbps", 100.0, "alpha_us", 0.5,
+                                                   "bidirectional", 1));
+        }
+        json_array_append_new(groups, g);
+        for (int i = 0; i < 4; i += 2)
+            json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                   4 * n + i, "dst", 4 * ((n + 1) % N) + i,
+                                                   "lanes", 1, "gbps", 10.0, "alpha_us", 2.0,
+                                                   "bidirectional", 1));
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o}", "name", "ringfab", "ranks", 4 * N, "links",
+                            links, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    cs_topology *t = load_text(text);
+    check_composed(t, CS_COLL_ALLGATHER);
+    check_composed(t, CS_COLL_REDUCESCATTER);
+    check_composed(t, CS_COLL_ALLREDUCE);
+    check_composed_root(t, CS_COLL_BROADCAST, 5);
+    check_composed_root(t, CS_COLL_REDUCE, 5);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_result *res = NULL;
+    cs_error err;
+    ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "switched"), "%s", err.message);
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_OK);
+    ck_assert_int_eq(hier_auto_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "ring"), "%s", err.message);
+    topology_free(t);
+    /* auto on it runs a flat method */
+    char body[4096];
+    snprintf(body, sizeof body, "{\"topology\":%s,\"collective\":\"allgather\"}", text);
+    free(text);
+    cs_synth_request *req = NULL;
+    cs_result *r = run_request(body, &req);
+    ck_assert_str_ne(r->method, "hierarchical");
+    result_free(r);
+    synth_request_free(req);
 }
 END_TEST
 
@@ -197,15 +426,15 @@ START_TEST(test_refusals)
 {
     cs_topology *t = load("dgxh100:2");
     cs_collective c;
-    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    collective_init(&c, CS_COLL_SCATTER, 1);
     cs_result *res = NULL;
     cs_error err;
     ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
     ck_assert_ptr_null(res);
-    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
-    collective_init(&c, CS_COLL_BROADCAST, 0);
+    ck_assert_msg(strstr(err.message, "scatter"), "%s", err.message);
+    collective_init(&c, CS_COLL_GATHER, 0);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "broadcast"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
     topology_free(t);
 
     /* no nodes */
@@ -232,16 +461,231 @@ START_TEST(test_refusals)
 
     /* the service refuses method hierarchical for what it cannot compose */
     const char *body =
-        "{\"topology\":\"dgxh100:2\",\"collective\":\"alltoall\",\"method\":\"hierarchical\"}";
+        "{\"topology\":\"dgxh100:2\",\"collective\":{\"kind\":\"gather\",\"root\":0},"
+        "\"method\":\"hierarchical\"}";
     cs_synth_request *req = NULL;
     ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "alltoall"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
     ck_assert_str_eq(err.field, "collective.kind");
     /* and auto runs a flat method for it */
-    cs_result *r = run_request("{\"topology\":\"dgxh100:4\",\"collective\":\"alltoall\"}", &req);
+    cs_result *r = run_request(
+        "{\"topology\":\"dgxh100:4\",\"collective\":{\"kind\":\"gather\",\"root\":0}}", &req);
     ck_assert_str_ne(r->method, "hierarchical");
     result_free(r);
     synth_request_free(req);
+}
+END_TEST
+
+/* ---- nodes numbered differently inside (Slurm allocations, relabelled documents) ---------- */
+
+static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    (void)ctx;
+    cs_topology *t = NULL;
+    cs_error err;
+    if (topology_builtin(name, &t, &err) != CS_OK) {
+        snprintf(msg, msglen, "%s", err.message);
+        return NULL;
+    }
+    json_t *doc = topology_to_json(t);
+    topology_free(t);
+    return doc;
+}
+
+/* The Slurm hook's topology for n DGX-1 nodes (NICs 0,2,4,6) on one fabric
+ * switch, as the hook writes it. */
+static char *hook_cluster_text(int n)
+{
+    json_t *cluster = json_pack(
+        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
+        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
+        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+    char **names = malloc(sizeof *names * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        names[k] = malloc(16);
+        snprintf(names[k], 16, "gpu%03d", k + 1);
+    }
+    json_t *topo = NULL, *expanded = NULL;
+    char msg[256];
+    ck_assert_msg(cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo,
+                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
+    hostlist_free(names, n);
+    json_decref(cluster);
+    json_decref(expanded);
+    char *text = json_dumps(topo, JSON_COMPACT);
+    json_decref(topo);
+    return text;
+}
+
+static int cmp_json_int(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(*(json_t *const *)a);
+    json_int_t y = json_integer_value(*(json_t *const *)b);
+    return (x > y) - (x < y);
+}
+
+/* t's Topology JSON with the ranks of every node permuted among themselves
+ * (each node its own random order: its GPUs, NICs included, sit at other
+ * local positions than in the other nodes), each group's list then written
+ * in ascending rank order, as a daemon's canonical request writes it, so the
+ * groups' order says nothing about which GPU is which. */
+static char *shuffled_in_nodes(const char *doc, unsigned seed)
+{
+    cs_topology *t = load_text(doc);
+    int *map = malloc(sizeof *map * (size_t)t->ranks);
+    for (int r = 0; r < t->ranks; r++)
+        map[r] = r;
+    for (int g = 0; g < t->ngroups; g++) {
+        const cs_group *gr = &t->groups[g];
+        int p[64];
+        for (int i = 0; i < gr->nranks; i++)
+            p[i] = i;
+        for (int i = gr->nranks - 1; i > 0; i--) {
+            seed = seed * 1103515245u + 12345u;
+            int j = (int)((seed >> 8) % (unsigned)(i + 1)), x = p[i];
+            p[i] = p[j];
+            p[j] = x;
+        }
+        for (int i = 0; i < gr->nranks; i++)
+            map[gr->ranks[i]] = gr->ranks[p[i]];
+    }
+    cs_topology *u = NULL;
+    cs_error err;
+    ck_assert_int_eq(iso_relabel_topology(t, map, "shuffled", &u, &err), CS_OK);
+    json_t *j = topology_to_json(u);
+    json_t *groups = json_object_get(j, "groups");
+    for (size_t g = 0; g < json_array_size(groups); g++) {
+        json_t *ranks = json_array_get(groups, g);
+        if (json_is_object(ranks))
+            ranks = json_object_get(ranks, "ranks");
+        size_t n = json_array_size(ranks);
+        json_t **v = malloc(sizeof *v * n);
+        for (size_t i = 0; i < n; i++)
+            v[i] = json_incref(json_array_get(ranks, i));
+        qsort(v, n, sizeof *v, cmp_json_int);
+        json_array_clear(ranks);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(ranks, v[i]);
+        free(v);
+    }
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    topology_free(t);
+    topology_free(u);
+    free(map);
+    return text;
+}
+
+/* Whether the groups' own order shows every node alike: local link lanes
+ * (i -> j), local NIC positions (ranks with a link out of their node), and
+ * local NIC i of every node joined to local NIC i of node 0 (one rail). */
+static bool nodes_alike_as_listed(const cs_topology *t)
+{
+    int m = t->groups[0].nranks;
+    for (int g = 1; g < t->ngroups; g++)
+        for (int i = 0; i < m; i++) {
+            int a0 = t->groups[0].ranks[i], ag = t->groups[g].ranks[i];
+            bool out0 = false, outg = false;
+            for (int l = t->out_begin[a0]; l < t->out_begin[a0 + 1]; l++)
+                out0 = out0 || t->group_of[t->links[l].dst] != 0;
+            for (int l = t->out_begin[ag]; l < t->out_begin[ag + 1]; l++)
+                outg = outg || t->group_of[t->links[l].dst] != g;
+            if (out0 != outg || (out0 && topology_find_link(t, a0, ag) < 0))
+                return false;
+            for (int k = 0; k < m; k++) {
+                int l0 = topology_find_link(t, a0, t->groups[0].ranks[k]);
+                int lg = topology_find_link(t, ag, t->groups[g].ranks[k]);
+                if ((l0 < 0) != (lg < 0) || (l0 >= 0 && t->links[l0].lanes != t->links[lg].lanes))
+                    return false;
+            }
+        }
+    return true;
+}
+
+/* auto on the topology document for kind: method hierarchical, every
+ * algorithm verified here again on the caller's topology; the frontier's
+ * best simulated time at `bytes` and best ratio to the bound at 1 GiB. */
+static void auto_hier(const char *doc, const char *kind, bool renumbered, double bytes,
+                      double *best_us, double *best_ratio)
+{
+    char *body = malloc(strlen(doc) + 128);
+    sprintf(body, "{\"topology\":%s,\"collective\":\"%s\"}", doc, kind);
+    cs_synth_request *req = NULL;
+    cs_result *res = run_request(body, &req);
+    free(body);
+    ck_assert_str_eq(res->method, "hierarchical");
+    ck_assert_msg(strncmp(res->reason, "auto:", 5) == 0, "%s", res->reason);
+    ck_assert_msg((strstr(res->reason, "renumbering") != NULL) == renumbered, "reason: %s",
+                  res->reason);
+    const cs_topology *t = req->topology;
+    cs_time_bound tb;
+    cs_error err;
+    ck_assert_int_eq(collective_time_bound(t, &req->collective, &tb, &err), CS_OK);
+    *best_us = INFINITY;
+    *best_ratio = 0;
+    for (int i = 0; i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s alg %d: %s", t->name, i,
+                      err.message);
+        cs_sim_result sr;
+        ck_assert_int_eq(simulate_algorithm(t, a, bytes, &sr, &err), CS_OK);
+        if (sr.time_us < *best_us)
+            *best_us = sr.time_us;
+        sim_result_free(&sr);
+        cs_bound_ratio br;
+        ck_assert_int_eq(synth_ratio_to_bound(t, &tb, a, 1 << 30, &br, &err), CS_OK);
+        ck_assert(br.ratio > 0 && br.ratio <= 1.0 + 1e-9);
+        if (br.ratio > *best_ratio)
+            *best_ratio = br.ratio;
+    }
+    result_free(res);
+    synth_request_free(req);
+}
+
+/* A Slurm allocation numbers each node's GPUs its own way: the hook's
+ * DGX-1 cluster (8 nodes, one fabric switch) and dgxh100:4 (rails: the
+ * NIC of rail r is a different local rank in every node) with every node
+ * shuffled inside are the same clusters, so auto must still compose them
+ * hierarchically, say the nodes were matched up to renumbering, and reach
+ * the same simulated time and ratio to the bound as the unshuffled ones. */
+START_TEST(test_renumbered_nodes)
+{
+    char *hook = hook_cluster_text(8);
+    cs_topology *h = load("dgxh100:4");
+    json_t *hj = topology_to_json(h);
+    char *h100 = json_dumps(hj, JSON_COMPACT);
+    json_decref(hj);
+    topology_free(h);
+    const char *docs[] = {hook, h100};
+    const char *kinds[] = {"allgather", "allreduce"};
+    for (int d = 0; d < 2; d++) {
+        char *shuf = shuffled_in_nodes(docs[d], 7u + (unsigned)d);
+        cs_topology *u = load_text(shuf);
+        ck_assert_msg(!nodes_alike_as_listed(u), "doc %d: the shuffle left the nodes alike: %.300s", d, shuf);
+        topology_free(u);
+        for (int k = 0; k < 2; k++) {
+            double us0, r0, us1, r1;
+            auto_hier(docs[d], kinds[k], false, 1 << 20, &us0, &r0);
+            auto_hier(shuf, kinds[k], true, 1 << 20, &us1, &r1);
+            ck_assert_msg(fabs(us1 - us0) <= 1e-6 * us0 && fabs(r1 - r0) <= 1e-9,
+                          "doc %d %s: shuffled %.3f us ratio %.4f, as built %.3f us ratio %.4f",
+                          d, kinds[k], us1, r1, us0, r0);
+        }
+        /* method hierarchical asked for explicitly is accepted too */
+        char *body = malloc(strlen(shuf) + 128);
+        sprintf(body, "{\"topology\":%s,\"collective\":\"allgather\",\"method\":"
+                      "\"hierarchical\"}", shuf);
+        cs_synth_request *req = NULL;
+        cs_result *res = run_request(body, &req);
+        ck_assert_str_eq(res->method, "hierarchical");
+        ck_assert_msg(strstr(res->reason, "renumbering"), "%s", res->reason);
+        result_free(res);
+        synth_request_free(req);
+        free(body);
+        free(shuf);
+    }
+    free(hook);
+    free(h100);
 }
 END_TEST
 
@@ -252,9 +696,17 @@ static Suite *hier_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_builtin_clusters);
     tcase_add_test(tc, test_json_clusters);
+    tcase_add_test(tc, test_rooted);
+    tcase_add_test(tc, test_smt_fallback);
+    tcase_add_test(tc, test_interleaved_ranks);
+    tcase_add_test(tc, test_mixed_types_refused);
+    tcase_add_test(tc, test_ring_fabric);
     tcase_add_test(tc, test_pipelined);
+    tcase_add_test(tc, test_node_chunk_allreduce);
+    tcase_add_test(tc, test_msccl_fits);
     tcase_add_test(tc, test_auto_picks_hierarchical);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_renumbered_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -187,8 +187,10 @@ static void check_renumbered_same_key(json_t *topology, const char *coll, const 
 
 START_TEST(renumbered_builtins_share_the_key)
 {
+    /* dgx2: 16 ranks on one switch and nothing else, all twins (the
+     * labelling reduces them to one vertex); dgxh100:2 has none */
     const char *specs[] = {"dgx1", "torus2d:4x4", "hypercube:4", "line:8", "ring:9", "amd8fc",
-                           "ndv2:2"};
+                           "ndv2:2", "dgx2", "dgxh100:2", "star:12", "fc:8", "mesh2d:3x5"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (int rep = 0; rep < 3; rep++)
             check_renumbered_same_key(json_string(specs[i]), "allgather", "direct");
@@ -231,6 +233,31 @@ static json_t *hook_cluster(int n, const char *fabric, double gbps)
     return topo;
 }
 
+/* Two node types: n DGX-1 nodes and n 4-rank rings (NIC 0), interleaved in
+ * the node list, on a fabric switch. */
+static json_t *mixed_cluster(int n)
+{
+    json_t *cluster = json_pack(
+        "{s:s, s:{s:{s:s, s:[iiii]}, s:{s:s, s:[i]}}, s:[{s:s, s:s}, {s:s, s:s}],"
+        " s:{s:s, s:f, s:f}}",
+        "name", "mixed", "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "quad",
+        "topology", "ring:4", "nics", 0, "nodes", "names", "gpu*", "type", "dgx1", "names",
+        "edge*", "type", "quad", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
+    char **names = malloc(sizeof *names * 2 * (size_t)n);
+    for (int k = 0; k < 2 * n; k++) {
+        names[k] = malloc(16);
+        snprintf(names[k], 16, "%s%03d", k % 2 ? "edge" : "gpu", k);
+    }
+    json_t *topo = NULL, *expanded = NULL;
+    char msg[256];
+    ck_assert_msg(cluster_build_topology(cluster, names, 2 * n, fetch_builtin, NULL, &topo,
+                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
+    hostlist_free(names, 2 * n);
+    json_decref(cluster);
+    json_decref(expanded);
+    return topo;
+}
+
 START_TEST(renumbered_clusters_share_the_key)
 {
     for (int rep = 0; rep < 3; rep++) {
@@ -240,6 +267,8 @@ START_TEST(renumbered_clusters_share_the_key)
         check_renumbered_same_key(hook_cluster(16, "switch", 12.5), "allgather", "two-level");
         check_renumbered_same_key(hook_cluster(12, "ring", 12.5), "allgather", "two-level");
         check_renumbered_same_key(json_string("dgxh100:16"), "reducescatter", "two-level");
+        check_renumbered_same_key(mixed_cluster(8), "allgather", "two-level");
+        check_renumbered_same_key(json_string("ndv2:16"), "allreduce", "two-level");
     }
 }
 END_TEST
@@ -400,7 +429,8 @@ START_TEST(relabelled_schedules_stay_valid)
         {"dgx1", "allreduce", "tacos", -1},     {"dgx1", "alltoall", "direct", -1},
         {"dgx1", "broadcast", "binomial-tree", 2}, {"dgx1", "gather", "binomial-tree", 5},
         {"dgx1", "scatter", "binomial-tree", 1}, {"torus2d:4x4", "allgather", "tacos", -1},
-        {"dgxh100:4", "allreduce", "tacos", -1},
+        {"dgxh100:4", "allreduce", "tacos", -1}, {"dgx1", "reduce", "binomial-tree", 6},
+        {"torus2d:4x4", "alltoall", "direct", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *c = kind(cases[i].coll);
@@ -414,6 +444,24 @@ START_TEST(relabelled_schedules_stay_valid)
         synth_request_free(a);
         synth_request_free(b);
     }
+    /* a custom collective: chunk numbers stay, their ranks move */
+    json_t *cc = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                           "custom", "global_chunks", 3, "pre", 0, 0, 1, 3, 2, 5, "post", 0, 7,
+                           1, 4, 2, 0, 2, 6);
+    cs_synth_request *ca = request(json_string("dgx1"), cc, "tacos", NULL);
+    int cmap[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+    cs_topology *ct = NULL;
+    cs_error cerr;
+    ck_assert_int_eq(iso_relabel_topology(ca->topology, cmap, "dgx1-other", &ct, &cerr), CS_OK);
+    json_t *cc2 = json_pack("{s:s, s:i, s:[[ii][ii][ii]], s:[[ii][ii][ii][ii]]}", "kind",
+                            "custom", "global_chunks", 3, "pre", 0, cmap[0], 1, cmap[3], 2,
+                            cmap[5], "post", 0, cmap[7], 1, cmap[4], 2, cmap[0], 2, cmap[6]);
+    cs_synth_request *cb = request(topology_to_json(ct), cc2, "tacos", NULL);
+    topology_free(ct);
+    check_relabelled_valid(ca, cb, true);
+    synth_request_free(ca);
+    synth_request_free(cb);
+
     /* the hook's 16-node cluster, renumbered */
     cs_synth_request *a = request(hook_cluster(16, "switch", 12.5), kind("allgather"), "tacos",
                                   NULL);
@@ -423,6 +471,185 @@ START_TEST(relabelled_schedules_stay_valid)
     free(map);
     synth_request_free(a);
     synth_request_free(b);
+}
+END_TEST
+
+/* Random clusters: G nodes of one or two types (a cycle with random chords),
+ * joined by a ring between their first ranks plus random links and a
+ * switch (mode 0), by a twisted one-way fabric from every rank (mode 1), or
+ * from every other rank (mode 2, so orbits inside nodes matter).  A random
+ * renumbering of all ranks gets the same key under both schemes; raising
+ * one link's lanes changes it. */
+static cs_topology *random_cluster(int trial, int lanes_bump)
+{
+    rng_state = 1000u + (unsigned)trial * 7919u;
+    int G = 8 + rnd(12), s = 3 + rnd(5), P = G * s, mode = trial % 3, tw = rnd(s);
+    int types = 1 + rnd(2);
+    cs_topology *t = topology_new("random-cluster", P);
+    cs_error err;
+    int chords[2][64][2], nch[2] = {0, 0};
+    for (int ty = 0; ty < types; ty++)
+        for (int a = 0; a < s; a++)
+            for (int b = a + 2; b < s; b++)
+                if (!(a == 0 && b == s - 1) && nch[ty] < 64 && mode == 0 && rnd(3) == 0) {
+                    chords[ty][nch[ty]][0] = a;
+                    chords[ty][nch[ty]++][1] = b;
+                }
+    int bumped = 0;
+    for (int q = 0; q < G; q++) {
+        int ty = q % types, g[16];
+        for (int k = 0; k < s; k++) {
+            int lanes = 1 + (k % 2) + (lanes_bump && q == G / 2 && k == 0 && !bumped++);
+            ck_assert_int_eq(topology_add_link(t, q * s + k, q * s + (k + 1) % s, lanes, 50.0,
+                                               0.5, true, &err), CS_OK);
+        }
+        for (int c = 0; c < nch[ty]; c++)
+            ck_assert_int_eq(topology_add_link(t, q * s + chords[ty][c][0],
+                                               q * s + chords[ty][c][1], 1, 25.0, 0.5, true,
+                                               &err), CS_OK);
+        for (int k = 0; k < s; k++)
+            g[k] = q * s + k;
+        ck_assert_int_eq(topology_add_group(t, g, s, &err), CS_OK);
+    }
+    if (mode == 0) {
+        for (int q = 0; q < G; q++)
+            ck_assert_int_eq(topology_add_link(t, q * s, ((q + 1) % G) * s, 1, 12.5, 2.0, true,
+                                               &err), CS_OK);
+        int extra = rnd(G);
+        for (int e = 0; e < extra; e++) {
+            int a = rnd(P), b = rnd(P);
+            if (a / s != b / s && topology_find_link(t, a, b) < 0 && topology_find_link(t, b, a) < 0)
+                topology_add_link(t, a, b, 1, 25.0, 1.0, rnd(2), &err);
+        }
+        int sw[64], m = 0;
+        for (int q = 0; q < G && m < 64; q++)
+            if (rnd(2))
+                sw[m++] = q * s + s - 1;
+        if (m >= 2)
+            ck_assert_int_eq(topology_add_switch(t, "extra", sw, m, 10.0, 1.0, &err), CS_OK);
+    } else {
+        for (int q = 0; q < G; q++)
+            for (int i = 0; i < s; i++)
+                if (mode == 1 || i % 2 == 0)
+                    ck_assert_int_eq(topology_add_link(t, q * s + i, ((q + 1) % G) * s +
+                                                       (i + tw) % s, 1, 12.5, 2.0, false, &err),
+                                     CS_OK);
+    }
+    if (topology_finalize(t, &err) != CS_OK) {
+        topology_free(t);
+        return NULL; /* not strongly connected: skipped */
+    }
+    return t;
+}
+
+START_TEST(random_clusters_renumbered_share_the_key)
+{
+    int tried = 0;
+    for (int trial = 0; trial < 45; trial++) {
+        cs_topology *t = random_cluster(trial, 0);
+        if (!t)
+            continue;
+        tried++;
+        cs_topology *bumped = random_cluster(trial, 1);
+        int *map = malloc(sizeof *map * (size_t)t->ranks);
+        for (int r = 0; r < t->ranks; r++)
+            map[r] = r;
+        shuffle(map, t->ranks);
+        cs_topology *u = NULL;
+        cs_error err;
+        ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+        cs_synth_request *a = request(topology_to_json(t), kind("allgather"), "tacos", NULL);
+        cs_synth_request *b = request(topology_to_json(u), kind("allgather"), "tacos", NULL);
+        cs_synth_request *c = request(topology_to_json(bumped), kind("allgather"), "tacos", NULL);
+        cs_iso_options schemes[2] = {{.two_level_min_ranks = 1}, {.two_level_min_ranks = -1}};
+        for (int k = 0; k < 2; k++) {
+            cs_iso_form fa, fb, fc;
+            form(a, &schemes[k], &fa);
+            form(b, &schemes[k], &fb);
+            form(c, &schemes[k], &fc);
+            ck_assert_str_eq(fa.scheme, k ? "direct" : "two-level");
+            ck_assert_msg(!strcmp(fa.key, fb.key), "trial %d, %s: renumbered copy missed", trial,
+                          fa.scheme);
+            ck_assert_msg(strcmp(fa.key, fc.key) != 0, "trial %d: lanes ignored", trial);
+            int *m = malloc(sizeof *m * (size_t)t->ranks);
+            ck_assert_int_eq(iso_compose(&fa, &fb, m, &err), CS_OK);
+            assert_isomorphism(a->topology, b->topology, m);
+            free(m);
+            iso_form_clear(&fa);
+            iso_form_clear(&fb);
+            iso_form_clear(&fc);
+        }
+        synth_request_free(a);
+        synth_request_free(b);
+        synth_request_free(c);
+        topology_free(t);
+        topology_free(u);
+        topology_free(bumped);
+        free(map);
+    }
+    ck_assert_int_ge(tried, 20);
+}
+END_TEST
+
+/* A cluster renumbered inside its nodes, renumbered again by the topology's
+ * canonical labelling: every node is a block of consecutive ranks and every
+ * node has the same links in its local numbering, and the same local ranks
+ * on the fabric, as a method that recognizes node types needs. */
+START_TEST(canonical_numbering_makes_nodes_alike)
+{
+    cs_topology *t = NULL, *u = NULL, *v = NULL;
+    cs_error err;
+    cs_topology_parse_options po = {0};
+    json_t *doc = hook_cluster(16, "switch", 12.5);
+    ck_assert_int_eq(topology_from_json(doc, &po, &t, &err), CS_OK);
+    json_decref(doc);
+    int *map = renumbering(t);
+    ck_assert_int_eq(iso_relabel_topology(t, map, "renumbered", &u, &err), CS_OK);
+    int *canon = malloc(sizeof *canon * (size_t)u->ranks);
+    char scheme[16];
+    ck_assert_int_eq(iso_topology_labelling(u, NULL, canon, scheme, &err), CS_OK);
+    ck_assert_str_eq(scheme, "two-level");
+    ck_assert_int_eq(iso_relabel_topology(u, canon, "canonical", &v, &err), CS_OK);
+    bool scrambled = false;
+    int n = 8, G = v->ngroups;
+    ck_assert_int_eq(G, 16);
+    for (int q = 0; q < G; q++) {
+        int lo = v->groups[q].ranks[0];
+        for (int k = 0; k < n; k++)
+            ck_assert_int_eq(v->group_of[lo - lo % n + k], q); /* a block */
+    }
+    /* local link signature of each node: lanes of (i -> j) for i, j < 8 */
+    int sig[16][8][8];
+    bool fabric[16][8];
+    memset(sig, 0, sizeof sig);
+    memset(fabric, 0, sizeof fabric);
+    for (int i = 0; i < v->nlinks; i++) {
+        const cs_link *l = &v->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int s = 0; s < v->nswitches; s++)
+        for (int k = 0; k < v->switches[s].nranks; k++)
+            fabric[v->switches[s].ranks[k] / n][v->switches[s].ranks[k] % n] = true;
+    for (int q = 1; q < G; q++) {
+        ck_assert_msg(!memcmp(sig[q], sig[0], sizeof sig[0]), "node %d numbered differently", q);
+        ck_assert(!memcmp(fabric[q], fabric[0], sizeof fabric[0]));
+    }
+    /* while in u, numbered as the renumbering left them, they were not */
+    memset(sig, 0, sizeof sig);
+    for (int i = 0; i < u->nlinks; i++) {
+        const cs_link *l = &u->links[i];
+        if (l->switch_id < 0 && l->src / n == l->dst / n)
+            sig[l->src / n][l->src % n][l->dst % n] = l->lanes;
+    }
+    for (int q = 1; q < G && !scrambled; q++)
+        scrambled = memcmp(sig[q], sig[0], sizeof sig[0]) != 0;
+    ck_assert(scrambled);
+    free(canon);
+    free(map);
+    topology_free(t);
+    topology_free(u);
+    topology_free(v);
 }
 END_TEST
 
@@ -467,6 +694,8 @@ static Suite *iso_suite(void)
     tcase_add_test(tc, different_requests_get_different_keys);
     tcase_add_test(tc, roots_follow_the_symmetry_of_the_topology);
     tcase_add_test(tc, relabelled_schedules_stay_valid);
+    tcase_add_test(tc, random_clusters_renumbered_share_the_key);
+    tcase_add_test(tc, canonical_numbering_makes_nodes_alike);
     tcase_add_test(tc, labellings_round_trip_as_text);
     tcase_add_test(tc, chunks_follow_their_owners);
     suite_add_tcase(s, tc);

@@ -10,6 +10,8 @@
  *    index is in the store);
  *  - a request isomorphic to a job still running waits for it instead of
  *    synthesizing again;
+ *  - a fleet of two daemons on PostgreSQL shares the index: a hit and a
+ *    wait across daemons;
  *  - old keys stay valid: the first request still hits its own result.
  */
 #include <stdio.h>
@@ -174,6 +176,10 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     snprintf(key1, 65, "%s", jstr(doc, "key"));
     ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
     verify_on(doc, first);
+    json_t *r1 = json_object_get(json_array_get(json_object_get(doc, "frontier"), 0),
+                                 "ratio_to_bound");
+    double ratio1 = json_number_value(r1);
+    ck_assert_ptr_nonnull(r1);
     json_decref(doc);
     ck_assert_int_eq((long)metrics_value(d, STARTED), (long)started_before + 1);
     double hits = metrics_value(d, ISO_HITS);
@@ -188,6 +194,12 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     ck_assert_str_eq(jstr(doc, "relabelled_from"), key1);
     ck_assert_str_eq(jstr(doc, "topology"), json_string_value(json_object_get(second, "name")));
     verify_on(doc, second);
+    /* the same schedule on an isomorphic network: the same bound and ratio */
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "bounds"), "time"));
+    json_t *r2 = json_object_get(json_array_get(json_object_get(doc, "frontier"), 0),
+                                 "ratio_to_bound");
+    ck_assert_ptr_nonnull(r2);
+    ck_assert(json_number_value(r2) == ratio1);
     json_decref(doc);
     /* no synthesis ran for it */
     ck_assert_int_eq((long)metrics_value(d, STARTED), (long)started_before + 1);
@@ -222,6 +234,21 @@ START_TEST(second_hook_allocation_runs_no_synthesis)
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     json_decref(doc);
+    /* and generates code as its source does (a flat TACOS schedule on 128
+     * ranks may exceed the MSCCL runtimes' limits: then both are refused) */
+    long code[2];
+    for (int i = 0; i < 2; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "/v1/results/%s?format=cuda&size=1048576", i ? k2 : k1);
+        http_resp x;
+        ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+        code[i] = x.status;
+        if (x.status == 200)
+            ck_assert_uint_gt(x.len, 100);
+        http_resp_free(&x);
+    }
+    ck_assert_int_eq(code[1], code[0]);
+    fprintf(stderr, "test_iso_server: cuda of both results: HTTP %ld\n", code[1]);
     /* and the first key still answers with its own result */
     json_t *req = request(a, "allgather", "tacos", 10);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
@@ -312,13 +339,116 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
     json_decref(req);
     ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
     verify_on(doc, b);
+    /* the relabelled result generates MSCCL XML like any other */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&size=1048576", jstr(doc, "key"));
     json_decref(doc);
+    http_resp x;
+    ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
+    ck_assert_msg(x.status == 200, "%ld %.300s", x.status, x.body);
+    ck_assert_ptr_nonnull(strstr(x.body, "<algo"));
+    http_resp_free(&x);
     ck_assert_int_eq((long)metrics_value(&d, STARTED), 1);
     fprintf(stderr, "test_iso_server: waited for the running job: %.0f\n",
             metrics_value(&d, "collsynth_iso_total{outcome=\"waited\"}"));
     json_decref(a);
     json_decref(b);
     ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* --no-iso-cache: the second allocation is synthesized like any request. */
+START_TEST(iso_cache_can_be_switched_off)
+{
+    const char *extra[] = {"--no-iso-cache", NULL};
+    cs_daemon d;
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    json_t *a = hook_allocation(16, 1), *b = renumbered(a, 9), *doc = NULL;
+    json_t *req = request(a, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    json_decref(doc);
+    json_decref(req);
+    req = request(b, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&d, req, &doc), 200);
+    ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
+    json_decref(doc);
+    json_decref(req);
+    ck_assert_int_eq((long)metrics_value(&d, STARTED), 2);
+    ck_assert_int_eq((long)metrics_value(&d, ISO_HITS), 0);
+    json_decref(a);
+    json_decref(b);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static cs_pg pg;
+static bool pg_ok;
+static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
+static void pg_teardown(void)
+{
+    if (pg_ok)
+        pg_stop(&pg);
+}
+
+/* A fleet of two daemons on one PostgreSQL: the first allocation is
+ * synthesized by one, the second, renumbered, posted to the other, is
+ * relabelled from the shared store with no synthesis anywhere; and two
+ * isomorphic requests posted at once to the two daemons cost one synthesis
+ * (one waits for the other's job, or hits its result). */
+START_TEST(pg_fleet_shares_the_index)
+{
+    ck_assert_msg(pg_ok, "PostgreSQL did not start");
+    char url[256];
+    ck_assert_int_eq(pg_create_db(&pg, "iso_fleet", url, sizeof url), 0);
+    cs_daemon a, b;
+    const char *extra[] = {"--poll", "0.1", NULL};
+    ck_assert_int_eq(daemon_start(&a, url, NULL, extra), 0);
+    ck_assert_int_eq(daemon_start(&b, url, NULL, extra), 0);
+    json_t *first = hook_allocation(16, 1), *second = renumbered(first, 3);
+    json_t *req = request(first, "allgather", "tacos", 120), *doc = NULL;
+    ck_assert_int_eq(post_doc(&a, req, &doc), 200);
+    char k1[65];
+    snprintf(k1, sizeof k1, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    json_decref(req);
+    req = request(second, "allgather", "tacos", 120);
+    ck_assert_int_eq(post_doc(&b, req, &doc), 200);
+    ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
+    verify_on(doc, second);
+    json_decref(doc);
+    json_decref(req);
+    ck_assert_int_eq((long)(metrics_value(&a, STARTED) + metrics_value(&b, STARTED)), 1);
+    ck_assert_int_eq((long)metrics_value(&b, ISO_HITS), 1);
+
+    /* SMT on ring:6 (a moment) and a renumbered ring:6, one per daemon */
+    json_t *r6 = fetch_builtin(NULL, "ring:6", NULL, 0);
+    cs_topology *t = NULL, *u = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("ring:6", &t, &err), CS_OK);
+    int map[6] = {4, 2, 0, 5, 3, 1};
+    ck_assert_int_eq(iso_relabel_topology(t, map, "ring6-other", &u, &err), CS_OK);
+    json_t *r6b = topology_to_json(u);
+    topology_free(t);
+    topology_free(u);
+    json_t *qa = request(r6, "allgather", "smt", 0), *qb = request(r6b, "allgather", "smt", 120);
+    long st = post_doc(&a, qa, &doc);
+    ck_assert_msg(st == 202 || st == 200, "status %ld", st);
+    char k2[65];
+    snprintf(k2, sizeof k2, "%s", jstr(doc, "key"));
+    json_decref(doc);
+    ck_assert_int_eq(post_doc(&b, qb, &doc), 200);
+    ck_assert_str_eq(jstr(doc, "relabelled_from"), k2);
+    verify_on(doc, r6b);
+    json_decref(doc);
+    ck_assert_int_eq((long)(metrics_value(&a, STARTED) + metrics_value(&b, STARTED)), 2);
+    json_decref(qa);
+    json_decref(qb);
+    json_decref(r6);
+    json_decref(r6b);
+    json_decref(first);
+    json_decref(second);
+    ck_assert_int_eq(daemon_stop(&a), 0);
+    ck_assert_int_eq(daemon_stop(&b), 0);
 }
 END_TEST
 
@@ -330,7 +460,13 @@ static Suite *iso_server_suite(void)
     tcase_add_test(tc, second_hook_allocation_runs_no_synthesis);
     tcase_add_test(tc, rail_cluster_hit_survives_restart);
     tcase_add_test(tc, isomorphic_request_waits_for_the_running_job);
+    tcase_add_test(tc, iso_cache_can_be_switched_off);
     suite_add_tcase(s, tc);
+    TCase *pgc = tcase_create("postgresql");
+    tcase_set_timeout(pgc, 300);
+    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_test(pgc, pg_fleet_shares_the_index);
+    suite_add_tcase(s, pgc);
     return s;
 }
 

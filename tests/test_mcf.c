@@ -18,6 +18,9 @@
 
 #include "check_main.h"
 #include "mcf.h"
+#include "mcf_internal.h"
+#include "msccl_interp.h"
+#include "msccl_xml.h"
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -107,7 +110,11 @@ START_TEST(ring_alltoall_lp_is_two_epochs)
     cs_topology *t = load("ring:4,gbps=1,alpha=0");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
-    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, NULL), 2.0, 1e-9);
+    cs_result *r = NULL;
+    ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, &r), 2.0, 1e-9);
+    /* the LP (reduced by the ring's rotation to one commodity) agrees */
+    ck_assert_int_eq((int)lp_epochs(r), 2);
+    result_free(r);
     /* 2 chunks per pair: 32 chunk-hops over 8 links = 4 epochs, and doubling
      * the schedule above achieves it */
     ck_assert_double_eq_tol(solve_time(t, &c, 2, 2000, 0, NULL), 4.0, 1e-9);
@@ -179,6 +186,119 @@ START_TEST(dgx1_alltoall_and_allgather)
 }
 END_TEST
 
+START_TEST(max_chunks_gives_a_frontier_over_chunkings)
+{
+    /* dgx1 alltoall at 100 KB per pair share: 1..3 chunks, each verified.
+     * One 100 KB chunk per pair: a send is 0.7 + 4.0 us and the cut between
+     * the groups carries 16 chunks over 6 lanes, 3 epochs: 14.1 us; more
+     * chunks pay alpha more often here. */
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 1;
+    o.max_chunks = 3;
+    o.bytes = 100000;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    ck_assert_int_eq(r->nalgs, 3);
+    ck_assert_int_eq((int)json_array_size(json_object_get(r->stats, "by_chunks")), 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(r->algs[i]->chunks, i + 1);
+        ck_assert_int_eq(algorithm_verify(t, r->algs[i], &err), CS_OK);
+    }
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, r->algs[0], o.bytes, &sr, &err), CS_OK);
+    ck_assert_double_eq_tol(sr.time_us, 3 * 4.7, 1e-6);
+    sim_result_free(&sr);
+    ck_assert(result_best_for_size(r, t, o.bytes) != NULL);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+typedef struct seen {
+    pthread_mutex_t mu;
+    int events, incumbents, milp_optimal;
+    double last_incumbent;
+} seen;
+
+static void on_event(void *ctx, const cs_progress_event *ev)
+{
+    seen *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->events++;
+    ck_assert_str_eq(ev->method, "mcf");
+    if (!strcmp(ev->outcome, "incumbent")) {
+        s->incumbents++;
+        s->last_incumbent = ev->best;
+    }
+    if (!strcmp(ev->outcome, "optimal") && strstr(ev->message, "MILP"))
+        s->milp_optimal++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+START_TEST(milp_reports_cbc_progress)
+{
+    /* hypercube:3 alltoall, one chunk per pair: 12 chunk-hops per rank
+     * (3 neighbours at 1 hop, 3 at 2, 1 at 3) over 3 one-lane out-links is
+     * 4 epochs at least; the LP's rounding does not fit 4, so CBC solves the
+     * integer model, and its log reaches us as "incumbent" events. */
+    cs_topology *t = load("hypercube:3");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.bytes = 1 << 20;
+    seen s = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NAN};
+    o.progress = on_event;
+    o.progress_ctx = &s;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    ck_assert_int_eq(s.milp_optimal, 1);
+    ck_assert_int_ge(s.incumbents, 1);
+    ck_assert(s.last_incumbent > 0);
+    ck_assert_int_eq(r->algs[0]->steps, 4);
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(lp_rounding_is_valid_and_close)
+{
+    /* Force the rounding path (no MILP) on DGX-1 alltoall, 2 chunks: the LP
+     * bound is exact there (every send is one 1.7 us epoch) and 6 epochs
+     * (the cut between the groups: 32 chunks over 6 lanes).  The rounded
+     * schedule is verified and can be no faster than the bound. */
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 2;
+    o.bytes = 50000;
+    o.milp_max_columns = 1;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    /* "lp rounded", or "optimal (LP rounding meets the LP bound)" */
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r->stats, "status")),
+                                 "round"));
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, r->algs[0], o.bytes, &sr, &err), CS_OK);
+    ck_assert(sr.time_us >= 6 * 1.7 - 1e-6);
+    ck_assert_msg(sr.time_us <= 1.25 * 6 * 1.7, "rounded schedule %.2f us", sr.time_us);
+    sim_result_free(&sr);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(random_sparse_demand_on_dgx1)
 {
     cs_topology *t = load("dgx1");
@@ -240,6 +360,39 @@ START_TEST(refuses_combining_and_bad_options)
 }
 END_TEST
 
+START_TEST(schedules_run_through_msccl_codegen)
+{
+    /* the MSCCL XML of an mcf alltoall (LP form) and allgather (copy form)
+     * computes the collective in the XML interpreter */
+    cs_topology *t = load("dgx1");
+    cs_coll_kind kinds[2] = {CS_COLL_ALLTOALL, CS_COLL_ALLGATHER};
+    for (int i = 0; i < 2; i++) {
+        cs_collective c;
+        collective_init(&c, kinds[i], -1);
+        cs_result *r = NULL;
+        solve_time(t, &c, 2, 50000, 0, &r);
+        cs_msccl_options mo;
+        msccl_options_default(&mo);
+        char *xml = NULL;
+        size_t len = 0;
+        cs_error err;
+        ck_assert_msg(msccl_xml_generate(r->algs[0], t, &mo, &xml, &len, &err) == CS_OK, "%s",
+                      err.message);
+        cs_msccl_doc *doc = NULL;
+        ck_assert_msg(msccl_doc_parse(xml, len, &doc, &err) == CS_OK, "%s", err.message);
+        cs_msccl_interp_options io;
+        msccl_interp_options_default(&io);
+        io.collective = &c;
+        ck_assert_msg(msccl_interp_check(doc, &io, NULL, &err) == CS_OK, "%s: %s",
+                      collective_kind_name(kinds[i]), err.message);
+        msccl_doc_free(doc);
+        free(xml);
+        result_free(r);
+    }
+    topology_free(t);
+}
+END_TEST
+
 typedef struct job {
     const cs_topology *t;
     cs_collective c;
@@ -260,17 +413,16 @@ static void *run_job(void *arg)
 
 START_TEST(cancel_frees_the_solver_within_a_second)
 {
-    /* dgx1 allgather with 8 chunks over 24 epochs: a MILP CBC needs far
-     * longer than this test to prove */
-    cs_topology *t = load("dgx1");
+    /* ndv2:2 alltoall with 2 chunks per pair: its LP horizon search takes
+     * tens of seconds (CLP in the child) */
+    cs_topology *t = load("ndv2:2");
     job j;
     memset(&j, 0, sizeof j);
     j.t = t;
-    collective_init(&j.c, CS_COLL_ALLGATHER, -1);
+    collective_init(&j.c, CS_COLL_ALLTOALL, -1);
     mcf_options_default(&j.o);
-    j.o.chunks = 8;
-    j.o.epochs = 24;
-    j.o.bytes = 8 * 25000;
+    j.o.chunks = 2;
+    j.o.bytes = 50000;
     j.o.cancel = cs_cancel_new();
     pthread_t th;
     pthread_create(&th, NULL, run_job, &j);
@@ -283,6 +435,63 @@ START_TEST(cancel_frees_the_solver_within_a_second)
     ck_assert_msg(j.finished - asked < 1.0, "took %.3f s to stop", j.finished - asked);
     cs_cancel_free(j.o.cancel);
     topology_free(t);
+}
+END_TEST
+
+typedef struct solve_job {
+    mcf_lp *m;
+    mcf_solve_opts o;
+    mcf_solution sol;
+    int rc;
+    double finished;
+} solve_job;
+
+static void *run_solve(void *arg)
+{
+    solve_job *j = arg;
+    cs_error err;
+    j->rc = mcf_solve(j->m, &j->o, &j->sol, &err);
+    j->finished = cs_now();
+    return NULL;
+}
+
+START_TEST(cancel_frees_cbc_within_a_second)
+{
+    /* A market split instance (Cornuejols-Dawande): 4 equalities over 30
+     * binaries with random weights in 0..99 and right-hand sides half the
+     * row sums; branch and bound needs far longer than this test. */
+    mcf_lp m;
+    mcf_lp_init(&m);
+    for (int j = 0; j < 30; j++)
+        mcf_lp_add_col(&m, 0, 1, 0, true);
+    unsigned seed = 7;
+    for (int i = 0; i < 4; i++) {
+        int a[30], sum = 0;
+        for (int j = 0; j < 30; j++) {
+            seed = seed * 1103515245u + 12345u;
+            a[j] = (int)((seed >> 16) % 100);
+            sum += a[j];
+        }
+        int row = mcf_lp_add_row(&m, sum / 2, sum / 2);
+        for (int j = 0; j < 30; j++)
+            mcf_lp_add_coef(&m, row, j, a[j]);
+    }
+    solve_job j;
+    memset(&j, 0, sizeof j);
+    j.m = &m;
+    j.o.integer = true;
+    j.o.cancel = cs_cancel_new();
+    pthread_t th;
+    pthread_create(&th, NULL, run_solve, &j);
+    usleep(1000000);
+    double asked = cs_now();
+    cs_cancel_request(j.o.cancel);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(j.rc, CS_ECANCELLED);
+    ck_assert_ptr_null(j.sol.x);
+    ck_assert_msg(j.finished - asked < 1.0, "took %.3f s to stop", j.finished - asked);
+    cs_cancel_free(j.o.cancel);
+    mcf_lp_free(&m);
 }
 END_TEST
 
@@ -305,6 +514,17 @@ START_TEST(auto_picks_mcf_for_alltoall)
     double ratio = json_number_value(json_object_get(a0, "ratio_to_bound"));
     ck_assert(ratio > 0 && ratio <= 1 + 1e-9);
     json_decref(doc);
+    result_free(res);
+    synth_request_free(req);
+    /* a custom demand matrix goes to mcf too */
+    body = "{\"topology\":\"dgx1\",\"collective\":{\"kind\":\"custom\",\"demand\":"
+           "[[0,1,0,0,0,0,0,2],[0,0,0,0,0,0,0,0],[0,0,0,0,0,1,0,0],[0,0,0,0,0,0,0,0],"
+           "[0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0],[0,0,0,3,0,0,0,0],[0,0,0,0,0,0,0,0]]}}";
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    ck_assert_int_eq(req->collective.custom_global_chunks, 7);
+    ck_assert_msg(synth_run(req, NULL, NULL, &res, &err) == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_ptr_nonnull(strstr(res->reason, "custom"));
     result_free(res);
     synth_request_free(req);
     /* allgather stays with the old policy */
@@ -341,8 +561,13 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, alpha_holds_the_lane);
     tcase_add_test(tc, dgx1_alltoall_and_allgather);
     tcase_add_test(tc, random_sparse_demand_on_dgx1);
+    tcase_add_test(tc, schedules_run_through_msccl_codegen);
+    tcase_add_test(tc, lp_rounding_is_valid_and_close);
+    tcase_add_test(tc, milp_reports_cbc_progress);
+    tcase_add_test(tc, max_chunks_gives_a_frontier_over_chunkings);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
+    tcase_add_test(tc, cancel_frees_cbc_within_a_second);
     tcase_add_test(tc, auto_picks_mcf_for_alltoall);
     suite_add_tcase(s, tc);
     return s;

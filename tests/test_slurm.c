@@ -479,6 +479,40 @@ START_TEST(e2e_two_nodes_build_one_topology)
 }
 END_TEST
 
+/* A daemon that serves node slices but refuses frontier entry 1 for the
+ * runtimes' limits (422, field "runtime"): both nodes skip entry 1 and keep
+ * entry 0, and neither downloads a whole document (a limit refusal refuses
+ * the whole document too; before, any 422 on a slice switched the hook to
+ * whole documents for the rest of the step). */
+START_TEST(e2e_limit_refusal_skips_the_entry_without_whole_documents)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("refused", "rc"), *out = record("refused", "out");
+    char *err = record("refused", "err"), *req = record("refused", "requests");
+    ck_assert_int_eq(atoi(rc), 0);
+    ck_assert_msg(count_lines_with(req, "POST /v1/synthesize") >= 2, "requests:\n%s", req);
+    /* each node asked for its own slice of both entries */
+    ck_assert_msg(count_lines_with(req, "alg=1&runtime=msccl&ranks=0-3") >= 1 &&
+                      count_lines_with(req, "alg=1&runtime=msccl&ranks=4-7") >= 1,
+                  "requests:\n%s", req);
+    /* and never for a whole document */
+    int results = count_lines_with(req, "GET /v1/results/");
+    int sliced = count_lines_with(req, "&ranks=");
+    ck_assert_msg(results > 0 && results == sliced, "whole documents fetched:\n%s", req);
+    /* entry 0 was written on both nodes */
+    for (int r = 0; r < 2; r++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%d: FILE allgather-0.xml <algo", r);
+        ck_assert_msg(strstr(out, tag) != NULL, "no entry-0 file on node %d:\n%s\n%s", r, out,
+                      err);
+    }
+    free(rc);
+    free(out);
+    free(err);
+    free(req);
+}
+END_TEST
+
 START_TEST(e2e_unreadable_cluster_file_job_runs_with_one_warning)
 {
     ck_assert_int_eq(e2e_status, 0);
@@ -580,6 +614,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_up_task_sees_msccl_environment_and_files);
     tcase_add_test(e2e, e2e_step_without_gpus_is_left_alone);
     tcase_add_test(e2e, e2e_two_nodes_build_one_topology);
+    tcase_add_test(e2e, e2e_limit_refusal_skips_the_entry_without_whole_documents);
     tcase_add_test(e2e, e2e_unreadable_cluster_file_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_refused_token_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_step_on_part_of_a_node_is_left_alone_with_a_warning);

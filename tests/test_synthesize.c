@@ -145,6 +145,35 @@ START_TEST(canonical_request_parses_to_same_key)
 }
 END_TEST
 
+/* Issue 10's 128-node cluster: the node families lower their NVSwitch and
+ * rail switches to about 8n(n + 7) links for n nodes, so the service's
+ * pre-build estimate must not count every pair of 1024 ranks (1,048,576,
+ * over the default 1,000,000) and refuse dgxh100:128 before building it. */
+START_TEST(cluster_builtins_are_estimated_by_their_switch_links)
+{
+    cs_synth_limits lim;
+    synth_limits_default(&lim);
+    ck_assert_uint_eq(lim.max_links, 1000000);
+    const char *body = "{\"topology\":\"dgxh100:128\",\"collective\":\"allgather\"}";
+    cs_synth_request *r = NULL;
+    cs_error err;
+    int rc = synth_request_parse(body, strlen(body), &lim, &r, &err);
+    ck_assert_msg(rc == CS_OK, "dgxh100:128 refused: %s", err.message);
+    ck_assert_int_eq(r->topology->ranks, 1024);
+    ck_assert_int_lt(r->topology->nlinks, (int)lim.max_links);
+    synth_request_free(r);
+    /* the estimate still refuses what really is too large: 512 nodes lower to
+     * about 2.1 million links */
+    cs_topology *t = NULL;
+    ck_assert_int_eq(synth_builtin_checked("dgxh100:512", &lim, &t, &err), CS_ELIMIT);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(err.message, "links") != NULL, "%s", err.message);
+    lim.max_links = 100000;   /* dgxh100:128 has 137,216 */
+    ck_assert_int_eq(synth_builtin_checked("dgxh100:128", &lim, &t, &err), CS_ELIMIT);
+    ck_assert_ptr_null(t);
+}
+END_TEST
+
 START_TEST(errors_name_their_field)
 {
     expect_error("[1,2]", CS_EINVAL, "");
@@ -520,6 +549,7 @@ static Suite *synthesize_suite(void)
     tcase_add_test(tc, key_changes_with_meaning);
     tcase_add_test(tc, canonical_request_parses_to_same_key);
     tcase_add_test(tc, errors_name_their_field);
+    tcase_add_test(tc, cluster_builtins_are_estimated_by_their_switch_links);
     tcase_add_test(tc, limits_are_configurable);
     tcase_add_test(tc, baseline_runs_and_result_json_has_contract_fields);
     tcase_add_test(tc, unsupported_baseline_is_rejected_at_parse);

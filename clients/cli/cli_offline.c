@@ -936,8 +936,18 @@ int cli_cmd_baseline(int argc, char **argv, const cli_globals *g)
                                     "missing TOPOLOGY and COLLECTIVE", "missing COLLECTIVE"};
     if (npos < 3)
         return cli_usage_error(cmd, "%s", missing[npos]);
-    if (!baseline_exists(pos[0]))
+    if (!baseline_exists(pos[0])) {
+        int nb = 0;
+        const cs_baseline_info *bl = baseline_list(&nb);
+        const char *names[64];
+        int n = 0;
+        for (int i = 0; i < nb && n < 64; i++)
+            names[n++] = bl[i].name;
+        const char *near = cs_nearest_name(pos[0], strlen(pos[0]), names, n);
+        if (near)
+            return cli_usage_error(cmd, "unknown baseline '%s': did you mean '%s'?", pos[0], near);
         return cli_usage_error(cmd, "unknown baseline '%s' (see 'collsynth baselines')", pos[0]);
+    }
     cs_topology *t = NULL;
     int code = cli_load_topology(cmd, pos[1], &t);
     if (code != CLI_EXIT_OK)

@@ -184,6 +184,9 @@ static void print_result_summary(const json_t *res)
     json_t *frontier = json_object_get(res, "frontier");
     json_t *bounds = json_object_get(res, "bounds");
     printf("key: %s\n", key != NULL ? key : "?");
+    const char *from = json_string_value(json_object_get(res, "relabelled_from"));
+    if (from != NULL) /* an isomorphic request's result, relabelled (docs/iso.md) */
+        printf("relabelled_from: %s\n", from);
     if (method != NULL)
         printf("method: %s\n", method);
     if (json_is_object(bounds))

@@ -65,7 +65,8 @@ static void solve_usage(FILE *f)
             "                        (steps S vs rounds per chunk R/C) with Z3\n"
             "  tacos                 greedy time-expanded matching, any size\n"
             "  hierarchical          clusters (groups joined by switched rails or one\n"
-            "                        fabric switch): allgather, reducescatter, allreduce\n"
+            "                        fabric switch): allgather, reducescatter, allreduce,\n"
+            "                        broadcast, reduce, alltoall\n"
             "                        composed from SMT node trees and a direct exchange of\n"
             "                        node blocks, pipelined (auto picks it for clusters\n"
             "                        too large for SMT)\n"
@@ -95,6 +96,7 @@ static void solve_usage(FILE *f)
             "  --stats-only          do not keep the sends (very large topologies)\n"
             "mcf options (mcf, auto):\n"
             "  --chunks N            chunks per rank share (alltoall: per pair; default 1)\n"
+            "  --max-chunks N        also every chunking up to N (a frontier over chunkings)\n"
             "  --epochs K            horizon (default: the smallest the LP allows)\n"
             "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
             "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
@@ -399,7 +401,12 @@ static int parse_args(int argc, char **argv, solve_args *a)
         } else if (OPT("--k")) {
             SMT_INT("--k", "k", 0);
         } else if (OPT("--max-chunks")) {
-            SMT_INT("--max-chunks", "max_chunks", 1);
+            NEED();
+            if ((rc = int_opt("--max-chunks", v, 1, &x)) == CLI_EXIT_OK) {
+                json_object_set_new(a->smt, "max_chunks", json_integer(x));
+                json_object_set_new(a->mcf, "max_chunks", json_integer(x));
+            }
+            applies(a, "--max-chunks", M_SMT | M_MCF);
         } else if (OPT("--max-steps")) {
             SMT_INT("--max-steps", "max_steps", 1);
         } else if (OPT("--steps")) {
@@ -603,8 +610,14 @@ static int solve_main(int argc, char **argv, FILE *report)
                 : !strcmp(a.method, "hierarchical") ? M_HIER
                                              : M_BASELINE;
     if (mkind == M_BASELINE && !baseline_exists(a.method)) {
-        code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, hierarchical "
-                                    "or a baseline: see 'collsynth baselines')", a.method);
+        const char *near = synth_method_suggest(a.method);
+        if (near)
+            code = cli_usage_error(CMD, "unknown --method '%s': did you mean '%s'?", a.method,
+                                   near);
+        else
+            code = cli_usage_error(CMD, "unknown --method '%s' (auto, smt, tacos, mcf, "
+                                        "hierarchical or a baseline: see 'collsynth baselines')",
+                                   a.method);
         goto out;
     }
     if (!(a.used & mkind)) {

@@ -116,7 +116,16 @@ int main(int argc, char **argv)
     }
     const cli_command *c = find_command(argv[i]);
     if (!c) {
-        fprintf(stderr, "collsynth: unknown command '%s'\nTry 'collsynth --help'.\n", argv[i]);
+        const char *names[NCOMMANDS];
+        for (int k = 0; k < NCOMMANDS; k++)
+            names[k] = commands[k].name;
+        const char *near = cs_nearest_name(argv[i], strlen(argv[i]), names, NCOMMANDS);
+        if (near)
+            fprintf(stderr, "collsynth: unknown command '%s': did you mean '%s'?\n", argv[i],
+                    near);
+        else
+            fprintf(stderr, "collsynth: unknown command '%s'\n", argv[i]);
+        fprintf(stderr, "Try 'collsynth --help'.\n");
         return CLI_EXIT_USAGE;
     }
     return c->fn(argc - i, argv + i, &g);

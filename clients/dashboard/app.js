@@ -7,6 +7,13 @@
  *   GET  /v1/jobs/{id}             (polled while a job runs)
  *   DELETE /v1/jobs/{id}           (cancel)
  *   GET  /v1/results/{key}         (open a stored result; downloads)
+ *   GET  /v1/results, /v1/jobs     (history: everything the server has, paged
+ *                                   with ?limit=&after= and filtered)
+ *
+ * Baselines for the size plot are synthesized once per request: the page
+ * remembers (in localStorage) the result key of each baseline that exists
+ * and the refusal of each that does not, so opening a result again fetches
+ * stored baselines and never re-posts a baseline that failed.
  *
  * The charts are SVG built by hand.  Costs follow the contract's alpha-beta
  * model, S*alpha + (R/C)*L*beta, with alpha the largest link latency and beta
@@ -34,6 +41,8 @@ const state = {
   topoByKey: {},              // result key -> the topology value that was submitted
   current: null,              // {result, topo (normalized), selected index, baselines}
   autoOpen: null,             // job id to open when it finishes
+  baselineDocs: new Map(),    // baseline memo key -> algorithm (null: refused), this page
+  history: {results: {rows: [], next: null}, jobs: {rows: [], next: null}},
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -264,6 +273,7 @@ async function onSubmit(ev) {
     }
     saveJobs();
     renderJobs();
+    refreshHistory();
   } catch (e) {
     msg.textContent = e instanceof ApiError ? e.describe() : e.message;
     msg.classList.add('error');
@@ -382,6 +392,7 @@ async function resolveTopology(res) {
 
 async function showResult(res) {
   document.body.removeAttribute('data-result');
+  delete $('#size-plot').dataset.baselinesLoaded;
   $('#result-card').hidden = false;
   $('#result-key').textContent = res.key || '';
   const frontier = res.frontier || [];
@@ -536,20 +547,65 @@ function axes(c, xs, ys, xticks, yticks, xfmt, yfmt, xlabel, ylabel) {
 
 /* ---- topology graph ------------------------------------------------------------------- */
 
+/* Meshes, tori and hypercubes sit on their grid: the builtins number ranks
+ * with dimension 0 fastest (mesh2d:AxB: rank = x + A*y; 3D: x + A*(y + B*z),
+ * drawn as B-row layers side by side), a hypercube:D by its bits (the low
+ * half across, the high half down).  null for every other topology, which
+ * is drawn on a circle. */
+function gridLayout(topo, names) {
+  for (const n of names) {
+    if (typeof n !== 'string') continue;
+    const m = /^(mesh2d|torus2d|mesh3d|torus3d|hypercube):([0-9]+(?:x[0-9]+)*)/.exec(n);
+    if (!m) continue;
+    const dims = m[2].split('x').map(Number);
+    let cols, rows, coord;
+    if (m[1] === 'hypercube' && dims.length === 1) {
+      const D = dims[0], dx = Math.ceil(D / 2);
+      cols = 1 << dx; rows = 1 << (D - dx);
+      coord = r => [r & (cols - 1), r >> dx];
+    } else if (m[1].endsWith('2d') && dims.length === 2) {
+      [cols, rows] = dims;
+      coord = r => [r % cols, Math.floor(r / cols)];
+    } else if (m[1].endsWith('3d') && dims.length === 3) {
+      const [A, B, C] = dims;
+      cols = C * A + C - 1; rows = B;
+      coord = r => [Math.floor(r / (A * B)) * (A + 1) + r % A, Math.floor(r / A) % B];
+    } else continue;
+    const P = m[1] === 'hypercube' ? cols * rows : dims.reduce((a, b) => a * b, 1);
+    if (P !== topo.ranks) continue;
+    return {kind: m[1], cols, rows, coord};
+  }
+  return null;
+}
+
 function renderTopology() {
-  const {topo} = state.current;
+  const {topo, result: res, topoRequest} = state.current;
   const host = $('#topology-graph');
   const W = 420, H = 360, P = topo.ranks;
   if (!P) { host.replaceChildren(el('p', {class: 'hint', text: 'no topology to draw'})); return; }
-  const root = svg('svg', {viewBox: `0 0 ${W} ${H}`, width: '100%', class: 'chart graph', 'data-ranks': P});
+  const grid = gridLayout(topo, [topo.name, topoRequest, res.topology]);
+  const root = svg('svg', {viewBox: `0 0 ${W} ${H}`, width: '100%', class: 'chart graph', 'data-ranks': P, 'data-layout': grid ? grid.kind : 'circle'});
   const cx = W / 2, cy = H / 2, R = Math.min(W, H) / 2 - 34;
-  // ranks on a circle, in group order when groups are given
-  const order = [];
-  const seen = new Set();
-  for (const g of topo.groups) for (const r of g) if (!seen.has(r)) { seen.add(r); order.push(r); }
-  for (let r = 0; r < P; r++) if (!seen.has(r)) order.push(r);
-  const pos = new Array(P);
-  order.forEach((r, i) => { const t = 2 * Math.PI * i / P - Math.PI / 2; pos[r] = [cx + R * Math.cos(t), cy + R * Math.sin(t)]; });
+  const pos = new Array(P), cellOf = new Array(P);
+  let nodeR = P > 64 ? 3 : P > 24 ? 7 : 12;
+  if (grid) {
+    const m = 28;
+    const step = Math.min((W - 2 * m) / Math.max(1, grid.cols - 1), (H - 2 * m) / Math.max(1, grid.rows - 1));
+    const x0 = cx - step * (grid.cols - 1) / 2, y0 = cy - step * (grid.rows - 1) / 2;
+    for (let r = 0; r < P; r++) {
+      const [gx, gy] = grid.coord(r);
+      cellOf[r] = [gx, gy];
+      pos[r] = [x0 + gx * step, y0 + gy * step];
+    }
+    nodeR = Math.max(2, Math.min(12, step * 0.3));
+  } else {
+    // ranks on a circle, in group order when groups are given
+    const order = [];
+    const seen = new Set();
+    for (const g of topo.groups) for (const r of g) if (!seen.has(r)) { seen.add(r); order.push(r); }
+    for (let r = 0; r < P; r++) if (!seen.has(r)) order.push(r);
+    order.forEach((r, i) => { const t = 2 * Math.PI * i / P - Math.PI / 2; pos[r] = [cx + R * Math.cos(t), cy + R * Math.sin(t)]; });
+  }
   const edges = svg('g', {class: 'edges'});
   const pairs = new Map();
   for (const l of topo.links) {
@@ -561,8 +617,19 @@ function renderTopology() {
   }
   for (const e of pairs.values()) {
     const [x1, y1] = pos[e.a], [x2, y2] = pos[e.b];
-    edges.append(tip(svg('line', {x1, y1, x2, y2, class: 'edge', 'data-link': e.a + '-' + e.b, 'stroke-width': Math.min(6, 0.8 + e.lanes * 1.1)}),
-      `${e.a} ↔ ${e.b}: ${e.lanes} lane(s) × ${e.gbps} GB/s${e.dirs < 2 ? ' (one direction)' : ''}`));
+    const width = grid ? Math.min(3, 0.6 + e.lanes * 0.6) : Math.min(6, 0.8 + e.lanes * 1.1);
+    const what = `${e.a} ↔ ${e.b}: ${e.lanes} lane(s) × ${e.gbps} GB/s${e.dirs < 2 ? ' (one direction)' : ''}`;
+    const far = grid && Math.abs(cellOf[e.a][0] - cellOf[e.b][0]) + Math.abs(cellOf[e.a][1] - cellOf[e.b][1]) > 1;
+    if (far) {
+      // a wrap-around or long link (torus, hypercube, across 3D layers): an
+      // arc, so it does not run over the ranks between its ends
+      const mx = (x1 + x2) / 2, my = (y1 + y2) / 2, dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy) || 1;
+      const bend = Math.min(40, 0.18 * len);
+      const qx = mx - dy / len * bend, qy = my + dx / len * bend;
+      edges.append(tip(svg('path', {d: `M${x1},${y1} Q${qx},${qy} ${x2},${y2}`, class: 'edge wrap', 'data-link': e.a + '-' + e.b, 'stroke-width': width}), what));
+    } else {
+      edges.append(tip(svg('line', {x1, y1, x2, y2, class: 'edge', 'data-link': e.a + '-' + e.b, 'stroke-width': width}), what));
+    }
   }
   root.append(edges);
   topo.switches.forEach((s, i) => {
@@ -574,14 +641,14 @@ function renderTopology() {
     root.append(g);
   });
   const nodes = svg('g', {class: 'nodes'});
-  const r = P > 64 ? 3 : P > 24 ? 7 : 12;
+  const r = nodeR;
   const groupOf = new Map();
   topo.groups.forEach((g, gi) => g.forEach(x => groupOf.set(x, gi)));
   for (let i = 0; i < P; i++) {
-    const g = svg('g', {'data-rank': i});
+    const g = svg('g', {'data-rank': i, 'data-x': grid ? cellOf[i][0] : null, 'data-y': grid ? cellOf[i][1] : null});
     const color = groupOf.has(i) ? PALETTE[groupOf.get(i) % PALETTE.length] : '#1f2937';
-    g.append(tip(svg('circle', {cx: pos[i][0], cy: pos[i][1], r, fill: color, class: 'rank'}), 'rank ' + i));
-    if (P <= 32) g.append(svg('text', {x: pos[i][0], y: pos[i][1] + 4, 'text-anchor': 'middle', class: 'rank-label', text: i}));
+    g.append(tip(svg('circle', {cx: pos[i][0], cy: pos[i][1], r, fill: color, class: 'rank'}), 'rank ' + i + (grid ? ` (${cellOf[i][0]}, ${cellOf[i][1]})` : '')));
+    if (P <= 32 && r >= 7) g.append(svg('text', {x: pos[i][0], y: pos[i][1] + 4, 'text-anchor': 'middle', class: 'rank-label', text: i}));
     nodes.append(g);
   }
   root.append(nodes);
@@ -642,24 +709,87 @@ function renderFrontierPlot() {
   c.root.append(pg);
   c.root.setAttribute('data-points', fr.length);
   host.replaceChildren(c.root);
+  keepLabelsInside(c.root, c.width);
+}
+
+/* A point's label starts right of it; near the right edge (the latency end
+ * of the frontier, largest R/C) it would be cut, so it ends left of it. */
+function keepLabelsInside(root, width) {
+  for (const t of root.querySelectorAll('text.point-label')) {
+    let b;
+    try { b = t.getBBox(); } catch (e) { continue; }
+    if (b.x + b.width > width - 2) {
+      t.setAttribute('text-anchor', 'end');
+      t.setAttribute('x', Number(t.getAttribute('x')) - 16);
+    }
+    if (Number(t.getAttribute('y')) < 10) t.setAttribute('y', 10);
+  }
 }
 
 /* ---- time against message size ------------------------------------------------------------- */
 
+/* Baselines asked before: memo key -> {key} (stored result) or {error, status}
+ * (the server refused it: it is not asked again).  Bounded, oldest first out. */
+const BASELINE_MEMO = 'collsynth.baselines';
+const BASELINE_MEMO_MAX = 300;
+
+function baselineMemo() {
+  try { return JSON.parse(localStorage.getItem(BASELINE_MEMO) || '{}'); } catch (e) { return {}; }
+}
+
+function rememberBaseline(mk, entry) {
+  const memo = baselineMemo();
+  delete memo[mk];
+  memo[mk] = entry;
+  const keys = Object.keys(memo);
+  for (let i = 0; i < keys.length - BASELINE_MEMO_MAX; i++) delete memo[keys[i]];
+  try { localStorage.setItem(BASELINE_MEMO, JSON.stringify(memo)); } catch (e) { /* full: memory only */ }
+}
+
+/* One baseline's algorithm for (request, collective), or null: from this
+ * page's memory, else the stored result the memo names, else one POST (whose
+ * outcome is remembered).  A refusal (4xx) is never asked again; a time-out or
+ * an unreachable server is (it says nothing about the baseline). */
+async function fetchBaseline(request, collective, name) {
+  const mk = JSON.stringify([request, collective, name]);
+  if (state.baselineDocs.has(mk)) return state.baselineDocs.get(mk);
+  const m = baselineMemo()[mk];
+  if (m && m.error) { state.baselineDocs.set(mk, null); return null; }
+  if (m && m.key) {
+    try {
+      const {doc} = await api('GET', '/v1/results/' + encodeURIComponent(m.key) + '?format=json');
+      const a = doc && doc.frontier && doc.frontier[0];
+      if (a) { state.baselineDocs.set(mk, a); return a; }
+    } catch (e) { /* evicted from the store: synthesize it again */ }
+  }
+  try {
+    const {doc} = await api('POST', '/v1/synthesize', {topology: request, collective, method: name, options: {wait_s: 20}});
+    const a = doc && doc.frontier && doc.frontier[0];
+    if (a) {
+      rememberBaseline(mk, {key: doc.key});
+      state.baselineDocs.set(mk, a);
+    }
+    return a || null;
+  } catch (e) {
+    if (e.status >= 400 && e.status < 500 && ![401, 403, 408, 429].includes(e.status)) {
+      rememberBaseline(mk, {error: e.describe(), status: e.status});
+      state.baselineDocs.set(mk, null);
+    }
+    return null;
+  }
+}
+
 async function loadBaselines(res, request) {
-  if (!request || !res.collective) return;
+  if (!request || !res.collective) { $('#size-plot').dataset.baselinesLoaded = 'true'; return; }
   const key = res.key;
   const wanted = BASELINES.filter(n => n !== res.method);
   await Promise.all(wanted.map(async name => {
-    try {
-      const {doc} = await api('POST', '/v1/synthesize', {topology: request, collective: res.collective, method: name, options: {wait_s: 20}});
-      const a = doc && doc.frontier && doc.frontier[0];
-      if (a && state.current && state.current.result.key === key) {
-        state.current.baselines.push({name, alg: a});
-        state.current.baselines.sort((x, y) => x.name.localeCompare(y.name));
-        renderSizePlot();
-      }
-    } catch (e) { /* that baseline does not exist for this collective: leave it out */ }
+    const a = await fetchBaseline(request, res.collective, name);
+    if (a && state.current && state.current.result.key === key) {
+      state.current.baselines.push({name, alg: a});
+      state.current.baselines.sort((x, y) => x.name.localeCompare(y.name));
+      renderSizePlot();
+    }
   }));
   if (state.current && state.current.result.key === key) $('#size-plot').dataset.baselinesLoaded = 'true';
 }
@@ -858,6 +988,82 @@ function renderTimeline() {
   host.replaceChildren(...[root, note].filter(Boolean));
 }
 
+/* ---- history: everything the server has ---------------------------------------------------------- */
+
+function fmtWhen(v) {
+  if (v === undefined || v === null || v === '') return '';
+  const d = typeof v === 'number' ? new Date(v < 1e12 ? v * 1000 : v) : new Date(v);
+  return isNaN(d) ? String(v) : d.toLocaleString();
+}
+
+function historyPath(kind, after) {
+  const q = new URLSearchParams();
+  q.set('limit', $('#hist-limit').value);
+  const t = $('#hist-topology').value.trim(), c = $('#hist-collective').value, m = $('#hist-method').value.trim();
+  if (t) q.set('topology', t);
+  if (c) q.set('collective', c);
+  if (m) q.set('method', m);
+  if (kind === 'jobs' && $('#hist-status').value) q.set('status', $('#hist-status').value);
+  if (after) q.set('after', after);
+  return '/v1/' + kind + '?' + q.toString();
+}
+
+/* The first page (more = false) or the next one, appended. */
+async function loadHistory(kind, more) {
+  const h = state.history[kind];
+  if (more && !h.next) return;
+  try {
+    const {doc} = await api('GET', historyPath(kind, more ? h.next : null));
+    const rows = (doc && doc[kind]) || [];
+    h.rows = more ? h.rows.concat(rows) : rows;
+    h.next = doc && doc.next ? doc.next : null;
+    $('#history-msg').textContent = '';
+    $('#history-msg').className = 'msg';
+  } catch (e) {
+    $('#history-msg').textContent = kind + ': ' + (e instanceof ApiError ? e.describe() : e.message);
+    $('#history-msg').className = 'msg error';
+  }
+  renderHistory(kind);
+}
+
+function collLabel(x) {
+  if (!x.collective) return '';
+  const kind = typeof x.collective === 'string' ? x.collective : x.collective.kind;
+  const root = x.root ?? (typeof x.collective === 'object' ? x.collective.root : undefined);
+  return kind + (root !== undefined && root !== null && root >= 0 ? ':' + root : '');
+}
+
+function renderHistory(kind) {
+  const h = state.history[kind];
+  const body = $('#history-' + kind + ' tbody');
+  if (kind === 'results') {
+    body.replaceChildren(...h.rows.map(x => el('tr', {'data-key': x.key, onclick: () => openKey(x.key), title: 'open ' + x.key}, [
+      el('td', {class: 'mono', text: (x.key || '').slice(0, 12) + '…'}), el('td', {text: x.topology ?? ''}),
+      el('td', {text: collLabel(x)}), el('td', {text: x.method ?? ''}), el('td', {text: x.ranks ?? ''}),
+      el('td', {text: x.nalgs ?? ''}), el('td', {text: fmtWhen(x.created)}),
+    ])));
+  } else {
+    body.replaceChildren(...h.rows.map(x => {
+      const req = collLabel(x) + (x.topology ? ' on ' + x.topology : '') + (x.method ? ' · ' + x.method : '');
+      const actions = x.status === 'done' && x.key ? [el('button', {class: 'link', text: 'view', onclick: ev => { ev.stopPropagation(); openKey(x.key); }})] : [];
+      return el('tr', {'data-job': x.id, 'data-status': x.status, 'data-key': x.key || null, onclick: () => { if (x.status === 'done' && x.key) openKey(x.key); }}, [
+        el('td', {class: 'mono', text: String(x.id).slice(0, 8) + '…', title: x.id}), el('td', {text: req || '(submitted before lists existed)'}),
+        el('td', {}, [el('span', {class: 'status ' + x.status, text: x.status})]), el('td', {text: fmtWhen(x.created)}),
+        el('td', {}, actions),
+      ]);
+    }));
+  }
+  $('#history-' + kind + '-more').hidden = !h.next;
+  $('#history-' + kind).dataset.loaded = h.rows.length;
+}
+
+/* Reloads the first pages, unless the reader has paged further. */
+function refreshHistory() {
+  const limit = Number($('#hist-limit').value);
+  for (const kind of ['results', 'jobs'])
+    if (state.history[kind].rows.length <= limit) loadHistory(kind, false);
+}
+
 /* ---- wiring ---------------------------------------------------------------------------------- */
 
 function init() {
@@ -880,6 +1086,12 @@ function init() {
   loadBuiltins();
   setInterval(pollJobs, 700);
   setInterval(refreshHealth, 15000);
+  $('#history-filters').addEventListener('submit', e => { e.preventDefault(); loadHistory('results', false); loadHistory('jobs', false); });
+  $('#hist-limit').addEventListener('change', () => { loadHistory('results', false); loadHistory('jobs', false); });
+  $('#history-results-more').addEventListener('click', () => loadHistory('results', true));
+  $('#history-jobs-more').addEventListener('click', () => loadHistory('jobs', true));
+  refreshHistory();
+  setInterval(refreshHistory, 5000);
   const params = new URLSearchParams(location.search);
   if (params.get('key')) openKey(params.get('key'));
 }

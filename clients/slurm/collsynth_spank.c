@@ -290,10 +290,12 @@ static json_t *request_json(exchange *x, const char *method, const char *path, c
 }
 
 static char *request_text(exchange *x, const char *path, long *status, char *why,
-                          size_t whylen)
+                          size_t whylen, char *errfield, size_t fieldlen)
 {
     x->unreachable = true;
     *status = 0;
+    if (errfield != NULL && fieldlen > 0)
+        errfield[0] = '\0';
     cs_http_response r;
     if (!send_within_budget(x, "GET", path, NULL, false, &r, why, whylen))
         return NULL;
@@ -304,6 +306,8 @@ static char *request_text(exchange *x, const char *path, long *status, char *why
         cs_http_error_from_body(&r, code, sizeof code, message, sizeof message, field,
                                 sizeof field);
         fmt_into(why, whylen, "GET %s: HTTP %ld %s %s", path, r.status, code, message);
+        if (errfield != NULL && fieldlen > 0)
+            fmt_into(errfield, fieldlen, "%s", field);
         cs_http_response_free(&r);
         return NULL;
     }
@@ -414,13 +418,19 @@ static int write_xml(exchange *x, const char *esc_key, int coll, const size_rang
     if (slice)
         fmt_into(path + n, sizeof path - (size_t)n, "&ranks=%d-%d", st.rank_first, st.rank_last);
     long status = 0;
-    char *xml = request_text(x, path, &status, why, whylen);
-    if (xml == NULL && slice && status == 422 && !x->unreachable) {
+    char field[96];
+    char *xml = request_text(x, path, &status, why, whylen, field, sizeof field);
+    /* Only a daemon that cannot slice (its 422 names the field "ranks") makes
+     * the whole document worth fetching.  A refusal for the runtime's limits
+     * (field "runtime") refuses the whole document too, for every node alike:
+     * fetching it would only move tens of MB per node to be refused. */
+    if (xml == NULL && slice && status == 422 && !x->unreachable &&
+        strcmp(field, "ranks") == 0) {
         /* a daemon that cannot slice this document: the whole one serves too */
         slurm_info("collsynth: %s (node's slice refused; fetching the whole document)", why);
         st.slices_refused = true;
         path[n] = '\0';
-        xml = request_text(x, path, &status, why, whylen);
+        xml = request_text(x, path, &status, why, whylen, NULL, 0);
     }
     if (xml == NULL)
         return -1;

@@ -19,6 +19,9 @@
 #   slow    a server that accepts and never answers, timeout=1
 #   multi   (run while collsynthd is up) a two-node step: both nodes build the
 #           same 8-rank topology (two 4-GPU rings joined by a switch)
+#   refused a stand-in daemon that serves node slices but refuses frontier entry
+#           1 for the runtimes' limits: both nodes skip it, never fetching whole
+#           documents (its requests: OUT/refused.requests)
 # Every daemon it started is stopped on exit, whatever happens.
 # Extra plugstack arguments for `up`: E2E_UP_ARGS (default: SMT with at most 2
 # chunks and k = 0, which gives DGX-1 two-point frontiers in well under a second).
@@ -243,6 +246,59 @@ PIDS_TO_STOP+=("$SLOW_PID")
 for _ in $(seq 50); do [ -s "$D/run/slow.port" ] && break; sleep 0.1; done
 run_step slow "server=http://127.0.0.1:$(cat "$D/run/slow.port") cluster=$D/etc/cluster.json timeout=1" \
     "$ONE --gres=gpu:8"
+
+# a daemon that slices but refuses one frontier entry for the runtimes' limits
+# (422, field "runtime"): the hook must skip that entry on every node without
+# falling back to whole documents (which are refused just the same); every
+# request it gets is logged to OUT/refused.requests
+python3 -c '
+import http.server, json, sys
+log = open(sys.argv[1], "a")
+RING4 = {"name": "ring:4", "ranks": 4, "links": [
+    {"src": a, "dst": b, "lanes": 1, "gbps": 50.0, "alpha_us": 0.5, "bidirectional": True}
+    for a, b in ((0, 1), (0, 3), (1, 2), (2, 3))]}
+KEY = "ab" * 32
+RESULT = {"key": KEY, "method": "tacos", "reason": "e2e stand-in", "frontier": [
+    {"steps": 2, "rounds": 2, "chunks": 1}, {"steps": 6, "rounds": 6, "chunks": 4}]}
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self, code, body, ctype="application/json"):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(n)
+        log.write("POST " + self.path + "\n"); log.flush()
+        self.answer(200, json.dumps(RESULT))
+    def do_GET(self):
+        log.write("GET " + self.path + "\n"); log.flush()
+        if self.path.startswith("/v1/topologies/"):
+            return self.answer(200, json.dumps(RING4))
+        if self.path.startswith("/v1/results/") and "alg=1" in self.path:
+            return self.answer(422, json.dumps({"error": {"code": "limit", "field": "runtime",
+                "message": "rank 0 thread block 0 (peer 1) needs 99 steps; the runtime allows 63"}}))
+        if self.path.startswith("/v1/results/") and "ranks=" in self.path:
+            return self.answer(200, "<algo name=\"standin\" ngpus=\"8\" minBytes=\"0\" "
+                               "maxBytes=\"0\">\n</algo>\n", "application/xml")
+        self.answer(404, json.dumps({"error": {"code": "not_found", "message": "no", "field": ""}}))
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.timeout = 1
+import time
+end = time.time() + 120
+while time.time() < end:
+    srv.handle_request()
+' "$OUT/refused.requests" >"$D/run/refused.port" &
+REFUSED_PID=$!
+PIDS_TO_STOP+=("$REFUSED_PID")
+: >"$OUT/refused.requests"
+for _ in $(seq 50); do [ -s "$D/run/refused.port" ] && break; sleep 0.1; done
+run_step refused "server=http://127.0.0.1:$(cat "$D/run/refused.port") cluster=$D/etc/cluster-quad.json token_file=$D/etc/token timeout=20" \
+    "-N2 -n2 --gres=gpu:4 --label"
 
 # the node must still be usable (a failing hook would have drained it); let the
 # last job finish completing first

@@ -10,13 +10,16 @@
 #include "hier.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "iso.h"
 #include "simulate.h"
 #include "smt.h"
+#include "tacos.h"
 #include "verify.h"
 
 /* ---- detection -------------------------------------------------------------------- */
@@ -34,7 +37,9 @@ typedef struct hier_shape {
     int *rank;                 /* nodes * m: global rank of (node, local) */
     int nic[64];               /* k local indices */
     cs_topology *node;         /* the node type on local ranks (owned) */
-    char sig_hash[32];
+    bool ring;                 /* fabric: NIC j of node n reaches NIC j of node n+1 only */
+    bool ring_back;            /* ... and of node n-1 */
+    bool renumbered;           /* local ranks in canonical order, not the groups' (hier_detect) */
 } hier_shape;
 
 typedef struct hier_trees {
@@ -116,9 +121,80 @@ static int group_keys(const cs_topology *t, const int *loc, const int *swg, int 
     return CS_OK;
 }
 
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err);
+
+static int rank_order_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const int *order = ctx;
+    int a = order[*(const int *)pa], b = order[*(const int *)pb];
+    return (a > b) - (a < b);
+}
+
+/* Nodes as the groups list them (node g = groups[g], local rank i =
+ * groups[g].ranks[i]); when that numbering does not show one node type with
+ * the same NICs on the same rails (a Slurm allocation or a relabelled
+ * document numbers each node's GPUs its own way), each group's ranks are
+ * ordered by the topology's canonical labelling (iso.h): its two-level
+ * scheme gives isomorphic nodes attached to the fabric alike the same local
+ * order, so the detection's checks then hold up to renumbering inside nodes.
+ * The canonical order only decides which global rank plays local rank i;
+ * nothing is relabelled, so the compositions stay in the caller's numbering
+ * and are verified on the caller's topology.  It is tried only after the
+ * groups' own order fails (cheap path unchanged), and every check is
+ * rerun on it, so a labelling that did not line the nodes up is refused
+ * like before. */
 static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
 {
     memset(s, 0, sizeof *s);
+    cs_error first;
+    cs_error_clear(&first);
+    bool groups_ok = false;
+    int rc = detect_in_order(t, NULL, s, &groups_ok, &first);
+    if (rc != CS_EUNSUPPORTED || !groups_ok) {
+        if (rc != CS_OK && err)
+            *err = first;
+        return rc;
+    }
+    int *canon = malloc(sizeof *canon * (size_t)t->ranks);
+    if (!canon)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    /* two-level at every size: only that scheme numbers node by node */
+    cs_iso_options io = {.two_level_min_ranks = 1};
+    char scheme[16] = "";
+    cs_error ierr, second;
+    cs_error_clear(&ierr);
+    cs_error_clear(&second);
+    int lrc = iso_topology_labelling(t, &io, canon, scheme, &ierr);
+    if (lrc != CS_OK) {
+        free(canon);
+        if (err)
+            *err = first;
+        return rc;
+    }
+    rc = detect_in_order(t, canon, s, &groups_ok, &second);
+    free(canon);
+    if (rc == CS_OK) {
+        s->renumbered = true;
+        return CS_OK;
+    }
+    if (rc == CS_EUNSUPPORTED)
+        return cs_error_set(err, rc, second.field, "%.400s (nodes compared up to renumbering "
+                            "inside each node too)", second.message);
+    if (err)
+        *err = second;
+    return rc;
+}
+
+/* hier_detect with each group's ranks taken in `order` (rank -> key; NULL:
+ * as the groups list them).  *groups_ok is set once the checks no
+ * renumbering can change (group sizes, every rank in a node, shared sets)
+ * have passed. */
+static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
+                           bool *groups_ok, cs_error *err)
+{
+    memset(s, 0, sizeof *s);
+    *groups_ok = false;
     if (!t->finalized)
         return cs_error_set(err, CS_EINVAL, "topology", "hierarchical needs a finalized topology");
     if (t->ngroups < 2 || !t->group_of)
@@ -144,6 +220,7 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
             return cs_error_set(err, CS_EUNSUPPORTED, "topology",
                                 "hierarchical does not handle shared sets written in the "
                                 "document (topology %s has them); use tacos", t->name);
+    *groups_ok = true;
     int N = t->ngroups, rc = CS_OK;
     int *loc = malloc(sizeof *loc * (size_t)t->ranks);
     int *swg = malloc(sizeof *swg * (size_t)(t->nswitches + 1));
@@ -156,11 +233,14 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
     }
     s->nodes = N;
     s->m = m;
-    for (int g = 0; g < N; g++)
-        for (int i = 0; i < m; i++) {
-            loc[t->groups[g].ranks[i]] = i;
-            s->rank[(long)g * m + i] = t->groups[g].ranks[i];
-        }
+    for (int g = 0; g < N; g++) {
+        int *nr = s->rank + (long)g * m;
+        memcpy(nr, t->groups[g].ranks, sizeof *nr * (size_t)m);
+        if (order)
+            qsort_r(nr, (size_t)m, sizeof *nr, rank_order_cmp, (void *)order);
+        for (int i = 0; i < m; i++)
+            loc[nr[i]] = i;
+    }
     for (int w = 0; w < t->nswitches; w++)
         swg[w] = switch_group(t, w);
     /* one node type */
@@ -178,7 +258,8 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         if (ng != n0 || memcmp(kg, k0, sizeof *k0 * (size_t)n0) != 0) {
             rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
                               "hierarchical needs one node type: node %d's links differ from "
-                              "node 0's under the groups' rank order", g);
+                              "node 0's under the %s rank order", g,
+                              order ? "canonical" : "groups'");
             goto done;
         }
     }
@@ -209,19 +290,43 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         rc = cs_error_set(err, CS_EUNSUPPORTED, "topology", "no rank has a link out of its node");
         goto done;
     }
-    /* rails: NIC j of every node reaches NIC j of every other node in one hop */
-    for (int j = 0; j < s->k; j++)
-        for (int a = 0; a < N; a++)
-            for (int b = 0; b < N; b++)
-                if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
-                                                 s->rank[(long)b * m + s->nic[j]]) < 0) {
-                    rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                                      "hierarchical needs a switched fabric: NIC rank %d of node "
-                                      "%d has no direct link to NIC rank %d of node %d (rails or "
-                                      "one fabric switch joining every node's NICs); use tacos",
-                                      s->nic[j], a, s->nic[j], b);
-                    goto done;
-                }
+    /* rails: NIC j of every node reaches NIC j of every other node in one hop
+     * (a switched fabric), or at least of the next node in group order (a
+     * ring: the Slurm hook's "ring" fabric) */
+    {
+        int miss_a = -1, miss_b = -1, miss_j = 0;
+        for (int j = 0; j < s->k && miss_a < 0; j++)
+            for (int a = 0; a < N && miss_a < 0; a++)
+                for (int b = 0; b < N && miss_a < 0; b++)
+                    if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                     s->rank[(long)b * m + s->nic[j]]) < 0) {
+                        miss_a = a;
+                        miss_b = b;
+                        miss_j = j;
+                    }
+        if (miss_a >= 0) {
+            s->ring = true;
+            for (int j = 0; j < s->k && s->ring; j++)
+                for (int a = 0; a < N && s->ring; a++)
+                    s->ring = topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
+                                                 s->rank[(long)((a + 1) % N) * m + s->nic[j]]) >= 0;
+            s->ring_back = s->ring;
+            for (int j = 0; j < s->k && s->ring_back; j++)
+                for (int a = 0; a < N && s->ring_back; a++)
+                    s->ring_back = topology_find_link(
+                                       t, s->rank[(long)a * m + s->nic[j]],
+                                       s->rank[(long)((a + N - 1) % N) * m + s->nic[j]]) >= 0;
+            if (!s->ring) {
+                rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                                  "hierarchical needs a switched or ring fabric: NIC rank %d of "
+                                  "node %d has no direct link to NIC rank %d of node %d (rails "
+                                  "or one fabric switch joining every node's NICs), nor NIC j of "
+                                  "each node to NIC j of the next; use tacos",
+                                  s->nic[miss_j], miss_a, s->nic[miss_j], miss_b);
+                goto done;
+            }
+        }
+    }
     /* the node type as a topology of its own */
     {
         char name[CS_NAME_MAX];
@@ -262,22 +367,24 @@ done:
 
 static bool kind_supported(cs_coll_kind k)
 {
-    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE;
+    return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
-                        "hierarchical composes allgather, reducescatter and allreduce; %s is "
-                        "not composed yet (alltoall needs intra aggregation + inter alltoall + "
-                        "intra scatter, broadcast/reduce need trees across nodes); use tacos "
-                        "or auto", collective_kind_name(c->kind));
+                        "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
+                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
+                        "custom collectives); use tacos, mcf or auto",
+                        collective_kind_name(c->kind));
 }
 
 void hier_options_default(cs_hier_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->smt_time_limit_s = 2.0;
+    opt->flat_max_ranks = 0;
 }
 
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
@@ -289,6 +396,25 @@ int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
     if (rc == CS_OK)
         shape_free(&s);
     return rc;
+}
+
+int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err)
+{
+    if (!kind_supported(c->kind))
+        return unsupported_kind(c, err);
+    hier_shape s;
+    int rc = hier_detect(t, &s, err);
+    if (rc != CS_OK)
+        return rc;
+    bool ring = s.ring;
+    shape_free(&s);
+    if (ring)
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "a ring fabric: the composition's node trees cannot keep up with "
+                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
+                            "against TACOS's 0.78), so auto keeps the flat methods; method "
+                            "hierarchical composes it when asked");
+    return CS_OK;
 }
 
 /* ---- intra trees -------------------------------------------------------------------- */
@@ -427,11 +553,11 @@ typedef struct tree_cache {
     } e[4];
 } tree_cache;
 
-static char *node_key(const hier_shape *s, bool reversed)
+/* The node type's links and switches (without its name) and the NIC set. */
+static char *node_key(const hier_shape *s)
 {
     json_t *doc = topology_to_json(s->node);
     json_object_del(doc, "name");
-    (void)reversed;
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     if (!text)
@@ -454,7 +580,7 @@ static char *node_key(const hier_shape *s, bool reversed)
 static int shape_trees(const hier_shape *s, tree_cache *cache, const cs_hier_options *o,
                        const hier_trees **out, cs_error *err)
 {
-    char *key = node_key(s, false);
+    char *key = node_key(s);
     if (!key)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
     for (int i = 0; i < cache->n; i++)
@@ -527,85 +653,6 @@ static void cache_free(tree_cache *c)
 
 /* ---- the allgather composition ----------------------------------------------------- */
 
-/* key: the order within a step (the simulator takes sends in (step, index)
- * order and never backfills a lane, so a send whose chunk arrives late must
- * not sit before one that is ready early): the chunk's arrival rank. */
-typedef struct hsend {
-    int step;
-    int src, dst;
-    long chunk;
-    long key;
-    int sub;   /* then (dst - src) mod m: each value a permutation of a node's ranks */
-    int reduce;
-} hsend;
-
-typedef struct send_list {
-    hsend *v;
-    long n, cap;
-} send_list;
-
-/* Orders l by (step, key, sub), ties in generation order: an LSD radix sort
- * of (composite key, index) pairs with 16-bit digits, then one permutation
- * (qsort of a million 32-byte records took 0.6 s, more than the rest of a
- * 1024-rank composition together). */
-static int sort_sends(send_list *l)
-{
-    long n = l->n;
-    uint64_t *k = malloc(sizeof *k * (size_t)(n ? n : 1)), *k2 = malloc(sizeof *k2 * (size_t)(n ? n : 1));
-    uint32_t *ix = malloc(sizeof *ix * (size_t)(n ? n : 1)), *ix2 = malloc(sizeof *ix2 * (size_t)(n ? n : 1));
-    hsend *out = malloc(sizeof *out * (size_t)(n ? n : 1));
-    long *cnt = malloc(sizeof *cnt * 65536);
-    if (!k || !k2 || !ix || !ix2 || !out || !cnt) {
-        free(k); free(k2); free(ix); free(ix2); free(out); free(cnt);
-        return CS_ENOMEM;
-    }
-    uint64_t all = 0;
-    for (long i = 0; i < n; i++) {
-        k[i] = ((uint64_t)l->v[i].step << 40) | ((uint64_t)l->v[i].key << 8) |
-               (uint64_t)l->v[i].sub;
-        ix[i] = (uint32_t)i;
-        all |= k[i];
-    }
-    for (int shift = 0; shift < 64 && (all >> shift) != 0; shift += 16) {
-        memset(cnt, 0, sizeof *cnt * 65536);
-        for (long i = 0; i < n; i++)
-            cnt[(k[i] >> shift) & 0xffff]++;
-        long at = 0;
-        for (int d = 0; d < 65536; d++) {
-            long c = cnt[d];
-            cnt[d] = at;
-            at += c;
-        }
-        for (long i = 0; i < n; i++) {
-            long p = cnt[(k[i] >> shift) & 0xffff]++;
-            k2[p] = k[i];
-            ix2[p] = ix[i];
-        }
-        uint64_t *tk = k; k = k2; k2 = tk;
-        uint32_t *ti = ix; ix = ix2; ix2 = ti;
-    }
-    for (long i = 0; i < n; i++)
-        out[i] = l->v[ix[i]];
-    free(l->v);
-    l->v = out;
-    free(k); free(k2); free(ix); free(ix2); free(cnt);
-    return CS_OK;
-}
-
-static int push(send_list *l, long chunk, int src, int dst, int step, long key, int sub)
-{
-    if (l->n == l->cap) {
-        long cap = l->cap ? 2 * l->cap : 4096;
-        hsend *v = realloc(l->v, sizeof *v * (size_t)cap);
-        if (!v)
-            return CS_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = (hsend){step, src, dst, chunk, key, sub, 0};
-    return CS_OK;
-}
-
 static long gcd_l(long a, long b)
 {
     while (b) {
@@ -628,26 +675,75 @@ static int orientation(int a, int b, int m)
 
 typedef struct compose_info {
     int slots, segments, steps;
+    int S1;                    /* steps of phase 1 */
+    bool orient;               /* NIC-tree forwards split over two steps per slot */
 } compose_info;
 
-/* Allgather with C chunks per rank on t (shape s, trees tr). */
-/* The sends of the allgather composition (unsorted) into *lo and its step
- * count.  node_chunks: instead of every rank's C chunks, one chunk per node
- * and segment (chunk sg * N + n, starting at the node's owner rank): the
- * allgather half of the node-chunk allreduce. */
-static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                         int C, bool node_chunks, send_list *lo, int *steps_out,
-                         compose_info *info)
+/* The allgather composition, planned: which NIC sends which (distance,
+ * segment) item in which slot, and the step numbering.  node_chunks: one
+ * chunk per node and segment (chunk sg * N + n, starting at the node's owner
+ * rank) instead of every rank's C chunks: the allgather half of the
+ * node-chunk allreduce; there C is the least number of segments. */
+typedef struct ag_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int N, m, k, P, C;
+    bool node_chunks;
+    int S1, seg, block, slots, orient, steps;
+    long ni;
+    int *item_d, *item_q0, *item_q1, *item_nic, *item_slot;
+    unsigned char *item_flat;  /* NIC-tree sends in one step (no orientation split) */
+    int *item_off;             /* first place of the item's chunks in its slot */
+    int seglen;                /* the longest item, in chunks */
+    int *slot_item;            /* slots x k: the item a NIC sends in a slot, or -1 */
+    const int *owner;          /* node_chunks: local owner rank per node (NULL: NIC n mod k) */
+    /* each tree's edges by (dst - src) mod m: edge_at[tree][v] .. [v + 1] */
+    unsigned char sorted[128][64], edge_at[128][65];
+} ag_plan;
+
+static void plan_free(ag_plan *p)
 {
-    /* node_chunks: C is the least number of segments per node */
-    int N = s->nodes, m = s->m, k = s->k, P = t->ranks;
-    int S1 = 0, S3 = 0;
-    for (int i = 0; i < m; i++)
-        if (tr->spread[i].depth > S1)
-            S1 = tr->spread[i].depth;
-    for (int j = 0; j < k; j++)
+    free(p->item_d);
+    free(p->item_q0);
+    free(p->item_q1);
+    free(p->item_flat);
+    free(p->item_off);
+    free(p->item_nic);
+    free(p->item_slot);
+    free(p->slot_item);
+}
+
+static void sort_tree_edges(const hier_tree *tt, int m, unsigned char *sorted,
+                            unsigned char *at)
+{
+    int n = 0;
+    for (int v = 0; v < m; v++) {
+        at[v] = (unsigned char)n;
+        for (int e = 0; e < tt->n; e++)
+            if ((tt->dst[e] - tt->src[e] + m) % m == v)
+                sorted[n++] = (unsigned char)e;
+    }
+    at[m] = (unsigned char)n;
+}
+
+static int plan_init(ag_plan *p, int P, const hier_shape *s, const hier_trees *tr, int C,
+                     bool node_chunks)
+{
+    memset(p, 0, sizeof *p);
+    int N = s->nodes, m = s->m, k = s->k;
+    *p = (ag_plan){.s = s, .tr = tr, .N = N, .m = m, .k = k, .P = P, .C = C,
+                   .node_chunks = node_chunks};
+    int S3 = 0;
+    for (int i = 0; i < m; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        sort_tree_edges(&tr->spread[i], m, p->sorted[i], p->edge_at[i]);
+    }
+    for (int j = 0; j < k; j++) {
         if (tr->nic[j].depth > S3)
             S3 = tr->nic[j].depth;
+        sort_tree_edges(&tr->nic[j], m, p->sorted[64 + j], p->edge_at[64 + j]);
+    }
     int block = node_chunks ? 1 << 20 : m * C;
     /* segments per (node, distance): enough to use every NIC when there are
      * fewer distances than NICs, else whole blocks (contiguous messages) */
@@ -658,6 +754,8 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
         seg = C;
     if (node_chunks)
         block = seg;   /* one chunk per segment */
+    p->seg = seg;
+    p->block = block;
     long items = (long)(N - 1) * seg;
     /* Deal items (distance d, segment) to NICs, keeping d and N - d on one
      * NIC: the reducescatter half (the inverse, on the reversed topology)
@@ -665,25 +763,29 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
      * thread blocks stay within the runtimes' per-channel limits.  Greedy to
      * the least loaded NIC; an item's slot is its place in its NIC's list,
      * so in each slot every NIC's rail carries a permutation. */
-    int *item_d = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_sg = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_nic = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int *item_slot = malloc(sizeof(int) * (size_t)(items ? items : 1));
-    int load[64] = {0};
-    send_list l = {0};
-    int rc = CS_OK, slots = 0;
-    if (!item_d || !item_sg || !item_nic || !item_slot)
-        rc = CS_ENOMEM;
+    size_t cap = (size_t)(items ? items : 1) + (size_t)k * (size_t)block;
+    p->item_d = malloc(sizeof(int) * cap);
+    p->item_q0 = malloc(sizeof(int) * cap);
+    p->item_q1 = malloc(sizeof(int) * cap);
+    p->item_nic = malloc(sizeof(int) * cap);
+    p->item_slot = malloc(sizeof(int) * cap);
+    p->item_flat = calloc(cap, 1);
+    p->item_off = calloc(cap, sizeof(int));
+    if (!p->item_d || !p->item_q0 || !p->item_q1 || !p->item_nic || !p->item_slot ||
+        !p->item_flat || !p->item_off) {
+        plan_free(p);
+        return CS_ENOMEM;
+    }
+    int load[64] = {0}, pass_load[64] = {0};
     long ni = 0;
-    int pass_load[64] = {0};
     /* with at least as many distances as NICs, every segment of a pair
      * stays on one NIC too (fewer peers per rank); else segments spread */
     bool together = N - 1 >= k;
-    for (int d = 1; rc == CS_OK && 2 * d <= N; d++)
+    for (int d = 1; 2 * d <= N; d++)
         for (int sg = 0; sg < seg; sg++) {
             int j = 0;
             if (together && sg > 0) {
-                j = item_nic[ni - 1];
+                j = p->item_nic[ni - 1];
             } else {
                 for (int x = 1; x < k; x++)
                     if (pass_load[x] < pass_load[j])
@@ -692,140 +794,353 @@ static int build_ag_list(const cs_topology *t, const hier_shape *s, const hier_t
             int pair[2] = {d, N - d}, np = 2 * d == N ? 1 : 2;
             pass_load[j] += np;
             for (int z = 0; z < np; z++) {
-                item_d[ni] = pair[z];
-                item_sg[ni] = sg;
-                item_nic[ni] = j;
+                p->item_d[ni] = pair[z];
+                p->item_q0[ni] = (int)((long)block * sg / seg);
+                p->item_q1[ni] = (int)((long)block * (sg + 1) / seg);
+                p->item_nic[ni] = j;
                 ni++;
             }
         }
     /* slots: each NIC sends its short distances first, then their mirrors */
     for (int half = 0; half < 2; half++)
         for (long u = 0; u < ni; u++)
-            if ((2 * item_d[u] > N) == half) {
-                item_slot[u] = load[item_nic[u]]++;
-                if (load[item_nic[u]] > slots)
-                    slots = load[item_nic[u]];
+            if ((2 * p->item_d[u] > N) == half) {
+                p->item_slot[u] = load[p->item_nic[u]]++;
+                if (load[p->item_nic[u]] > p->slots)
+                    p->slots = load[p->item_nic[u]];
             }
+    /* Whole blocks leave the NICs uneven by up to a block (127 distances over
+     * 8 NICs: seven carry 16 blocks, one 15): the last chunks of the heavy
+     * NICs' last blocks move to the light ones, one-chunk items at the end
+     * of their lists, so every NIC carries the same number of chunks.  They
+     * share the light NIC's next slot, one after the other (a slot is a time
+     * window of a block; each place in it is still a permutation). */
+    if (!node_chunks && seg == 1 && together) {
+        int extra[64] = {0};
+        long cl[64] = {0}, total = 0;
+        long last[64];
+        for (int j = 0; j < k; j++)
+            last[j] = -1;
+        for (long u = 0; u < ni; u++) {
+            int j = p->item_nic[u];
+            cl[j] += p->item_q1[u] - p->item_q0[u];
+            total += p->item_q1[u] - p->item_q0[u];
+            if (last[j] < 0 || p->item_slot[u] > p->item_slot[last[j]])
+                last[j] = u;
+        }
+        long ideal = (total + k - 1) / k;
+        for (int h = 0; h < k; h++)
+            while (cl[h] > ideal && last[h] >= 0 &&
+                   p->item_q1[last[h]] - p->item_q0[last[h]] > 1) {
+                int l = 0;
+                for (int x = 1; x < k; x++)
+                    if (cl[x] < cl[l])
+                        l = x;
+                if (cl[l] >= ideal)
+                    break;
+                long u = last[h];
+                p->item_q1[u]--;
+                p->item_d[ni] = p->item_d[u];
+                p->item_q0[ni] = p->item_q1[u];
+                p->item_q1[ni] = p->item_q1[u] + 1;
+                p->item_nic[ni] = l;
+                p->item_slot[ni] = load[l] + extra[l] / block;
+                p->item_off[ni] = extra[l] % block;
+                extra[l]++;
+                if (p->item_slot[ni] + 1 > p->slots)
+                    p->slots = p->item_slot[ni] + 1;
+                cl[h]--;
+                cl[l]++;
+                ni++;
+            }
+    }
+    p->ni = ni;
+    /* each NIC's last item and one-chunk items forward in one step: the
+     * orientation split would delay the end (below) and they need no merging */
+    long lastu[64];
+    for (int j = 0; j < k; j++)
+        lastu[j] = -1;
+    p->seglen = 1;
+    for (long u = 0; u < ni; u++) {
+        int j = p->item_nic[u];
+        if (lastu[j] < 0 || p->item_slot[u] > p->item_slot[lastu[j]])
+            lastu[j] = u;
+        if (p->item_off[u] + p->item_q1[u] - p->item_q0[u] > p->seglen)
+            p->seglen = p->item_off[u] + p->item_q1[u] - p->item_q0[u];
+        p->item_flat[u] = p->item_q1[u] - p->item_q0[u] <= 1;
+    }
+    /* The last slots forward in one step too: with the split, a slot's odd
+     * half waits for its even half and the end of the schedule waits for
+     * both (dgxh100:128 allgather: 0.982 of the bound with one flat slot,
+     * 0.994 with two).  Two where a rank's list to a peer stays within the
+     * runtimes' 64 steps (2 per oriented slot, 2 x block per flat one). */
+    int longest = 0;
+    for (int j = 0; j < k; j++)
+        if (lastu[j] >= 0 && p->item_slot[lastu[j]] + 1 > longest)
+            longest = p->item_slot[lastu[j]] + 1;
+    int flat_slots = 2 * longest + 2 + 2 * (2 * p->seglen - 2) <= 62 ? 2 : 1;
+    for (long u = 0; u < ni; u++) {
+        int j = p->item_nic[u];
+        if (lastu[j] >= 0 && p->item_slot[u] > p->item_slot[lastu[j]] - flat_slots)
+            p->item_flat[u] = 1;
+    }
+    /* slots x k x places: the item whose chunk a NIC sends at a place */
+    long cells = (long)(p->slots ? p->slots : 1) * k * p->seglen;
+    p->slot_item = malloc(sizeof(int) * (size_t)cells);
+    if (!p->slot_item) {
+        plan_free(p);
+        return CS_ENOMEM;
+    }
+    for (long x = 0; x < cells; x++)
+        p->slot_item[x] = -1;
+    for (long u = 0; u < ni; u++)
+        for (int q = p->item_q0[u]; q < p->item_q1[u]; q++)
+            p->slot_item[((long)p->item_slot[u] * k + p->item_nic[u]) * p->seglen +
+                         p->item_off[u] + q - p->item_q0[u]] = (int)u;
     /* Two steps per slot and per tree level: a forward from local rank a to
      * b takes the even or odd one by the pair's orientation, so a rank's
      * sends to a peer and its receives from that peer never share a step.
      * Code generators merge consecutive sends of contiguous chunks on one
      * connection into one runtime step; interleaved with receives from the
      * same peer they cannot, and a rank's list to each peer would grow past
-     * the runtimes' 64 steps. */
-    /* (only where a rank's unmerged list to a peer would be long: the split
-     * costs a little pipelining) */
-    int orient = (long)slots * (block / seg) > 16;
-    int steps = orient ? S1 + 2 * slots + 2 * S3 + 1 : S1 + slots + S3;
-    /* phase 1: each chunk along its source's tree inside its node */
-    for (int n = 0; node_chunks && n < N && rc == CS_OK; n++)
-        for (int sg = 0; sg < seg; sg++) {
-            int own = s->nic[n % k];
-            const hier_tree *tt = &tr->spread[own];
-            for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                rc = push(&l, (long)sg * N + n, s->rank[(long)n * m + tt->src[e]],
-                          s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
-                          (tt->dst[e] - tt->src[e] + m) % m);
-        }
-    for (int n = 0; !node_chunks && n < N && rc == CS_OK; n++)
-        for (int c = 0; c < C; c++)
-            for (int i = 0; i < m; i++) {
-                long g = (long)c * P + s->rank[(long)n * m + i];
-                const hier_tree *tt = &tr->spread[i];
-                for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                    rc = push(&l, g, s->rank[(long)n * m + tt->src[e]],
-                              s->rank[(long)n * m + tt->dst[e]], tt->step[e], 0,
-                              (tt->dst[e] - tt->src[e] + m) % m);
-            }
-    /* phases 2 and 3: item u on NIC item_nic[u] in slot item_slot[u], then
-     * the receiving NIC's tree, one step after the slot */
-    for (int n = 0; n < N && rc == CS_OK; n++)
-        for (long u = 0; u < ni && rc == CS_OK; u++) {
-            int d = item_d[u], sg = item_sg[u], j = item_nic[u];
-            int slot = item_slot[u], nb = (n + d) % N, nic = s->nic[j];
-            int q0 = (int)((long)block * sg / seg), q1 = (int)((long)block * (sg + 1) / seg);
-            int from = s->rank[(long)n * m + nic], to = s->rank[(long)nb * m + nic];
-            const hier_tree *tt = &tr->nic[j];
-            long seglen = (long)block / seg + 1;
-            for (int q = q0; q < q1 && rc == CS_OK; q++) {
-                long g = node_chunks ? (long)q * N + n
-                                     : (long)(q / m) * P + s->rank[(long)n * m + q % m];
-                long key = (long)slot * seglen + (q - q0) + 1;
-                rc = push(&l, g, from, to, S1 + (1 + orient) * slot, key, 0);
-                for (int e = 0; e < tt->n && rc == CS_OK; e++)
-                    rc = push(&l, g, s->rank[(long)nb * m + tt->src[e]],
-                              s->rank[(long)nb * m + tt->dst[e]],
-                              orient ? S1 + 2 * slot + 1 + 2 * tt->step[e] +
-                                           orientation(tt->src[e], tt->dst[e], m)
-                                     : S1 + slot + 1 + tt->step[e],
-                              key, (tt->dst[e] - tt->src[e] + m) % m);
-            }
-        }
-    free(item_d);
-    free(item_sg);
-    free(item_nic);
-    free(item_slot);
-    if (rc != CS_OK) {
-        free(l.v);
-        return CS_ENOMEM;
-    }
-    info->slots = slots;
-    info->segments = seg;
-    info->steps = steps;
-    *lo = l;
-    *steps_out = steps;
+     * the runtimes' 64 steps.  Only where that list would be long: the split
+     * costs a little pipelining. */
+    long most = 0, per_nic[64] = {0};
+    for (long u = 0; u < ni; u++)
+        per_nic[p->item_nic[u]] += p->item_q1[u] - p->item_q0[u];
+    for (int j = 0; j < k; j++)
+        if (per_nic[j] > most)
+            most = per_nic[j];
+    p->orient = most > 16;
+    p->steps = p->orient ? p->S1 + 2 * p->slots + 2 * S3 + 1 : p->S1 + p->slots + S3;
     return CS_OK;
 }
 
-/* An algorithm of collective c with `chunks` chunks from a send list (sorted
- * here), rounds fitted to t. */
-static int list_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
-                             int steps, send_list *l, cs_algorithm **out, cs_error *err)
+typedef int (*emit_fn)(void *ctx, long chunk, int src, int dst, int step);
+
+/* Every send of the plan, in an order that within each step is the order
+ * the simulator should take them in (it takes sends in (step, index) order
+ * and never backfills a lane, so a send whose chunk arrives late must not
+ * sit before one that is ready early): by the chunk's arrival (slot, then
+ * place in its segment), then by (dst - src) mod m, so each run of sends
+ * with one value is a permutation of a node's ranks and no port receives
+ * twice at once. */
+static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
 {
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = p->N, m = p->m, k = p->k, P = p->P, rc = CS_OK;
+    const int *rank = s->rank;
+    /* phase 1: each chunk along its source's tree inside its node */
+    for (int v = 0; v < m && rc == CS_OK; v++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            const int *nr = rank + (long)n * m;
+            if (p->node_chunks) {
+                int own = p->owner ? p->owner[n] : s->nic[n % k];
+                const hier_tree *tt = &tr->spread[own];
+                for (int sg = 0; sg < p->seg && rc == CS_OK; sg++)
+                    for (int x = p->edge_at[own][v]; x < p->edge_at[own][v + 1] && rc == CS_OK;
+                         x++) {
+                        int e = p->sorted[own][x];
+                        rc = fn(ctx, (long)sg * N + n, nr[tt->src[e]], nr[tt->dst[e]],
+                                tt->step[e]);
+                    }
+                continue;
+            }
+            for (int c = 0; c < p->C; c++)
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    const hier_tree *tt = &tr->spread[i];
+                    long g = (long)c * P + nr[i];
+                    for (int x = p->edge_at[i][v]; x < p->edge_at[i][v + 1] && rc == CS_OK; x++) {
+                        int e = p->sorted[i][x];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* phases 2 and 3: item u on its NIC in its slot, then the receiving
+     * NIC's tree, one step (or two: orientation) after the slot */
+    int seglen = p->seglen;
+    for (int slot = 0; slot < p->slots && rc == CS_OK; slot++)
+        for (int qq = 0; qq < seglen && rc == CS_OK; qq++)
+            for (int v = 0; v < m && rc == CS_OK; v++)
+                for (int n = 0; n < N && rc == CS_OK; n++)
+                    for (int j = 0; j < k && rc == CS_OK; j++) {
+                        int u = p->slot_item[((long)slot * k + j) * seglen + qq];
+                        if (u < 0)
+                            continue;
+                        int q = p->item_q0[u] + qq - p->item_off[u];
+                        if (slot == 0 && !p->node_chunks) {
+                            /* the first block starts with the NIC's own
+                             * chunk: the others reach it through phase 1 */
+                            int len = p->item_q1[u] - p->item_q0[u];
+                            int first = (s->nic[j] - p->item_q0[u] % m + m) % m;
+                            q = p->item_q0[u] + (qq - p->item_off[u] + first) % len;
+                        }
+                        int nb = (n + p->item_d[u]) % N, nic = s->nic[j];
+                        const int *nr = rank + (long)n * m, *br = rank + (long)nb * m;
+                        long g = p->node_chunks ? (long)q * N + n
+                                                : (long)(q / m) * P + nr[q % m];
+                        if (v == 0)
+                            rc = fn(ctx, g, nr[nic], br[nic], p->S1 + (1 + p->orient) * slot);
+                        const hier_tree *tt = &tr->nic[j];
+                        for (int x = p->edge_at[64 + j][v];
+                             x < p->edge_at[64 + j][v + 1] && rc == CS_OK; x++) {
+                            int e = p->sorted[64 + j][x];
+                            int st = p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                                                     (p->item_flat[u]
+                                                          ? 0
+                                                          : orientation(tt->src[e], tt->dst[e], m))
+                                               : p->S1 + slot + 1 + tt->step[e];
+                            rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], st);
+                        }
+                    }
+    return rc;
+}
+
+/* The number of sends plan_emit emits per step, added to count[] at
+ * shift + step (mirrored: shift + mirror_steps - 1 - step), without
+ * enumerating them. */
+static void plan_count(const ag_plan *p, long *count, int shift, int mirror_steps)
+{
+#define AT(st) count[shift + (mirror_steps > 0 ? mirror_steps - 1 - (st) : (st))]
+    const hier_trees *tr = p->tr;
+    int N = p->N, m = p->m, k = p->k;
+    if (p->node_chunks) {
+        for (int n = 0; n < N; n++) {
+            const hier_tree *tt = &tr->spread[p->owner ? p->owner[n] : p->s->nic[n % k]];
+            for (int e = 0; e < tt->n; e++)
+                AT(tt->step[e]) += p->seg;
+        }
+    } else {
+        for (int i = 0; i < m; i++)
+            for (int e = 0; e < tr->spread[i].n; e++)
+                AT(tr->spread[i].step[e]) += (long)N * p->C;
+    }
+    for (long u = 0; u < p->ni; u++) {
+        int j = p->item_nic[u], slot = p->item_slot[u];
+        long q = p->item_q1[u] - p->item_q0[u];
+        const hier_tree *tt = &tr->nic[j];
+        AT(p->S1 + (1 + p->orient) * slot) += N * q;
+        for (int e = 0; e < tt->n; e++)
+            AT(p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
+                               (p->item_flat[u] ? 0 : orientation(tt->src[e], tt->dst[e], m))
+                         : p->S1 + slot + 1 + tt->step[e]) += N * q;
+    }
+#undef AT
+}
+
+/* Placing emitted sends into an algorithm, step by step: a counting pass,
+ * then a filling pass that writes each send at its step's next place
+ * (forward), or for a mirrored half at its step's last free place
+ * (backward: the mirror reverses the order within a step too).  No list of
+ * sends is kept: at a million sends, fresh memory is what costs time. */
+typedef struct placer {
+    cs_algorithm *a;
+    long *pos;                 /* per step: next index (forward) or one past it (backward) */
+    int shift;                 /* step offset of this half */
+    int mirror_steps;          /* > 0: mirrored (steps reversed within this many) */
+    bool counting;
+    long *count;               /* per step */
+} placer;
+
+static int place_send(void *ctx, long chunk, int src, int dst, int step)
+{
+    placer *pl = ctx;
+    cs_op op = CS_OP_COPY;
+    if (pl->mirror_steps > 0) {
+        int t = src;
+        src = dst;
+        dst = t;
+        step = pl->mirror_steps - 1 - step;
+        op = CS_OP_REDUCE;
+    }
+    step += pl->shift;
+    if (pl->counting) {
+        pl->count[step]++;
+        return CS_OK;
+    }
+    long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
+    cs_send sv = {chunk, src, dst, step, op, NAN, NAN};
+    return algorithm_set_send(pl->a, i, &sv);
+}
+
+/* An algorithm of collective c (chunks, steps) holding the sends of up to two
+ * plans: `mirror` (may be NULL) mirrored into steps [0, mirror->steps), then
+ * `fwd` (may be NULL) after it. */
+static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                              const ag_plan *mirror, const ag_plan *fwd, cs_algorithm **out,
+                              cs_error *err)
+{
+    int ms = mirror ? mirror->steps : 0, steps = ms + (fwd ? fwd->steps : 0);
     cs_algorithm *a = NULL;
     int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
     if (rc != CS_OK)
         return rc;
-    snprintf(a->method, sizeof a->method, "hierarchical");
-    if (algorithm_reserve_sends(a, l->n) != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", l->n);
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    if (!count || !pos) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        goto done;
     }
-    /* order: step, then arrival rank, then generation order (stable) */
-    double tq = cs_now();
-    if ((rc = sort_sends(l)) != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, rc, NULL, "out of memory sorting %ld sends", l->n);
-    }
-    if (getenv("HIER_TIMING"))
-        fprintf(stderr, "hier: sort %.3f s\n", cs_now() - tq);
-    for (long i = 0; i < l->n && rc == CS_OK; i++)
-        rc = algorithm_add_send(a, l->v[i].chunk, l->v[i].src, l->v[i].dst, l->v[i].step,
-                                l->v[i].reduce ? CS_OP_REDUCE : CS_OP_COPY);
+    placer up = {a, pos, 0, ms, false, count}, down = {a, pos, ms, 0, false, count};
+    if (mirror)
+        plan_count(mirror, count, 0, ms);
+    if (fwd)
+        plan_count(fwd, count, ms, 0);
+    long total = 0;
+    for (int st = 0; st < steps; st++)
+        total += count[st];
+    /* placeholders with the largest values first, so no column widens twice */
+    if ((rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
     if (rc != CS_OK) {
-        algorithm_free(a);
-        return cs_error_set(err, rc, NULL, "cannot store %ld sends", l->n);
+        rc = cs_error_set(err, rc, NULL, "out of memory for %ld sends", total);
+        goto done;
     }
-    if ((rc = algorithm_fit_rounds(a, t, err)) != CS_OK) {
+    long at = 0;
+    for (int st = 0; st < steps; st++) {
+        pos[st] = st < ms ? at + count[st] : at;   /* mirrored steps fill backward */
+        at += count[st];
+    }
+    if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
+        (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
+        rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
+done:
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
         algorithm_free(a);
         return rc;
     }
+    snprintf(a->method, sizeof a->method, "hierarchical");
     *out = a;
     return CS_OK;
 }
 
 /* Allgather with C chunks per rank on t (shape s, trees tr). */
+/* unsplit: the same sends and step count with every NIC-tree forward of a
+ * slot in one step (the orientation split undone), emitted in arrival
+ * order: the best simulated time, since a rank's port then serves the
+ * chunks as they arrive; but a rank's sends to a peer interleave with its
+ * receives from it and, unmerged, its list to each peer outgrows the MSCCL
+ * runtimes' 64 steps.  Same steps and rounds, so a cost-based choice (code
+ * generation) keeps the split one, listed first. */
 static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                             int C, cs_algorithm **out, compose_info *info, cs_error *err)
+                             int C, bool unsplit, cs_algorithm **out, compose_info *info,
+                             cs_error *err)
 {
-    send_list l = {0};
-    int steps = 0;
-    if (build_ag_list(t, s, tr, C, false, &l, &steps, info) != CS_OK)
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    ag_plan p;
+    if (plan_init(&p, t->ranks, s, tr, C, false) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
+    if (unsplit)
+        memset(p.item_flat, 1, (size_t)p.ni);
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
-    int rc = list_to_algorithm(t, &ag, C, steps, &l, out, err);
-    free(l.v);
+    int rc = plans_to_algorithm(t, &ag, C, NULL, &p, out, err);
+    *info = (compose_info){p.slots, p.seg, p.steps, p.S1, p.orient};
+    plan_free(&p);
     return rc;
 }
 
@@ -842,64 +1157,709 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
                                   const hier_trees *rs_tr, int segs, cs_algorithm **out,
                                   compose_info *info, cs_error *err)
 {
-    send_list up = {0}, down = {0};
-    int ups = 0, downs = 0;
-    compose_info rinfo;
-    if (build_ag_list(t, rs_shape, rs_tr, segs, true, &up, &ups, &rinfo) != CS_OK ||
-        build_ag_list(t, s, tr, segs, true, &down, &downs, info) != CS_OK) {
-        free(up.v);
-        free(down.v);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
-    }
-    long maxkey = 0;
-    for (long i = 0; i < up.n; i++)
-        if (up.v[i].key > maxkey)
-            maxkey = up.v[i].key;
-    send_list l = {0};
-    int rc = CS_OK;
-    for (long i = 0; i < up.n && rc == CS_OK; i++) {
-        const hsend *x = &up.v[i];
-        rc = push(&l, x->chunk, x->dst, x->src, ups - 1 - x->step, maxkey - x->key,
-                  s->m - 1 - x->sub);
-        if (rc == CS_OK)
-            l.v[l.n - 1].reduce = 1;
-    }
-    for (long i = 0; i < down.n && rc == CS_OK; i++) {
-        const hsend *x = &down.v[i];
-        rc = push(&l, x->chunk, x->src, x->dst, ups + x->step, x->key, x->sub);
-    }
-    free(up.v);
-    free(down.v);
-    if (rc != CS_OK) {
-        free(l.v);
-        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory composing sends");
+    ag_plan up, down;
+    if (plan_init(&up, t->ranks, rs_shape, rs_tr, segs, true) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
+    if (plan_init(&down, t->ranks, s, tr, segs, true) != CS_OK) {
+        plan_free(&up);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory planning");
     }
     cs_collective ar;
     collective_init(&ar, CS_COLL_ALLREDUCE, -1);
-    rc = list_to_algorithm(t, &ar, s->nodes * info->segments, ups + downs, &l, out, err);
-    free(l.v);
+    int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, out, err);
+    *info = (compose_info){down.slots, down.seg, up.steps + down.steps, down.S1, false};
+    plan_free(&up);
+    plan_free(&down);
     return rc;
+}
+
+/* An algorithm of collective c (chunks, steps) holding the sends a generator
+ * emits, placed step by step (a counting pass, then a filling pass). */
+typedef int (*gen_fn)(const void *plan, emit_fn fn, void *ctx);
+
+static int generated_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
+                               int steps, gen_fn gen, const void *plan, cs_algorithm **out,
+                               cs_error *err)
+{
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = CS_ENOMEM;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                    steps - 1, CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = gen(plan, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return cs_error_set(err, rc, NULL, "cannot build %s: %s",
+                            collective_kind_name(c->kind), cs_status_name(rc));
+    }
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    *out = a;
+    return CS_OK;
+}
+
+/* ---- alltoall ------------------------------------------------------------------------ */
+
+/* Alltoall (C = 1): the chunk from (n, i) to (n', i') travels on the rail of
+ * NIC j = i' mod k: inside node n from i to NIC j along i's allgather tree
+ * (the intra aggregation), over the rail to node n' in slot d - 1 (d = n' - n:
+ * every NIC sends one block, the chunks of its node for one destination
+ * rank set, to one node per slot, a permutation), and inside node n' from
+ * NIC j to i' along NIC j's tree (the intra scatter).  Within a node it goes
+ * along i's tree.  The aggregation is emitted in slot order so a port
+ * delivers first what the rails need first. */
+typedef struct a2a_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, S1, S3, steps;
+    int path_edges[64][64][8];  /* spread tree of i: the edges from i to i', in order */
+    int path_len[64][64];
+    int nic_edges[64][64][8];   /* NIC tree j: the edges from NIC j to i' */
+    int nic_len[64][64];
+} a2a_plan;
+
+static bool tree_path(const hier_tree *tt, int root, int to, int *edges, int *len)
+{
+    int parent[64], np = 0, tmp[64];
+    for (int i = 0; i < 64; i++)
+        parent[i] = -1;
+    for (int e = 0; e < tt->n; e++)
+        parent[tt->dst[e]] = e;
+    for (int y = to; y != root; y = tt->src[parent[y]]) {
+        if (parent[y] < 0 || np >= 8)
+            return false;
+        tmp[np++] = parent[y];
+    }
+    for (int q = 0; q < np; q++)
+        edges[q] = tmp[np - 1 - q];
+    *len = np;
+    return true;
+}
+
+static int a2a_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const a2a_plan *p = plan;
+    const hier_shape *s = p->s;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, rc = CS_OK;
+    /* within nodes and the aggregation to the NICs, by slot */
+    for (int d = 0; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i = 0; i < m && rc == CS_OK; i++)
+                for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                    int dst = br[i2], src = nr[i], to = d == 0 ? i2 : s->nic[i2 % k];
+                    if (to == i)
+                        continue;
+                    long g = (long)dst * P + src;
+                    const hier_tree *tt = &p->tr->spread[i];
+                    for (int q = 0; q < p->path_len[i][to] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i][to][q];
+                        rc = fn(ctx, g, nr[tt->src[e]], nr[tt->dst[e]], tt->step[e]);
+                    }
+                }
+        }
+    /* the rails, then the scatter inside the destination node */
+    for (int d = 1; d < N && rc == CS_OK; d++)
+        for (int n = 0; n < N && rc == CS_OK; n++) {
+            int nb = (n + d) % N, at = p->S1 + d - 1;
+            const int *nr = s->rank + (long)n * m, *br = s->rank + (long)nb * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int jx = i2 % k, j = s->nic[jx];
+                const hier_tree *tt = &p->tr->nic[jx];
+                for (int i = 0; i < m && rc == CS_OK; i++) {
+                    long g = (long)br[i2] * P + nr[i];
+                    rc = fn(ctx, g, nr[j], br[j], at);
+                    for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                        int e = p->nic_edges[jx][i2][q];
+                        rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], at + 1 + tt->step[e]);
+                    }
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_alltoall(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                            const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    if ((long)t->ranks * t->ranks > 0x7fffffffL)
+        return cs_error_set(err, CS_ELIMIT, "topology", "alltoall on %d ranks has more than "
+                            "2^31 chunks", t->ranks);
+    a2a_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k;
+    bool ok = true;
+    for (int i = 0; i < m && ok; i++) {
+        if (tr->spread[i].depth > p->S1)
+            p->S1 = tr->spread[i].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == i || tree_path(&tr->spread[i], i, to, p->path_edges[i][to],
+                                      &p->path_len[i][to]);
+    }
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "alltoall: intra paths longer than 8 "
+                            "hops");
+    }
+    p->steps = p->S1 + s->nodes - 1 + p->S3;
+    int rc = generated_algorithm(t, c, 1, p->steps, a2a_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
+/* ---- allgather on a ring fabric ------------------------------------------------------ */
+
+/* Node blocks travel around the ring of nodes, each block split into one
+ * segment per NIC on that NIC's ring (pipelined: a NIC forwards in hop h
+ * what it received in hop h - 1; every ring link carries one segment per
+ * hop), and spread inside each node along the receiving NIC's tree. */
+typedef struct ring_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, C, S1, S3, steps;
+} ring_plan;
+
+static int ring_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const ring_plan *p = plan;
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = s->nodes, m = s->m, k = s->k, P = p->P, block = m * p->C, rc = CS_OK;
+    for (int n = 0; n < N && rc == CS_OK; n++)
+        for (int c = 0; c < p->C; c++)
+            for (int i = 0; i < m && rc == CS_OK; i++) {
+                const int *nr = s->rank + (long)n * m;
+                const hier_tree *tt = &tr->spread[i];
+                for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                    rc = fn(ctx, (long)c * P + nr[i], nr[tt->src[e]], nr[tt->dst[e]],
+                            tt->step[e]);
+            }
+    /* both directions where the ring has them: each block goes forward to
+     * the next ceil((N-1)/2) nodes and backward to the previous
+     * floor((N-1)/2), so every link carries about half the blocks */
+    int fwd = s->ring_back ? N / 2 : N - 1, back = s->ring_back ? (N - 1) / 2 : 0;
+    for (int h = 1; h <= fwd && rc == CS_OK; h++)
+        for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
+            if (dir == 1 && h > back)
+                continue;
+            int sign = dir ? N - 1 : 1;   /* +1 or -1 mod N */
+            for (int j = 0; j < k && rc == CS_OK; j++) {
+                int q0 = block * j / k, q1 = block * (j + 1) / k, nic = s->nic[j];
+                const hier_tree *tt = &tr->nic[j];
+                for (int q = q0; q < q1 && rc == CS_OK; q++)
+                    for (int n = 0; n < N && rc == CS_OK; n++) {
+                        const int *nr = s->rank + (long)n * m;
+                        const int *xr = s->rank + (long)((n + (long)(h - 1) * sign) % N) * m;
+                        const int *yr = s->rank + (long)((n + (long)h * sign) % N) * m;
+                        long g = (long)(q / m) * P + nr[q % m];
+                        rc = fn(ctx, g, xr[nic], yr[nic], p->S1 + h - 1);
+                        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                            rc = fn(ctx, g, yr[tt->src[e]], yr[tt->dst[e]],
+                                    p->S1 + h + tt->step[e]);
+                    }
+            }
+        }
+    return rc;
+}
+
+static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
+                                  const hier_trees *tr, cs_algorithm **out, cs_error *err)
+{
+    ring_plan p = {s, tr, t->ranks, 1, 0, 0, 0};
+    for (int i = 0; i < s->m; i++)
+        if (tr->spread[i].depth > p.S1)
+            p.S1 = tr->spread[i].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > p.S3)
+            p.S3 = tr->nic[j].depth;
+    p.steps = p.S1 + (s->ring_back ? s->nodes / 2 : s->nodes - 1) + p.S3;
+    cs_collective ag;
+    collective_init(&ag, CS_COLL_ALLGATHER, -1);
+    return generated_algorithm(t, &ag, p.C, p.steps, ring_emit, &p, out, err);
+}
+
+/* ---- broadcast across nodes ---------------------------------------------------------- */
+
+/* Broadcast from `root` with k x per chunks: chunk c travels on NIC c mod k.
+ * Inside the root's node every chunk spreads along the root's allgather
+ * tree; across nodes each NIC's chunks follow a chain of nodes (pipelined:
+ * the bandwidth end, per > 1) or a binomial tree of nodes (the latency end,
+ * per = 1); at every other node a chunk spreads from the NIC it arrived at
+ * along that NIC's tree. */
+typedef struct bc_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, per, rounds, S1, S3, steps;
+    bool chain;
+} bc_plan;
+
+static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bool chain,
+                    int per)
+{
+    memset(b, 0, sizeof *b);
+    b->s = s;
+    b->tr = tr;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    b->chain = chain;
+    b->per = chain ? per : 1;
+    b->S1 = tr->spread[b->i0].depth;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > b->S3)
+            b->S3 = tr->nic[j].depth;
+    /* the root's node spreads through its NICs' trees too (bc_emit) */
+    int root_node_steps = b->S1 + b->S3;
+    b->rounds = 0;
+    while ((1L << b->rounds) < s->nodes)
+        b->rounds++;
+    b->steps = b->S1 + (chain ? b->per + s->nodes - 2 : b->rounds) + b->S3;
+    if (b->steps < root_node_steps)
+        b->steps = root_node_steps;
+}
+
+static int bc_emit(const bc_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    /* the root's node: each chunk goes from the root to its NIC along the
+     * root's tree (so the root's port carries it once), then along the NIC's
+     * tree to the ranks that do not have it yet */
+    int parent_edge[64];
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, nic = s->nic[j];
+        unsigned char has[64] = {0};
+        has[b->i0] = 1;
+        int path[64], np = 0, arrive = -1;
+        for (int x = nic; x != b->i0 && parent_edge[x] >= 0; x = sp->src[parent_edge[x]])
+            path[np++] = parent_edge[x];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--) {
+            int e = path[q];
+            rc = fn(ctx, c, r0[sp->src[e]], r0[sp->dst[e]], sp->step[e]);
+            has[sp->dst[e]] = 1;
+            if (sp->step[e] > arrive)
+                arrive = sp->step[e];
+        }
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+            if (!has[tt->dst[e]])
+                rc = fn(ctx, c, r0[tt->src[e]], r0[tt->dst[e]], arrive + 1 + tt->step[e]);
+    }
+    for (int c = 0; c < C && rc == CS_OK; c++) {
+        int j = c % k, t = c / k, nic = s->nic[j];
+        const hier_tree *tt = &b->tr->nic[j];
+        for (int x = 1; x < N && rc == CS_OK; x++) {
+            /* node x (relative to the root's) receives from `from` at step `at` */
+            int from, at;
+            if (b->chain) {
+                from = x - 1;
+                at = b->S1 + t + x - 1;
+            } else {
+                int r = 0;
+                while ((2L << r) <= x)
+                    r++;
+                from = x - (1 << r);
+                at = b->S1 + r;
+            }
+            const int *fr = s->rank + (long)((b->n0 + from) % N) * m;
+            const int *xr = s->rank + (long)((b->n0 + x) % N) * m;
+            rc = fn(ctx, c, fr[nic], xr[nic], at);
+            for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], at + 1 + tt->step[e]);
+        }
+    }
+    return rc;
+}
+
+/* Broadcast by scatter + node-level allgather, for large sizes across many
+ * nodes (a chain needs many more chunks than nodes; a binomial tree sends
+ * everything log N times): chunk x (one per node) goes from the root to the
+ * NIC x mod k of its node and over that NIC's rail to node x, then the
+ * node-chunk allgather (owner: that NIC) spreads every chunk everywhere;
+ * sends to ranks that already hold the chunk (the root, the root node's
+ * ranks on the way to a NIC) are left out, so each rank receives each chunk
+ * once (reduce inverts it). */
+typedef struct sag_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int n0, i0, root, shift;
+    ag_plan ag;
+    unsigned char path[64][64];  /* per NIC index: the root node's ranks on the way */
+    int *via, *owner;            /* per node: NIC index its chunk arrives by, owner rank */
+} sag_plan;
+
+typedef struct sag_filter {
+    const sag_plan *b;
+    emit_fn fn;
+    void *ctx;
+} sag_filter;
+
+static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
+{
+    const sag_filter *f = c;
+    const sag_plan *b = f->b;
+    if (dst == b->root)
+        return CS_OK;
+    long x = (long)b->n0 * b->s->m;
+    for (int i = 0; i < b->s->m; i++)
+        if (b->s->rank[x + i] == dst) {
+            if (b->path[b->via[chunk]][i])
+                return CS_OK;
+            break;
+        }
+    return f->fn(f->ctx, chunk, src, dst, step + b->shift);
+}
+
+static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
+{
+    const hier_shape *s = b->s;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    const int *r0 = s->rank + (long)b->n0 * m;
+    const hier_tree *sp = &b->tr->spread[b->i0];
+    int parent_edge[64], S1 = sp->depth;
+    for (int i = 0; i < m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    int sent[64] = {0};
+    (void)k;
+    for (int x = 0; x < N && rc == CS_OK; x++) {
+        int j = b->via[x], nic = s->nic[j];
+        int path[64], np = 0;
+        for (int y = nic; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            path[np++] = parent_edge[y];
+        for (int q = np - 1; q >= 0 && rc == CS_OK; q--)
+            rc = fn(ctx, x, r0[sp->src[path[q]]], r0[sp->dst[path[q]]], sp->step[path[q]]);
+        if (x != b->n0 && rc == CS_OK)
+            rc = fn(ctx, x, r0[nic], s->rank[(long)x * m + nic], S1 + sent[j]++);
+    }
+    sag_filter f = {b, fn, ctx};
+    return rc == CS_OK ? plan_emit(&b->ag, sag_filter_emit, &f) : rc;
+}
+
+static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
+                                 const hier_shape *s, const hier_trees *tr, cs_algorithm **out,
+                                 cs_error *err)
+{
+    sag_plan *b = calloc(1, sizeof *b);
+    if (b) {
+        b->via = calloc((size_t)s->nodes, sizeof(int));
+        b->owner = calloc((size_t)s->nodes, sizeof(int));
+    }
+    if (!b || !b->via || !b->owner) {
+        if (b) {
+            free(b->via);
+            free(b->owner);
+        }
+        free(b);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    }
+    b->s = s;
+    b->tr = tr;
+    b->root = c->root;
+    for (long x = 0; x < (long)s->nodes * s->m; x++)
+        if (s->rank[x] == c->root) {
+            b->n0 = (int)(x / s->m);
+            b->i0 = (int)(x % s->m);
+        }
+    const hier_tree *sp = &tr->spread[b->i0];
+    int parent_edge[64];
+    for (int i = 0; i < s->m; i++)
+        parent_edge[i] = -1;
+    for (int e = 0; e < sp->n; e++)
+        parent_edge[sp->dst[e]] = e;
+    if (plan_init(&b->ag, t->ranks, s, tr, 1, true) != CS_OK || b->ag.seg != 1) {
+        plan_free(&b->ag);
+        free(b->via);
+        free(b->owner);
+        free(b);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "scatter + allgather needs as many "
+                            "nodes as NICs");
+    }
+    /* chunk x reaches node x over the NIC that the allgather uses for the
+     * root's node and distance x - n0, and is owned there: the root node's
+     * NICs then talk to the same peers in both phases (the runtimes allow 32
+     * sending thread blocks per channel) */
+    for (long u = 0; u < b->ag.ni; u++)
+        b->via[(b->n0 + b->ag.item_d[u]) % s->nodes] = b->ag.item_nic[u];
+    b->via[b->n0] = 0;
+    for (int x = 0; x < s->nodes; x++)
+        b->owner[x] = s->nic[b->via[x]];
+    b->ag.owner = b->owner;
+    for (int j = 0; j < s->k; j++)
+        for (int y = s->nic[j]; y != b->i0 && parent_edge[y] >= 0; y = sp->src[parent_edge[y]])
+            b->path[j][y] = 1;
+    int most = 0, per[64] = {0};
+    for (int x = 0; x < s->nodes; x++)
+        if (x != b->n0 && ++per[b->via[x]] > most)
+            most = per[b->via[x]];
+    b->shift = sp->depth + most;
+    int C = s->nodes, steps = b->shift + b->ag.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (rc == CS_OK && (!count || !pos))
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = sag_emit(b, place_send, &pl);
+    free(count);
+    free(pos);
+    plan_free(&b->ag);
+    free(b->via);
+    free(b->owner);
+    free(b);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
+}
+
+/* Broadcast on t from c->root (chain or binomial across nodes). */
+static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                             const hier_trees *tr, bool chain, int per, cs_algorithm **out,
+                             cs_error *err)
+{
+    bc_plan b;
+    bc_init(&b, s, tr, c->root, chain, per);
+    int C = s->k * b.per, steps = b.steps;
+    cs_algorithm *a = NULL;
+    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
+    if (rc != CS_OK)
+        return rc;
+    long *count = calloc((size_t)steps + 1, sizeof *count);
+    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
+    placer pl = {a, pos, 0, 0, true, count};
+    if (!count || !pos)
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    long total = 0;
+    for (int st = 0; st < steps && rc == CS_OK; st++) {
+        pos[st] = total;
+        total += count[st];
+    }
+    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
+        for (long i = 0; i < total && rc == CS_OK; i++)
+            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
+                                    CS_OP_COPY);
+    pl.counting = false;
+    if (rc == CS_OK)
+        rc = bc_emit(&b, place_send, &pl);
+    free(count);
+    free(pos);
+    if (rc != CS_OK) {
+        algorithm_free(a);
+        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
+    }
+    *out = a;
+    return CS_OK;
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
 
 /* Verifies a (fitting its rounds first) and adds it to res, or frees it. */
-static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, cs_result *res,
-                  cs_error *err)
+/* rounds_per_step from the sends touching the first `sample` nodes only:
+ * every node runs the same pattern (the node-chunk owner repeats with
+ * period k, so k nodes hold every variant), so the busiest link or port of
+ * a step is among theirs.  1/N of the link lookups of algorithm_fit_rounds,
+ * which with the verifier's were half of a 1024-rank composition's time.
+ * The verifier checks the result; finish() falls back to the exact fit. */
+static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
 {
-    double tv = cs_now();
-    int rc = algorithm_fit_rounds(a, t, err);
-    if (rc == CS_OK)
-        rc = algorithm_verify(t, a, err);
-    if (getenv("HIER_TIMING"))
-        fprintf(stderr, "hier: fit+verify %.3f s (%ld sends)\n", cs_now() - tv, a->nsends);
+    int S = a->steps, L = t->nlinks, nlocal = 0;
+    int *local = malloc(sizeof(int) * (size_t)(L ? L : 1));
+    if (!local)
+        return CS_ENOMEM;
+    for (int l = 0; l < L; l++) {
+        int gs = t->group_of[t->links[l].src], gd = t->group_of[t->links[l].dst];
+        local[l] = gs < sample || gd < sample ? nlocal++ : -1;
+    }
+    long *cnt = calloc((size_t)(nlocal ? nlocal : 1) * (size_t)(S ? S : 1), sizeof(long));
+    long *set_cnt = calloc((size_t)(S ? S : 1), sizeof(long));
+    if (!cnt || !set_cnt) {
+        free(local);
+        free(cnt);
+        free(set_cnt);
+        return CS_ENOMEM;
+    }
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        if (t->group_of[src] >= sample && t->group_of[dst] >= sample)
+            continue;
+        int l = topology_find_link(t, src, dst);
+        if (l >= 0 && local[l] >= 0)
+            cnt[(long)local[l] * S + algorithm_send_step(a, i)]++;
+    }
+    for (int st = 0; st < S; st++)
+        a->rounds_per_step[st] = 1;
+    for (int l = 0; l < L; l++)
+        if (local[l] >= 0)
+            for (int st = 0; st < S; st++) {
+                long c = cnt[(long)local[l] * S + st];
+                int r = (int)((c + t->links[l].lanes - 1) / t->links[l].lanes);
+                if (r > a->rounds_per_step[st])
+                    a->rounds_per_step[st] = r;
+            }
+    /* shared sets whose links are all counted (a sampled rank's ports) */
+    for (int k = 0; k < t->nshared; k++) {
+        const cs_shared *sh = &t->shared[k];
+        bool all = sh->nlinks > 0;
+        for (int x = 0; x < sh->nlinks && all; x++)
+            all = local[sh->links[x]] >= 0;
+        if (!all)
+            continue;
+        memset(set_cnt, 0, sizeof(long) * (size_t)S);
+        for (int x = 0; x < sh->nlinks; x++)
+            for (int st = 0; st < S; st++)
+                set_cnt[st] += cnt[(long)local[sh->links[x]] * S + st];
+        for (int st = 0; st < S; st++) {
+            int r = (int)((set_cnt[st] + sh->lanes - 1) / sh->lanes);
+            if (r > a->rounds_per_step[st])
+                a->rounds_per_step[st] = r;
+        }
+    }
+    algorithm_update_rounds(a);
+    free(local);
+    free(cnt);
+    free(set_cnt);
+    return CS_OK;
+}
+
+/* Fits rounds (sampled, exact as the fallback) and verifies a.  sample:
+ * nodes whose sends stand for all (0: exact). */
+static int check(const cs_topology *t, cs_algorithm *a, int sample, cs_error *err)
+{
+    int rc = CS_EVERIFY;
+    if (sample > 0 && sample < t->ngroups && fit_rounds_sampled(a, t, sample) == CS_OK)
+        rc = algorithm_verify(t, a, NULL);
+    if (rc != CS_OK) {
+        rc = algorithm_fit_rounds(a, t, err);
+        if (rc == CS_OK)
+            rc = algorithm_verify(t, a, err);
+    }
+    return rc;
+}
+
+/* Adds a checked algorithm to res (or frees it). */
+static int add_checked(cs_algorithm *a, const char *optimality, cs_result *res, cs_error *err)
+{
+    snprintf(a->method, sizeof a->method, "hierarchical");
+    snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
+    int rc = result_add(res, a);   /* frees a on failure */
+    return rc == CS_OK ? CS_OK : cs_error_set(err, rc, NULL, "cannot add to the result");
+}
+
+/* A second composition built and checked on another thread while the caller
+ * builds and checks the first (on 2 cores, half the wall time: each check
+ * of a million sends runs on one thread). */
+typedef struct side_job {
+    const cs_topology *t;
+    const hier_shape *s, *rs_shape;
+    const hier_trees *tr, *rs_tr;
+    int sample;
+    int variant;               /* 0: unsplit allgather, 1: node allreduce, 2 chunks */
+    cs_algorithm *a;
+    compose_info info;
+    int rc;
+    cs_error err;
+    pthread_t th;
+    bool started;
+} side_job;
+
+static void *side_job_run(void *arg)
+{
+    side_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = j->variant == 0
+                ? compose_allgather(j->t, j->s, j->tr, 1, true, &j->a, &j->info, &j->err)
+                : compose_node_allreduce(j->t, j->s, j->tr, j->rs_shape, j->rs_tr, 2, &j->a,
+                                         &j->info, &j->err);
+    if (j->rc == CS_OK)
+        j->rc = check(j->t, j->a, j->sample, &j->err);
+    if (j->rc != CS_OK) {
+        algorithm_free(j->a);
+        j->a = NULL;
+    }
+    return NULL;
+}
+
+/* Starts j on a thread when threads allow, else runs it now. */
+static void side_job_start(side_job *j, int threads)
+{
+    j->started = threads != 1 && pthread_create(&j->th, NULL, side_job_run, j) == 0;
+    if (!j->started)
+        side_job_run(j);
+}
+
+static void side_job_join(side_job *j)
+{
+    if (j->started)
+        pthread_join(j->th, NULL);
+    j->started = false;
+}
+
+/* Checks a and adds it to res, or frees it. */
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
+                  cs_result *res, cs_error *err)
+{
+    int rc = check(t, a, sample, err);
     if (rc == CS_OK) {
-        snprintf(a->method, sizeof a->method, "hierarchical");
-        snprintf(a->optimality, sizeof a->optimality, "%s", optimality);
-        if ((rc = result_add(res, a)) != CS_OK)
-            rc = cs_error_set(err, rc, NULL, "cannot add to the result");
-        else
-            a = NULL;
+        rc = add_checked(a, optimality, res, err);
+        a = NULL;
     }
     algorithm_free(a);
     return rc;
@@ -942,12 +1902,14 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   cs_error *err)
+                   bool *renumbered, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
-    bool need_fw = c->kind != CS_COLL_REDUCESCATTER, need_bw = c->kind != CS_COLL_ALLGATHER;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
+    bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
+                   c->kind != CS_COLL_ALLTOALL;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -958,6 +1920,109 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         return rc;
     }
     const side *any = need_fw ? &fw : &bw;
+    *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
+    int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
+    bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
+    if (ring && c->kind == CS_COLL_ALLTOALL) {
+        side_close(&fw);
+        side_close(&bw);
+        return cs_error_set(err, CS_EUNSUPPORTED, "topology",
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
+    }
+    if (ring && (c->kind == CS_COLL_ALLGATHER || c->kind == CS_COLL_REDUCESCATTER ||
+                 c->kind == CS_COLL_ALLREDUCE)) {
+        /* around the ring of nodes; reducescatter inverted from the reversed
+         * topology; allreduce = reducescatter + allgather */
+        if (need_fw)
+            rc = compose_ring_allgather(t, &fw.s, fw.tr, &ag, err);
+        if (rc == CS_OK && need_bw)
+            rc = compose_ring_allgather(bw.rt, &bw.s, bw.tr, &rag, err);
+        if (rc == CS_OK && need_bw)
+            rc = algorithm_invert(rag, &rs, err);
+        if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE)
+            rc = algorithm_concat(rs, ag, &a, err);
+        else if (rc == CS_OK) {
+            a = c->kind == CS_COLL_ALLGATHER ? ag : rs;
+            if (a == ag)
+                ag = NULL;
+            else
+                rs = NULL;
+        }
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        else
+            algorithm_free(a);
+        algorithm_free(ag);
+        algorithm_free(rs);
+        algorithm_free(rag);
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
+                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.ring_back ? " both ways" : "",
+                     c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
+                     : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_ALLTOALL) {
+        rc = compose_alltoall(t, c, &fw.s, fw.tr, &a, err);
+        if (rc == CS_OK)
+            rc = finish(t, a, "bandwidth", sample, res, err);
+        a = NULL;
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a switched fabric; %s; alltoall: "
+                     "intra aggregation to the destination's NIC, a direct exchange over the "
+                     "rails (a node per slot), intra scatter", fw.s.nodes, fw.s.m, fw.s.k,
+                     fw.tr->how);
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_BROADCAST || c->kind == CS_COLL_REDUCE) {
+        /* broadcast on t, or on the reversed topology inverted into reduce;
+         * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
+        bool bcast = c->kind == CS_COLL_BROADCAST;
+        const side *sd = bcast ? &fw : &bw;
+        cs_collective bc;
+        collective_init(&bc, CS_COLL_BROADCAST, c->root);
+        static const int pers[3] = {1, 4, 16};
+        for (int v = 0; v < 4 && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            if (v == 3 && sd->s.nodes - 1 < sd->s.k)
+                break;
+            if (sd->s.ring && (v == 0 || v == 3))
+                continue;   /* a binomial tree and the scatter need direct links */
+            rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
+                        : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
+                                            pers[v], &b, err);
+            if (rc == CS_OK && !bcast) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, v == 0 ? "latency" : v == 3 ? "bandwidth" : "", 0, res,
+                            err);
+        }
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the "
+                     "root's node tree, then each NIC's chunks across nodes by a binomial tree "
+                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
+                     "to the nodes + node-level allgather (a chunk per node)%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched", sd->tr->how,
+                     collective_kind_name(c->kind),
+                     bcast ? "" : " (built on the reversed topology, inverted)");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
     /* Allreduce frontier: one chunk per node (whole-chunk rail messages:
      * the fewest messages, best from small to large sizes on big clusters),
      * two per node where there are at least as many distances as NICs (finer
@@ -965,18 +2030,35 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
      * per rank up to 256 ranks (the finest pipelining; beyond that its
      * per-rank programs outgrow the runtimes and its synthesis the budget). */
     bool rank_chunks = c->kind != CS_COLL_ALLREDUCE || t->ranks <= 256;
-    for (int segs = 1; c->kind == CS_COLL_ALLREDUCE && rc == CS_OK && segs <= 2; segs++) {
-        if (segs == 2 && fw.s.nodes - 1 < fw.s.k)
-            break;
-        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, segs, &a, &ninfo, err);
+    side_job job;
+    memset(&job, 0, sizeof job);
+    job = (side_job){.t = t, .s = &fw.s, .tr = fw.tr, .rs_shape = &bw.s, .rs_tr = bw.tr,
+                     .sample = sample, .variant = c->kind == CS_COLL_ALLGATHER ? 0 : 1};
+    bool with_job = (c->kind == CS_COLL_ALLGATHER && fw.s.nodes - 1 >= fw.s.k) ||
+                    (c->kind == CS_COLL_ALLREDUCE && fw.s.nodes - 1 >= fw.s.k);
+    if (with_job)
+        side_job_start(&job, o->threads);
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, 1, &a, &ninfo, err);
         if (rc == CS_OK)
-            rc = finish(t, a, segs == 1 ? "latency" : "bandwidth", res, err);
+            rc = finish(t, a, "latency", sample, res, err);
         a = NULL;
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a)
+            rc = add_checked(job.a, "bandwidth", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
     }
     if (rc == CS_OK && need_fw && rank_chunks)
-        rc = compose_allgather(t, &fw.s, fw.tr, 1, &ag, &info, err);
+        rc = compose_allgather(t, &fw.s, fw.tr, 1, false, &ag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks)
-        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, &rag, &info, err);
+        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, false, &rag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks) {
         rc = algorithm_invert(rag, &rs, err);
         algorithm_free(rag);
@@ -994,7 +2076,23 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         ag = rs = NULL;
     }
     if (rc == CS_OK && a)
-        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", res, err);
+        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample, res, err);
+    else
+        algorithm_free(a);
+    if (c->kind == CS_COLL_ALLGATHER) {
+        /* the unsplit allgather: only where the split one was split */
+        side_job_join(&job);
+        if (rc == CS_OK && with_job && job.rc != CS_OK) {
+            rc = job.rc;
+            if (err)
+                *err = job.err;
+        }
+        if (rc == CS_OK && job.a && info.orient)
+            rc = add_checked(job.a, "", res, err);
+        else
+            algorithm_free(job.a);
+        job.a = NULL;
+    }
     algorithm_free(ag);
     algorithm_free(rs);
     algorithm_free(rag);
@@ -1032,18 +2130,55 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
+    bool renumbered = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
     cache_free(&cache);
+    bool flat = false;
+    if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
+        /* TACOS verified its algorithms on t; they join as they are (timed) */
+        cs_tacos_options to;
+        tacos_options_default(&to);
+        to.keep_sends = true;
+        to.threads = o.threads;
+        to.cancel = o.cancel;
+        cs_result *tr = NULL;
+        cs_error terr;
+        cs_error_clear(&terr);
+        if (tacos_synthesize(t, c, &to, &tr, &terr) == CS_OK && tr) {
+            for (int i = 0; i < tr->nalgs && rc == CS_OK; i++) {
+                rc = result_add(res, tr->algs[i]);
+                tr->algs[i] = NULL;
+                flat = rc == CS_OK;
+            }
+            tr->nalgs = 0;
+        }
+        result_free(tr);
+    }
     if (rc == CS_OK && cs_cancel_requested(o.cancel))
         rc = cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
     if (rc != CS_OK) {
         result_free(res);
         return rc;
     }
-    snprintf(res->reason, sizeof res->reason, "hierarchical: %.230s", how);
-    res->stats = json_pack("{s:s}", "composition", how);
+    if (o.progress) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d compositions verified", res->nalgs);
+        cs_progress_event ev = {.method = "hierarchical", .outcome = "done", .message = msg,
+                                .seconds = cs_now() - t0, .elapsed = cs_now() - t0,
+                                .done = res->nalgs, .total = res->nalgs, .best = NAN};
+        o.progress(o.progress_ctx, &ev);
+    }
+    if (flat) {
+        size_t used = strlen(how);
+        snprintf(how + used, sizeof how - used, "; flat tacos joins the frontier (%d ranks <= %d)",
+                 t->ranks, o.flat_max_ranks);
+    }
+    /* said first: the dispatcher keeps only the head of this reason */
+    cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
+             renumbered ? "nodes matched up to renumbering inside them; " : "", how);
+    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;

@@ -158,6 +158,105 @@ static void orbit_hook(void *user, unsigned int n, const unsigned int *aut)
     }
 }
 
+static int cmp_u64_idx(const void *a, const void *b);
+
+/* Colour refinement (1-dimensional Weisfeiler-Leman) with hashed colours:
+ * when it ends with every vertex of its own colour, the order of the
+ * colours is a canonical labelling (colours are functions of the graph, not
+ * of its labels), and no search is needed.  *discrete tells; lab is filled
+ * then.  bliss would find the same partition at its root, but on that path
+ * bliss 0.73 leaks its component-recursion arrays (about 24 bytes per vertex,
+ * per call), and these are most of the graphs a cluster request makes.  A
+ * hash collision can only merge classes: then bliss runs, as it would have. */
+static int wl_discrete(const gbuild *g, unsigned *lab, bool *discrete, cs_error *err)
+{
+    *discrete = false;
+    int n = g->nv;
+    if (n == 0) {
+        *discrete = true;
+        return CS_OK;
+    }
+    long *start = calloc((size_t)n + 1, sizeof *start);
+    long *fill = calloc((size_t)n + 1, sizeof *fill);
+    unsigned *adj = malloc(sizeof *adj * 2 * (size_t)(g->ne ? g->ne : 1));
+    uint64_t *col = malloc(sizeof *col * (size_t)n), *next = malloc(sizeof *next * (size_t)n);
+    uint64_t *tmp = malloc(sizeof *tmp * 2 * (size_t)n);
+    uint64_t *nb = NULL;
+    int rc = CS_OK;
+    if (!start || !fill || !adj || !col || !next || !tmp) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long maxd = 0;
+    for (long e = 0; e < g->ne; e++) {
+        start[g->edges[2 * e] + 1]++;
+        start[g->edges[2 * e + 1] + 1]++;
+    }
+    for (int v = 0; v < n; v++) {
+        if (start[v + 1] > maxd)
+            maxd = start[v + 1];
+        start[v + 1] += start[v];
+    }
+    for (long e = 0; e < g->ne; e++) {
+        unsigned a = g->edges[2 * e], b = g->edges[2 * e + 1];
+        adj[start[a] + fill[a]++] = b;
+        adj[start[b] + fill[b]++] = a;
+    }
+    nb = malloc(sizeof *nb * (size_t)(maxd ? maxd : 1));
+    if (!nb) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    memcpy(col, g->col, sizeof *col * (size_t)n);
+    int classes = 0;
+    /* Rounds cost O(n log n + m) each, and a long path needs n/2 of them to
+     * become discrete: past a budget, bliss (whose refinement is not
+     * round-based) takes over. */
+    long budget = 64L * (n + 2 * g->ne) + (1L << 20), spent = 0;
+    for (;;) {
+        spent += n + 2 * g->ne;
+        if (spent > budget)
+            break;
+        for (int v = 0; v < n; v++)
+            tmp[v] = col[v];
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64);
+        int k = 0;
+        for (int v = 0; v < n; v++)
+            k += v == 0 || tmp[v] != tmp[v - 1];
+        if (k == n) {
+            /* discrete: positions in colour order */
+            for (int v = 0; v < n; v++) {
+                tmp[2 * v] = col[v];
+                tmp[2 * v + 1] = (uint64_t)v;
+            }
+            qsort(tmp, (size_t)n, 2 * sizeof *tmp, cmp_u64_idx);
+            for (int i = 0; i < n; i++)
+                lab[tmp[2 * i + 1]] = (unsigned)i;
+            *discrete = true;
+            break;
+        }
+        if (k <= classes)
+            break; /* stable and not discrete: bliss searches */
+        classes = k;
+        for (int v = 0; v < n; v++) {
+            long d = start[v + 1] - start[v];
+            for (long i = 0; i < d; i++)
+                nb[i] = col[adj[start[v] + i]];
+            next[v] = hash_multiset(col[v], nb, (int)d);
+        }
+        memcpy(col, next, sizeof *col * (size_t)n);
+    }
+out:
+    free(start);
+    free(fill);
+    free(adj);
+    free(col);
+    free(next);
+    free(tmp);
+    free(nb);
+    return rc;
+}
+
 /* Canonical labelling of g: lab[v] = v's position in the canonical graph.
  * With parent (nv entries), parent[] becomes a union-find forest of the
  * automorphism group's orbits. */
@@ -165,6 +264,17 @@ static int gb_canon(gbuild *g, unsigned *lab, int *parent, cs_error *err)
 {
     if (g->oom)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory building the iso graph");
+    bool discrete = false;
+    int wrc = wl_discrete(g, lab, &discrete, err);
+    if (wrc)
+        return wrc;
+    if (discrete) {
+        /* no automorphism but the identity: every vertex is its own orbit */
+        if (parent)
+            for (int v = 0; v < g->nv; v++)
+                parent[v] = v;
+        return CS_OK;
+    }
     uint64_t *sorted = malloc(sizeof *sorted * (size_t)(g->nv ? g->nv : 1));
     if (!sorted)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
@@ -194,6 +304,245 @@ static int gb_canon(gbuild *g, unsigned *lab, int *parent, cs_error *err)
     memcpy(lab, cl, sizeof *lab * (size_t)g->nv);
     bliss_release(bg);
     return CS_OK;
+}
+
+/* Canonical labelling through twin reduction.  Vertices of one colour with
+ * the same neighbours ("twins") are interchangeable in every automorphism,
+ * so their order never changes the canonical form: the graph with one
+ * vertex per twin class (coloured by colour and class size) is labelled,
+ * and each class is laid out at its representative's place.  bliss spends
+ * its time individualizing such vertices one by one (nodes on a fabric
+ * switch, GPUs alone on an NVSwitch), so this shrinks both the graph and
+ * the search. */
+static int cmp_u64_idx(const void *a, const void *b)
+{
+    /* (value, index) pairs */
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* N(u) + {u} == N(v) + {v}, both lists sorted and without duplicates:
+ * walks both lists with u (v) taken in at its place. */
+static bool same_closed(const unsigned *nu, long du, int u, const unsigned *nv, long dv, int v)
+{
+    if (du != dv)
+        return false;
+    long i = 0, j = 0;
+    bool u_done = false, v_done = false;
+    for (long k = 0; k <= du; k++) {
+        unsigned a, b;
+        if (!u_done && (i == du || (unsigned)u < nu[i])) {
+            a = (unsigned)u;
+            u_done = true;
+        } else {
+            a = nu[i++];
+        }
+        if (!v_done && (j == dv || (unsigned)v < nv[j])) {
+            b = (unsigned)v;
+            v_done = true;
+        } else {
+            b = nv[j++];
+        }
+        if (a != b)
+            return false;
+    }
+    return true;
+}
+
+static int gb_canon_twins(gbuild *g, unsigned *lab, cs_error *err)
+{
+    if (g->oom)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory building the iso graph");
+    int n = g->nv;
+    long *start = calloc((size_t)n + 1, sizeof *start);
+    unsigned *adj = malloc(sizeof *adj * 2 * (size_t)(g->ne ? g->ne : 1));
+    long *fill = calloc((size_t)n + 1, sizeof *fill);
+    uint64_t *key = malloc(sizeof *key * 2 * (size_t)(n ? n : 1));
+    int *rep = malloc(sizeof *rep * (size_t)(n ? n : 1));
+    int *size = calloc((size_t)(n ? n : 1), sizeof *size);
+    int *runreps = NULL;
+    uint64_t *truek = NULL;
+    char *kind = NULL;
+    int rc = CS_OK;
+    if (!start || !adj || !fill || !key || !rep || !size) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (long e = 0; e < g->ne; e++) {
+        start[g->edges[2 * e] + 1]++;
+        start[g->edges[2 * e + 1] + 1]++;
+    }
+    for (int v = 0; v < n; v++)
+        start[v + 1] += start[v];
+    for (long e = 0; e < g->ne; e++) {
+        unsigned a = g->edges[2 * e], b = g->edges[2 * e + 1];
+        adj[start[a] + fill[a]++] = b;
+        adj[start[b] + fill[b]++] = a;
+    }
+    for (int v = 0; v < n; v++) {
+        unsigned *nb = adj + start[v];
+        long d = start[v + 1] - start[v], k = 0;
+        qsort(nb, (size_t)d, sizeof *nb, cmp_unsigned);
+        for (long i = 0; i < d; i++) /* duplicate edges are one edge */
+            if (k == 0 || nb[k - 1] != nb[i])
+                nb[k++] = nb[i];
+        fill[v] = k; /* degree without duplicates */
+        uint64_t h = mix(g->col[v], (uint64_t)k);
+        for (long i = 0; i < k; i++)
+            h = mix(h, nb[i]);
+        key[2 * v] = h;
+        key[2 * v + 1] = (uint64_t)v;
+    }
+    qsort(key, (size_t)n, 2 * sizeof *key, cmp_u64_idx);
+    int nrep = 0;
+    runreps = malloc(sizeof *runreps * (size_t)n);
+    truek = malloc(sizeof *truek * 2 * (size_t)n);
+    kind = calloc((size_t)n, 1);
+    if (!runreps || !truek || !kind) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    /* false twins: the same colour and the same (open) neighbourhood */
+    for (int i = 0; i < n;) {
+        int j = i, nr = 0;
+        while (j < n && key[2 * j] == key[2 * i])
+            j++;
+        /* equal hashes: compare exactly against the run's representatives */
+        for (int x = i; x < j; x++) {
+            int v = (int)key[2 * x + 1];
+            rep[v] = v;
+            for (int y = 0; y < nr; y++) {
+                int u = runreps[y];
+                if (g->col[u] == g->col[v] && fill[u] == fill[v] &&
+                    !memcmp(adj + start[u], adj + start[v], sizeof *adj * (size_t)fill[v])) {
+                    rep[v] = u;
+                    break;
+                }
+            }
+            if (rep[v] == v)
+                runreps[nr++] = v;
+            size[rep[v]]++;
+        }
+        i = j;
+    }
+    /* true twins, among the vertices left alone: adjacent, with the same
+     * colour and the same closed neighbourhood (a clique of ranks: the
+     * fully connected builtins).  A vertex cannot have both kinds. */
+    int nt = 0;
+    for (int v = 0; v < n; v++)
+        if (size[v] == 1 && rep[v] == v) {
+            uint64_t h = mix(mix(g->col[v], 0x54525545ULL), (uint64_t)fill[v] + 1);
+            bool placed = false;
+            for (long i = 0; i < fill[v]; i++) {
+                unsigned w = adj[start[v] + i];
+                if (!placed && (unsigned)v < w) {
+                    h = mix(h, (uint64_t)v);
+                    placed = true;
+                }
+                h = mix(h, w);
+            }
+            if (!placed)
+                h = mix(h, (uint64_t)v);
+            truek[2 * nt] = h;
+            truek[2 * nt + 1] = (uint64_t)v;
+            nt++;
+        }
+    qsort(truek, (size_t)nt, 2 * sizeof *truek, cmp_u64_idx);
+    for (int i = 0; i < nt;) {
+        int j = i, nr = 0;
+        while (j < nt && truek[2 * j] == truek[2 * i])
+            j++;
+        for (int x = i; x < j && j - i > 1; x++) {
+            int v = (int)truek[2 * x + 1];
+            for (int y = 0; y < nr; y++) {
+                int u = runreps[y];
+                if (g->col[u] == g->col[v] && same_closed(adj + start[u], fill[u], u,
+                                                          adj + start[v], fill[v], v)) {
+                    rep[v] = u;
+                    kind[u] = 1;
+                    size[u]++;
+                    size[v]--;
+                    break;
+                }
+            }
+            if (rep[v] == v)
+                runreps[nr++] = v;
+        }
+        i = j;
+    }
+    nrep = 0;
+    for (int v = 0; v < n; v++)
+        nrep += rep[v] == v;
+    if (nrep == n) {
+        rc = gb_canon(g, lab, NULL, err);
+        goto out;
+    }
+    /* the reduced graph: representatives in vertex order */
+    {
+        int *idx = malloc(sizeof *idx * (size_t)n);
+        gbuild r = {0};
+        if (!idx) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto out;
+        }
+        for (int v = 0; v < n; v++)
+            if (rep[v] == v)
+                idx[v] = gb_vertex(&r, mix(mix(mix(0x54574e53ULL, g->col[v]), (uint64_t)size[v]),
+                                       (uint64_t)kind[v]));
+        for (int v = 0; v < n; v++) {
+            if (rep[v] != v)
+                continue;
+            for (long i = 0; i < fill[v]; i++) {
+                int w = (int)adj[start[v] + i];
+                if (rep[w] == w && idx[v] < idx[w])
+                    gb_edge(&r, idx[v], idx[w]);
+            }
+        }
+        unsigned *rlab = malloc(sizeof *rlab * (size_t)(r.nv ? r.nv : 1));
+        int *byc = malloc(sizeof *byc * (size_t)(r.nv ? r.nv : 1));
+        int *off = malloc(sizeof *off * (size_t)n);
+        if (!rlab || !byc || !off)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        if (!rc)
+            rc = gb_canon(&r, rlab, NULL, err);
+        if (!rc) {
+            /* classes laid out in their representatives' canonical order */
+            for (int v = 0; v < n; v++)
+                if (rep[v] == v)
+                    byc[rlab[idx[v]]] = v;
+            int next = 0;
+            for (int k = 0; k < r.nv; k++) {
+                off[byc[k]] = next;
+                next += size[byc[k]];
+            }
+            for (int v = 0; v < n; v++)
+                lab[v] = (unsigned)off[rep[v]]++;
+        }
+        free(rlab);
+        free(byc);
+        free(off);
+        free(idx);
+        gb_free(&r);
+    }
+out:
+    free(start);
+    free(adj);
+    free(fill);
+    free(key);
+    free(rep);
+    free(size);
+    free(runreps);
+    free(truek);
+    free(kind);
+    return rc;
 }
 
 /* A hash of the canonical form of g under lab (colours in canonical order and
@@ -237,7 +586,56 @@ typedef struct iso_ctx {
     int *link_group;       /* two-level: link -> group when internal, else -1 */
     int *switch_group;     /* two-level: switch -> group when internal, else -1 */
     int *shared_group;     /* two-level: shared set -> group when internal, else -1 */
+    /* Physical links only (switches' lowered links are not the document's
+     * and can outnumber them a thousandfold): their indices in (src, dst)
+     * order, so phys[pout_begin[r] .. pout_begin[r+1]) are r's out-links;
+     * pin[pin_begin[r] .. pin_begin[r+1]) its in-links. */
+    int nphys;
+    int *phys, *pout_begin, *pin_begin, *pin;
+    /* The most common kind of two-way link (lanes, gbps, alpha), a choice
+     * that depends on the network only: links of this kind are plain edges
+     * between their ranks, every other kind gets subdivision vertices.
+     * Subdividing every link of a star or a fully connected graph hides
+     * that their ranks are interchangeable (twins), and bliss then searches
+     * the whole symmetric group (star:4096 took 27 s; now microseconds). */
+    bool have_plain;
+    uint64_t plain_attr;
 } iso_ctx;
+
+static int physical_links(iso_ctx *c, cs_error *err)
+{
+    const cs_topology *t = c->t;
+    int P = c->P, n = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        n += t->links[i].switch_id < 0;
+    c->nphys = n;
+    c->phys = malloc(sizeof *c->phys * (size_t)(n ? n : 1));
+    c->pin = malloc(sizeof *c->pin * (size_t)(n ? n : 1));
+    c->pout_begin = calloc((size_t)P + 1, sizeof *c->pout_begin);
+    c->pin_begin = calloc((size_t)P + 1, sizeof *c->pin_begin);
+    int *fill = calloc((size_t)P + 1, sizeof *fill);
+    if (!c->phys || !c->pin || !c->pout_begin || !c->pin_begin || !fill) {
+        free(fill);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    n = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].switch_id < 0) {
+            c->phys[n++] = i;
+            c->pout_begin[t->links[i].src + 1]++;
+            c->pin_begin[t->links[i].dst + 1]++;
+        }
+    for (int r = 0; r < P; r++) {
+        c->pout_begin[r + 1] += c->pout_begin[r];
+        c->pin_begin[r + 1] += c->pin_begin[r];
+    }
+    for (int k = 0; k < n; k++) {
+        int d = t->links[c->phys[k]].dst;
+        c->pin[c->pin_begin[d] + fill[d]++] = c->phys[k];
+    }
+    free(fill);
+    return CS_OK;
+}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -247,11 +645,17 @@ static int cmp_int(const void *a, const void *b)
 
 static int rank_roles(iso_ctx *c, cs_error *err)
 {
-    const cs_collective *col = &c->r->collective;
     int P = c->P;
     c->role = malloc(sizeof *c->role * (size_t)P);
     if (!c->role)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!c->r) {
+        /* the topology alone: every rank alike */
+        for (int r = 0; r < P; r++)
+            c->role[r] = mix(K_RANK, 0);
+        return CS_OK;
+    }
+    const cs_collective *col = &c->r->collective;
     for (int r = 0; r < P; r++)
         c->role[r] = mix(K_RANK, collective_kind_is_rooted(col->kind) && r == col->root);
     if (col->kind != CS_COLL_CUSTOM)
@@ -328,7 +732,9 @@ static void add_link(gbuild *g, const iso_ctx *c, int i, int vu, int vv, int *ta
     *tail = -1;
     int j = mergeable_reverse(c, i);
     if (j >= 0) {
-        if (l->src < l->dst) {
+        if (l->src < l->dst && c->have_plain && link_attr(l) == c->plain_attr) {
+            gb_edge(g, vu, vv);
+        } else if (l->src < l->dst) {
             int s = gb_vertex(g, mix(K_BI, link_attr(l)));
             gb_edge(g, vu, s);
             gb_edge(g, s, vv);
@@ -343,6 +749,36 @@ static void add_link(gbuild *g, const iso_ctx *c, int i, int vu, int vv, int *ta
     *tail = a;
 }
 
+static int choose_plain_links(iso_ctx *c, cs_error *err)
+{
+    const cs_topology *t = c->t;
+    uint64_t *a = malloc(sizeof *a * (size_t)(c->nphys ? c->nphys : 1));
+    if (!a)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int n = 0;
+    for (int k = 0; k < c->nphys; k++) {
+        int i = c->phys[k];
+        if (t->links[i].src < t->links[i].dst && mergeable_reverse(c, i) >= 0)
+            a[n++] = link_attr(&t->links[i]);
+    }
+    qsort(a, (size_t)n, sizeof *a, cmp_u64);
+    int best = 0;
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j < n && a[j] == a[i])
+            j++;
+        /* most links; a tie goes to the smaller hash (also label-free) */
+        if (j - i > best) {
+            best = j - i;
+            c->plain_attr = a[i];
+            c->have_plain = true;
+        }
+        i = j;
+    }
+    free(a);
+    return CS_OK;
+}
+
 /* ---- scheme "direct": the whole request in one graph ------------------------------------------ */
 
 static int canon_direct(iso_ctx *c, int *canon_of, cs_error *err)
@@ -355,10 +791,9 @@ static int canon_direct(iso_ctx *c, int *canon_of, cs_error *err)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     for (int r = 0; r < P; r++)
         gb_vertex(&g, c->role[r]);
-    for (int i = 0; i < t->nlinks; i++) {
-        tail[i] = -1;
-        if (link_is_physical(t, i))
-            add_link(&g, c, i, t->links[i].src, t->links[i].dst, &tail[i]);
+    for (int k = 0; k < c->nphys; k++) {
+        int i = c->phys[k];
+        add_link(&g, c, i, t->links[i].src, t->links[i].dst, &tail[i]);
     }
     for (int s = 0; s < t->nshared; s++) {
         const cs_shared *sh = &t->shared[s];
@@ -380,7 +815,7 @@ static int canon_direct(iso_ctx *c, int *canon_of, cs_error *err)
     }
     free(tail);
     unsigned *lab = malloc(sizeof *lab * (size_t)(g.nv ? g.nv : 1));
-    int rc = lab ? gb_canon(&g, lab, NULL, err) : cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = lab ? gb_canon_twins(&g, lab, err) : cs_error_set(err, CS_ENOMEM, "", "out of memory");
     /* ranks in canonical order: their canonical positions, compressed (lab
      * is a permutation, so this is a counting pass) */
     int *pos = rc ? NULL : malloc(sizeof *pos * (size_t)(g.nv ? g.nv : 1));
@@ -432,11 +867,111 @@ static bool two_level_applies(const cs_topology *t)
     return true;
 }
 
+/* Nodes of a cluster are mostly copies written the same way (the hook and
+ * the builtins repeat one node's links in one order), so their graphs are
+ * often identical vertex for vertex: bliss is deterministic, so the
+ * labelling of the first serves all of them.  Entries keep the whole graph
+ * and are compared exactly (the hash only finds candidates). */
+typedef struct gmemo_entry {
+    uint64_t h;
+    int nv;
+    long ne;
+    uint64_t *col;
+    unsigned *edges;
+    unsigned *lab;
+    int *orbit;            /* (b): per rank vertex, the orbit's smallest position */
+    uint64_t type;         /* (b): the node type */
+} gmemo_entry;
+
+typedef struct gmemo {
+    gmemo_entry *e;
+    int n, cap;
+} gmemo;
+
+#define GMEMO_MAX 4096
+
+static uint64_t gb_hash(const gbuild *g)
+{
+    uint64_t h = mix((uint64_t)g->nv, (uint64_t)g->ne);
+    for (int v = 0; v < g->nv; v++)
+        h = mix(h, g->col[v]);
+    for (long e = 0; e < 2 * g->ne; e++)
+        h = mix(h, g->edges[e]);
+    return h;
+}
+
+static gmemo_entry *gmemo_find(const gmemo *m, const gbuild *g, uint64_t h)
+{
+    for (int i = 0; i < m->n; i++) {
+        gmemo_entry *e = &m->e[i];
+        if (e->h == h && e->nv == g->nv && e->ne == g->ne &&
+            !memcmp(e->col, g->col, sizeof *e->col * (size_t)g->nv) &&
+            !memcmp(e->edges, g->edges, sizeof *e->edges * 2 * (size_t)g->ne))
+            return e;
+    }
+    return NULL;
+}
+
+/* Adds g with its labelling (and, for (b), orbits of its first nranks
+ * vertices and type); NULL when full or out of memory (the caller then
+ * simply does not reuse it). */
+static gmemo_entry *gmemo_add(gmemo *m, const gbuild *g, uint64_t h, const unsigned *lab,
+                              const int *orbit, int nranks, uint64_t type)
+{
+    if (m->n >= GMEMO_MAX)
+        return NULL;
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        gmemo_entry *e = realloc(m->e, sizeof *e * (size_t)cap);
+        if (!e)
+            return NULL;
+        m->e = e;
+        m->cap = cap;
+    }
+    gmemo_entry *e = &m->e[m->n];
+    memset(e, 0, sizeof *e);
+    e->h = h;
+    e->nv = g->nv;
+    e->ne = g->ne;
+    e->type = type;
+    e->col = malloc(sizeof *e->col * (size_t)(g->nv ? g->nv : 1));
+    e->edges = malloc(sizeof *e->edges * 2 * (size_t)(g->ne ? g->ne : 1));
+    e->lab = malloc(sizeof *e->lab * (size_t)(g->nv ? g->nv : 1));
+    e->orbit = orbit ? malloc(sizeof *e->orbit * (size_t)(nranks ? nranks : 1)) : NULL;
+    if (!e->col || !e->edges || !e->lab || (orbit && !e->orbit)) {
+        free(e->col);
+        free(e->edges);
+        free(e->lab);
+        free(e->orbit);
+        return NULL;
+    }
+    memcpy(e->col, g->col, sizeof *e->col * (size_t)g->nv);
+    memcpy(e->edges, g->edges, sizeof *e->edges * 2 * (size_t)g->ne);
+    memcpy(e->lab, lab, sizeof *e->lab * (size_t)g->nv);
+    if (orbit)
+        memcpy(e->orbit, orbit, sizeof *e->orbit * (size_t)nranks);
+    m->n++;
+    return e;
+}
+
+static void gmemo_free(gmemo *m)
+{
+    for (int i = 0; i < m->n; i++) {
+        free(m->e[i].col);
+        free(m->e[i].edges);
+        free(m->e[i].lab);
+        free(m->e[i].orbit);
+    }
+    free(m->e);
+    memset(m, 0, sizeof *m);
+}
+
 typedef struct two_level {
     int G;
     uint64_t *sig;         /* rank -> label-free attachment to the fabric (and role) */
     uint64_t *type;        /* group -> node type */
     int *orbit;            /* rank -> smallest canonical local position of its orbit */
+    unsigned *bpos;        /* rank -> its canonical position in step (b)'s node graph */
     int *local;            /* rank -> index in its group's rank list */
     int *gpos;             /* group -> canonical position */
     int *swpos;            /* switch -> canonical position among external switches (-1: internal) */
@@ -450,6 +985,7 @@ static void two_level_free(two_level *w)
     free(w->sig);
     free(w->type);
     free(w->orbit);
+    free(w->bpos);
     free(w->local);
     free(w->gpos);
     free(w->swpos);
@@ -508,9 +1044,10 @@ static void build_group_graph(gbuild *g, const iso_ctx *c, const two_level *w, i
         gb_vertex(g, colour[grp->ranks[k]]);
     for (int k = 0; k < grp->nranks; k++) {
         int r = grp->ranks[k];
-        for (int i = t->out_begin[r]; i < t->out_begin[r + 1]; i++) {
+        for (int x = c->pout_begin[r]; x < c->pout_begin[r + 1]; x++) {
+            int i = c->phys[x];
             tail[i] = -1;
-            if (link_is_physical(t, i) && c->link_group[i] == q)
+            if (c->link_group[i] == q)
                 add_link(g, c, i, w->local[r], w->local[t->links[i].dst], &tail[i]);
         }
     }
@@ -542,6 +1079,7 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
     int P = c->P, G = t->ngroups;
     two_level w = {.G = G};
     gbuild g = {0};
+    gmemo memo_b = {0}, memo_d = {0};
     int rc = CS_OK;
     uint64_t *items = NULL, *colour = NULL;
     unsigned *lab = NULL;
@@ -552,13 +1090,14 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
     w.sig = malloc(sizeof *w.sig * (size_t)P);
     w.type = malloc(sizeof *w.type * (size_t)G);
     w.orbit = malloc(sizeof *w.orbit * (size_t)P);
+    w.bpos = malloc(sizeof *w.bpos * (size_t)P);
     w.local = malloc(sizeof *w.local * (size_t)P);
     w.gpos = malloc(sizeof *w.gpos * (size_t)G);
     w.swpos = malloc(sizeof *w.swpos * (size_t)(t->nswitches ? t->nswitches : 1));
     colour = malloc(sizeof *colour * (size_t)P);
     tail = malloc(sizeof *tail * (size_t)(t->nlinks ? t->nlinks : 1));
     if (!c->link_group || !c->switch_group || !c->shared_group || !w.sig || !w.type ||
-        !w.orbit || !w.local || !w.gpos || !w.swpos || !colour || !tail) {
+        !w.orbit || !w.bpos || !w.local || !w.gpos || !w.swpos || !colour || !tail) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto out;
     }
@@ -568,7 +1107,8 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
     for (int q = 0; q < G; q++)
         for (int k = 0; k < t->groups[q].nranks; k++)
             w.local[t->groups[q].ranks[k]] = k;
-    for (int i = 0; i < t->nlinks; i++) {
+    for (int x = 0; x < c->nphys; x++) {
+        int i = c->phys[x];
         int a = t->group_of[t->links[i].src], b = t->group_of[t->links[i].dst];
         c->link_group[i] = a == b ? a : -1;
     }
@@ -597,8 +1137,9 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto out;
     }
-    for (int i = 0; i < t->nlinks; i++)
-        if (link_is_physical(t, i) && c->link_group[i] < 0) {
+    for (int x = 0; x < c->nphys; x++)
+        if (c->link_group[c->phys[x]] < 0) {
+            int i = c->phys[x];
             nitems[t->links[i].src + 1]++;
             nitems[t->links[i].dst + 1]++;
         }
@@ -617,8 +1158,9 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto out;
     }
-    for (int i = 0; i < t->nlinks; i++)
-        if (link_is_physical(t, i) && c->link_group[i] < 0) {
+    for (int x = 0; x < c->nphys; x++)
+        if (c->link_group[c->phys[x]] < 0) {
+            int i = c->phys[x];
             int u = t->links[i].src, v = t->links[i].dst;
             items[nitems[u] + fill[u]++] = mix(K_XOUT, link_attr(&t->links[i]));
             items[nitems[v] + fill[v]++] = mix(K_XIN, link_attr(&t->links[i]));
@@ -639,7 +1181,19 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
     /* (b) node types and the orbits of their ranks */
     int maxv = 0;
     for (int q = 0; q < G; q++) {
+        const cs_group *grp = &t->groups[q];
         build_group_graph(&g, c, &w, q, w.sig, tail);
+        uint64_t h = gb_hash(&g);
+        const gmemo_entry *hit = gmemo_find(&memo_b, &g, h);
+        if (hit) {
+            w.type[q] = hit->type;
+            for (int k = 0; k < grp->nranks; k++)
+            {
+                w.orbit[grp->ranks[k]] = hit->orbit[k];
+                w.bpos[grp->ranks[k]] = hit->lab[k];
+            }
+            continue;
+        }
         if (g.nv > maxv) {
             unsigned *nl = realloc(lab, sizeof *lab * (size_t)g.nv);
             int *np = realloc(parent, sizeof *parent * (size_t)g.nv);
@@ -661,14 +1215,32 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
             goto out;
         }
-        const cs_group *grp = &t->groups[q];
-        for (int k = 0; k < grp->nranks; k++) {
-            int root = uf_find(parent, k), best = (int)lab[k];
-            for (int m = 0; m < grp->nranks; m++)
-                if (uf_find(parent, m) == root && (int)lab[m] < best)
-                    best = (int)lab[m];
-            w.orbit[grp->ranks[k]] = best;
+        /* orbit ids: the smallest canonical position in the orbit */
+        int *best = malloc(sizeof *best * (size_t)(g.nv ? g.nv : 1));
+        if (!best) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto out;
         }
+        for (int v = 0; v < g.nv; v++)
+            best[v] = INT32_MAX;
+        for (int k = 0; k < grp->nranks; k++) {
+            int root = uf_find(parent, k);
+            if ((int)lab[k] < best[root])
+                best[root] = (int)lab[k];
+        }
+        for (int k = 0; k < grp->nranks; k++)
+        {
+            w.orbit[grp->ranks[k]] = best[uf_find(parent, k)];
+            w.bpos[grp->ranks[k]] = lab[k];
+        }
+        int *orb = malloc(sizeof *orb * (size_t)(grp->nranks ? grp->nranks : 1));
+        if (orb) {
+            for (int k = 0; k < grp->nranks; k++)
+                orb[k] = w.orbit[grp->ranks[k]];
+            gmemo_add(&memo_b, &g, h, lab, orb, grp->nranks, w.type[q]);
+        }
+        free(orb);
+        free(best);
     }
 
     /* (c) the node-level quotient: nodes by type, the fabric's switches and
@@ -694,14 +1266,17 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto out;
     }
+    /* ports: (group, switch vertex, colour) triples */
+    long nports = 0, capports = 0;
+    uint64_t *ports = NULL;
     for (int s = 0; s < t->nswitches; s++) {
         swv[s] = -1;
         if (c->switch_group[s] >= 0)
             continue;
         const cs_switch *sw = &t->switches[s];
         int v = swv[s] = gb_vertex(&g, mix(K_XSW, switch_attr(sw)));
-        /* one port vertex per (switch, group): the orbits of the group's
-         * ranks on the switch */
+        /* one port per (switch, group): the orbits of the group's ranks on
+         * the switch */
         for (int k = 0; k < sw->nranks; k++) {
             pairs[2 * k] = (uint64_t)t->group_of[sw->ranks[k]];
             pairs[2 * k + 1] = (uint64_t)w.orbit[sw->ranks[k]];
@@ -711,14 +1286,45 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
             int q = (int)pairs[2 * k], m = 0;
             while (k < sw->nranks && (int)pairs[2 * k] == q)
                 items[m++] = pairs[2 * k++ + 1];
-            int p = gb_vertex(&g, hash_multiset(mix(K_PORT, w.type[q]), items, m));
-            gb_edge(&g, q, p);
-            gb_edge(&g, p, v);
+            if (nports == capports) {
+                long cap = capports ? 2 * capports : 256;
+                uint64_t *np = realloc(ports, sizeof *np * 3 * (size_t)cap);
+                if (!np) {
+                    g.oom = true;
+                    break;
+                }
+                ports = np;
+                capports = cap;
+            }
+            ports[3 * nports] = (uint64_t)q;
+            ports[3 * nports + 1] = (uint64_t)v;
+            ports[3 * nports + 2] = hash_multiset(mix(K_PORT, w.type[q]), items, m);
+            nports++;
         }
     }
+    /* When every port has one colour (nodes of one type, each attached to
+     * each fabric switch the same way: rails, a fabric switch), the port
+     * vertices say nothing an edge does not, and without them bliss has a
+     * far smaller graph to search (a rail-optimized cluster's quotient is
+     * then K(nodes, rails)). */
+    bool uniform = true;
+    for (long k = 1; k < nports && uniform; k++)
+        uniform = ports[3 * k + 2] == ports[2];
+    for (long k = 0; k < nports; k++) {
+        int q = (int)ports[3 * k], v = (int)ports[3 * k + 1];
+        if (uniform) {
+            gb_edge(&g, q, v);
+        } else {
+            int pv = gb_vertex(&g, ports[3 * k + 2]);
+            gb_edge(&g, q, pv);
+            gb_edge(&g, pv, v);
+        }
+    }
+    free(ports);
     free(pairs);
-    for (int i = 0; i < t->nlinks; i++) {
-        if (!link_is_physical(t, i) || c->link_group[i] >= 0)
+    for (int x = 0; x < c->nphys; x++) {
+        int i = c->phys[x];
+        if (c->link_group[i] >= 0)
             continue;
         const cs_link *l = &t->links[i];
         int gu = t->group_of[l->src], gv = t->group_of[l->dst];
@@ -737,7 +1343,7 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
             goto out;
         }
-        if ((rc = gb_canon(&g, qlab, NULL, err))) {
+        if ((rc = gb_canon_twins(&g, qlab, err))) {
             free(qlab);
             free(swv);
             goto out;
@@ -823,8 +1429,8 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
         const cs_group *grp = &t->groups[q];
         for (int k = 0; k < grp->nranks && !rc; k++) {
             int r = grp->ranks[k];
-            int need = rsw_count[r + 1] - rsw_count[r] + (t->out_begin[r + 1] - t->out_begin[r]) +
-                       (t->in_begin[r + 1] - t->in_begin[r]);
+            int need = rsw_count[r + 1] - rsw_count[r] + (c->pout_begin[r + 1] - c->pout_begin[r]) +
+                       (c->pin_begin[r + 1] - c->pin_begin[r]);
             if (need > ritems_cap) {
                 uint64_t *n = realloc(ritems, sizeof *n * (size_t)need);
                 if (!n) {
@@ -837,8 +1443,9 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
             int m = 0;
             for (int x = rsw_count[r]; x < rsw_count[r + 1]; x++)
                 ritems[m++] = mix(K_RSW, (uint64_t)rsw[x]);
-            for (int i = t->out_begin[r]; i < t->out_begin[r + 1]; i++) {
-                if (!link_is_physical(t, i) || c->link_group[i] >= 0)
+            for (int xo = c->pout_begin[r]; xo < c->pout_begin[r + 1]; xo++) {
+                int i = c->phys[xo];
+                if (c->link_group[i] >= 0)
                     continue;
                 int x = t->links[i].dst;
                 uint64_t who = canon_of[x] >= 0 ? (uint64_t)canon_of[x]
@@ -847,9 +1454,9 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
                                       (uint64_t)w.gpos[t->group_of[x]]),
                                   who);
             }
-            for (int j = t->in_begin[r]; j < t->in_begin[r + 1]; j++) {
-                int i = t->in_links[j];
-                if (!link_is_physical(t, i) || c->link_group[i] >= 0)
+            for (int j = c->pin_begin[r]; j < c->pin_begin[r + 1]; j++) {
+                int i = c->pin[j];
+                if (c->link_group[i] >= 0)
                     continue;
                 int x = t->links[i].src;
                 uint64_t who = canon_of[x] >= 0 ? (uint64_t)canon_of[x]
@@ -862,29 +1469,72 @@ static int canon_two_level(iso_ctx *c, int *canon_of, cs_error *err)
         }
         if (rc)
             break;
-        build_group_graph(&g, c, &w, q, colour, tail);
-        if (g.nv > maxv) {
-            unsigned *nl = realloc(lab, sizeof *lab * (size_t)g.nv);
-            if (!nl) {
-                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
-                break;
-            }
-            lab = nl;
-            maxv = g.nv;
-        }
-        if ((rc = gb_canon(&g, lab, NULL, err)))
-            break;
-        /* the group's ranks in canonical order: rank vertices are 0..n-1 */
+        /* The group's ranks in canonical order.  Two shortcuts before bliss:
+         * ranks whose colours are all distinct are ordered by colour (the
+         * colours are canonical); colours that split the ranks exactly as
+         * step (b)'s did leave (b)'s canonical order valid (every
+         * automorphism of (b)'s graph keeps them). */
         int n = grp->nranks;
         uint64_t *ord = malloc(sizeof *ord * 2 * (size_t)(n ? n : 1));
-        if (!ord) {
+        uint64_t *pc = malloc(sizeof *pc * 2 * (size_t)(n ? n : 1));
+        if (!ord || !pc) {
+            free(ord);
+            free(pc);
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
             break;
         }
         for (int k = 0; k < n; k++) {
-            ord[2 * k] = lab[k];
-            ord[2 * k + 1] = (uint64_t)grp->ranks[k];
+            pc[2 * k] = w.sig[grp->ranks[k]];
+            pc[2 * k + 1] = colour[grp->ranks[k]];
         }
+        qsort(pc, (size_t)n, 2 * sizeof *pc, cmp_u64_pair);
+        int dsig = 0, dpair = 0;
+        for (int k = 0; k < n; k++) {
+            dsig += k == 0 || pc[2 * k] != pc[2 * k - 2];
+            dpair += k == 0 || pc[2 * k] != pc[2 * k - 2] || pc[2 * k + 1] != pc[2 * k - 1];
+        }
+        for (int k = 0; k < n; k++)
+            pc[k] = colour[grp->ranks[k]];
+        qsort(pc, (size_t)n, sizeof *pc, cmp_u64);
+        int dcol = 0;
+        for (int k = 0; k < n; k++)
+            dcol += k == 0 || pc[k] != pc[k - 1];
+        free(pc);
+        if (dcol == n) {
+            for (int k = 0; k < n; k++)
+                ord[2 * k] = colour[grp->ranks[k]];
+        } else if (dpair == dsig && dcol == dsig) {
+            for (int k = 0; k < n; k++)
+                ord[2 * k] = w.bpos[grp->ranks[k]];
+        } else {
+            build_group_graph(&g, c, &w, q, colour, tail);
+            if (g.nv > maxv) {
+                unsigned *nl = realloc(lab, sizeof *lab * (size_t)g.nv);
+                if (!nl) {
+                    free(ord);
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    break;
+                }
+                lab = nl;
+                maxv = g.nv;
+            }
+            uint64_t h = gb_hash(&g);
+            const gmemo_entry *hit = gmemo_find(&memo_d, &g, h);
+            if (hit) {
+                memcpy(lab, hit->lab, sizeof *lab * (size_t)g.nv);
+            } else {
+                if ((rc = gb_canon(&g, lab, NULL, err))) {
+                    free(ord);
+                    break;
+                }
+                gmemo_add(&memo_d, &g, h, lab, NULL, 0, 0);
+            }
+            /* rank vertices are 0..n-1 */
+            for (int k = 0; k < n; k++)
+                ord[2 * k] = lab[k];
+        }
+        for (int k = 0; k < n; k++)
+            ord[2 * k + 1] = (uint64_t)grp->ranks[k];
         qsort(ord, (size_t)n, 2 * sizeof *ord, cmp_u64_pair);
         for (int k = 0; k < n; k++)
             canon_of[ord[2 * k + 1]] = offset + k;
@@ -903,6 +1553,8 @@ out:
     free(parent);
     free(tail);
     gb_free(&g);
+    gmemo_free(&memo_b);
+    gmemo_free(&memo_d);
     two_level_free(&w);
     return rc;
 }
@@ -947,6 +1599,76 @@ static void sb_add(sbuf *b, const char *fmt, ...)
     }
 }
 
+/* Appenders without printf: the canonical text of a 1024-rank cluster has
+ * tens of thousands of numbers, and printf's parsing (and %.17g above all)
+ * dominated its cost. */
+static bool sb_room(sbuf *b, size_t n)
+{
+    if (b->oom)
+        return false;
+    if (b->len + n < b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap <= b->len + n)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->oom = true;
+        return false;
+    }
+    b->s = s;
+    b->cap = cap;
+    return true;
+}
+
+static void sb_str(sbuf *b, const char *str)
+{
+    size_t n = strlen(str);
+    if (!sb_room(b, n))
+        return;
+    memcpy(b->s + b->len, str, n + 1);
+    b->len += n;
+}
+
+static void sb_ch(sbuf *b, char ch)
+{
+    if (!sb_room(b, 1))
+        return;
+    b->s[b->len++] = ch;
+    b->s[b->len] = '\0';
+}
+
+static void sb_int(sbuf *b, long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[n++] = '-';
+    if (!sb_room(b, (size_t)n))
+        return;
+    while (n)
+        b->s[b->len++] = tmp[--n];
+    b->s[b->len] = '\0';
+}
+
+/* A double, exactly: its IEEE bits as "x" and 16 hex digits (-0 as 0). */
+static void sb_real(sbuf *b, double d)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t u = dbits(d);
+    if (!sb_room(b, 17))
+        return;
+    b->s[b->len++] = 'x';
+    for (int i = 15; i >= 0; i--)
+        b->s[b->len++] = hex[(u >> (4 * i)) & 15];
+    b->s[b->len] = '\0';
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -967,7 +1689,9 @@ static void sb_sorted_list(sbuf *b, char **texts, int n)
     qsort(texts, (size_t)n, sizeof *texts, cmp_str);
     sb_add(b, "[");
     for (int i = 0; i < n; i++) {
-        sb_add(b, "%s%s", i ? "," : "", texts[i] ? texts[i] : "");
+        if (i)
+            sb_ch(b, ',');
+        sb_str(b, texts[i] ? texts[i] : "");
         free(texts[i]);
     }
     sb_add(b, "]");
@@ -983,9 +1707,12 @@ static char *ranks_text(const int *ranks, int n, const int *canon_of)
     qsort(v, (size_t)n, sizeof *v, cmp_int);
     sbuf b = {0};
     sb_add(&b, "[");
-    for (int k = 0; k < n; k++)
-        sb_add(&b, "%s%d", k ? "," : "", v[k]);
-    sb_add(&b, "]");
+    for (int k = 0; k < n; k++) {
+        if (k)
+            sb_ch(&b, ',');
+        sb_int(&b, v[k]);
+    }
+    sb_ch(&b, ']');
     free(v);
     if (b.oom) {
         free(b.s);
@@ -994,32 +1721,84 @@ static char *ranks_text(const int *ranks, int n, const int *canon_of)
     return b.s;
 }
 
-char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
+static int cmp_attr(const void *a, const void *b)
 {
+    const uint64_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+static char *canonical_text(const iso_ctx *c, const int *canon_of)
+{
+    const cs_synth_request *r = c->r;
     const cs_topology *t = r->topology;
     sbuf b = {0};
-    sb_add(&b, "{\"v\":\"%s\",\"ranks\":%d,\"links\":[", ISO_KEY_VERSION, t->ranks);
+    sb_add(&b, "{\"v\":\"%s\",\"ranks\":%d,\"link_kinds\":[", ISO_KEY_VERSION, t->ranks);
     /* physical links in canonical numbers, sorted by (src, dst) */
-    int n = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        n += link_is_physical(t, i);
+    int n = c->nphys;
     int *lk = malloc(sizeof *lk * 3 * (size_t)(n ? n : 1));
-    if (!lk)
+    if (!lk) {
+        free(b.s);
         return NULL;
-    n = 0;
-    for (int i = 0; i < t->nlinks; i++)
-        if (link_is_physical(t, i)) {
-            lk[3 * n] = canon_of[t->links[i].src];
-            lk[3 * n + 1] = canon_of[t->links[i].dst];
-            lk[3 * n + 2] = i;
-            n++;
-        }
+    }
+    for (int k = 0; k < n; k++) {
+        int i = c->phys[k];
+        lk[3 * k] = canon_of[t->links[i].src];
+        lk[3 * k + 1] = canon_of[t->links[i].dst];
+        lk[3 * k + 2] = i;
+    }
     qsort(lk, (size_t)n, 3 * sizeof *lk, cmp_int_pair);
+    /* Link attributes repeat (a cluster has a handful of link kinds): they
+     * are written once, sorted, and links name them by index, which keeps
+     * the text (and its hashing) short. */
+    uint64_t *attr = malloc(sizeof *attr * 4 * (n > 0 ? (size_t)n : 1));
+    if (!attr) {
+        free(lk);
+        free(b.s);
+        return NULL;
+    }
+    for (int k = 0; k < n; k++) {
+        const cs_link *l = &t->links[c->phys[k]];
+        attr[4 * k] = (uint64_t)l->lanes;
+        attr[4 * k + 1] = dbits(l->gbps);
+        attr[4 * k + 2] = dbits(l->alpha_us);
+        attr[4 * k + 3] = 0;
+    }
+    qsort(attr, (size_t)n, 4 * sizeof *attr, cmp_attr);
+    int na = 0;
+    for (int k = 0; k < n; k++)
+        if (na == 0 || cmp_attr(&attr[4 * (na - 1)], &attr[4 * k]) != 0) {
+            memmove(&attr[4 * na], &attr[4 * k], 4 * sizeof *attr);
+            na++;
+        }
+    for (int k = 0; k < na; k++) {
+        double gbps, alpha;
+        memcpy(&gbps, &attr[4 * k + 1], sizeof gbps);
+        memcpy(&alpha, &attr[4 * k + 2], sizeof alpha);
+        sb_str(&b, k ? ",[" : "[");
+        sb_int(&b, (long)attr[4 * k]);
+        sb_ch(&b, ',');
+        sb_real(&b, gbps);
+        sb_ch(&b, ',');
+        sb_real(&b, alpha);
+        sb_ch(&b, ']');
+    }
+    sb_str(&b, "],\"links\":[");
     for (int k = 0; k < n; k++) {
         const cs_link *l = &t->links[lk[3 * k + 2]];
-        sb_add(&b, "%s[%d,%d,%d,%.17g,%.17g]", k ? "," : "", lk[3 * k], lk[3 * k + 1], l->lanes,
-               l->gbps, l->alpha_us);
+        uint64_t key[4] = {(uint64_t)l->lanes, dbits(l->gbps), dbits(l->alpha_us), 0};
+        const uint64_t *hit = bsearch(key, attr, (size_t)na, 4 * sizeof *attr, cmp_attr);
+        sb_str(&b, k ? ",[" : "[");
+        sb_int(&b, lk[3 * k]);
+        sb_ch(&b, ',');
+        sb_int(&b, lk[3 * k + 1]);
+        sb_ch(&b, ',');
+        sb_int(&b, hit ? (long)((hit - attr) / 4) : -1);
+        sb_ch(&b, ']');
     }
+    free(attr);
     free(lk);
     sb_add(&b, "],\"shared\":");
     char **texts = malloc(sizeof *texts *
@@ -1045,8 +1824,13 @@ char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
         }
         qsort(pairs, (size_t)sh->nlinks, 2 * sizeof *pairs, cmp_int_pair);
         sb_add(&e, "[%d,[", sh->lanes);
-        for (int k = 0; k < sh->nlinks; k++)
-            sb_add(&e, "%s[%d,%d]", k ? "," : "", pairs[2 * k], pairs[2 * k + 1]);
+        for (int k = 0; k < sh->nlinks; k++) {
+            sb_str(&e, k ? ",[" : "[");
+            sb_int(&e, pairs[2 * k]);
+            sb_ch(&e, ',');
+            sb_int(&e, pairs[2 * k + 1]);
+            sb_ch(&e, ']');
+        }
         sb_add(&e, "]]");
         free(pairs);
         if (e.oom)
@@ -1060,7 +1844,13 @@ char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
         const cs_switch *sw = &t->switches[s];
         char *rt = ranks_text(sw->ranks, sw->nranks, canon_of);
         sbuf e = {0};
-        sb_add(&e, "[%.17g,%.17g,%s]", sw->gbps, sw->alpha_us, rt ? rt : "?");
+        sb_ch(&e, '[');
+        sb_real(&e, sw->gbps);
+        sb_ch(&e, ',');
+        sb_real(&e, sw->alpha_us);
+        sb_ch(&e, ',');
+        sb_str(&e, rt ? rt : "?");
+        sb_ch(&e, ']');
         if (!rt || e.oom)
             b.oom = true;
         free(rt);
@@ -1078,14 +1868,14 @@ char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
     sb_sorted_list(&b, texts, m);
     free(texts);
 
-    const cs_collective *c = &r->collective;
-    sb_add(&b, ",\"collective\":{\"kind\":\"%s\"", collective_kind_name(c->kind));
-    if (collective_kind_is_rooted(c->kind))
-        sb_add(&b, ",\"root\":%d", c->root >= 0 && c->root < t->ranks ? canon_of[c->root] : -1);
-    if (c->kind == CS_COLL_CUSTOM) {
-        sb_add(&b, ",\"global_chunks\":%d", c->custom_global_chunks);
-        const int *lists[2] = {c->pre, c->post};
-        int counts[2] = {c->npre, c->npost};
+    const cs_collective *col = &r->collective;
+    sb_add(&b, ",\"collective\":{\"kind\":\"%s\"", collective_kind_name(col->kind));
+    if (collective_kind_is_rooted(col->kind))
+        sb_add(&b, ",\"root\":%d", col->root >= 0 && col->root < t->ranks ? canon_of[col->root] : -1);
+    if (col->kind == CS_COLL_CUSTOM) {
+        sb_add(&b, ",\"global_chunks\":%d", col->custom_global_chunks);
+        const int *lists[2] = {col->pre, col->post};
+        int counts[2] = {col->npre, col->npost};
         for (int wh = 0; wh < 2; wh++) {
             int *p = malloc(sizeof *p * 2 * (size_t)(counts[wh] ? counts[wh] : 1));
             if (!p) {
@@ -1129,6 +1919,27 @@ char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
     return b.s;
 }
 
+static void ctx_free(iso_ctx *c)
+{
+    free(c->role);
+    free(c->in_shared);
+    free(c->link_group);
+    free(c->switch_group);
+    free(c->shared_group);
+    free(c->phys);
+    free(c->pout_begin);
+    free(c->pin_begin);
+    free(c->pin);
+}
+
+char *iso_canonical_text(const cs_synth_request *r, const int *canon_of)
+{
+    iso_ctx c = {.r = r, .t = r->topology, .P = r->topology->ranks};
+    char *text = physical_links(&c, NULL) == CS_OK ? canonical_text(&c, canon_of) : NULL;
+    ctx_free(&c);
+    return text;
+}
+
 /* ---- entry points ---------------------------------------------------------------------------- */
 
 void iso_form_clear(cs_iso_form *f)
@@ -1139,12 +1950,12 @@ void iso_form_clear(cs_iso_form *f)
     memset(f, 0, sizeof *f);
 }
 
-int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+/* The canonical labelling of c's topology (and request, when c->r is set)
+ * into canon_of; the scheme used into scheme. */
+static int labelling(iso_ctx *c, const cs_iso_options *opt, int *canon_of, char scheme[16],
                      cs_error *err)
 {
-    memset(out, 0, sizeof *out);
-    double t0 = cs_now();
-    const cs_topology *t = r->topology;
+    const cs_topology *t = c->t;
     int max_ranks = opt && opt->max_ranks > 0 ? opt->max_ranks : 65536;
     if (t->ranks > max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
@@ -1152,20 +1963,28 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
                             max_ranks);
     int two_min = opt && opt->two_level_min_ranks ? opt->two_level_min_ranks
                                                   : ISO_TWO_LEVEL_MIN_RANKS;
-    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
-    int rc = rank_roles(&c, err);
-    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
-    c.in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c.in_shared);
-    if (!rc && (!out->canon_of || !c.in_shared))
+    int rc = rank_roles(c, err);
+    c->in_shared = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof *c->in_shared);
+    if (!rc && !c->in_shared)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = physical_links(c, err);
+    long max_links = opt && opt->max_links > 0 ? opt->max_links : 1000000;
+    if (!rc && c->nphys > max_links)
+        rc = cs_error_set(err, CS_ELIMIT, "topology",
+                          "%d links: isomorphism keys are computed up to %ld links", c->nphys,
+                          max_links);
     if (!rc) {
         for (int s = 0; s < t->nshared; s++)
             if (t->shared[s].switch_id < 0)
                 for (int k = 0; k < t->shared[s].nlinks; k++)
-                    c.in_shared[t->shared[s].links[k]] = true;
+                    c->in_shared[t->shared[s].links[k]] = true;
+        rc = choose_plain_links(c, err);
+    }
+    if (!rc) {
         bool two = two_min > 0 && t->ranks >= two_min && two_level_applies(t);
-        snprintf(out->scheme, sizeof out->scheme, "%s", two ? "two-level" : "direct");
-        rc = two ? canon_two_level(&c, out->canon_of, err) : canon_direct(&c, out->canon_of, err);
+        snprintf(scheme, 16, "%s", two ? "two-level" : "direct");
+        rc = two ? canon_two_level(c, canon_of, err) : canon_direct(c, canon_of, err);
     }
     if (!rc) {
         /* a labelling that is not a permutation would be a bug here */
@@ -1173,7 +1992,7 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         if (!seen)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (int k = 0; !rc && k < t->ranks; k++) {
-            int x = out->canon_of[k];
+            int x = canon_of[k];
             if (x < 0 || x >= t->ranks || seen[x])
                 rc = cs_error_set(err, CS_EINTERNAL, "", "iso labelling is not a permutation");
             else
@@ -1181,19 +2000,41 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
         }
         free(seen);
     }
+    return rc;
+}
+
+int iso_topology_labelling(const cs_topology *t, const cs_iso_options *opt, int *canon_of,
+                           char scheme[16], cs_error *err)
+{
+    iso_ctx c = {.r = NULL, .t = t, .P = t->ranks};
+    char sch[16];
+    int rc = labelling(&c, opt, canon_of, scheme ? scheme : sch, err);
+    ctx_free(&c);
+    return rc;
+}
+
+int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
+                     cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = cs_now();
+    const cs_topology *t = r->topology;
+    iso_ctx c = {.r = r, .t = t, .P = t->ranks};
+    int rc = CS_OK;
+    out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
+    if (!out->canon_of)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    if (!rc)
+        rc = labelling(&c, opt, out->canon_of, out->scheme, err);
     if (!rc) {
-        char *text = iso_canonical_text(r, out->canon_of);
+        char *text = canonical_text(&c, out->canon_of);
         if (!text)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         else
             synth_sha256_hex(text, strlen(text), out->key);
         free(text);
     }
-    free(c.role);
-    free(c.in_shared);
-    free(c.link_group);
-    free(c.switch_group);
-    free(c.shared_group);
+    ctx_free(&c);
     out->ranks = t->ranks;
     out->seconds = cs_now() - t0;
     if (rc)

@@ -63,7 +63,7 @@
 
 /* Part of every key's text: bump when the canonical form or the labelling
  * (bliss version, encoding) changes, so old index rows stop matching. */
-#define ISO_KEY_VERSION "iso1-bliss0.73"
+#define ISO_KEY_VERSION "iso3-bliss0.73"
 
 typedef struct cs_iso_options {
     /* Grouped topologies with at least this many ranks use the two-level
@@ -71,6 +71,9 @@ typedef struct cs_iso_options {
     int two_level_min_ranks;
     /* Requests with more ranks are refused (CS_ELIMIT): 0 = default 65536. */
     int max_ranks;
+    /* ... or more physical links (the graph bliss gets grows with them):
+     * 0 = default 1,000,000. */
+    long max_links;
 } cs_iso_options;
 
 #define ISO_TWO_LEVEL_MIN_RANKS 64
@@ -88,6 +91,16 @@ typedef struct cs_iso_form {
 int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_iso_form *out,
                      cs_error *err);
 void iso_form_clear(cs_iso_form *f);
+
+/* The canonical labelling of a topology alone (every rank alike: no
+ * collective), canon_of with t->ranks entries; scheme (may be NULL) gets
+ * "direct" or "two-level".  In the two-level scheme canonical numbers are
+ * node by node, and nodes of one type attached to the fabric alike get
+ * their ranks in the same local order: renumbering a cluster by it makes
+ * isomorphic nodes identical in their local numbering (what a method that
+ * recognizes node types by their links, like "hierarchical", needs). */
+int iso_topology_labelling(const cs_topology *t, const cs_iso_options *opt, int *canon_of,
+                           char scheme[16], cs_error *err);
 
 /* The canonical text the key hashes (for tests and debugging); caller frees.
  * canon_of as in cs_iso_form. */

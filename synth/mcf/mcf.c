@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,15 @@
 #include "verify.h"
 
 #define FAR (INT_MAX / 4)
+/* Pairwise models with more columns than this are rounded from the LP
+ * instead of solved as a MILP (CBC's root LP alone would take minutes):
+ * the default of options.milp_max_columns. */
+#define MCF_MILP_MAX_COLUMNS 40000
+/* Copy demands with a greedy schedule in hand and no time limit from the
+ * caller: the seconds given to proving or improving it. */
+#define MCF_IMPROVE_BUDGET_S 30.0
+/* Seeded greedy runs tried on copy demands before the MILP. */
+#define MCF_GREEDY_TRIES 16
 
 void mcf_options_default(cs_mcf_options *opt)
 {
@@ -33,6 +43,8 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->epoch_split = 1;
     opt->gap = 0.0;
     opt->max_columns = 4000000;
+    opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
+    opt->max_chunks = 0;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -41,6 +53,10 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
     if (o->chunks < 1 || o->chunks > 4096)
         return cs_error_set(err, CS_EINVAL, "options.chunks", "chunks must be in 1..4096, got %d",
                             o->chunks);
+    if (o->max_chunks < 0 || o->max_chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.max_chunks",
+                            "max_chunks must be in 0..4096 (0: only chunks), got %d",
+                            o->max_chunks);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -90,12 +106,25 @@ typedef struct inst {
     /* copy: per chunk and rank */
     unsigned char *pre, *need;
     int ncomm;          /* P (pairwise: by destination) or G (copy: by chunk) */
+    /* A rotation sigma(r) = (r + shift) mod P that maps the topology and the
+     * demand onto themselves (ring:8 by 1, ndv2:2 by 8): the LP then has
+     * variables for one commodity per orbit only, commodity sigma^j(d)
+     * flowing as d does on the images of its links.  The LP's optimum is
+     * unchanged (average any solution over the group), so the search LPs and
+     * the rounding use it; the MILP does not (a symmetric integer solution
+     * need not exist).  sym_ord 1: none. */
+    int sym_ord;
+    int *sym_link;      /* sym_ord x L: sigma^j of each link */
+    int *rep_of, *pow_of;  /* commodity q = sigma^pow_of[q](rep_of[q]) */
     int *earliest;      /* ncomm x P: first epoch the commodity can be at a rank */
     int *reach;         /* ncomm x P: fewest epochs from a rank to one that needs it */
 } inst;
 
 static void inst_free(inst *in)
 {
+    free(in->sym_link);
+    free(in->rep_of);
+    free(in->pow_of);
     free(in->kappa);
     free(in->send_us);
     free(in->dist);
@@ -128,6 +157,8 @@ bool mcf_collective_is_pairwise(const cs_collective *c, int P, int C)
     }
     return true;
 }
+
+static int find_symmetry(inst *in);
 
 static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
                      const cs_mcf_options *o, cs_error *err)
@@ -219,6 +250,8 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
                 in->need[g * P + r] = !pre && collective_post(c, P, in->C, g, r);
             }
     }
+    if (find_symmetry(in) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     long nc = in->ncomm;
     in->earliest = malloc(sizeof *in->earliest * (size_t)(nc ? nc : 1) * P);
     in->reach = malloc(sizeof *in->reach * (size_t)(nc ? nc : 1) * P);
@@ -250,6 +283,120 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     return CS_OK;
 }
 
+/* ---- symmetry ------------------------------------------------------------------- */
+
+/* The link a -> b with the same lanes, speed and alpha as l, or -1. */
+static int image_link(const cs_topology *t, const cs_link *l, int a, int b)
+{
+    int i = topology_find_link(t, a, b);
+    if (i < 0)
+        return -1;
+    const cs_link *m = &t->links[i];
+    return m->lanes == l->lanes && m->gbps == l->gbps && m->alpha_us == l->alpha_us ? i : -1;
+}
+
+static int cmp_int_asc(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether r -> (r + shift) mod P maps topology and demand onto themselves;
+ * fills map[l] with the image of each link. */
+static bool rotation_is_symmetry(const inst *in, int shift, int *map)
+{
+    const cs_topology *t = in->t;
+    int P = in->P;
+    for (int l = 0; l < in->L; l++) {
+        const cs_link *k = &t->links[l];
+        map[l] = image_link(t, k, (k->src + shift) % P, (k->dst + shift) % P);
+        if (map[l] < 0)
+            return false;
+    }
+    for (int d = 0; d < P; d++)
+        for (int x = 0; x < P; x++)
+            if (in->supply[(long)d * P + x] !=
+                in->supply[(long)((d + shift) % P) * P + (x + shift) % P])
+                return false;
+    /* shared sets map onto shared sets with the same lanes */
+    for (int a = 0; a < t->nshared; a++) {
+        const cs_shared *sa = &t->shared[a];
+        int *img = malloc(sizeof *img * (size_t)(sa->nlinks ? sa->nlinks : 1));
+        if (!img)
+            return false;
+        for (int i = 0; i < sa->nlinks; i++)
+            img[i] = map[sa->links[i]];
+        qsort(img, (size_t)sa->nlinks, sizeof *img, cmp_int_asc);
+        bool found = false;
+        for (int b = 0; b < t->nshared && !found; b++) {
+            const cs_shared *sb = &t->shared[b];
+            if (sb->nlinks != sa->nlinks || sb->lanes != sa->lanes)
+                continue;
+            found = memcmp(img, sb->links, sizeof *img * (size_t)sa->nlinks) == 0;
+        }
+        free(img);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static int gcd_int(int a, int b) { return b ? gcd_int(b, a % b) : a; }
+
+/* Pairwise demands: the rotation with the largest orbits (shift 1, then one
+ * group's width when the groups are equal consecutive blocks). */
+static int find_symmetry(inst *in)
+{
+    in->sym_ord = 1;
+    if (!in->pairwise || in->P < 2)
+        return CS_OK;
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    int shifts[2] = {1, 0};
+    if (t->ngroups > 1 && P % t->ngroups == 0)
+        shifts[1] = P / t->ngroups;
+    int *map = malloc(sizeof *map * (size_t)L);
+    if (!map)
+        return CS_ENOMEM;
+    int shift = 0;
+    for (int i = 0; i < 2 && !shift; i++)
+        if (shifts[i] > 0 && rotation_is_symmetry(in, shifts[i], map))
+            shift = shifts[i];
+    if (!shift) {
+        free(map);
+        return CS_OK;
+    }
+    int ord = P / gcd_int(P, shift);
+    in->sym_link = malloc(sizeof *in->sym_link * (size_t)ord * L);
+    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
+    in->pow_of = malloc(sizeof *in->pow_of * (size_t)P);
+    if (!in->sym_link || !in->rep_of || !in->pow_of) {
+        free(map);
+        return CS_ENOMEM;
+    }
+    for (int l = 0; l < L; l++)
+        in->sym_link[l] = l;
+    for (int j = 1; j < ord; j++)
+        for (int l = 0; l < L; l++)
+            in->sym_link[(long)j * L + l] = map[in->sym_link[(long)(j - 1) * L + l]];
+    for (int q = 0; q < P; q++)
+        in->rep_of[q] = -1;
+    for (int q = 0; q < P; q++) {
+        if (in->rep_of[q] >= 0)
+            continue;
+        for (int j = 0; j < ord; j++) {
+            int img = (int)((q + (long)j * shift) % P);
+            if (in->rep_of[img] < 0) {
+                in->rep_of[img] = q;
+                in->pow_of[img] = j;
+            }
+        }
+    }
+    in->sym_ord = ord;
+    free(map);
+    return CS_OK;
+}
+
 /* The smallest horizon any schedule needs: the farthest needed pair. */
 static int horizon_floor(const inst *in)
 {
@@ -272,6 +419,14 @@ static int horizon_floor(const inst *in)
 typedef struct model {
     mcf_lp lp;
     int K;
+    /* search: the demand is not enforced; the objective counts the units
+     * delivered by K (always feasible: doing nothing is a solution), so a
+     * horizon is feasible when every unit is delivered.  CLP proves that far
+     * faster than it proves an enforced model infeasible (95 s against
+     * 0.4 s for ndv2:2 alltoall at 24 epochs). */
+    bool search;
+    bool sym;           /* pairwise: one commodity per orbit of in->sym (see inst) */
+    double total;       /* units the demand moves */
     long nf;            /* ncomm * L * K */
     int *fcol;          /* flow column of (q, l, k), or -1 */
     int *hcol;          /* copy: holding column of (q, n, k), k in 0..K; pairwise: B of (q, n, k) */
@@ -296,19 +451,37 @@ static inline long hidx(const inst *in, int K, long q, int n, int k)
     return (q * in->P + n) * (K + 1) + k;
 }
 
+/* Commodity q's flow column on link l at epoch k in model m (the orbit
+ * representative's, on the preimage of l, when the model is reduced). */
+static inline int flow_col(const inst *in, const model *m, long q, int l, int k)
+{
+    if (m->sym && in->rep_of[q] != q) {
+        int j = in->pow_of[q], back = (in->sym_ord - j) % in->sym_ord;
+        l = in->sym_link[(long)back * in->L + l];
+        q = in->rep_of[q];
+    }
+    return m->fcol[(q * in->L + l) * m->K + k];
+}
+
 /* Capacity rows: sends in flight on each link, and on each shared set, <= lanes. */
 static void add_capacity(const inst *in, model *m)
 {
     const cs_topology *t = in->t;
     int K = m->K;
-    for (int l = 0; l < in->L; l++)
+    for (int l = 0; l < in->L; l++) {
+        /* a reduced model's rows for l and its images are the same row */
+        bool dup = false;
+        for (int j = 1; m->sym && j < in->sym_ord && !dup; j++)
+            dup = in->sym_link[(long)j * in->L + l] < l;
+        if (dup)
+            continue;
         for (int k = 0; k < K; k++) {
             int row = -1;
             for (long q = 0; q < in->ncomm; q++)
                 for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
                     if (k2 < 0)
                         continue;
-                    int col = m->fcol[fidx(in, K, q, l, k2)];
+                    int col = flow_col(in, m, q, l, k2);
                     if (col < 0)
                         continue;
                     if (row < 0)
@@ -316,6 +489,7 @@ static void add_capacity(const inst *in, model *m)
                     mcf_lp_add_coef(&m->lp, row, col, 1.0);
                 }
         }
+    }
     for (int s = 0; s < t->nshared; s++) {
         const cs_shared *sh = &t->shared[s];
         for (int k = 0; k < K; k++) {
@@ -326,7 +500,7 @@ static void add_capacity(const inst *in, model *m)
                     for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
                         if (k2 < 0)
                             continue;
-                        int col = m->fcol[fidx(in, K, q, l, k2)];
+                        int col = flow_col(in, m, q, l, k2);
                         if (col < 0)
                             continue;
                         if (row < 0)
@@ -360,8 +534,14 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
             total += in->supply[(long)d * P + s];
         if (total == 0)
             continue;
+        m->total += (double)total;
+        if (m->sym && in->rep_of[d] != d)
+            continue; /* its flows are its representative's images */
+        int orbit = 1;
+        for (int q = 0; m->sym && q < P; q++)
+            orbit += q != d && in->rep_of[q] == d;
         for (int s = 0; s < P; s++)
-            if (in->supply[(long)d * P + s] > 0 && in->dist[(long)s * P + d] > K)
+            if (!m->search && in->supply[(long)d * P + s] > 0 && in->dist[(long)s * P + d] > K)
                 m->trivially_infeasible = true;
         for (int l = 0; l < L; l++) {
             int n = t->links[l].src, x = t->links[l].dst;
@@ -372,15 +552,19 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                 if (re[x] >= FAR || arrive + re[x] > K)
                     break;
                 double ub = t->links[l].lanes;
-                m->fcol[fidx(in, K, d, l, k)] =
-                    mcf_lp_add_col(&m->lp, 0, ub, x == d ? 1.0 / arrive : 0.0, integer);
+                /* a little cost on every send and a little preference for
+                 * early arrival break the ties that make the time-expanded
+                 * LP degenerate (the simplex stalls on them otherwise) */
+                double w = x != d ? -1e-4 : m->search ? 1.0 + 0.01 / arrive : 1.0 / arrive;
+                w *= orbit; /* the orbit's commodities all flow so */
+                m->fcol[fidx(in, K, d, l, k)] = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
             }
         }
         for (int n = 0; n < P; n++) {
             if (n == d || ea[n] >= FAR)
                 continue;
             for (int k = ea[n]; k < K; k++)
-                if (k + 1 + re[n] <= K)
+                if (k + 1 + re[n] <= K || (m->search && in->supply[(long)d * P + n] > 0))
                     m->hcol[hidx(in, K, d, n, k)] = mcf_lp_add_col(&m->lp, 0, (double)total, 0,
                                                                    false);
         }
@@ -455,15 +639,18 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
         const int *ea = in->earliest + g * P, *re = in->reach + g * P;
         const unsigned char *pre = in->pre + g * P, *need = in->need + g * P;
         for (int n = 0; n < P; n++) {
-            if (need[n] && ea[n] > K)
+            m->total += need[n];
+            if (!m->search && need[n] && ea[n] > K)
                 m->trivially_infeasible = true;
             if (pre[n] || ea[n] >= FAR || re[n] >= FAR)
                 continue;
             for (int k = ea[n] > 1 ? ea[n] : 1; k <= K; k++) {
                 if (!need[n] && k + re[n] > K)
                     break;
-                double lb = need[n] && k == K ? 1.0 : 0.0;
-                double w = need[n] ? 1.0 / k : 0.0;
+                double lb = need[n] && k == K && !m->search ? 1.0 : 0.0;
+                /* search: the units held at K, plus a little for holding
+                 * earlier (ties broken, as for pairwise flows) */
+                double w = !need[n] ? 0.0 : m->search ? (k == K ? 1.0 : 0.001 / k) : 1.0 / k;
                 m->hcol[hidx(in, K, g, n, k)] = mcf_lp_add_col(&m->lp, lb, 1, w, integer);
             }
         }
@@ -476,7 +663,8 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
                     break;
                 if (!pre[n] && m->hcol[hidx(in, K, g, n, k)] < 0)
                     continue;
-                m->fcol[fidx(in, K, g, l, k)] = mcf_lp_add_col(&m->lp, 0, 1, 0, integer);
+                m->fcol[fidx(in, K, g, l, k)] =
+                    mcf_lp_add_col(&m->lp, 0, 1, m->search ? -1e-4 : 0.0, integer);
             }
         }
         /* a rank sends only what it holds */
@@ -524,12 +712,14 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
     return CS_OK;
 }
 
-static int build_model(const inst *in, int K, bool integer, long max_columns, model *m,
-                       cs_error *err)
+static int build_model(const inst *in, int K, bool integer, bool search, long max_columns,
+                       model *m, cs_error *err)
 {
     memset(m, 0, sizeof *m);
     mcf_lp_init(&m->lp);
     m->K = K;
+    m->search = search;
+    m->sym = in->pairwise && in->sym_ord > 1 && !integer;
     int rc = in->pairwise ? build_pairwise(in, K, integer, m, err)
                           : build_copy(in, K, integer, m, err);
     if (rc == CS_OK && max_columns > 0 && m->lp.ncols > max_columns)
@@ -572,6 +762,10 @@ typedef struct run {
     int done;
     int lp_solves, milp_solves;
     double lp_seconds, milp_seconds;
+    /* the feasible search LP at the smallest horizon seen: its flows guide
+     * the rounding of large pairwise instances */
+    model keep;
+    double *keep_x;
 } run;
 
 static double remaining(const run *r)
@@ -612,11 +806,44 @@ static void progress(run *r, const char *outcome, int K, double seconds, double 
     r->o->progress(r->o->progress_ctx, &ev);
 }
 
-/* LP relaxation at horizon K: CS_OK with *feasible and *obj. */
-static int solve_lp(run *r, int K, bool *feasible, double *obj, cs_error *err)
+/* CBC's progress during one MILP solve, as events "incumbent" with the
+ * objective, the bound and the gap (best = the incumbent objective). */
+typedef struct milp_watch {
+    run *r;
+    int K;
+    double t0;
+} milp_watch;
+
+static void milp_progress(void *ctx, double incumbent, double bound)
+{
+    milp_watch *w = ctx;
+    double gap = isfinite(incumbent) && isfinite(bound) && bound != 0
+                     ? 100 * fabs(bound - incumbent) / fabs(bound) : NAN;
+    progress(w->r, "incumbent", w->K, cs_now() - w->t0, incumbent,
+             "CBC at %d epochs: incumbent %.6g, bound %.6g, gap %.3g%%", w->K, incumbent, bound,
+             gap);
+}
+
+/* Units a search model's solution delivers (its objective without the
+ * tie-breaking terms). */
+static double delivered(const model *m, const double *x)
+{
+    if (!x)
+        return 0;
+    double v = 0;
+    for (int j = 0; j < m->lp.ncols; j++)
+        if (m->lp.obj[j] > 0.5)
+            v += x[j] * floor(m->lp.obj[j] + 1e-9); /* the orbit size, 1 without symmetry */
+    return v;
+}
+
+/* LP relaxation at horizon K: CS_OK with *feasible and *obj.  search:
+ * feasibility through the always-feasible model (obj is then the units
+ * delivered); else the model with the demand enforced and its objective. */
+static int solve_lp(run *r, int K, bool search, bool *feasible, double *obj, cs_error *err)
 {
     model m;
-    int rc = build_model(r->in, K, false, r->o->max_columns, &m, err);
+    int rc = build_model(r->in, K, false, search, r->o->max_columns, &m, err);
     if (rc)
         return rc;
     *feasible = false;
@@ -625,7 +852,8 @@ static int solve_lp(run *r, int K, bool *feasible, double *obj, cs_error *err)
         model_free(&m);
         return CS_OK;
     }
-    mcf_solve_opts so = {false, remaining(r), 0, NULL, r->o->cancel};
+    mcf_solve_opts so = {.integer = false, .time_limit_s = remaining(r), .cancel = r->o->cancel};
+
     mcf_solution sol;
     rc = mcf_solve(&m.lp, &so, &sol, err);
     r->lp_solves++;
@@ -634,27 +862,45 @@ static int solve_lp(run *r, int K, bool *feasible, double *obj, cs_error *err)
         if (sol.status == MCF_NOSOLUTION)
             rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
                               "the LP at %d epochs did not finish within the time limit", K);
-        *feasible = sol.status == MCF_OPTIMAL;
-        *obj = sol.objective;
-        progress(r, *feasible ? "lp" : "lp-infeasible", K, sol.seconds, NAN,
-                 "LP relaxation at %d epochs (%d columns, %d rows): %s, objective %.6g, "
-                 "in %.3f s",
-                 K, m.lp.ncols, m.lp.nrows, *feasible ? "feasible" : "infeasible",
-                 *feasible ? *obj : 0.0, sol.seconds);
+        *feasible = sol.status == MCF_OPTIMAL &&
+                    (!search || delivered(&m, sol.x) >= m.total - 1e-6 * (1 + m.total));
+        *obj = search ? delivered(&m, sol.x) : sol.objective;
+        if (search)
+            progress(r, *feasible ? "lp" : "lp-infeasible", K, sol.seconds, NAN,
+                     "LP at %d epochs (%d columns, %d rows): delivers %.6g of %.6g units%s, "
+                     "in %.3f s",
+                     K, m.lp.ncols, m.lp.nrows, delivered(&m, sol.x), m.total,
+                     *feasible ? ": feasible" : "", sol.seconds);
+        else
+            progress(r, "lp", K, sol.seconds, NAN,
+                     "LP relaxation at %d epochs (%d columns, %d rows): bound %.6g, in %.3f s", K,
+                     m.lp.ncols, m.lp.nrows, sol.objective, sol.seconds);
+    }
+    if (rc == CS_OK && *feasible && search && sol.x &&
+        (!r->keep_x || r->keep.K > K)) {
+        model_free(&r->keep);
+        free(r->keep_x);
+        r->keep = m;
+        r->keep_x = sol.x;
+        sol.x = NULL;
+        memset(&m, 0, sizeof m);
     }
     mcf_solution_free(&sol);
     model_free(&m);
     return rc;
 }
 
-/* The smallest K in [lo, hi] whose LP is feasible (hi is known feasible). */
+/* The smallest K in [lo, hi] whose LP is feasible (hi is known feasible).
+ * The secant search usually lands on it, so hi - 1 is tried first. */
 static int lp_min_horizon(run *r, int lo, int hi, int *out, cs_error *err)
 {
+    bool first = true;
     while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
+        int mid = first ? hi - 1 : lo + (hi - lo) / 2;
+        first = false;
         bool feas;
         double obj;
-        int rc = solve_lp(r, mid, &feas, &obj, err);
+        int rc = solve_lp(r, mid, true, &feas, &obj, err);
         if (rc)
             return rc;
         if (feas)
@@ -725,7 +971,7 @@ static int decompose_pairwise(const inst *in, const model *m, const double *x, s
             continue;
         for (int k = 0; k < K && rc == CS_OK; k++)
             for (int l = 0; l < in->L && rc == CS_OK; l++) {
-                int col = m->fcol[fidx(in, K, d, l, k)];
+                int col = flow_col(in, m, d, l, k);
                 if (col < 0)
                     continue;
                 long units = lround(x[col]);
@@ -815,6 +1061,299 @@ static int decompose_copy(const inst *in, const model *m, const double *x, sendb
     return rc;
 }
 
+/* ---- rounding a fractional pairwise solution ----------------------------------
+ * For pairwise instances too large for the MILP: follow the LP's flows in
+ * time.  Each (destination, link) accumulates the LP's flow as credit; at
+ * epoch k a link sends a chunk for d when its credit reaches one half, a
+ * chunk for d is ready at its source and a lane is free (the window
+ * capacity of the link and its shared sets, so the schedule stays valid).
+ * Chunks the rounding leaves behind then move greedily along shortest
+ * paths, into the first free lanes.  The simulated time of the result is
+ * compared with the LP bound in the result (bounds.mcf_lp). */
+
+typedef struct occ {
+    int cap;            /* epochs tracked */
+    int *link;          /* L x cap: sends in flight */
+    int *set;           /* nshared x cap */
+    int *set_begin, *set_of;  /* CSR: the shared sets of each link */
+} occ;
+
+static void occ_free(occ *o)
+{
+    free(o->link);
+    free(o->set);
+    free(o->set_begin);
+    free(o->set_of);
+}
+
+static int occ_init(const inst *in, int cap, occ *o)
+{
+    const cs_topology *t = in->t;
+    memset(o, 0, sizeof *o);
+    o->cap = cap;
+    o->link = calloc((size_t)in->L * cap, sizeof *o->link);
+    o->set = calloc((size_t)(t->nshared ? t->nshared : 1) * cap, sizeof *o->set);
+    o->set_begin = calloc((size_t)in->L + 1, sizeof *o->set_begin);
+    long n = 0;
+    for (int s = 0; s < t->nshared; s++)
+        n += t->shared[s].nlinks;
+    o->set_of = malloc(sizeof *o->set_of * (size_t)(n ? n : 1));
+    if (!o->link || !o->set || !o->set_begin || !o->set_of)
+        return CS_ENOMEM;
+    for (int s = 0; s < t->nshared; s++)
+        for (int i = 0; i < t->shared[s].nlinks; i++)
+            o->set_begin[t->shared[s].links[i] + 1]++;
+    for (int l = 0; l < in->L; l++)
+        o->set_begin[l + 1] += o->set_begin[l];
+    int *fill = malloc(sizeof *fill * (size_t)(in->L ? in->L : 1));
+    if (!fill)
+        return CS_ENOMEM;
+    memcpy(fill, o->set_begin, sizeof *fill * (size_t)in->L);
+    for (int s = 0; s < t->nshared; s++)
+        for (int i = 0; i < t->shared[s].nlinks; i++)
+            o->set_of[fill[t->shared[s].links[i]]++] = s;
+    free(fill);
+    return CS_OK;
+}
+
+/* A send on l may start at k: lanes free on the link and its sets for its
+ * kappa epochs. */
+static bool occ_fits(const inst *in, const occ *o, int l, int k)
+{
+    const cs_topology *t = in->t;
+    if (k + in->kappa[l] > o->cap)
+        return false;
+    for (int e = k; e < k + in->kappa[l]; e++) {
+        if (o->link[(long)l * o->cap + e] >= t->links[l].lanes)
+            return false;
+        for (int i = o->set_begin[l]; i < o->set_begin[l + 1]; i++) {
+            int s = o->set_of[i];
+            if (o->set[(long)s * o->cap + e] >= t->shared[s].lanes)
+                return false;
+        }
+    }
+    return true;
+}
+
+static void occ_take(const inst *in, occ *o, int l, int k)
+{
+    for (int e = k; e < k + in->kappa[l]; e++) {
+        o->link[(long)l * o->cap + e]++;
+        for (int i = o->set_begin[l]; i < o->set_begin[l + 1]; i++)
+            o->set[(long)o->set_of[i] * o->cap + e]++;
+    }
+}
+
+static int round_pairwise(const inst *in, const model *m, const double *x, double threshold,
+                          sendbuf *out, cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L, K = m->K;
+    long G = in->G;
+    int maxk = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    int cap = 4 * K + 4 * P * maxk + 64;
+    occ oc;
+    int *pos = malloc(sizeof *pos * (size_t)(G ? G : 1));
+    int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1));
+    double *credit = calloc((size_t)P * L, sizeof *credit);
+    int rc = occ_init(in, cap, &oc);
+    if (rc || !pos || !ready || !credit) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long left = 0;
+    for (long g = 0; g < G; g++) {
+        pos[g] = in->gdst[g] >= 0 ? in->gsrc[g] : -1;
+        ready[g] = 0;
+        left += pos[g] >= 0;
+    }
+    /* chunks by destination, for the scans below */
+    for (int k = 0; k < K && left > 0; k++)
+        for (int d = 0; d < P; d++)
+            for (int l = 0; l < L; l++) {
+                int col = flow_col(in, m, d, l, k);
+                if (col >= 0)
+                    credit[(long)d * L + l] += x[col];
+                double *cr = &credit[(long)d * L + l];
+                int n = t->links[l].src, dst = t->links[l].dst;
+                while (*cr >= threshold && occ_fits(in, &oc, l, k)) {
+                    long best = -1;
+                    for (long g = 0; g < G; g++)
+                        if (pos[g] == n && in->gdst[g] == d && ready[g] <= k &&
+                            (best < 0 || ready[g] < ready[best]))
+                            best = g;
+                    if (best < 0)
+                        break;
+                    occ_take(in, &oc, l, k);
+                    if (push_send(out, best, l, k)) {
+                        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                        goto out;
+                    }
+                    *cr -= 1.0;
+                    ready[best] = k + in->kappa[l];
+                    pos[best] = dst;
+                    if (dst == d) {
+                        pos[best] = -1;
+                        left--;
+                    }
+                }
+            }
+    /* what the rounding left behind: shortest paths, first free lanes */
+    for (int k = 0; left > 0; k++) {
+        if (k >= cap) {
+            rc = cs_error_set(err, CS_EINTERNAL, "",
+                              "mcf rounding: %ld chunks still undelivered after %d epochs", left,
+                              cap);
+            goto out;
+        }
+        for (long g = 0; g < G; g++) {
+            if (pos[g] < 0 || ready[g] > k)
+                continue;
+            int n = pos[g], d = in->gdst[g], bl = -1, bd = FAR;
+            for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
+                int via = in->kappa[l] + in->dist[(long)t->links[l].dst * P + d];
+                if (via < bd && occ_fits(in, &oc, l, k)) {
+                    bd = via;
+                    bl = l;
+                }
+            }
+            /* only moves that stay on a shortest path to d */
+            if (bl < 0 || bd > in->dist[(long)n * P + d])
+                continue;
+            occ_take(in, &oc, bl, k);
+            if (push_send(out, g, bl, k)) {
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                goto out;
+            }
+            ready[g] = k + in->kappa[bl];
+            pos[g] = t->links[bl].dst == d ? -1 : t->links[bl].dst;
+            left -= pos[g] < 0;
+        }
+    }
+out:
+    occ_free(&oc);
+    free(pos);
+    free(ready);
+    free(credit);
+    return rc;
+}
+
+/* ---- a greedy schedule for copy demands -----------------------------------------
+ * Epoch by epoch, each link with a free lane sends a chunk its source holds
+ * and its destination neither holds nor awaits, the rarest first (fewest
+ * holders), ties broken by a seeded random order; only chunks the destination
+ * needs or can pass on to a rank that needs them.  When it ends within the
+ * LP's horizon it is optimal in makespan and the MILP is not needed. */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out, int *end_epoch,
+                       cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int maxk = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    int cap = horizon + maxk + 1;
+    occ oc;
+    int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1) * P); /* FAR: not held/awaited */
+    int *holders = calloc((size_t)(G ? G : 1), sizeof *holders);
+    long *order = malloc(sizeof *order * (size_t)(G ? G : 1));
+    /* holders (and awaiters) of each chunk per locality group: a link
+     * between groups is scarce, so it first carries chunks the far group
+     * has nowhere yet */
+    int ng = t->ngroups > 1 && t->group_of ? t->ngroups : 0;
+    int *ghas = ng ? calloc((size_t)(G ? G : 1) * ng, sizeof *ghas) : NULL;
+    int rc = occ_init(in, cap, &oc);
+    if (rc || !ready || !holders || !order || (ng && !ghas)) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long missing = 0;
+    for (long g = 0; g < G; g++) {
+        order[g] = g;
+        for (int n = 0; n < P; n++) {
+            ready[g * P + n] = in->pre[g * P + n] ? 0 : FAR;
+            holders[g] += in->pre[g * P + n];
+            missing += in->need[g * P + n];
+            if (ng && in->pre[g * P + n] && t->group_of[n] >= 0)
+                ghas[g * ng + t->group_of[n]]++;
+        }
+    }
+    int last = 0;
+    uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (int k = 0; k < horizon && missing > 0; k++) {
+        /* a fresh random order each epoch, then rarest first */
+        for (long i = G - 1; i > 0; i--) {
+            long j = (long)(rng_next(&rs) % (uint64_t)(i + 1));
+            long tmp = order[i];
+            order[i] = order[j];
+            order[j] = tmp;
+        }
+        for (long i = 1; i < G; i++) { /* stable insertion sort by holders */
+            long v = order[i], j = i - 1;
+            while (j >= 0 && holders[order[j]] > holders[v]) {
+                order[j + 1] = order[j];
+                j--;
+            }
+            order[j + 1] = v;
+        }
+        int l0 = (int)(rng_next(&rs) % (uint64_t)L);
+        for (int li = 0; li < L; li++) {
+            int l = (l0 + li) % L;
+            int n = t->links[l].src, m = t->links[l].dst;
+            int gm = ng ? t->group_of[m] : -1;
+            bool cross = ng && gm >= 0 && t->group_of[n] != gm;
+            for (long i = 0; i < 2 * G && occ_fits(in, &oc, l, k); i++) {
+                /* cross-group links: a first pass over chunks new to the far group */
+                if (i >= G && !cross)
+                    break;
+                long g = order[i % G];
+                if (cross && i < G && ghas[g * ng + gm] > 0)
+                    continue;
+                if (ready[g * P + n] > k || ready[g * P + m] < FAR)
+                    continue;
+                int arr = k + in->kappa[l];
+                int re = in->reach[g * P + m];
+                if (re >= FAR || arr + re > horizon)
+                    continue;
+                occ_take(in, &oc, l, k);
+                if (push_send(out, g, l, k)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+                ready[g * P + m] = arr;
+                holders[g]++;
+                if (gm >= 0)
+                    ghas[g * ng + gm]++;
+                missing -= in->need[g * P + m];
+                if (arr > last)
+                    last = arr;
+            }
+        }
+    }
+    *end_epoch = missing > 0 ? -1 : last;
+out:
+    occ_free(&oc);
+    free(ready);
+    free(holders);
+    free(order);
+    free(ghas);
+    return rc;
+}
+
 static int cmp_send(const void *a, const void *b)
 {
     const msend *x = a, *y = b;
@@ -884,13 +1423,49 @@ static double horizon_time_bound(const inst *in, int K)
     return (K - 1) * in->tau + (isfinite(slack) ? slack : 0);
 }
 
-int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
-                   cs_result **out, cs_error *err)
+/* The LP's flows rounded with a few credit thresholds; the earliest-ending
+ * schedule is kept in *sb. */
+static int round_best(const inst *in, const model *m, const double *x, sendbuf *sb,
+                      cs_error *err)
+{
+    static const double thresholds[] = {0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6};
+    double best_end = INFINITY;
+    sendbuf trial = {0};
+    int rc = CS_OK;
+    sb->n = 0;
+    for (size_t i = 0; i < sizeof thresholds / sizeof *thresholds && rc == CS_OK; i++) {
+        trial.n = 0;
+        rc = round_pairwise(in, m, x, thresholds[i], &trial, err);
+        double e = rc == CS_OK ? sends_end_us(in, &trial) : INFINITY;
+        if (e < best_end) {
+            best_end = e;
+            sendbuf tmp = *sb;
+            *sb = trial;
+            trial = tmp;
+        }
+    }
+    free(trial.v);
+    return rc;
+}
+
+/* The epoch after a schedule's last arrival. */
+static int sends_end_epoch(const inst *in, const sendbuf *sb)
+{
+    int e = 0;
+    for (long i = 0; i < sb->n; i++) {
+        int v = sb->v[i].epoch + in->kappa[sb->v[i].link];
+        if (v > e)
+            e = v;
+    }
+    return e;
+}
+
+/* One chunking: o->chunks. */
+static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                          cs_result **out, cs_error *err)
 {
     *out = NULL;
-    int rc = mcf_options_validate(o, t, c, err);
-    if (rc)
-        return rc;
+    int rc;
     run r = {0};
     r.o = o;
     r.t0 = cs_now();
@@ -907,18 +1482,88 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
              in.P, in.G, in.pairwise ? "LP (by destination)" : "MILP (by chunk, with copy)",
              in.tau);
 
-    /* the horizon: the LP's smallest feasible one (doubling, then bisection) */
-    int floor_k = horizon_floor(&in);
+    /* The horizon: no schedule of K epochs ends after K tau, so K >= the
+     * cut bound / tau; from there the LP's smallest feasible horizon,
+     * galloping up then bisecting. */
+    int k0 = horizon_floor(&in);
+    {
+        cs_time_bound tb;
+        if (collective_time_bound(t, c, &tb, NULL) == CS_OK) {
+            double kb = ceil(time_bound_us(&tb, o->bytes, o->chunks) / in.tau - 1e-9);
+            if (kb > k0 && kb < 1e6)
+                k0 = (int)kb;
+        }
+    }
     int lp_k = -1;
-    double lp_obj = NAN;
     bool feas = false;
     int cap = o->epochs > 0 ? o->epochs : o->max_epochs;
-    int lo = floor_k, hi = floor_k;
-    for (;;) {
-        if (hi > cap)
-            hi = cap;
-        double obj;
-        rc = solve_lp(&r, hi, &feas, &obj, err);
+    if (k0 > cap)
+        k0 = cap;
+    /* Copy demands: the greedy first.  When it ends at the cut bound's
+     * horizon it is optimal without any LP; else one LP at its horizon - 1
+     * usually proves it optimal (allgather on DGX-1). */
+    sendbuf gsb = {0};
+    int gK = -1;
+    bool search_done = false, keep_greedy = false;
+    if (!in.pairwise && o->epochs == 0) {
+        double t1 = cs_now();
+        sendbuf trial = {0};
+        for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && gK != k0; seed++) {
+            int endk = -1;
+            trial.n = 0;
+            if ((rc = greedy_copy(&in, cap, seed, &trial, &endk, err))) {
+                free(trial.v);
+                free(gsb.v);
+                goto done;
+            }
+            if (endk >= 0 && (gK < 0 || endk < gK)) {
+                gK = endk;
+                sendbuf tmp = gsb;
+                gsb = trial;
+                trial = tmp;
+            }
+        }
+        free(trial.v);
+        progress(&r, "greedy", gK, cs_now() - t1, gK >= 0 ? sends_end_us(&in, &gsb) : NAN,
+                 "greedy schedule of %d epochs (the cut bound allows %d) in %.3f s", gK, k0,
+                 cs_now() - t1);
+        if (gK >= 0 && gK <= k0) {
+            lp_k = gK;
+            search_done = true;
+        } else if (gK > k0) {
+            /* With a schedule in hand, proving or improving it gets a budget
+             * of its own when the caller set none: the copy model's LP is
+             * weak and its MILP can run for hours (ndv2:2 allgather). */
+            if (!isfinite(r.deadline))
+                r.deadline = cs_now() + MCF_IMPROVE_BUDGET_S;
+            double del;
+            rc = solve_lp(&r, gK - 1, true, &feas, &del, err);
+            if (rc == CS_OK && !feas) {
+                lp_k = gK;
+            } else if (rc == CS_OK) {
+                rc = lp_min_horizon(&r, k0, gK - 1, &lp_k, err);
+            }
+            if (rc == CS_ETIMEOUT) {
+                /* keep the greedy; the cut bound is the bound */
+                cs_error_clear(err);
+                rc = CS_OK;
+                lp_k = k0;
+                keep_greedy = true;
+            }
+            if (rc) {
+                free(gsb.v);
+                goto done;
+            }
+            search_done = true;
+        }
+    }
+    /* Secant steps on the units delivered by K (they grow about linearly
+     * with K once a cut is the bottleneck), then bisection. */
+    int lo = k0, hi = k0;
+    double prev_k = -1, prev_del = 0;
+    for (; !search_done;) {
+        double del;
+        rc = solve_lp(&r, hi, true, &feas, &del, err);
         if (rc)
             goto done;
         if (feas)
@@ -926,38 +1571,108 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         if (hi >= cap) {
             rc = cs_error_set(err, o->epochs > 0 ? CS_EUNSAT : CS_ELIMIT,
                               o->epochs > 0 ? "options.epochs" : "options.max_epochs",
-                              "no schedule fits %d epochs of %.4g us (even the LP relaxation is "
-                              "infeasible)%s",
+                              "no schedule fits %d epochs of %.4g us (even the LP relaxation "
+                              "cannot deliver everything)%s",
                               cap, in.tau, o->epochs > 0 ? ": raise epochs" : "");
             goto done;
         }
         lo = hi + 1;
-        hi *= 2;
+        double total = 0;
+        for (long q = 0; q < (in.pairwise ? (long)in.P * in.P : in.G * in.P); q++)
+            total += in.pairwise ? (double)in.supply[q] : in.need[q];
+        int next = hi + 1;
+        if (prev_k >= 0 && del > prev_del) {
+            double slope = (del - prev_del) / (hi - prev_k);
+            double want = hi + ceil((total - del) / slope - 1e-9);
+            if (want > next)
+                next = want > 4.0 * hi + 8 ? 4 * hi + 8 : (int)want;
+        } else if (prev_k >= 0) {
+            next = 2 * hi;
+        }
+        prev_k = hi;
+        prev_del = del;
+        hi = next > cap ? cap : next;
     }
-    if ((rc = lp_min_horizon(&r, lo, hi, &lp_k, err)))
+    if (!search_done && (rc = lp_min_horizon(&r, lo, hi, &lp_k, err))) {
+        free(gsb.v);
         goto done;
-    int K = o->epochs > 0 ? o->epochs : lp_k;
-    {
-        bool f2;
-        if ((rc = solve_lp(&r, K, &f2, &lp_obj, err)))
-            goto done;
     }
+    int K = o->epochs > 0 ? o->epochs : lp_k;
 
-    /* the schedule: integer flows at K, K+1, ... */
+    /* The schedule: the MILP at K, K+1, ... (exact), or for pairwise
+     * instances too large for it, the LP's flows rounded. */
     sendbuf sb = {0};
     double milp_obj = NAN, milp_bound = NAN;
     int milp_status = MCF_NOSOLUTION;
     int used_k = -1;
-    for (int k = K; k <= cap; k++) {
+    bool rounded = false;
+    bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
+    bool greedy_done = false;
+    if (in.pairwise && r.keep_x && r.keep.K == K) {
+        /* the LP rounded first: when it fits the LP's horizon it is optimal
+         * in makespan and CBC is not needed (it can take a minute to prove
+         * the secondary objective, torus2d:4x4 alltoall) */
+        double t1 = cs_now();
+        if ((rc = round_best(&in, &r.keep, r.keep_x, &sb, err)))
+            goto done;
+        if (sends_end_epoch(&in, &sb) <= K) {
+            greedy_done = true;
+            rounded = true;
+            used_k = K;
+            milp_status = MCF_OPTIMAL;
+        } else {
+            sb.n = 0;
+        }
+        progress(&r, greedy_done ? "optimal" : "rounded", K, cs_now() - t1,
+                 greedy_done ? sends_end_us(&in, &sb) : NAN,
+                 "LP at %d epochs rounded to chunks %s its horizon (%.3f s)", K,
+                 greedy_done ? "within" : "beyond", cs_now() - t1);
+    }
+    if (!greedy_done && gK >= 0 && gK <= K) {
+        /* the greedy meets the LP's horizon: optimal in makespan */
+        sb = gsb;
+        gsb = (sendbuf){0};
+        greedy_done = true;
+        used_k = K;
+        milp_status = MCF_OPTIMAL;
+    } else if (!in.pairwise) {
+        /* a few seeded greedy runs: one that fits K is optimal in makespan */
+        double t1 = cs_now();
+        for (uint64_t seed = 1; seed <= MCF_GREEDY_TRIES && !greedy_done; seed++) {
+            int endk = -1;
+            sb.n = 0;
+            if ((rc = greedy_copy(&in, K, seed, &sb, &endk, err)))
+                goto done;
+            if (endk >= 0 && endk <= K) {
+                greedy_done = true;
+                used_k = K;
+                milp_status = MCF_OPTIMAL;
+            }
+        }
+        if (!greedy_done)
+            sb.n = 0;
+        progress(&r, greedy_done ? "optimal" : "greedy", K, cs_now() - t1,
+                 greedy_done ? sends_end_us(&in, &sb) : NAN,
+                 "greedy schedule %s the LP's %d epochs (%.3f s)",
+                 greedy_done ? "meets" : "does not meet", K, cs_now() - t1);
+    }
+    for (int k = K; !big && !greedy_done && !keep_greedy && k <= cap && (gK < 0 || k < gK);
+         k++) {
         if (out_of_time(&r)) {
             rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
                               "no schedule within the time limit (LP bound: %d epochs)", lp_k);
             break;
         }
         model m;
-        if ((rc = build_model(&in, k, true, o->max_columns, &m, err)))
+        if ((rc = build_model(&in, k, true, false, o->max_columns, &m, err)))
             break;
-        mcf_solve_opts so = {true, remaining(&r), o->gap, NULL, o->cancel};
+        mcf_solve_opts so = {.integer = true, .time_limit_s = remaining(&r), .gap = o->gap,
+                             .cancel = o->cancel};
+        milp_watch w = {&r, k, cs_now()};
+        if (o->progress) {
+            so.on_progress = milp_progress;
+            so.progress_ctx = &w;
+        }
         mcf_solution sol;
         rc = mcf_solve(&m.lp, &so, &sol, err);
         r.milp_solves++;
@@ -991,6 +1706,32 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         if (rc || stop)
             break;
     }
+    if (!in.pairwise && used_k < 0 && gK >= 0 && (rc == CS_OK || rc == CS_ETIMEOUT)) {
+        /* the MILP found nothing better in time: the greedy's schedule */
+        cs_error_clear(err);
+        rc = CS_OK;
+        free(sb.v);
+        sb = gsb;
+        gsb = (sendbuf){0};
+        used_k = gK;
+        milp_status = MCF_FEASIBLE;
+    }
+    free(gsb.v);
+    if (in.pairwise && used_k < 0 && r.keep_x &&
+        (rc == CS_OK || rc == CS_ETIMEOUT)) {
+        /* too large for the MILP, or it found nothing in time: round the LP */
+        cs_error_clear(err);
+        double t1 = cs_now();
+        rc = round_best(&in, &r.keep, r.keep_x, &sb, err);
+        if (rc == CS_OK) {
+            rounded = true;
+            used_k = r.keep.K;
+            milp_status = MCF_FEASIBLE;
+            progress(&r, "rounded", used_k, cs_now() - t1, sends_end_us(&in, &sb),
+                     "LP at %d epochs rounded to chunks: schedule ends at %.4g us (%.3f s)",
+                     used_k, sends_end_us(&in, &sb), cs_now() - t1);
+        }
+    }
     if (rc == CS_OK && used_k < 0)
         rc = cs_error_set(err, out_of_time(&r) ? CS_ETIMEOUT : CS_EUNSAT,
                           out_of_time(&r) ? "options.time_limit_s" : "options.epochs",
@@ -1020,10 +1761,18 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     }
     res->complete = milp_status == MCF_OPTIMAL && o->gap == 0;
     res->synth_seconds = cs_now() - r.t0;
-    json_t *lp = json_pack("{s:i, s:f, s:f, s:f, s:s}", "epochs", lp_k, "epoch_us", in.tau,
-                           "time_us", horizon_time_bound(&in, lp_k), "objective",
-                           isfinite(lp_obj) ? lp_obj : 0.0, "form",
-                           in.pairwise ? "lp by destination" : "milp relaxation by chunk");
+    /* The epoch model's bound is a bound on every schedule when each link's
+     * send time is a whole number of epochs (flooring the start times of any
+     * schedule then gives an epoch schedule); else it bounds the schedules
+     * of the epoch model only (a 3 us send padded to 2 epochs of 1.7 us). */
+    bool exact = true;
+    for (int l = 0; l < in.L; l++)
+        if (fabs(in.send_us[l] - in.kappa[l] * in.tau) > 1e-9 * in.tau)
+            exact = false;
+    json_t *lp = json_pack("{s:i, s:f, s:f, s:s, s:b}", "epochs", lp_k, "epoch_us", in.tau,
+                           "time_us", horizon_time_bound(&in, lp_k), "form",
+                           in.pairwise ? "lp by destination" : "milp relaxation by chunk",
+                           "exact", exact);
     double gap = isfinite(milp_bound) && milp_bound != 0
                      ? fabs(milp_bound - milp_obj) / fabs(milp_bound) : 0.0;
     res->stats = json_pack("{s:s, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:f, s:s, s:i, s:i, "
@@ -1033,7 +1782,12 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
                            in.chunk_bytes, "mcf_lp", lp, "milp_objective",
                            isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
                            isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
-                           milp_status == MCF_OPTIMAL ? "optimal" : "feasible", "lp_solves",
+                           rounded && greedy_done       ? "optimal (LP rounding meets the LP bound)"
+                           : rounded                    ? "lp rounded"
+                           : greedy_done                ? "optimal (greedy meets the LP bound)"
+                           : milp_status == MCF_OPTIMAL ? "optimal"
+                                                        : "feasible",
+                           "lp_solves",
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
     progress(&r, "done", used_k, res->synth_seconds, end_us,
@@ -1041,6 +1795,78 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
              a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
     *out = res;
 done:
+    model_free(&r.keep);
+    free(r.keep_x);
     inst_free(&in);
     return rc;
+}
+
+int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                   cs_result **out, cs_error *err)
+{
+    *out = NULL;
+    int rc = mcf_options_validate(o, t, c, err);
+    if (rc)
+        return rc;
+    int hi = o->max_chunks > o->chunks ? o->max_chunks : o->chunks;
+    if (hi == o->chunks)
+        return synthesize_one(t, c, o, out, err);
+    /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
+     * (fewer chunks pay alpha fewer times, more pipeline better; which wins
+     * depends on the size, as on SMT's frontier). */
+    double t0 = cs_now();
+    cs_result *res = NULL;
+    json_t *by = json_array();
+    bool complete = true;
+    for (int C = o->chunks; C <= hi; C++) {
+        cs_mcf_options oc = *o;
+        oc.chunks = C;
+        oc.max_chunks = 0;
+        if (o->time_limit_s > 0) {
+            double left = o->time_limit_s - (cs_now() - t0);
+            if (left <= 0.05) {
+                complete = false;
+                break;
+            }
+            oc.time_limit_s = left;
+        }
+        cs_result *one = NULL;
+        cs_error e1;
+        cs_error_clear(&e1);
+        rc = synthesize_one(t, c, &oc, &one, &e1);
+        if (rc != CS_OK) {
+            if (rc == CS_ECANCELLED || !res) {
+                if (err)
+                    *err = e1;
+                result_free(res);
+                json_decref(by);
+                return rc;
+            }
+            complete = false; /* keep the chunkings found so far */
+            rc = CS_OK;
+            break;
+        }
+        json_t *st = json_deep_copy(one->stats); /* a copy: res->stats will hold this array */
+        json_object_set_new(st, "chunks", json_integer(C));
+        json_array_append_new(by, st);
+        complete &= one->complete;
+        if (!res) {
+            res = one;
+            continue;
+        }
+        cs_algorithm *a = one->algs[0];
+        one->nalgs = 0;
+        result_free(one);
+        if ((rc = result_add(res, a)) != CS_OK) {
+            algorithm_free(a);
+            result_free(res);
+            json_decref(by);
+            return cs_error_set(err, rc, "", "out of memory");
+        }
+    }
+    json_object_set_new(res->stats, "by_chunks", by);
+    res->complete = complete;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
+    return CS_OK;
 }

@@ -26,26 +26,36 @@
  * Demands where every chunk has one source and one destination that lacks
  * it (alltoall, scatter, gather, pairwise custom) need no copy: flows to one
  * destination are interchangeable, so there is one commodity per destination
- * (P commodities, not P^2) with real variables: an LP.  Its fractional
- * solution is the bound; the schedule comes from the same model with integer
- * flows (CBC, started from the LP and with a rounding of it as incumbent).
- * Demands with copy (allgather, broadcast, one-to-many custom) have one binary
- * commodity per chunk: a MILP whose LP relaxation is the bound.
+ * (P commodities, not P^2) with real variables: an LP, further reduced to one
+ * commodity per orbit when a rotation of the rank numbering maps topology
+ * and demand onto themselves.  Demands with copy (allgather, broadcast,
+ * one-to-many custom) have one binary commodity per chunk: a MILP.
  *
- * The horizon: options.epochs, or the smallest K whose LP is feasible, found
- * by doubling then binary search (the paper's Algorithm 1 with an LP as the
- * feasibility oracle), then the MILP is solved at K, K+1, ... until it finds a
- * schedule.
+ * The horizon K: options.epochs, or the smallest K whose LP delivers every
+ * unit (always-feasible LPs that maximize the units delivered by K), from
+ * the cut bound's K upward by secant steps, then bisection: the paper's
+ * Algorithm 1 / binary search with the LP as the oracle.  That K is the LP
+ * bound (result stats.mcf_lp; bounds.mcf_lp in results).
  *
- * Solvers run in a forked child (solver.c): the parent polls the cancel token
- * and the deadline every 20 ms and kills the child on either, so cancel frees
- * the solver within a second whatever CBC is doing, and the solver's memory is
- * the child's.  Progress events report each solve (bound, incumbent, gap).
+ * The schedule, cheapest first: pairwise demands round the LP's flows to
+ * whole chunks (optimal in makespan when they fit K); copy demands run a
+ * seeded greedy first (optimal when it fits K); otherwise the MILP at K,
+ * K+1, ... (CBC, options.gap to stop early), with the rounding or the greedy
+ * as the fallback.  options.max_chunks repeats all this per chunking of the
+ * same bytes (a frontier).
  *
- * The result has one timed algorithm (method "mcf"): start_us = epoch * tau,
- * end_us = start_us + alpha + chunk/bw, step = epoch, chunk_bytes set; it is
- * verified before it is returned.  result->stats carries the model sizes, the
- * solve times and "mcf_lp": the LP bound (epochs, epoch_us, time_us).
+ * Solvers run in a forked child (mcf_solver.c): the parent polls the cancel
+ * token and the deadline every 20 ms and kills the child on either, so cancel
+ * frees the solver within a second whatever CBC is doing, and the solver's
+ * memory is the child's.  Progress events report each solve (units
+ * delivered; objective, bound and gap) and, while CBC runs, each incumbent
+ * and bound its log shows.
+ *
+ * The result has one timed algorithm per chunking (method "mcf"): start_us =
+ * epoch * tau, end_us = start_us + alpha + chunk/bw, step = epoch,
+ * chunk_bytes set; each is verified before it is returned.  result->stats
+ * carries the model, the solve counts and times, and "mcf_lp" (epochs,
+ * epoch_us, time_us, exact).  docs/mcf.md has the details and the figures.
  *
  * Combining collectives (allreduce, reducescatter, reduce) are refused
  * (CS_EUNSUPPORTED): use smt or tacos.
@@ -60,6 +70,8 @@
 
 typedef struct cs_mcf_options {
     int chunks;            /* chunks per rank share (alltoall: per pair); default 1 */
+    int max_chunks;        /* > chunks: one algorithm per chunking chunks..max_chunks of
+                              the same bytes (a frontier; default 0: chunks only) */
     int epochs;            /* horizon K; 0 = smallest LP-feasible, searched */
     int max_epochs;        /* search limit for the horizon (default 256) */
     double bytes;          /* per-rank share L: chunk = bytes / chunks (default 64 MiB) */
@@ -68,6 +80,8 @@ typedef struct cs_mcf_options {
     double time_limit_s;   /* whole synthesis; 0 = none */
     int max_ranks;         /* 0 = CS_MCF_DEFAULT_MAX_RANKS */
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
+    long milp_max_columns; /* pairwise models with more LP columns are rounded from
+                              the LP instead of solved as a MILP (default 40,000) */
     cs_progress_fn progress;
     void *progress_ctx;
     cs_cancel *cancel;
@@ -88,7 +102,8 @@ bool mcf_collective_is_pairwise(const cs_collective *c, int ranks, int chunks);
 long mcf_estimate_columns(const cs_topology *t, const cs_collective *c,
                           const cs_mcf_options *opt);
 
-/* Synthesizes one verified timed algorithm.  Errors: CS_EUNSUPPORTED
+/* Synthesizes one verified timed algorithm (one per chunking when
+ * max_chunks > chunks; result->stats.by_chunks has each one's figures).  Errors: CS_EUNSUPPORTED
  * (combining kinds), CS_ELIMIT (model too large), CS_ETIMEOUT (no schedule
  * within the time limit), CS_ECANCELLED, CS_EINVAL. */
 int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *opt,

@@ -42,6 +42,12 @@ typedef struct mcf_solve_opts {
     double time_limit_s;   /* <= 0: none */
     double gap;            /* MILP relative gap to stop at */
     const double *start;   /* MILP incumbent to start from (ncols values) or NULL */
+    bool primal;           /* LP: primal simplex (a feasible start is at hand) */
+    /* MILP: called from the calling thread while CBC runs, with CBC's
+     * incumbent objective (NAN before the first) and best bound, read from
+     * its log (Cbc0010I / Cbc0012I lines on the child's stdout) */
+    void (*on_progress)(void *ctx, double incumbent, double bound);
+    void *progress_ctx;
     cs_cancel *cancel;
 } mcf_solve_opts;
 

@@ -212,7 +212,10 @@ static void child_solve(const mcf_lp *m, const mcf_solve_opts *o, int fd)
         Clp_setOptimizationDirection(s, -1.0);
         if (o->time_limit_s > 0)
             Clp_setMaximumSeconds(s, o->time_limit_s);
-        Clp_initialSolve(s);
+        if (o->primal)
+            Clp_initialPrimalSolve(s);
+        else
+            Clp_initialSolve(s);
         int st = Clp_status(s);
         if (st == 0) {
             h.status = MCF_OPTIMAL;
@@ -240,7 +243,7 @@ static void child_solve(const mcf_lp *m, const mcf_solve_opts *o, int fd)
             if (m->is_int[j])
                 Cbc_setInteger(s, j);
         Cbc_setObjSense(s, -1.0);
-        Cbc_setLogLevel(s, 0);
+        Cbc_setLogLevel(s, o->on_progress ? 1 : 0);
         if (o->time_limit_s > 0)
             Cbc_setMaximumSeconds(s, o->time_limit_s);
         if (o->gap > 0)
@@ -287,6 +290,27 @@ static void child_solve(const mcf_lp *m, const mcf_solve_opts *o, int fd)
 
 /* ---- the parent -------------------------------------------------------------------- */
 
+/* One line of CBC's log: its incumbent (Cbc0012I "Integer solution of X
+ * found", Cbc0004I, Cbc0010I "... X best solution, best possible Y") and
+ * bound, in the caller's sense (CBC logs the minimized negation of our
+ * maximized objective). */
+static void log_line(const char *line, double *incumbent, const mcf_solve_opts *o)
+{
+    double x, y;
+    long a, b;
+    const char *p;
+    if ((p = strstr(line, "Integer solution of ")) && sscanf(p, "Integer solution of %lf", &x) == 1) {
+        *incumbent = -x;
+        o->on_progress(o->progress_ctx, *incumbent, NAN);
+    } else if ((p = strstr(line, "After ")) &&
+               sscanf(p, "After %ld nodes, %ld on tree, %lf best solution, best possible %lf", &a,
+                      &b, &x, &y) == 4) {
+        if (fabs(x) < 1e40)
+            *incumbent = -x;
+        o->on_progress(o->progress_ctx, *incumbent, -y);
+    }
+}
+
 #define KILL_GRACE_S 2.0
 #define POLL_MS 20
 
@@ -303,11 +327,21 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return cs_error_set(err, CS_EINTERNAL, "", "pipe for the solver: %s", strerror(errno));
+    int lfds[2] = {-1, -1};
+    if (o->integer && o->on_progress && pipe2(lfds, O_CLOEXEC) != 0)
+        lfds[0] = lfds[1] = -1; /* no progress, still a solve */
     pid_t parent = getpid();
+    /* unwritten stdio buffers would be written twice if the solver in the
+     * child flushes them */
+    fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
+        if (lfds[0] >= 0) {
+            close(lfds[0]);
+            close(lfds[1]);
+        }
         return cs_error_set(err, CS_EINTERNAL, "", "fork for the solver: %s", strerror(errno));
     }
     if (pid == 0) {
@@ -316,11 +350,34 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
         if (getppid() != parent)
             _exit(1);
         close(fds[0]);
+        /* the solvers' own chatter goes nowhere, except CBC's log when the
+         * caller follows its progress: a line-buffered stdout into a pipe */
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            close(devnull);
+        }
+        if (lfds[1] >= 0) {
+            close(lfds[0]);
+            dup2(lfds[1], STDOUT_FILENO);
+            close(lfds[1]);
+            setvbuf(stdout, NULL, _IOLBF, 0);
+        }
         child_solve(m, o, fds[1]);
         close(fds[1]);
+        /* End without any exit-time machinery: the child holds a copy of the
+         * caller's heap, whose other threads do not exist here, and a leak
+         * checker (valgrind) would report the caller's blocks as lost. */
+        raise(SIGKILL);
         _exit(0);
     }
     close(fds[1]);
+    if (lfds[1] >= 0)
+        close(lfds[1]);
+    char line[512];
+    size_t nline = 0;
+    double incumbent = NAN;
     size_t want = sizeof(answer_head), have = 0;
     size_t full = sizeof(answer_head) + sizeof(double) * (size_t)m->ncols;
     char *buf = malloc(full);
@@ -343,11 +400,31 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
             killed = true;
             break;
         }
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        int pr = poll(&pfd, 1, POLL_MS);
+        struct pollfd pfd[2] = {{fds[0], POLLIN, 0}, {lfds[0], POLLIN, 0}};
+        int pr = poll(pfd, lfds[0] >= 0 ? 2 : 1, POLL_MS);
         if (pr < 0 && errno != EINTR)
             break;
         if (pr <= 0)
+            continue;
+        if (lfds[0] >= 0 && (pfd[1].revents & (POLLIN | POLLHUP))) {
+            char chunk[1024];
+            ssize_t n = read(lfds[0], chunk, sizeof chunk);
+            if (n <= 0) {
+                close(lfds[0]);
+                lfds[0] = -1;
+            }
+            for (ssize_t i = 0; i < n; i++) {
+                if (chunk[i] != '\n') {
+                    if (nline + 1 < sizeof line)
+                        line[nline++] = chunk[i];
+                    continue;
+                }
+                line[nline] = '\0';
+                nline = 0;
+                log_line(line, &incumbent, o);
+            }
+        }
+        if (!(pfd[0].revents & (POLLIN | POLLHUP)))
             continue;
         ssize_t r = read(fds[0], buf + have, full - have);
         if (r < 0 && errno == EINTR)
@@ -364,6 +441,8 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
             break;
     }
     close(fds[0]);
+    if (lfds[0] >= 0)
+        close(lfds[0]);
     int wst = 0;
     while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
         ;

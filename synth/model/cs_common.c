@@ -241,3 +241,11 @@ const char *cs_nearest_name(const char *word, size_t word_len, const char *const
     }
     return best;
 }
+
+void cs_text_printf(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}

@@ -106,5 +106,9 @@ int cs_read_file(const char *path, char **out, size_t *len, cs_error *err);
  * "did you mean ...?" messages suggest. */
 const char *cs_nearest_name(const char *word, size_t word_len, const char *const *names,
                             int n);
+/* snprintf for human text (reasons, notes) assembled from other bounded
+ * text: a long one is cut to its buffer on purpose, without the
+ * -Wformat-truncation error a direct snprintf gets at some -O levels. */
+void cs_text_printf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -227,9 +227,14 @@ typedef struct order_ctx {
     const uint32_t *trank;
 } order_ctx;
 
+/* The verifier orders sends before it has rejected them all: a step out of
+ * [0, steps) goes to the last group (its place does not matter, the send is
+ * invalid and skipped) instead of past the end of the counts. */
 static uint32_t key_step(const void *ctx, uint32_t i)
 {
-    return (uint32_t)algorithm_send_step(((const order_ctx *)ctx)->a, i);
+    const cs_algorithm *a = ((const order_ctx *)ctx)->a;
+    int s = algorithm_send_step(a, i), last = a->steps > 0 ? a->steps - 1 : 0;
+    return (uint32_t)(s < 0 || s > last ? last : s);
 }
 
 static uint32_t key_start(const void *ctx, uint32_t i)

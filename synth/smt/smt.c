@@ -10,17 +10,6 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "smt_internal.h"
-#include "verify.h"
-
-#include "smt.h"
-
-#include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -465,7 +454,7 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
             break;
         }
         if (o.k >= k_cap) {
-            snprintf(widen_note, sizeof widen_note,
+            cs_text_printf(widen_note, sizeof widen_note,
                      "; k stops at %d: a point outside the class may remain (%s)", k_cap, why);
             break;
         }
@@ -517,13 +506,13 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
         snprintf(r->reason, sizeof r->reason, "smt: single instance S=%d R=%d C=%d", opt->steps,
                  opt->rounds, opt->chunks);
     } else if (o.k != CS_SMT_DEFAULT_K && auto_k) {
-        snprintf(r->reason, sizeof r->reason,
+        cs_text_printf(r->reason, sizeof r->reason,
                  "smt: Pareto search, k=%d, chunks <= %d (k widened from %d to %d: %s%s%s)%s",
                  o.k, opt->max_chunks, CS_SMT_DEFAULT_K, o.k, why_start,
                  why_start[0] && why_widen[0] ? "; then " : "",
                  why_widen[0] && k_first != o.k ? why_widen : "", widen_note);
     } else {
-        snprintf(r->reason, sizeof r->reason, "smt: Pareto search, k=%d, chunks <= %d%s%s", o.k,
+        cs_text_printf(r->reason, sizeof r->reason, "smt: Pareto search, k=%d, chunks <= %d%s%s", o.k,
                  opt->max_chunks, class_enough ? " (k automatic: the bounds rule out better "
                                                  "points outside the class)" : "",
                  widen_note);

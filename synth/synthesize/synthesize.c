@@ -111,22 +111,28 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
                                          NULL};
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
-                                       "gap", NULL};
+                                       "gap", "milp_max_columns", "max_chunks", NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
 {
     int rc;
     if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &m->chunks, err)) ||
+        (rc = opt_int(o, "max_chunks", prefix, 0, lim->max_chunks, &m->max_chunks, err)) ||
         (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
         (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
         (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||
         (rc = opt_int(o, "epoch_split", prefix, 1, 64, &m->epoch_split, err)) ||
         (rc = opt_double(o, "gap", prefix, 0, 0.99, &m->gap, err)))
         return rc;
+    int mm = -1;
+    if ((rc = opt_int(o, "milp_max_columns", prefix, 0, 100000000, &mm, err)))
+        return rc;
+    if (mm >= 0)
+        m->milp_max_columns = mm;
     return CS_OK;
 }
-static const char *const hier_keys[] = {"smt_time_limit_s", NULL};
+static const char *const hier_keys[] = {"smt_time_limit_s", "flat_max_ranks", NULL};
 
 static int parse_smt_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_smt_options *s, cs_error *err)
@@ -216,9 +222,13 @@ static int prefix_field(cs_error *err, int rc, const char *prefix)
 
 /* Estimate ranks from the dimensions ("torus2d:8x8" -> 64, "hypercube:D"
  * -> 2^D, node-count families x8) without trusting the builder to refuse
- * sizes that are legal for the library but too big for a service; *dense
- * for the families that link every pair. */
-static double builtin_rank_estimate(const char *name, bool *dense)
+ * sizes that are legal for the library but too big for a service.  *links
+ * gets the directed links of the families whose link count grows
+ * quadratically (0 for the others): fc links every pair; the node families
+ * (ndv2, dgxa100, dgxh100) lower their switches to 8 x 7 links per node and,
+ * on the fabric, 8 rails of n - 1 peers per rank, about 8n(n + 7) for n
+ * nodes (topology_builtin's own estimate), not every pair of ranks. */
+static double builtin_rank_estimate(const char *name, double *links)
 {
     const char *colon = strchr(name, ':');
     const char *comma = strchr(name, ',');
@@ -243,9 +253,13 @@ static double builtin_rank_estimate(const char *name, bool *dense)
                  (fam_len == 7 && (!strncmp(name, "dgxa100", 7) || !strncmp(name, "dgxh100", 7)));
     if (hypercube)
         ranks = ranks > 30 ? 1e12 : (double)(1L << (long)ranks);
-    if (nodes)
+    *links = 0;
+    if (nodes) {
+        *links = 8 * ranks * (ranks + 7);
         ranks *= 8;
-    *dense = (fam_len == 2 && !strncmp(name, "fc", 2)) || nodes;
+    } else if (fam_len == 2 && !strncmp(name, "fc", 2)) {
+        *links = ranks * (ranks - 1);
+    }
     return ranks;
 }
 
@@ -260,16 +274,16 @@ int synth_builtin_checked(const char *name, const cs_synth_limits *lim_in, cs_to
     *out = NULL;
     if (strlen(name) > 100)
         return cs_error_set(err, CS_EINVAL, "topology", "topology name is too long");
-    bool dense = false;
-    double ranks = builtin_rank_estimate(name, &dense);
+    double links = 0;
+    double ranks = builtin_rank_estimate(name, &links);
     if (ranks > lim_in->max_ranks)
         return cs_error_set(err, CS_ELIMIT, "topology",
                             "%s would have about %.0f ranks; this service accepts at most %d", name,
                             ranks, lim_in->max_ranks);
-    if (dense && lim_in->max_links > 0 && ranks * ranks > (double)lim_in->max_links)
+    if (lim_in->max_links > 0 && links > (double)lim_in->max_links)
         return cs_error_set(err, CS_ELIMIT, "topology",
                             "%s would have about %.0f links; this service accepts at most %zu",
-                            name, ranks * ranks, lim_in->max_links);
+                            name, links, lim_in->max_links);
     int rc = topology_builtin(name, out, err);
     if (rc == CS_OK && (*out)->ranks > lim_in->max_ranks) {
         int r = (*out)->ranks;
@@ -312,10 +326,9 @@ static int early_size_check(const json_t *doc, const cs_synth_limits *lim, cs_er
     if (lim->max_result_bytes <= 0 && lim->max_sends <= 0)
         return CS_OK;
     const json_t *t = json_object_get(doc, "topology");
-    double ranks = 0;
-    bool dense = false;
+    double ranks = 0, links = 0;
     if (json_is_string(t) && strlen(json_string_value(t)) <= 100)
-        ranks = builtin_rank_estimate(json_string_value(t), &dense);
+        ranks = builtin_rank_estimate(json_string_value(t), &links);
     else if (json_is_object(t) && json_is_integer(json_object_get(t, "ranks")))
         ranks = (double)json_integer_value(json_object_get(t, "ranks"));
     const json_t *cj = json_object_get(doc, "collective");
@@ -401,10 +414,14 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             size_t used = strlen(names);
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", bl[i].name);
         }
+        const char *near = synth_method_suggest(method);
+        char hint[64] = "";
+        if (near)
+            snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
         rc = cs_error_set(err, CS_EINVAL, "method",
-                          "unknown method \"%.60s\": expected auto, smt, tacos, hierarchical, "
+                          "unknown method \"%.60s\"%s: expected auto, smt, tacos, hierarchical, "
                           "mcf or a baseline (%s)",
-                          method, names);
+                          method, hint, names);
         goto fail;
     }
     snprintf(r->method, sizeof r->method, "%s", method);
@@ -494,6 +511,9 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                 rc = opt_double(flat, "smt_time_limit_s", "options.", 0.01, 600,
                                 &r->hier.smt_time_limit_s, err);
             if (!rc)
+                rc = opt_int(flat, "flat_max_ranks", "options.", 0, lim->max_ranks,
+                             &r->hier.flat_max_ranks, err);
+            if (!rc)
                 rc = hier_applicable(r->topology, &r->collective, err);
             break;
         case CS_SYNTH_AUTO: {
@@ -555,6 +575,17 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
 fail:
     synth_request_free(r);
     return rc;
+}
+
+const char *synth_method_suggest(const char *name)
+{
+    enum { MAX_NAMES = 64 };
+    const char *names[MAX_NAMES] = {"auto", "smt", "tacos", "mcf", "hierarchical"};
+    int n = 5, nb = 0;
+    const cs_baseline_info *bl = baseline_list(&nb);
+    for (int i = 0; i < nb && n < MAX_NAMES; i++)
+        names[n++] = bl[i].name;
+    return name ? cs_nearest_name(name, strlen(name), names, n) : NULL;
 }
 
 int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
@@ -863,7 +894,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         if (t->ranks > lim->smt_max_ranks || vars > lim->smt_max_variables) {
             cs_error herr;
             cs_error_clear(&herr);
-            if (hier_applicable(t, &r->collective, &herr) == CS_OK) {
+            if (hier_auto_applicable(t, &r->collective, &herr) == CS_OK) {
                 rc = run_hier(r, lim, hooks, out, &herr);
                 if (rc == CS_OK) {
                     snprintf(reason, sizeof reason, "auto: %d ranks in nodes, too large for "
@@ -885,7 +916,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             break;
         }
         if (vars > lim->smt_max_variables) {
-            snprintf(reason, sizeof reason,
+            cs_text_printf(reason, sizeof reason,
                      "auto: %s~%ld smt variables > limit %ld (%d ranks); tacos", hier_note,
                      vars, lim->smt_max_variables, t->ranks);
             rc = run_tacos(r, lim, hooks, out, err);
@@ -940,7 +971,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     if (!*out)
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
     if (mcf_note[0] && strcmp((*out)->method, "mcf") != 0 && strncmp(reason, "auto: ", 6) == 0)
-        snprintf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
+        cs_text_printf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
     else
         snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
     /* Every result carries the contract's bounds, whichever method ran: the

@@ -26,15 +26,18 @@
  *             instance_time_limit_s, total_time_limit_s   (cs_smt_options)
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
  *   baseline: chunks                                       (cs_baseline_options)
- *   mcf:      chunks, epochs, max_epochs, bytes, epoch_split, gap   (cs_mcf_options)
+ *   mcf:      chunks, max_chunks, epochs, max_epochs, bytes, epoch_split, gap,
+ *             milp_max_columns
+ *             (cs_mcf_options)
  *   hierarchical: smt_time_limit_s (per node-type SMT search; default 2)
  *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}
  *
  * The auto policy (limits in cs_synth_limits, server configuration, not part
- * of the key): hierarchical for allgather, reducescatter and allreduce on
- * topologies of nodes joined by a switched fabric (hier_applicable) that are
- * too large for SMT (the cases that would otherwise go to flat TACOS); SMT when ranks <= smt_max_ranks and the estimated SMT variable
- * count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS
+ * of the key): hierarchical for allgather, reducescatter, allreduce, broadcast,
+ * reduce and alltoall on topologies of nodes joined by a switched fabric
+ * (hier_applicable) that are too large for SMT (the cases that would
+ * otherwise go to flat TACOS); SMT when ranks <= smt_max_ranks and the
+ * estimated SMT variable count <= smt_max_variables, with at most smt_time_budget_s of search; TACOS
  * when the instance is larger, when SMT cannot handle the collective, or when
  * SMT found nothing within its budget.  Alltoall and custom demands go to mcf
  * first (TE-CCL's flow model pipelines and pays alpha per hop exactly, where
@@ -117,6 +120,11 @@ typedef struct cs_synth_request {
     json_t *canonical;            /* owned: the canonical request document */
     char key[65];                 /* hex SHA-256 of the canonical JSON text */
 } cs_synth_request;
+
+/* The method name nearest to a misspelt one ("tacso" -> "tacos"; the
+ * methods and every baseline), or NULL when none is close (cs_nearest_name).
+ * The returned string is static. */
+const char *synth_method_suggest(const char *name);
 
 /* Parses and validates a request document; every error names its field. */
 int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim,

@@ -62,12 +62,13 @@ typedef struct phase {
 } phase;
 
 /* Trials cycle through variants of the chunk choice and keep the best:
- *  - rarest first (the chunk the fewest other suppliers hold, among a link's
- *    first candidates) and the first candidate: rarest first keeps the last
- *    spans full (hypercubes, DGX-1), the first candidate pipelines best
- *    elsewhere and costs less.  Rarest first keeps 4 bits per (rank, chunk),
- *    so it is left out only where those counts alone would pass this many
- *    bytes (stats.rarest_first says so);
+ *  - rarest first in each destination's last spans (the chunk the fewest
+ *    other suppliers hold, among a link's first candidates; tacos_engine.c)
+ *    and the oldest candidate throughout: rarest first keeps the last spans
+ *    full (hypercubes, tori, DGX-1) and costs little more than the plain
+ *    choice, so it is trial 0 at every size.  It keeps one bit per (rank,
+ *    chunk) of holdings, so it is left out only where those alone would pass
+ *    TACOS_RAREST_MAX_BYTES; stats.rarest_first says whether it ran;
  *  - on heterogeneous links, with and without keeping slow links off chunks
  *    a cheaper in-link can supply. */
 #define TACOS_RAREST_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
@@ -209,19 +210,21 @@ static int run_phases(phase *ph, int nphases, const cs_tacos_options *opt, doubl
             .topo = ph[k].topo, .coll = &ph[k].coll, .chunks = opt->chunks,
             .chunk_bytes = chunk_bytes, .window = 1,
         };
-        bool rarest_fits = !opt->plain_only &&
-                           (double)ph[k].topo->ranks * (double)G / 2 <= TACOS_RAREST_MAX_BYTES;
-        ph[k].rarest = rarest_fits;
+        double pairs = (double)ph[k].topo->ranks * (double)G;
+        bool rarest_fits = !opt->plain_only && pairs / 8 <= TACOS_RAREST_MAX_BYTES;
         bool het = heterogeneous_in_links(ph[k].topo);
         int n = 0;
         for (int skip = het ? 1 : 0; skip >= 0; skip--)
-            for (int rarest = rarest_fits ? 1 : 0; rarest >= 0; rarest--) {
+            for (int j = 0; j < (rarest_fits ? 2 : 1); j++) {
                 tp->prob[k][n] = base;
-                tp->prob[k][n].rarest = rarest;
+                tp->prob[k][n].rarest = rarest_fits && j == 0;
                 tp->prob[k][n].skip_redundant = skip;
                 n++;
             }
         tp->nvariants[k] = n;
+        ph[k].rarest = false;
+        for (int i = 0; i < opt->trials && i < n; i++)
+            ph[k].rarest |= tp->prob[k][i].rarest;
     }
     pthread_mutex_init(&tp->mu, NULL);
     int total = nphases * opt->trials;

@@ -30,9 +30,9 @@ typedef struct cs_tacos_options {
     int switch_degree;     /* 0 = pick the best of a few */
     double bytes;          /* buffer size that sets chunk times (default 64 MiB) */
     bool keep_sends;       /* false: only statistics (for runs too large to store) */
-    bool plain_only;       /* true: first-candidate trials only, no rarest-first ones
-                              (cheaper per trial, one span more on hypercubes; kept for
-                              speed comparisons).  Default false */
+    bool plain_only;       /* true: oldest-candidate trials only, no rarest-first ones
+                              (what TACOS did above 2^15 ranks x chunks until issue 11;
+                              for comparisons).  Default false */
     cs_progress_fn progress;
     void *progress_ctx;
     cs_cancel *cancel;

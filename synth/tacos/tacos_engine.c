@@ -111,8 +111,8 @@ static void engine_free(engine *e)
     free(e->holds);
     free(e->gcov);
     free(e->group_cost);
-    free(e->supply);
     free(e->holders);
+    free(e->in_src);
     free(e->window);
     free(e->nwindow);
     free(e->need);
@@ -137,20 +137,6 @@ static void engine_free(engine *e)
     for (int i = 0; i < e->nspare; i++)
         free(e->spare[i].items);
     free(e->spare);
-}
-
-/* d's count of in-neighbours holding chunk c (rarest-first). */
-static inline int supply_get(const engine *e, int d, uint32_t c)
-{
-    return (e->supply[(size_t)d * e->SW + (c >> 1)] >> ((c & 1) * 4)) & 15;
-}
-
-static inline void supply_inc(engine *e, int d, uint32_t c)
-{
-    unsigned char *b = &e->supply[(size_t)d * e->SW + (c >> 1)];
-    int sh = (c & 1) * 4;
-    if (((*b >> sh) & 15) != 15)
-        *b = (unsigned char)(*b + (1 << sh));
 }
 
 /* Appends chunk c to rank r's arrival log, trimming entries every live out-link
@@ -183,11 +169,8 @@ int tacos_log_append(engine *e, int r, uint32_t c)
     lg->buf[lg->len++] = c;
     if (e->holds)
         bit_set(e->holds + (size_t)r * e->W, c);
-    if (e->supply) {
-        /* r now supplies c to each of its out-neighbours */
-        const cs_topology *t = e->t;
-        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++)
-            supply_inc(e, t->links[l].dst, c);
+    if (e->holds) {
+        bit_set(e->holds + (size_t)r * e->W, c);
         e->holders[c]++;
     }
     return CS_OK;
@@ -372,25 +355,19 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     e->need = calloc((size_t)P, sizeof *e->need);
     size_t rarest_bytes = 0;
     if (p->rarest) {
-        /* 4 bits per (rank, chunk): half a byte per send of an allgather */
-        e->SW = (e->G + 1) / 2;
-        e->supply = calloc((size_t)P * e->SW, 1);
+        e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
         e->holders = calloc((size_t)e->G, sizeof *e->holders);
         e->window = malloc((size_t)(L ? L : 1) * TACOS_RAREST_WINDOW * sizeof *e->window);
         e->nwindow = calloc((size_t)(L ? L : 1), 1);
-        if (!e->supply || !e->holders || !e->window || !e->nwindow)
-            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for rarest-first counts "
+        e->in_src = malloc((size_t)(L ? L : 1) * sizeof *e->in_src);
+        if (!e->holds || !e->holders || !e->window || !e->nwindow || !e->in_src)
+            return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings "
                                 "(%d ranks x %ld chunks)", P, e->G);
-        rarest_bytes = (size_t)P * e->SW + (size_t)e->G * sizeof(int) +
-                       (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1);
-        /* relayed kinds keep slow links off redundant chunks by holdings
-         * (their coverage also marks ranks that do not need a chunk) */
-        if (!e->universal && p->skip_redundant) {
-            e->holds = calloc((size_t)P * e->W, sizeof *e->holds);
-            if (!e->holds)
-                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings");
-            rarest_bytes += (size_t)P * e->W * 8;
-        }
+        /* one bit per (rank, chunk): an eighth of a byte per send of an allgather */
+        rarest_bytes = (size_t)P * e->W * 8 + (size_t)e->G * sizeof(int) +
+                       (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1 + sizeof(int));
+        for (int k = 0; k < L; k++)
+            e->in_src[k] = t->links[t->in_links[k]].src;
     }
     e->cost = malloc((size_t)L * sizeof *e->cost);
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
@@ -476,7 +453,9 @@ static inline bool link_has_room(const engine *e, int l)
  * group test is what keeps a node's scale-out ports on distinct chunks (on
  * switch2d:8x4 each port imports what no GPU of its node has yet, and the
  * node's fast links spread it). */
-static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
+/* not inlined: only slow links on heterogeneous topologies call it, and inlining
+ * it into the choice loops slows the common path */
+__attribute__((noinline)) static bool cheaper_supplier(const engine *e, int l, uint32_t c)
 {
     const cs_topology *t = e->t;
     int d = t->links[l].dst;
@@ -505,67 +484,69 @@ static inline bool cheaper_supplier(const engine *e, int l, uint32_t c)
  * in-neighbours of the destination hold, then the one the fewest ranks hold,
  * then a random one.  A chunk only this link can deliver goes first, so the
  * chunks several links could deliver are left for the last spans, which stay
- * full (this is what takes hypercubes and DGX-1 to the bandwidth optimum).
+ * full: this is what takes DGX-1, hypercubes and 2D tori to their in-link
+ * bounds.
  *
- * Why it is affordable at any size: the counts are kept up to date at each
- * delivery (a 4-bit count per rank and chunk: tacos_log_append), so a
- * candidate costs one lookup instead of a pass over the in-neighbours; and the
- * window is refilled from the link's cursor, so each log entry is read once
- * per link as in the plain choice, instead of the source's whole backlog
- * being rescanned at every pick.  At most 16 entries wait in a window.
+ * It decides only in a destination's last TACOS_RAREST_SPANS spans (need <=
+ * that many chunks per in-link), which is where it matters: before that every
+ * in-link has plenty to carry, and oldest-first (the plain choice) pipelines as
+ * well.  So it costs (window x in-degree) bit tests for about spans x
+ * in-degree picks per rank, next to nothing at any size; it used to rank the
+ * whole backlog at every pick and was switched off above 2^15 ranks x chunks.
+ * The window is refilled from the link's cursor, so each log entry is still
+ * read once per link.
  *
  * A slow link kept off redundant chunks (skip_redundant) takes its oldest
- * candidate no cheaper in-link can supply, as in the plain choice. */
+ * candidate no cheaper route can supply, as in the plain choice. */
 static long pick_rarest(engine *e, int l, local_rng *rng)
 {
     const cs_topology *t = e->t;
     const cs_link *lk = &t->links[l];
     int d = lk->dst, s = lk->src;
     const uint64_t *row = e->covered + (size_t)d * e->W;
-    const unsigned char *srow = e->supply + (size_t)d * e->SW;
     uint32_t *win = e->window + (size_t)l * TACOS_RAREST_WINDOW;
     bool slow = e->skip_redundant && e->cost[e->in_sorted[t->in_begin[d]]] < e->cost[l];
-    /* One pass: the window's entries, then new ones from the cursor, dropping
-     * what the destination covers by now and, on a slow link, what a cheaper
-     * in-link can supply by now (both are permanent).  The count includes s
-     * (the window holds chunks s holds): the order is the same as counting
-     * the other in-neighbours. */
-    int n = 0, old = e->nwindow[l], best = -1, best_supply = 16, best_holders = 0, ties = 0;
+    /* drop what the destination covers by now and, on a slow link, what a
+     * cheaper route can supply by now (both permanent); refill */
+    int n = 0;
+    for (int i = 0; i < e->nwindow[l]; i++)
+        if (!bit_get(row, win[i]) && !(slow && cheaper_supplier(e, l, win[i])))
+            win[n++] = win[i];
     const arrival_log *lg = &e->logs[s];
     const uint32_t *buf = lg->buf - lg->base;
     int64_t pos = e->cursor[l] < lg->base ? lg->base : e->cursor[l], end = lg->base + lg->len;
-    for (int i = 0; n < TACOS_RAREST_WINDOW; i++) {
-        uint32_t c;
-        if (i < old)
-            c = win[i];
-        else if (pos < end)
-            c = buf[pos++];
-        else
-            break;
-        if (bit_get(row, c) || (slow && cheaper_supplier(e, l, c)))
-            continue;
-        win[n] = c;
-        if (slow) {
-            /* the oldest candidate, as in the plain choice */
-            if (best < 0)
-                best = n;
-        } else {
-            int supply = (srow[c >> 1] >> ((c & 1) * 4)) & 15;
-            if (supply <= best_supply) {
-                int holders = e->holders[c];
-                if (supply < best_supply || holders < best_holders) {
-                    best = n;
-                    best_supply = supply;
-                    best_holders = holders;
-                    ties = 1;
-                } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
-                    best = n;
-                }
-            }
-        }
-        n++;
+    while (n < TACOS_RAREST_WINDOW && pos < end) {
+        uint32_t c = buf[pos++];
+        if (!bit_get(row, c) && !(slow && cheaper_supplier(e, l, c)))
+            win[n++] = c;
     }
     e->cursor[l] = pos;
+    int best = slow && n > 0 ? 0 : -1;
+    if (!slow) {
+        int best_supply = 0, best_holders = 0, ties = 0;
+        for (int i = 0; i < n; i++) {
+            uint32_t c = win[i];
+            /* other in-neighbours holding c; stop once it cannot win */
+            int supply = 0;
+            for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++) {
+                int u = e->in_src[k];
+                if (u != s && bit_get(e->holds + (size_t)u * e->W, c) &&
+                    ++supply > best_supply && best >= 0)
+                    break;
+            }
+            if (best >= 0 && supply > best_supply)
+                continue;
+            int holders = e->holders[c];
+            if (best < 0 || supply < best_supply || holders < best_holders) {
+                best = i;
+                best_supply = supply;
+                best_holders = holders;
+                ties = 1;
+            } else if (holders == best_holders && local_below(rng, (uint32_t)++ties) == 0) {
+                best = i;
+            }
+        }
+    }
     if (best < 0) {
         e->nwindow[l] = (unsigned char)n;
         return -1;
@@ -580,8 +561,13 @@ static long pick_rarest(engine *e, int l, local_rng *rng)
 /* A chunk link l's source holds and its destination still needs, or -1. */
 static inline long pick_chunk(engine *e, int l, local_rng *rng)
 {
-    if (e->supply)
-        return pick_rarest(e, l, rng);
+    /* need only falls, so once a destination is in its last spans it stays
+     * there, and a window is never left half-used by the plain choice */
+    if (e->holds) {
+        int d = e->t->links[l].dst;
+        if (e->need[d] <= (long)TACOS_RAREST_SPANS * (e->t->in_begin[d + 1] - e->t->in_begin[d]))
+            return pick_rarest(e, l, rng);
+    }
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
     const uint64_t *row = e->covered + (size_t)lk->dst * e->W;

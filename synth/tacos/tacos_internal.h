@@ -65,8 +65,11 @@ typedef struct arrival_log {
     int64_t len, cap;
 } arrival_log;
 
-/* Rarest-first compares the first this many chunks a link could carry. */
+/* Rarest-first compares the first this many chunks a link could carry, in a
+ * destination's last TACOS_RAREST_SPANS spans (while it needs at most that
+ * many chunks per in-link). */
 #define TACOS_RAREST_WINDOW 16
+#define TACOS_RAREST_SPANS 8
 
 typedef struct inflight { int32_t link; uint32_t chunk; } inflight;
 
@@ -83,21 +86,16 @@ typedef struct engine {
     long G;
     long W;                 /* 64-bit words per rank bitset */
     uint64_t *covered;      /* P * W */
-    uint64_t *holds;        /* P * W: what each rank holds; only with rarest-first choice
-                               on relayed kinds with heterogeneous links (cheaper_supplier) */
+    uint64_t *holds;        /* P * W, only with rarest-first choice: what each rank holds */
+    int *holders;           /* per chunk: ranks holding it, only with rarest-first */
+    uint32_t *window;       /* rarest-first, per link: up to TACOS_RAREST_WINDOW chunks taken
+                               from its source's log that its destination still lacks */
+    unsigned char *nwindow; /* per link: how many of them */
+    int *in_src;            /* rarest-first: source of each in_links entry */
     uint64_t *gcov;         /* per group: chunks some member covers (NG * W); only when
                                slow links skip redundant chunks on universal kinds */
     double *group_cost;     /* per group: its slowest own link, +inf when its own links
                                do not connect it (the group test is off) */
-    /* rarest-first (tacos_engine.c, pick_rarest); all change only at
-     * deliveries, so parallel matching reads a snapshot of the event's start */
-    unsigned char *supply;  /* per rank d, a 4-bit count per chunk of d's in-neighbours
-                               holding it (saturating at 15), two chunks a byte */
-    long SW;                /* bytes per rank row of `supply` */
-    int *holders;           /* per chunk: ranks holding it (a tie-break) */
-    uint32_t *window;       /* per link, up to TACOS_RAREST_WINDOW chunks taken from its
-                               source's log that its destination still lacks */
-    unsigned char *nwindow; /* per link: how many of them */
     long *need;             /* per rank: chunks still to be matched into it */
     long remaining;
     double *cost;           /* per link */

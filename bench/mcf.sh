@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# mcf benchmarks (docs/BENCHMARKS.md, "Issue 13: mcf"):
+#   table3: DGX-1, 25 KB chunks, allgather and alltoall with 1..4 chunks: median
+#           solve time of ${MCF_RUNS:-3} runs against 2x TE-CCL's Gurobi times,
+#           simulated time against the best SMT frontier point at the same size
+#   ndv2:   ndv2:2 alltoall (LP + rounding): time and simulated time / LP bound;
+#           long (about a minute): MCF_NDV2=0 skips it
+set -euo pipefail
+BUILD=${BUILD:-build}
+bin="$BUILD/bench/mcf_bench"
+[ -x "$bin" ] || make --no-print-directory "$bin"
+echo "== mcf table3 (dgx1, 25 KB chunks)"
+"$bin" table3 "${MCF_RUNS:-3}"
+if [ "${MCF_NDV2:-1}" != 0 ]; then
+    echo "== mcf ndv2:2 alltoall"
+    "$bin" ndv2 1
+fi
