@@ -12,7 +12,8 @@
  *                               40,000 ranks), statistics only: time and memory
  *   tacos_bench rarest [RUNS]   rarest-first at every size: large allgathers
  *                               (hypercube 8..12, torus 32x32, mesh 64x64 and
- *                               100x100), 4 trials, statistics only, with and
+ *                               100x100 with 4 trials; the scale meshes with 1
+ *                               trial on 1 thread), statistics only, with and
  *                               without rarest-first trials (plain_only, what
  *                               main did above 2^15 ranks x chunks) alternating
  *                               in one run: median search seconds, spans, time
@@ -179,18 +180,25 @@ static int bench_big(int side)
  * run by run so both see the same machine load. */
 static int bench_rarest(int runs)
 {
-    const char *specs[] = {"hypercube:8", "hypercube:10", "hypercube:11", "hypercube:12",
-                           "torus2d:32x32", "mesh2d:64x64", "mesh2d:100x100"};
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    const struct { const char *spec; int trials, threads; } cases[] = {
+        {"hypercube:8", 4, 0}, {"hypercube:10", 4, 0}, {"hypercube:11", 4, 0},
+        {"hypercube:12", 4, 0}, {"torus2d:32x32", 4, 0}, {"mesh2d:64x64", 4, 0},
+        {"mesh2d:100x100", 4, 0},
+        /* the scale benchmark's setting: 1 trial (rarest-first or not), 1 thread */
+        {"mesh2d:32x32,gbps=50,alpha=0.5", 1, 1}, {"mesh2d:64x64,gbps=50,alpha=0.5", 1, 1},
+        {"mesh2d:128x128,gbps=50,alpha=0.5", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *spec = cases[i].spec;
         double secs[2][16], sim[2] = {0, 0}, spans[2] = {0, 0}, eng[2] = {0, 0};
         int reps = runs < 16 ? runs : 16;
-        if (strcmp(specs[i], "mesh2d:100x100") == 0 && reps > 3)
+        if ((strstr(spec, "100x100") || strstr(spec, "128x128")) && reps > 3)
             reps = 3;
         for (int r = 0; r < reps; r++)
             for (int v = 0; v < 2; v++) {
                 cs_result *res = NULL;
-                if (run_opts(specs[i], CS_COLL_ALLGATHER, 1, 4, 0, 64.0 * 1024 * 1024, false,
-                             v == 0, &res, NULL))
+                if (run_opts(spec, CS_COLL_ALLGATHER, 1, cases[i].trials, cases[i].threads,
+                             64.0 * 1024 * 1024, false, v == 0, &res, NULL))
                     return 1;
                 secs[v][r] = num(res, "search_seconds");
                 sim[v] = num(res, "schedule_time_us");
@@ -201,10 +209,10 @@ static int bench_rarest(int runs)
         qsort(secs[0], (size_t)reps, sizeof(double), cmp_double);
         qsort(secs[1], (size_t)reps, sizeof(double), cmp_double);
         double m0 = secs[0][reps / 2], m1 = secs[1][reps / 2];
-        printf("rarest %s allgather trials 4 runs %d plain_s %.4f rarest_s %.4f ratio %.2f "
+        printf("rarest %s allgather trials %d runs %d plain_s %.4f rarest_s %.4f ratio %.2f "
                "plain_spans %.0f rarest_spans %.0f plain_us %.3f rarest_us %.3f "
                "plain_engine_mb %.1f rarest_engine_mb %.1f\n",
-               specs[i], reps, m0, m1, m1 / m0, spans[0], spans[1], sim[0], sim[1],
+               spec, cases[i].trials, reps, m0, m1, m1 / m0, spans[0], spans[1], sim[0], sim[1],
                eng[0] / 1e6, eng[1] / 1e6);
         fflush(stdout);
     }

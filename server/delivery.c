@@ -42,6 +42,8 @@
  * counted per endpoint, one window up to 2M sends (~460 bytes each while it
  * is planned), larger documents in windows of that size. */
 #define DOC_WINDOW_SENDS (1L << 22)
+/* The largest schedule whose MSCCL document is generated (generate_code). */
+#define DOC_MAX_SENDS (1L << 22)
 /* The NCCL fork reads fewer than this many XML elements per rank
  * (codegen/msccl_xml.h). */
 #define MSCCL_MAX_ELEMENTS 4096
@@ -1002,6 +1004,18 @@ static int cut_slice(const cs_blob *zdoc, int ranks, int lo, int hi, char **out,
 static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
                          size_t *zl, char *meta, cs_error *err)
 {
+    /* an MSCCL document is generated whole (its slices are cut from it):
+     * bounded so a one-rank request cannot start minutes of work and GBs of
+     * text.  Beyond it no MSCCL runtime could load a rank's part anyway
+     * (2^22 sends is about 4,000 receives per rank at 1024 ranks). */
+    long nsends = result_codec_nsends(d->view, idx);
+    if (r->xml && nsends > DOC_MAX_SENDS)
+        return cs_error_set(err, CS_ELIMIT, "format",
+                            "this schedule has %ld sends; MSCCL documents are generated whole "
+                            "(so that every rank's slice agrees) for at most %ld sends; a "
+                            "hierarchical schedule (method \"hierarchical\") keeps per-rank "
+                            "lists short",
+                            nsends, (long)DOC_MAX_SENDS);
     const cs_topology *t = NULL;
     int rc = rdoc_topology(d, &t, err);
     if (rc)

@@ -316,6 +316,7 @@ START_TEST(test_mixed_types_refused)
 END_TEST
 
 static cs_result *run_request(const char *body, cs_synth_request **req_out);
+static char *shuffled_in_nodes(const char *doc, unsigned seed);
 
 /* The Slurm hook's ring fabric (NIC i of node k to NIC i of node k+1, both
  * ways): composed around the ring when asked; alltoall refused; auto keeps
@@ -360,6 +361,16 @@ START_TEST(test_ring_fabric)
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_OK);
     ck_assert_int_eq(hier_auto_applicable(t, &c, &err), CS_EUNSUPPORTED);
     ck_assert_msg(strstr(err.message, "ring"), "%s", err.message);
+    topology_free(t);
+    /* numbered differently inside each node: the canonical order does not
+     * line up nodes on a ring of links (no fabric switch they attach to
+     * alike), so it is refused, saying renumbering was tried and why */
+    char *shuf = shuffled_in_nodes(text, 3);
+    t = load_text(shuf);
+    free(shuf);
+    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.message, "up to renumbering") && strstr(err.message, "ring"), "%s",
+                  err.message);
     topology_free(t);
     /* auto on it runs a flat method */
     char body[4096];

@@ -178,9 +178,13 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         s->renumbered = true;
         return CS_OK;
     }
+    /* the groups' message names the problem as the caller wrote it */
     if (rc == CS_EUNSUPPORTED)
-        return cs_error_set(err, rc, second.field, "%.400s (nodes compared up to renumbering "
-                            "inside each node too)", second.message);
+        return cs_error_set(err, rc, first.field,
+                            "%.300s; nodes compared up to renumbering inside each node too "
+                            "(each node in the canonical order, which lines up isomorphic "
+                            "nodes attached alike to fabric switches, not nodes on a ring of "
+                            "links)", first.message);
     if (err)
         *err = second;
     return rc;

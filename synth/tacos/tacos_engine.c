@@ -20,10 +20,10 @@
  *    permanent), so a link reads each entry of its source's log once over the
  *    whole run: the total work is about links x G, not spans x P x G.  The
  *    trial's randomness rotates equal-cost links (and can pick among the
- *    first `window` candidates); rarest-first trials choose by counts of
- *    who holds what, kept up to date at each delivery, and heterogeneous
- *    ones can keep slow links off redundant chunks (variants that tacos.c
- *    cycles through across trials).
+ *    first `window` candidates); rarest-first trials choose, in each
+ *    destination's last spans, the chunk its other in-neighbours hold least,
+ *    and heterogeneous ones can keep slow links off chunks a cheaper route
+ *    can bring (variants that tacos.c cycles through across trials).
  *  - Time is continuous.  A send over link l occupies one lane for
  *    alpha + chunk_bytes / bandwidth; completions are kept in buckets of equal
  *    end time (on homogeneous networks every span is one bucket).  Only ranks
