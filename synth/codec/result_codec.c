@@ -159,14 +159,16 @@ static double bitsd(uint64_t u)
  * a frame's columns are reserved once (a few MB at most: frames are bounded). */
 static int fb_reserve(frame_builder *f, long k)
 {
+    /* every varint is at most 5 bytes: the columns hold 32-bit values, so a
+     * zigzagged difference has at most 33 significant bits */
     size_t m = (size_t)(k > 0 ? k : 1);
-    int rc = bytebuf_reserve(&f->col[COL_STEP], 10 * m) | bytebuf_reserve(&f->col[COL_SRC], 10 * m) |
-             bytebuf_reserve(&f->col[COL_DST], 10 * m) | bytebuf_reserve(&f->col[COL_CHUNK], 10 * m) |
+    int rc = bytebuf_reserve(&f->col[COL_STEP], 5 * m) | bytebuf_reserve(&f->col[COL_SRC], 5 * m) |
+             bytebuf_reserve(&f->col[COL_DST], 5 * m) | bytebuf_reserve(&f->col[COL_CHUNK], 5 * m) |
              bytebuf_reserve(&f->col[COL_OP], m / 8 + 2);
     if (f->timed)
         rc |= bytebuf_reserve(&f->col[COL_START], 8 * m) | bytebuf_reserve(&f->col[COL_END], 8 * m);
     if (f->indexed)
-        rc |= bytebuf_reserve(&f->col[COL_INDEX], 10 * m);
+        rc |= bytebuf_reserve(&f->col[COL_INDEX], 5 * m);
     return rc ? CS_ENOMEM : CS_OK;
 }
 
@@ -354,13 +356,13 @@ static int encode_blocks(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
  * builds the frames of the groups whose entries (a send counts once per
  * group it belongs to) fit a budget, in one sequential scan that decodes
  * only the sends of those groups, then compresses and frees them.  The budget
- * is an eighth of all entries (at least GROUP_PASS_MIN), so there are about 8
- * scans whatever the size and the raw columns of a pass take about 6 bytes
- * per send.  Before, a fixed budget of 4M entries made the scans grow with
+ * is a sixteenth of all entries (at least GROUP_PASS_MIN), so there are about
+ * 16 scans whatever the size and the raw columns of a pass (reserved at 42
+ * bytes per entry, the worst case) take at most about 5 bytes per send.  Before, a fixed budget of 4M entries made the scans grow with
  * the square of the size (50 at 100M sends), each decoding every send in
  * full; gathering a group's sends by a 4-byte index instead (one scan, then
  * random reads) cost a cache miss per field and was slower still. */
-#define GROUP_PASS_MIN (256L << 10)
+#define GROUP_PASS_MIN (128L << 10)
 
 static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tables *t,
                          cs_error *err)
@@ -425,8 +427,8 @@ static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
     }
     for (long g = 0; g < ng; g++)
         gbegin[g + 1] += gbegin[g];
-    /* an eighth of the entries per pass (at least GROUP_PASS_MIN) */
-    long budget = gbegin[ng] / 8;
+    /* a sixteenth of the entries per pass (at least GROUP_PASS_MIN) */
+    long budget = gbegin[ng] / 16;
     if (budget < GROUP_PASS_MIN)
         budget = GROUP_PASS_MIN;
     long first = 0;
