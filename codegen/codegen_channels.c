@@ -169,10 +169,21 @@ int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, i
 {
     int c;
     if (!s->timed) {
-        if (s->any && step != s->step)
-            s->j = 0;
-        c = (int)(s->j % s->lanes);
-        *minor = s->j / s->lanes;
+        bool fresh = !s->any || step != s->step;
+        if (fresh)
+            s->j = s->runs = 0;
+        /* a run of neighbouring chunks stays on one lane, so it can move as
+         * one step (round-robin per message would leave every lane's chunks
+         * apart, and nothing would merge); runs go round-robin over lanes.
+         * The minor key is the message's index in the step: increasing on
+         * every lane, which is all the order argument needs. */
+        int cap = s->rule.max_cnt > 0 ? s->rule.max_cnt : 0x7fffffff;
+        bool stay = !fresh && s->lanes > 1 && s->lane < s->ncount &&
+                    neighbours(&s->rule, s->chunk, chunk) && s->run_len[0][s->lane] < cap;
+        if (!stay)
+            s->lane = (int)(s->runs++ % s->lanes);
+        c = s->lane;
+        *minor = s->j;
         s->j++;
     } else {
         /* the first channel free at the start (its last message has landed) */

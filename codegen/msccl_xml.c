@@ -328,11 +328,16 @@ static bool deps_before(const cg_plan *p, const rank_layout *L, const long *rank
 {
     const cg_lop *l = &p->lops[lop];
     long lead_k = rank_index[leader_lop];
+    long lo = p->rank_begin[l->rank];
     for (int d = 0; d < l->ndeps; d++) {
         long dl = p->deps[l->dep_begin + d];
-        if (L->lop_leader[rank_index[dl]] == lead_k)
+        long dk = L->lop_leader[rank_index[dl]];
+        if (dk == lead_k)
             continue;
-        if (cg_key_cmp(&p->lops[dl].key, &p->lops[leader_lop].key) >= 0)
+        /* a member of another merged step runs where that step's leader
+         * runs: e.g. a reduce run from one peer waiting on the same-step
+         * run from another peer that reduces into the same chunks */
+        if (cg_key_cmp(&p->lops[p->rank_lops[lo + dk]].key, &p->lops[leader_lop].key) >= 0)
             return false;
     }
     return true;
@@ -351,6 +356,62 @@ static bool next_slot(cg_slot a, int c, cg_slot b)
  * may only grow while each new member needs nothing that comes after the
  * run's first step, so the merged step can run where the first one was.
  * Only the links of window ranks are merged; their peers are core. */
+
+/* Grows the run led by rank r's send k (index in r's list) from its last
+ * member; true when it grew.  *waits: it stopped on a dependency only (one
+ * that a later merge of another run may move before the leader). */
+static bool grow_run(const cg_plan *p, const long *rank_index, rank_layout *layouts,
+                     const long *recv_of, int r, long k, int max_cnt, bool *waits)
+{
+    rank_layout *Ls = &layouts[r];
+    long lo = p->rank_begin[r];
+    const cg_lop *s1 = &p->lops[p->rank_lops[lo + k]];
+    long lead_s = p->rank_lops[lo + k], lead_r = recv_of[s1->xfer];
+    bool grew = false;
+    *waits = false;
+    if (lead_r < 0)
+        return false;
+    rank_layout *Lr = &layouts[s1->peer];
+    long rk = rank_index[lead_r];
+    const cg_lop *r1 = &p->lops[lead_r];
+    long ks = k, kr = rk;
+    while (Ls->lop_next[ks] >= 0 && Ls->lop_leader[Ls->lop_next[ks]] == k) {
+        ks = Ls->lop_next[ks];
+        kr = Lr->lop_next[kr];
+    }
+    while (Ls->lop_cnt[k] < max_cnt) {
+        long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
+        if (ks2 < 0 || kr2 < 0)
+            break;
+        long s2l = p->rank_lops[lo + ks2];
+        const cg_lop *s2 = &p->lops[s2l];
+        if (s2->kind != CG_SEND ||
+            recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
+            break;
+        const cg_lop *r2 = &p->lops[recv_of[s2->xfer]];
+        int c = Ls->lop_cnt[k];
+        if ((!p->merge_steps &&
+             (s2->key.major != s1->key.major || r2->key.major != r1->key.major)) ||
+            r2->op != r1->op || !next_slot(s1->src, c, s2->src) ||
+            !next_slot(r1->dst, c, r2->dst) ||
+            (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)))
+            break;
+        if (!deps_before(p, Ls, rank_index, s2l, lead_s) ||
+            !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r)) {
+            *waits = true;
+            break;
+        }
+        Ls->lop_leader[ks2] = k;
+        Lr->lop_leader[kr2] = rk;
+        Ls->lop_cnt[k]++;
+        Lr->lop_cnt[rk]++;
+        ks = ks2;
+        kr = kr2;
+        grew = true;
+    }
+    return grew;
+}
+
 static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
                            const unsigned char *window, int max_cnt)
 {
@@ -363,7 +424,15 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
     for (long k = 0; k < p->nlops; k++)
         if (p->lops[k].kind == CG_RECV)
             recv_of[p->lops[k].xfer] = k;
-    for (int r = 0; r < p->ranks; r++) {
+    /* Runs that stopped on a dependency, as (rank, index) pairs: such a
+     * dependency may belong to a same-step run of another link merged later
+     * in this order (deps_before then counts it at its leader's place, e.g.
+     * reduce runs from two peers into the same chunks), so they are tried
+     * again while some run still grows. */
+    long *retry = NULL, nretry = 0, capretry = 0;
+    int rc = CS_OK;
+    bool grew_any = false;
+    for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
         if (!p->core[r])
             continue;
         rank_layout *Ls = &layouts[r];
@@ -374,43 +443,41 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
                 continue;
             if (!window[r] && !window[s1->peer])
                 continue;
-            long lead_s = p->rank_lops[lo + k], lead_r = recv_of[s1->xfer];
-            if (lead_r < 0)
-                continue;
-            rank_layout *Lr = &layouts[s1->peer];
-            long rk = rank_index[lead_r];
-            const cg_lop *r1 = &p->lops[lead_r];
-            long ks = k, kr = rk;
-            while (Ls->lop_cnt[k] < max_cnt) {
-                long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
-                if (ks2 < 0 || kr2 < 0)
-                    break;
-                long s2l = p->rank_lops[lo + ks2];
-                const cg_lop *s2 = &p->lops[s2l];
-                if (s2->kind != CG_SEND ||
-                    recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
-                    break;
-                const cg_lop *r2 = &p->lops[recv_of[s2->xfer]];
-                int c = Ls->lop_cnt[k];
-                if ((!p->merge_steps &&
-                     (s2->key.major != s1->key.major || r2->key.major != r1->key.major)) ||
-                    r2->op != r1->op || !next_slot(s1->src, c, s2->src) ||
-                    !next_slot(r1->dst, c, r2->dst) ||
-                    (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)) ||
-                    !deps_before(p, Ls, rank_index, s2l, lead_s) ||
-                    !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r))
-                    break;
-                Ls->lop_leader[ks2] = k;
-                Lr->lop_leader[kr2] = rk;
-                Ls->lop_cnt[k]++;
-                Lr->lop_cnt[rk]++;
-                ks = ks2;
-                kr = kr2;
+            bool waits;
+            grew_any |= grow_run(p, rank_index, layouts, recv_of, r, k, max_cnt, &waits);
+            if (waits) {
+                if (nretry + 2 > capretry) {
+                    long nc = capretry ? capretry * 2 : 256;
+                    long *nr = realloc(retry, (size_t)nc * sizeof *nr);
+                    if (!nr) {
+                        rc = CS_ENOMEM;
+                        break;
+                    }
+                    retry = nr;
+                    capretry = nc;
+                }
+                retry[nretry++] = r;
+                retry[nretry++] = k;
             }
         }
     }
+    for (int pass = 0; rc == CS_OK && grew_any && nretry > 0 && pass < 8; pass++) {
+        long m = 0;
+        grew_any = false;
+        for (long q = 0; q < nretry; q += 2) {
+            bool waits;
+            grew_any |= grow_run(p, rank_index, layouts, recv_of, (int)retry[q], retry[q + 1],
+                                 max_cnt, &waits);
+            if (waits) {
+                retry[m++] = retry[q];
+                retry[m++] = retry[q + 1];
+            }
+        }
+        nretry = m;
+    }
+    free(retry);
     free(recv_of);
-    return CS_OK;
+    return rc;
 }
 
 /* Exact limits of one rank's part of a document with ndoc_gpus <gpu>s. */
