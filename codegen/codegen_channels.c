@@ -171,10 +171,11 @@ int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, i
     if (!s->timed) {
         bool fresh = !s->any || step != s->step;
         if (fresh)
-            s->j = s->runs = 0;
+            s->j = 0;
         /* a run of neighbouring chunks stays on one lane, so it can move as
          * one step (round-robin per message would leave every lane's chunks
-         * apart, and nothing would merge); runs go round-robin over lanes.
+         * apart, and nothing would merge); runs go round-robin over lanes,
+         * across steps too, so one-run steps still use every lane in turn.
          * The minor key is the message's index in the step: increasing on
          * every lane, which is all the order argument needs. */
         int cap = s->rule.max_cnt > 0 ? s->rule.max_cnt : 0x7fffffff;

@@ -64,7 +64,7 @@ typedef struct cg_lane_state {
     long chunk;
     double start;
     long j;            /* untimed: messages so far in the current step */
-    long runs;         /* untimed: runs started so far in the current step */
+    long runs;         /* untimed: runs started so far (round-robin over lanes) */
     int lane;          /* untimed: the base channel of the last message */
     double *ends;      /* timed: when each base channel is free again */
     int nends, capends;

@@ -381,7 +381,9 @@ static bool grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
     }
     while (Ls->lop_cnt[k] < max_cnt) {
         long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
-        if (ks2 < 0 || kr2 < 0)
+        /* a message already leading (or in) another run stays there */
+        if (ks2 < 0 || kr2 < 0 || Ls->lop_leader[ks2] != ks2 || Ls->lop_cnt[ks2] != 1 ||
+            Lr->lop_leader[kr2] != kr2 || Lr->lop_cnt[kr2] != 1)
             break;
         long s2l = p->rank_lops[lo + ks2];
         const cg_lop *s2 = &p->lops[s2l];
