@@ -123,14 +123,19 @@ one() {
     fi
     rps_of "$tmp/w"
 }
-: >"$tmp/dj"; : >"$tmp/nj"; : >"$tmp/dx"; : >"$tmp/nx"
+: >"$tmp/dj"; : >"$tmp/nj"; : >"$tmp/dx"; : >"$tmp/nx"; : >"$tmp/rj"; : >"$tmp/rx"
 for i in $(seq "$RUNS"); do
     dj=$(one "$url$jpath"); nj=$(one "$nurl/result.json")
     dx=$(one "$url$xpath"); nx=$(one "$nurl/result.xml")
     echo "   run $i: JSON daemon $dj nginx $nj | XML daemon $dx nginx $nx req/s" \
          "(load $(cut -d' ' -f1 /proc/loadavg))"
     echo "$dj" >>"$tmp/dj"; echo "$nj" >>"$tmp/nj"; echo "$dx" >>"$tmp/dx"; echo "$nx" >>"$tmp/nx"
+    awk -v a="$dj" -v b="$nj" 'BEGIN {print a / b}' >>"$tmp/rj"
+    awk -v a="$dx" -v b="$nx" 'BEGIN {print a / b}' >>"$tmp/rx"
 done
+# the ratio of each run's adjacent pair, less sensitive to load drifting between runs
+echo "json_paired_ratio_median $(median <"$tmp/rj")"
+echo "xml_paired_ratio_median $(median <"$tmp/rx")"
 mdj=$(median <"$tmp/dj"); mnj=$(median <"$tmp/nj"); mdx=$(median <"$tmp/dx"); mnx=$(median <"$tmp/nx")
 echo "json_daemon_rps_median $mdj"
 echo "json_nginx_rps_median $mnj"
