@@ -107,7 +107,10 @@ NodeName=n2 NodeHostname=localhost Port=$(free_port) CPUs=2 Gres=gpu:8 State=UNK
 PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
 EOF
 }
-node_states() { sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' '; }
+# sinfo waits its MessageTimeout (and retries) when no controller answers: a
+# controller that died at startup (port taken) must not stall the loop below.
+node_states() { timeout 3 sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' '; }
+ctld_alive() { pgrep -f "slurmctld -f $SLURM_CONF" >/dev/null; }
 : >"$D/etc/plugstack.conf"
 # Stand-in GPUs: Slurm's gres/gpu plugin hands them out and sets the step's GPU
 # variables as it would for real devices.
@@ -128,7 +131,9 @@ for attempt in 1 2 3; do
     slurmctld -f "$SLURM_CONF" || { log "slurmctld failed"; exit 1; }
     slurmd -f "$SLURM_CONF" -N n1 || { log "slurmd n1 failed"; exit 1; }
     slurmd -f "$SLURM_CONF" -N n2 || { log "slurmd n2 failed"; exit 1; }
-    for _ in $(seq 100); do
+    deadline=$((SECONDS + 15))
+    sleep 0.2
+    while [ $SECONDS -lt $deadline ] && ctld_alive; do
         [ "$(node_states)" = "idle " ] && break
         sleep 0.1
     done
