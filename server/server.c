@@ -579,11 +579,13 @@ void server_stop(cs_server *s)
 {
     if (!s || atomic_exchange(&s->stopping, true))
         return;
-    if (s->mhd) {
-        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
+    /* libmicrohttpd: with its own threads the quiesced listen socket must stay
+     * open until MHD_stop_daemon, which still removes it from the threads'
+     * epoll sets (closing it here made that fail: "Failed to remove listen FD
+     * from epoll set", abort at SIGTERM) */
+    MHD_socket listen_fd = MHD_INVALID_SOCKET;
+    if (s->mhd)
+        listen_fd = MHD_quiesce_daemon(s->mhd);
     char grace[32];
     snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
     log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
@@ -596,6 +598,8 @@ void server_stop(cs_server *s)
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
+    if (listen_fd != MHD_INVALID_SOCKET)
+        close(listen_fd);
     conntrack_stop(s->conntrack);
     jobs_free(s->jobs);
     s->jobs = NULL;

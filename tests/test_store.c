@@ -427,6 +427,8 @@ static void kill9_keeps_acknowledged(bool use_pg)
         assert_body(&row, i, i % 4 == 3 ? (1u << 20) + 4096u * (unsigned)i : 2048);
         store_result_clear(&row);
     }
+    fprintf(stderr, "kill9_keeps_acknowledged (%s): 1 SIGKILL, %d acknowledged, all found\n",
+            use_pg ? "postgresql" : "sqlite", acked + 1);
     store_close(s);
     cleanup(use_pg);
 }

@@ -1454,8 +1454,9 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
         b->steps = root_node_steps;
 }
 
-static int bc_emit(const bc_plan *b, emit_fn fn, void *ctx)
+static int bc_emit(const void *plan, emit_fn fn, void *ctx)
 {
+    const bc_plan *b = plan;
     const hier_shape *s = b->s;
     int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
     const int *r0 = s->rank + (long)b->n0 * m;
@@ -1552,8 +1553,9 @@ static int sag_filter_emit(void *c, long chunk, int src, int dst, int step)
     return f->fn(f->ctx, chunk, src, dst, step + b->shift);
 }
 
-static int sag_emit(const sag_plan *b, emit_fn fn, void *ctx)
+static int sag_emit(const void *plan, emit_fn fn, void *ctx)
 {
+    const sag_plan *b = plan;
     const hier_shape *s = b->s;
     int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
     const int *r0 = s->rank + (long)b->n0 * m;
@@ -1636,40 +1638,12 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
         if (x != b->n0 && ++per[b->via[x]] > most)
             most = per[b->via[x]];
     b->shift = sp->depth + most;
-    int C = s->nodes, steps = b->shift + b->ag.steps;
-    cs_algorithm *a = NULL;
-    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
-    long *count = calloc((size_t)steps + 1, sizeof *count);
-    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
-    placer pl = {a, pos, 0, 0, true, count};
-    if (rc == CS_OK && (!count || !pos))
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-    if (rc == CS_OK)
-        rc = sag_emit(b, place_send, &pl);
-    long total = 0;
-    for (int st = 0; st < steps && rc == CS_OK; st++) {
-        pos[st] = total;
-        total += count[st];
-    }
-    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
-        for (long i = 0; i < total && rc == CS_OK; i++)
-            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
-                                    CS_OP_COPY);
-    pl.counting = false;
-    if (rc == CS_OK)
-        rc = sag_emit(b, place_send, &pl);
-    free(count);
-    free(pos);
+    int rc = generated_algorithm(t, c, s->nodes, b->shift + b->ag.steps, sag_emit, b, out, err);
     plan_free(&b->ag);
     free(b->via);
     free(b->owner);
     free(b);
-    if (rc != CS_OK) {
-        algorithm_free(a);
-        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
-    }
-    *out = a;
-    return CS_OK;
+    return rc;
 }
 
 /* Broadcast on t from c->root (chain or binomial across nodes). */
@@ -1679,43 +1653,11 @@ static int compose_broadcast(const cs_topology *t, const cs_collective *c, const
 {
     bc_plan b;
     bc_init(&b, s, tr, c->root, chain, per);
-    int C = s->k * b.per, steps = b.steps;
-    cs_algorithm *a = NULL;
-    int rc = algorithm_new(c, t->name, t->ranks, C, steps, &a, err);
-    if (rc != CS_OK)
-        return rc;
-    long *count = calloc((size_t)steps + 1, sizeof *count);
-    long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
-    placer pl = {a, pos, 0, 0, true, count};
-    if (!count || !pos)
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-    if (rc == CS_OK)
-        rc = bc_emit(&b, place_send, &pl);
-    long total = 0;
-    for (int st = 0; st < steps && rc == CS_OK; st++) {
-        pos[st] = total;
-        total += count[st];
-    }
-    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
-        for (long i = 0; i < total && rc == CS_OK; i++)
-            rc = algorithm_add_send(a, C - 1, t->ranks - 1, t->ranks - 1, steps - 1,
-                                    CS_OP_COPY);
-    pl.counting = false;
-    if (rc == CS_OK)
-        rc = bc_emit(&b, place_send, &pl);
-    free(count);
-    free(pos);
-    if (rc != CS_OK) {
-        algorithm_free(a);
-        return err && err->code ? rc : cs_error_set(err, rc, NULL, "out of memory");
-    }
-    *out = a;
-    return CS_OK;
+    return generated_algorithm(t, c, s->k * b.per, b.steps, bc_emit, &b, out, err);
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
 
-/* Verifies a (fitting its rounds first) and adds it to res, or frees it. */
 /* rounds_per_step from the sends touching the first `sample` nodes only:
  * every node runs the same pattern (the node-chunk owner repeats with
  * period k, so k nodes hold every variant), so the busiest link or port of
