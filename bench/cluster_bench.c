@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../tests/cluster_e2e.c"
+#include "../tests/cluster_testutil.c"
 #include "../tests/server_harness.c"
 
 static long daemon_peak_kb(const cs_daemon *d)

@@ -9,21 +9,8 @@
 #include <stdio.h>
 
 #include "../clients/slurm/cluster.c"
+#include "../tests/cluster_testutil.c"
 #include "topology.h"
-
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *j = topology_to_json(t);
-    topology_free(t);
-    return j;
-}
 
 int main(int argc, char **argv)
 {
@@ -45,7 +32,7 @@ int main(int argc, char **argv)
         return 1;
     }
     json_t *topo, *expanded;
-    if (cluster_build_topology(cluster, nodes, n, fetch_builtin, NULL, &topo, &expanded, msg,
+    if (cluster_build_topology(cluster, nodes, n, cluster_fetch_builtin_local, NULL, &topo, &expanded, msg,
                                sizeof msg) != 0) {
         fprintf(stderr, "%s\n", msg);
         return 1;

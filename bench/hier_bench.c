@@ -30,20 +30,7 @@
 #include "verify.h"
 
 #include "../clients/slurm/cluster.c"
-
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
-}
+#include "../tests/cluster_testutil.c"
 
 static cs_topology *load_topology(const char *spec)
 {
@@ -64,7 +51,7 @@ static cs_topology *load_topology(const char *spec)
         }
         json_t *topo = NULL, *expanded = NULL;
         char msg[256];
-        if (cluster_build_topology(cluster, names, nodes, fetch_builtin, NULL, &topo, &expanded,
+        if (cluster_build_topology(cluster, names, nodes, cluster_fetch_builtin_local, NULL, &topo, &expanded,
                                    msg, sizeof msg) != 0) {
             fprintf(stderr, "cluster: %s\n", msg);
             exit(1);

@@ -31,25 +31,12 @@
 #include "synthesize.h"
 
 #include "../clients/slurm/cluster.c"
+#include "../tests/cluster_testutil.c"
 
 static int cmp_ms(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
 }
 
 /* The Slurm hook's allocation of n DGX-1 nodes, as the hook builds it. */
@@ -66,7 +53,7 @@ static json_t *hook_cluster(int n)
     }
     json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    if (cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo, &expanded, msg,
+    if (cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo, &expanded, msg,
                                sizeof msg) != 0) {
         fprintf(stderr, "hook cluster: %s\n", msg);
         exit(1);

@@ -3,6 +3,7 @@
  * cluster_e2e.h).
  */
 #include "cluster_e2e.h"
+#include "cluster_testutil.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -512,20 +513,6 @@ void e2e_print(FILE *f, const char *label, const e2e_report *rep)
 
 /* ---- the hook's cluster ------------------------------------------------------------------------ */
 
-static json_t *e2e_fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
-}
-
 char *e2e_hook_dgx1_cluster(int nodes, char *msg, size_t msglen)
 {
     json_t *cluster = json_pack(
@@ -539,7 +526,7 @@ char *e2e_hook_dgx1_cluster(int nodes, char *msg, size_t msglen)
     }
     json_t *topo = NULL, *expanded = NULL;
     char *text = NULL;
-    if (cluster_build_topology(cluster, names, nodes, e2e_fetch_builtin, NULL, &topo, &expanded,
+    if (cluster_build_topology(cluster, names, nodes, cluster_fetch_builtin_local, NULL, &topo, &expanded,
                                msg, msglen) == 0)
         text = json_dumps(topo, JSON_COMPACT);
     json_decref(topo);

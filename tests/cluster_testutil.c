@@ -4,6 +4,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "topology.h"
+
 char *cluster_topology_json(int nodes, int gpus, double node_gbps, double rail_gbps)
 {
     json_t *sw = json_array(), *groups = json_array();
@@ -31,4 +33,18 @@ char *cluster_topology_json(int nodes, int gpus, double node_gbps, double rail_g
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return text;
+}
+
+json_t *cluster_fetch_builtin_local(void *ctx, const char *name, char *msg, size_t msglen)
+{
+    (void)ctx;
+    cs_topology *t = NULL;
+    cs_error err;
+    if (topology_builtin(name, &t, &err) != CS_OK) {
+        snprintf(msg, msglen, "%s", err.message);
+        return NULL;
+    }
+    json_t *doc = topology_to_json(t);
+    topology_free(t);
+    return doc;
 }

@@ -489,20 +489,6 @@ END_TEST
 
 /* ---- nodes numbered differently inside (Slurm allocations, relabelled documents) ---------- */
 
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
-}
-
 /* The Slurm hook's topology for n DGX-1 nodes (NICs 0,2,4,6) on one fabric
  * switch, as the hook writes it. */
 static char *hook_cluster_text(int n)
@@ -518,7 +504,7 @@ static char *hook_cluster_text(int n)
     }
     json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo,
+    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
                                          &expanded, msg, sizeof msg) == 0, "%s", msg);
     hostlist_free(names, n);
     json_decref(cluster);

@@ -197,20 +197,6 @@ START_TEST(renumbered_builtins_share_the_key)
 }
 END_TEST
 
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
-}
-
 /* The Slurm hook's topology for n DGX-1 nodes (NICs 0,2,4,6) on a fabric. */
 static json_t *hook_cluster(int n, const char *fabric, double gbps)
 {
@@ -225,7 +211,7 @@ static json_t *hook_cluster(int n, const char *fabric, double gbps)
     }
     json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo,
+    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
                                          &expanded, msg, sizeof msg) == 0, "%s", msg);
     hostlist_free(names, n);
     json_decref(cluster);
@@ -250,7 +236,7 @@ static json_t *mixed_cluster(int n)
     }
     json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, 2 * n, fetch_builtin, NULL, &topo,
+    ck_assert_msg(cluster_build_topology(cluster, names, 2 * n, cluster_fetch_builtin_local, NULL, &topo,
                                          &expanded, msg, sizeof msg) == 0, "%s", msg);
     hostlist_free(names, 2 * n);
     json_decref(cluster);
@@ -287,7 +273,7 @@ static void key_of(json_t *topology, json_t *coll, const char *method, json_t *o
 /* dgx1 with the lanes of link 0<->1 set to `lanes` (it has 2). */
 static json_t *dgx1_with_lanes(int lanes)
 {
-    json_t *d = fetch_builtin(NULL, "dgx1", NULL, 0);
+    json_t *d = cluster_fetch_builtin_local(NULL, "dgx1", NULL, 0);
     size_t i;
     json_t *l;
     json_array_foreach(json_object_get(d, "links"), i, l)

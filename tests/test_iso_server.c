@@ -57,20 +57,6 @@ static long post_doc(const cs_daemon *d, json_t *req, json_t **doc)
     return st;
 }
 
-static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msglen)
-{
-    (void)ctx;
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_builtin(name, &t, &err) != CS_OK) {
-        snprintf(msg, msglen, "%s", err.message);
-        return NULL;
-    }
-    json_t *doc = topology_to_json(t);
-    topology_free(t);
-    return doc;
-}
-
 /* The hook's topology for the allocation `names` (n DGX-1 nodes, NICs
  * 0,2,4,6 on one fabric switch of 12.5 GB/s). */
 static json_t *hook_allocation(int n, int first_node)
@@ -86,7 +72,7 @@ static json_t *hook_allocation(int n, int first_node)
     }
     json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, fetch_builtin, NULL, &topo,
+    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
                                          &expanded, msg, sizeof msg) == 0, "%s", msg);
     hostlist_free(names, n);
     json_decref(cluster);
@@ -317,7 +303,7 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
     cs_daemon d;
     ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
     /* SMT on ring:6 takes a moment; the second request is ring:6 renumbered */
-    json_t *a = fetch_builtin(NULL, "ring:6", NULL, 0);
+    json_t *a = cluster_fetch_builtin_local(NULL, "ring:6", NULL, 0);
     cs_topology *t = NULL, *u = NULL;
     cs_error err;
     ck_assert_int_eq(topology_builtin("ring:6", &t, &err), CS_OK);
@@ -421,7 +407,7 @@ START_TEST(pg_fleet_shares_the_index)
     ck_assert_int_eq((long)metrics_value(&b, ISO_HITS), 1);
 
     /* SMT on ring:6 (a moment) and a renumbered ring:6, one per daemon */
-    json_t *r6 = fetch_builtin(NULL, "ring:6", NULL, 0);
+    json_t *r6 = cluster_fetch_builtin_local(NULL, "ring:6", NULL, 0);
     cs_topology *t = NULL, *u = NULL;
     cs_error err;
     ck_assert_int_eq(topology_builtin("ring:6", &t, &err), CS_OK);
