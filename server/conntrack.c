@@ -55,6 +55,8 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
                       enum MHD_ConnectionNotificationCode code)
 {
     cs_server *s = cls;
+    /* what the acceptor holds against --max-connections */
+    atomic_fetch_add(&s->open_connections, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
     cs_conntrack *ct = s->conntrack;
     if (!ct)
         return;
