@@ -55,8 +55,9 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
                       enum MHD_ConnectionNotificationCode code)
 {
     cs_server *s = cls;
-    /* what the acceptor holds against --max-connections */
-    atomic_fetch_add(&s->open_connections, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+    /* the acceptor counted it when MHD took it (acceptor_main) */
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&s->open_connections, 1);
     cs_conntrack *ct = s->conntrack;
     if (!ct)
         return;

@@ -463,7 +463,11 @@ static void store_observed(void *ctx, int op, double seconds, bool ok)
  *
  * --max-connections keeps its meaning: at the limit the acceptor stops
  * accepting (the kernel's backlog holds the rest, as MHD's own accept did)
- * rather than accepting and closing. */
+ * rather than accepting and closing.  The acceptor, not MHD, enforces it:
+ * MHD splits its limit evenly over its workers and, for connections added
+ * from outside, checks it only on the worker later, refusing (closing) what
+ * a busy moment put over; so MHD's limit is this one times the workers,
+ * never reached. */
 static void *acceptor_main(void *arg)
 {
     cs_server *s = arg;
@@ -496,8 +500,12 @@ static void *acceptor_main(void *arg)
                 }
                 break;
             }
-            /* MHD owns (and on failure closes) the socket from here */
-            MHD_add_connection(s->mhd, fd, (struct sockaddr *)&sa, salen);
+            /* MHD owns (and on failure closes) the socket from here.  Counted
+             * when taken, uncounted when MHD reports it closed: MHD refuses
+             * synchronously (per-IP limit) or not at all, as its own limit
+             * is set above ours (server_start) */
+            if (MHD_add_connection(s->mhd, fd, (struct sockaddr *)&sa, salen) == MHD_YES)
+                atomic_fetch_add(&s->open_connections, 1);
         }
     }
     return NULL;
@@ -615,7 +623,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_logger, s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections * (unsigned)http_threads,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
