@@ -15,7 +15,10 @@
  *  2. lower each switch SCCL-style: a derived link for every ordered pair of
  *     its ranks that no physical link joins, plus an egress and an ingress
  *     shared set (lanes 1) per attached rank over those derived links (sets
- *     of one link are omitted; see lower_switches);
+ *     of one link are omitted; see lower_switches); copy-capable switches
+ *     get their node numbers first (number_switch_nodes), and in a node
+ *     view (topology_switch_nodes) each member's port sets also hold its
+ *     links to and from the node;
  *  3. sort again (counting sort by src, then each rank's links by dst),
  *     build out_begin / in_begin / in_links by counting;
  *  4. resolve the shared-set pairs to link indices;
