@@ -28,6 +28,7 @@
 
 #include "check_main.h"
 #include "cs_common.h"
+#include "pg_fixture.h"
 #include "server_harness.h"
 
 /* SMT on the 36-rank torus2d:6x6 with a wide class searches until its time
@@ -984,20 +985,10 @@ START_TEST(explicit_cancel_stops_it_for_everyone)
 }
 END_TEST
 
-static cs_pg pg;
-static bool pg_ok;
-static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
-static void pg_teardown(void)
-{
-    if (pg_ok)
-        pg_stop(&pg);
-}
-
 START_TEST(pg_fleet_counts_waiters_across_daemons)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "waiters", url, sizeof url), 0);
+    pg_fixture_db("waiters", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--poll", "0.1", NULL};
     start(&a, url, extra);
@@ -1146,9 +1137,8 @@ END_TEST
 
 START_TEST(pg_lists_page_newest_first)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "lists", url, sizeof url), 0);
+    pg_fixture_db("lists", url, sizeof url);
     lists_on(url);
 }
 END_TEST
@@ -1390,7 +1380,7 @@ static Suite *hardening_suite(void)
     suite_add_tcase(s, obs);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 120);
-    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_unchecked_fixture(pgc, pg_fixture_setup, pg_fixture_teardown);
     tcase_add_test(pgc, pg_fleet_counts_waiters_across_daemons);
     tcase_add_test(pgc, pg_lists_page_newest_first);
     suite_add_tcase(s, pgc);

@@ -2430,6 +2430,122 @@ done:
     return rc;
 }
 
+/* ---- copy-capable switches ------------------------------------------------------------- */
+
+/* Collective c (on P ranks) as a custom one on the node view's P + S ranks:
+ * the same chunks, pre- and postconditions on the ranks only, nothing at
+ * the switch nodes (they relay and copy, they want nothing). */
+static int switch_node_collective(const cs_collective *c, int P, int C, int nodes,
+                                  cs_collective *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    long G = collective_global_chunks(c, P, C);
+    long npre = 0, npost = 0;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            npre += collective_pre(c, P, C, g, r);
+            npost += collective_post(c, P, C, g, r);
+        }
+    if (G > INT_MAX / 2 || npre > INT_MAX / 2 || npost > INT_MAX / 2)
+        return cs_error_set(err, CS_ELIMIT, "options.chunks", "too many chunks for mcf's "
+                            "switch-node model");
+    collective_init(out, CS_COLL_CUSTOM, -1);
+    out->custom_global_chunks = (int)G;
+    out->pre = malloc(sizeof(int) * 2 * (size_t)(npre ? npre : 1));
+    out->post = malloc(sizeof(int) * 2 * (size_t)(npost ? npost : 1));
+    if (!out->pre || !out->post) {
+        collective_free(out);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            if (collective_pre(c, P, C, g, r)) {
+                out->pre[2 * out->npre] = (int)g;
+                out->pre[2 * out->npre++ + 1] = r;
+            }
+            if (collective_post(c, P, C, g, r)) {
+                out->post[2 * out->npost] = (int)g;
+                out->post[2 * out->npost++ + 1] = r;
+            }
+        }
+    int rc = collective_validate(out, nodes, err);
+    if (rc)
+        collective_free(out);
+    return rc;
+}
+
+/* One chunking, with copy-capable switches as TE-CCL's switch nodes: copy
+ * demands are solved on the node view (each such switch a node with flow
+ * and holding variables like a GPU, and no demand; its links to and from
+ * the members inside their ports), so the MILP may send a chunk up once and
+ * copy it down to many ports; every schedule the hyper-edge form allows is
+ * still allowed there.  The schedules then name the nodes (ranks + j) and
+ * are verified again on t.  Pairwise demands gain nothing from copy (a
+ * unicast through the node costs two transfers where the hyper-edge costs
+ * one), so they, and topologies without such switches, are solved as given. */
+static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                            cs_result **out, cs_error *err)
+{
+    if (t->nswitch_nodes == 0 || t->node_view || mcf_collective_is_pairwise(c, t->ranks,
+                                                                            o->chunks))
+        return synthesize_one(t, c, o, out, err);
+    *out = NULL;
+    int P = t->ranks;
+    cs_topology *nv = NULL;
+    cs_collective nc;
+    int rc = topology_switch_nodes(t, &nv, err);
+    if (rc)
+        return rc;
+    if ((rc = switch_node_collective(c, P, o->chunks, nv->ranks, &nc, err))) {
+        topology_free(nv);
+        return rc;
+    }
+    cs_result *res = NULL;
+    rc = synthesize_one(nv, &nc, o, &res, err);
+    for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        cs_algorithm *b = NULL;
+        if ((rc = algorithm_new(c, t->name, P, o->chunks, a->steps, &b, err)))
+            break;
+        memcpy(b->rounds_per_step, a->rounds_per_step, sizeof(int) * (size_t)a->steps);
+        algorithm_update_rounds(b);
+        memcpy(b->method, a->method, sizeof b->method);
+        memcpy(b->optimality, a->optimality, sizeof b->optimality);
+        b->timed_chunk_bytes = a->timed_chunk_bytes;
+        b->switch_nodes = t->nswitch_nodes;
+        if (algorithm_reserve_sends(b, a->nsends) != CS_OK)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (long k = 0; rc == CS_OK && k < a->nsends; k++) {
+            cs_send sv = algorithm_send(a, k);
+            if ((rc = algorithm_add_timed_send(b, sv.chunk, sv.src, sv.dst, sv.step, sv.op,
+                                               sv.start_us, sv.end_us)))
+                cs_error_set(err, rc, "", "cannot add send %ld", k);
+        }
+        if (rc == CS_OK)
+            rc = algorithm_verify(t, b, err);
+        if (rc) {
+            algorithm_free(b);
+            break;
+        }
+        algorithm_free(res->algs[i]);
+        res->algs[i] = b;
+    }
+    if (rc == CS_OK) {
+        int used = 0;
+        for (int i = 0; i < res->nalgs; i++)
+            for (long k = 0; k < res->algs[i]->nsends; k++)
+                used += algorithm_send_src(res->algs[i], k) >= P;
+        json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
+        json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        *out = res;
+    } else {
+        result_free(res);
+    }
+    collective_free(&nc);
+    topology_free(nv);
+    return rc;
+}
+
 /* The chunkings the best-of search tries for lo..hi: all of them up to 8,
  * else the four smallest, hi, and hi halved down to lo (a model per
  * chunking; the gains come from the few smallest and the requested one). */
@@ -2496,7 +2612,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
-        int rc = synthesize_one(t, c, &oc, &one, &e1);
+        int rc = synthesize_nodes(t, c, &oc, &one, &e1);
         if (rc != CS_OK) {
             json_array_append_new(tried, json_pack("{s:i, s:s}", "chunks", cand[i], "error",
                                                    e1.message));
@@ -2594,7 +2710,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     if (hi == o->chunks && o->min_chunks < o->chunks && o->epochs == 0)
         return synthesize_best_chunking(t, c, o, out, err);
     if (hi == o->chunks)
-        return synthesize_one(t, c, o, out, err);
+        return synthesize_nodes(t, c, o, out, err);
     /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
      * (fewer chunks pay alpha fewer times, more pipeline better; which wins
      * depends on the size, as on SMT's frontier). */
@@ -2617,7 +2733,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
-        rc = synthesize_one(t, c, &oc, &one, &e1);
+        rc = synthesize_nodes(t, c, &oc, &one, &e1);
         if (rc != CS_OK) {
             if (rc == CS_ECANCELLED || !res) {
                 if (err)

@@ -75,6 +75,12 @@
  * carries the model, the solve counts and times, and "mcf_lp" (epochs,
  * epoch_us, time_us, exact).  docs/mcf.md has the details and the figures.
  *
+ * Copy-capable switches (topology.h): copy demands are solved on the node
+ * view, each such switch a node with flow and holding variables like a GPU
+ * and no demand (TE-CCL's switch node; every hyper-edge schedule still
+ * allowed), and the schedule names the nodes (algorithm switch_nodes);
+ * pairwise demands, which copy cannot help, use the hyper-edge form.
+ *
  * Combining collectives (allreduce, reducescatter, reduce) are refused
  * (CS_EUNSUPPORTED): use smt or tacos.
  */

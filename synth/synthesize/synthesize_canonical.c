@@ -141,6 +141,8 @@ static json_t *canonical_topology(const cs_topology *t)
             json_object_set_new(o, "ranks", int_array(s->ranks, s->nranks));
             json_object_set_new(o, "gbps", json_real(s->gbps));
             json_object_set_new(o, "alpha_us", json_real(s->alpha_us));
+            if (s->copy)   /* only when set: keys of switches that cannot copy unchanged */
+                json_object_set_new(o, "copy", json_true());
             json_array_append_new(arr, o);
         }
         json_object_set_new(doc, "switches", arr);
