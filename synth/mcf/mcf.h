@@ -109,6 +109,9 @@ typedef struct cs_mcf_options {
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
     long milp_max_columns; /* pairwise models with more LP columns are rounded from
                               the LP instead of solved as a MILP (default 40,000) */
+    int astar;             /* A* rounds (pairwise demands): 1 always, -1 never, 0 (default)
+                              when the full model would exceed max_columns / 4 */
+    int astar_epochs;      /* epochs per A* round (0: 8, at least the longest send) */
     bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;
     void *progress_ctx;
