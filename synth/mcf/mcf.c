@@ -2106,6 +2106,8 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
  * and the MILP). */
 
 #define MCF_ASTAR_DEFAULT_EPOCHS 8
+/* astar 0: A* when the full model's estimated columns exceed this */
+#define MCF_ASTAR_AUTO_COLUMNS 250000
 #define MCF_ASTAR_ROUND_LIMIT_S 20.0
 #define MCF_ASTAR_MILP_LIMIT_S 2.0
 /* Larger rounds go to the LP directly: CBC rarely finishes them in time. */
@@ -2119,8 +2121,13 @@ static bool use_astar(const inst *in, const cs_mcf_options *o)
         return false;
     if (o->astar > 0)
         return true;
-    /* auto: when the full model would be too large for the LP search */
-    return mcf_estimate_columns(in->t, in->c, o) > o->max_columns / 4;
+    /* auto: when the full model would be too large for the LP search
+     * (ndv2:4 alltoall, ~970k: its LP search does not finish in 5 minutes;
+     * ndv2:2, ~68k: 11 s) */
+    long est = mcf_estimate_columns(in->t, in->c, o);
+    long lim = o->max_columns / 4 < MCF_ASTAR_AUTO_COLUMNS ? o->max_columns / 4
+                                                           : MCF_ASTAR_AUTO_COLUMNS;
+    return est > lim;
 }
 
 static int astar_round_epochs(const inst *in, const cs_mcf_options *o)
