@@ -648,7 +648,7 @@ START_TEST(connections_over_the_limit_wait_their_turn)
 {
     cs_daemon d;
     const char *extra[] = {"--max-connections", "4", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     for (int round = 0; round < 3; round++) {
         enum { N = 7 };
         int fds[N];
