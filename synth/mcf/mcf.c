@@ -45,6 +45,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->max_columns = 4000000;
     opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
     opt->max_chunks = 0;
+    opt->min_chunks = 1;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -57,6 +58,10 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.max_chunks",
                             "max_chunks must be in 0..4096 (0: only chunks), got %d",
                             o->max_chunks);
+    if (o->min_chunks < 0 || o->min_chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.min_chunks",
+                            "min_chunks must be in 0..4096 (0 or 1: from one chunk), got %d",
+                            o->min_chunks);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -1364,35 +1369,220 @@ static int cmp_send(const void *a, const void *b)
     return (x->link > y->link) - (x->link < y->link);
 }
 
-static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, cs_error *err)
+/* ---- ASAP compaction ------------------------------------------------------------
+ * The epoch grid pads every send to whole epochs (a 3.0 us switch send takes
+ * two 1.7 us epochs) and starts it on an epoch boundary.  The schedule's
+ * sends, taken in epoch order, are started as early as the continuous cost
+ * model allows instead (the simulator's and the verifier's timing): once the
+ * chunk has arrived at the source and the link and each of its shared sets
+ * have a lane free for the whole send.  Every send then starts no later than
+ * its epoch: an earlier send that overlaps it in time was in flight at its
+ * epoch in the epoch model too, and the model kept those below the lanes; and
+ * its chunk arrived by the epoch boundary, as the model required.  So
+ * compaction never makes a schedule slower; the result's start_us/end_us are
+ * the compacted ones (step stays the epoch). */
+
+typedef struct ivlist {
+    double *s, *e;
+    int n, cap;
+} ivlist;
+
+static int ivl_push(ivlist *r, double s, double e)
+{
+    if (r->n == r->cap) {
+        int nc = r->cap ? 2 * r->cap : 8;
+        double *a = realloc(r->s, sizeof *a * (size_t)nc);
+        if (!a)
+            return CS_ENOMEM;
+        r->s = a;
+        double *b = realloc(r->e, sizeof *b * (size_t)nc);
+        if (!b)
+            return CS_ENOMEM;
+        r->e = b;
+        r->cap = nc;
+    }
+    r->s[r->n] = s;
+    r->e[r->n] = e;
+    r->n++;
+    return CS_OK;
+}
+
+/* Fewer than `lanes` intervals of r overlap any instant of [t, t + d). */
+static bool ivl_fits(const ivlist *r, int lanes, double t, double d)
+{
+    const double eps = 1e-9;
+    if (r->n < lanes)
+        return true;
+    /* the overlap is largest at t or at an interval's start inside the window */
+    for (int i = -1; i < r->n; i++) {
+        double p = i < 0 ? t : r->s[i];
+        if (i >= 0 && !(p > t + eps && p < t + d - eps))
+            continue;
+        int cnt = 0;
+        for (int j = 0; j < r->n; j++)
+            cnt += r->s[j] <= p + eps && r->e[j] > p + eps;
+        if (cnt >= lanes)
+            return false;
+    }
+    return true;
+}
+
+static int cmp_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* start[i] for the sends of sb (sorted by cmp_send), compacted as above;
+ * falls back to the epoch grid's times if a send would start later than its
+ * epoch (it cannot, see above: a guard, not a path). */
+static int compact_asap(const inst *in, const sendbuf *sb, double *start)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int ns = t->nshared;
+    double *arr = malloc(sizeof *arr * (size_t)(G ? G : 1) * P);
+    ivlist *res = calloc((size_t)L + ns, sizeof *res);
+    double *cand = NULL;
+    int cand_cap = 0;
+    occ oc;
+    int rc = occ_init(in, 1, &oc);
+    if (rc || !arr || !res) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (long i = 0; i < G * P; i++)
+        arr[i] = INFINITY;
+    for (long g = 0; g < G; g++)
+        for (int n = 0; n < P; n++)
+            if (in->pairwise ? in->gsrc[g] == n : in->pre[g * P + n])
+                arr[g * P + n] = 0;
+    bool fallback = false;
+    for (long i = 0; i < sb->n && !fallback; i++) {
+        const msend *x = &sb->v[i];
+        int l = x->link, src = t->links[l].src, dst = t->links[l].dst;
+        double d = in->send_us[l], ready = arr[x->chunk * P + src];
+        double grid = x->epoch * in->tau;
+        if (!(ready <= grid + 1e-9)) {
+            fallback = true;
+            break;
+        }
+        /* candidate starts: ready, and every end on the link and its sets after it */
+        int need = 1 + res[l].n;
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++)
+            need += res[L + oc.set_of[k]].n;
+        if (need > cand_cap) {
+            double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
+            if (!c2) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            cand = c2;
+            cand_cap = need;
+        }
+        int nc = 0;
+        cand[nc++] = ready;
+        for (int j = 0; j < res[l].n; j++)
+            if (res[l].e[j] > ready)
+                cand[nc++] = res[l].e[j];
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++) {
+            const ivlist *r = &res[L + oc.set_of[k]];
+            for (int j = 0; j < r->n; j++)
+                if (r->e[j] > ready)
+                    cand[nc++] = r->e[j];
+        }
+        qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
+        double s0 = INFINITY;
+        for (int c = 0; c < nc && !isfinite(s0); c++) {
+            double tt = cand[c];
+            if (tt > grid + 1e-9)
+                break;
+            bool ok = ivl_fits(&res[l], t->links[l].lanes, tt, d);
+            for (int k = oc.set_begin[l]; ok && k < oc.set_begin[l + 1]; k++)
+                ok = ivl_fits(&res[L + oc.set_of[k]], t->shared[oc.set_of[k]].lanes, tt, d);
+            if (ok)
+                s0 = tt;
+        }
+        if (!isfinite(s0)) {
+            fallback = true;
+            break;
+        }
+        start[i] = s0;
+        if (ivl_push(&res[l], s0, s0 + d)) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++)
+            if (ivl_push(&res[L + oc.set_of[k]], s0, s0 + d)) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+        if (s0 + d < arr[x->chunk * P + dst])
+            arr[x->chunk * P + dst] = s0 + d;
+    }
+    if (fallback)
+        for (long i = 0; i < sb->n; i++)
+            start[i] = sb->v[i].epoch * in->tau;
+out:
+    if (res)
+        for (int i = 0; i < L + ns; i++) {
+            free(res[i].s);
+            free(res[i].e);
+        }
+    free(res);
+    free(cand);
+    free(arr);
+    occ_free(&oc);
+    return rc;
+}
+
+/* The schedule as a timed algorithm, its sends compacted (above); *end_us
+ * gets the compacted completion time. */
+static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double *end_us,
+                        cs_error *err)
 {
     qsort(sb->v, (size_t)sb->n, sizeof *sb->v, cmp_send);
+    double *start = malloc(sizeof *start * (size_t)(sb->n ? sb->n : 1));
+    if (!start || compact_asap(in, sb, start) != CS_OK) {
+        free(start);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
     int steps = sb->n ? sb->v[sb->n - 1].epoch + 1 : 1;
     cs_algorithm *a = NULL;
     int rc = algorithm_new(in->c, in->t->name, in->P, in->C, steps, &a, err);
-    if (rc)
+    if (rc) {
+        free(start);
         return rc;
+    }
     snprintf(a->method, sizeof a->method, "mcf");
     a->timed_chunk_bytes = in->chunk_bytes;
     if (algorithm_reserve_sends(a, sb->n) != CS_OK) {
         algorithm_free(a);
+        free(start);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    double end = 0;
     for (long i = 0; i < sb->n; i++) {
         const msend *s = &sb->v[i];
         const cs_link *l = &in->t->links[s->link];
-        double start = s->epoch * in->tau;
-        rc = algorithm_add_timed_send(a, s->chunk, l->src, l->dst, s->epoch, CS_OP_COPY, start,
-                                      start + in->send_us[s->link]);
+        double fin = start[i] + in->send_us[s->link];
+        if (fin > end)
+            end = fin;
+        rc = algorithm_add_timed_send(a, s->chunk, l->src, l->dst, s->epoch, CS_OP_COPY,
+                                      start[i], fin);
         if (rc) {
             algorithm_free(a);
+            free(start);
             return cs_error_set(err, rc, "", "cannot add send %ld", i);
         }
     }
+    free(start);
     if ((rc = algorithm_sort_by_time(a)) != CS_OK) {
         algorithm_free(a);
         return cs_error_set(err, rc, "", "cannot order the sends by time");
     }
+    *end_us = end;
     *out = a;
     return CS_OK;
 }
@@ -1738,9 +1928,9 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                           "mcf found no integer schedule (LP bound: %d epochs of %.4g us)", lp_k,
                           in.tau);
     cs_algorithm *a = NULL;
+    double grid_us = sends_end_us(&in, &sb), end_us = grid_us;
     if (rc == CS_OK)
-        rc = to_algorithm(&in, &sb, &a, err);
-    double end_us = sends_end_us(&in, &sb);
+        rc = to_algorithm(&in, &sb, &a, &end_us, err);
     free(sb.v);
     if (rc == CS_OK && (rc = algorithm_verify(t, a, err)) != CS_OK) {
         algorithm_free(a);
@@ -1790,6 +1980,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                            "lp_solves",
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
+    json_object_set_new(res->stats, "epoch_grid_us", json_real(grid_us));
     progress(&r, "done", used_k, res->synth_seconds, end_us,
              "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
              a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
@@ -1801,6 +1992,275 @@ done:
     return rc;
 }
 
+/* ---- copy-capable switches ------------------------------------------------------------- */
+
+/* Collective c (on P ranks) as a custom one on the node view's P + S ranks:
+ * the same chunks, pre- and postconditions on the ranks only, nothing at
+ * the switch nodes (they relay and copy, they want nothing). */
+static int switch_node_collective(const cs_collective *c, int P, int C, int nodes,
+                                  cs_collective *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    long G = collective_global_chunks(c, P, C);
+    long npre = 0, npost = 0;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            npre += collective_pre(c, P, C, g, r);
+            npost += collective_post(c, P, C, g, r);
+        }
+    if (G > INT_MAX / 2 || npre > INT_MAX / 2 || npost > INT_MAX / 2)
+        return cs_error_set(err, CS_ELIMIT, "options.chunks", "too many chunks for mcf's "
+                            "switch-node model");
+    collective_init(out, CS_COLL_CUSTOM, -1);
+    out->custom_global_chunks = (int)G;
+    out->pre = malloc(sizeof(int) * 2 * (size_t)(npre ? npre : 1));
+    out->post = malloc(sizeof(int) * 2 * (size_t)(npost ? npost : 1));
+    if (!out->pre || !out->post) {
+        collective_free(out);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            if (collective_pre(c, P, C, g, r)) {
+                out->pre[2 * out->npre] = (int)g;
+                out->pre[2 * out->npre++ + 1] = r;
+            }
+            if (collective_post(c, P, C, g, r)) {
+                out->post[2 * out->npost] = (int)g;
+                out->post[2 * out->npost++ + 1] = r;
+            }
+        }
+    int rc = collective_validate(out, nodes, err);
+    if (rc)
+        collective_free(out);
+    return rc;
+}
+
+/* One chunking, with copy-capable switches as TE-CCL's switch nodes: copy
+ * demands are solved on the node view (each such switch a node with flow
+ * and holding variables like a GPU, and no demand; its links to and from
+ * the members inside their ports), so the MILP may send a chunk up once and
+ * copy it down to many ports; every schedule the hyper-edge form allows is
+ * still allowed there.  The schedules then name the nodes (ranks + j) and
+ * are verified again on t.  Pairwise demands gain nothing from copy (a
+ * unicast through the node costs two transfers where the hyper-edge costs
+ * one), so they, and topologies without such switches, are solved as given. */
+static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                            cs_result **out, cs_error *err)
+{
+    if (t->nswitch_nodes == 0 || t->node_view || mcf_collective_is_pairwise(c, t->ranks,
+                                                                            o->chunks))
+        return synthesize_one(t, c, o, out, err);
+    *out = NULL;
+    int P = t->ranks;
+    cs_topology *nv = NULL;
+    cs_collective nc;
+    int rc = topology_switch_nodes(t, &nv, err);
+    if (rc)
+        return rc;
+    if ((rc = switch_node_collective(c, P, o->chunks, nv->ranks, &nc, err))) {
+        topology_free(nv);
+        return rc;
+    }
+    cs_result *res = NULL;
+    rc = synthesize_one(nv, &nc, o, &res, err);
+    for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        cs_algorithm *b = NULL;
+        if ((rc = algorithm_new(c, t->name, P, o->chunks, a->steps, &b, err)))
+            break;
+        memcpy(b->rounds_per_step, a->rounds_per_step, sizeof(int) * (size_t)a->steps);
+        algorithm_update_rounds(b);
+        memcpy(b->method, a->method, sizeof b->method);
+        memcpy(b->optimality, a->optimality, sizeof b->optimality);
+        b->timed_chunk_bytes = a->timed_chunk_bytes;
+        b->switch_nodes = t->nswitch_nodes;
+        if (algorithm_reserve_sends(b, a->nsends) != CS_OK)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (long k = 0; rc == CS_OK && k < a->nsends; k++) {
+            cs_send sv = algorithm_send(a, k);
+            if ((rc = algorithm_add_timed_send(b, sv.chunk, sv.src, sv.dst, sv.step, sv.op,
+                                               sv.start_us, sv.end_us)))
+                cs_error_set(err, rc, "", "cannot add send %ld", k);
+        }
+        if (rc == CS_OK)
+            rc = algorithm_verify(t, b, err);
+        if (rc) {
+            algorithm_free(b);
+            break;
+        }
+        algorithm_free(res->algs[i]);
+        res->algs[i] = b;
+    }
+    if (rc == CS_OK) {
+        int used = 0;
+        for (int i = 0; i < res->nalgs; i++)
+            for (long k = 0; k < res->algs[i]->nsends; k++)
+                used += algorithm_send_src(res->algs[i], k) >= P;
+        json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
+        json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        *out = res;
+    } else {
+        result_free(res);
+    }
+    collective_free(&nc);
+    topology_free(nv);
+    return rc;
+}
+
+/* The chunkings the best-of search tries for lo..hi: all of them up to 8,
+ * else the four smallest, hi, and hi halved down to lo (a model per
+ * chunking; the gains come from the few smallest and the requested one). */
+static int chunking_candidates(int lo, int hi, int *v)
+{
+    int n = 0;
+    if (hi - lo + 1 <= 8) {
+        for (int c = lo; c <= hi; c++)
+            v[n++] = c;
+        return n;
+    }
+    for (int c = lo; c < lo + 4; c++)
+        v[n++] = c;
+    int half[32], nh = 0;
+    for (int c = hi / 2; c >= lo + 4 && nh < 32; c /= 2)
+        half[nh++] = c;
+    for (int i = nh - 1; i >= 0; i--)
+        if (half[i] != v[n - 1])
+            v[n++] = half[i];
+    v[n++] = hi;
+    return n;
+}
+
+static double stats_schedule_us(const cs_result *r)
+{
+    return json_number_value(json_object_get(r->stats, "schedule_us"));
+}
+
+/* options.chunks = C with min_chunks < C: the same bytes in lo..C chunks,
+ * smallest models first, and the schedule that ends first is returned (ties
+ * go to more chunks).  Fewer, larger chunks pay alpha fewer times; more,
+ * smaller ones pipeline better; which wins depends on the size, so the
+ * choice is measured, not guessed.  Each chunking's schedule is optimal in
+ * its epoch model when its status says so, so the result is at least as fast
+ * as any schedule of the epoch model with lo..C chunks (the SMT frontier's
+ * k-synchronous schedules among them, where the epoch model is exact). */
+static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c,
+                                    const cs_mcf_options *o, cs_result **out, cs_error *err)
+{
+    int lo = o->min_chunks > 1 ? o->min_chunks : 1, hi = o->chunks;
+    int cand[48];
+    int nc = chunking_candidates(lo, hi, cand);
+    double t0 = cs_now();
+    cs_result *best = NULL;
+    int best_c = -1;
+    bool complete = true;
+    json_t *tried = json_array();
+    char skipped[96] = "";
+    for (int i = 0; i < nc; i++) {
+        cs_mcf_options oc = *o;
+        oc.chunks = cand[i];
+        oc.min_chunks = cand[i];
+        oc.max_chunks = 0;
+        if (o->time_limit_s > 0) {
+            double left = o->time_limit_s - (cs_now() - t0);
+            if (left <= 0.05) {
+                snprintf(skipped, sizeof skipped, "; %d..%d chunks not tried (time limit)",
+                         cand[i], hi);
+                complete = false;
+                break;
+            }
+            oc.time_limit_s = left;
+        }
+        cs_result *one = NULL;
+        cs_error e1;
+        cs_error_clear(&e1);
+        int rc = synthesize_nodes(t, c, &oc, &one, &e1);
+        if (rc != CS_OK) {
+            json_array_append_new(tried, json_pack("{s:i, s:s}", "chunks", cand[i], "error",
+                                                   e1.message));
+            if (rc == CS_ECANCELLED || (!best && i == nc - 1) ||
+                (rc != CS_ETIMEOUT && rc != CS_ELIMIT && rc != CS_EUNSAT)) {
+                if (err)
+                    *err = e1;
+                result_free(best);
+                json_decref(tried);
+                return rc;
+            }
+            complete = false;
+            if (rc == CS_ETIMEOUT) { /* larger chunkings take longer still */
+                snprintf(skipped, sizeof skipped, "; %d chunks and up timed out", cand[i]);
+                if (!best) {
+                    if (err)
+                        *err = e1;
+                    json_decref(tried);
+                    return rc;
+                }
+                break;
+            }
+            continue;
+        }
+        double us = stats_schedule_us(one);
+        json_t *lp = json_object_get(one->stats, "mcf_lp");
+        json_array_append_new(
+            tried, json_pack("{s:i, s:f, s:f, s:O, s:O, s:f}", "chunks", cand[i], "chunk_bytes",
+                             o->bytes / cand[i], "schedule_us", us, "status",
+                             json_object_get(one->stats, "status"), "lp_time_us",
+                             json_object_get(lp, "time_us") ? json_object_get(lp, "time_us")
+                                                            : json_null(),
+                             "seconds", one->synth_seconds));
+        complete &= one->complete;
+        if (!best || us < stats_schedule_us(best) - 1e-9 ||
+            (us <= stats_schedule_us(best) + 1e-9 && cand[i] > best_c)) {
+            result_free(best);
+            best = one;
+            best_c = cand[i];
+        } else {
+            result_free(one);
+        }
+    }
+    if (!best) {
+        json_decref(tried);
+        return cs_error_set(err, CS_EUNSAT, "options.chunks",
+                            "mcf found no schedule for any chunking %d..%d", lo, hi);
+    }
+    /* why this chunking: against the requested one, or the runner-up */
+    double bus = stats_schedule_us(best), other_us = NAN;
+    int other_c = -1;
+    for (size_t i = 0; i < json_array_size(tried); i++) {
+        json_t *e = json_array_get(tried, i);
+        int ci = (int)json_integer_value(json_object_get(e, "chunks"));
+        json_t *us = json_object_get(e, "schedule_us");
+        if (ci == best_c || !us)
+            continue;
+        if (ci == hi || other_c < 0 || (other_c != hi && json_number_value(us) < other_us)) {
+            other_c = ci;
+            other_us = json_number_value(us);
+        }
+    }
+    char why[160];
+    if (other_c < 0)
+        snprintf(why, sizeof why, "the only chunking that found a schedule");
+    else if (best_c == hi)
+        snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
+                 bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
+                 other_c, other_us);
+    else
+        snprintf(why, sizeof why, "%d chunks take %.4g us: %s", other_c, other_us,
+                 best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
+                                  : "more, smaller chunks pipeline better");
+    cs_text_printf(best->reason, sizeof best->reason,
+             "mcf: %d chunks of %.6g bytes end at %.4g us, the best of chunkings %d..%d of the "
+             "same bytes; %s%s",
+             best_c, o->bytes / best_c, bus, lo, hi, why, skipped);
+    json_object_set_new(best->stats, "chunking",
+                        json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
+                                  "chosen", best_c, "tried", tried, "reason", best->reason));
+    best->complete = complete;
+    best->synth_seconds = cs_now() - t0;
+    *out = best;
+    return CS_OK;
+}
+
 int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
                    cs_result **out, cs_error *err)
 {
@@ -1809,8 +2269,10 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     if (rc)
         return rc;
     int hi = o->max_chunks > o->chunks ? o->max_chunks : o->chunks;
+    if (hi == o->chunks && o->min_chunks < o->chunks && o->epochs == 0)
+        return synthesize_best_chunking(t, c, o, out, err);
     if (hi == o->chunks)
-        return synthesize_one(t, c, o, out, err);
+        return synthesize_nodes(t, c, o, out, err);
     /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
      * (fewer chunks pay alpha fewer times, more pipeline better; which wins
      * depends on the size, as on SMT's frontier). */
@@ -1833,7 +2295,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
-        rc = synthesize_one(t, c, &oc, &one, &e1);
+        rc = synthesize_nodes(t, c, &oc, &one, &e1);
         if (rc != CS_OK) {
             if (rc == CS_ECANCELLED || !res) {
                 if (err)
