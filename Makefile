@@ -4,7 +4,8 @@
 # Layout: synth/*/ and codegen/ build into build/libcollsynth.a; server/ (minus
 # main.c) into build/libcollsynthd.a; clients/cli/ into build/collsynth;
 # server/main.c into build/collsynthd.  Every tests/test_*.c is one Check
-# runner (build/tests/test_*), linked with the other tests/*.c helpers.
+# runner (build/tests/test_*), linked with the other tests/*.c helpers
+# (build/libtesthelpers.a, with clients/slurm/cluster.c); so are the benches.
 # Module-specific rules (CUDA, Slurm plugin, dashboard) live in mk/*.mk.
 
 SHELL := /bin/bash
@@ -31,7 +32,10 @@ LIBS_CHECK = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 LIB_SRC := $(wildcard synth/*/*.c codegen/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 CLI_SRC := $(wildcard clients/cli/*.c)
-TEST_HELPER_SRC := $(filter-out tests/test_%.c tests/slow_%.c,$(wildcard tests/*.c))
+# The helpers of tests and benches, and the Slurm hook's pure part (cluster.c),
+# which tests and benches compose cluster topologies with, as the hook does.
+TEST_HELPER_SRC := $(filter-out tests/test_%.c tests/slow_%.c,$(wildcard tests/*.c)) \
+    $(wildcard clients/slurm/cluster.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 SLOW_SRC := $(wildcard tests/slow_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -95,7 +99,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_LIB) $(SERVER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LIBS_SERVER) $(LIBS_CORE) $(LIBS_CHECK)
 
-$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(SERVER_LIB) $(LIB)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(TEST_HELPER_LIB) $(SERVER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LIBS_SERVER) $(LIBS_CORE)
 

@@ -23,13 +23,13 @@
  * collective, "RESULT TOPO COLL ok|FAILED ...", plus the daemon's peak RSS.
  * Exit status 0 when every check passed.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tests/cluster_e2e.c"
-#include "../tests/cluster_testutil.c"
-#include "../tests/server_harness.c"
+#include "../tests/cluster_e2e.h"
+#include "../tests/server_harness.h"
 
 static long daemon_peak_kb(const cs_daemon *d)
 {

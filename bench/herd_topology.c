@@ -8,8 +8,8 @@
  */
 #include <stdio.h>
 
-#include "../clients/slurm/cluster.c"
-#include "../tests/cluster_testutil.c"
+#include "../clients/slurm/cluster.h"
+#include "../tests/cluster_testutil.h"
 #include "topology.h"
 
 int main(int argc, char **argv)

@@ -29,8 +29,7 @@
 #include "tacos.h"
 #include "verify.h"
 
-#include "../clients/slurm/cluster.c"
-#include "../tests/cluster_testutil.c"
+#include "../tests/cluster_testutil.h"
 
 static cs_topology *load_topology(const char *spec)
 {
@@ -39,20 +38,11 @@ static cs_topology *load_topology(const char *spec)
     int nodes;
     bool ring = sscanf(spec, "dgx1ring:%d", &nodes) == 1;
     if (ring || sscanf(spec, "dgx1cluster:%d", &nodes) == 1) {
-        json_t *cluster = json_pack(
-            "{s:s, s:{s:{s:s, s:[i,i,i,i]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "hook",
-            "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-            "type", "dgx1", "fabric", "kind", ring ? "ring" : "switch", "gbps", 12.5,
-            "alpha_us", 3.0);
-        char **names = malloc(sizeof *names * (size_t)nodes);
-        for (int i = 0; i < nodes; i++) {
-            names[i] = malloc(16);
-            snprintf(names[i], 16, "gpu%03d", i + 1);
-        }
-        json_t *topo = NULL, *expanded = NULL;
+        json_t *expanded = NULL;
         char msg[256];
-        if (cluster_build_topology(cluster, names, nodes, cluster_fetch_builtin_local, NULL, &topo, &expanded,
-                                   msg, sizeof msg) != 0) {
+        json_t *topo = cluster_hook_dgx1("hook", nodes, 1, ring ? "ring" : "switch", 12.5,
+                                         &expanded, msg, sizeof msg);
+        if (!topo) {
             fprintf(stderr, "cluster: %s\n", msg);
             exit(1);
         }
@@ -63,10 +53,6 @@ static cs_topology *load_topology(const char *spec)
         }
         json_decref(topo);
         json_decref(expanded);
-        json_decref(cluster);
-        for (int i = 0; i < nodes; i++)
-            free(names[i]);
-        free(names);
         return t;
     }
     if (topology_load(spec, NULL, &t, &err) != CS_OK) {

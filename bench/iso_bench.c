@@ -30,8 +30,7 @@
 #include "iso.h"
 #include "synthesize.h"
 
-#include "../clients/slurm/cluster.c"
-#include "../tests/cluster_testutil.c"
+#include "../tests/cluster_testutil.h"
 
 static int cmp_ms(const void *a, const void *b)
 {
@@ -42,25 +41,12 @@ static int cmp_ms(const void *a, const void *b)
 /* The Slurm hook's allocation of n DGX-1 nodes, as the hook builds it. */
 static json_t *hook_cluster(int n)
 {
-    json_t *cluster = json_pack(
-        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
-        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
-    char **names = malloc(sizeof *names * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        names[k] = malloc(16);
-        snprintf(names[k], 16, "gpu%03d", k + 1);
-    }
-    json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    if (cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo, &expanded, msg,
-                               sizeof msg) != 0) {
+    json_t *topo = cluster_hook_dgx1("lab", n, 1, "switch", 12.5, NULL, msg, sizeof msg);
+    if (!topo) {
         fprintf(stderr, "hook cluster: %s\n", msg);
         exit(1);
     }
-    hostlist_free(names, n);
-    json_decref(cluster);
-    json_decref(expanded);
     return topo;
 }
 

@@ -477,6 +477,37 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
     return CS_OK;
 }
 
+/* Schedules through a copy-capable switch's node (mcf on topologies with
+ * switches[].copy) hold a chunk in the switch and copy it to several ports:
+ * in-network multicast, which no MSCCL primitive (send, recv, copy, reduce
+ * between GPU buffers) can express, and a lowering to GPU sends would load
+ * the source's port once per copy, not once, so it would not be the schedule
+ * that was verified and timed.  Refused, naming the switch. */
+static int refuse_switch_nodes(const cs_algorithm *a, const cs_topology *t, cs_error *err)
+{
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        if (src < a->ranks && dst < a->ranks)
+            continue;
+        int node = src >= a->ranks ? src : dst;
+        int sw = t ? topology_switch_of_node(t, node) : -1;
+        char name[96];
+        if (sw >= 0)
+            snprintf(name, sizeof name, "copy-capable switch %s (node %d)", t->switches[sw].name,
+                     node);
+        else
+            snprintf(name, sizeof name, "copy-capable switch node %d", node);
+        return cs_error_set(err, CS_EUNSUPPORTED, "algorithm",
+                            "send %ld (chunk %ld, %d->%d) goes through %s: MSCCL runtimes cannot "
+                            "express in-switch multicast (the switch holding a chunk and copying "
+                            "it to several ports); synthesize for the topology without "
+                            "\"copy\" (or with tacos/smt, which use unicast through the switch) "
+                            "to generate code", i, algorithm_send_chunk(a, i), src, dst, name);
+    }
+    return cs_error_set(err, CS_EUNSUPPORTED, "algorithm", "the algorithm names %d switch nodes: "
+                        "MSCCL runtimes cannot express in-switch multicast", a->switch_nodes);
+}
+
 int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_limits *lim,
                           cg_summary **out, cs_error *err)
 {
@@ -489,6 +520,8 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
     if (t && t->ranks != a->ranks)
         return cs_error_set(err, CS_EINVAL, "topology", "topology has %d ranks, algorithm %d",
                             t->ranks, a->ranks);
+    if (a->switch_nodes > 0)
+        return refuse_switch_nodes(a, t, err);
     long G = collective_global_chunks(&a->collective, a->ranks, a->chunks);
     if (G < 1 || G > (1L << 30) || (long)a->ranks * a->chunks > (1L << 30))
         return cs_error_set(err, CS_ELIMIT, "chunks", "%ld global chunks is too many to lower", G);

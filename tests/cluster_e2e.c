@@ -18,8 +18,6 @@
 #include "msccl_interp.h"
 #include "topology.h"
 
-#include "../clients/slurm/cluster.c"
-
 static double e2e_now(void)
 {
     struct timespec ts;
@@ -515,25 +513,8 @@ void e2e_print(FILE *f, const char *label, const e2e_report *rep)
 
 char *e2e_hook_dgx1_cluster(int nodes, char *msg, size_t msglen)
 {
-    json_t *cluster = json_pack(
-        "{s:s, s:{s:{s:s, s:[i,i,i,i]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "hook",
-        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
-    char **names = calloc((size_t)nodes, sizeof *names);
-    for (int i = 0; i < nodes; i++) {
-        names[i] = malloc(16);
-        snprintf(names[i], 16, "gpu%03d", i + 1);
-    }
-    json_t *topo = NULL, *expanded = NULL;
-    char *text = NULL;
-    if (cluster_build_topology(cluster, names, nodes, cluster_fetch_builtin_local, NULL, &topo, &expanded,
-                               msg, msglen) == 0)
-        text = json_dumps(topo, JSON_COMPACT);
+    json_t *topo = cluster_hook_dgx1("hook", nodes, 1, "switch", 12.5, NULL, msg, msglen);
+    char *text = topo ? json_dumps(topo, JSON_COMPACT) : NULL;
     json_decref(topo);
-    json_decref(expanded);
-    json_decref(cluster);
-    for (int i = 0; i < nodes; i++)
-        free(names[i]);
-    free(names);
     return text;
 }

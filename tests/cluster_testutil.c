@@ -3,7 +3,9 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "../clients/slurm/cluster.h"
 #include "topology.h"
 
 char *cluster_topology_json(int nodes, int gpus, double node_gbps, double rail_gbps)
@@ -47,4 +49,32 @@ json_t *cluster_fetch_builtin_local(void *ctx, const char *name, char *msg, size
     json_t *doc = topology_to_json(t);
     topology_free(t);
     return doc;
+}
+
+json_t *cluster_hook_dgx1(const char *name, int nodes, int first_node, const char *fabric,
+                          double gbps, json_t **expanded, char *msg, size_t msglen)
+{
+    json_t *cluster = json_pack(
+        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", name,
+        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
+        "type", "dgx1", "fabric", "kind", fabric, "gbps", gbps, "alpha_us", 3.0);
+    char **names = calloc((size_t)(nodes > 0 ? nodes : 1), sizeof *names);
+    for (int k = 0; k < nodes; k++) {
+        names[k] = malloc(16);
+        snprintf(names[k], 16, "gpu%03d", first_node + k);
+    }
+    json_t *topo = NULL, *exp = NULL;
+    if (cluster_build_topology(cluster, names, nodes, cluster_fetch_builtin_local, NULL, &topo,
+                               &exp, msg, msglen) != 0) {
+        json_decref(topo);
+        json_decref(exp);
+        topo = exp = NULL;
+    }
+    hostlist_free(names, nodes);
+    json_decref(cluster);
+    if (expanded)
+        *expanded = exp;
+    else
+        json_decref(exp);
+    return topo;
 }

@@ -19,7 +19,6 @@
 #include "verify.h"
 #include "iso.h"
 
-#include "../clients/slurm/cluster.c"
 
 static cs_topology *load(const char *spec)
 {
@@ -493,22 +492,9 @@ END_TEST
  * switch, as the hook writes it. */
 static char *hook_cluster_text(int n)
 {
-    json_t *cluster = json_pack(
-        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
-        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
-    char **names = malloc(sizeof *names * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        names[k] = malloc(16);
-        snprintf(names[k], 16, "gpu%03d", k + 1);
-    }
-    json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
-                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
-    hostlist_free(names, n);
-    json_decref(cluster);
-    json_decref(expanded);
+    json_t *topo = cluster_hook_dgx1("lab", n, 1, "switch", 12.5, NULL, msg, sizeof msg);
+    ck_assert_msg(topo != NULL, "%s", msg);
     char *text = json_dumps(topo, JSON_COMPACT);
     json_decref(topo);
     return text;

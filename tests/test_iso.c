@@ -16,7 +16,7 @@
 #include "synthesize.h"
 #include "verify.h"
 
-#include "../clients/slurm/cluster.c"
+#include "../clients/slurm/cluster.h"
 
 static unsigned rng_state = 12345;
 static int rnd(int n)
@@ -200,22 +200,9 @@ END_TEST
 /* The Slurm hook's topology for n DGX-1 nodes (NICs 0,2,4,6) on a fabric. */
 static json_t *hook_cluster(int n, const char *fabric, double gbps)
 {
-    json_t *cluster = json_pack(
-        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
-        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-        "type", "dgx1", "fabric", "kind", fabric, "gbps", gbps, "alpha_us", 3.0);
-    char **names = malloc(sizeof *names * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        names[k] = malloc(16);
-        snprintf(names[k], 16, "gpu%03d", k + 1);
-    }
-    json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
-                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
-    hostlist_free(names, n);
-    json_decref(cluster);
-    json_decref(expanded);
+    json_t *topo = cluster_hook_dgx1("lab", n, 1, fabric, gbps, NULL, msg, sizeof msg);
+    ck_assert_msg(topo != NULL, "%s", msg);
     return topo;
 }
 

@@ -22,11 +22,10 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "iso.h"
+#include "pg_fixture.h"
 #include "server_harness.h"
 #include "synthesize.h"
 #include "verify.h"
-
-#include "../clients/slurm/cluster.c"
 
 #define STARTED "collsynth_syntheses_total{outcome=\"started\"}"
 #define ISO_HITS "collsynth_iso_total{outcome=\"hit\"}"
@@ -61,22 +60,9 @@ static long post_doc(const cs_daemon *d, json_t *req, json_t **doc)
  * 0,2,4,6 on one fabric switch of 12.5 GB/s). */
 static json_t *hook_allocation(int n, int first_node)
 {
-    json_t *cluster = json_pack(
-        "{s:s, s:{s:{s:s, s:[iiii]}}, s:[{s:s, s:s}], s:{s:s, s:f, s:f}}", "name", "lab",
-        "node_types", "dgx1", "topology", "dgx1", "nics", 0, 2, 4, 6, "nodes", "names", "*",
-        "type", "dgx1", "fabric", "kind", "switch", "gbps", 12.5, "alpha_us", 3.0);
-    char **names = malloc(sizeof *names * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        names[k] = malloc(16);
-        snprintf(names[k], 16, "gpu%03d", first_node + k);
-    }
-    json_t *topo = NULL, *expanded = NULL;
     char msg[256];
-    ck_assert_msg(cluster_build_topology(cluster, names, n, cluster_fetch_builtin_local, NULL, &topo,
-                                         &expanded, msg, sizeof msg) == 0, "%s", msg);
-    hostlist_free(names, n);
-    json_decref(cluster);
-    json_decref(expanded);
+    json_t *topo = cluster_hook_dgx1("lab", n, first_node, "switch", 12.5, NULL, msg, sizeof msg);
+    ck_assert_msg(topo != NULL, "%s", msg);
     return topo;
 }
 
@@ -367,15 +353,6 @@ START_TEST(iso_cache_can_be_switched_off)
 }
 END_TEST
 
-static cs_pg pg;
-static bool pg_ok;
-static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
-static void pg_teardown(void)
-{
-    if (pg_ok)
-        pg_stop(&pg);
-}
-
 /* A fleet of two daemons on one PostgreSQL: the first allocation is
  * synthesized by one, the second, renumbered, posted to the other, is
  * relabelled from the shared store with no synthesis anywhere; and two
@@ -383,9 +360,8 @@ static void pg_teardown(void)
  * (one waits for the other's job, or hits its result). */
 START_TEST(pg_fleet_shares_the_index)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "iso_fleet", url, sizeof url), 0);
+    pg_fixture_db("iso_fleet", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--poll", "0.1", NULL};
     ck_assert_int_eq(daemon_start(&a, url, NULL, extra), 0);
@@ -450,7 +426,7 @@ static Suite *iso_server_suite(void)
     suite_add_tcase(s, tc);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 300);
-    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_unchecked_fixture(pgc, pg_fixture_setup, pg_fixture_teardown);
     tcase_add_test(pgc, pg_fleet_shares_the_index);
     suite_add_tcase(s, pgc);
     return s;

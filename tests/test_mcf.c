@@ -52,6 +52,7 @@ static double solve_time(const cs_topology *t, const cs_collective *c, int chunk
     cs_mcf_options o;
     mcf_options_default(&o);
     o.chunks = chunks;
+    o.min_chunks = chunks; /* this chunking only: the hand-worked optima are per chunking */
     o.bytes = bytes;
     o.epochs = epochs;
     cs_result *r = NULL;
@@ -219,6 +220,158 @@ START_TEST(max_chunks_gives_a_frontier_over_chunkings)
 }
 END_TEST
 
+
+/* Simulated time of mcf at `bytes` with options o (verified first). */
+static double mcf_sim(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                      cs_result **keep)
+{
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, c, o, &r, &err) == CS_OK, "%s", err.message);
+    ck_assert_int_eq(algorithm_verify(t, r->algs[0], &err), CS_OK);
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, r->algs[0], o->bytes, &sr, &err), CS_OK);
+    double us = sr.time_us;
+    sim_result_free(&sr);
+    if (keep)
+        *keep = r;
+    else
+        result_free(r);
+    return us;
+}
+
+START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
+{
+    /* dgx1 alltoall, 100 KB per pair share asked in 4 chunks.  By default mcf
+     * tries 1..4 chunks of the same bytes and keeps the fastest, so its
+     * schedule is no slower than any fixed chunking's (each solved on its
+     * own here).  One 100 KB chunk per pair is 3 epochs of 4.7 us (16 chunks
+     * over the 6 lanes between the groups: the cut), 14.1 us, and 4 chunks of
+     * 25 KB need 11 epochs of 1.7 us (64 chunks over 6 lanes), 18.7 us, so
+     * the search must beat the requested chunking here. */
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 4;
+    o.bytes = 100000;
+    cs_result *r = NULL;
+    double best = mcf_sim(t, &c, &o, &r);
+    double fixed[5];
+    for (int C = 1; C <= 4; C++) {
+        cs_mcf_options f = o;
+        f.chunks = C;
+        f.min_chunks = C;
+        fixed[C] = mcf_sim(t, &c, &f, NULL);
+        ck_assert_msg(best <= fixed[C] + 1e-6, "best %.4f > %d chunks' %.4f", best, C, fixed[C]);
+    }
+    ck_assert_double_eq_tol(fixed[1], 3 * 4.7, 1e-6);
+    ck_assert(fixed[4] >= 64.0 / 6 * 1.7 - 1e-6); /* the cut: at least 10.67 epochs */
+    ck_assert(best < fixed[4] - 1e-6);
+    /* the result says which chunking won and why */
+    json_t *ch = json_object_get(r->stats, "chunking");
+    ck_assert_ptr_nonnull(ch);
+    int chosen = (int)json_integer_value(json_object_get(ch, "chosen"));
+    ck_assert_int_eq(chosen, r->algs[0]->chunks);
+    ck_assert_int_lt(chosen, 4);
+    ck_assert_int_eq((int)json_array_size(json_object_get(ch, "tried")), 4);
+    ck_assert_ptr_nonnull(strstr(r->reason, "fewer, larger chunks"));
+    result_free(r);
+    /* min_chunks = chunks keeps the requested chunking */
+    o.min_chunks = 4;
+    ck_assert_double_eq_tol(mcf_sim(t, &c, &o, &r), fixed[4], 1e-6);
+    ck_assert_int_eq(r->algs[0]->chunks, 4);
+    ck_assert_ptr_null(json_object_get(r->stats, "chunking"));
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(compaction_removes_the_epoch_padding)
+{
+    /* 0 -> 1 at 1000 B/us, 1 -> 2 at 666.7 B/us, no alpha: 1000-byte chunks
+     * take 1 us then 1.5 us, so the epoch is 1 us and the slow link holds a
+     * lane for 2 epochs.  Rank 0 sends 2 chunks to rank 2.  On the grid the
+     * second chunk crosses the slow link at epoch 3 and ends at 4.5 us; in
+     * continuous time it can start when the first one is through (2.5 us)
+     * and end at 4.0 us, which is optimal: the slow link carries two 1.5 us
+     * sends and cannot start before 1 us.  The result's times are the
+     * compacted ones and the simulator agrees. */
+    cs_topology *t = load("{\"ranks\":3,\"links\":["
+                          "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
+                          "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,"
+                          "\"alpha_us\":0},"
+                          "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
+    cs_collective c;
+    load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,2],[0,0,0],[0,0,0]]}", 3, &c);
+    cs_result *r = NULL;
+    double us = solve_time(t, &c, 1, 1000, 0, &r);
+    ck_assert_double_eq_tol(us, 4.0, 1e-6);
+    double end = 0;
+    for (long i = 0; i < r->algs[0]->nsends; i++) {
+        cs_send s = algorithm_send(r->algs[0], i);
+        if (s.end_us > end)
+            end = s.end_us;
+    }
+    ck_assert_double_eq_tol(end, 4.0, 1e-6);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(r->stats, "epoch_grid_us")), 4.5,
+                            1e-6);
+    result_free(r);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
+
+START_TEST(symmetry_beyond_rotations)
+{
+    /* hypercube:3 (r <-> r xor 2^k): no rotation of the numbering is a
+     * symmetry (0-1 is a link, 1-2 is not), but the cube is
+     * vertex-transitive, so its automorphisms put all 8 destinations of
+     * alltoall in one orbit and the LP keeps one commodity.  The reduced LP
+     * must give the same horizon as the full one.  Each rank sends 3 chunks
+     * 1 hop, 3 chunks 2 hops and 1 chunk 3 hops: 8 x 12 chunk-hops over 24
+     * one-lane links of 1 us sends is 4 epochs at least, and 4 suffice. */
+    cs_topology *t = load("hypercube:3,gbps=1,alpha=0");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    cs_result *r = NULL, *full = NULL;
+    double us = mcf_sim(t, &c, &o, &r);
+    ck_assert_double_eq_tol(us, 4.0, 1e-9);
+    json_t *sym = json_object_get(r->stats, "symmetry");
+    ck_assert_ptr_nonnull(sym);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(sym, "orbits")), 1);
+    o.no_symmetry = true;
+    ck_assert_double_eq_tol(mcf_sim(t, &c, &o, &full), 4.0, 1e-9);
+    ck_assert_ptr_null(json_object_get(full->stats, "symmetry"));
+    ck_assert_int_eq((int)lp_epochs(r), (int)lp_epochs(full));
+    result_free(r);
+    result_free(full);
+    topology_free(t);
+    /* mesh2d:3x3: reflections and quarter turns of the grid (not free:
+     * the centre is fixed), corners, edges and centre are 3 orbits; the
+     * reduced and the full LP agree on the horizon */
+    t = load("mesh2d:3x3,gbps=1,alpha=0");
+    o.no_symmetry = false;
+    us = mcf_sim(t, &c, &o, &r);
+    sym = json_object_get(r->stats, "symmetry");
+    ck_assert_ptr_nonnull(sym);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(sym, "orbits")), 3);
+    ck_assert(!json_is_true(json_object_get(sym, "free")));
+    o.no_symmetry = true;
+    double us_full = mcf_sim(t, &c, &o, &full);
+    ck_assert_int_eq((int)lp_epochs(r), (int)lp_epochs(full));
+    ck_assert(us >= lp_epochs(r) - 1e-9 && us_full >= lp_epochs(full) - 1e-9);
+    result_free(r);
+    result_free(full);
+    topology_free(t);
+}
+END_TEST
+
 typedef struct seen {
     pthread_mutex_t mu;
     int events, incumbents, milp_optimal;
@@ -280,6 +433,7 @@ START_TEST(lp_rounding_is_valid_and_close)
     cs_mcf_options o;
     mcf_options_default(&o);
     o.chunks = 2;
+    o.min_chunks = 2;
     o.bytes = 50000;
     o.milp_max_columns = 1;
     cs_result *r = NULL;
@@ -565,6 +719,9 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, lp_rounding_is_valid_and_close);
     tcase_add_test(tc, milp_reports_cbc_progress);
     tcase_add_test(tc, max_chunks_gives_a_frontier_over_chunkings);
+    tcase_add_test(tc, best_chunking_is_never_slower_than_a_fixed_one);
+    tcase_add_test(tc, compaction_removes_the_epoch_padding);
+    tcase_add_test(tc, symmetry_beyond_rotations);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
     tcase_add_test(tc, cancel_frees_cbc_within_a_second);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "pg_fixture.h"
 #include "server_harness.h"
 #include "verify.h"
 
@@ -784,20 +785,10 @@ END_TEST
 
 /* ---- PostgreSQL: a fleet sharing one database ---------------------------------------- */
 
-static cs_pg pg;
-static bool pg_ok;
-static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
-static void pg_teardown(void)
-{
-    if (pg_ok)
-        pg_stop(&pg);
-}
-
 START_TEST(pg_fleet_synthesizes_each_key_once)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "fleet", url, sizeof url), 0);
+    pg_fixture_db("fleet", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--poll", "0.1", NULL};
     start(&a, url, extra);
@@ -863,9 +854,8 @@ END_TEST
  * re-queues it once the lease expires and runs it again. */
 START_TEST(pg_dead_daemons_job_is_taken_over)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "takeover", url, sizeof url), 0);
+    pg_fixture_db("takeover", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--lease", "2", "--poll", "0.1", NULL};
     start(&a, url, extra);
@@ -921,9 +911,8 @@ END_TEST
 
 START_TEST(pg_restart_keeps_results)
 {
-    ck_assert_msg(pg_ok, "PostgreSQL did not start");
     char url[256];
-    ck_assert_int_eq(pg_create_db(&pg, "restart", url, sizeof url), 0);
+    pg_fixture_db("restart", url, sizeof url);
     cs_daemon a;
     start(&a, url, NULL);
     json_t *doc = NULL;
@@ -964,7 +953,7 @@ static Suite *server_suite(void)
     suite_add_tcase(s, tc);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 90);
-    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_unchecked_fixture(pgc, pg_fixture_setup, pg_fixture_teardown);
     tcase_add_test(pgc, pg_fleet_synthesizes_each_key_once);
     tcase_add_test(pgc, pg_dead_daemons_job_is_taken_over);
     tcase_add_test(pgc, pg_restart_keeps_results);

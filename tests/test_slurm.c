@@ -1,8 +1,8 @@
 /*
  * Tests of the Slurm launch hook (clients/slurm/).
  *
- * Unit part: cluster.c is included directly (it has no Slurm or network
- * dependency): host lists, allocation topologies, frontier size ranges and
+ * Unit part: cluster.c (no Slurm or network dependency; linked from the
+ * test helper library): host lists, allocation topologies, frontier size ranges and
  * the XML byte-range stamp, each against hand-derived values.
  *
  * End-to-end part: clients/slurm/e2e.sh starts munge, slurmctld, slurmd (a
@@ -26,7 +26,7 @@
 #include "check_main.h"
 #include "cs_common.h"
 
-#include "../clients/slurm/cluster.c"
+#include "../clients/slurm/cluster.h"
 
 /* ---- unit tests -------------------------------------------------------------------- */
 

@@ -14,26 +14,17 @@
 #include <sqlite3.h>
 
 #include "check_main.h"
+#include "pg_fixture.h"
 #include "server_harness.h"
 #include "store.h"
 
-static cs_pg pg;
-static bool pg_ok;
 static char tmpdir[256];
-
-static void pg_setup(void) { pg_ok = pg_start(&pg) == 0; }
-static void pg_teardown(void)
-{
-    if (pg_ok)
-        pg_stop(&pg);
-}
 
 /* A store URL for this test: a fresh SQLite file, or a fresh PG database. */
 static void store_url(bool use_pg, const char *name, char *url, size_t n)
 {
     if (use_pg) {
-        ck_assert_msg(pg_ok, "PostgreSQL did not start (see stderr)");
-        ck_assert_int_eq(pg_create_db(&pg, name, url, n), 0);
+        pg_fixture_db(name, url, n);
     } else {
         ck_assert_int_eq(make_temp_dir("collsynth-store", tmpdir, sizeof tmpdir), 0);
         snprintf(url, n, "sqlite:%s/test.db", tmpdir);
@@ -729,7 +720,7 @@ static Suite *store_suite(void)
     suite_add_tcase(s, lite);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 60);
-    tcase_add_unchecked_fixture(pgc, pg_setup, pg_teardown);
+    tcase_add_unchecked_fixture(pgc, pg_fixture_setup, pg_fixture_teardown);
     tcase_add_test(pgc, pg_results_roundtrip);
     tcase_add_test(pgc, pg_submit_outcomes);
     tcase_add_test(pgc, pg_claims_are_exclusive);

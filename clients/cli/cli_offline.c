@@ -507,8 +507,11 @@ static int topo_show(const cs_topology *t)
     printf("\n");
     printf("switches   %d", t->nswitches);
     for (int s = 0; s < t->nswitches && s < 8; s++) {
-        printf("%s%s (%d ranks, %g GB/s)", s ? ", " : ": ", t->switches[s].name,
+        printf("%s%s (%d ranks, %g GB/s", s ? ", " : ": ", t->switches[s].name,
                t->switches[s].nranks, t->switches[s].gbps);
+        if (t->switches[s].copy)
+            printf(", copy-capable: node %d", t->switches[s].node);
+        printf(")");
     }
     if (t->nswitches > 8)
         printf(", ...");

@@ -97,6 +97,8 @@ static void solve_usage(FILE *f)
             "mcf options (mcf, auto):\n"
             "  --chunks N            chunks per rank share (alltoall: per pair; default 1)\n"
             "  --max-chunks N        also every chunking up to N (a frontier over chunkings)\n"
+            "  --min-chunks N        the best of chunkings N..chunks of the same bytes\n"
+            "                        (default 1; = --chunks: that chunking only)\n"
             "  --epochs K            horizon (default: the smallest the LP allows)\n"
             "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
             "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
@@ -435,6 +437,11 @@ static int parse_args(int argc, char **argv, solve_args *a)
             if ((rc = int_opt("--epochs", v, 0, &x)) == CLI_EXIT_OK)
                 json_object_set_new(a->mcf, "epochs", json_integer(x));
             applies(a, "--epochs", M_MCF);
+        } else if (OPT("--min-chunks")) {
+            NEED();
+            if ((rc = int_opt("--min-chunks", v, 1, &x)) == CLI_EXIT_OK)
+                json_object_set_new(a->mcf, "min_chunks", json_integer(x));
+            applies(a, "--min-chunks", M_MCF);
         } else if (OPT("--epoch-split")) {
             NEED();
             if ((rc = int_opt("--epoch-split", v, 1, &x)) == CLI_EXIT_OK)

@@ -367,7 +367,7 @@ static int encode_blocks(encoder *e, const cs_algorithm *a, bool timed, alg_tabl
 static int encode_groups(encoder *e, const cs_algorithm *a, bool timed, alg_tables *t,
                          cs_error *err)
 {
-    int P = a->ranks;
+    int P = a->ranks + a->switch_nodes;   /* switch nodes group like ranks */
     long n = a->nsends;
     long *deg = calloc((size_t)P, sizeof *deg);
     int *group_of = calloc((size_t)P, sizeof *group_of);
@@ -586,6 +586,7 @@ int result_codec_encode(const cs_result *res, const json_t *skeleton, void **out
         put_u64(p, (uint64_t)res->algs[i]->nsends);
         put_u32(p + 8, timed[i] ? ALG_TIMED : 0);
         put_u32(p + 12, (uint32_t)res->algs[i]->ranks);
+        put_u32(p + 36, (uint32_t)res->algs[i]->switch_nodes);   /* 0 in older blobs */
         put_u32(p + 16, (uint32_t)tabs[i].nblocks);
         put_u32(p + 20, (uint32_t)tabs[i].ngroups);
         put_u64(p + 24, tab_off[i]);
@@ -637,6 +638,7 @@ typedef struct alg_dir {
     long nsends;
     bool timed;
     int ranks;
+    int switch_nodes;   /* directory bytes 36..39 (0 in blobs before switch nodes) */
     long nblocks, ngroups;
     const unsigned char *blocks, *groups;   /* table entries */
 } alg_dir;
@@ -700,12 +702,14 @@ int result_codec_open(const void *data, size_t len, cs_codec_view **out, cs_erro
         a->nsends = (long)get_u64(p);
         a->timed = (get_u32(p + 8) & ALG_TIMED) != 0;
         a->ranks = (int)get_u32(p + 12);
+        a->switch_nodes = (int)get_u32(p + 36);
         a->nblocks = get_u32(p + 16);
         a->ngroups = get_u32(p + 20);
         uint64_t toff = get_u64(p + 24);
         uint64_t tlen = (uint64_t)a->nblocks * BLOCK_ENTRY_LEN +
                         (uint64_t)a->ngroups * GROUP_ENTRY_LEN;
         if (toff > body || tlen > body - toff || a->nsends < 0 || a->ranks < 0 ||
+            a->switch_nodes < 0 || a->switch_nodes > 65536 ||
             a->nblocks != (a->nsends + CS_CODEC_BLOCK_SENDS - 1) / CS_CODEC_BLOCK_SENDS) {
             result_codec_close(v);
             return CORRUPT(err, "algorithm %u's tables are out of bounds", i);
@@ -930,7 +934,7 @@ int send_cursor_open(const cs_codec_view *v, int alg, int rank_lo, int rank_hi,
     c->lo = rank_lo;
     c->hi = rank_hi;
     c->last_index = -1;
-    c->cur.ranks = c->a->ranks;
+    c->cur.ranks = c->a->ranks + c->a->switch_nodes;
     c->cur.what = "block";
     c->cur.alg = alg;
     if (rank_lo < 0) {
@@ -959,7 +963,7 @@ int send_cursor_open(const cs_codec_view *v, int alg, int rank_lo, int rank_hi,
         }
         for (int k = 0; k < c->nfr; k++) {
             frame_reader *fr = &c->fr[k];
-            fr->ranks = c->a->ranks;
+            fr->ranks = c->a->ranks + c->a->switch_nodes;
             fr->what = "rank group";
             fr->which = first + k;
             fr->alg = alg;

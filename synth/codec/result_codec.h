@@ -29,6 +29,9 @@
  *  - in rank groups: consecutive rank ranges, each frame holding the sends
  *    that any rank of the range takes part in (src or dst), with their index
  *    in the algorithm: a slice for a few ranks reads only their groups.
+ *    Switch nodes (algorithm.h switch_nodes, numbered after the ranks) are
+ *    grouped like ranks; the directory entry keeps their count in bytes
+ *    36..39, zero in blobs written before they existed.
  * Every frame carries a CRC32, so a damaged blob is refused with an error that
  * says where, never decoded into wrong sends.
  *

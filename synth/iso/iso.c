@@ -55,8 +55,11 @@ static uint64_t link_attr(const cs_link *l)
 
 static uint64_t switch_attr(const cs_switch *s)
 {
-    return mix(mix(mix(0x53574954ULL, dbits(s->gbps)), dbits(s->alpha_us)),
-               (uint64_t)s->nranks);
+    uint64_t h = mix(mix(mix(0x53574954ULL, dbits(s->gbps)), dbits(s->alpha_us)),
+                     (uint64_t)s->nranks);
+    /* a copy-capable switch is another kind of vertex (attributes of
+     * switches that cannot copy are unchanged, so are their keys) */
+    return s->copy ? mix(h, 0x434f5059ULL) : h;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -2024,6 +2027,12 @@ int iso_canonicalize(const cs_synth_request *r, const cs_iso_options *opt, cs_is
     out->canon_of = malloc(sizeof *out->canon_of * (size_t)(t->ranks ? t->ranks : 1));
     if (!out->canon_of)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    /* Schedules on copy-capable switches name switch nodes (ranks + j), which
+     * a rank labelling does not map: such requests share results by their
+     * exact key only. */
+    if (!rc && t->nswitch_nodes > 0)
+        rc = cs_error_set(err, CS_EUNSUPPORTED, "topology", "topology %s has copy-capable "
+                          "switches: no isomorphism key (exact keys only)", t->name);
     if (!rc)
         rc = labelling(&c, opt, out->canon_of, out->scheme, err);
     if (!rc) {
@@ -2145,6 +2154,11 @@ int iso_relabel_algorithm(const cs_algorithm *a, const int *map, const cs_collec
     }
     for (long i = 0; i < a->nsends && !rc; i++) {
         cs_send s = algorithm_send(a, i);
+        if (s.src < 0 || s.src >= a->ranks || s.dst < 0 || s.dst >= a->ranks) {
+            rc = cs_error_set(err, CS_EUNSUPPORTED, "sends", "send %ld (%d->%d) goes through "
+                              "a switch node: relabelling maps ranks only", i, s.src, s.dst);
+            break;
+        }
         long g = iso_map_chunk(a->collective.kind, a->ranks, map, s.chunk);
         if (isfinite(s.start_us) && isfinite(s.end_us))
             rc = algorithm_add_timed_send(b, g, map[s.src], map[s.dst], s.step, s.op, s.start_us,

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bliss/bliss_C.h>
+
 #include "bounds.h"
 #include "collective.h"
 #include "verify.h"
@@ -45,6 +47,7 @@ void mcf_options_default(cs_mcf_options *opt)
     opt->max_columns = 4000000;
     opt->milp_max_columns = MCF_MILP_MAX_COLUMNS;
     opt->max_chunks = 0;
+    opt->min_chunks = 1;
 }
 
 int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs_collective *c,
@@ -57,6 +60,10 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.max_chunks",
                             "max_chunks must be in 0..4096 (0: only chunks), got %d",
                             o->max_chunks);
+    if (o->min_chunks < 0 || o->min_chunks > 4096)
+        return cs_error_set(err, CS_EINVAL, "options.min_chunks",
+                            "min_chunks must be in 0..4096 (0 or 1: from one chunk), got %d",
+                            o->min_chunks);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -106,25 +113,45 @@ typedef struct inst {
     /* copy: per chunk and rank */
     unsigned char *pre, *need;
     int ncomm;          /* P (pairwise: by destination) or G (copy: by chunk) */
-    /* A rotation sigma(r) = (r + shift) mod P that maps the topology and the
-     * demand onto themselves (ring:8 by 1, ndv2:2 by 8): the LP then has
-     * variables for one commodity per orbit only, commodity sigma^j(d)
-     * flowing as d does on the images of its links.  The LP's optimum is
-     * unchanged (average any solution over the group), so the search LPs and
-     * the rounding use it; the MILP does not (a symmetric integer solution
-     * need not exist).  sym_ord 1: none. */
-    int sym_ord;
-    int *sym_link;      /* sym_ord x L: sigma^j of each link */
-    int *rep_of, *pow_of;  /* commodity q = sigma^pow_of[q](rep_of[q]) */
+    /* Symmetry (pairwise demands): the automorphism group Aut of the
+     * topology and the demand (bliss; find_symmetry).  The LP then has
+     * variables for one commodity per orbit of Aut on the destinations only:
+     * commodity q = g_q(rep_of[q]) flows as its representative does on the
+     * images of its links, i.e. q's flow on l is the representative's on
+     * qlink[q][l] = g_q^-1(l).  The LP's optimum is unchanged: averaging an
+     * optimal solution over Aut gives an invariant one, which is of this
+     * form.  Capacity rows of links in one orbit are then the same row when
+     * Aut acts freely on the destinations (sym_free), else each is written.
+     * The MILP does not use it (a symmetric integer solution need not
+     * exist).  sym false: none. */
+    bool no_symmetry;   /* options.no_symmetry */
+    bool sym, sym_free;
+    int sym_orbits, sym_generators;
+    double sym_group;   /* |Aut| (bliss' approximation) */
+    int *rep_of;        /* P */
+    int *qlink;         /* P x L, or NULL */
+    int *link_rep;      /* L: the smallest link of l's orbit under Aut */
+    /* A representative's flows are also invariant under its stabilizer (the
+     * averaged solution is): per representative r, links (ranks) in one
+     * orbit of Stab(r) share one column, lcls[r][l] (rcls[r][n]) being the
+     * smallest of the class and lsize[r][l] its size.  Then the capacity
+     * rows of the links of one orbit of Aut are one row whether or not Aut
+     * acts freely.  Stab(r) comes from Schreier generators
+     * g_{h(q)}^-1 h g_q (q in r's orbit, h a generator). */
+    int *lcls, *lsize;  /* P x L (rows of representatives) */
+    int *rcls;          /* P x P */
     int *earliest;      /* ncomm x P: first epoch the commodity can be at a rank */
     int *reach;         /* ncomm x P: fewest epochs from a rank to one that needs it */
 } inst;
 
 static void inst_free(inst *in)
 {
-    free(in->sym_link);
+    free(in->qlink);
     free(in->rep_of);
-    free(in->pow_of);
+    free(in->link_rep);
+    free(in->lcls);
+    free(in->lsize);
+    free(in->rcls);
     free(in->kappa);
     free(in->send_us);
     free(in->dist);
@@ -171,6 +198,7 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     in->C = o->chunks;
     in->G = collective_global_chunks(c, in->P, in->C);
     in->chunk_bytes = o->bytes / o->chunks;
+    in->no_symmetry = o->no_symmetry;
     int P = in->P, L = in->L;
     in->kappa = malloc(sizeof *in->kappa * (size_t)L);
     in->send_us = malloc(sizeof *in->send_us * (size_t)L);
@@ -301,38 +329,104 @@ static int cmp_int_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether r -> (r + shift) mod P maps topology and demand onto themselves;
- * fills map[l] with the image of each link. */
-static bool rotation_is_symmetry(const inst *in, int shift, int *map)
+/* Attribute classes -> bliss colours: equal tuples, equal colour. */
+typedef struct colours {
+    double *key;        /* ntuple doubles per class */
+    int n, cap, width;
+} colours;
+
+static int colour_of(colours *c, const double *tuple)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!memcmp(c->key + (long)i * c->width, tuple, sizeof *tuple * (size_t)c->width))
+            return i;
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        double *k = realloc(c->key, sizeof *k * (size_t)nc * c->width);
+        if (!k)
+            return -1;
+        c->key = k;
+        c->cap = nc;
+    }
+    memcpy(c->key + (long)c->n * c->width, tuple, sizeof *tuple * (size_t)c->width);
+    return c->n++;
+}
+
+/* Generators bliss reports, restricted to ranks and links. */
+typedef struct gens {
+    int P, L, link_base;
+    int n, cap;
+    int *rank;          /* n x P */
+    int *link;          /* n x L */
+    bool oom;
+} gens;
+
+static void gens_hook(void *user, unsigned int N, const unsigned int *aut)
+{
+    gens *g = user;
+    (void)N;
+    if (g->oom)
+        return;
+    if (g->n == g->cap) {
+        int nc = g->cap ? 2 * g->cap : 8;
+        int *r = realloc(g->rank, sizeof *r * (size_t)nc * g->P);
+        if (!r) {
+            g->oom = true;
+            return;
+        }
+        g->rank = r;
+        int *l = realloc(g->link, sizeof *l * (size_t)nc * (g->L ? g->L : 1));
+        if (!l) {
+            g->oom = true;
+            return;
+        }
+        g->link = l;
+        g->cap = nc;
+    }
+    int *r = g->rank + (long)g->n * g->P, *l = g->link + (long)g->n * g->L;
+    for (int i = 0; i < g->P; i++)
+        r[i] = (int)aut[i];
+    /* link l's tail vertex is link_base + 2 l */
+    for (int i = 0; i < g->L; i++)
+        l[i] = ((int)aut[g->link_base + 2 * i] - g->link_base) / 2;
+    g->n++;
+}
+
+/* A generator really maps links (lanes, speed, alpha), shared sets and the
+ * demand onto themselves (bliss' graph encodes them; checked, not assumed). */
+static bool generator_ok(const inst *in, const int *rk, const int *lk)
 {
     const cs_topology *t = in->t;
     int P = in->P;
     for (int l = 0; l < in->L; l++) {
         const cs_link *k = &t->links[l];
-        map[l] = image_link(t, k, (k->src + shift) % P, (k->dst + shift) % P);
-        if (map[l] < 0)
+        if (lk[l] < 0 || lk[l] >= in->L || image_link(t, k, rk[k->src], rk[k->dst]) != lk[l])
             return false;
     }
     for (int d = 0; d < P; d++)
         for (int x = 0; x < P; x++)
-            if (in->supply[(long)d * P + x] !=
-                in->supply[(long)((d + shift) % P) * P + (x + shift) % P])
+            if (in->supply[(long)d * P + x] != in->supply[(long)rk[d] * P + rk[x]])
                 return false;
-    /* shared sets map onto shared sets with the same lanes */
     for (int a = 0; a < t->nshared; a++) {
         const cs_shared *sa = &t->shared[a];
         int *img = malloc(sizeof *img * (size_t)(sa->nlinks ? sa->nlinks : 1));
         if (!img)
             return false;
         for (int i = 0; i < sa->nlinks; i++)
-            img[i] = map[sa->links[i]];
+            img[i] = lk[sa->links[i]];
         qsort(img, (size_t)sa->nlinks, sizeof *img, cmp_int_asc);
         bool found = false;
         for (int b = 0; b < t->nshared && !found; b++) {
             const cs_shared *sb = &t->shared[b];
             if (sb->nlinks != sa->nlinks || sb->lanes != sa->lanes)
                 continue;
-            found = memcmp(img, sb->links, sizeof *img * (size_t)sa->nlinks) == 0;
+            int *sorted = malloc(sizeof *sorted * (size_t)(sb->nlinks ? sb->nlinks : 1));
+            if (!sorted)
+                break;
+            memcpy(sorted, sb->links, sizeof *sorted * (size_t)sb->nlinks);
+            qsort(sorted, (size_t)sb->nlinks, sizeof *sorted, cmp_int_asc);
+            found = memcmp(img, sorted, sizeof *img * (size_t)sa->nlinks) == 0;
+            free(sorted);
         }
         free(img);
         if (!found)
@@ -341,60 +435,366 @@ static bool rotation_is_symmetry(const inst *in, int shift, int *map)
     return true;
 }
 
-static int gcd_int(int a, int b) { return b ? gcd_int(b, a % b) : a; }
+static int uf_root(int *p, int x)
+{
+    while (p[x] != x) {
+        p[x] = p[p[x]];
+        x = p[x];
+    }
+    return x;
+}
 
-/* Pairwise demands: the rotation with the largest orbits (shift 1, then one
- * group's width when the groups are equal consecutive blocks). */
+static int cmp_u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* Colour refinement (1-WL): *discrete when every vertex ends with a colour
+ * of its own, i.e. the graph has no automorphism but the identity.  bliss
+ * would find the same at its root, but on that path bliss 0.73 leaks its
+ * component-recursion arrays (synth/iso does the same check first).  Hash
+ * collisions can only merge classes, so a wrong answer is "not discrete",
+ * and bliss then runs as it would have. */
+static int refine_is_discrete(const int *vcol, long n, const unsigned *edge, long ne,
+                              bool *discrete)
+{
+    *discrete = n <= 1;
+    if (n <= 1)
+        return CS_OK;
+    long *start = calloc((size_t)n + 1, sizeof *start), *fill = calloc((size_t)n, sizeof *fill);
+    unsigned *adj = malloc(sizeof *adj * 2 * (size_t)(ne ? ne : 1));
+    uint64_t *c = malloc(sizeof *c * (size_t)n), *next = malloc(sizeof *next * (size_t)n);
+    uint64_t *tmp = malloc(sizeof *tmp * (size_t)n);
+    int rc = CS_OK;
+    if (!start || !fill || !adj || !c || !next || !tmp) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (long e = 0; e < ne; e++) {
+        start[edge[2 * e] + 1]++;
+        start[edge[2 * e + 1] + 1]++;
+    }
+    for (long v = 0; v < n; v++)
+        start[v + 1] += start[v];
+    for (long e = 0; e < ne; e++) {
+        unsigned a = edge[2 * e], b = edge[2 * e + 1];
+        adj[start[a] + fill[a]++] = b;
+        adj[start[b] + fill[b]++] = a;
+    }
+    for (long v = 0; v < n; v++)
+        c[v] = mix64((uint64_t)vcol[v] + 1);
+    long classes = 0;
+    for (int round = 0; round < 4 * n + 8; round++) {
+        memcpy(tmp, c, sizeof *tmp * (size_t)n);
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64_asc);
+        long k = 0;
+        for (long v = 0; v < n; v++)
+            k += v == 0 || tmp[v] != tmp[v - 1];
+        if (k == n) {
+            *discrete = true;
+            break;
+        }
+        if (k <= classes)
+            break;
+        classes = k;
+        /* new colour: own colour and the multiset of the neighbours' (a
+         * sum of mixed values is order-free) */
+        for (long v = 0; v < n; v++) {
+            uint64_t h = mix64(c[v] ^ 0x9E3779B97F4A7C15ULL);
+            for (long i = start[v]; i < start[v + 1]; i++)
+                h += mix64(c[adj[i]] + 0x632BE59BD9B4E019ULL);
+            next[v] = mix64(h);
+        }
+        memcpy(c, next, sizeof *c * (size_t)n);
+    }
+out:
+    free(start);
+    free(fill);
+    free(adj);
+    free(c);
+    free(next);
+    free(tmp);
+    return rc;
+}
+
+/* Pairwise demands: the automorphisms of the topology and the demand, from
+ * bliss.  The graph: a vertex per rank; per link a tail and a head vertex
+ * (rank src - tail - head - rank dst) coloured by the link's (lanes, gbps,
+ * alpha), so direction and attributes are kept (bliss has no edge colours);
+ * per shared set a vertex coloured by its lanes joined to its links' tails;
+ * per demand pair (s, d) a tail and a head vertex coloured by the chunk
+ * count.  Switches are in it as their lowering (derived links and port
+ * sets).  Its automorphisms fixing colours, restricted to the ranks, are
+ * exactly the rank permutations that keep topology and demand.  Orbits of
+ * the destinations and, per destination q, an element g_q that maps the
+ * orbit's representative to q come from a breadth-first walk over the
+ * generators. */
 static int find_symmetry(inst *in)
 {
-    in->sym_ord = 1;
-    if (!in->pairwise || in->P < 2)
+    in->sym = false;
+    if (!in->pairwise || in->P < 2 || in->no_symmetry)
         return CS_OK;
     const cs_topology *t = in->t;
     int P = in->P, L = in->L;
-    int shifts[2] = {1, 0};
-    if (t->ngroups > 1 && P % t->ngroups == 0)
-        shifts[1] = P / t->ngroups;
-    int *map = malloc(sizeof *map * (size_t)L);
-    if (!map)
-        return CS_ENOMEM;
-    int shift = 0;
-    for (int i = 0; i < 2 && !shift; i++)
-        if (shifts[i] > 0 && rotation_is_symmetry(in, shifts[i], map))
-            shift = shifts[i];
-    if (!shift) {
-        free(map);
-        return CS_OK;
-    }
-    int ord = P / gcd_int(P, shift);
-    in->sym_link = malloc(sizeof *in->sym_link * (size_t)ord * L);
-    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
-    in->pow_of = malloc(sizeof *in->pow_of * (size_t)P);
-    if (!in->sym_link || !in->rep_of || !in->pow_of) {
-        free(map);
+    colours col = {.width = 4};
+    gens gn = {.P = P, .L = L};
+    int rc = CS_OK;
+    int *perm = NULL, *rperm = NULL, *rinv = NULL, *queue = NULL, *uf = NULL;
+    /* the graph as arrays first: colour refinement may settle it without bliss */
+    long nv = 0, ne = 0;
+    long maxv = P + 2L * L + t->nshared + 2L * P * P, maxe = 3L * L + 3L * P * P;
+    for (int s2 = 0; s2 < t->nshared; s2++)
+        maxe += t->shared[s2].nlinks;
+    int *vcol = malloc(sizeof *vcol * (size_t)maxv);
+    unsigned *edge = malloc(sizeof *edge * 2 * (size_t)(maxe ? maxe : 1));
+    if (!vcol || !edge) {
+        free(vcol);
+        free(edge);
         return CS_ENOMEM;
     }
-    for (int l = 0; l < L; l++)
-        in->sym_link[l] = l;
-    for (int j = 1; j < ord; j++)
-        for (int l = 0; l < L; l++)
-            in->sym_link[(long)j * L + l] = map[in->sym_link[(long)(j - 1) * L + l]];
-    for (int q = 0; q < P; q++)
-        in->rep_of[q] = -1;
-    for (int q = 0; q < P; q++) {
-        if (in->rep_of[q] >= 0)
-            continue;
-        for (int j = 0; j < ord; j++) {
-            int img = (int)((q + (long)j * shift) % P);
-            if (in->rep_of[img] < 0) {
-                in->rep_of[img] = q;
-                in->pow_of[img] = j;
+#define VERTEX(c) (vcol[nv] = (c), nv++)
+#define EDGE(a, b) (edge[2 * ne] = (unsigned)(a), edge[2 * ne + 1] = (unsigned)(b), ne++)
+    double tup[4];
+    /* ranks: one colour; everything else by its class */
+    tup[0] = 0, tup[1] = tup[2] = tup[3] = 0;
+    int c0 = colour_of(&col, tup);
+    for (int r = 0; r < P; r++)
+        VERTEX(c0);
+    gn.link_base = P;
+    for (int l = 0; l < L && rc == CS_OK; l++) {
+        const cs_link *k = &t->links[l];
+        tup[0] = 1, tup[1] = k->lanes, tup[2] = k->gbps, tup[3] = k->alpha_us;
+        int ct = colour_of(&col, tup);
+        tup[0] = 2;
+        int ch = colour_of(&col, tup);
+        if (ct < 0 || ch < 0) {
+            rc = CS_ENOMEM;
+            break;
+        }
+        long vt = VERTEX(ct), vh = VERTEX(ch);
+        EDGE(k->src, vt);
+        EDGE(vt, vh);
+        EDGE(vh, k->dst);
+    }
+    for (int s2 = 0; s2 < t->nshared && rc == CS_OK; s2++) {
+        tup[0] = 3, tup[1] = t->shared[s2].lanes, tup[2] = tup[3] = 0;
+        int cs = colour_of(&col, tup);
+        if (cs < 0) {
+            rc = CS_ENOMEM;
+            break;
+        }
+        long v = VERTEX(cs);
+        for (int i = 0; i < t->shared[s2].nlinks; i++)
+            EDGE(v, P + 2 * t->shared[s2].links[i]);
+    }
+    for (int d = 0; d < P && rc == CS_OK; d++)
+        for (int x = 0; x < P && rc == CS_OK; x++) {
+            long n = in->supply[(long)d * P + x];
+            if (n <= 0)
+                continue;
+            tup[0] = 4, tup[1] = (double)n, tup[2] = tup[3] = 0;
+            int ct = colour_of(&col, tup);
+            tup[0] = 5;
+            int ch = colour_of(&col, tup);
+            if (ct < 0 || ch < 0) {
+                rc = CS_ENOMEM;
+                break;
             }
+            long vt = VERTEX(ct), vh = VERTEX(ch);
+            EDGE(x, vt);
+            EDGE(vt, vh);
+            EDGE(vh, d);
+        }
+#undef VERTEX
+#undef EDGE
+    free(col.key);
+    bool discrete = false;
+    if (rc == CS_OK)
+        rc = refine_is_discrete(vcol, nv, edge, ne, &discrete);
+    BlissStats st;
+    memset(&st, 0, sizeof st);
+    if (rc == CS_OK && !discrete) {
+        BlissGraph *bg = bliss_new(0);
+        if (!bg) {
+            rc = CS_ENOMEM;
+        } else {
+            for (long v = 0; v < nv; v++)
+                bliss_add_vertex(bg, (unsigned)vcol[v]);
+            for (long e = 0; e < ne; e++)
+                bliss_add_edge(bg, edge[2 * e], edge[2 * e + 1]);
+            bliss_find_automorphisms(bg, gens_hook, &gn, &st);
+            bliss_release(bg);
         }
     }
-    in->sym_ord = ord;
-    free(map);
-    return CS_OK;
+    free(vcol);
+    free(edge);
+    if (rc != CS_OK || gn.oom) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    /* keep the generators that check out and move some rank */
+    int ng = 0;
+    for (int i = 0; i < gn.n; i++) {
+        const int *rk = gn.rank + (long)i * P, *lk = gn.link + (long)i * L;
+        bool moves = false;
+        for (int r = 0; r < P && !moves; r++)
+            moves = rk[r] != r;
+        if (!moves || !generator_ok(in, rk, lk))
+            continue;
+        if (ng != i) {
+            memmove(gn.rank + (long)ng * P, rk, sizeof *rk * (size_t)P);
+            memmove(gn.link + (long)ng * L, lk, sizeof *lk * (size_t)L);
+        }
+        ng++;
+    }
+    if (ng == 0)
+        goto out;
+    /* orbits of the destinations and g_q, breadth first over the generators */
+    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
+    perm = malloc(sizeof *perm * (size_t)P * (L ? L : 1)); /* g_q on links */
+    rperm = malloc(sizeof *rperm * (size_t)P * P);          /* g_q on ranks */
+    rinv = malloc(sizeof *rinv * (size_t)P * P);
+    queue = malloc(sizeof *queue * (size_t)P);
+    in->qlink = malloc(sizeof *in->qlink * (size_t)P * (L ? L : 1));
+    if (!in->rep_of || !perm || !rperm || !rinv || !queue || !in->qlink) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (int q = 0; q < P; q++)
+        in->rep_of[q] = -1;
+    int orbits = 0, min_orbit = P;
+    for (int r = 0; r < P; r++) {
+        if (in->rep_of[r] >= 0)
+            continue;
+        orbits++;
+        int head = 0, tail = 0;
+        in->rep_of[r] = r;
+        for (int l = 0; l < L; l++)
+            perm[(long)r * L + l] = l;
+        for (int n = 0; n < P; n++)
+            rperm[(long)r * P + n] = n;
+        queue[tail++] = r;
+        while (head < tail) {
+            int q = queue[head++];
+            for (int i = 0; i < ng; i++) {
+                int q2 = gn.rank[(long)i * P + q];
+                if (in->rep_of[q2] >= 0)
+                    continue;
+                in->rep_of[q2] = r;
+                const int *h = gn.link + (long)i * L;
+                for (int l = 0; l < L; l++) /* g_q2 = h o g_q */
+                    perm[(long)q2 * L + l] = h[perm[(long)q * L + l]];
+                const int *hr = gn.rank + (long)i * P;
+                for (int n = 0; n < P; n++)
+                    rperm[(long)q2 * P + n] = hr[rperm[(long)q * P + n]];
+                queue[tail++] = q2;
+            }
+        }
+        if (tail < min_orbit)
+            min_orbit = tail;
+    }
+    for (int q = 0; q < P; q++) {
+        for (int l = 0; l < L; l++)
+            in->qlink[(long)q * L + perm[(long)q * L + l]] = l;
+        for (int n = 0; n < P; n++)
+            rinv[(long)q * P + rperm[(long)q * P + n]] = n;
+    }
+    in->sym = orbits < P;
+    in->sym_orbits = orbits;
+    in->sym_generators = ng;
+    in->sym_group = (double)st.group_size_approx;
+    /* free action: every orbit as large as the group (then stabilizers
+     * are trivial and every class below is a single link) */
+    in->sym_free = in->sym && fabs(in->sym_group - min_orbit) < 0.5;
+    uf = malloc(sizeof *uf * (size_t)(L > P ? L : P));
+    in->link_rep = malloc(sizeof *in->link_rep * (size_t)(L ? L : 1));
+    in->lcls = malloc(sizeof *in->lcls * (size_t)P * (L ? L : 1));
+    in->lsize = calloc((size_t)P * (L ? L : 1), sizeof *in->lsize);
+    in->rcls = malloc(sizeof *in->rcls * (size_t)P * P);
+    if (!uf || !in->link_rep || !in->lcls || !in->lsize || !in->rcls) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (int l = 0; l < L; l++)
+        uf[l] = l;
+    for (int i = 0; i < ng; i++)
+        for (int l = 0; l < L; l++) {
+            int a = uf_root(uf, l), b = uf_root(uf, gn.link[(long)i * L + l]);
+            if (a != b)
+                uf[a > b ? a : b] = a < b ? a : b;
+        }
+    for (int l = 0; l < L; l++)
+        in->link_rep[l] = uf_root(uf, l);
+    for (int r = 0; r < P; r++) {
+        if (in->rep_of[r] != r)
+            continue;
+        int *lc = in->lcls + (long)r * L, *rcl = in->rcls + (long)r * P;
+        for (int l = 0; l < L; l++)
+            lc[l] = l;
+        for (int n = 0; n < P; n++)
+            rcl[n] = n;
+        for (int q = 0; q < P && !in->sym_free; q++) {
+            if (in->rep_of[q] != r)
+                continue;
+            for (int i = 0; i < ng; i++) {
+                const int *h = gn.link + (long)i * L, *hr = gn.rank + (long)i * P;
+                int q2 = hr[q];
+                /* s = g_q2^-1 h g_q fixes r */
+                for (int l = 0; l < L; l++) {
+                    int sl = in->qlink[(long)q2 * L + h[perm[(long)q * L + l]]];
+                    int a = uf_root(lc, l), b = uf_root(lc, sl);
+                    if (a != b)
+                        lc[a > b ? a : b] = a < b ? a : b;
+                }
+                for (int n = 0; n < P; n++) {
+                    int sn = rinv[(long)q2 * P + hr[rperm[(long)q * P + n]]];
+                    int a = uf_root(rcl, n), b = uf_root(rcl, sn);
+                    if (a != b)
+                        rcl[a > b ? a : b] = a < b ? a : b;
+                }
+            }
+        }
+        for (int l = 0; l < L; l++) {
+            lc[l] = uf_root(lc, l);
+            in->lsize[(long)r * L + lc[l]]++;
+        }
+        for (int n = 0; n < P; n++)
+            rcl[n] = uf_root(rcl, n);
+    }
+out:
+    if (!in->sym || rc != CS_OK) {
+        in->sym = false;
+        in->sym_free = false;
+        free(in->qlink);
+        in->qlink = NULL;
+        free(in->link_rep);
+        in->link_rep = NULL;
+        free(in->lcls);
+        in->lcls = NULL;
+        free(in->lsize);
+        in->lsize = NULL;
+        free(in->rcls);
+        in->rcls = NULL;
+    }
+    free(perm);
+    free(rperm);
+    free(rinv);
+    free(queue);
+    free(uf);
+    free(gn.rank);
+    free(gn.link);
+    return rc;
 }
 
 /* The smallest horizon any schedule needs: the farthest needed pair. */
@@ -430,6 +830,8 @@ typedef struct model {
     long nf;            /* ncomm * L * K */
     int *fcol;          /* flow column of (q, l, k), or -1 */
     int *hcol;          /* copy: holding column of (q, n, k), k in 0..K; pairwise: B of (q, n, k) */
+    double *units;      /* pairwise: units a column's value delivers (per column), or NULL */
+    int units_cap;
     bool trivially_infeasible;
 } model;
 
@@ -438,7 +840,28 @@ static void model_free(model *m)
     mcf_lp_free(&m->lp);
     free(m->fcol);
     free(m->hcol);
+    free(m->units);
     memset(m, 0, sizeof *m);
+}
+
+/* Records that column col delivers `units` units per unit of its value. */
+static int model_set_units(model *m, int col, double units)
+{
+    if (col < 0)
+        return CS_ENOMEM;
+    if (col >= m->units_cap) {
+        int nc = m->units_cap ? m->units_cap : 1024;
+        while (nc <= col)
+            nc *= 2;
+        double *u = realloc(m->units, sizeof *u * (size_t)nc);
+        if (!u)
+            return CS_ENOMEM;
+        memset(u + m->units_cap, 0, sizeof *u * (size_t)(nc - m->units_cap));
+        m->units = u;
+        m->units_cap = nc;
+    }
+    m->units[col] = units;
+    return CS_OK;
 }
 
 static inline long fidx(const inst *in, int K, long q, int l, int k)
@@ -455,10 +878,12 @@ static inline long hidx(const inst *in, int K, long q, int n, int k)
  * representative's, on the preimage of l, when the model is reduced). */
 static inline int flow_col(const inst *in, const model *m, long q, int l, int k)
 {
-    if (m->sym && in->rep_of[q] != q) {
-        int j = in->pow_of[q], back = (in->sym_ord - j) % in->sym_ord;
-        l = in->sym_link[(long)back * in->L + l];
-        q = in->rep_of[q];
+    if (m->sym) {
+        if (in->rep_of[q] != q) {
+            l = in->qlink[q * in->L + l];
+            q = in->rep_of[q];
+        }
+        l = in->lcls[q * in->L + l];
     }
     return m->fcol[(q * in->L + l) * m->K + k];
 }
@@ -470,10 +895,7 @@ static void add_capacity(const inst *in, model *m)
     int K = m->K;
     for (int l = 0; l < in->L; l++) {
         /* a reduced model's rows for l and its images are the same row */
-        bool dup = false;
-        for (int j = 1; m->sym && j < in->sym_ord && !dup; j++)
-            dup = in->sym_link[(long)j * in->L + l] < l;
-        if (dup)
+        if (m->sym && in->link_rep[l] != l)
             continue;
         for (int k = 0; k < K; k++) {
             int row = -1;
@@ -547,6 +969,10 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
             int n = t->links[l].src, x = t->links[l].dst;
             if (n == d)
                 continue;
+            /* a class of Stab(d) has one column, for its smallest link */
+            if (m->sym && in->lcls[(long)d * L + l] != l)
+                continue;
+            int mult = orbit * (m->sym ? in->lsize[(long)d * L + l] : 1);
             for (int k = ea[n]; k < K; k++) {
                 int arrive = k + in->kappa[l];
                 if (re[x] >= FAR || arrive + re[x] > K)
@@ -556,21 +982,28 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                  * early arrival break the ties that make the time-expanded
                  * LP degenerate (the simplex stalls on them otherwise) */
                 double w = x != d ? -1e-4 : m->search ? 1.0 + 0.01 / arrive : 1.0 / arrive;
-                w *= orbit; /* the orbit's commodities all flow so */
-                m->fcol[fidx(in, K, d, l, k)] = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
+                w *= mult; /* the orbit's commodities and the class's links all flow so */
+                int col = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
+                m->fcol[fidx(in, K, d, l, k)] = col;
+                if (x == d && model_set_units(m, col, mult))
+                    return cs_error_set(err, CS_ENOMEM, "", "out of memory for the model");
             }
         }
         for (int n = 0; n < P; n++) {
-            if (n == d || ea[n] >= FAR)
+            if (n == d || ea[n] >= FAR || (m->sym && in->rcls[(long)d * P + n] != n))
                 continue;
             for (int k = ea[n]; k < K; k++)
                 if (k + 1 + re[n] <= K || (m->search && in->supply[(long)d * P + n] > 0))
                     m->hcol[hidx(in, K, d, n, k)] = mcf_lp_add_col(&m->lp, 0, (double)total, 0,
                                                                    false);
         }
-        /* conservation at n != d, epoch k */
+        for (int n = 0; m->sym && n < P; n++) /* a rank's buffer is its class's */
+            for (int k = 0; k < K && in->rcls[(long)d * P + n] != n; k++)
+                m->hcol[hidx(in, K, d, n, k)] = m->hcol[hidx(in, K, d, in->rcls[(long)d * P + n], k)];
+        /* conservation at n != d, epoch k (one row per class of Stab(d):
+         * the others are the same row) */
         for (int n = 0; n < P; n++) {
-            if (n == d || ea[n] >= FAR)
+            if (n == d || ea[n] >= FAR || (m->sym && in->rcls[(long)d * P + n] != n))
                 continue;
             for (int k = ea[n]; k < K; k++) {
                 double rhs = k == 0 ? (double)in->supply[(long)d * P + n] : 0.0;
@@ -581,7 +1014,7 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
             row = mcf_lp_add_row(&m->lp, rhs, rhs);                    \
     } while (0)
                 for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
-                    int col = m->fcol[fidx(in, K, d, l, k)];
+                    int col = flow_col(in, m, d, l, k);
                     if (col >= 0) {
                         ROW();
                         mcf_lp_add_coef(&m->lp, row, col, 1.0);
@@ -601,7 +1034,7 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                     int k0 = k - in->kappa[l];
                     if (k0 < 0)
                         continue;
-                    int col = m->fcol[fidx(in, K, d, l, k0)];
+                    int col = flow_col(in, m, d, l, k0);
                     if (col >= 0) {
                         ROW();
                         mcf_lp_add_coef(&m->lp, row, col, -1.0);
@@ -719,7 +1152,7 @@ static int build_model(const inst *in, int K, bool integer, bool search, long ma
     mcf_lp_init(&m->lp);
     m->K = K;
     m->search = search;
-    m->sym = in->pairwise && in->sym_ord > 1 && !integer;
+    m->sym = in->pairwise && in->sym && !integer;
     int rc = in->pairwise ? build_pairwise(in, K, integer, m, err)
                           : build_copy(in, K, integer, m, err);
     if (rc == CS_OK && max_columns > 0 && m->lp.ncols > max_columns)
@@ -831,9 +1264,14 @@ static double delivered(const model *m, const double *x)
     if (!x)
         return 0;
     double v = 0;
+    if (m->units) {
+        for (int j = 0; j < m->lp.ncols && j < m->units_cap; j++)
+            v += x[j] * m->units[j];
+        return v;
+    }
     for (int j = 0; j < m->lp.ncols; j++)
         if (m->lp.obj[j] > 0.5)
-            v += x[j] * floor(m->lp.obj[j] + 1e-9); /* the orbit size, 1 without symmetry */
+            v += x[j] * floor(m->lp.obj[j] + 1e-9);
     return v;
 }
 
@@ -1364,35 +1802,220 @@ static int cmp_send(const void *a, const void *b)
     return (x->link > y->link) - (x->link < y->link);
 }
 
-static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, cs_error *err)
+/* ---- ASAP compaction ------------------------------------------------------------
+ * The epoch grid pads every send to whole epochs (a 3.0 us switch send takes
+ * two 1.7 us epochs) and starts it on an epoch boundary.  The schedule's
+ * sends, taken in epoch order, are started as early as the continuous cost
+ * model allows instead (the simulator's and the verifier's timing): once the
+ * chunk has arrived at the source and the link and each of its shared sets
+ * have a lane free for the whole send.  Every send then starts no later than
+ * its epoch: an earlier send that overlaps it in time was in flight at its
+ * epoch in the epoch model too, and the model kept those below the lanes; and
+ * its chunk arrived by the epoch boundary, as the model required.  So
+ * compaction never makes a schedule slower; the result's start_us/end_us are
+ * the compacted ones (step stays the epoch). */
+
+typedef struct ivlist {
+    double *s, *e;
+    int n, cap;
+} ivlist;
+
+static int ivl_push(ivlist *r, double s, double e)
+{
+    if (r->n == r->cap) {
+        int nc = r->cap ? 2 * r->cap : 8;
+        double *a = realloc(r->s, sizeof *a * (size_t)nc);
+        if (!a)
+            return CS_ENOMEM;
+        r->s = a;
+        double *b = realloc(r->e, sizeof *b * (size_t)nc);
+        if (!b)
+            return CS_ENOMEM;
+        r->e = b;
+        r->cap = nc;
+    }
+    r->s[r->n] = s;
+    r->e[r->n] = e;
+    r->n++;
+    return CS_OK;
+}
+
+/* Fewer than `lanes` intervals of r overlap any instant of [t, t + d). */
+static bool ivl_fits(const ivlist *r, int lanes, double t, double d)
+{
+    const double eps = 1e-9;
+    if (r->n < lanes)
+        return true;
+    /* the overlap is largest at t or at an interval's start inside the window */
+    for (int i = -1; i < r->n; i++) {
+        double p = i < 0 ? t : r->s[i];
+        if (i >= 0 && !(p > t + eps && p < t + d - eps))
+            continue;
+        int cnt = 0;
+        for (int j = 0; j < r->n; j++)
+            cnt += r->s[j] <= p + eps && r->e[j] > p + eps;
+        if (cnt >= lanes)
+            return false;
+    }
+    return true;
+}
+
+static int cmp_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* start[i] for the sends of sb (sorted by cmp_send), compacted as above;
+ * falls back to the epoch grid's times if a send would start later than its
+ * epoch (it cannot, see above: a guard, not a path). */
+static int compact_asap(const inst *in, const sendbuf *sb, double *start)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int ns = t->nshared;
+    double *arr = malloc(sizeof *arr * (size_t)(G ? G : 1) * P);
+    ivlist *res = calloc((size_t)L + ns, sizeof *res);
+    double *cand = NULL;
+    int cand_cap = 0;
+    occ oc;
+    int rc = occ_init(in, 1, &oc);
+    if (rc || !arr || !res) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (long i = 0; i < G * P; i++)
+        arr[i] = INFINITY;
+    for (long g = 0; g < G; g++)
+        for (int n = 0; n < P; n++)
+            if (in->pairwise ? in->gsrc[g] == n : in->pre[g * P + n])
+                arr[g * P + n] = 0;
+    bool fallback = false;
+    for (long i = 0; i < sb->n && !fallback; i++) {
+        const msend *x = &sb->v[i];
+        int l = x->link, src = t->links[l].src, dst = t->links[l].dst;
+        double d = in->send_us[l], ready = arr[x->chunk * P + src];
+        double grid = x->epoch * in->tau;
+        if (!(ready <= grid + 1e-9)) {
+            fallback = true;
+            break;
+        }
+        /* candidate starts: ready, and every end on the link and its sets after it */
+        int need = 1 + res[l].n;
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++)
+            need += res[L + oc.set_of[k]].n;
+        if (need > cand_cap) {
+            double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
+            if (!c2) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            cand = c2;
+            cand_cap = need;
+        }
+        int nc = 0;
+        cand[nc++] = ready;
+        for (int j = 0; j < res[l].n; j++)
+            if (res[l].e[j] > ready)
+                cand[nc++] = res[l].e[j];
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++) {
+            const ivlist *r = &res[L + oc.set_of[k]];
+            for (int j = 0; j < r->n; j++)
+                if (r->e[j] > ready)
+                    cand[nc++] = r->e[j];
+        }
+        qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
+        double s0 = INFINITY;
+        for (int c = 0; c < nc && !isfinite(s0); c++) {
+            double tt = cand[c];
+            if (tt > grid + 1e-9)
+                break;
+            bool ok = ivl_fits(&res[l], t->links[l].lanes, tt, d);
+            for (int k = oc.set_begin[l]; ok && k < oc.set_begin[l + 1]; k++)
+                ok = ivl_fits(&res[L + oc.set_of[k]], t->shared[oc.set_of[k]].lanes, tt, d);
+            if (ok)
+                s0 = tt;
+        }
+        if (!isfinite(s0)) {
+            fallback = true;
+            break;
+        }
+        start[i] = s0;
+        if (ivl_push(&res[l], s0, s0 + d)) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++)
+            if (ivl_push(&res[L + oc.set_of[k]], s0, s0 + d)) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+        if (s0 + d < arr[x->chunk * P + dst])
+            arr[x->chunk * P + dst] = s0 + d;
+    }
+    if (fallback)
+        for (long i = 0; i < sb->n; i++)
+            start[i] = sb->v[i].epoch * in->tau;
+out:
+    if (res)
+        for (int i = 0; i < L + ns; i++) {
+            free(res[i].s);
+            free(res[i].e);
+        }
+    free(res);
+    free(cand);
+    free(arr);
+    occ_free(&oc);
+    return rc;
+}
+
+/* The schedule as a timed algorithm, its sends compacted (above); *end_us
+ * gets the compacted completion time. */
+static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double *end_us,
+                        cs_error *err)
 {
     qsort(sb->v, (size_t)sb->n, sizeof *sb->v, cmp_send);
+    double *start = malloc(sizeof *start * (size_t)(sb->n ? sb->n : 1));
+    if (!start || compact_asap(in, sb, start) != CS_OK) {
+        free(start);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
     int steps = sb->n ? sb->v[sb->n - 1].epoch + 1 : 1;
     cs_algorithm *a = NULL;
     int rc = algorithm_new(in->c, in->t->name, in->P, in->C, steps, &a, err);
-    if (rc)
+    if (rc) {
+        free(start);
         return rc;
+    }
     snprintf(a->method, sizeof a->method, "mcf");
     a->timed_chunk_bytes = in->chunk_bytes;
     if (algorithm_reserve_sends(a, sb->n) != CS_OK) {
         algorithm_free(a);
+        free(start);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    double end = 0;
     for (long i = 0; i < sb->n; i++) {
         const msend *s = &sb->v[i];
         const cs_link *l = &in->t->links[s->link];
-        double start = s->epoch * in->tau;
-        rc = algorithm_add_timed_send(a, s->chunk, l->src, l->dst, s->epoch, CS_OP_COPY, start,
-                                      start + in->send_us[s->link]);
+        double fin = start[i] + in->send_us[s->link];
+        if (fin > end)
+            end = fin;
+        rc = algorithm_add_timed_send(a, s->chunk, l->src, l->dst, s->epoch, CS_OP_COPY,
+                                      start[i], fin);
         if (rc) {
             algorithm_free(a);
+            free(start);
             return cs_error_set(err, rc, "", "cannot add send %ld", i);
         }
     }
+    free(start);
     if ((rc = algorithm_sort_by_time(a)) != CS_OK) {
         algorithm_free(a);
         return cs_error_set(err, rc, "", "cannot order the sends by time");
     }
+    *end_us = end;
     *out = a;
     return CS_OK;
 }
@@ -1738,9 +2361,9 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                           "mcf found no integer schedule (LP bound: %d epochs of %.4g us)", lp_k,
                           in.tau);
     cs_algorithm *a = NULL;
+    double grid_us = sends_end_us(&in, &sb), end_us = grid_us;
     if (rc == CS_OK)
-        rc = to_algorithm(&in, &sb, &a, err);
-    double end_us = sends_end_us(&in, &sb);
+        rc = to_algorithm(&in, &sb, &a, &end_us, err);
     free(sb.v);
     if (rc == CS_OK && (rc = algorithm_verify(t, a, err)) != CS_OK) {
         algorithm_free(a);
@@ -1790,6 +2413,12 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                            "lp_solves",
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
+    json_object_set_new(res->stats, "epoch_grid_us", json_real(grid_us));
+    if (in.sym)
+        json_object_set_new(res->stats, "symmetry",
+                            json_pack("{s:i, s:i, s:f, s:b}", "orbits", in.sym_orbits,
+                                      "generators", in.sym_generators, "group_size",
+                                      in.sym_group, "free", in.sym_free));
     progress(&r, "done", used_k, res->synth_seconds, end_us,
              "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
              a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
@@ -1801,6 +2430,275 @@ done:
     return rc;
 }
 
+/* ---- copy-capable switches ------------------------------------------------------------- */
+
+/* Collective c (on P ranks) as a custom one on the node view's P + S ranks:
+ * the same chunks, pre- and postconditions on the ranks only, nothing at
+ * the switch nodes (they relay and copy, they want nothing). */
+static int switch_node_collective(const cs_collective *c, int P, int C, int nodes,
+                                  cs_collective *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    long G = collective_global_chunks(c, P, C);
+    long npre = 0, npost = 0;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            npre += collective_pre(c, P, C, g, r);
+            npost += collective_post(c, P, C, g, r);
+        }
+    if (G > INT_MAX / 2 || npre > INT_MAX / 2 || npost > INT_MAX / 2)
+        return cs_error_set(err, CS_ELIMIT, "options.chunks", "too many chunks for mcf's "
+                            "switch-node model");
+    collective_init(out, CS_COLL_CUSTOM, -1);
+    out->custom_global_chunks = (int)G;
+    out->pre = malloc(sizeof(int) * 2 * (size_t)(npre ? npre : 1));
+    out->post = malloc(sizeof(int) * 2 * (size_t)(npost ? npost : 1));
+    if (!out->pre || !out->post) {
+        collective_free(out);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++) {
+            if (collective_pre(c, P, C, g, r)) {
+                out->pre[2 * out->npre] = (int)g;
+                out->pre[2 * out->npre++ + 1] = r;
+            }
+            if (collective_post(c, P, C, g, r)) {
+                out->post[2 * out->npost] = (int)g;
+                out->post[2 * out->npost++ + 1] = r;
+            }
+        }
+    int rc = collective_validate(out, nodes, err);
+    if (rc)
+        collective_free(out);
+    return rc;
+}
+
+/* One chunking, with copy-capable switches as TE-CCL's switch nodes: copy
+ * demands are solved on the node view (each such switch a node with flow
+ * and holding variables like a GPU, and no demand; its links to and from
+ * the members inside their ports), so the MILP may send a chunk up once and
+ * copy it down to many ports; every schedule the hyper-edge form allows is
+ * still allowed there.  The schedules then name the nodes (ranks + j) and
+ * are verified again on t.  Pairwise demands gain nothing from copy (a
+ * unicast through the node costs two transfers where the hyper-edge costs
+ * one), so they, and topologies without such switches, are solved as given. */
+static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                            cs_result **out, cs_error *err)
+{
+    if (t->nswitch_nodes == 0 || t->node_view || mcf_collective_is_pairwise(c, t->ranks,
+                                                                            o->chunks))
+        return synthesize_one(t, c, o, out, err);
+    *out = NULL;
+    int P = t->ranks;
+    cs_topology *nv = NULL;
+    cs_collective nc;
+    int rc = topology_switch_nodes(t, &nv, err);
+    if (rc)
+        return rc;
+    if ((rc = switch_node_collective(c, P, o->chunks, nv->ranks, &nc, err))) {
+        topology_free(nv);
+        return rc;
+    }
+    cs_result *res = NULL;
+    rc = synthesize_one(nv, &nc, o, &res, err);
+    for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
+        const cs_algorithm *a = res->algs[i];
+        cs_algorithm *b = NULL;
+        if ((rc = algorithm_new(c, t->name, P, o->chunks, a->steps, &b, err)))
+            break;
+        memcpy(b->rounds_per_step, a->rounds_per_step, sizeof(int) * (size_t)a->steps);
+        algorithm_update_rounds(b);
+        memcpy(b->method, a->method, sizeof b->method);
+        memcpy(b->optimality, a->optimality, sizeof b->optimality);
+        b->timed_chunk_bytes = a->timed_chunk_bytes;
+        b->switch_nodes = t->nswitch_nodes;
+        if (algorithm_reserve_sends(b, a->nsends) != CS_OK)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (long k = 0; rc == CS_OK && k < a->nsends; k++) {
+            cs_send sv = algorithm_send(a, k);
+            if ((rc = algorithm_add_timed_send(b, sv.chunk, sv.src, sv.dst, sv.step, sv.op,
+                                               sv.start_us, sv.end_us)))
+                cs_error_set(err, rc, "", "cannot add send %ld", k);
+        }
+        if (rc == CS_OK)
+            rc = algorithm_verify(t, b, err);
+        if (rc) {
+            algorithm_free(b);
+            break;
+        }
+        algorithm_free(res->algs[i]);
+        res->algs[i] = b;
+    }
+    if (rc == CS_OK) {
+        int used = 0;
+        for (int i = 0; i < res->nalgs; i++)
+            for (long k = 0; k < res->algs[i]->nsends; k++)
+                used += algorithm_send_src(res->algs[i], k) >= P;
+        json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
+        json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        *out = res;
+    } else {
+        result_free(res);
+    }
+    collective_free(&nc);
+    topology_free(nv);
+    return rc;
+}
+
+/* The chunkings the best-of search tries for lo..hi: all of them up to 8,
+ * else the four smallest, hi, and hi halved down to lo (a model per
+ * chunking; the gains come from the few smallest and the requested one). */
+static int chunking_candidates(int lo, int hi, int *v)
+{
+    int n = 0;
+    if (hi - lo + 1 <= 8) {
+        for (int c = lo; c <= hi; c++)
+            v[n++] = c;
+        return n;
+    }
+    for (int c = lo; c < lo + 4; c++)
+        v[n++] = c;
+    int half[32], nh = 0;
+    for (int c = hi / 2; c >= lo + 4 && nh < 32; c /= 2)
+        half[nh++] = c;
+    for (int i = nh - 1; i >= 0; i--)
+        if (half[i] != v[n - 1])
+            v[n++] = half[i];
+    v[n++] = hi;
+    return n;
+}
+
+static double stats_schedule_us(const cs_result *r)
+{
+    return json_number_value(json_object_get(r->stats, "schedule_us"));
+}
+
+/* options.chunks = C with min_chunks < C: the same bytes in lo..C chunks,
+ * smallest models first, and the schedule that ends first is returned (ties
+ * go to more chunks).  Fewer, larger chunks pay alpha fewer times; more,
+ * smaller ones pipeline better; which wins depends on the size, so the
+ * choice is measured, not guessed.  Each chunking's schedule is optimal in
+ * its epoch model when its status says so, so the result is at least as fast
+ * as any schedule of the epoch model with lo..C chunks (the SMT frontier's
+ * k-synchronous schedules among them, where the epoch model is exact). */
+static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c,
+                                    const cs_mcf_options *o, cs_result **out, cs_error *err)
+{
+    int lo = o->min_chunks > 1 ? o->min_chunks : 1, hi = o->chunks;
+    int cand[48];
+    int nc = chunking_candidates(lo, hi, cand);
+    double t0 = cs_now();
+    cs_result *best = NULL;
+    int best_c = -1;
+    bool complete = true;
+    json_t *tried = json_array();
+    char skipped[96] = "";
+    for (int i = 0; i < nc; i++) {
+        cs_mcf_options oc = *o;
+        oc.chunks = cand[i];
+        oc.min_chunks = cand[i];
+        oc.max_chunks = 0;
+        if (o->time_limit_s > 0) {
+            double left = o->time_limit_s - (cs_now() - t0);
+            if (left <= 0.05) {
+                snprintf(skipped, sizeof skipped, "; %d..%d chunks not tried (time limit)",
+                         cand[i], hi);
+                complete = false;
+                break;
+            }
+            oc.time_limit_s = left;
+        }
+        cs_result *one = NULL;
+        cs_error e1;
+        cs_error_clear(&e1);
+        int rc = synthesize_nodes(t, c, &oc, &one, &e1);
+        if (rc != CS_OK) {
+            json_array_append_new(tried, json_pack("{s:i, s:s}", "chunks", cand[i], "error",
+                                                   e1.message));
+            if (rc == CS_ECANCELLED || (!best && i == nc - 1) ||
+                (rc != CS_ETIMEOUT && rc != CS_ELIMIT && rc != CS_EUNSAT)) {
+                if (err)
+                    *err = e1;
+                result_free(best);
+                json_decref(tried);
+                return rc;
+            }
+            complete = false;
+            if (rc == CS_ETIMEOUT) { /* larger chunkings take longer still */
+                snprintf(skipped, sizeof skipped, "; %d chunks and up timed out", cand[i]);
+                if (!best) {
+                    if (err)
+                        *err = e1;
+                    json_decref(tried);
+                    return rc;
+                }
+                break;
+            }
+            continue;
+        }
+        double us = stats_schedule_us(one);
+        json_t *lp = json_object_get(one->stats, "mcf_lp");
+        json_array_append_new(
+            tried, json_pack("{s:i, s:f, s:f, s:O, s:O, s:f}", "chunks", cand[i], "chunk_bytes",
+                             o->bytes / cand[i], "schedule_us", us, "status",
+                             json_object_get(one->stats, "status"), "lp_time_us",
+                             json_object_get(lp, "time_us") ? json_object_get(lp, "time_us")
+                                                            : json_null(),
+                             "seconds", one->synth_seconds));
+        complete &= one->complete;
+        if (!best || us < stats_schedule_us(best) - 1e-9 ||
+            (us <= stats_schedule_us(best) + 1e-9 && cand[i] > best_c)) {
+            result_free(best);
+            best = one;
+            best_c = cand[i];
+        } else {
+            result_free(one);
+        }
+    }
+    if (!best) {
+        json_decref(tried);
+        return cs_error_set(err, CS_EUNSAT, "options.chunks",
+                            "mcf found no schedule for any chunking %d..%d", lo, hi);
+    }
+    /* why this chunking: against the requested one, or the runner-up */
+    double bus = stats_schedule_us(best), other_us = NAN;
+    int other_c = -1;
+    for (size_t i = 0; i < json_array_size(tried); i++) {
+        json_t *e = json_array_get(tried, i);
+        int ci = (int)json_integer_value(json_object_get(e, "chunks"));
+        json_t *us = json_object_get(e, "schedule_us");
+        if (ci == best_c || !us)
+            continue;
+        if (ci == hi || other_c < 0 || (other_c != hi && json_number_value(us) < other_us)) {
+            other_c = ci;
+            other_us = json_number_value(us);
+        }
+    }
+    char why[160];
+    if (other_c < 0)
+        snprintf(why, sizeof why, "the only chunking that found a schedule");
+    else if (best_c == hi)
+        snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
+                 bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
+                 other_c, other_us);
+    else
+        snprintf(why, sizeof why, "%d chunks take %.4g us: %s", other_c, other_us,
+                 best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
+                                  : "more, smaller chunks pipeline better");
+    cs_text_printf(best->reason, sizeof best->reason,
+             "mcf: %d chunks of %.6g bytes end at %.4g us, the best of chunkings %d..%d of the "
+             "same bytes; %s%s",
+             best_c, o->bytes / best_c, bus, lo, hi, why, skipped);
+    json_object_set_new(best->stats, "chunking",
+                        json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
+                                  "chosen", best_c, "tried", tried, "reason", best->reason));
+    best->complete = complete;
+    best->synth_seconds = cs_now() - t0;
+    *out = best;
+    return CS_OK;
+}
+
 int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
                    cs_result **out, cs_error *err)
 {
@@ -1809,8 +2707,10 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
     if (rc)
         return rc;
     int hi = o->max_chunks > o->chunks ? o->max_chunks : o->chunks;
+    if (hi == o->chunks && o->min_chunks < o->chunks && o->epochs == 0)
+        return synthesize_best_chunking(t, c, o, out, err);
     if (hi == o->chunks)
-        return synthesize_one(t, c, o, out, err);
+        return synthesize_nodes(t, c, o, out, err);
     /* A frontier over chunkings: the same bytes in chunks..max_chunks chunks
      * (fewer chunks pay alpha fewer times, more pipeline better; which wins
      * depends on the size, as on SMT's frontier). */
@@ -1833,7 +2733,7 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
-        rc = synthesize_one(t, c, &oc, &one, &e1);
+        rc = synthesize_nodes(t, c, &oc, &one, &e1);
         if (rc != CS_OK) {
             if (rc == CS_ECANCELLED || !res) {
                 if (err)

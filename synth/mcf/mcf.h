@@ -27,8 +27,8 @@
  * it (alltoall, scatter, gather, pairwise custom) need no copy: flows to one
  * destination are interchangeable, so there is one commodity per destination
  * (P commodities, not P^2) with real variables: an LP, further reduced to one
- * commodity per orbit when a rotation of the rank numbering maps topology
- * and demand onto themselves.  Demands with copy (allgather, broadcast,
+ * commodity per orbit of the automorphism group of topology and demand
+ * (found by bliss: any symmetry, not only rotations of the numbering).  Demands with copy (allgather, broadcast,
  * one-to-many custom) have one binary commodity per chunk: a MILP.
  *
  * The horizon K: options.epochs, or the smallest K whose LP delivers every
@@ -41,8 +41,25 @@
  * whole chunks (optimal in makespan when they fit K); copy demands run a
  * seeded greedy first (optimal when it fits K); otherwise the MILP at K,
  * K+1, ... (CBC, options.gap to stop early), with the rounding or the greedy
- * as the fallback.  options.max_chunks repeats all this per chunking of the
- * same bytes (a frontier).
+ * as the fallback.
+ *
+ * Chunkings: options.chunks = C asks for C chunks, but the same bytes in
+ * fewer, larger chunks pay alpha fewer times, so by default (min_chunks 1)
+ * all of this runs for each chunking 1..C and the schedule that ends first
+ * is returned; stats.chunking and result->reason say which won and why.
+ * Each chunking's schedule is optimal in its epoch model (when its status
+ * says so), and the epoch model is exact when every send is a whole number
+ * of epochs, so the result is then no slower than any schedule with 1..C
+ * chunks of the same bytes (SMT's k-synchronous ones included).
+ * min_chunks = C keeps C.  options.max_chunks instead returns one algorithm
+ * per chunking C..max_chunks (a frontier).
+ *
+ * Compaction: the epoch grid pads each send to whole epochs and starts it on
+ * an epoch boundary; the sends, in epoch order, are then started as early
+ * as the continuous cost model allows (chunk arrived, a lane free on the
+ * link and its shared sets for the whole send).  No send starts later than
+ * its epoch (see mcf.c), so compaction never slows a schedule; start_us and
+ * end_us are the compacted times, step the epoch.
  *
  * Solvers run in a forked child (mcf_solver.c): the parent polls the cancel
  * token and the deadline every 20 ms and kills the child on either, so cancel
@@ -51,11 +68,18 @@
  * delivered; objective, bound and gap) and, while CBC runs, each incumbent
  * and bound its log shows.
  *
- * The result has one timed algorithm per chunking (method "mcf"): start_us =
- * epoch * tau, end_us = start_us + alpha + chunk/bw, step = epoch,
- * chunk_bytes set; each is verified before it is returned.  result->stats
+ * The result has one timed algorithm (one per chunking with max_chunks;
+ * method "mcf"): start_us as compacted (at most epoch * tau), end_us =
+ * start_us + alpha + chunk/bw, step = epoch, chunk_bytes set; each is
+ * verified before it is returned.  result->stats
  * carries the model, the solve counts and times, and "mcf_lp" (epochs,
  * epoch_us, time_us, exact).  docs/mcf.md has the details and the figures.
+ *
+ * Copy-capable switches (topology.h): copy demands are solved on the node
+ * view, each such switch a node with flow and holding variables like a GPU
+ * and no demand (TE-CCL's switch node; every hyper-edge schedule still
+ * allowed), and the schedule names the nodes (algorithm switch_nodes);
+ * pairwise demands, which copy cannot help, use the hyper-edge form.
  *
  * Combining collectives (allreduce, reducescatter, reduce) are refused
  * (CS_EUNSUPPORTED): use smt or tacos.
@@ -72,6 +96,9 @@ typedef struct cs_mcf_options {
     int chunks;            /* chunks per rank share (alltoall: per pair); default 1 */
     int max_chunks;        /* > chunks: one algorithm per chunking chunks..max_chunks of
                               the same bytes (a frontier; default 0: chunks only) */
+    int min_chunks;        /* < chunks (and no max_chunks, no fixed epochs): the best of
+                              the chunkings min_chunks..chunks of the same bytes is
+                              returned (default 1; = chunks: that chunking only) */
     int epochs;            /* horizon K; 0 = smallest LP-feasible, searched */
     int max_epochs;        /* search limit for the horizon (default 256) */
     double bytes;          /* per-rank share L: chunk = bytes / chunks (default 64 MiB) */
@@ -82,6 +109,7 @@ typedef struct cs_mcf_options {
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
     long milp_max_columns; /* pairwise models with more LP columns are rounded from
                               the LP instead of solved as a MILP (default 40,000) */
+    bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;
     void *progress_ctx;
     cs_cancel *cancel;

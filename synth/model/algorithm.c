@@ -531,6 +531,7 @@ int algorithm_clone(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
     memcpy(b->method, a->method, sizeof b->method);
     memcpy(b->optimality, a->optimality, sizeof b->optimality);
     b->timed_chunk_bytes = a->timed_chunk_bytes;
+    b->switch_nodes = a->switch_nodes;
     const cs_send_store *sa = &a->store;
     cs_send_store *sb = &b->store;
     long n = a->nsends;
@@ -993,8 +994,8 @@ static int parse_send(const json_t *js, long i, cs_algorithm *a, cs_error *err)
     long chunk = -1, src = -1, dst = -1, step = -1;
     int rc;
     if ((rc = send_int(js, i, "chunk", 0, a->global_chunks - 1, "global chunks", &chunk, err)) ||
-        (rc = send_int(js, i, "src", 0, a->ranks - 1, NULL, &src, err)) ||
-        (rc = send_int(js, i, "dst", 0, a->ranks - 1, NULL, &dst, err)) ||
+        (rc = send_int(js, i, "src", 0, a->ranks + a->switch_nodes - 1, NULL, &src, err)) ||
+        (rc = send_int(js, i, "dst", 0, a->ranks + a->switch_nodes - 1, NULL, &dst, err)) ||
         (rc = send_int(js, i, "step", 0, (long)a->steps - 1, "steps", &step, err))) {
         /* ranks get the wording of the contract's example */
         if (err && (strstr(err->field, ".src") || strstr(err->field, ".dst")) &&
@@ -1182,6 +1183,16 @@ int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
         }
         a->timed_chunk_bytes = json_number_value(jcb);
     }
+    json_t *jsn = json_object_get(doc, "switch_nodes");
+    if (jsn && !json_is_null(jsn)) {
+        if (!json_is_integer(jsn) || json_integer_value(jsn) < 0 ||
+            json_integer_value(jsn) > 65536) {
+            rc = cs_error_set(err, CS_EINVAL, "switch_nodes",
+                              "switch_nodes must be an integer in 0..65536");
+            goto fail;
+        }
+        a->switch_nodes = (int)json_integer_value(jsn);
+    }
     json_t *js = json_object_get(doc, "sends");
     if (!js) {
         rc = cs_error_set(err, CS_EINVAL, "sends", "sends is required");
@@ -1277,6 +1288,8 @@ static json_t *algorithm_doc(const cs_algorithm *a, bool with_sends)
     bool timed = algorithm_is_timed(a);
     if (timed && a->timed_chunk_bytes > 0)
         set_new(doc, "chunk_bytes", json_real(a->timed_chunk_bytes), &ok);
+    if (a->switch_nodes > 0)   /* only then: other documents print as before */
+        set_new(doc, "switch_nodes", json_integer(a->switch_nodes), &ok);
     for (long i = 0; with_sends && sends && ok && i < a->nsends; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         json_t *js = json_object();

@@ -78,6 +78,11 @@ typedef struct cs_algorithm {
      * were computed for (the verifier needs it to check the rates of sends that
      * share a switch port); 0 when unknown.  JSON "chunk_bytes". */
     double timed_chunk_bytes;
+    /* Switch nodes the sends may name besides the ranks: src/dst in
+     * [ranks, ranks + switch_nodes) is the node of a copy-capable switch
+     * (topology.h, "Copy-capable switches"; only mcf makes such sends).
+     * 0 for every schedule of ranks only.  JSON "switch_nodes" (omitted when 0). */
+    int switch_nodes;
     long nsends;               /* read-only outside algorithm.c */
     cs_send_store store;       /* private */
 } cs_algorithm;

@@ -15,7 +15,10 @@
  *  2. lower each switch SCCL-style: a derived link for every ordered pair of
  *     its ranks that no physical link joins, plus an egress and an ingress
  *     shared set (lanes 1) per attached rank over those derived links (sets
- *     of one link are omitted; see lower_switches);
+ *     of one link are omitted; see lower_switches); copy-capable switches
+ *     get their node numbers first (number_switch_nodes), and in a node
+ *     view (topology_switch_nodes) each member's port sets also hold its
+ *     links to and from the node;
  *  3. sort again (counting sort by src, then each rank's links by dst),
  *     build out_begin / in_begin / in_links by counting;
  *  4. resolve the shared-set pairs to link indices;
@@ -245,7 +248,20 @@ int topology_add_switch(cs_topology *t, const char *name, const int *ranks, int 
     s->nranks = nranks;
     s->gbps = gbps;
     s->alpha_us = alpha_us;
+    s->copy = false;
+    s->node = -1;
     t->nswitches++;
+    return CS_OK;
+}
+
+int topology_set_switch_copy(cs_topology *t, int s, bool copy, cs_error *err)
+{
+    int rc = check_open(t, err);
+    if (rc)
+        return rc;
+    if (s < 0 || s >= t->nswitches)
+        return cs_error_set(err, CS_EINVAL, "switches", "switch %d of %d", s, t->nswitches);
+    t->switches[s].copy = copy;
     return CS_OK;
 }
 
@@ -405,7 +421,7 @@ static int lower_switches(cs_topology *t, cs_error *err)
     long long derived = 0, ports = 0;
     for (int s = 0; s < t->nswitches; s++) {
         long long n = t->switches[s].nranks;
-        derived += n * (n - 1);
+        derived += n * (n - 1) + (t->node_view && t->switches[s].copy ? 2 * n : 0);
         ports += n;
     }
     if (derived + nphys > CS_TOPOLOGY_MAX_LINKS)
@@ -421,10 +437,12 @@ static int lower_switches(cs_topology *t, cs_error *err)
     for (int s = 0; s < t->nswitches && rc == CS_OK; s++) {
         const cs_switch *sw = &t->switches[s];
         int n = sw->nranks;
+        /* node view: the switch's node is one more port peer of every member */
+        int node = t->node_view && sw->copy ? sw->node : -1;
         for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
             for (int i = 0; i < n && rc == CS_OK; i++) {
                 int a = sw->ranks[i], np = 0;
-                int *pairs = malloc(sizeof(int) * 2 * (size_t)(n - 1));
+                int *pairs = malloc(sizeof(int) * 2 * (size_t)n);
                 if (!pairs) {
                     rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
                     break;
@@ -443,6 +461,16 @@ static int lower_switches(cs_topology *t, cs_error *err)
                     pairs[2 * np] = src;
                     pairs[2 * np + 1] = dst;
                     np++;
+                }
+                if (node >= 0 && rc == CS_OK) {
+                    if (dir == 0 && (push_link(t, a, node, 1, sw->gbps, sw->alpha_us, s) ||
+                                     push_link(t, node, a, 1, sw->gbps, sw->alpha_us, s))) {
+                        rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+                    } else {
+                        pairs[2 * np] = dir == 0 ? a : node;
+                        pairs[2 * np + 1] = dir == 0 ? node : a;
+                        np++;
+                    }
                 }
                 if (np < 2 || rc) {
                     free(pairs);
@@ -648,12 +676,31 @@ static int check_connected(const cs_topology *t, cs_error *err)
     return rc;
 }
 
+/* Copy-capable switches get their node numbers: ranks + j for the j-th (a
+ * node view already counts them among its ranks). */
+static int number_switch_nodes(cs_topology *t, cs_error *err)
+{
+    int ncopy = 0;
+    for (int s = 0; s < t->nswitches; s++)
+        ncopy += t->switches[s].copy;
+    int base = t->node_view ? t->ranks - ncopy : t->ranks;
+    if (base < 1 || (long long)t->ranks + ncopy > INT_MAX / 2)
+        return cs_error_set(err, CS_EINVAL, "switches", "%d copy-capable switches do not fit "
+                            "%d ranks", ncopy, t->ranks);
+    for (int s = 0, j = 0; s < t->nswitches; s++)
+        t->switches[s].node = t->switches[s].copy ? base + j++ : -1;
+    t->nswitch_nodes = ncopy;
+    return CS_OK;
+}
+
 int cs_topology_finalize_with_origin(cs_topology *t, const int *origin, cs_error *err)
 {
     int rc = check_open(t, err);
     if (rc)
         return rc;
     if ((rc = sort_physical(t, origin, err)))
+        return rc;
+    if ((rc = number_switch_nodes(t, err)))
         return rc;
     if ((rc = lower_switches(t, err)))
         return rc;
@@ -724,6 +771,8 @@ int topology_clone(const cs_topology *t, cs_topology **out, cs_error *err)
     if (t->group_of && !(c->group_of = copy_ints(t->group_of, n)))
         goto nomem;
     c->diameter_cache = __atomic_load_n(&t->diameter_cache, __ATOMIC_ACQUIRE);
+    c->nswitch_nodes = t->nswitch_nodes;
+    c->node_view = t->node_view;
     c->finalized = true;
     *out = c;
     return CS_OK;
@@ -768,6 +817,7 @@ static int copy_switches_groups(const cs_topology *t, cs_topology *c, bool switc
             if ((rc = topology_add_switch(c, s->name, s->ranks, s->nranks, s->gbps, s->alpha_us,
                                           err)))
                 return rc;
+            c->switches[c->nswitches - 1].copy = s->copy;
         }
     for (int i = 0; i < t->ngroups; i++)
         if ((rc = topology_add_group(c, t->groups[i].ranks, t->groups[i].nranks, err)))
@@ -895,6 +945,90 @@ int topology_unwind_switches(const cs_topology *t, int degree, cs_topology **out
     if (rc == CS_OK)
         rc = topology_finalize(c, err);
     if (rc) {
+        topology_free(c);
+        return rc;
+    }
+    *out = c;
+    return CS_OK;
+}
+
+/* ---- copy-capable switches ----------------------------------------------------------- */
+
+int topology_switch_of_node(const cs_topology *t, int node)
+{
+    int base = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    if (node < base || node >= base + t->nswitch_nodes)
+        return -1;
+    for (int s = 0; s < t->nswitches; s++)
+        if (t->switches[s].node == node)
+            return s;
+    return -1;
+}
+
+/* A copy of t's document facts (physical links, the document's sets,
+ * switches with their copy flags, groups) in a new topology of `ranks`
+ * ranks, not finalized. */
+static int copy_document(const cs_topology *t, const char *name, int ranks, cs_topology **out,
+                         cs_error *err)
+{
+    cs_topology *c = topology_new(name ? name : t->name, ranks);
+    if (!c)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = CS_OK;
+    for (int i = 0; i < t->nlinks && rc == CS_OK; i++) {
+        const cs_link *l = &t->links[i];
+        if (l->switch_id < 0)
+            rc = topology_add_link(c, l->src, l->dst, l->lanes, l->gbps, l->alpha_us, false,
+                                   err);
+    }
+    if (rc == CS_OK)
+        rc = copy_doc_shared(t, c, false, false, err);
+    if (rc == CS_OK)
+        rc = copy_switches_groups(t, c, true, err);
+    if (rc) {
+        topology_free(c);
+        return rc;
+    }
+    *out = c;
+    return CS_OK;
+}
+
+int topology_switch_nodes(const cs_topology *t, cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "the switch-node view needs a finalized topology");
+    if (t->node_view)
+        return topology_clone(t, out, err);
+    if (t->nswitch_nodes == 0)
+        return cs_error_set(err, CS_EINVAL, "topology", "topology %s has no copy-capable switch",
+                            t->name);
+    cs_topology *c;
+    int rc = copy_document(t, NULL, t->ranks + t->nswitch_nodes, &c, err);
+    if (rc)
+        return rc;
+    c->node_view = true;
+    if ((rc = topology_finalize(c, err))) {
+        topology_free(c);
+        return rc;
+    }
+    *out = c;
+    return CS_OK;
+}
+
+int topology_with_switch_copy(const cs_topology *t, bool copy, const char *name,
+                              cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized || t->node_view)
+        return cs_error_set(err, CS_EINVAL, "", "needs a finalized topology (not a node view)");
+    cs_topology *c;
+    int rc = copy_document(t, name, t->ranks, &c, err);
+    if (rc)
+        return rc;
+    for (int s = 0; s < c->nswitches; s++)
+        c->switches[s].copy = copy;
+    if ((rc = topology_finalize(c, err))) {
         topology_free(c);
         return rc;
     }

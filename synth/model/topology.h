@@ -28,6 +28,20 @@
  *    topology_unwind_switches) and ignores the derived links.  The JSON printer
  *    prints the switches, not their derived links and sets.
  *
+ * Copy-capable switches (switches[].copy, docs/model.md "Copy-capable
+ * switches"): such a switch is also a node of its own, the j-th of them
+ * (in switches[] order) numbered ranks + j.  An algorithm may send a chunk
+ * from a member rank to the switch node (over the rank's egress port) and
+ * from the switch node to any member (over that member's ingress port), the
+ * switch holding what it received and copying it to as many ports as it
+ * likes, each copy using its port once: TE-CCL's switch node, in-network
+ * multicast.  The hyper-edge links stay (unicast through a copy-capable
+ * switch is still allowed), so every algorithm valid without the flag is
+ * valid with it, timed the same.  Consumers that understand switch nodes
+ * (verifier, simulator, mcf) work on topology_switch_nodes(): the same
+ * topology with the nodes as extra ranks.  Without copy-capable switches
+ * nothing of this exists (nswitch_nodes 0).
+ *
  * Units: gbps is GB/s per lane (1e9 bytes/s); alpha_us is microseconds.
  * The time to move b bytes over one lane is alpha_us + b / (gbps * 1e3) us.
  *
@@ -69,6 +83,12 @@ typedef struct cs_switch {
     int *ranks;
     double gbps;
     double alpha_us;
+    /* Copy-capable (in-network multicast, NVLS/SHARP; JSON "copy": true):
+     * besides the hyper-edge links, algorithms may send to and from the
+     * switch's own node, numbered `node` (see "Copy-capable switches" above).
+     * node is -1 for switches that cannot copy. */
+    bool copy;
+    int node;
 } cs_switch;
 
 typedef struct cs_group {
@@ -93,6 +113,12 @@ typedef struct cs_topology {
     int *in_begin;    /* ranks + 1 entries */
     int *in_links;    /* nlinks entries */
     bool finalized;
+    /* Copy-capable switches, numbered ranks .. ranks + nswitch_nodes - 1 as
+     * nodes in algorithms (in a node view: the last nswitch_nodes ranks). */
+    int nswitch_nodes;
+    /* Made by topology_switch_nodes: the switch nodes are ranks here, with
+     * links to and from their members inside the members' switch ports. */
+    bool node_view;
     /* Hop diameter once known, else -1.  Regular builtins set it from their
      * closed form; topology_diameter() caches what it computes (atomically, so
      * a shared read-only topology stays safe).  Read it through
@@ -119,6 +145,8 @@ int topology_add_shared(cs_topology *t, const int (*pairs)[2], int npairs, int l
 int topology_add_switch(cs_topology *t, const char *name, const int *ranks, int nranks,
                         double gbps, double alpha_us, cs_error *err);
 int topology_add_group(cs_topology *t, const int *ranks, int nranks, cs_error *err);
+/* Marks switch s (index in the order added) copy-capable, or not. */
+int topology_set_switch_copy(cs_topology *t, int s, bool copy, cs_error *err);
 /* Validates (ranges, self-loops, duplicates, lanes >= 1, gbps > 0, alpha >= 0,
  * connectivity: every rank reaches every other), lowers switches, sorts links
  * and builds the indexes. */
@@ -177,6 +205,20 @@ double topology_ingress_bw(const cs_topology *t, int rank);
 /* The reversed topology (every link src->dst becomes dst->src; shared sets and
  * switches follow).  Used to synthesize combining collectives by inversion. */
 int topology_reverse(const cs_topology *t, cs_topology **out, cs_error *err);
+/* The switch whose node is `node` (ranks <= node < ranks + nswitch_nodes;
+ * in a node view the last nswitch_nodes ranks), or -1. */
+int topology_switch_of_node(const cs_topology *t, int node);
+/* The node view: t with every copy-capable switch's node as an extra rank
+ * (ranks + j for the j-th), joined to each member a by links a->node and
+ * node->a (1 lane, the switch's gbps and alpha, switch_id of the switch)
+ * that belong to a's egress and ingress port sets with its hyper-edge links
+ * (so a port carries one chunk at a time, whichever way it goes).  The
+ * nodes are in no group.  CS_EINVAL when t has no copy-capable switch. */
+int topology_switch_nodes(const cs_topology *t, cs_topology **out, cs_error *err);
+/* t with every switch copy-capable (copy = true) or none (false), named
+ * `name` (NULL: t's name); physical links, sets and groups as in t. */
+int topology_with_switch_copy(const cs_topology *t, bool copy, const char *name,
+                              cs_topology **out, cs_error *err);
 /* TACOS' switch lowering: a topology without switches where the i-th rank of each
  * switch links to the (i+1..i+degree mod n)-th with gbps / degree each.
  * degree < 1 or >= n is CS_EINVAL. */

@@ -6,12 +6,14 @@
  * builtin is validated and finalized exactly like a user's document.  Specs
  * have the form
  *
- *     family[:D1[xD2[xD3]]][,gbps=G][,alpha=A]
+ *     family[:D1[xD2[xD3]]][,gbps=G][,alpha=A][,copy=1]
  *
  * The dimensions are the family's parameters; gbps/alpha override the link
  * bandwidth and latency of the synthetic families (defaults 50 GB/s and
  * 0.5 us, the TACOS defaults).  Machine models (dgx1, amd8, ...) carry the
- * numbers of the papers in topologies.md and accept alpha only.
+ * numbers of the papers in topologies.md and accept alpha only.  copy=1
+ * makes every switch of the family copy-capable (topology.h; "dgx2,copy=1"
+ * is an NVSwitch with NVLS multicast); a family without switches refuses it.
  *
  * Links within a dimension are generated once per neighbour pair (a ring of
  * 2 gets one bidirectional link, not two), so no generator produces
@@ -678,6 +680,7 @@ int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **
         snprintf(why, sizeof why, "expected the form %s", infos[which].syntax);
         return invalid(err, spec, why);
     }
+    bool copy = false;   /* copy=1: every switch copy-capable (any family with switches) */
     for (const char *o = comma; o; ) {
         const char *s = o + 1;
         const char *next = strchr(s, ',');
@@ -694,14 +697,19 @@ int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **
                 return invalid(err, spec, "gbps must be > 0");
             p.gbps = v;
             p.has_gbps = true;
+        } else if (klen == 4 && memcmp(s, "copy", 4) == 0) {
+            if (v != 0 && v != 1)
+                return invalid(err, spec, "copy must be 0 or 1");
+            copy = v == 1;
         } else if (klen == 5 && memcmp(s, "alpha", 5) == 0) {
             if (!(v >= 0) || v > 1e9)
                 return invalid(err, spec, "alpha must be >= 0");
             p.alpha = v;
             p.has_alpha = true;
         } else {
-            return invalid(err, spec, im->synthetic ? "unknown option (gbps=, alpha=)"
-                                                    : "unknown option (this family takes alpha= only)");
+            return invalid(err, spec, im->synthetic ? "unknown option (gbps=, alpha=, copy=)"
+                                                    : "unknown option (this family takes alpha= "
+                                                      "and copy= only)");
         }
         o = next;
     }
@@ -747,6 +755,16 @@ int cs_topology_builtin_limited(const char *spec, long max_ranks, cs_topology **
     if (im->min_dims > 0 && ranks < 2)
         return invalid(err, spec, "needs at least 2 ranks");
     int rc = im->build(spec, &p, out, err);
+    if (rc == CS_OK && copy) {
+        cs_topology *c = NULL;
+        if ((*out)->nswitches == 0)
+            rc = invalid(err, spec, "copy=1 makes switches copy-capable, and this family has "
+                         "no switch");
+        else
+            rc = topology_with_switch_copy(*out, true, NULL, &c, err);
+        topology_free(*out);
+        *out = c;
+    }
     if (rc == CS_OK && (*out)->ranks > max_ranks) {   /* fixed-size models */
         rc = cs_error_set(err, CS_ELIMIT, "topology", "%s has %d ranks, more than the limit %ld",
                           spec, (*out)->ranks, max_ranks);

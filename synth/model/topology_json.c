@@ -292,7 +292,7 @@ static int parse_shared(const json_t *shared, cs_topology *t, cs_error *err)
 static int parse_switches(const json_t *switches, cs_topology *t, size_t max_links,
                           cs_error *err)
 {
-    static const char *const keys[] = { "name", "ranks", "gbps", "alpha_us", NULL };
+    static const char *const keys[] = { "name", "ranks", "gbps", "alpha_us", "copy", NULL };
     long long links = t->nlinks;
     if (!switches)
         return CS_OK;
@@ -318,6 +318,11 @@ static int parse_switches(const json_t *switches, cs_topology *t, size_t max_lin
                                     sizeof nbuf - 1);
             snprintf(nbuf, sizeof nbuf, "%s", json_string_value(name));
         }
+        json_t *copy = json_object_get(s, "copy");
+        if (copy && !json_is_boolean(copy)) {
+            fieldf(f, "%s.copy", path);
+            return cs_error_set(err, CS_EINVAL, f, "must be true or false");
+        }
         double gbps, alpha;
         if ((rc = get_number(s, "gbps", path, DEFAULT_GBPS, &gbps, err)) ||
             (rc = get_number(s, "alpha_us", path, DEFAULT_ALPHA_US, &alpha, err)) ||
@@ -338,6 +343,8 @@ static int parse_switches(const json_t *switches, cs_topology *t, size_t max_lin
         }
         links += lowered;
         rc = topology_add_switch(t, nbuf, ranks, n, gbps, alpha, err);
+        if (rc == CS_OK && copy && json_is_true(copy))
+            rc = topology_set_switch_copy(t, t->nswitches - 1, true, err);
         free(ranks);
         if (rc) {
             prefix_field(err, "switch", path);
@@ -557,9 +564,12 @@ json_t *topology_to_json(const cs_topology *t)
         json_t *sw = json_array();
         for (int i = 0; i < t->nswitches; i++) {
             const cs_switch *s = &t->switches[i];
-            json_array_append_new(sw, json_pack("{s:s,s:o,s:f,s:f}", "name", s->name, "ranks",
-                                                int_array(s->ranks, s->nranks), "gbps", s->gbps,
-                                                "alpha_us", s->alpha_us));
+            json_t *o = json_pack("{s:s,s:o,s:f,s:f}", "name", s->name, "ranks",
+                                  int_array(s->ranks, s->nranks), "gbps", s->gbps, "alpha_us",
+                                  s->alpha_us);
+            if (o && s->copy)   /* printed only when set: old documents print as before */
+                json_object_set_new(o, "copy", json_true());
+            json_array_append_new(sw, o);
         }
         json_object_set_new(doc, "switches", sw);
     }

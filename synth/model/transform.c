@@ -92,6 +92,9 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
 int algorithm_invert(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
 {
     *out = NULL;
+    if (a->switch_nodes > 0)   /* copies out of a switch node would become in-switch reductions */
+        return cs_error_set(err, CS_EUNSUPPORTED, "sends", "cannot invert a schedule through "
+                            "copy-capable switch nodes (in-switch reduction is not modelled)");
     cs_collective inv;
     cs_op op;
     switch (a->collective.kind) {
@@ -167,6 +170,9 @@ int algorithm_concat(const cs_algorithm *first, const cs_algorithm *second,
                      cs_algorithm **out, cs_error *err)
 {
     *out = NULL;
+    if (first->switch_nodes != second->switch_nodes)
+        return cs_error_set(err, CS_EINVAL, "switch_nodes", "cannot concatenate algorithms with "
+                            "%d and %d switch nodes", first->switch_nodes, second->switch_nodes);
     if (first->ranks != second->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "cannot concatenate algorithms on %d and "
                             "%d ranks", first->ranks, second->ranks);
@@ -219,6 +225,7 @@ int algorithm_concat(const cs_algorithm *first, const cs_algorithm *second,
         memcpy(c->optimality, first->optimality, sizeof c->optimality);
     if (first->timed_chunk_bytes == second->timed_chunk_bytes)
         c->timed_chunk_bytes = first->timed_chunk_bytes;
+    c->switch_nodes = first->switch_nodes;
     if (algorithm_reserve_sends(c, first->nsends + second->nsends) != CS_OK) {
         algorithm_free(c);
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends",

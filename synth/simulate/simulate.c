@@ -117,7 +117,7 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
         w->cap = cap;
     }
     if (++w->epoch == 0) {
-        memset(w->stamp, 0, sizeof *w->stamp * (size_t)a->ranks);
+        memset(w->stamp, 0, sizeof *w->stamp * (size_t)(a->ranks + a->switch_nodes));
         w->epoch = 1;
     }
     int nt = 0;
@@ -214,10 +214,11 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
     memset(w, 0, sizeof w);
     for (int t = 0; t < nthreads && rc == CS_OK; t++) {
         w[t] = (linker){.a = a, .trank = trank, .next_send = next_send, .consumer = consumer};
-        w[t].stamp = calloc((size_t)a->ranks, sizeof *w[t].stamp);
-        w[t].count = malloc(sizeof *w[t].count * (size_t)a->ranks);
-        w[t].start = malloc(sizeof *w[t].start * (size_t)a->ranks);
-        w[t].touched = malloc(sizeof *w[t].touched * (size_t)a->ranks);
+        size_t nodes = (size_t)(a->ranks + a->switch_nodes);   /* ranks and switch nodes */
+        w[t].stamp = calloc(nodes, sizeof *w[t].stamp);
+        w[t].count = malloc(sizeof *w[t].count * nodes);
+        w[t].start = malloc(sizeof *w[t].start * nodes);
+        w[t].touched = malloc(sizeof *w[t].touched * nodes);
         if (!w[t].stamp || !w[t].count || !w[t].start || !w[t].touched)
             rc = CS_ENOMEM;
     }
@@ -443,15 +444,21 @@ static void lanes_commit(double *h, int k, int m, double fin)
     }
 }
 
+static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, double bytes,
+                                 cs_sim_result *out, cs_error *err);
+
 int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes,
                        cs_sim_result *out, cs_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!t || !t->finalized)
         return cs_error_set(err, CS_EINVAL, "topology", "simulation needs a finalized topology");
-    if (a->ranks != t->ranks)
+    if (a->switch_nodes > 0 && !t->node_view)
+        return simulate_switch_nodes(t, a, bytes, out, err);
+    int P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
+    if (a->ranks != P || a->ranks + a->switch_nodes > t->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "the algorithm has %d ranks, topology %s "
-                            "has %d", a->ranks, t->name, t->ranks);
+                            "has %d", a->ranks, t->name, P);
     if (!isfinite(bytes) || bytes < 0)
         return cs_error_set(err, CS_EINVAL, "bytes", "bytes must be a finite number >= 0");
     if (a->chunks < 1)
@@ -580,6 +587,55 @@ done:
     resources_free(&res);
     if (rc != CS_OK)
         sim_result_free(out);
+    return rc;
+}
+
+/* Schedules through copy-capable switch nodes: simulated on the node view
+ * (the nodes as ranks, their links inside the members' ports), the link
+ * figures then reported for t's own links (a switch node's links are not
+ * among them) and the ideal for t. */
+static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, double bytes,
+                                 cs_sim_result *out, cs_error *err)
+{
+    if (a->ranks != t->ranks)
+        return cs_error_set(err, CS_EINVAL, "ranks", "the algorithm has %d ranks, topology %s "
+                            "has %d", a->ranks, t->name, t->ranks);
+    if (a->switch_nodes > t->nswitch_nodes)
+        return cs_error_set(err, CS_EINVAL, "switch_nodes", "the algorithm names %d switch "
+                            "nodes, topology %s has %d copy-capable switches", a->switch_nodes,
+                            t->name, t->nswitch_nodes);
+    cs_topology *nv = NULL;
+    int rc = topology_switch_nodes(t, &nv, err);
+    if (rc != CS_OK)
+        return rc;
+    cs_sim_result r;
+    rc = simulate_algorithm(nv, a, bytes, &r, err);
+    if (rc == CS_OK) {
+        *out = r;
+        out->nlinks = t->nlinks;
+        out->link_busy_us = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof(double));
+        out->link_utilization = calloc((size_t)(t->nlinks ? t->nlinks : 1), sizeof(double));
+        if (!out->link_busy_us || !out->link_utilization) {
+            sim_result_free(out);
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        } else {
+            out->max_utilization = 0.0;
+            for (int l = 0; l < nv->nlinks; l++) {
+                const cs_link *k = &nv->links[l];
+                int m = k->src < t->ranks && k->dst < t->ranks
+                            ? topology_find_link(t, k->src, k->dst) : -1;
+                if (m < 0)
+                    continue;
+                out->link_busy_us[m] = r.link_busy_us[l];
+                out->link_utilization[m] = r.link_utilization[l];
+                if (r.link_utilization[l] > out->max_utilization)
+                    out->max_utilization = r.link_utilization[l];
+            }
+            out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
+        }
+        sim_result_free(&r);
+    }
+    topology_free(nv);
     return rc;
 }
 

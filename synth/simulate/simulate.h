@@ -9,6 +9,10 @@
  * steps are not barriers.  Shared sets limit how many of their links carry a
  * chunk at once.  Reductions cost nothing beyond the transfer.
  *
+ * Schedules through copy-capable switch nodes (algorithm switch_nodes) run
+ * on the topology's node view: a send up to the node and each copy down
+ * take alpha + chunk / gbps of the switch on the member's port.
+ *
  * Outputs: the collective's completion time, per-link busy time and
  * utilization, total and cross-group bytes (the Bine paper's global-link
  * traffic, from the topology's groups), and the TACOS ideal time for comparison.

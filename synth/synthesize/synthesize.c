@@ -111,7 +111,8 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
                                          NULL};
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
-                                       "gap", "milp_max_columns", "max_chunks", NULL};
+                                       "gap", "milp_max_columns", "max_chunks", "min_chunks",
+                                       NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
@@ -119,6 +120,7 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
     int rc;
     if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &m->chunks, err)) ||
         (rc = opt_int(o, "max_chunks", prefix, 0, lim->max_chunks, &m->max_chunks, err)) ||
+        (rc = opt_int(o, "min_chunks", prefix, 0, lim->max_chunks, &m->min_chunks, err)) ||
         (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
         (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
         (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||
@@ -972,7 +974,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         return cs_error_set(err, CS_EINTERNAL, "", "the synthesizer returned no result");
     if (mcf_note[0] && strcmp((*out)->method, "mcf") != 0 && strncmp(reason, "auto: ", 6) == 0)
         cs_text_printf((*out)->reason, sizeof (*out)->reason, "auto: %s%s", mcf_note, reason + 6);
-    else
+    else if (strcmp((*out)->method, "mcf") == 0 && (*out)->reason[0]) {
+        /* mcf says which chunking it chose and why: keep it after ours */
+        char own[sizeof (*out)->reason];
+        snprintf(own, sizeof own, "%s", (*out)->reason);
+        cs_text_printf((*out)->reason, sizeof (*out)->reason, "%s; %s", reason, own);
+    } else
         snprintf((*out)->reason, sizeof (*out)->reason, "%s", reason);
     /* Every result carries the contract's bounds, whichever method ran: the
      * heuristic methods do not compute them themselves. */

@@ -141,6 +141,8 @@ static json_t *canonical_topology(const cs_topology *t)
             json_object_set_new(o, "ranks", int_array(s->ranks, s->nranks));
             json_object_set_new(o, "gbps", json_real(s->gbps));
             json_object_set_new(o, "alpha_us", json_real(s->alpha_us));
+            if (s->copy)   /* only when set: keys of switches that cannot copy unchanged */
+                json_object_set_new(o, "copy", json_true());
             json_array_append_new(arr, o);
         }
         json_object_set_new(doc, "switches", arr);
@@ -214,10 +216,11 @@ static json_t *tacos_options_json(const cs_tacos_options *t)
 
 static json_t *mcf_options_json(const cs_mcf_options *m)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:f, s:i, s:f, s:I}", "chunks", m->chunks,
-                     "max_chunks", m->max_chunks, "epochs", m->epochs, "max_epochs",
-                     m->max_epochs, "bytes", m->bytes, "epoch_split", m->epoch_split, "gap",
-                     m->gap, "milp_max_columns", (json_int_t)m->milp_max_columns);
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:f, s:I}", "chunks", m->chunks,
+                     "max_chunks", m->max_chunks, "min_chunks", m->min_chunks, "epochs",
+                     m->epochs, "max_epochs", m->max_epochs, "bytes", m->bytes, "epoch_split",
+                     m->epoch_split, "gap", m->gap, "milp_max_columns",
+                     (json_int_t)m->milp_max_columns);
 }
 
 /* Auto's canonical form names mcf options only when they differ from the
@@ -228,7 +231,8 @@ static bool mcf_options_are_default(const cs_mcf_options *m)
     mcf_options_default(&d);
     return m->chunks == d.chunks && m->epochs == d.epochs && m->max_epochs == d.max_epochs &&
            m->bytes == d.bytes && m->epoch_split == d.epoch_split && m->gap == d.gap &&
-           m->milp_max_columns == d.milp_max_columns && m->max_chunks == d.max_chunks;
+           m->milp_max_columns == d.milp_max_columns && m->max_chunks == d.max_chunks &&
+           m->min_chunks == d.min_chunks;
 }
 
 int synth_request_set_canonical(cs_synth_request *r, cs_error *err)

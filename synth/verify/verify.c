@@ -83,6 +83,17 @@ void verify_send_problem(vctx *v, long i, const char *fmt, ...)
     verify_problem(v, field, "%s%s", head, msg);
 }
 
+node_name verify_node_name(const vctx *v, int r)
+{
+    node_name n;
+    int s = r >= v->P ? topology_switch_of_node(v->t, r) : -1;
+    if (s >= 0)
+        snprintf(n.s, sizeof n.s, "switch %s (node %d)", v->t->switches[s].name, r);
+    else
+        snprintf(n.s, sizeof n.s, "rank %d", r);
+    return n;
+}
+
 bool verify_reasons_full(const vctx *v)
 {
     return v->rep->nreasons >= CS_VERIFY_MAX_REASONS;
@@ -413,9 +424,9 @@ static bool check_header(vctx *v)
 {
     const cs_algorithm *a = v->a;
     bool usable = true;
-    if (a->ranks != v->t->ranks) {
+    if (a->ranks != v->P) {
         verify_problem(v, "ranks", "ranks: the algorithm has %d ranks, topology %s has %d", a->ranks,
-                v->t->name, v->t->ranks);
+                v->t->name, v->P);
         usable = false;
     }
     if (a->chunks < 1) {
@@ -471,9 +482,17 @@ static long check_sends(vctx *v)
             verify_send_problem(v, i, "chunk %ld out of range for %ld global chunks", s->chunk, v->G);
             continue;
         }
-        if (s->src < 0 || s->src >= v->P || s->dst < 0 || s->dst >= v->P) {
-            verify_send_problem(v, i, "rank %d out of range for %d ranks",
-                         s->src < 0 || s->src >= v->P ? s->src : s->dst, v->P);
+        if (s->src < 0 || s->src >= v->N || s->dst < 0 || s->dst >= v->N) {
+            int bad = s->src < 0 || s->src >= v->N ? s->src : s->dst;
+            if (v->N > v->P)
+                verify_send_problem(v, i, "rank %d out of range for %d ranks and %d switch "
+                                    "nodes", bad, v->P, v->N - v->P);
+            else if (v->t->nswitch_nodes > 0 && bad >= v->P)
+                verify_send_problem(v, i, "rank %d out of range for %d ranks (switch nodes "
+                                    "%d..%d need the algorithm's switch_nodes)", bad, v->P,
+                                    v->P, v->P + v->t->nswitch_nodes - 1);
+            else
+                verify_send_problem(v, i, "rank %d out of range for %d ranks", bad, v->P);
             continue;
         }
         if (s->src == s->dst) {
@@ -497,8 +516,21 @@ static long check_sends(vctx *v)
             verify_send_problem(v, i, "end_us %.3f is before start_us %.3f", s->end_us, s->start_us);
             continue;
         }
+        if ((s->src >= v->P || s->dst >= v->P) && s->op == CS_OP_REDUCE) {
+            verify_send_problem(v, i, "reduce through a switch node: switch nodes carry copies "
+                                "only (in-switch reduction is not modelled)");
+            continue;
+        }
         if (topology_find_link(v->t, s->src, s->dst) < 0) {
-            verify_send_problem(v, i, "no link %d->%d", s->src, s->dst);
+            if (s->src >= v->P || s->dst >= v->P) {
+                int node = s->src >= v->P ? s->src : s->dst;
+                int other = s->src >= v->P ? s->dst : s->src;
+                verify_send_problem(v, i, "%s: %s", verify_node_name(v, node).s,
+                                    other >= v->P ? "switch nodes do not send to each other"
+                                                  : "the rank is not on this switch");
+            } else {
+                verify_send_problem(v, i, "no link %d->%d", s->src, s->dst);
+            }
             continue;
         }
         v->valid[i >> 3] |= (unsigned char)(1u << (i & 7));
@@ -521,15 +553,40 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
     v.t = t;
     v.a = a;
     v.rep = rep;
-    v.P = t->ranks;
+    /* a node view is itself a topology (its nodes ranks) to an algorithm
+     * of that many ranks, and the view of a topology of fewer ranks else */
+    v.P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
+    v.N = t->ranks;
+    /* Sends through switch nodes are checked on the node view, where the
+     * nodes are ranks P.. with links inside their members' ports; every
+     * other algorithm on exactly the topology it was given. */
+    cs_topology *nodes = NULL;
+    if (a->switch_nodes > 0 && t->nswitch_nodes > 0 && !t->node_view) {
+        if (a->switch_nodes > t->nswitch_nodes) {
+            verify_problem(&v, "switch_nodes", "switch_nodes: the algorithm names %d switch "
+                           "nodes, topology %s has %d copy-capable switches", a->switch_nodes,
+                           t->name, t->nswitch_nodes);
+        } else {
+            int rc0 = topology_switch_nodes(t, &nodes, err);
+            if (rc0 != CS_OK)
+                return rc0;
+            v.t = nodes;
+            v.N = v.P + a->switch_nodes;
+        }
+    } else if (a->switch_nodes > 0 && !t->node_view) {
+        verify_problem(&v, "switch_nodes", "switch_nodes: the algorithm names %d switch nodes, "
+                       "topology %s has no copy-capable switch", a->switch_nodes, t->name);
+    }
     v.n = a->nsends;
     v.S = a->steps;
     uint32_t *ord = NULL;
     cs_collective coll;
     memset(&coll, 0, sizeof coll);
     int rc = collective_copy(&coll, &a->collective, err);
-    if (rc != CS_OK)
+    if (rc != CS_OK) {
+        topology_free(nodes);
         return rc;
+    }
     v.coll = &coll;
     v.combining = collective_kind_is_combining(coll.kind);
     if (a->ranks >= 1 && collective_validate(&coll, a->ranks, err) != CS_OK) {
@@ -563,7 +620,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
             goto finish;
         }
     }
-    v.words = (v.P + 63) / 64;
+    v.words = (v.P + 63) / 64;   /* contributions: ranks only */
     check_sends(&v);
     /* bandwidth, in processing order (no index needed when the sends are in
      * it already, as producers emit them) */
@@ -592,6 +649,7 @@ finish:
     free(v.touched);
     free(v.post_begin);
     free(v.post_rank);
+    topology_free(nodes);
     for (long b = 0; b < v.nblocks; b++)
         free(v.all_blocks[b]);
     free(v.all_blocks);

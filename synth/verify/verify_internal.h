@@ -27,7 +27,8 @@ typedef struct vctx {
     const cs_collective *coll;  /* validated copy */
     cs_verify_report *rep;
     char first_field[CS_ERROR_FIELD_MAX];
-    int P;
+    int P;                      /* ranks of the collective */
+    int N;                      /* nodes: P, plus the switch nodes when sends use them */
     long G;
     long n;
     int S;
@@ -58,6 +59,16 @@ typedef struct vctx {
     int *post_rank;
 } vctx;
 
+
+/* Whether node r holds chunk g before any send: switch nodes (r >= P) never do. */
+static inline bool vpre(const vctx *v, long g, int r)
+{
+    return r < v->P && collective_pre(v->coll, v->P, v->a->chunks, g, r);
+}
+
+/* "rank 3", or "switch nvswitch (node 16)" for a switch node. */
+typedef struct node_name { char s[96]; } node_name;
+node_name verify_node_name(const vctx *v, int r);
 
 /* Problems: counted always, described while there is room in the report.
  * field is the JSON path of the first problem (for cs_error.field). */

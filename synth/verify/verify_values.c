@@ -100,7 +100,7 @@ static void touch(vctx *v, long g, int r)
         return;
     v->stamp[r] = v->epoch;
     v->val[r] = NULL;
-    v->single[r] = collective_pre(v->coll, v->P, v->a->chunks, g, r) ? r : -1;
+    v->single[r] = vpre(v, g, r) ? r : -1;
     v->wstep[r] = -1;
     v->touched[v->ntouched++] = r;
 }
@@ -317,14 +317,14 @@ int verify_check_shapes(vctx *v, cs_error *err)
 
 static bool holds_plain(const vctx *v, long g, int r)
 {
-    return v->stamp[r] == v->epoch || collective_pre(v->coll, v->P, v->a->chunks, g, r);
+    return v->stamp[r] == v->epoch || vpre(v, g, r);
 }
 
 static vref rank_state(const vctx *v, long g, int r)
 {
     if (v->stamp[r] == v->epoch)
         return (vref){v->val[r], v->single[r]};
-    return (vref){NULL, collective_pre(v->coll, v->P, v->a->chunks, g, r) ? r : -1};
+    return (vref){NULL, vpre(v, g, r) ? r : -1};
 }
 
 static bool holds_full(const vctx *v, long g, int r)
@@ -375,7 +375,7 @@ static void check_post(vctx *v, long g, long received)
     if (v->combining) {
         full = 0;
         for (int k = 0; k < v->ntouched; k++)
-            full += holds_full(v, g, v->touched[k]);
+            full += v->touched[k] < v->P && holds_full(v, g, v->touched[k]);
         if (v->P == 1)
             full += 1 - v->ntouched;
     } else {
@@ -416,18 +416,17 @@ typedef struct arrival {
 
 static void replay_plain_untimed(vctx *v, long g, const send_rec *recs, long len, long *received)
 {
-    const cs_algorithm *a = v->a;
     for (long k = 0; k < len; k++) {
         const send_rec *r = &recs[k];
         int src = r->src, dst = r->dst, step = (int)r->t0;
-        if (!(collective_pre(v->coll, v->P, a->chunks, g, src) ||
+        if (!(vpre(v, g, src) ||
               (v->stamp[src] == v->epoch && v->avail[src] <= step)))
-            verify_send_problem(v, send_rec_index(r), "rank %d does not hold chunk %ld before "
-                                "step %d", src, g, step);
-        if (v->stamp[dst] != v->epoch && !collective_pre(v->coll, v->P, a->chunks, g, dst)) {
+            verify_send_problem(v, send_rec_index(r), "%s does not hold chunk %ld before "
+                                "step %d", verify_node_name(v, src).s, g, step);
+        if (v->stamp[dst] != v->epoch && !vpre(v, g, dst)) {
             v->stamp[dst] = v->epoch;
             v->avail[dst] = step + 1;
-            (*received)++;
+            *received += dst < v->P;   /* a switch node is no rank of the postcondition */
         }
     }
 }
@@ -439,22 +438,22 @@ static void replay_plain_timed(vctx *v, long g, const send_rec *recs, long len, 
         const send_rec *r = &recs[k];
         int src = r->src, dst = r->dst;
         double start = algorithm_time_value(a, r->t0);
-        if (!(collective_pre(v->coll, v->P, a->chunks, g, src) ||
+        if (!(vpre(v, g, src) ||
               (v->stamp[src] == v->epoch && v->avail[src] <= start + VERIFY_TIME_EPS))) {
             if (v->stamp[src] == v->epoch)
-                verify_send_problem(v, send_rec_index(r), "rank %d only has chunk %ld from "
-                                    "%.3f us", src, g, v->avail[src]);
+                verify_send_problem(v, send_rec_index(r), "%s only has chunk %ld from "
+                                    "%.3f us", verify_node_name(v, src).s, g, v->avail[src]);
             else
-                verify_send_problem(v, send_rec_index(r), "rank %d does not hold chunk %ld",
-                                    src, g);
+                verify_send_problem(v, send_rec_index(r), "%s does not hold chunk %ld",
+                                    verify_node_name(v, src).s, g);
         }
-        if (collective_pre(v->coll, v->P, a->chunks, g, dst))
+        if (vpre(v, g, dst))
             continue;
         double end = algorithm_time_value(a, r->t1);
         if (v->stamp[dst] != v->epoch) {
             v->stamp[dst] = v->epoch;
             v->avail[dst] = end;
-            (*received)++;
+            *received += dst < v->P;   /* a switch node is no rank of the postcondition */
         } else if (end < v->avail[dst]) {
             v->avail[dst] = end;
         }
@@ -463,6 +462,8 @@ static void replay_plain_timed(vctx *v, long g, const send_rec *recs, long len, 
 
 static bool is_post_combining(const vctx *v, long g, int r)
 {
+    if (r >= v->P)
+        return false;   /* switch nodes have no postcondition */
     return post_shape(v->coll->kind) == POST_ALL || post_single_rank(v->coll, v->P, g) == r;
 }
 
@@ -657,7 +658,7 @@ typedef struct replay_worker {
 
 static int worker_init(replay_worker *w, const vctx *v)
 {
-    int P = v->P;
+    int P = v->N;   /* ranks and switch nodes */
     memset(w, 0, sizeof *w);
     w->v = *v;
     vctx *x = &w->v;
@@ -736,9 +737,9 @@ static int replay_chunk(replay_worker *w, long g, send_rec *recs, long len)
         return rc;
     v->epoch++;
     if (v->epoch == 0) { /* wrapped: clear stamps once */
-        memset(v->stamp, 0, sizeof(unsigned) * (size_t)v->P);
+        memset(v->stamp, 0, sizeof(unsigned) * (size_t)v->N);
         if (v->lstamp)
-            memset(v->lstamp, 0, sizeof(unsigned) * (size_t)v->P);
+            memset(v->lstamp, 0, sizeof(unsigned) * (size_t)v->N);
         v->epoch = 1;
     }
     v->ntouched = 0;

@@ -1,0 +1,382 @@
+/*
+ * Tests of copy-capable switches (topology.h "Copy-capable switches"):
+ * the optional switches[].copy field and its node numbering, the node view,
+ * the verifier's checks of schedules through a switch node (causality at the
+ * switch, each port used once per copy), the simulator's timing of them,
+ * mcf using in-switch copy where it helps (against bounds worked out here,
+ * not read from the solver), and code generation refusing them.
+ *
+ * Units: every switch here has gbps 1 (1000 bytes/us) and alpha 0, and
+ * chunks are 1000 bytes, so every send through a port takes 1 us: a send up
+ * to the switch node and the copies down from it take 1 us each.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "mcf.h"
+#include "msccl_xml.h"
+#include "simulate.h"
+#include "verify.h"
+
+/* P ranks on one switch "sw" (gbps 1, alpha 0), copy-capable or not; extra
+ * is spliced into the document (e.g. a rank off the switch). */
+static cs_topology *star(int P, bool copy, int ranks_total, const char *extra)
+{
+    char doc[2048], list[512] = "";
+    int n = 0;
+    for (int r = 0; r < P; r++)
+        n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", r ? "," : "", r);
+    snprintf(doc, sizeof doc,
+             "{\"name\":\"star%d%s\",\"ranks\":%d,%s\"switches\":[{\"name\":\"sw\",\"ranks\":[%s],"
+             "\"gbps\":1,\"alpha_us\":0%s}]}",
+             P, copy ? "c" : "", ranks_total, extra ? extra : "", list,
+             copy ? ",\"copy\":true" : "");
+    cs_topology *t = NULL;
+    cs_error err;
+    int rc = topology_parse(doc, strlen(doc), NULL, &t, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", doc, err.message);
+    return t;
+}
+
+/* An empty broadcast (root 0) algorithm with `steps` steps on P ranks that
+ * may name the one switch node (P). */
+static cs_algorithm *bcast(int P, int steps)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "star", P, 1, steps, &a, &err), CS_OK);
+    a->switch_nodes = 1;
+    snprintf(a->method, sizeof a->method, "test");
+    return a;
+}
+
+/* A broadcast from 0 through the switch node: up in step 0 (or 0-1 us),
+ * copies down to every other rank in step 1 (1-2 us). */
+static cs_algorithm *bcast_through_switch(int P, bool timed)
+{
+    cs_algorithm *a = bcast(P, 2);
+    if (timed) {
+        a->timed_chunk_bytes = 1000;
+        ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, P, 0, CS_OP_COPY, 0, 1), CS_OK);
+        for (int r = 1; r < P; r++)
+            ck_assert_int_eq(algorithm_add_timed_send(a, 0, P, r, 1, CS_OP_COPY, 1, 2), CS_OK);
+    } else {
+        ck_assert_int_eq(algorithm_add_send(a, 0, 0, P, 0, CS_OP_COPY), CS_OK);
+        for (int r = 1; r < P; r++)
+            ck_assert_int_eq(algorithm_add_send(a, 0, P, r, 1, CS_OP_COPY), CS_OK);
+    }
+    return a;
+}
+
+/* The verifier's report must be invalid and one reason must contain `what`. */
+static void assert_invalid(const cs_topology *t, const cs_algorithm *a, const char *what)
+{
+    cs_verify_report rep;
+    cs_error err;
+    int rc = algorithm_verify_report(t, a, &rep, &err);
+    ck_assert_int_eq(rc, CS_EVERIFY);
+    bool found = false;
+    for (int i = 0; i < rep.nreasons; i++)
+        found |= strstr(rep.reasons[i], what) != NULL;
+    ck_assert_msg(found, "no reason mentions \"%s\"; first: %s", what,
+                  rep.nreasons ? rep.reasons[0] : "(none)");
+}
+
+static void assert_valid(const cs_topology *t, const cs_algorithm *a)
+{
+    cs_error err;
+    int rc = algorithm_verify(t, a, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+}
+
+START_TEST(copy_flag_is_optional_and_numbers_the_nodes)
+{
+    cs_topology *plain = star(4, false, 4, NULL), *copy = star(4, true, 4, NULL);
+    ck_assert_int_eq(plain->nswitch_nodes, 0);
+    ck_assert_int_eq(plain->switches[0].node, -1);
+    ck_assert_int_eq(copy->nswitch_nodes, 1);
+    ck_assert_int_eq(copy->switches[0].node, 4);
+    ck_assert_int_eq(topology_switch_of_node(copy, 4), 0);
+    ck_assert_int_eq(topology_switch_of_node(copy, 3), -1);
+    /* the lowered form is the same: old documents mean what they meant */
+    ck_assert_int_eq(plain->nlinks, copy->nlinks);
+    ck_assert_int_eq(plain->nshared, copy->nshared);
+    /* printed only when set */
+    json_t *jp = topology_to_json(plain), *jc = topology_to_json(copy);
+    char *p = json_dumps(jp, 0), *c = json_dumps(jc, 0);
+    ck_assert_ptr_null(strstr(p, "copy"));
+    ck_assert_ptr_nonnull(strstr(c, "\"copy\": true"));
+    free(p);
+    free(c);
+    json_decref(jp);
+    json_decref(jc);
+    /* the node view: node 4 joined to every member inside its ports */
+    cs_topology *nv = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_switch_nodes(copy, &nv, &err), CS_OK);
+    ck_assert_int_eq(nv->ranks, 5);
+    ck_assert_int_eq(nv->nlinks, copy->nlinks + 8);
+    for (int r = 0; r < 4; r++) {
+        int up = topology_find_link(nv, r, 4), down = topology_find_link(nv, 4, r);
+        ck_assert_int_ge(up, 0);
+        ck_assert_int_ge(down, 0);
+        int in_sets = 0;
+        for (int s = 0; s < nv->nshared; s++)
+            for (int k = 0; k < nv->shared[s].nlinks; k++)
+                in_sets += nv->shared[s].links[k] == up || nv->shared[s].links[k] == down;
+        ck_assert_int_eq(in_sets, 2);   /* r's egress set and r's ingress set */
+    }
+    topology_free(nv);
+    ck_assert_int_eq(topology_switch_nodes(plain, &nv, &err), CS_EINVAL);
+    ck_assert_ptr_null(nv);
+    /* builtins: copy=1 */
+    cs_topology *d = NULL;
+    ck_assert_int_eq(topology_builtin("dgx2,copy=1", &d, &err), CS_OK);
+    ck_assert(d->switches[0].copy);
+    ck_assert_int_eq(d->switches[0].node, 16);
+    topology_free(d);
+    ck_assert_int_eq(topology_builtin("ring:4,copy=1", &d, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "no switch"));
+    /* a bad value is named */
+    const char *bad = "{\"ranks\":2,\"switches\":[{\"ranks\":[0,1],\"copy\":1}]}";
+    ck_assert_int_eq(topology_parse(bad, strlen(bad), NULL, &d, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "switches[0].copy");
+    topology_free(plain);
+    topology_free(copy);
+}
+END_TEST
+
+START_TEST(verifier_accepts_copies_through_the_switch)
+{
+    cs_topology *t = star(8, true, 8, NULL), *plain = star(8, false, 8, NULL);
+    for (int timed = 0; timed < 2; timed++) {
+        cs_algorithm *a = bcast_through_switch(8, timed);
+        assert_valid(t, a);
+        /* without copy there is no switch node */
+        assert_invalid(plain, a, "no copy-capable switch");
+        /* 1 us up, 1 us down (the copies in parallel on 7 ports) */
+        cs_sim_result sr;
+        cs_error err;
+        ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+        ck_assert_double_eq_tol(sr.time_us, 2.0, 1e-9);
+        sim_result_free(&sr);
+        /* the document form keeps the nodes */
+        json_t *doc = algorithm_to_json(a);
+        ck_assert_int_eq(json_integer_value(json_object_get(doc, "switch_nodes")), 1);
+        cs_algorithm *b = NULL;
+        ck_assert_int_eq(algorithm_from_json(doc, &b, &err), CS_OK);
+        json_decref(doc);
+        ck_assert_int_eq(b->switch_nodes, 1);
+        assert_valid(t, b);
+        algorithm_free(b);
+        algorithm_free(a);
+    }
+    topology_free(t);
+    topology_free(plain);
+}
+END_TEST
+
+START_TEST(verifier_rejects_a_chunk_leaving_before_it_arrived)
+{
+    cs_topology *t = star(4, true, 4, NULL);
+    /* untimed: the copy leaves in the step the chunk goes up */
+    cs_algorithm *a = bcast(4, 2);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 4, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 1, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 2, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 3, 1, CS_OP_COPY), CS_OK);
+    assert_invalid(t, a, "switch sw (node 4) does not hold chunk 0 before step 1");
+    algorithm_free(a);
+    /* timed: a copy starts at 0.5 us, the chunk is at the switch from 1 us */
+    a = bcast(4, 2);
+    a->timed_chunk_bytes = 1000;
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 0, CS_OP_COPY, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 1, 1, CS_OP_COPY, 0.5, 1.5), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 2, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 3, 1, CS_OP_COPY, 1, 2), CS_OK);
+    assert_invalid(t, a, "switch sw (node 4) only has chunk 0 from 1.000 us");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(verifier_rejects_ports_over_capacity)
+{
+    cs_topology *t = star(4, true, 4, NULL);
+    /* rank 0's egress port carries the chunk up and a unicast in one step */
+    cs_algorithm *a = bcast(4, 2);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 4, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 2, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 3, 1, CS_OP_COPY), CS_OK);
+    assert_invalid(t, a, "the egress port of rank 0 on switch sw carries 2 chunks in step 0");
+    algorithm_free(a);
+    /* rank 3's ingress port: a copy from the switch and a unicast from 0 */
+    a = bcast(4, 2);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 4, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 1, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 2, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 3, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 3, 1, CS_OP_COPY), CS_OK);
+    assert_invalid(t, a, "the ingress port of rank 3 on switch sw carries 2 chunks in step 1");
+    algorithm_free(a);
+    /* timed: two copies into rank 1 at once at the full port rate */
+    a = bcast(4, 3);
+    a->timed_chunk_bytes = 1000;
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 0, CS_OP_COPY, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 1, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 1, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 2, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 3, 1, CS_OP_COPY, 1, 2), CS_OK);
+    assert_invalid(t, a, "would carry 2 GB/s");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(verifier_rejects_what_a_switch_node_cannot_do)
+{
+    /* 5 ranks, the switch joins 0-3, rank 4 hangs off rank 3 */
+    cs_topology *t = star(4, true, 5,
+                          "\"links\":[{\"src\":3,\"dst\":4,\"gbps\":1,\"alpha_us\":0,"
+                          "\"bidirectional\":true}],");
+    ck_assert_int_eq(t->switches[0].node, 5);
+    cs_algorithm *a = bcast(5, 3);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 5, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 5, 4, 1, CS_OP_COPY), CS_OK);   /* not a member */
+    assert_invalid(t, a, "switch sw (node 5): the rank is not on this switch");
+    algorithm_free(a);
+    /* an algorithm that does not declare its switch nodes */
+    a = bcast(5, 1);
+    a->switch_nodes = 0;
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 5, 0, CS_OP_COPY), CS_OK);
+    assert_invalid(t, a, "need the algorithm's switch_nodes");
+    algorithm_free(a);
+    /* in-switch reduction is not modelled */
+    cs_collective c;
+    collective_init(&c, CS_COLL_REDUCE, 1);
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, "star", 5, 1, 2, &a, &err), CS_OK);
+    a->switch_nodes = 1;
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 5, 0, CS_OP_REDUCE), CS_OK);
+    assert_invalid(t, a, "in-switch reduction is not modelled");
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* Algorithms of ranks only verify and time the same with and without copy. */
+START_TEST(old_schedules_unchanged_on_copy_switches)
+{
+    cs_topology *t = star(8, true, 8, NULL), *plain = star(8, false, 8, NULL);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_int_eq(mcf_synthesize(plain, &c, &o, &r, &err), CS_OK);
+    const cs_algorithm *a = r->algs[0];
+    ck_assert_int_eq(a->switch_nodes, 0);
+    assert_valid(t, a);
+    cs_sim_result s1, s2;
+    ck_assert_int_eq(simulate_algorithm(plain, a, 1000, &s1, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &s2, &err), CS_OK);
+    ck_assert_double_eq(s1.time_us, s2.time_us);
+    ck_assert_int_eq(s1.nlinks, s2.nlinks);
+    sim_result_free(&s1);
+    sim_result_free(&s2);
+    result_free(r);
+    topology_free(t);
+    topology_free(plain);
+}
+END_TEST
+
+static double mcf_time(const cs_topology *t, cs_coll_kind kind, cs_result **keep)
+{
+    cs_collective c;
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    cs_result *r = NULL;
+    cs_error err;
+    int rc = mcf_synthesize(t, &c, &o, &r, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s", t->name, err.message);
+    const cs_algorithm *a = r->algs[0];
+    assert_valid(t, a);
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+    double time = sr.time_us;
+    sim_result_free(&sr);
+    if (keep)
+        *keep = r;
+    else
+        result_free(r);
+    return time;
+}
+
+/* Broadcast on 8 ranks of one switch.  Without copy every holder sends at
+ * most one chunk per us through its port, so the holders at most double
+ * each us: 8 ranks need >= log2(8) = 3 us.  With copy, up (1 us) and seven
+ * copies down (1 us) take 2 us, and no schedule is faster (a rank other
+ * than the root gets the chunk through its port, >= 1 us, and only the root
+ * is done at 1 us).  Allgather: every rank receives 7 chunks through its
+ * one ingress port, >= 7 us either way; copy must not make it worse. */
+START_TEST(mcf_copies_in_the_switch_where_it_helps)
+{
+    cs_topology *t = star(8, true, 8, NULL), *plain = star(8, false, 8, NULL);
+    cs_result *r = NULL;
+    double with = mcf_time(t, CS_COLL_BROADCAST, &r), without = mcf_time(plain,
+                                                                          CS_COLL_BROADCAST, NULL);
+    ck_assert_double_eq_tol(with, 2.0, 1e-6);
+    ck_assert_double_ge(without, 3.0 - 1e-6);
+    ck_assert_int_eq(r->algs[0]->switch_nodes, 1);
+    long copies = 0;
+    for (long i = 0; i < r->algs[0]->nsends; i++)
+        copies += algorithm_send_src(r->algs[0], i) == 8;
+    ck_assert_int_eq(copies, 7);
+    /* code generation refuses it, naming the switch and why */
+    cs_msccl_options mo;
+    msccl_options_default(&mo);
+    char *xml = NULL;
+    cs_error err;
+    ck_assert_int_eq(msccl_xml_generate(r->algs[0], t, &mo, &xml, NULL, &err), CS_EUNSUPPORTED);
+    ck_assert_ptr_null(xml);
+    ck_assert_ptr_nonnull(strstr(err.message, "copy-capable switch sw (node 8)"));
+    ck_assert_ptr_nonnull(strstr(err.message, "cannot express in-switch multicast"));
+    result_free(r);
+
+    double ag_with = mcf_time(t, CS_COLL_ALLGATHER, NULL);
+    double ag_without = mcf_time(plain, CS_COLL_ALLGATHER, NULL);
+    ck_assert_double_ge(ag_with, 7.0 - 1e-6);
+    ck_assert_double_le(ag_with, ag_without + 1e-6);
+    topology_free(t);
+    topology_free(plain);
+}
+END_TEST
+
+static Suite *switch_copy_suite(void)
+{
+    Suite *s = suite_create("switch_copy");
+    TCase *tc = tcase_create("switch_copy");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, copy_flag_is_optional_and_numbers_the_nodes);
+    tcase_add_test(tc, verifier_accepts_copies_through_the_switch);
+    tcase_add_test(tc, verifier_rejects_a_chunk_leaving_before_it_arrived);
+    tcase_add_test(tc, verifier_rejects_ports_over_capacity);
+    tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
+    tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
+    tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(switch_copy_suite)
