@@ -665,6 +665,70 @@ START_TEST(slow_clients_from_one_address_do_not_block_health)
 END_TEST
 
 
+/* --max-connections: at the limit further connections wait to be accepted
+ * (they are not accepted and closed), and each is served as soon as a
+ * connection closes.  The daemon accepts on its own thread and hands the
+ * connections to its HTTP workers (server.c, acceptor_main). */
+static int read_status(int fd, double timeout_s)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, (int)(timeout_s * 1000)) <= 0)
+        return 0; /* nothing yet */
+    char buf[64];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1; /* closed */
+    buf[n] = '\0';
+    int status = 0;
+    return sscanf(buf, "HTTP/1.1 %d", &status) == 1 ? status : -2;
+}
+
+START_TEST(connections_over_the_limit_wait_their_turn)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-connections", "4", NULL};
+    start(&d, NULL, extra);
+    for (int round = 0; round < 3; round++) {
+        enum { N = 7 };
+        int fds[N];
+        char req[200];
+        int len = snprintf(req, sizeof req, "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n",
+                           d.port);
+        for (int i = 0; i < N; i++) {
+            fds[i] = connect_from("127.0.0.1", d.port);
+            ck_assert_int_ge(fds[i], 0);
+        }
+        for (int i = 0; i < N; i++)
+            ck_assert_int_eq(send_all(fds[i], req, (size_t)len), 0);
+        int served = 0, waiting = 0;
+        int st[N];
+        for (int i = 0; i < N; i++) {
+            st[i] = read_status(fds[i], i < 4 ? 5.0 : 0.3);
+            ck_assert_msg(st[i] != -1, "round %d: connection %d was closed", round, i);
+            served += st[i] == 200;
+            waiting += st[i] == 0;
+        }
+        ck_assert_msg(served == 4 && waiting == N - 4, "round %d: %d served, %d waiting", round,
+                      served, waiting);
+        /* closing served connections lets the waiting ones in, one each */
+        for (int i = 0, closed = 0; i < N && closed < N - 4; i++)
+            if (st[i] == 200) {
+                close(fds[i]);
+                fds[i] = -1;
+                closed++;
+            }
+        for (int i = 0; i < N; i++)
+            if (fds[i] >= 0 && st[i] == 0)
+                ck_assert_int_eq(read_status(fds[i], 5.0), 200);
+        for (int i = 0; i < N; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        usleep(100000);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- 7. trivial requests ------------------------------------------------------------------- */
 
 START_TEST(trivial_requests_are_answered_at_once)
@@ -1354,6 +1418,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(wire, over_limit_body_is_answered_not_reset);
     tcase_add_test(wire, slow_headers_meet_a_deadline);
     tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
+    tcase_add_test(wire, connections_over_the_limit_wait_their_turn);
     suite_add_tcase(s, wire);
     TCase *small = tcase_create("small");
     tcase_set_timeout(small, 60);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bliss/bliss_C.h>
+
 #include "bounds.h"
 #include "collective.h"
 #include "verify.h"
@@ -111,25 +113,45 @@ typedef struct inst {
     /* copy: per chunk and rank */
     unsigned char *pre, *need;
     int ncomm;          /* P (pairwise: by destination) or G (copy: by chunk) */
-    /* A rotation sigma(r) = (r + shift) mod P that maps the topology and the
-     * demand onto themselves (ring:8 by 1, ndv2:2 by 8): the LP then has
-     * variables for one commodity per orbit only, commodity sigma^j(d)
-     * flowing as d does on the images of its links.  The LP's optimum is
-     * unchanged (average any solution over the group), so the search LPs and
-     * the rounding use it; the MILP does not (a symmetric integer solution
-     * need not exist).  sym_ord 1: none. */
-    int sym_ord;
-    int *sym_link;      /* sym_ord x L: sigma^j of each link */
-    int *rep_of, *pow_of;  /* commodity q = sigma^pow_of[q](rep_of[q]) */
+    /* Symmetry (pairwise demands): the automorphism group Aut of the
+     * topology and the demand (bliss; find_symmetry).  The LP then has
+     * variables for one commodity per orbit of Aut on the destinations only:
+     * commodity q = g_q(rep_of[q]) flows as its representative does on the
+     * images of its links, i.e. q's flow on l is the representative's on
+     * qlink[q][l] = g_q^-1(l).  The LP's optimum is unchanged: averaging an
+     * optimal solution over Aut gives an invariant one, which is of this
+     * form.  Capacity rows of links in one orbit are then the same row when
+     * Aut acts freely on the destinations (sym_free), else each is written.
+     * The MILP does not use it (a symmetric integer solution need not
+     * exist).  sym false: none. */
+    bool no_symmetry;   /* options.no_symmetry */
+    bool sym, sym_free;
+    int sym_orbits, sym_generators;
+    double sym_group;   /* |Aut| (bliss' approximation) */
+    int *rep_of;        /* P */
+    int *qlink;         /* P x L, or NULL */
+    int *link_rep;      /* L: the smallest link of l's orbit under Aut */
+    /* A representative's flows are also invariant under its stabilizer (the
+     * averaged solution is): per representative r, links (ranks) in one
+     * orbit of Stab(r) share one column, lcls[r][l] (rcls[r][n]) being the
+     * smallest of the class and lsize[r][l] its size.  Then the capacity
+     * rows of the links of one orbit of Aut are one row whether or not Aut
+     * acts freely.  Stab(r) comes from Schreier generators
+     * g_{h(q)}^-1 h g_q (q in r's orbit, h a generator). */
+    int *lcls, *lsize;  /* P x L (rows of representatives) */
+    int *rcls;          /* P x P */
     int *earliest;      /* ncomm x P: first epoch the commodity can be at a rank */
     int *reach;         /* ncomm x P: fewest epochs from a rank to one that needs it */
 } inst;
 
 static void inst_free(inst *in)
 {
-    free(in->sym_link);
+    free(in->qlink);
     free(in->rep_of);
-    free(in->pow_of);
+    free(in->link_rep);
+    free(in->lcls);
+    free(in->lsize);
+    free(in->rcls);
     free(in->kappa);
     free(in->send_us);
     free(in->dist);
@@ -176,6 +198,7 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     in->C = o->chunks;
     in->G = collective_global_chunks(c, in->P, in->C);
     in->chunk_bytes = o->bytes / o->chunks;
+    in->no_symmetry = o->no_symmetry;
     int P = in->P, L = in->L;
     in->kappa = malloc(sizeof *in->kappa * (size_t)L);
     in->send_us = malloc(sizeof *in->send_us * (size_t)L);
@@ -306,38 +329,104 @@ static int cmp_int_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether r -> (r + shift) mod P maps topology and demand onto themselves;
- * fills map[l] with the image of each link. */
-static bool rotation_is_symmetry(const inst *in, int shift, int *map)
+/* Attribute classes -> bliss colours: equal tuples, equal colour. */
+typedef struct colours {
+    double *key;        /* ntuple doubles per class */
+    int n, cap, width;
+} colours;
+
+static int colour_of(colours *c, const double *tuple)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!memcmp(c->key + (long)i * c->width, tuple, sizeof *tuple * (size_t)c->width))
+            return i;
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        double *k = realloc(c->key, sizeof *k * (size_t)nc * c->width);
+        if (!k)
+            return -1;
+        c->key = k;
+        c->cap = nc;
+    }
+    memcpy(c->key + (long)c->n * c->width, tuple, sizeof *tuple * (size_t)c->width);
+    return c->n++;
+}
+
+/* Generators bliss reports, restricted to ranks and links. */
+typedef struct gens {
+    int P, L, link_base;
+    int n, cap;
+    int *rank;          /* n x P */
+    int *link;          /* n x L */
+    bool oom;
+} gens;
+
+static void gens_hook(void *user, unsigned int N, const unsigned int *aut)
+{
+    gens *g = user;
+    (void)N;
+    if (g->oom)
+        return;
+    if (g->n == g->cap) {
+        int nc = g->cap ? 2 * g->cap : 8;
+        int *r = realloc(g->rank, sizeof *r * (size_t)nc * g->P);
+        if (!r) {
+            g->oom = true;
+            return;
+        }
+        g->rank = r;
+        int *l = realloc(g->link, sizeof *l * (size_t)nc * (g->L ? g->L : 1));
+        if (!l) {
+            g->oom = true;
+            return;
+        }
+        g->link = l;
+        g->cap = nc;
+    }
+    int *r = g->rank + (long)g->n * g->P, *l = g->link + (long)g->n * g->L;
+    for (int i = 0; i < g->P; i++)
+        r[i] = (int)aut[i];
+    /* link l's tail vertex is link_base + 2 l */
+    for (int i = 0; i < g->L; i++)
+        l[i] = ((int)aut[g->link_base + 2 * i] - g->link_base) / 2;
+    g->n++;
+}
+
+/* A generator really maps links (lanes, speed, alpha), shared sets and the
+ * demand onto themselves (bliss' graph encodes them; checked, not assumed). */
+static bool generator_ok(const inst *in, const int *rk, const int *lk)
 {
     const cs_topology *t = in->t;
     int P = in->P;
     for (int l = 0; l < in->L; l++) {
         const cs_link *k = &t->links[l];
-        map[l] = image_link(t, k, (k->src + shift) % P, (k->dst + shift) % P);
-        if (map[l] < 0)
+        if (lk[l] < 0 || lk[l] >= in->L || image_link(t, k, rk[k->src], rk[k->dst]) != lk[l])
             return false;
     }
     for (int d = 0; d < P; d++)
         for (int x = 0; x < P; x++)
-            if (in->supply[(long)d * P + x] !=
-                in->supply[(long)((d + shift) % P) * P + (x + shift) % P])
+            if (in->supply[(long)d * P + x] != in->supply[(long)rk[d] * P + rk[x]])
                 return false;
-    /* shared sets map onto shared sets with the same lanes */
     for (int a = 0; a < t->nshared; a++) {
         const cs_shared *sa = &t->shared[a];
         int *img = malloc(sizeof *img * (size_t)(sa->nlinks ? sa->nlinks : 1));
         if (!img)
             return false;
         for (int i = 0; i < sa->nlinks; i++)
-            img[i] = map[sa->links[i]];
+            img[i] = lk[sa->links[i]];
         qsort(img, (size_t)sa->nlinks, sizeof *img, cmp_int_asc);
         bool found = false;
         for (int b = 0; b < t->nshared && !found; b++) {
             const cs_shared *sb = &t->shared[b];
             if (sb->nlinks != sa->nlinks || sb->lanes != sa->lanes)
                 continue;
-            found = memcmp(img, sb->links, sizeof *img * (size_t)sa->nlinks) == 0;
+            int *sorted = malloc(sizeof *sorted * (size_t)(sb->nlinks ? sb->nlinks : 1));
+            if (!sorted)
+                break;
+            memcpy(sorted, sb->links, sizeof *sorted * (size_t)sb->nlinks);
+            qsort(sorted, (size_t)sb->nlinks, sizeof *sorted, cmp_int_asc);
+            found = memcmp(img, sorted, sizeof *img * (size_t)sa->nlinks) == 0;
+            free(sorted);
         }
         free(img);
         if (!found)
@@ -346,60 +435,366 @@ static bool rotation_is_symmetry(const inst *in, int shift, int *map)
     return true;
 }
 
-static int gcd_int(int a, int b) { return b ? gcd_int(b, a % b) : a; }
+static int uf_root(int *p, int x)
+{
+    while (p[x] != x) {
+        p[x] = p[p[x]];
+        x = p[x];
+    }
+    return x;
+}
 
-/* Pairwise demands: the rotation with the largest orbits (shift 1, then one
- * group's width when the groups are equal consecutive blocks). */
+static int cmp_u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* Colour refinement (1-WL): *discrete when every vertex ends with a colour
+ * of its own, i.e. the graph has no automorphism but the identity.  bliss
+ * would find the same at its root, but on that path bliss 0.73 leaks its
+ * component-recursion arrays (synth/iso does the same check first).  Hash
+ * collisions can only merge classes, so a wrong answer is "not discrete",
+ * and bliss then runs as it would have. */
+static int refine_is_discrete(const int *vcol, long n, const unsigned *edge, long ne,
+                              bool *discrete)
+{
+    *discrete = n <= 1;
+    if (n <= 1)
+        return CS_OK;
+    long *start = calloc((size_t)n + 1, sizeof *start), *fill = calloc((size_t)n, sizeof *fill);
+    unsigned *adj = malloc(sizeof *adj * 2 * (size_t)(ne ? ne : 1));
+    uint64_t *c = malloc(sizeof *c * (size_t)n), *next = malloc(sizeof *next * (size_t)n);
+    uint64_t *tmp = malloc(sizeof *tmp * (size_t)n);
+    int rc = CS_OK;
+    if (!start || !fill || !adj || !c || !next || !tmp) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (long e = 0; e < ne; e++) {
+        start[edge[2 * e] + 1]++;
+        start[edge[2 * e + 1] + 1]++;
+    }
+    for (long v = 0; v < n; v++)
+        start[v + 1] += start[v];
+    for (long e = 0; e < ne; e++) {
+        unsigned a = edge[2 * e], b = edge[2 * e + 1];
+        adj[start[a] + fill[a]++] = b;
+        adj[start[b] + fill[b]++] = a;
+    }
+    for (long v = 0; v < n; v++)
+        c[v] = mix64((uint64_t)vcol[v] + 1);
+    long classes = 0;
+    for (int round = 0; round < 4 * n + 8; round++) {
+        memcpy(tmp, c, sizeof *tmp * (size_t)n);
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64_asc);
+        long k = 0;
+        for (long v = 0; v < n; v++)
+            k += v == 0 || tmp[v] != tmp[v - 1];
+        if (k == n) {
+            *discrete = true;
+            break;
+        }
+        if (k <= classes)
+            break;
+        classes = k;
+        /* new colour: own colour and the multiset of the neighbours' (a
+         * sum of mixed values is order-free) */
+        for (long v = 0; v < n; v++) {
+            uint64_t h = mix64(c[v] ^ 0x9E3779B97F4A7C15ULL);
+            for (long i = start[v]; i < start[v + 1]; i++)
+                h += mix64(c[adj[i]] + 0x632BE59BD9B4E019ULL);
+            next[v] = mix64(h);
+        }
+        memcpy(c, next, sizeof *c * (size_t)n);
+    }
+out:
+    free(start);
+    free(fill);
+    free(adj);
+    free(c);
+    free(next);
+    free(tmp);
+    return rc;
+}
+
+/* Pairwise demands: the automorphisms of the topology and the demand, from
+ * bliss.  The graph: a vertex per rank; per link a tail and a head vertex
+ * (rank src - tail - head - rank dst) coloured by the link's (lanes, gbps,
+ * alpha), so direction and attributes are kept (bliss has no edge colours);
+ * per shared set a vertex coloured by its lanes joined to its links' tails;
+ * per demand pair (s, d) a tail and a head vertex coloured by the chunk
+ * count.  Switches are in it as their lowering (derived links and port
+ * sets).  Its automorphisms fixing colours, restricted to the ranks, are
+ * exactly the rank permutations that keep topology and demand.  Orbits of
+ * the destinations and, per destination q, an element g_q that maps the
+ * orbit's representative to q come from a breadth-first walk over the
+ * generators. */
 static int find_symmetry(inst *in)
 {
-    in->sym_ord = 1;
-    if (!in->pairwise || in->P < 2)
+    in->sym = false;
+    if (!in->pairwise || in->P < 2 || in->no_symmetry)
         return CS_OK;
     const cs_topology *t = in->t;
     int P = in->P, L = in->L;
-    int shifts[2] = {1, 0};
-    if (t->ngroups > 1 && P % t->ngroups == 0)
-        shifts[1] = P / t->ngroups;
-    int *map = malloc(sizeof *map * (size_t)L);
-    if (!map)
-        return CS_ENOMEM;
-    int shift = 0;
-    for (int i = 0; i < 2 && !shift; i++)
-        if (shifts[i] > 0 && rotation_is_symmetry(in, shifts[i], map))
-            shift = shifts[i];
-    if (!shift) {
-        free(map);
-        return CS_OK;
-    }
-    int ord = P / gcd_int(P, shift);
-    in->sym_link = malloc(sizeof *in->sym_link * (size_t)ord * L);
-    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
-    in->pow_of = malloc(sizeof *in->pow_of * (size_t)P);
-    if (!in->sym_link || !in->rep_of || !in->pow_of) {
-        free(map);
+    colours col = {.width = 4};
+    gens gn = {.P = P, .L = L};
+    int rc = CS_OK;
+    int *perm = NULL, *rperm = NULL, *rinv = NULL, *queue = NULL, *uf = NULL;
+    /* the graph as arrays first: colour refinement may settle it without bliss */
+    long nv = 0, ne = 0;
+    long maxv = P + 2L * L + t->nshared + 2L * P * P, maxe = 3L * L + 3L * P * P;
+    for (int s2 = 0; s2 < t->nshared; s2++)
+        maxe += t->shared[s2].nlinks;
+    int *vcol = malloc(sizeof *vcol * (size_t)maxv);
+    unsigned *edge = malloc(sizeof *edge * 2 * (size_t)(maxe ? maxe : 1));
+    if (!vcol || !edge) {
+        free(vcol);
+        free(edge);
         return CS_ENOMEM;
     }
-    for (int l = 0; l < L; l++)
-        in->sym_link[l] = l;
-    for (int j = 1; j < ord; j++)
-        for (int l = 0; l < L; l++)
-            in->sym_link[(long)j * L + l] = map[in->sym_link[(long)(j - 1) * L + l]];
-    for (int q = 0; q < P; q++)
-        in->rep_of[q] = -1;
-    for (int q = 0; q < P; q++) {
-        if (in->rep_of[q] >= 0)
-            continue;
-        for (int j = 0; j < ord; j++) {
-            int img = (int)((q + (long)j * shift) % P);
-            if (in->rep_of[img] < 0) {
-                in->rep_of[img] = q;
-                in->pow_of[img] = j;
+#define VERTEX(c) (vcol[nv] = (c), nv++)
+#define EDGE(a, b) (edge[2 * ne] = (unsigned)(a), edge[2 * ne + 1] = (unsigned)(b), ne++)
+    double tup[4];
+    /* ranks: one colour; everything else by its class */
+    tup[0] = 0, tup[1] = tup[2] = tup[3] = 0;
+    int c0 = colour_of(&col, tup);
+    for (int r = 0; r < P; r++)
+        VERTEX(c0);
+    gn.link_base = P;
+    for (int l = 0; l < L && rc == CS_OK; l++) {
+        const cs_link *k = &t->links[l];
+        tup[0] = 1, tup[1] = k->lanes, tup[2] = k->gbps, tup[3] = k->alpha_us;
+        int ct = colour_of(&col, tup);
+        tup[0] = 2;
+        int ch = colour_of(&col, tup);
+        if (ct < 0 || ch < 0) {
+            rc = CS_ENOMEM;
+            break;
+        }
+        long vt = VERTEX(ct), vh = VERTEX(ch);
+        EDGE(k->src, vt);
+        EDGE(vt, vh);
+        EDGE(vh, k->dst);
+    }
+    for (int s2 = 0; s2 < t->nshared && rc == CS_OK; s2++) {
+        tup[0] = 3, tup[1] = t->shared[s2].lanes, tup[2] = tup[3] = 0;
+        int cs = colour_of(&col, tup);
+        if (cs < 0) {
+            rc = CS_ENOMEM;
+            break;
+        }
+        long v = VERTEX(cs);
+        for (int i = 0; i < t->shared[s2].nlinks; i++)
+            EDGE(v, P + 2 * t->shared[s2].links[i]);
+    }
+    for (int d = 0; d < P && rc == CS_OK; d++)
+        for (int x = 0; x < P && rc == CS_OK; x++) {
+            long n = in->supply[(long)d * P + x];
+            if (n <= 0)
+                continue;
+            tup[0] = 4, tup[1] = (double)n, tup[2] = tup[3] = 0;
+            int ct = colour_of(&col, tup);
+            tup[0] = 5;
+            int ch = colour_of(&col, tup);
+            if (ct < 0 || ch < 0) {
+                rc = CS_ENOMEM;
+                break;
             }
+            long vt = VERTEX(ct), vh = VERTEX(ch);
+            EDGE(x, vt);
+            EDGE(vt, vh);
+            EDGE(vh, d);
+        }
+#undef VERTEX
+#undef EDGE
+    free(col.key);
+    bool discrete = false;
+    if (rc == CS_OK)
+        rc = refine_is_discrete(vcol, nv, edge, ne, &discrete);
+    BlissStats st;
+    memset(&st, 0, sizeof st);
+    if (rc == CS_OK && !discrete) {
+        BlissGraph *bg = bliss_new(0);
+        if (!bg) {
+            rc = CS_ENOMEM;
+        } else {
+            for (long v = 0; v < nv; v++)
+                bliss_add_vertex(bg, (unsigned)vcol[v]);
+            for (long e = 0; e < ne; e++)
+                bliss_add_edge(bg, edge[2 * e], edge[2 * e + 1]);
+            bliss_find_automorphisms(bg, gens_hook, &gn, &st);
+            bliss_release(bg);
         }
     }
-    in->sym_ord = ord;
-    free(map);
-    return CS_OK;
+    free(vcol);
+    free(edge);
+    if (rc != CS_OK || gn.oom) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    /* keep the generators that check out and move some rank */
+    int ng = 0;
+    for (int i = 0; i < gn.n; i++) {
+        const int *rk = gn.rank + (long)i * P, *lk = gn.link + (long)i * L;
+        bool moves = false;
+        for (int r = 0; r < P && !moves; r++)
+            moves = rk[r] != r;
+        if (!moves || !generator_ok(in, rk, lk))
+            continue;
+        if (ng != i) {
+            memmove(gn.rank + (long)ng * P, rk, sizeof *rk * (size_t)P);
+            memmove(gn.link + (long)ng * L, lk, sizeof *lk * (size_t)L);
+        }
+        ng++;
+    }
+    if (ng == 0)
+        goto out;
+    /* orbits of the destinations and g_q, breadth first over the generators */
+    in->rep_of = malloc(sizeof *in->rep_of * (size_t)P);
+    perm = malloc(sizeof *perm * (size_t)P * (L ? L : 1)); /* g_q on links */
+    rperm = malloc(sizeof *rperm * (size_t)P * P);          /* g_q on ranks */
+    rinv = malloc(sizeof *rinv * (size_t)P * P);
+    queue = malloc(sizeof *queue * (size_t)P);
+    in->qlink = malloc(sizeof *in->qlink * (size_t)P * (L ? L : 1));
+    if (!in->rep_of || !perm || !rperm || !rinv || !queue || !in->qlink) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (int q = 0; q < P; q++)
+        in->rep_of[q] = -1;
+    int orbits = 0, min_orbit = P;
+    for (int r = 0; r < P; r++) {
+        if (in->rep_of[r] >= 0)
+            continue;
+        orbits++;
+        int head = 0, tail = 0;
+        in->rep_of[r] = r;
+        for (int l = 0; l < L; l++)
+            perm[(long)r * L + l] = l;
+        for (int n = 0; n < P; n++)
+            rperm[(long)r * P + n] = n;
+        queue[tail++] = r;
+        while (head < tail) {
+            int q = queue[head++];
+            for (int i = 0; i < ng; i++) {
+                int q2 = gn.rank[(long)i * P + q];
+                if (in->rep_of[q2] >= 0)
+                    continue;
+                in->rep_of[q2] = r;
+                const int *h = gn.link + (long)i * L;
+                for (int l = 0; l < L; l++) /* g_q2 = h o g_q */
+                    perm[(long)q2 * L + l] = h[perm[(long)q * L + l]];
+                const int *hr = gn.rank + (long)i * P;
+                for (int n = 0; n < P; n++)
+                    rperm[(long)q2 * P + n] = hr[rperm[(long)q * P + n]];
+                queue[tail++] = q2;
+            }
+        }
+        if (tail < min_orbit)
+            min_orbit = tail;
+    }
+    for (int q = 0; q < P; q++) {
+        for (int l = 0; l < L; l++)
+            in->qlink[(long)q * L + perm[(long)q * L + l]] = l;
+        for (int n = 0; n < P; n++)
+            rinv[(long)q * P + rperm[(long)q * P + n]] = n;
+    }
+    in->sym = orbits < P;
+    in->sym_orbits = orbits;
+    in->sym_generators = ng;
+    in->sym_group = (double)st.group_size_approx;
+    /* free action: every orbit as large as the group (then stabilizers
+     * are trivial and every class below is a single link) */
+    in->sym_free = in->sym && fabs(in->sym_group - min_orbit) < 0.5;
+    uf = malloc(sizeof *uf * (size_t)(L > P ? L : P));
+    in->link_rep = malloc(sizeof *in->link_rep * (size_t)(L ? L : 1));
+    in->lcls = malloc(sizeof *in->lcls * (size_t)P * (L ? L : 1));
+    in->lsize = calloc((size_t)P * (L ? L : 1), sizeof *in->lsize);
+    in->rcls = malloc(sizeof *in->rcls * (size_t)P * P);
+    if (!uf || !in->link_rep || !in->lcls || !in->lsize || !in->rcls) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    for (int l = 0; l < L; l++)
+        uf[l] = l;
+    for (int i = 0; i < ng; i++)
+        for (int l = 0; l < L; l++) {
+            int a = uf_root(uf, l), b = uf_root(uf, gn.link[(long)i * L + l]);
+            if (a != b)
+                uf[a > b ? a : b] = a < b ? a : b;
+        }
+    for (int l = 0; l < L; l++)
+        in->link_rep[l] = uf_root(uf, l);
+    for (int r = 0; r < P; r++) {
+        if (in->rep_of[r] != r)
+            continue;
+        int *lc = in->lcls + (long)r * L, *rcl = in->rcls + (long)r * P;
+        for (int l = 0; l < L; l++)
+            lc[l] = l;
+        for (int n = 0; n < P; n++)
+            rcl[n] = n;
+        for (int q = 0; q < P && !in->sym_free; q++) {
+            if (in->rep_of[q] != r)
+                continue;
+            for (int i = 0; i < ng; i++) {
+                const int *h = gn.link + (long)i * L, *hr = gn.rank + (long)i * P;
+                int q2 = hr[q];
+                /* s = g_q2^-1 h g_q fixes r */
+                for (int l = 0; l < L; l++) {
+                    int sl = in->qlink[(long)q2 * L + h[perm[(long)q * L + l]]];
+                    int a = uf_root(lc, l), b = uf_root(lc, sl);
+                    if (a != b)
+                        lc[a > b ? a : b] = a < b ? a : b;
+                }
+                for (int n = 0; n < P; n++) {
+                    int sn = rinv[(long)q2 * P + hr[rperm[(long)q * P + n]]];
+                    int a = uf_root(rcl, n), b = uf_root(rcl, sn);
+                    if (a != b)
+                        rcl[a > b ? a : b] = a < b ? a : b;
+                }
+            }
+        }
+        for (int l = 0; l < L; l++) {
+            lc[l] = uf_root(lc, l);
+            in->lsize[(long)r * L + lc[l]]++;
+        }
+        for (int n = 0; n < P; n++)
+            rcl[n] = uf_root(rcl, n);
+    }
+out:
+    if (!in->sym || rc != CS_OK) {
+        in->sym = false;
+        in->sym_free = false;
+        free(in->qlink);
+        in->qlink = NULL;
+        free(in->link_rep);
+        in->link_rep = NULL;
+        free(in->lcls);
+        in->lcls = NULL;
+        free(in->lsize);
+        in->lsize = NULL;
+        free(in->rcls);
+        in->rcls = NULL;
+    }
+    free(perm);
+    free(rperm);
+    free(rinv);
+    free(queue);
+    free(uf);
+    free(gn.rank);
+    free(gn.link);
+    return rc;
 }
 
 /* The smallest horizon any schedule needs: the farthest needed pair. */
@@ -435,6 +830,8 @@ typedef struct model {
     long nf;            /* ncomm * L * K */
     int *fcol;          /* flow column of (q, l, k), or -1 */
     int *hcol;          /* copy: holding column of (q, n, k), k in 0..K; pairwise: B of (q, n, k) */
+    double *units;      /* pairwise: units a column's value delivers (per column), or NULL */
+    int units_cap;
     bool trivially_infeasible;
 } model;
 
@@ -443,7 +840,28 @@ static void model_free(model *m)
     mcf_lp_free(&m->lp);
     free(m->fcol);
     free(m->hcol);
+    free(m->units);
     memset(m, 0, sizeof *m);
+}
+
+/* Records that column col delivers `units` units per unit of its value. */
+static int model_set_units(model *m, int col, double units)
+{
+    if (col < 0)
+        return CS_ENOMEM;
+    if (col >= m->units_cap) {
+        int nc = m->units_cap ? m->units_cap : 1024;
+        while (nc <= col)
+            nc *= 2;
+        double *u = realloc(m->units, sizeof *u * (size_t)nc);
+        if (!u)
+            return CS_ENOMEM;
+        memset(u + m->units_cap, 0, sizeof *u * (size_t)(nc - m->units_cap));
+        m->units = u;
+        m->units_cap = nc;
+    }
+    m->units[col] = units;
+    return CS_OK;
 }
 
 static inline long fidx(const inst *in, int K, long q, int l, int k)
@@ -460,10 +878,12 @@ static inline long hidx(const inst *in, int K, long q, int n, int k)
  * representative's, on the preimage of l, when the model is reduced). */
 static inline int flow_col(const inst *in, const model *m, long q, int l, int k)
 {
-    if (m->sym && in->rep_of[q] != q) {
-        int j = in->pow_of[q], back = (in->sym_ord - j) % in->sym_ord;
-        l = in->sym_link[(long)back * in->L + l];
-        q = in->rep_of[q];
+    if (m->sym) {
+        if (in->rep_of[q] != q) {
+            l = in->qlink[q * in->L + l];
+            q = in->rep_of[q];
+        }
+        l = in->lcls[q * in->L + l];
     }
     return m->fcol[(q * in->L + l) * m->K + k];
 }
@@ -475,10 +895,7 @@ static void add_capacity(const inst *in, model *m)
     int K = m->K;
     for (int l = 0; l < in->L; l++) {
         /* a reduced model's rows for l and its images are the same row */
-        bool dup = false;
-        for (int j = 1; m->sym && j < in->sym_ord && !dup; j++)
-            dup = in->sym_link[(long)j * in->L + l] < l;
-        if (dup)
+        if (m->sym && in->link_rep[l] != l)
             continue;
         for (int k = 0; k < K; k++) {
             int row = -1;
@@ -552,6 +969,10 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
             int n = t->links[l].src, x = t->links[l].dst;
             if (n == d)
                 continue;
+            /* a class of Stab(d) has one column, for its smallest link */
+            if (m->sym && in->lcls[(long)d * L + l] != l)
+                continue;
+            int mult = orbit * (m->sym ? in->lsize[(long)d * L + l] : 1);
             for (int k = ea[n]; k < K; k++) {
                 int arrive = k + in->kappa[l];
                 if (re[x] >= FAR || arrive + re[x] > K)
@@ -561,21 +982,28 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                  * early arrival break the ties that make the time-expanded
                  * LP degenerate (the simplex stalls on them otherwise) */
                 double w = x != d ? -1e-4 : m->search ? 1.0 + 0.01 / arrive : 1.0 / arrive;
-                w *= orbit; /* the orbit's commodities all flow so */
-                m->fcol[fidx(in, K, d, l, k)] = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
+                w *= mult; /* the orbit's commodities and the class's links all flow so */
+                int col = mcf_lp_add_col(&m->lp, 0, ub, w, integer);
+                m->fcol[fidx(in, K, d, l, k)] = col;
+                if (x == d && model_set_units(m, col, mult))
+                    return cs_error_set(err, CS_ENOMEM, "", "out of memory for the model");
             }
         }
         for (int n = 0; n < P; n++) {
-            if (n == d || ea[n] >= FAR)
+            if (n == d || ea[n] >= FAR || (m->sym && in->rcls[(long)d * P + n] != n))
                 continue;
             for (int k = ea[n]; k < K; k++)
                 if (k + 1 + re[n] <= K || (m->search && in->supply[(long)d * P + n] > 0))
                     m->hcol[hidx(in, K, d, n, k)] = mcf_lp_add_col(&m->lp, 0, (double)total, 0,
                                                                    false);
         }
-        /* conservation at n != d, epoch k */
+        for (int n = 0; m->sym && n < P; n++) /* a rank's buffer is its class's */
+            for (int k = 0; k < K && in->rcls[(long)d * P + n] != n; k++)
+                m->hcol[hidx(in, K, d, n, k)] = m->hcol[hidx(in, K, d, in->rcls[(long)d * P + n], k)];
+        /* conservation at n != d, epoch k (one row per class of Stab(d):
+         * the others are the same row) */
         for (int n = 0; n < P; n++) {
-            if (n == d || ea[n] >= FAR)
+            if (n == d || ea[n] >= FAR || (m->sym && in->rcls[(long)d * P + n] != n))
                 continue;
             for (int k = ea[n]; k < K; k++) {
                 double rhs = k == 0 ? (double)in->supply[(long)d * P + n] : 0.0;
@@ -586,7 +1014,7 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
             row = mcf_lp_add_row(&m->lp, rhs, rhs);                    \
     } while (0)
                 for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
-                    int col = m->fcol[fidx(in, K, d, l, k)];
+                    int col = flow_col(in, m, d, l, k);
                     if (col >= 0) {
                         ROW();
                         mcf_lp_add_coef(&m->lp, row, col, 1.0);
@@ -606,7 +1034,7 @@ static int build_pairwise(const inst *in, int K, bool integer, model *m, cs_erro
                     int k0 = k - in->kappa[l];
                     if (k0 < 0)
                         continue;
-                    int col = m->fcol[fidx(in, K, d, l, k0)];
+                    int col = flow_col(in, m, d, l, k0);
                     if (col >= 0) {
                         ROW();
                         mcf_lp_add_coef(&m->lp, row, col, -1.0);
@@ -724,7 +1152,7 @@ static int build_model(const inst *in, int K, bool integer, bool search, long ma
     mcf_lp_init(&m->lp);
     m->K = K;
     m->search = search;
-    m->sym = in->pairwise && in->sym_ord > 1 && !integer;
+    m->sym = in->pairwise && in->sym && !integer;
     int rc = in->pairwise ? build_pairwise(in, K, integer, m, err)
                           : build_copy(in, K, integer, m, err);
     if (rc == CS_OK && max_columns > 0 && m->lp.ncols > max_columns)
@@ -836,9 +1264,14 @@ static double delivered(const model *m, const double *x)
     if (!x)
         return 0;
     double v = 0;
+    if (m->units) {
+        for (int j = 0; j < m->lp.ncols && j < m->units_cap; j++)
+            v += x[j] * m->units[j];
+        return v;
+    }
     for (int j = 0; j < m->lp.ncols; j++)
         if (m->lp.obj[j] > 0.5)
-            v += x[j] * floor(m->lp.obj[j] + 1e-9); /* the orbit size, 1 without symmetry */
+            v += x[j] * floor(m->lp.obj[j] + 1e-9);
     return v;
 }
 
@@ -1981,6 +2414,11 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
     json_object_set_new(res->stats, "epoch_grid_us", json_real(grid_us));
+    if (in.sym)
+        json_object_set_new(res->stats, "symmetry",
+                            json_pack("{s:i, s:i, s:f, s:b}", "orbits", in.sym_orbits,
+                                      "generators", in.sym_generators, "group_size",
+                                      in.sym_group, "free", in.sym_free));
     progress(&r, "done", used_k, res->synth_seconds, end_us,
              "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
              a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);

@@ -27,8 +27,8 @@
  * it (alltoall, scatter, gather, pairwise custom) need no copy: flows to one
  * destination are interchangeable, so there is one commodity per destination
  * (P commodities, not P^2) with real variables: an LP, further reduced to one
- * commodity per orbit when a rotation of the rank numbering maps topology
- * and demand onto themselves.  Demands with copy (allgather, broadcast,
+ * commodity per orbit of the automorphism group of topology and demand
+ * (found by bliss: any symmetry, not only rotations of the numbering).  Demands with copy (allgather, broadcast,
  * one-to-many custom) have one binary commodity per chunk: a MILP.
  *
  * The horizon K: options.epochs, or the smallest K whose LP delivers every
@@ -109,6 +109,7 @@ typedef struct cs_mcf_options {
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
     long milp_max_columns; /* pairwise models with more LP columns are rounded from
                               the LP instead of solved as a MILP (default 40,000) */
+    bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;
     void *progress_ctx;
     cs_cancel *cancel;

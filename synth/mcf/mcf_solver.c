@@ -188,6 +188,37 @@ static int to_columns(const mcf_lp *m, CoinBigIndex **start, int **index, double
         (*value)[at] = m->t_val[i];
     }
     free(fill);
+    /* Entries of one (row, column) are summed: a model reduced by symmetry
+     * writes a row's coefficient once per link of a class (CLP and CBC want
+     * each entry once).  Columns are short: insertion sort by row. */
+    CoinBigIndex out = 0, begin = 0;
+    for (int j = 0; j < m->ncols; j++) {
+        CoinBigIndex end = (*start)[j + 1];
+        for (CoinBigIndex a = begin + 1; a < end; a++) {
+            int r = (*index)[a];
+            double v = (*value)[a];
+            CoinBigIndex b = a;
+            while (b > begin && (*index)[b - 1] > r) {
+                (*index)[b] = (*index)[b - 1];
+                (*value)[b] = (*value)[b - 1];
+                b--;
+            }
+            (*index)[b] = r;
+            (*value)[b] = v;
+        }
+        (*start)[j] = out;
+        for (CoinBigIndex a = begin; a < end; a++) {
+            if (out > (*start)[j] && (*index)[out - 1] == (*index)[a]) {
+                (*value)[out - 1] += (*value)[a];
+                continue;
+            }
+            (*index)[out] = (*index)[a];
+            (*value)[out] = (*value)[a];
+            out++;
+        }
+        begin = end;
+    }
+    (*start)[m->ncols] = out;
     return 0;
 }
 
