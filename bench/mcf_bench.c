@@ -28,14 +28,9 @@
 #include "mcf.h"
 #include "simulate.h"
 #include "smt.h"
+#include "../tests/bench_stats.h"
 
 #define CHUNK_BYTES 25000.0
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static cs_topology *load(const char *name)
 {
@@ -117,7 +112,7 @@ static void table3(int runs)
                 chosen = res->algs[0]->chunks;
                 result_free(res);
             }
-            qsort(times, (size_t)runs, sizeof *times, cmp_double);
+            qsort(times, (size_t)runs, sizeof *times, bench_cmp_double);
             /* the requested chunking alone (C chunks of 25 KB): its horizon,
              * simulated time and LP bound */
             cs_mcf_options of = o;
