@@ -36,7 +36,7 @@
 #include "result_codec.h"
 
 /* Bump when a generator's output changes: new ETags and new artifacts. */
-#define GEN_VERSION "g5"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements; g5: runs per lane, cross-link run merging */
+#define GEN_VERSION "g6"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements; g5: runs per lane, cross-link run merging; g6: untimed order (step, sender, index): both directions of a link merge */
 #define STREAM_BLOCK (64 * 1024)
 /* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
  * counted per endpoint, one window up to 2M sends (~460 bytes each while it
