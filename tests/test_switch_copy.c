@@ -299,13 +299,16 @@ START_TEST(old_schedules_unchanged_on_copy_switches)
 }
 END_TEST
 
-static double mcf_time(const cs_topology *t, cs_coll_kind kind, cs_result **keep)
+static double mcf_time_chunks(const cs_topology *t, cs_coll_kind kind, int chunks,
+                              cs_result **keep)
 {
     cs_collective c;
     collective_init(&c, kind, collective_kind_is_rooted(kind) ? 0 : -1);
     cs_mcf_options o;
     mcf_options_default(&o);
-    o.bytes = 1000;
+    o.chunks = chunks;
+    o.min_chunks = chunks;
+    o.bytes = 1000.0 * chunks;   /* 1000-byte chunks: 1 us per port send */
     cs_result *r = NULL;
     cs_error err;
     int rc = mcf_synthesize(t, &c, &o, &r, &err);
@@ -313,7 +316,7 @@ static double mcf_time(const cs_topology *t, cs_coll_kind kind, cs_result **keep
     const cs_algorithm *a = r->algs[0];
     assert_valid(t, a);
     cs_sim_result sr;
-    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, a, o.bytes, &sr, &err), CS_OK);
     double time = sr.time_us;
     sim_result_free(&sr);
     if (keep)
@@ -321,6 +324,11 @@ static double mcf_time(const cs_topology *t, cs_coll_kind kind, cs_result **keep
     else
         result_free(r);
     return time;
+}
+
+static double mcf_time(const cs_topology *t, cs_coll_kind kind, cs_result **keep)
+{
+    return mcf_time_chunks(t, kind, 1, keep);
 }
 
 /* Broadcast on 8 ranks of one switch.  Without copy every holder sends at
@@ -353,6 +361,17 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
     ck_assert_ptr_nonnull(strstr(err.message, "copy-capable switch sw (node 8)"));
     ck_assert_ptr_nonnull(strstr(err.message, "cannot express in-switch multicast"));
     result_free(r);
+
+    /* 4 chunks: the root's port sends each chunk up once (4 us) and the
+     * last one still has to come down (1 us): >= 5 us, and the pipeline
+     * up/down meets it.  Without copy every holder sends one chunk per us
+     * through its port and the holders at most double each us (1, 2, 4, 8),
+     * so by 5 us at most 1 + 2 + 4 + 8 + 8 = 23 of the 7 x 4 = 28 receptions
+     * can have happened: >= 6 us. */
+    double with4 = mcf_time_chunks(t, CS_COLL_BROADCAST, 4, NULL);
+    double without4 = mcf_time_chunks(plain, CS_COLL_BROADCAST, 4, NULL);
+    ck_assert_double_eq_tol(with4, 5.0, 1e-6);
+    ck_assert_double_ge(without4, 6.0 - 1e-6);
 
     double ag_with = mcf_time(t, CS_COLL_ALLGATHER, NULL);
     double ag_without = mcf_time(plain, CS_COLL_ALLGATHER, NULL);
