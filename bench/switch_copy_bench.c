@@ -11,11 +11,14 @@
  * Both schedules are verified on their topology and simulated at L; the
  * table gives the median solve time of RUNS runs, the simulated times and
  * their ratio (copy / hyper-edge, <= 1 expected), and how many sends leave a
- * switch node.  "floor" is a bound computed here, independent of the solver:
- * broadcast through a switch needs at least one port send up and one down
- * with copy (2 sends), and ceil(log2 P) port sends without it (a holder sends
- * one chunk at a time through its one port, so the holders at most double
- * per send time), for P ranks on one switch and one chunk.
+ * switch node.  "floor" is a bound computed here, independent of the solver,
+ * for broadcast of C chunks on P ranks joined by one switch only (every port
+ * send takes the same time s): without copy a holder sends one chunk at a
+ * time through its port, so in the j-th send time at most min(2^j, P) sends
+ * happen, and the (P - 1) C receptions need the smallest T with
+ * sum_{j<T} min(2^j, P) >= (P - 1) C: T s; with copy the root's port sends
+ * each chunk out once (C s) and the last one still has to reach the other
+ * ranks (one more send, whether through the node or not): (C + 1) s.
  */
 #include <math.h>
 #include <stdio.h>
@@ -130,12 +133,18 @@ int main(int argc, char **argv)
         figures c = run(copy, cases[i].kind, cases[i].chunks, L, cases[i].runs,
                         cases[i].time_limit);
         char floor_txt[64] = "-";
-        if (cases[i].kind == CS_COLL_BROADCAST && cases[i].chunks == 1 &&
-            plain->nswitches == 1 && plain->switches[0].nranks == plain->ranks) {
+        if (cases[i].kind == CS_COLL_BROADCAST && plain->nswitches == 1 &&
+            plain->switches[0].nranks == plain->ranks && plain->nlinks ==
+            plain->ranks * (plain->ranks - 1)) {
+            /* one switch, no other link: every send takes `send` us */
             const cs_switch *sw = &plain->switches[0];
-            double send = sw->alpha_us + L / (sw->gbps * 1e3);
-            snprintf(floor_txt, sizeof floor_txt, "%.1f / %.1f",
-                     ceil(log2((double)plain->ranks)) * send, 2 * send);
+            int P = plain->ranks, C = cases[i].chunks;
+            double send = sw->alpha_us + L / C / (sw->gbps * 1e3);
+            long need = (long)(P - 1) * C, done = 0;
+            int T = 0;
+            for (; done < need; T++)
+                done += T < 30 && (1L << T) < P ? (1L << T) : P;
+            snprintf(floor_txt, sizeof floor_txt, "%.1f / %.1f", T * send, (C + 1) * send);
         }
         printf("%-26s %-10s %2d  %10.3f %10.3f  %10.2f %10.2f  %6.3f  %6ld  %s%s\n",
                cases[i].label, collective_kind_name(cases[i].kind), cases[i].chunks, h.seconds,
