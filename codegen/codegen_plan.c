@@ -115,6 +115,17 @@ int codegen_out_offset(cs_coll_kind kind, int P, int C, long g, int rank)
 
 /* ---- keys ---------------------------------------------------------------- */
 
+int cg_transfer_cmp(const cg_key *x, const cg_key *y)
+{
+    if (x->major != y->major)
+        return x->major < y->major ? -1 : 1;
+    if (x->minor != y->minor)
+        return x->minor < y->minor ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return 0;
+}
+
 int cg_key_cmp(const cg_key *x, const cg_key *y)
 {
     if (x->major != y->major)
@@ -565,12 +576,28 @@ static int cmp_event(const void *x, const void *y)
 
 /* ---- event processing (the current rank) --------------------------------- */
 
+/* Untimed minor key: the sender's rank, then the message's index in its
+ * step on its link.  So the two thread blocks of one channel between two
+ * ranks see that channel's messages in the same order (one direction's
+ * messages of a step, then the other's): a step moving several chunks needs
+ * both ends at it at once (it streams through the FIFO), and a direction's
+ * messages of a step stay consecutive, so runs merge.  On a rank, one
+ * sender's same-step messages all land before the next sender's, so a
+ * reduce run from one peer waits only on whole earlier runs (codegen_plan.h,
+ * "Order"). */
+#define CG_MINOR_SENDER_SHIFT 40
+
+static long untimed_minor(const builder *b, long x)
+{
+    return ((long)b->xi[x].src << CG_MINOR_SENDER_SHIFT) + b->minor[x];
+}
+
 static cg_key send_key(const builder *b, long x)
 {
     long i = b->p->xfers[x];
     if (b->p->timed)
         return (cg_key){b->rt[x], 0, 1, i};
-    return (cg_key){b->xi[x].step, b->minor[x], 0, i};
+    return (cg_key){b->xi[x].step, untimed_minor(b, x), 0, i};
 }
 
 static cg_key recv_key(const builder *b, long x)
@@ -578,7 +605,7 @@ static cg_key recv_key(const builder *b, long x)
     long i = b->p->xfers[x];
     if (b->p->timed)
         return (cg_key){b->wt[x], 0, 0, i};
-    return (cg_key){b->xi[x].step, b->minor[x], 1, i};
+    return (cg_key){b->xi[x].step, untimed_minor(b, x), 1, i};
 }
 
 static event make_event(const builder *b, long x, int landing)
@@ -867,6 +894,7 @@ static int order_ranks(builder *b)
         for (int d = 0; d < l->ndeps; d++) {
             const cg_lop *dl = &p->lops[p->deps[l->dep_begin + d]];
             if (dl->rank != l->rank || cg_key_cmp(&dl->key, &l->key) >= 0 ||
+                (!p->timed && cg_transfer_cmp(&dl->key, &l->key) >= 0) ||
                 (b->full && dl->task >= l->task))
                 return cs_error_set(b->err, CS_EINTERNAL, "",
                                     "lowering produced a forward dependency on rank %d", l->rank);

@@ -44,16 +44,52 @@
  *    goes to a fresh scratch slot instead, so no dependency ever points to an
  *    operation later in the schedule order.
  *  - Order: each transfer has a send-side and a receive-side local operation
- *    with a key.  Untimed schedules: (step, slot index on the link's channel,
- *    send before receive); timed ones (TACOS): (time, receive before send).
- *    The sends of one link in one step go round-robin over the link's lanes
- *    (base channels); timed sends go to the first base channel free at their
- *    start.  With spread > 1 each base channel's messages are dealt over
- *    spread channels (round-robin; in contiguous blocks when merging across
- *    steps is on, which keeps neighbouring chunks together).  Every
- *    dependency points to a smaller key and each channel carries messages in
- *    key order, so executing every thread block in key order cannot deadlock
- *    even with one-message FIFOs (induction on the key).
+ *    with a key.  Untimed schedules: (step, sender rank, message index in the
+ *    step on the link, send before receive); timed ones (TACOS): (time,
+ *    receive before send).  The sends of one link in one step go to the
+ *    link's lanes (base channels) in runs of neighbouring chunks; timed
+ *    sends go to the first base channel free at their start.  With spread > 1
+ *    each base channel's messages are dealt over spread channels
+ *    (round-robin; in contiguous blocks when merging across steps is on,
+ *    which keeps neighbouring chunks together).  Every dependency points to
+ *    a smaller key and each channel carries messages in key order, so
+ *    executing every thread block in key order cannot deadlock even with
+ *    one-message FIFOs (induction on the key).
+ *  - Merged steps and why the sender is in the untimed key: the emitter
+ *    merges a run of messages that are consecutive in both ends' thread
+ *    blocks into one step of cnt chunks, and such a step streams through the
+ *    FIFO: it finishes only while the other end runs the matching step.  The
+ *    argument for merged steps is an induction on transfers, not on local
+ *    operations.  Untimed, a transfer's key is (step, sender, index, send
+ *    index); both its local operations carry it (they differ in the phase
+ *    only).
+ *    (a) A thread block is one (peer, channel) and holds both directions of
+ *    that channel; its operations have distinct (step, sender, index), so
+ *    the two blocks of a channel between two ranks run its transfers in the
+ *    same order: transfer-key order (a step's messages from the smaller
+ *    rank, then those from the larger one).  With the index before the
+ *    sender the two blocks would alternate "send 0, receive 0, send 1, ..."
+ *    in opposite roles, one direction's messages of a step would never be
+ *    consecutive, and no run on a link used both ways could merge (the
+ *    hook's 128-node DGX-1 allgather needed 65 steps where 64 are allowed).
+ *    (b) Every dependency points to a smaller transfer key: a send waits for
+ *    the receive that wrote its slot in an earlier step; a receive waits for
+ *    operations whose transfers landed before it in the lowering's event
+ *    order, which within a step is the transfer-key order (the plan builder
+ *    checks it).  A merged step runs where its first member (the leader)
+ *    was; the emitter merges a member only when each of its dependencies is
+ *    in the same run or has a smaller transfer key than the run's leader,
+ *    and the dependency's own step runs at or before its own key
+ *    (msccl_xml.c deps_before).  Same-step reduce runs from several peers
+ *    into the same chunks still merge: a rank receives one sender's
+ *    messages of a step before the next sender's, so each run waits only on
+ *    whole runs that come before it.
+ *    (c) Each direction of a channel carries its runs in key order, so when
+ *    a run starts every earlier run on that FIFO has been received.
+ *    Induction on the leader's transfer key: the unfinished run with the
+ *    smallest one has every earlier operation of both its blocks finished
+ *    (a), every dependency of both ends finished (b), an empty FIFO (c), so
+ *    both ends run it to completion, one chunk at a time if need be.
  *  - Tasks (full plans only): for the push model (CUDA), a transfer is one
  *    task executed by the sender; tasks are numbered in the order their data
  *    lands, and every task depends only on tasks with smaller numbers.
@@ -214,6 +250,9 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
                             const unsigned char *core, cg_plan **out, cs_error *err);
 void codegen_plan_free(cg_plan *p);
 int cg_key_cmp(const cg_key *x, const cg_key *y);
+/* The transfer order of untimed keys (phase ignored: a send and the receive
+ * of one transfer compare equal), which the deadlock argument inducts on. */
+int cg_transfer_cmp(const cg_key *x, const cg_key *y);
 
 /* NCCL buffer layout of a collective in chunk units (used by the generators
  * and, independently re-derived, by the tests). */

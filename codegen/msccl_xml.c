@@ -322,22 +322,24 @@ static void layout_steps(const cg_plan *p, int r, const long *rank_index, rank_l
 
 /* Members of a merged run are consecutive in their block; the run's leader
  * is the first.  True when every dependency of lop (a global id) is a member
- * of the run led by `leader` or comes before the leader. */
+ * of the run led by `leader` or comes before the leader: in transfer order
+ * for untimed plans (the order the deadlock argument inducts on,
+ * codegen_plan.h), in key order for timed ones.  A dependency is compared at
+ * its own key, not at the leader of a run it may be merged into: a run's
+ * fate then depends only on the operations of its two ranks, which every
+ * window holds, so a slice says what the whole document says. */
 static bool deps_before(const cg_plan *p, const rank_layout *L, const long *rank_index,
                         long lop, long leader_lop)
 {
     const cg_lop *l = &p->lops[lop];
     long lead_k = rank_index[leader_lop];
-    long lo = p->rank_begin[l->rank];
+    const cg_key *lkey = &p->lops[leader_lop].key;
     for (int d = 0; d < l->ndeps; d++) {
         long dl = p->deps[l->dep_begin + d];
-        long dk = L->lop_leader[rank_index[dl]];
-        if (dk == lead_k)
+        if (L->lop_leader[rank_index[dl]] == lead_k)
             continue;
-        /* a member of another merged step runs where that step's leader
-         * runs: e.g. a reduce run from one peer waiting on the same-step
-         * run from another peer that reduces into the same chunks */
-        if (cg_key_cmp(&p->lops[p->rank_lops[lo + dk]].key, &p->lops[leader_lop].key) >= 0)
+        const cg_key *dkey = &p->lops[dl].key;
+        if ((p->timed ? cg_key_cmp(dkey, lkey) : cg_transfer_cmp(dkey, lkey)) >= 0)
             return false;
     }
     return true;
@@ -357,28 +359,22 @@ static bool next_slot(cg_slot a, int c, cg_slot b)
  * run's first step, so the merged step can run where the first one was.
  * Only the links of window ranks are merged; their peers are core. */
 
-/* Grows the run led by rank r's send k (index in r's list) from its last
- * member; true when it grew.  *waits: it stopped on a dependency only (one
- * that a later merge of another run may move before the leader). */
-static bool grow_run(const cg_plan *p, const long *rank_index, rank_layout *layouts,
-                     const long *recv_of, int r, long k, int max_cnt, bool *waits)
+/* Grows the run led by rank r's send k (index in r's list) as far as it
+ * goes.  Each link's runs depend only on the operations of its two ranks
+ * (deps_before), so the order links are merged in does not matter. */
+static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layouts,
+                     const long *recv_of, int r, long k, int max_cnt)
 {
     rank_layout *Ls = &layouts[r];
     long lo = p->rank_begin[r];
     const cg_lop *s1 = &p->lops[p->rank_lops[lo + k]];
     long lead_s = p->rank_lops[lo + k], lead_r = recv_of[s1->xfer];
-    bool grew = false;
-    *waits = false;
     if (lead_r < 0)
-        return false;
+        return;
     rank_layout *Lr = &layouts[s1->peer];
     long rk = rank_index[lead_r];
     const cg_lop *r1 = &p->lops[lead_r];
     long ks = k, kr = rk;
-    while (Ls->lop_next[ks] >= 0 && Ls->lop_leader[Ls->lop_next[ks]] == k) {
-        ks = Ls->lop_next[ks];
-        kr = Lr->lop_next[kr];
-    }
     while (Ls->lop_cnt[k] < max_cnt) {
         long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
         /* a message already leading (or in) another run stays there */
@@ -399,19 +395,15 @@ static bool grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
             (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)))
             break;
         if (!deps_before(p, Ls, rank_index, s2l, lead_s) ||
-            !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r)) {
-            *waits = true;
+            !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r))
             break;
-        }
         Ls->lop_leader[ks2] = k;
         Lr->lop_leader[kr2] = rk;
         Ls->lop_cnt[k]++;
         Lr->lop_cnt[rk]++;
         ks = ks2;
         kr = kr2;
-        grew = true;
     }
-    return grew;
 }
 
 static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
@@ -426,15 +418,7 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
     for (long k = 0; k < p->nlops; k++)
         if (p->lops[k].kind == CG_RECV)
             recv_of[p->lops[k].xfer] = k;
-    /* Runs that stopped on a dependency, as (rank, index) pairs: such a
-     * dependency may belong to a same-step run of another link merged later
-     * in this order (deps_before then counts it at its leader's place, e.g.
-     * reduce runs from two peers into the same chunks), so they are tried
-     * again while some run still grows. */
-    long *retry = NULL, nretry = 0, capretry = 0;
-    int rc = CS_OK;
-    bool grew_any = false;
-    for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
+    for (int r = 0; r < p->ranks; r++) {
         if (!p->core[r])
             continue;
         rank_layout *Ls = &layouts[r];
@@ -445,41 +429,11 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
                 continue;
             if (!window[r] && !window[s1->peer])
                 continue;
-            bool waits;
-            grew_any |= grow_run(p, rank_index, layouts, recv_of, r, k, max_cnt, &waits);
-            if (waits) {
-                if (nretry + 2 > capretry) {
-                    long nc = capretry ? capretry * 2 : 256;
-                    long *nr = realloc(retry, (size_t)nc * sizeof *nr);
-                    if (!nr) {
-                        rc = CS_ENOMEM;
-                        break;
-                    }
-                    retry = nr;
-                    capretry = nc;
-                }
-                retry[nretry++] = r;
-                retry[nretry++] = k;
-            }
+            grow_run(p, rank_index, layouts, recv_of, r, k, max_cnt);
         }
     }
-    for (int pass = 0; rc == CS_OK && grew_any && nretry > 0 && pass < 8; pass++) {
-        long m = 0;
-        grew_any = false;
-        for (long q = 0; q < nretry; q += 2) {
-            bool waits;
-            grew_any |= grow_run(p, rank_index, layouts, recv_of, (int)retry[q], retry[q + 1],
-                                 max_cnt, &waits);
-            if (waits) {
-                retry[m++] = retry[q];
-                retry[m++] = retry[q + 1];
-            }
-        }
-        nretry = m;
-    }
-    free(retry);
     free(recv_of);
-    return rc;
+    return CS_OK;
 }
 
 /* Exact limits of one rank's part of a document with ndoc_gpus <gpu>s. */

@@ -55,6 +55,9 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
                       enum MHD_ConnectionNotificationCode code)
 {
     cs_server *s = cls;
+    /* the acceptor counted it when MHD took it (acceptor_main) */
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&s->open_connections, 1);
     cs_conntrack *ct = s->conntrack;
     if (!ct)
         return;

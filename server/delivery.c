@@ -36,7 +36,7 @@
 #include "result_codec.h"
 
 /* Bump when a generator's output changes: new ETags and new artifacts. */
-#define GEN_VERSION "g5"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements; g5: runs per lane, cross-link run merging */
+#define GEN_VERSION "g6"   /* g2: scratch runs; g3: spread settled exactly; g4: width-checked elements; g5: runs per lane, cross-link run merging; g6: untimed order (step, sender, index): both directions of a link merge */
 #define STREAM_BLOCK (64 * 1024)
 /* Window of MSCCL generation for the documents the daemon keeps: 2^22 sends
  * counted per endpoint, one window up to 2M sends (~460 bytes each while it
@@ -392,6 +392,18 @@ static const char *arg(req_state *rs, const char *name)
     return MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* Appends src to dst (capacity cap, its string ending at `at`), truncating;
+ * the new end. */
+static size_t cat(char *dst, size_t cap, size_t at, const char *src)
+{
+    size_t l = strlen(src);
+    if (at + l >= cap)
+        l = at + 1 < cap ? cap - 1 - at : 0;
+    memcpy(dst + at, src, l);
+    dst[at + l] = '\0';
+    return at + l;
+}
+
 static bool parse_rank(const char *s, long *out)
 {
     char *end;
@@ -489,15 +501,22 @@ static bool parse_rep(req_state *rs, rep_req *r, bool json_only, enum MHD_Result
 #undef BAD
     r->enc = encoding_choose(
         MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Accept-Encoding"));
-    int n = snprintf(r->id, sizeof r->id, "%s", r->format);
+    /* every GET builds this: plain copies, no printf (a visible share of a
+     * cached GET's CPU) */
+    size_t at = cat(r->id, sizeof r->id, 0, r->format);
     if (r->summary)
-        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|view=summary");
-    if (r->xml)
-        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|runtime=%s|proto=%s",
-                      msccl_runtime_name(r->runtime), r->proto ? r->proto : "Simple");
-    if (r->cuda)
-        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|elem=%s",
-                      r->elem_s ? r->elem_s : "float");
+        at = cat(r->id, sizeof r->id, at, "|view=summary");
+    if (r->xml) {
+        at = cat(r->id, sizeof r->id, at, "|runtime=");
+        at = cat(r->id, sizeof r->id, at, msccl_runtime_name(r->runtime));
+        at = cat(r->id, sizeof r->id, at, "|proto=");
+        at = cat(r->id, sizeof r->id, at, r->proto ? r->proto : "Simple");
+    }
+    if (r->cuda) {
+        at = cat(r->id, sizeof r->id, at, "|elem=");
+        at = cat(r->id, sizeof r->id, at, r->elem_s ? r->elem_s : "float");
+    }
+    int n = (int)at;
     if (r->has_size)
         n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|size=%.17g", r->size);
     if (r->alg >= 0)
@@ -518,11 +537,22 @@ static uint64_t fnv1a(const char *s, uint64_t h)
     return h;
 }
 
+/* "KEY16-HASH16[-gz|-zst]" in quotes; out holds at least 64 bytes. */
 static void make_etag(char *out, size_t n, const char *key, const char *id, cs_encoding enc)
 {
     uint64_t h = fnv1a(GEN_VERSION, fnv1a(id, fnv1a(key, 1469598103934665603ULL)));
     static const char *const suffix[ENC_COUNT] = {"", "-gz", "-zst"};
-    snprintf(out, n, "\"%.16s-%016llx%s\"", key, (unsigned long long)h, suffix[enc]);
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    *p++ = '"';
+    for (int i = 0; i < 16 && key[i]; i++)
+        *p++ = key[i];
+    *p++ = '-';
+    for (int i = 15; i >= 0; i--)
+        *p++ = hex[(h >> (4 * i)) & 15];
+    *p = '\0';
+    size_t at = cat(out, n, (size_t)(p - out), suffix[enc]);
+    cat(out, n, at, "\"");
 }
 
 /* If-None-Match: a list of entity tags, or "*" (weak comparison, RFC 9110). */
@@ -711,17 +741,95 @@ static size_t memory_doc_max(const cs_server *s)
 
 static void count(atomic_ulong *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
 
-/* Keeps bytes as representation P|key|id|coding; returns the blob (a reference). */
-static cs_blob *keep_rep(cs_server *s, const char *key, const char *id, cs_encoding enc,
+/* A kept representation carries its two answers, made once: 200 with the
+ * bytes and 304, each with its ETag, Vary and coding headers.  Every cached
+ * GET without a header of its own (CORS) queues one of them as is: no
+ * response to build, no header to copy, nothing to free per request (MHD
+ * counts the connections that send a response and frees it after the
+ * last).  The kept blob wraps the bytes; its release drops our hold on the
+ * two answers, and the bytes go when the last connection sending them is
+ * done (the 200's free callback holds them). */
+/* "P|KEY|ID|CODING", the cache key of a kept representation. */
+static void rep_cache_key(char *out, size_t n, const char *key, const char *id, cs_encoding enc)
+{
+    size_t at = cat(out, n, 0, "P|");
+    at = cat(out, n, at, key);
+    at = cat(out, n, at, "|");
+    at = cat(out, n, at, id);
+    at = cat(out, n, at, "|");
+    cat(out, n, at, encoding_name(enc));
+}
+
+typedef struct rep_answers {
+    struct MHD_Response *ok, *not_modified;
+    char etag[96];
+} rep_answers;
+
+static void rep_release(cs_blob *b)
+{
+    rep_answers *a = b->owner;
+    MHD_destroy_response(a->ok);
+    MHD_destroy_response(a->not_modified);
+    free(a);
+}
+
+/* The answers of a kept representation (NULL for other blobs). */
+static const rep_answers *answers_of(const cs_blob *b)
+{
+    return b && b->release == rep_release ? b->owner : NULL;
+}
+
+/* Keeps bytes as representation P|key|id|coding of r, with its answers when
+ * they can be made (else the plain bytes); returns what is kept (a new
+ * reference); bytes keeps its own reference. */
+static cs_blob *keep_rep_blob(cs_server *s, const char *key, const rep_req *r, cs_encoding enc,
+                              cs_blob *bytes)
+{
+    char etag[96];
+    make_etag(etag, sizeof etag, key, r->id, enc);
+    cs_blob *kept = NULL;
+    rep_answers *a = calloc(1, sizeof *a);
+    if (a) {
+        memcpy(a->etag, etag, sizeof etag);
+        blob_ref(bytes);
+        a->ok = MHD_create_response_from_buffer_with_free_callback_cls(bytes->len, bytes->data,
+                                                                        unref_cb, bytes);
+        if (!a->ok)
+            blob_unref(bytes);
+        a->not_modified = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (a->ok && a->not_modified) {
+            add_rep_headers(a->ok, etag, enc, content_type(r));
+            add_rep_headers(a->not_modified, etag, ENC_IDENTITY, NULL);
+            kept = blob_wrap(bytes->data, bytes->len, bytes->cost, rep_release, a);
+        }
+        if (!kept) {
+            if (a->ok)
+                MHD_destroy_response(a->ok);
+            if (a->not_modified)
+                MHD_destroy_response(a->not_modified);
+            free(a);
+        }
+    }
+    if (!kept) {
+        kept = bytes;
+        blob_ref(bytes);
+    }
+    char ck[400];
+    rep_cache_key(ck, sizeof ck, key, r->id, enc);
+    cache_put(s->cache, ck, kept);
+    return kept;
+}
+
+/* The same over a malloc'd buffer it takes. */
+static cs_blob *keep_rep(cs_server *s, const char *key, const rep_req *r, cs_encoding enc,
                          char *data, size_t len)
 {
     cs_blob *b = blob_adopt(data, len);
     if (!b)
         return NULL;
-    char ck[400];
-    snprintf(ck, sizeof ck, "P|%s|%s|%s", key, id, encoding_name(enc));
-    cache_put(s->cache, ck, b);
-    return b;
+    cs_blob *kept = keep_rep_blob(s, key, r, enc, b);
+    blob_unref(b);
+    return kept;
 }
 
 /* Answers with an identity document held in memory, in the coding asked for
@@ -737,7 +845,7 @@ static enum MHD_Result send_small(req_state *rs, int status, const char *key, co
     cs_error err;
     if (encode_buffer(r->enc, identity->data, identity->len, &z, &zl, &err) != CS_OK)
         return respond_cs_error(rs, &err);
-    cs_blob *b = keep_rep(s, key, r->id, r->enc, z, zl);
+    cs_blob *b = keep_rep(s, key, r, r->enc, z, zl);
     if (!b)
         return respond_error(rs, 500, "internal", "", "out of memory");
     enum MHD_Result ret = send_blob(rs, status, b, content_type(r), etag, r->enc);
@@ -853,7 +961,7 @@ static enum MHD_Result send_json(req_state *rs, int status, cs_blob *holder, con
         result_writer_free(w);
         if (rc)
             return respond_cs_error(rs, &err);
-        cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, text, len);
+        cs_blob *b = keep_rep(s, d->key, r, ENC_IDENTITY, text, len);
         if (!b)
             return respond_error(rs, 500, "internal", "", "out of memory");
         enum MHD_Result ret = send_small(rs, status, d->key, r, b, etag);
@@ -1295,17 +1403,16 @@ static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *
         blob_unref(zdoc);
         if (rc)
             return respond_cs_error(rs, &err);
-        cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, text, len);
+        cs_blob *b = keep_rep(s, d->key, r, ENC_IDENTITY, text, len);
         ret = b ? send_small(rs, 200, d->key, r, b, etag)
                 : respond_error(rs, 500, "internal", "", "out of memory");
         blob_unref(b);
         return ret;
     }
     if (r->enc == ENC_ZSTD) {
-        char pk[400];
-        snprintf(pk, sizeof pk, "P|%s|%s|zstd", d->key, r->id);
-        cache_put(s->cache, pk, zdoc);
-        ret = send_blob(rs, 200, zdoc, content_type(r), etag, ENC_ZSTD);
+        cs_blob *kept = keep_rep_blob(s, d->key, r, ENC_ZSTD, zdoc);
+        ret = send_blob(rs, 200, kept, content_type(r), etag, ENC_ZSTD);
+        blob_unref(kept);
     } else {
         long nframes = 0;
         unsigned long long size = 0;
@@ -1317,7 +1424,7 @@ static enum MHD_Result send_code(req_state *rs, cs_blob *holder, const rep_req *
                 blob_unref(zdoc);
                 return respond_cs_error(rs, &err);
             }
-            cs_blob *b = keep_rep(s, d->key, r->id, ENC_IDENTITY, plain, pl);
+            cs_blob *b = keep_rep(s, d->key, r, ENC_IDENTITY, plain, pl);
             ret = b ? send_small(rs, 200, d->key, r, b, etag)
                     : respond_error(rs, 500, "internal", "", "out of memory");
             blob_unref(b);
@@ -1351,7 +1458,7 @@ static bool is_key(const char *s)
 static cs_blob *memory_rep(cs_server *s, const char *key, const rep_req *r)
 {
     char ck[400];
-    snprintf(ck, sizeof ck, "P|%s|%s|%s", key, r->id, encoding_name(r->enc));
+    rep_cache_key(ck, sizeof ck, key, r->id, r->enc);
     return cache_get(s->cache, ck);
 }
 
@@ -1383,17 +1490,24 @@ static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_t
     enum MHD_Result answer = MHD_NO;
     if (!parse_rep(rs, &r, false, &answer))
         return answer;
-    char etag[96];
-    make_etag(etag, sizeof etag, key, r.id, r.enc);
-    const char *inm = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "If-None-Match");
     cs_blob *mem = memory_rep(s, key, &r);
+    const rep_answers *kept = answers_of(mem);
+    char etag_buf[96];
+    const char *etag = kept ? kept->etag : etag_buf;
+    if (!kept)
+        make_etag(etag_buf, sizeof etag_buf, key, r.id, r.enc);
+    const char *inm = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "If-None-Match");
     bool matches = etag_matches(inm, etag);
     if (on_http_thread && !mem && (matches || !delivery_result_in_memory(s, key) || !r.json))
         return offload(rs, result_get_work);
+    enum MHD_Result ret = MHD_NO;
     if (matches && (mem || delivery_result_known(s, key))) {
-        blob_unref(mem);
         count(&s->metrics.not_modified);
         count(&s->metrics.cache_hits);
+        bool shared = kept && queue_shared(rs, 304, kept->not_modified, &ret);
+        blob_unref(mem);
+        if (shared)
+            return ret;
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         add_rep_headers(resp, etag, ENC_IDENTITY, NULL);
@@ -1403,7 +1517,8 @@ static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_t
         count(&s->metrics.cache_hits);
         count(&s->metrics.memory_hits);
         count(&s->metrics.rep_memory);
-        enum MHD_Result ret = send_blob(rs, 200, mem, content_type(&r), etag, r.enc);
+        if (!(kept && queue_shared(rs, 200, kept->ok, &ret)))
+            ret = send_blob(rs, 200, mem, content_type(&r), etag, r.enc);
         blob_unref(mem);
         return ret;
     }
@@ -1420,8 +1535,7 @@ static enum MHD_Result result_get(req_state *rs, const char *key, bool on_http_t
     count(&s->metrics.cache_hits);
     if (from_memory)
         count(&s->metrics.memory_hits);
-    enum MHD_Result ret = r.json ? send_json(rs, 200, holder, &r, etag)
-                                 : send_code(rs, holder, &r, etag);
+    ret = r.json ? send_json(rs, 200, holder, &r, etag) : send_code(rs, holder, &r, etag);
     blob_unref(holder);
     return ret;
 }

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +38,24 @@ static void add_cors(req_state *rs, struct MHD_Response *r)
 
 /* The request whose handler runs on this pool thread now (offload_task). */
 static _Thread_local const req_state *offloaded_here;
+
+bool queue_shared(req_state *rs, int status, struct MHD_Response *r, enum MHD_Result *ret)
+{
+    /* a stashed response is destroyed once queued, and CORS headers belong
+     * to one request: both need a response of their own */
+    if (!r || offloaded_here == rs)
+        return false;
+    cs_server *s = rs->srv;
+    if (s->cors_any || s->ncors > 0) {
+        const char *origin = MHD_lookup_connection_value(rs->conn, MHD_HEADER_KIND, "Origin");
+        if (origin && guard_cors_listed(s, origin))
+            return false;
+    }
+    rs->status = status;
+    rs->responded = true;
+    *ret = MHD_queue_response(rs->conn, (unsigned)status, r);
+    return true;
+}
 
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
 {
@@ -429,6 +449,68 @@ static void store_observed(void *ctx, int op, double seconds, bool ok)
     metrics_observe_store(&s->metrics, (cs_store_op_kind)op, seconds, ok);
 }
 
+/* ---- accepting connections ------------------------------------------------------------ */
+
+/* Why not let libmicrohttpd accept: with a thread pool every worker polls the
+ * one listen socket and the first one awake accepts up to ten connections in
+ * a row, so on a busy 2-core machine a burst of 64 keep-alive connections
+ * often landed all on one worker, which then ran every request on one core
+ * while the other worker idled (the two bands of req/s in docs/BENCHMARKS.md,
+ * "Cached GETs against nginx").  This thread accepts and hands each
+ * connection to MHD_add_connection, which places it on the worker given by
+ * the socket number modulo the pool size (and on another when that one is
+ * full): consecutive connections alternate between workers.
+ *
+ * --max-connections keeps its meaning: at the limit the acceptor stops
+ * accepting (the kernel's backlog holds the rest, as MHD's own accept did)
+ * rather than accepting and closing.  The acceptor, not MHD, enforces it:
+ * MHD splits its limit evenly over its workers and, for connections added
+ * from outside, checks it only on the worker later, refusing (closing) what
+ * a busy moment put over; so MHD's limit is this one times the workers,
+ * never reached. */
+static void *acceptor_main(void *arg)
+{
+    cs_server *s = arg;
+    for (;;) {
+        /* at the limit only the stop signal is watched, and the count looked
+         * at again every 5 ms */
+        bool full = atomic_load(&s->open_connections) >= s->cfg.max_connections;
+        struct pollfd p[2] = {{.fd = s->acceptor_stop_fd, .events = POLLIN},
+                              {.fd = s->listen_fd, .events = POLLIN}};
+        if (poll(p, full ? 1 : 2, full ? 5 : -1) < 0 && errno != EINTR) {
+            usleep(10000);
+            continue;
+        }
+        if (p[0].revents)
+            break;
+        if (full || !(p[1].revents & POLLIN))
+            continue;
+        /* a bounded series, then look at the stop signal again */
+        for (int k = 0; k < 64 && atomic_load(&s->open_connections) < s->cfg.max_connections;
+             k++) {
+            struct sockaddr_storage sa;
+            socklen_t salen = sizeof sa;
+            int fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &salen,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    log_event(&s->log, LOG_WARN, "accept_failed", "error", strerror(errno),
+                              NULL);
+                    usleep(10000); /* out of descriptors: let connections close */
+                }
+                break;
+            }
+            /* MHD owns (and on failure closes) the socket from here.  Counted
+             * when taken, uncounted when MHD reports it closed: MHD refuses
+             * synchronously (per-IP limit) or not at all, as its own limit
+             * is set above ours (server_start) */
+            if (MHD_add_connection(s->mhd, fd, (struct sockaddr *)&sa, salen) == MHD_YES)
+                atomic_fetch_add(&s->open_connections, 1);
+        }
+    }
+    return NULL;
+}
+
 /* Binds and listens on cfg's address (SO_REUSEADDR, close-on-exec,
  * non-blocking for MHD's epoll threads).  Done before anything touches the
  * store, so a daemon that cannot listen changes nothing. */
@@ -473,6 +555,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->log = *log;
     s->started = cs_now();
     s->listen_fd = -1;
+    s->acceptor_stop_fd = -1;
     metrics_init(&s->metrics);
     make_instance_id(s->instance, sizeof s->instance);
     guard_init(s);
@@ -526,8 +609,9 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     int http_threads = cfg->http_threads > 0 ? cfg->http_threads : cs_cpu_count();
     if (http_threads < 2)
         http_threads = 2;
+    /* no listen socket: the acceptor thread adds connections (acceptor_main) */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_TURBO | MHD_USE_ERROR_LOG;
+                     MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     if (v6)
         flags |= MHD_USE_IPv6;
     s->conntrack = conntrack_start(s);
@@ -538,9 +622,8 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     }
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_logger, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        mhd_logger, s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections * (unsigned)http_threads,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
@@ -551,7 +634,14 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         return cs_error_set(err, CS_EIO, "port", "cannot start the HTTP server on %s port %d",
                             cfg->listen, cfg->port);
     }
-    s->listen_fd = -1; /* MHD owns it now */
+    s->acceptor_stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (s->acceptor_stop_fd < 0 ||
+        pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
+        server_stop(s);
+        server_free(s);
+        return cs_error_set(err, CS_EINTERNAL, "", "cannot start the accepting thread");
+    }
+    s->acceptor_running = true;
     /* results stored without a summary (a crash in between, an older store)
      * join the results list in the background */
     workpool_submit(s->parse_pool, backfill_task, s);
@@ -562,8 +652,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
                   NULL);
     struct sockaddr_storage sa;
     socklen_t salen = sizeof sa;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
-    if (info && getsockname(info->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
+    if (getsockname(s->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
         s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
                                                  : ((struct sockaddr_in *)&sa)->sin_port);
     else
@@ -579,13 +668,16 @@ void server_stop(cs_server *s)
 {
     if (!s || atomic_exchange(&s->stopping, true))
         return;
-    /* libmicrohttpd: with its own threads the quiesced listen socket must stay
-     * open until MHD_stop_daemon, which still removes it from the threads'
-     * epoll sets (closing it here made that fail: "Failed to remove listen FD
-     * from epoll set", abort at SIGTERM) */
-    MHD_socket listen_fd = MHD_INVALID_SOCKET;
-    if (s->mhd)
-        listen_fd = MHD_quiesce_daemon(s->mhd);
+    /* stop accepting first (MHD has no listen socket of its own: nothing to
+     * quiesce); the socket stays open, so new connections wait in the
+     * backlog rather than being refused, until it closes at the end */
+    if (s->acceptor_running) {
+        uint64_t one = 1;
+        ssize_t w = write(s->acceptor_stop_fd, &one, sizeof one);
+        (void)w;
+        pthread_join(s->acceptor, NULL);
+        s->acceptor_running = false;
+    }
     char grace[32];
     snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
     log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
@@ -598,8 +690,6 @@ void server_stop(cs_server *s)
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
     conntrack_stop(s->conntrack);
     jobs_free(s->jobs);
     s->jobs = NULL;
@@ -608,6 +698,10 @@ void server_stop(cs_server *s)
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
         s->listen_fd = -1;
+    }
+    if (s->acceptor_stop_fd >= 0) {
+        close(s->acceptor_stop_fd);
+        s->acceptor_stop_fd = -1;
     }
 }
 

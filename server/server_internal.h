@@ -7,7 +7,9 @@
 
 #include <microhttpd.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "cache.h"
 #include "jobs.h"
@@ -34,7 +36,13 @@ struct cs_server {
     cs_workpool *parse_pool;   /* costly handlers run here, not on HTTP threads */
     cs_conntrack *conntrack;   /* header and body deadlines */
     struct MHD_Daemon *mhd;
-    int listen_fd;             /* ours until MHD takes it */
+    int listen_fd;             /* ours: the acceptor thread accepts on it */
+    /* The acceptor hands each connection to MHD (MHD_add_connection), which
+     * spreads them over its worker threads; see acceptor_main in server.c. */
+    pthread_t acceptor;
+    bool acceptor_running;
+    int acceptor_stop_fd;      /* an eventfd: written to stop the acceptor */
+    atomic_int open_connections;
     int port;
     char static_dir[4096];     /* realpath, "" when none */
     int ncors;
@@ -91,6 +99,11 @@ enum MHD_Result respond_cs_error(req_state *rs, const cs_error *err);
 /* Adds CORS and common headers and queues (or, on the parse pool, keeps the
  * response until the connection resumes). */
 enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r);
+/* Queues a response shared between requests (the caller keeps its hold: not
+ * destroyed here) when nothing of this request's own must be added to it
+ * (CORS) and this is an HTTP thread; false (nothing queued) otherwise, and
+ * the caller answers with a response of its own. */
+bool queue_shared(req_state *rs, int status, struct MHD_Response *r, enum MHD_Result *ret);
 /* Runs work(rs) on the parse pool with the connection suspended.  work
  * answers with the respond_* helpers as usual and returns true; or it hands
  * the suspended connection to someone who resumes it later (jobs_wait) and

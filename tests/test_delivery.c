@@ -14,11 +14,14 @@
  * - a store written before the codec (JSON results) is read as it was and
  *   migrated;
  * - metrics say where each answer came from;
+ * - the answers kept with a representation, shared by every request, are
+ *   right for each coding, condition and origin under concurrent requests;
  * - refusals are remembered (same body, same key) and counted.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +32,7 @@
 #include <zstd.h>
 
 #include "check_main.h"
+#include "daemon_check.h"
 #include "server_harness.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -38,20 +42,13 @@ static void start(cs_daemon *d, const char *data_dir, const char *const *extra)
     ck_assert_msg(daemon_start(d, NULL, data_dir, extra) == 0, "daemon did not start");
 }
 
-static json_t *body_json(const http_resp *r)
-{
-    json_t *doc = json_loadb(r->body, r->len, 0, NULL);
-    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
-    return doc;
-}
-
 /* POSTs and waits; returns the result key. */
 static void synthesize(const cs_daemon *d, const char *body, char key[65])
 {
     http_resp r;
     ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
     ck_assert_msg(r.status == 200, "POST %s: %ld %.300s", body, r.status, r.body);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     snprintf(key, 65, "%s", json_string_value(json_object_get(doc, "key")));
     ck_assert_int_eq(strlen(key), 64);
     json_decref(doc);
@@ -218,7 +215,7 @@ START_TEST(etags_codings_and_views)
     char path[300];
     snprintf(path, sizeof path, "/v1/results/%s?ranks=2-5", key);
     http_resp r = get(&d, path, NULL);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     json_t *slice = json_object_get(json_object_get(doc, "slice"), "ranks");
     ck_assert_int_eq(json_integer_value(json_array_get(slice, 0)), 2);
     ck_assert_int_eq(json_integer_value(json_array_get(slice, 1)), 5);
@@ -235,7 +232,7 @@ START_TEST(etags_codings_and_views)
     http_resp_free(&r);
     snprintf(path, sizeof path, "/v1/results/%s?view=summary", key);
     r = get(&d, path, NULL);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
     ck_assert_ptr_null(json_object_get(a0, "sends"));
     ck_assert_int_gt(json_integer_value(json_object_get(a0, "nsends")), 0);
@@ -258,7 +255,7 @@ START_TEST(etags_codings_and_views)
         snprintf(path, sizeof path, "/v1/results/%s%s", key, bad[i].q);
         r = get(&d, path, NULL);
         ck_assert_msg(r.status == 400, "%s gave %ld", bad[i].q, r.status);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "error"), "field")),
                          bad[i].field);
         json_decref(doc);
@@ -361,7 +358,7 @@ START_TEST(large_result_streams_exactly)
     char buf[64];
     ck_assert_ptr_null(http_header(&r, "Content-Length", buf, sizeof buf)); /* chunked */
     /* it is jansson's own compact dump of the document it holds */
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     char *again = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     ck_assert_msg(strlen(again) == r.len && memcmp(again, r.body, r.len) == 0,
                   "streamed document differs from its own dump");
@@ -385,7 +382,7 @@ START_TEST(large_result_streams_exactly)
     /* slices: every send of rank 77 and only those, in order */
     snprintf(path, sizeof path, "/v1/results/%s?rank=77", key);
     http_resp sr = get(&d, path, NULL);
-    json_t *sdoc = body_json(&sr);
+    json_t *sdoc = resp_json(&sr);
     json_t *ssends = json_object_get(json_array_get(json_object_get(sdoc, "frontier"), 0), "sends");
     const cs_algorithm *a = res->algs[0];
     size_t j = 0;
@@ -540,6 +537,161 @@ START_TEST(metrics_count_what_happened)
 }
 END_TEST
 
+/* ---- kept answers ------------------------------------------------------------------------ */
+
+/* A representation kept in memory is answered with one response made when it
+ * was kept (server/delivery.c, rep_answers), shared by every request and
+ * connection.  Hammered from several connections at once with every coding
+ * and with conditional requests, each answer must still be the right one:
+ * its coding's bytes and ETag, 304 with that ETag when it matches; CORS
+ * headers only for the request whose Origin asked (a shared response must
+ * not carry them); the metrics count each hit. */
+typedef struct hammer {
+    const cs_daemon *d;
+    const char *path;
+    const char *id_body;
+    size_t id_len;
+    const char *etags[3];        /* identity, gzip, zstd */
+    int ok, not_modified, bad;
+    char why[300];
+} hammer;
+
+static void *hammer_main(void *arg)
+{
+    hammer *h = arg;
+    static const char *const codings[3] = {NULL, "Accept-Encoding: gzip",
+                                           "Accept-Encoding: zstd"};
+    for (int i = 0; i < 60 && !h->bad; i++) {
+        int c = i % 3;
+        bool conditional = (i / 3) % 2 == 1;
+        char inm[200];
+        snprintf(inm, sizeof inm, "If-None-Match: %s", h->etags[c]);
+        const char *hdr[3] = {NULL, NULL, NULL};
+        int n = 0;
+        if (codings[c])
+            hdr[n++] = codings[c];
+        if (conditional)
+            hdr[n++] = inm;
+        http_resp r;
+        if (http_request(h->d, "GET", h->path, NULL, hdr, &r) != 0) {
+            h->bad++;
+            snprintf(h->why, sizeof h->why, "request %d failed", i);
+            break;
+        }
+        char etag[128] = "", enc[64] = "";
+        http_header(&r, "ETag", etag, sizeof etag);
+        bool has_enc = http_header(&r, "Content-Encoding", enc, sizeof enc) != NULL;
+        if (strcmp(etag, h->etags[c]) != 0) {
+            h->bad++;
+            snprintf(h->why, sizeof h->why, "coding %d: ETag %s, expected %s", c, etag,
+                     h->etags[c]);
+        } else if (conditional) {
+            if (r.status != 304 || r.len != 0) {
+                h->bad++;
+                snprintf(h->why, sizeof h->why, "conditional coding %d: %ld, %zu bytes", c,
+                         r.status, r.len);
+            } else {
+                h->not_modified++;
+            }
+        } else {
+            size_t pn = r.len;
+            char *plain = c == 1 ? gunzip(r.body, r.len, &pn)
+                        : c == 2 ? unzstd(r.body, r.len, &pn)
+                                 : NULL;
+            const char *body = plain ? plain : r.body;
+            bool enc_ok = c == 0 ? !has_enc : has_enc && !strcmp(enc, c == 1 ? "gzip" : "zstd");
+            if (r.status != 200 || !enc_ok || pn != h->id_len || memcmp(body, h->id_body, pn)) {
+                h->bad++;
+                snprintf(h->why, sizeof h->why, "coding %d: %ld, encoding '%s', %zu bytes", c,
+                         r.status, enc, pn);
+            } else {
+                h->ok++;
+            }
+            free(plain);
+        }
+        http_resp_free(&r);
+    }
+    return NULL;
+}
+
+START_TEST(kept_answers_are_shared_but_right)
+{
+    cs_daemon d;
+    const char *extra[] = {"--cors-origins", "http://a.example", NULL};
+    start(&d, NULL, extra);
+    char key[65];
+    synthesize(&d, "{\"topology\":\"dgx1\",\"collective\":\"allgather\","
+                   "\"options\":{\"wait_s\":120}}",
+               key);
+    const char *kinds[] = {"", "?format=msccl-xml"};
+    for (int k = 0; k < 2; k++) {
+        char path[300];
+        snprintf(path, sizeof path, "/v1/results/%s%s", key, kinds[k]);
+        /* first answers: each coding made and kept */
+        static const char *const acc[3] = {NULL, "Accept-Encoding: gzip",
+                                           "Accept-Encoding: zstd"};
+        http_resp first[3];
+        char etags[3][128];
+        for (int c = 0; c < 3; c++) {
+            const char *hdr[] = {acc[c], NULL};
+            first[c] = get(&d, path, hdr);
+            ck_assert_int_eq(first[c].status, 200);
+            ck_assert_ptr_nonnull(http_header(&first[c], "ETag", etags[c], sizeof etags[c]));
+        }
+        ck_assert_str_ne(etags[0], etags[1]);
+        ck_assert_str_ne(etags[1], etags[2]);
+        double mem0 = metrics_value(&d, "collsynth_representations_total{source=\"memory\"}");
+        double nm0 = metrics_value(&d, "collsynth_not_modified_total");
+        double hits0 = metrics_value(&d, "collsynth_cache_hits_total");
+        enum { T = 4 };
+        hammer h[T];
+        pthread_t th[T];
+        for (int t = 0; t < T; t++) {
+            h[t] = (hammer){.d = &d, .path = path, .id_body = first[0].body,
+                            .id_len = first[0].len,
+                            .etags = {etags[0], etags[1], etags[2]}};
+            ck_assert_int_eq(pthread_create(&th[t], NULL, hammer_main, &h[t]), 0);
+        }
+        int ok = 0, nm = 0;
+        for (int t = 0; t < T; t++) {
+            pthread_join(th[t], NULL);
+            ck_assert_msg(h[t].bad == 0, "%s: %s", kinds[k], h[t].why);
+            ok += h[t].ok;
+            nm += h[t].not_modified;
+        }
+        ck_assert_int_eq(ok, T * 30);
+        ck_assert_int_eq(nm, T * 30);
+        /* every 200 came from memory, every 304 was counted, each once */
+        ck_assert_int_eq(metrics_value(&d, "collsynth_representations_total{source=\"memory\"}"),
+                         mem0 + ok);
+        ck_assert_int_eq(metrics_value(&d, "collsynth_not_modified_total"), nm0 + nm);
+        ck_assert_int_eq(metrics_value(&d, "collsynth_cache_hits_total"), hits0 + ok + nm);
+        /* CORS: only the request with a listed Origin gets the header, before
+         * and after, on the same kept representation */
+        for (int i = 0; i < 3; i++) {
+            const char *with[] = {"Origin: http://a.example", NULL};
+            http_resp r = get(&d, path, i == 1 ? with : NULL);
+            char buf[128];
+            ck_assert_int_eq(r.status, 200);
+            ck_assert(r.len == first[0].len && !memcmp(r.body, first[0].body, r.len));
+            const char *acao = http_header(&r, "Access-Control-Allow-Origin", buf, sizeof buf);
+            if (i == 1) {
+                ck_assert_ptr_nonnull(acao);
+                ck_assert_str_eq(buf, "http://a.example");
+                ck_assert_ptr_nonnull(http_header(&r, "ETag", buf, sizeof buf));
+                ck_assert_str_eq(buf, etags[0]);
+            } else {
+                ck_assert_ptr_null(acao);
+            }
+            http_resp_free(&r);
+        }
+        for (int c = 0; c < 3; c++)
+            http_resp_free(&first[c]);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- refusals -------------------------------------------------------------------------- */
 
 START_TEST(refusals_are_remembered)
@@ -555,7 +707,7 @@ START_TEST(refusals_are_remembered)
         http_resp r;
         ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", big, NULL, &r), 0);
         ck_assert_int_eq(r.status, 413);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"),
                                                             "message"));
         ck_assert_ptr_nonnull(strstr(msg, "cannot fit"));
@@ -618,7 +770,7 @@ START_TEST(failed_keys_are_remembered)
     ck_assert_int_eq(started, 1);
     ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", body, NULL, &r), 0);
     ck_assert_int_eq(r.status, 422);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     ck_assert_int_eq(strlen(json_string_value(json_object_get(doc, "key"))), 64);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "message"));
     json_decref(doc);
@@ -743,7 +895,7 @@ START_TEST(code_refusals_are_remembered)
     for (int i = 0; i < 3; i++) {
         http_resp r = get(&d, path, NULL);
         ck_assert_msg(r.status == 422, "%ld %s", r.status, r.body);
-        json_t *doc = body_json(&r);
+        json_t *doc = resp_json(&r);
         ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "message"));
         json_decref(doc);
         http_resp_free(&r);
@@ -770,7 +922,7 @@ START_TEST(job_document_carries_the_result)
                                   NULL, &r),
                      0);
     ck_assert_int_eq(r.status, 202);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     char id[40], key[65];
     snprintf(id, sizeof id, "%s", json_string_value(json_object_get(doc, "job")));
     snprintf(key, sizeof key, "%s", json_string_value(json_object_get(doc, "key")));
@@ -780,7 +932,7 @@ START_TEST(job_document_carries_the_result)
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     for (int i = 0; i < 200; i++) {
         r = get(&d, path, NULL);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         bool done = !strcmp(json_string_value(json_object_get(doc, "status")), "done");
         if (done)
             break;
@@ -804,7 +956,7 @@ START_TEST(job_document_carries_the_result)
     http_resp_free(&r);
     snprintf(path, sizeof path, "/v1/jobs/%s?view=summary", id);
     r = get(&d, path, NULL);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     json_t *a0 = json_array_get(json_object_get(json_object_get(doc, "result"), "frontier"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(a0, "nsends")), 42);
     ck_assert_ptr_null(json_object_get(a0, "sends"));
@@ -824,6 +976,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, large_result_streams_exactly);
     tcase_add_test(tc, old_store_reads_and_migrates);
     tcase_add_test(tc, metrics_count_what_happened);
+    tcase_add_test(tc, kept_answers_are_shared_but_right);
     tcase_add_test(tc, refusals_are_remembered);
     tcase_add_test(tc, failed_keys_are_remembered);
     tcase_add_test(tc, job_document_carries_the_result);

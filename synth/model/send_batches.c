@@ -199,6 +199,33 @@ static int next_sparse(send_batches *b, send_batch *out)
     return CS_OK;
 }
 
+void send_batch_write_back(send_batches *b, const send_batch *batch, const uint32_t *pairs,
+                           uint32_t *col0, uint32_t *col1)
+{
+    uint32_t nrec = batch->begin[batch->g1 - batch->g0] - batch->begin[0];
+    if (!b->begin) {
+        /* sparse: the records are the kept sends in b->sparse order */
+        const uint32_t *ids = b->sparse + (b->next_pos - nrec);
+        for (uint32_t p = 0; p < nrec; p++) {
+            col0[ids[p]] = pairs[2 * p];
+            col1[ids[p]] = pairs[2 * p + 1];
+        }
+        return;
+    }
+    uint32_t g0 = batch->g0, nch = batch->g1 - g0;
+    /* next_dense left fill[g] at the end of chunk g's records: restart it */
+    for (uint32_t g = 0; g < nch; g++)
+        b->fill[g] = b->begin[g0 + g] - batch->base;
+    for (uint32_t i = 0; i < b->n; i++) {
+        uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
+        if (g < nch && kept(b, i)) {
+            uint32_t p = b->fill[g]++;
+            col0[i] = pairs[2 * p];
+            col1[i] = pairs[2 * p + 1];
+        }
+    }
+}
+
 int send_batches_next(send_batches *b, send_batch *out)
 {
     memset(out, 0, sizeof *out);

@@ -44,6 +44,68 @@ static inline void send_array_advise(void *p, size_t bytes)
 /* How many sends ahead scattered loops prefetch (algorithm_prefetch). */
 #define SEND_PREFETCH 16
 
+/* ---- link lookups ----------------------------------------------------------------
+ * The verifier and simulator look up the link of every send (src -> dst),
+ * several times per send, in a scattered rank order.  topology_find_link
+ * binary-searches the 40-byte cs_link records, which on a switch-lowered
+ * cluster (dgxh100:128: 134 out-links per rank, 5.5 MB of links) is a few
+ * cache misses per lookup.  A link_finder keeps only each link's dst, as
+ * 2 bytes, in the same (src, dst) order: 2 bytes per link (270 KB there,
+ * 80 KB for mesh2d:100x100), so lookups stay in L2.  Built per call, owned
+ * by the caller; ranks beyond 65536 fall back to topology_find_link. */
+typedef struct link_finder {
+    const cs_topology *t;
+    const int *begin;           /* t->out_begin */
+    uint16_t *dst;              /* per link; NULL: fall back */
+    unsigned ranks;
+} link_finder;
+
+/* CS_OK or CS_ENOMEM; free with link_finder_free either way. */
+static inline int link_finder_init(link_finder *f, const cs_topology *t)
+{
+    f->t = t;
+    f->begin = t->out_begin;
+    f->ranks = (unsigned)t->ranks;
+    f->dst = NULL;
+    if (t->ranks > 65536)
+        return CS_OK;
+    f->dst = malloc(sizeof *f->dst * (size_t)(t->nlinks > 0 ? t->nlinks : 1));
+    if (!f->dst)
+        return CS_ENOMEM;
+    for (int l = 0; l < t->nlinks; l++)
+        f->dst[l] = (uint16_t)t->links[l].dst;
+    return CS_OK;
+}
+
+static inline void link_finder_free(link_finder *f)
+{
+    free(f->dst);
+    f->dst = NULL;
+}
+
+/* topology_find_link(t, src, dst): the link's index, or -1. */
+static inline int link_finder_find(const link_finder *f, int src, int dst)
+{
+    if (!f->dst)
+        return topology_find_link(f->t, src, dst);
+    if ((unsigned)src >= f->ranks || (unsigned)dst >= f->ranks)
+        return -1;
+    int lo = f->begin[src], end = f->begin[src + 1], hi = end;
+    uint16_t d = (uint16_t)dst;
+    const uint16_t *x = f->dst;
+    while (hi - lo > 8) {   /* the first x >= d is in [lo, hi] */
+        int mid = lo + (hi - lo) / 2;
+        if (x[mid] < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < end; lo++)
+        if (x[lo] >= d)
+            return x[lo] == d ? lo : -1;
+    return -1;
+}
+
 /* Replaces the minimum of the n-element min-heap h (n >= 1) by x and sifts
  * it down. */
 static inline void heap_replace_min(double *h, long n, double x)
@@ -238,6 +300,13 @@ int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned cha
  * batch's records stay valid until the next call. */
 int send_batches_next(send_batches *b, send_batch *out);
 void send_batches_free(send_batches *b);
+/* Results a pass computed per record of `batch` (the last one
+ * send_batches_next returned), pairs[2p] and pairs[2p + 1] for the record
+ * at position p, stored per send: col0[i] and col1[i].  Streams over the
+ * chunk column as the gathering did, so the per-send columns are written in
+ * index order instead of at random (a cache and TLB miss per store). */
+void send_batch_write_back(send_batches *b, const send_batch *batch, const uint32_t *pairs,
+                           uint32_t *col0, uint32_t *col1);
 
 /* The order the verifier's bandwidth sweep and the simulator walk sends in:
  * (step, index), or with trank (timed) (start, end, index).  *ord is NULL

@@ -90,7 +90,7 @@ static int rec_compare(const void *pa, const void *pb)
 typedef struct linker {
     const cs_algorithm *a;
     const uint32_t *trank;      /* NULL untimed */
-    uint32_t *next_send, *consumer;
+    uint32_t *out;              /* per batch position p: next_send (2p) and consumer (2p + 1) */
     chunk_rec *rec, *grouped;   /* 2 x the longest chunk so far */
     long cap;
     unsigned *stamp;            /* per rank: chunk epoch of count/start */
@@ -102,7 +102,102 @@ typedef struct linker {
     int rc;
 } linker;
 
-static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
+/* The common case in one forward pass, with the result link_chunk's sort
+ * gives: the chunk's sends in processing order, each arriving strictly after
+ * its own schedule time, and distinct start times staying distinct once
+ * TIME_EPS is added.  Then a rank's sends come in group order, and an
+ * arrival is seen before every send that may consume it, so each send links
+ * to the previous send from its src and takes over the arrivals pending at
+ * its src that are due by its time (time <= its time: arrivals first on
+ * ties).  Returns false (having written some links that link_chunk then
+ * overwrites) when the chunk is not of that shape.  out: the chunk's pairs;
+ * w->rec holds the pending arrivals (time; rec: the arrival's position k;
+ * tie: the next pending at that rank); count/start hold each rank's last
+ * send and first pending arrival (positions). */
+static bool link_chunk_fast(linker *w, const send_rec *sr, uint32_t len, uint32_t *out)
+{
+    const cs_algorithm *a = w->a;
+    const uint32_t *trank = w->trank;
+    if (++w->epoch == 0) {
+        memset(w->stamp, 0, sizeof *w->stamp * (size_t)(a->ranks + a->switch_nodes));
+        w->epoch = 1;
+    }
+    unsigned epoch = w->epoch;
+    uint32_t *last = w->count, *pend = w->start;
+    chunk_rec *pa = w->rec;
+    int nt = 0;
+    long scans = 0;
+    double prev_time = -INFINITY;
+    uint32_t prev0 = 0, prev1 = 0;
+    for (uint32_t k = 0; k < len; k++) {
+        const send_rec *s = &sr[k];
+        uint32_t i = send_rec_index(s);
+        double st, en;
+        if (trank) {
+            uint32_t r0 = trank[s->t0], r1 = trank[s->t1];
+            st = algorithm_time_value(a, s->t0) + TIME_EPS;
+            en = algorithm_time_value(a, s->t1);
+            if (k > 0 && (r0 < prev0 || (r0 == prev0 && r1 < prev1) ||
+                          (r0 != prev0 && st == prev_time)))
+                return false;
+            if (!(en > st))
+                return false;
+            prev0 = r0;
+            prev1 = r1;
+            prev_time = st;
+        } else {
+            if (k > 0 && s->t0 < prev0)
+                return false;
+            prev0 = s->t0;
+            st = s->t0 + 0.5;
+            en = s->t0 + 1.0;
+        }
+        int src = s->src, dst = s->dst;
+        if (w->stamp[src] != epoch) {
+            w->stamp[src] = epoch;
+            last[src] = NO_SEND;
+            pend[src] = NO_SEND;
+            w->touched[nt++] = src;
+        }
+        for (uint32_t *pp = &pend[src]; *pp != NO_SEND;) {
+            chunk_rec *x = &pa[*pp];
+            if (++scans > 4 * (long)len + 64)
+                return false;   /* many arrivals wait at one rank: sort instead */
+            if (x->time <= st) {
+                out[2 * x->rec + 1] = i;
+                *pp = x->tie;
+            } else {
+                pp = &x->tie;
+            }
+        }
+        if (last[src] != NO_SEND)
+            out[2 * last[src]] = i;
+        last[src] = k;
+        if (w->stamp[dst] != epoch) {
+            w->stamp[dst] = epoch;
+            last[dst] = NO_SEND;
+            pend[dst] = NO_SEND;
+            w->touched[nt++] = dst;
+        }
+        pa[k].time = en;
+        pa[k].rec = k;
+        pa[k].tie = pend[dst];
+        pend[dst] = k;
+    }
+    for (int j = 0; j < nt; j++) {
+        int r = w->touched[j];
+        if (last[r] != NO_SEND)
+            out[2 * last[r]] = NO_SEND;
+        for (uint32_t q = pend[r]; q != NO_SEND; q = pa[q].tie)
+            out[2 * q + 1] = NO_SEND;
+    }
+    return true;
+}
+
+/* Links one chunk: its records sr[0..len) (index order) write their pairs
+ * to out[0..2 len).  A record's position k stands for the send in the
+ * sort (rec = 2k + kind): positions follow the index order. */
+static int link_chunk(linker *w, const send_rec *sr, uint32_t len, uint32_t *out)
 {
     const cs_algorithm *a = w->a;
     if (2 * (long)len > w->cap) {
@@ -116,6 +211,8 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
         w->grouped = g;
         w->cap = cap;
     }
+    if (link_chunk_fast(w, sr, len, out))
+        return CS_OK;
     if (++w->epoch == 0) {
         memset(w->stamp, 0, sizeof *w->stamp * (size_t)(a->ranks + a->switch_nodes));
         w->epoch = 1;
@@ -123,10 +220,9 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
     int nt = 0;
     for (uint32_t k = 0; k < len; k++) {
         const send_rec *s = &sr[k];
-        uint32_t i = send_rec_index(s);
         chunk_rec *x = &w->rec[2 * k], *y = x + 1;
-        x->rec = 2 * i;
-        y->rec = 2 * i + 1;
+        x->rec = 2 * k;
+        y->rec = 2 * k + 1;
         x->rank = s->src;
         y->rank = s->dst;
         if (w->trank) {
@@ -179,12 +275,9 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len)
         uint32_t next = NO_SEND;
         for (uint32_t q = e - b; q-- > 0;) {
             uint32_t r = g[q].rec;
-            if (r & 1) {
-                w->consumer[r >> 1] = next;
-            } else {
-                w->next_send[r >> 1] = next;
-                next = r >> 1;
-            }
+            out[r] = next;   /* 2k: next_send, 2k + 1: consumer */
+            if (!(r & 1))
+                next = send_rec_index(&sr[r >> 1]);
         }
     }
     return CS_OK;
@@ -196,7 +289,7 @@ static void *linker_run(void *arg)
     for (uint32_t j = w->j0; j < w->j1 && w->rc == CS_OK; j++) {
         uint32_t len;
         const send_rec *sr = send_batch_recs(w->batch, j, &len);
-        w->rc = link_chunk(w, sr, len);
+        w->rc = link_chunk(w, sr, len, w->out + 2 * (size_t)(sr - w->batch->recs));
     }
     return NULL;
 }
@@ -212,8 +305,10 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
     int nthreads = rc == CS_OK && sb.begin ? send_pass_threads(a->nsends) : 1;
     linker w[4];
     memset(w, 0, sizeof w);
+    uint32_t *out = NULL;   /* the batch's pairs, by position */
+    long out_cap = 0;
     for (int t = 0; t < nthreads && rc == CS_OK; t++) {
-        w[t] = (linker){.a = a, .trank = trank, .next_send = next_send, .consumer = consumer};
+        w[t] = (linker){.a = a, .trank = trank};
         size_t nodes = (size_t)(a->ranks + a->switch_nodes);   /* ranks and switch nodes */
         w[t].stamp = calloc(nodes, sizeof *w[t].stamp);
         w[t].count = malloc(sizeof *w[t].count * nodes);
@@ -226,8 +321,18 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
     while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
         uint32_t entries = b.g1 - b.g0;
         long total = (long)b.begin[entries] - b.begin[0];
+        if (total > out_cap) {
+            uint32_t *o = realloc(out, sizeof *o * 2 * (size_t)total);
+            if (!o) {
+                rc = CS_ENOMEM;
+                break;
+            }
+            out = o;
+            out_cap = total;
+        }
         uint32_t j = 0;
         for (int t = 0; t < nthreads; t++) {
+            w[t].out = out;
             w[t].batch = &b;
             w[t].j0 = j;
             long goal = b.begin[0] + total * (t + 1) / nthreads;
@@ -250,6 +355,8 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
         for (int t = 0; t < nthreads; t++)
             if (rc == CS_OK)
                 rc = w[t].rc;
+        if (rc == CS_OK)
+            send_batch_write_back(&sb, &b, out, next_send, consumer);
     }
     if (rc == SEND_BATCHES_DONE)
         rc = CS_OK;
@@ -261,6 +368,7 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
         free(w[t].start);
         free(w[t].touched);
     }
+    free(out);
     send_batches_free(&sb);
     return rc;
 }
@@ -318,7 +426,7 @@ static inline int lanes_for_rate(double r, double bw, int k)
 }
 
 static int resources_init(sim_resources *r, const cs_topology *t, const cs_algorithm *a,
-                          bool timed)
+                          const link_finder *lf, bool timed)
 {
     int L = t->nlinks, S = t->nshared;
     memset(r, 0, sizeof *r);
@@ -373,7 +481,7 @@ static int resources_init(sim_resources *r, const cs_topology *t, const cs_algor
                 r->port_bw[l] = t->links[l].gbps * 1e3;
         }
         for (long i = 0; i < a->nsends; i++) {
-            int l = topology_find_link(t, algorithm_send_src(a, i), algorithm_send_dst(a, i));
+            int l = link_finder_find(lf, algorithm_send_src(a, i), algorithm_send_dst(a, i));
             if (!r->port_link[l])
                 continue;
             double rate = scheduled_rate(a, i, &t->links[l]);
@@ -469,18 +577,27 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     bool timed = algorithm_is_timed(a);
     int L = t->nlinks;
     int rc = CS_OK;
+    link_finder lf;
+    if (link_finder_init(&lf, t) != CS_OK) {
+        link_finder_free(&lf);
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
+    }
     for (long i = 0; i < n; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->step < 0 || s->step >= a->steps || s->chunk < 0 ||
             s->chunk >= a->global_chunks || s->src < 0 || s->src >= t->ranks || s->dst < 0 ||
-            s->dst >= t->ranks)
+            s->dst >= t->ranks) {
+            link_finder_free(&lf);
             return cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
                                 "chunk, rank or step out of range", i, s->chunk, s->src, s->dst,
                                 s->step);
-        if (topology_find_link(t, s->src, s->dst) < 0)
+        }
+        if (link_finder_find(&lf, s->src, s->dst) < 0) {
+            link_finder_free(&lf);
             return cs_error_set(err, CS_EINVAL, "sends", "send %ld (chunk %ld, %d->%d, step %d): "
                                 "no link %d->%d", i, s->chunk, s->src, s->dst, s->step, s->src,
                                 s->dst);
+        }
     }
     uint32_t *trank = NULL, *ord = NULL;
     uint32_t *next_send = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
@@ -500,16 +617,20 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         }
     }
     if (!next_send || !consumer || !dur || !out->link_busy_us || !out->link_utilization ||
-        (timed && !trank) || resources_init(&res, t, a, timed) != CS_OK) {
+        (timed && !trank) || resources_init(&res, t, a, &lf, timed) != CS_OK) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
         goto done;
     }
+    /* written (linking) and read-modified (acc) in a scattered order */
+    send_array_advise(next_send, sizeof(uint32_t) * (size_t)n);
+    send_array_advise(consumer, sizeof(uint32_t) * (size_t)n);
     if (build_links(a, trank, next_send, consumer) != CS_OK ||
         send_processing_order(a, trank, &ord) != CS_OK ||
         !(acc = calloc((size_t)(n ? n : 1), sizeof *acc))) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", n);
         goto done;
     }
+    send_array_advise(acc, sizeof *acc * (size_t)n);
     double chunk = algorithm_chunk_bytes(a, bytes);
     out->chunk_bytes = chunk;
     for (int l = 0; l < L; l++)
@@ -520,7 +641,7 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         uint32_t i = ord ? ord[k] : (uint32_t)k;
         int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
         double r = acc[i];
-        int l = topology_find_link(t, src, dst);
+        int l = link_finder_find(&lf, src, dst);
         const cs_link *lk = &t->links[l];
         double d = dur[l], share = 1.0, rate = 0.0;
         if (res.port_link[l]) {
@@ -578,6 +699,7 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     }
     out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
 done:
+    link_finder_free(&lf);
     free(trank);
     free(ord);
     free(next_send);

@@ -105,7 +105,7 @@ static inline bool is_valid(const vctx *v, long i) { return (v->valid[i >> 3] >>
 
 static inline int link_of(const vctx *v, long i)
 {
-    return topology_find_link(v->t, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
+    return link_finder_find(&v->links, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
 }
 
 /* ---- bandwidth ------------------------------------------------------------------------ */
@@ -521,7 +521,7 @@ static long check_sends(vctx *v)
                                 "only (in-switch reduction is not modelled)");
             continue;
         }
-        if (topology_find_link(v->t, s->src, s->dst) < 0) {
+        if (link_finder_find(&v->links, s->src, s->dst) < 0) {
             if (s->src >= v->P || s->dst >= v->P) {
                 int node = s->src >= v->P ? s->src : s->dst;
                 int other = s->src >= v->P ? s->dst : s->src;
@@ -608,6 +608,10 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         goto finish;
     if ((rc = build_set_index(&v, err)) != CS_OK)
         goto finish;
+    if (link_finder_init(&v.links, v.t) != CS_OK) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        goto finish;
+    }
     v.valid = calloc((size_t)(v.n + 7) / 8 + 1, 1);
     if (!v.valid) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", v.n);
@@ -639,6 +643,7 @@ finish:
     free(v.trank);
     free(v.set_begin);
     free(v.set_list);
+    link_finder_free(&v.links);
     free(v.stamp);
     free(v.avail);
     free(v.val);

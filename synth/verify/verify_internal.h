@@ -36,6 +36,7 @@ typedef struct vctx {
     unsigned char *valid;       /* one bit per send: it passed the per-send checks */
     uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
     double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
+    link_finder links;          /* send -> link */
     /* link -> shared sets */
     int *set_begin, *set_list;
     /* value replay */

@@ -1,0 +1,340 @@
+/* Verification and simulation against independent brute force (issue 10,
+ * "verification and simulation speed"): the fast paths of the verifier and
+ * the simulator (the 2-byte link finder, the one-pass chunk linking with its
+ * sorting fallback, the index-order write-back) must give exactly what the
+ * model in simulate.h / verify.h says.  The brute forces here are written
+ * from those documents, quadratic and obvious: every send looks at every
+ * other send. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "send_order_internal.h"
+#include "simulate.h"
+#include "verify.h"
+
+/* A small deterministic generator (tests must not depend on libc's rand). */
+static unsigned long long rng_state;
+static unsigned rnd(unsigned n)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (unsigned)((rng_state >> 33) % n);
+}
+
+/* ---- link lookups --------------------------------------------------------------- */
+
+static void check_finder(const cs_topology *t)
+{
+    link_finder f;
+    ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    for (int s = -1; s <= t->ranks; s++)
+        for (int d = -1; d <= t->ranks; d++) {
+            int want = -1;
+            if (s >= 0 && s < t->ranks)
+                for (int l = 0; l < t->nlinks; l++)
+                    if (t->links[l].src == s && t->links[l].dst == d)
+                        want = l;
+            ck_assert_msg(link_finder_find(&f, s, d) == want, "%s: %d->%d gives %d, want %d",
+                          t->name, s, d, link_finder_find(&f, s, d), want);
+        }
+    link_finder_free(&f);
+}
+
+START_TEST(link_finder_finds_every_link_and_nothing_else)
+{
+    const char *names[] = {"mesh2d:4x4", "ring:5", "dgxh100:2", "dgx1", "torus2d:3x3"};
+    cs_error err;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        cs_topology *t = NULL;
+        ck_assert_int_eq(topology_builtin(names[k], &t, &err), CS_OK);
+        check_finder(t);
+        topology_free(t);
+    }
+    /* out-degrees from 1 to 39 with gaps: the binary search and the scan */
+    cs_topology *t = topology_new("hub", 40);
+    for (int r = 1; r < 40; r++) {
+        ck_assert_int_eq(topology_add_link(t, 0, r, 1, 1.0, 0.0, true, &err), CS_OK);
+        for (int d = r + 2; d < 40; d += r)
+            ck_assert_int_eq(topology_add_link(t, r, d, 1, 1.0, 0.0, false, &err), CS_OK);
+    }
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    check_finder(t);
+    topology_free(t);
+}
+END_TEST
+
+/* ---- random schedules ---------------------------------------------------------------- */
+
+/* A connected random topology: a bidirectional ring plus random one-way
+ * links, lanes 1-3, 1-4 GB/s, alpha 0-1 us, and two document shared sets. */
+static cs_topology *random_topology(int P)
+{
+    cs_topology *t = topology_new("random", P);
+    cs_error err;
+    unsigned char *has = calloc((size_t)P * P, 1);
+    for (int r = 0; r < P; r++) {
+        int d = (r + 1) % P;
+        ck_assert_int_eq(topology_add_link(t, r, d, 1 + (int)rnd(3), 1.0 + rnd(4),
+                                           0.5 * rnd(3), false, &err), CS_OK);
+        ck_assert_int_eq(topology_add_link(t, d, r, 1 + (int)rnd(3), 1.0 + rnd(4),
+                                           0.5 * rnd(3), false, &err), CS_OK);
+        has[r * P + d] = has[d * P + r] = 1;
+    }
+    for (int k = 0; k < P; k++) {
+        int s = (int)rnd((unsigned)P), d = (int)rnd((unsigned)P);
+        if (s == d || has[s * P + d])
+            continue;
+        has[s * P + d] = 1;
+        ck_assert_int_eq(topology_add_link(t, s, d, 1 + (int)rnd(2), 1.0 + rnd(4), 0.5 * rnd(3),
+                                           false, &err), CS_OK);
+    }
+    int pairs[3][2] = {{0, 1}, {1, 2}, {2, 3}};
+    ck_assert_int_eq(topology_add_shared(t, (const int(*)[2])pairs, 3, 1, &err), CS_OK);
+    int pairs2[2][2] = {{1, 0}, {P - 1, 0}};
+    ck_assert_int_eq(topology_add_shared(t, (const int(*)[2])pairs2, 2, 2, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    free(has);
+    return t;
+}
+
+typedef struct bsend {
+    long chunk;
+    int src, dst, step;
+    double start, end;
+} bsend;
+
+/* Processing order, from simulate.h: (step, list position); timed (start,
+ * end, list position). */
+static const bsend *sort_base;
+static bool sort_timed;
+static int cmp_processing(const void *pa, const void *pb)
+{
+    int i = *(const int *)pa, j = *(const int *)pb;
+    const bsend *x = &sort_base[i], *y = &sort_base[j];
+    if (sort_timed) {
+        if (x->start != y->start)
+            return x->start < y->start ? -1 : 1;
+        if (x->end != y->end)
+            return x->end < y->end ? -1 : 1;
+    } else if (x->step != y->step) {
+        return x->step < y->step ? -1 : 1;
+    }
+    return i < j ? -1 : i > j;
+}
+
+/* The model of simulate.h, quadratically: in processing order, a send
+ * starts when every receive of its chunk at its src placed before it has
+ * finished (earlier step; timed: ending by its start + 1e-6), and one lane
+ * of its link and of each of its link's shared sets is free; it takes the
+ * earliest-free lane of each. */
+static double brute_simulate(const cs_topology *t, const bsend *s, int n, bool timed,
+                             double chunk)
+{
+    int *ord = malloc(sizeof(int) * (size_t)n);
+    double *fin = malloc(sizeof(double) * (size_t)n);
+    bool *done = calloc((size_t)n, sizeof(bool));
+    double *lane = calloc((size_t)(t->nlinks + t->nshared) * 8, sizeof(double));
+    for (int k = 0; k < n; k++)
+        ord[k] = k;
+    sort_base = s;
+    sort_timed = timed;
+    qsort(ord, (size_t)n, sizeof *ord, cmp_processing);
+    double end_time = 0.0;
+    for (int k = 0; k < n; k++) {
+        const bsend *x = &s[ord[k]];
+        double start = 0.0;
+        for (int j = 0; j < n; j++) {
+            const bsend *y = &s[j];
+            bool before = timed ? y->end <= x->start + 1e-6 : y->step < x->step;
+            if (done[j] && y->chunk == x->chunk && y->dst == x->src && before && fin[j] > start)
+                start = fin[j];
+        }
+        int l = -1;
+        for (int q = 0; q < t->nlinks; q++)
+            if (t->links[q].src == x->src && t->links[q].dst == x->dst)
+                l = q;
+        ck_assert_int_ge(l, 0);
+        /* resources: the link, then every shared set holding it; lanes[r * 8 + m] */
+        int res[8], nres = 0, lanes[8];
+        res[nres] = l;
+        lanes[nres++] = t->links[l].lanes;
+        for (int m = 0; m < t->nshared; m++)
+            for (int q = 0; q < t->shared[m].nlinks; q++)
+                if (t->shared[m].links[q] == l) {
+                    res[nres] = t->nlinks + m;
+                    lanes[nres++] = t->shared[m].lanes;
+                }
+        int pick[8];
+        for (int r = 0; r < nres; r++) {
+            pick[r] = 0;
+            for (int m = 1; m < lanes[r]; m++)
+                if (lane[res[r] * 8 + m] < lane[res[r] * 8 + pick[r]])
+                    pick[r] = m;
+            if (lane[res[r] * 8 + pick[r]] > start)
+                start = lane[res[r] * 8 + pick[r]];
+        }
+        double f = start + (t->links[l].alpha_us + chunk / (t->links[l].gbps * 1e3));
+        for (int r = 0; r < nres; r++)
+            lane[res[r] * 8 + pick[r]] = f;
+        fin[ord[k]] = f;
+        done[ord[k]] = true;
+        if (f > end_time)
+            end_time = f;
+    }
+    free(ord);
+    free(fin);
+    free(done);
+    free(lane);
+    return end_time;
+}
+
+/* n random sends over existing links of t; timed ones on an integer grid
+ * (durations >= 1, so the 1e-6 slack never decides).  Chunks are few, so
+ * ranks receive a chunk several times and send it several times. */
+static bsend *random_sends(const cs_topology *t, int n, long G, int S, bool timed)
+{
+    bsend *s = malloc(sizeof *s * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        const cs_link *l = &t->links[rnd((unsigned)t->nlinks)];
+        s[k].chunk = (long)rnd((unsigned)G);
+        s[k].src = l->src;
+        s[k].dst = l->dst;
+        s[k].step = (int)rnd((unsigned)S);
+        s[k].start = timed ? (double)rnd(30) : NAN;
+        s[k].end = timed ? s[k].start + 1 + rnd(6) : NAN;
+    }
+    return s;
+}
+
+static int cmp_bsend_processing(const void *pa, const void *pb)
+{
+    const bsend *x = pa, *y = pb;
+    if (sort_timed) {
+        if (x->start != y->start)
+            return x->start < y->start ? -1 : 1;
+        return x->end < y->end ? -1 : x->end > y->end;
+    }
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+static cs_algorithm *to_algorithm(const cs_topology *t, const bsend *s, int n, int chunks, int S,
+                                  bool timed)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    cs_error err;
+    ck_assert_int_eq(algorithm_new(&c, t->name, t->ranks, chunks, S, &a, &err), CS_OK);
+    collective_free(&c);
+    for (int k = 0; k < n; k++) {
+        if (timed)
+            ck_assert_int_eq(algorithm_add_timed_send(a, s[k].chunk, s[k].src, s[k].dst, s[k].step,
+                                                      CS_OP_COPY, s[k].start, s[k].end), CS_OK);
+        else
+            ck_assert_int_eq(algorithm_add_send(a, s[k].chunk, s[k].src, s[k].dst, s[k].step,
+                                                CS_OP_COPY), CS_OK);
+    }
+    return a;
+}
+
+/* Random schedules, in processing order (the one-pass linking) and shuffled
+ * (the sorting fallback), timed and by steps: the simulated time equals the
+ * brute force's to the bit. */
+START_TEST(simulated_time_equals_brute_force_on_random_schedules)
+{
+    rng_state = 12345;
+    int cases = 0;
+    for (int round = 0; round < 240; round++) {
+        int P = 4 + (int)rnd(7), chunks = 1 + (int)rnd(2);
+        bool timed = round % 2, sorted = (round / 2) % 2;
+        cs_topology *t = random_topology(P);
+        long G = (long)P * chunks;
+        int S = 1 + (int)rnd(8);
+        int n = 1 + (int)rnd(120);
+        bsend *s = random_sends(t, n, G, S, timed);
+        if (sorted) {
+            sort_timed = timed;
+            qsort(s, (size_t)n, sizeof *s, cmp_bsend_processing);
+        }
+        cs_algorithm *a = to_algorithm(t, s, n, chunks, S, timed);
+        double bytes = 1000.0 * (1 + rnd(4));
+        cs_sim_result r;
+        cs_error err;
+        ck_assert_int_eq(simulate_algorithm(t, a, bytes, &r, &err), CS_OK);
+        double want = brute_simulate(t, s, n, timed, bytes / chunks);
+        ck_assert_msg(r.time_us == want, "round %d (P %d, %d sends, %s, %s): %.17g us, brute "
+                      "force %.17g", round, P, n, timed ? "timed" : "steps",
+                      sorted ? "in order" : "shuffled", r.time_us, want);
+        sim_result_free(&r);
+        algorithm_free(a);
+        free(s);
+        topology_free(t);
+        cases++;
+    }
+    ck_assert_int_eq(cases, 240);
+}
+END_TEST
+
+/* The same at a size where the chunk-by-chunk passes run in several batches
+ * and on several threads (> 2^20 sends): a ring allgather pipelined over
+ * many chunks, in order and with the list reversed. */
+START_TEST(simulated_time_equals_brute_force_over_batches)
+{
+    /* brute force on a 1M-send schedule is quadratic: instead, a schedule
+     * whose time is known in closed form.  Ring of P ranks, one 1-lane link
+     * r -> r+1 each, alpha 0, 1 GB/s, 1000-byte chunks (1 us per hop).  Each
+     * rank holds `per` chunks (allgather: chunk g starts at rank g % P); in
+     * step s = b (P - 1) + h, rank r forwards hop h of chunk b P + (r - h mod
+     * P).  So every link carries exactly one chunk per step, every hop waits
+     * for the hop before it in the step before, and step s runs from s to
+     * s + 1 us: the collective ends at S = per (P - 1) us. */
+    int P = 64, per = 270;   /* (P - 1) P per sends > 2^20: several batches and threads */
+    cs_topology *t = topology_new("ring", P);
+    cs_error err;
+    for (int r = 0; r < P; r++)
+        ck_assert_int_eq(topology_add_link(t, r, (r + 1) % P, 1, 1.0, 0.0, false, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    int S = per * (P - 1);
+    for (int reversed = 0; reversed < 2; reversed++) {
+        cs_collective c;
+        collective_init(&c, CS_COLL_ALLGATHER, -1);
+        cs_algorithm *a = NULL;
+        ck_assert_int_eq(algorithm_new(&c, "ring", P, per, S, &a, &err), CS_OK);
+        collective_free(&c);
+        long n = (long)S * P;
+        ck_assert_int_eq(algorithm_reserve_sends(a, n), CS_OK);
+        for (long k = 0; k < n; k++) {
+            long q = reversed ? n - 1 - k : k;   /* reversed: the sorting fallback */
+            int s = (int)(q / P), r = (int)(q % P);
+            int b = s / (P - 1), h = s % (P - 1);
+            long g = (long)b * P + ((r - h) % P + P) % P;
+            ck_assert_int_eq(algorithm_add_send(a, g, r, (r + 1) % P, s, CS_OP_COPY), CS_OK);
+        }
+        ck_assert_int_ge(a->nsends, 1L << 20);
+        cs_sim_result r;
+        ck_assert_int_eq(simulate_algorithm(t, a, 1000.0 * per, &r, &err), CS_OK);
+        ck_assert_msg(r.time_us == (double)S, "%s: %.17g us, want %d",
+                      reversed ? "reversed" : "in order", r.time_us, S);
+        ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+        sim_result_free(&r);
+        algorithm_free(a);
+    }
+    topology_free(t);
+}
+END_TEST
+
+static Suite *vsim_suite(void)
+{
+    Suite *s = suite_create("vsim");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, link_finder_finds_every_link_and_nothing_else);
+    tcase_add_test(tc, simulated_time_equals_brute_force_on_random_schedules);
+    tcase_add_test(tc, simulated_time_equals_brute_force_over_batches);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CS_CHECK_MAIN(vsim_suite)
