@@ -114,6 +114,19 @@ cmp -s <(curl -s "$nurl/result.json") "$tmp/www/result.json" || { echo "nginx di
 cmp -s <(curl -s "$nurl/result.xml") <(curl -s "$url$xpath") || { echo "nginx XML differs from the daemon's"; exit 1; }
 
 # ---- interleaved wrk runs ----------------------------------------------------------------
+# CPU ticks of each of the daemon's HTTP worker threads (named MHD-worker):
+# how the connections' work split over them (a burst of connections all on
+# one worker showed as one busy thread and one idle one)
+worker_ticks() {
+    for t in /proc/$pid/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && awk '{print $14 + $15}' "$t/stat"
+    done | tr '\n' ' '
+}
+split_of() { # before-list after-list -> "a/b" share of each worker in %
+    awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); t = 0
+        for (i = 1; i <= n; i++) { d[i] = y[i] - x[i]; t += d[i] }
+        for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "/" : ""), (t > 0 ? 100 * d[i] / t : 0) }'
+}
 echo "== wrk -t$THREADS -c$CONNS -d${SECS}s (keep-alive), $RUNS runs of each, interleaved; nginx $NGINX_WORKERS workers"
 # one wrk run: req/s on stdout; non-2xx answers or socket errors go to stderr
 one() {
@@ -125,10 +138,11 @@ one() {
 }
 : >"$tmp/dj"; : >"$tmp/nj"; : >"$tmp/dx"; : >"$tmp/nx"; : >"$tmp/rj"; : >"$tmp/rx"
 for i in $(seq "$RUNS"); do
-    dj=$(one "$url$jpath"); nj=$(one "$nurl/result.json")
-    dx=$(one "$url$xpath"); nx=$(one "$nurl/result.xml")
+    w0=$(worker_ticks); dj=$(one "$url$jpath"); w1=$(worker_ticks); nj=$(one "$nurl/result.json")
+    w2=$(worker_ticks); dx=$(one "$url$xpath"); w3=$(worker_ticks); nx=$(one "$nurl/result.xml")
     echo "   run $i: JSON daemon $dj nginx $nj | XML daemon $dx nginx $nx req/s" \
-         "(load $(cut -d' ' -f1 /proc/loadavg))"
+         "(load $(cut -d' ' -f1 /proc/loadavg); daemon workers' CPU % JSON" \
+         "$(split_of "$w0" "$w1"), XML $(split_of "$w2" "$w3"))"
     echo "$dj" >>"$tmp/dj"; echo "$nj" >>"$tmp/nj"; echo "$dx" >>"$tmp/dx"; echo "$nx" >>"$tmp/nx"
     awk -v a="$dj" -v b="$nj" 'BEGIN {print a / b}' >>"$tmp/rj"
     awk -v a="$dx" -v b="$nx" 'BEGIN {print a / b}' >>"$tmp/rx"
