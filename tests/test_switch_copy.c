@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "daemon_check.h"
 #include "mcf.h"
 #include "msccl_xml.h"
 #include "simulate.h"
@@ -382,6 +383,57 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
 }
 END_TEST
 
+
+/* Through the daemon: the schedule is stored and served as JSON (its
+ * switch-node sends intact), code generation is refused with the reason,
+ * and the daemon keeps answering. */
+START_TEST(daemon_serves_and_refuses_codegen_cleanly)
+{
+    cs_daemon d;
+    daemon_start_checked(&d, NULL, NULL);
+    const char *body =
+        "{\"topology\":{\"name\":\"star4c\",\"ranks\":4,\"switches\":[{\"name\":\"sw\","
+        "\"ranks\":[0,1,2,3],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]},"
+        "\"collective\":{\"kind\":\"broadcast\",\"root\":0},\"method\":\"mcf\","
+        "\"options\":{\"wait_s\":30,\"bytes\":1000}}";
+    json_t *doc = NULL;
+    ck_assert_int_eq(post_synthesize(&d, body, &doc), 200);
+    json_t *alg = json_array_get(json_object_get(doc, "frontier"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(alg, "switch_nodes")), 1);
+    char key[80], path[160];
+    snprintf(key, sizeof key, "%s", json_str(doc, "key"));
+    json_decref(doc);
+    /* stored form: read back from the store */
+    snprintf(path, sizeof path, "/v1/results/%s", key);
+    long status = 0;
+    doc = get_json(&d, path, &status);
+    ck_assert_int_eq(status, 200);
+    alg = json_array_get(json_object_get(doc, "frontier"), 0);
+    json_t *sends = json_object_get(alg, "sends");
+    int up = 0, down = 0;
+    for (size_t i = 0; i < json_array_size(sends); i++) {
+        json_t *x = json_array_get(sends, i);
+        up += json_integer_value(json_object_get(x, "dst")) == 4;
+        down += json_integer_value(json_object_get(x, "src")) == 4;
+    }
+    ck_assert_int_eq(up, 1);
+    ck_assert_int_eq(down, 3);
+    json_decref(doc);
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml", key);
+    doc = get_json(&d, path, &status);
+    ck_assert_int_ge(status, 400);
+    ck_assert_int_lt(status, 500);
+    const char *msg = json_str(json_object_get(doc, "error"), "message");
+    ck_assert_ptr_nonnull(strstr(msg, "copy-capable switch sw (node 4)"));
+    ck_assert_ptr_nonnull(strstr(msg, "in-switch multicast"));
+    json_decref(doc);
+    doc = get_json(&d, "/v1/health", &status);
+    ck_assert_int_eq(status, 200);
+    json_decref(doc);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *switch_copy_suite(void)
 {
     Suite *s = suite_create("switch_copy");
@@ -394,6 +446,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;
 }
