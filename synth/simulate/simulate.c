@@ -621,16 +621,12 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
         goto done;
     }
-    /* written (linking) and read-modified (acc) in a scattered order */
-    send_array_advise(next_send, sizeof(uint32_t) * (size_t)n);
-    send_array_advise(consumer, sizeof(uint32_t) * (size_t)n);
     if (build_links(a, trank, next_send, consumer) != CS_OK ||
         send_processing_order(a, trank, &ord) != CS_OK ||
         !(acc = calloc((size_t)(n ? n : 1), sizeof *acc))) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", n);
         goto done;
     }
-    send_array_advise(acc, sizeof *acc * (size_t)n);
     double chunk = algorithm_chunk_bytes(a, bytes);
     out->chunk_bytes = chunk;
     for (int l = 0; l < L; l++)
