@@ -20,6 +20,7 @@
 #include "mcf.h"
 #include "msccl_xml.h"
 #include "simulate.h"
+#include "synthesize.h"
 #include "verify.h"
 
 /* P ranks on one switch "sw" (gbps 1, alpha 0), copy-capable or not; extra
@@ -384,6 +385,46 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
 END_TEST
 
 
+/* The other methods ignore the flag: they use unicast through the switch,
+ * which a copy-capable switch still allows, so they find the same schedule
+ * on star8 with and without copy, and it verifies on both. */
+START_TEST(other_methods_ignore_the_flag)
+{
+    static const char *methods[] = {"tacos", "smt", "ring", "auto"};
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        double times[2];
+        for (int copy = 0; copy < 2; copy++) {
+            char body[1024];
+            snprintf(body, sizeof body,
+                     "{\"topology\":{\"name\":\"s\",\"ranks\":8,\"switches\":[{\"name\":"
+                     "\"sw\",\"ranks\":[0,1,2,3,4,5,6,7],\"gbps\":1,\"alpha_us\":0,"
+                     "\"copy\":%s}]},\"collective\":\"allgather\",\"method\":\"%s\","
+                     "\"options\":{\"time_limit_s\":60}}",
+                     copy ? "true" : "false", methods[m]);
+            cs_synth_request *req = NULL;
+            cs_error err;
+            int rc = synth_request_parse(body, strlen(body), NULL, &req, &err);
+            ck_assert_msg(rc == CS_OK, "%s: %s", methods[m], err.message);
+            cs_result *res = NULL;
+            rc = synth_run(req, NULL, NULL, &res, &err);
+            ck_assert_msg(rc == CS_OK, "%s copy=%d: %s", methods[m], copy, err.message);
+            ck_assert_int_ge(res->nalgs, 1);
+            const cs_algorithm *a = res->algs[res->nalgs - 1];
+            ck_assert_int_eq(a->switch_nodes, 0);
+            assert_valid(req->topology, a);
+            cs_sim_result sr;
+            ck_assert_int_eq(simulate_algorithm(req->topology, a, 8000, &sr, &err), CS_OK);
+            times[copy] = sr.time_us;
+            sim_result_free(&sr);
+            result_free(res);
+            synth_request_free(req);
+        }
+        ck_assert_msg(times[0] == times[1], "%s: %g us without copy, %g with", methods[m],
+                      times[0], times[1]);
+    }
+}
+END_TEST
+
 /* Through the daemon: the schedule is stored and served as JSON (its
  * switch-node sends intact), code generation is refused with the reason,
  * and the daemon keeps answering. */
@@ -446,6 +487,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    tcase_add_test(tc, other_methods_ignore_the_flag);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;
