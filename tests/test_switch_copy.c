@@ -425,6 +425,29 @@ START_TEST(other_methods_ignore_the_flag)
 }
 END_TEST
 
+/* auto: broadcast on copy-capable switches goes to mcf (the only method
+ * that copies in the switch), and says so. */
+START_TEST(auto_uses_mcf_for_broadcast_on_copy_switches)
+{
+    const char *body =
+        "{\"topology\":{\"name\":\"s\",\"ranks\":8,\"switches\":[{\"name\":\"sw\","
+        "\"ranks\":[0,1,2,3,4,5,6,7],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]},"
+        "\"collective\":{\"kind\":\"broadcast\",\"root\":0}}";
+    cs_synth_request *req = NULL;
+    cs_error err;
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    cs_result *res = NULL;
+    int rc = synth_run(req, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_ptr_nonnull(strstr(res->reason, "copy-capable"));
+    ck_assert_int_eq(res->algs[0]->switch_nodes, 1);
+    assert_valid(req->topology, res->algs[0]);
+    result_free(res);
+    synth_request_free(req);
+}
+END_TEST
+
 /* Through the daemon: the schedule is stored and served as JSON (its
  * switch-node sends intact), code generation is refused with the reason,
  * and the daemon keeps answering. */
@@ -488,6 +511,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
     tcase_add_test(tc, other_methods_ignore_the_flag);
+    tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;
