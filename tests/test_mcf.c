@@ -421,6 +421,23 @@ START_TEST(astar_rounds_are_valid_and_close)
     result_free(r);
     collective_free(&c);
     topology_free(t);
+
+    /* Copy demands: allgather on ring:4 (1 us sends) needs 2 epochs (the
+     * opposite rank is 2 hops away) and 2 suffice (ring_allgather_and_
+     * broadcast_milp); A* rounds of 2 epochs must be valid, >= 2 us, and
+     * within 1.5x. */
+    t = load("ring:4,gbps=1,alpha=0");
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    o.astar = 1;
+    o.astar_epochs = 2;
+    us = mcf_sim(t, &c, &o, &r);
+    ck_assert(us >= 2.0 - 1e-9);
+    ck_assert_msg(us <= 1.5 * 2.0, "A* %.2f us", us);
+    ck_assert_ptr_nonnull(json_object_get(r->stats, "astar"));
+    result_free(r);
+    topology_free(t);
 }
 END_TEST
 

@@ -1732,6 +1732,16 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
     }
     int last = 0;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    /* Copy-capable switches (the node view: nodes from first_node on): odd
+     * seeds visit each epoch the links out of the switch nodes first (copies
+     * down to every port that lacks a chunk the node holds), then the links
+     * up to them, then the rest, so a chunk goes up once and comes down
+     * everywhere before unicast takes the ports; even seeds keep the plain
+     * order (on an all-to-all demand like allgather the ingress ports are the
+     * bottleneck either way, and the plain order avoids the extra hop), and
+     * the shortest of all is kept. */
+    int first_node = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    bool nodes_first = t->node_view && t->nswitch_nodes > 0 && (seed & 1);
     for (int k = 0; k < horizon && missing > 0; k++) {
         /* a fresh random order each epoch, then rarest first */
         for (long i = G - 1; i > 0; i--) {
@@ -1749,9 +1759,12 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             order[j + 1] = v;
         }
         int l0 = (int)(rng_next(&rs) % (uint64_t)L);
+        for (int pass = nodes_first ? 0 : 2; pass < 3; pass++)
         for (int li = 0; li < L; li++) {
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
+            if (nodes_first && (n >= first_node ? 0 : m >= first_node ? 1 : 2) != pass)
+                continue;
             int gm = ng ? t->group_of[m] : -1;
             bool cross = ng && gm >= 0 && t->group_of[n] != gm;
             for (long i = 0; i < 2 * G && occ_fits(in, &oc, l, k); i++) {
@@ -2117,10 +2130,12 @@ static double sq(double x) { return x * x; }
 
 static bool use_astar(const inst *in, const cs_mcf_options *o)
 {
-    if (o->astar < 0 || !in->pairwise)
+    if (o->astar < 0)
         return false;
     if (o->astar > 0)
         return true;
+    if (!in->pairwise) /* copy demands: on request (the greedy covers large ones) */
+        return false;
     /* auto: when the full model would be too large for the LP search
      * (ndv2:4 alltoall, ~970k: its LP search does not finish in 5 minutes;
      * ndv2:2, ~68k: 11 s) */
@@ -2478,6 +2493,325 @@ out:
     return rc;
 }
 
+/* ---- A* rounds for copy demands ---------------------------------------------------
+ * The same rounds with the copy model: per chunk, binary flows F(g, l, k) and
+ * holdings H(g, n, k) (n holds g usable from local epoch k; k = R is the end
+ * of the round).  The state is, per chunk and rank, the epoch it is usable
+ * there (held, or arriving from a send of an earlier round), and the lanes
+ * still held.  Progress for a rank d that needs g is a minimum over holders
+ * (its cost: the arrival epoch if d gets g in the round, else
+ * min_h max(R, usable at h) + dist(h, d)), so it is linearized by levels:
+ * y(g, d, j) in [0, 1] may be 1 only if some holder makes the cost <= j, and
+ * each level pays phi(j + 1) - phi(j) (phi the squared absolute epoch, as for
+ * pairwise rounds), so sum_j of them is phi of the cost, up to a constant.
+ * CBC gets each round for a few seconds; without a schedule by then, the
+ * round's epochs are filled greedily (each free lane sends the rarest chunk
+ * its source holds and its destination lacks and needs or can pass on). */
+
+#define MCF_ASTAR_COPY_MILP_LIMIT_S 5.0
+
+static int astar_copy_greedy_round(const inst *in, occ *oc, int T0, int R, int *avail,
+                                   int *holders, long *missing, sendbuf *out)
+{
+    const cs_topology *t = in->t;
+    int P = in->P;
+    for (int k = T0; k < T0 + R && *missing > 0; k++)
+        for (int l = 0; l < in->L && *missing > 0; l++) {
+            int n = t->links[l].src, x = t->links[l].dst;
+            while (occ_fits(in, oc, l, k)) {
+                long best = -1;
+                for (long g = 0; g < in->G; g++) {
+                    if (avail[g * P + n] > k || avail[g * P + x] < FAR ||
+                        in->reach[g * P + x] >= FAR)
+                        continue;
+                    if (best < 0 || holders[g] < holders[best])
+                        best = g;
+                }
+                if (best < 0)
+                    break;
+                occ_take(in, oc, l, k);
+                if (push_send(out, best, l, k))
+                    return CS_ENOMEM;
+                avail[best * P + x] = k + in->kappa[l];
+                holders[best]++;
+                *missing -= in->need[best * P + x];
+            }
+        }
+    return CS_OK;
+}
+
+static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
+{
+    const inst *in = r->in;
+    const cs_mcf_options *o = r->o;
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int R = astar_round_epochs(in, o);
+    int maxk = 1, hmax = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    for (long i = 0; i < (long)P * P; i++)
+        if (in->dist[i] < FAR && in->dist[i] > hmax)
+            hmax = in->dist[i];
+    int J = R + maxk + hmax; /* cost levels 1..J */
+    int limit = 4 * o->max_epochs;
+    occ oc;
+    int *avail = malloc(sizeof *avail * (size_t)(G ? G : 1) * P);
+    int *holders = calloc((size_t)(G ? G : 1), sizeof *holders);
+    int *hcol = malloc(sizeof *hcol * (size_t)(G ? G : 1) * P * (R + 1));
+    int *fcol = malloc(sizeof *fcol * (size_t)(G ? G : 1) * L * R);
+    int rc = occ_init(in, limit + R + maxk + 1, &oc);
+    int rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    long max_cols = 0;
+    double t0 = cs_now(), slowest = 0;
+    if (rc || !avail || !holders || !hcol || !fcol) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long missing = 0;
+    for (long g = 0; g < G; g++)
+        for (int n = 0; n < P; n++) {
+            avail[g * P + n] = in->pre[g * P + n] ? 0 : FAR;
+            holders[g] += in->pre[g * P + n];
+            missing += in->need[g * P + n];
+        }
+    for (int T0 = 0; missing > 0; T0 += R) {
+        if (T0 + R > limit) {
+            rc = cs_error_set(err, CS_ELIMIT, "options.max_epochs",
+                              "A* rounds: %ld deliveries still missing after %d epochs", missing,
+                              T0);
+            goto out;
+        }
+        if (o->cancel && cs_cancel_requested(o->cancel)) {
+            rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+            goto out;
+        }
+        if (out_of_time(r)) {
+            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                              "A* rounds: %ld deliveries missing at the time limit", missing);
+            goto out;
+        }
+        rounds++;
+        mcf_lp lp;
+        mcf_lp_init(&lp);
+        for (long i = 0; i < G * P * (R + 1); i++)
+            hcol[i] = -1;
+        for (long i = 0; i < G * L * R; i++)
+            fcol[i] = -1;
+        double fscale = 2.0 * (T0 + J + 1);
+        /* local epoch from which n holds g for sure (FAR: not held, not awaited) */
+#define HELD(g, n) (avail[(g) * P + (n)] >= FAR ? FAR                                      \
+                    : avail[(g) * P + (n)] - T0 < 0 ? 0 : avail[(g) * P + (n)] - T0)
+        for (long g = 0; g < G; g++) {
+            bool open = false;
+            for (int d = 0; d < P && !open; d++)
+                open = in->need[g * P + d] && avail[g * P + d] >= FAR;
+            if (!open)
+                continue;
+            /* holdings of ranks that lack g and can use it */
+            for (int n = 0; n < P; n++) {
+                if (HELD(g, n) < FAR || in->reach[g * P + n] >= FAR)
+                    continue;
+                for (int k = 1; k <= R; k++)
+                    hcol[(g * P + n) * (R + 1) + k] = mcf_lp_add_col(&lp, 0, 1, 0, true);
+            }
+            for (int l = 0; l < L; l++) {
+                int n = t->links[l].src, x = t->links[l].dst;
+                if (HELD(g, x) < FAR || in->reach[g * P + x] >= FAR)
+                    continue;
+                for (int k = 0; k < R; k++) {
+                    bool src_ok = HELD(g, n) <= k || hcol[(g * P + n) * (R + 1) + (k ? k : 1)] >= 0;
+                    if (!src_ok || (HELD(g, n) >= FAR && k == 0))
+                        continue;
+                    fcol[(g * L + l) * R + k] = mcf_lp_add_col(&lp, 0, 1, -1e-4, true);
+                }
+            }
+            /* a rank sends only what it holds */
+            for (int l = 0; l < L; l++) {
+                int n = t->links[l].src;
+                for (int k = 0; k < R; k++) {
+                    int f = fcol[(g * L + l) * R + k];
+                    if (f < 0 || HELD(g, n) <= k)
+                        continue;
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, f, 1.0);
+                    mcf_lp_add_coef(&lp, row, hcol[(g * P + n) * (R + 1) + k], -1.0);
+                }
+            }
+            /* it holds what it held or what arrived */
+            for (int n = 0; n < P; n++)
+                for (int k = 1; k <= R; k++) {
+                    int h = hcol[(g * P + n) * (R + 1) + k];
+                    if (h < 0)
+                        continue;
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, h, 1.0);
+                    if (k > 1)
+                        mcf_lp_add_coef(&lp, row, hcol[(g * P + n) * (R + 1) + k - 1], -1.0);
+                    for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
+                        int l = t->in_links[i], k0 = k - in->kappa[l];
+                        if (k0 >= 0 && fcol[(g * L + l) * R + k0] >= 0)
+                            mcf_lp_add_coef(&lp, row, fcol[(g * L + l) * R + k0], -1.0);
+                    }
+                }
+            /* progress of every open (g, d) by levels */
+            for (int d = 0; d < P; d++) {
+                if (!in->need[g * P + d] || avail[g * P + d] < FAR)
+                    continue;
+                /* the best a holder already gives */
+                int have = FAR;
+                for (int h = 0; h < P; h++) {
+                    int e = HELD(g, h);
+                    if (e >= FAR || in->dist[(long)h * P + d] >= FAR)
+                        continue;
+                    int c = (e > R ? e : R) + in->dist[(long)h * P + d];
+                    if (c < have)
+                        have = c;
+                }
+                for (int j = 1; j <= J && j < have; j++) {
+                    double w = (sq(T0 + j + 1.0) - sq(T0 + j)) / fscale;
+                    int y = mcf_lp_add_col(&lp, 0, 1, w, false);
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, y, 1.0);
+                    /* d itself by j (within the round) */
+                    int kd = j < R ? j : R;
+                    if (hcol[(g * P + d) * (R + 1) + kd] >= 0)
+                        mcf_lp_add_coef(&lp, row, hcol[(g * P + d) * (R + 1) + kd], -1.0);
+                    for (int h = 0; h < P; h++) {
+                        int dh = in->dist[(long)h * P + d];
+                        if (h == d || dh >= FAR)
+                            continue;
+                        int hc = hcol[(g * P + h) * (R + 1) + R];
+                        if (hc >= 0 && R + dh <= j)
+                            mcf_lp_add_coef(&lp, row, hc, -1.0);
+                    }
+                    /* sends arriving after the round */
+                    for (int l = 0; l < L; l++) {
+                        int x = t->links[l].dst, dx = in->dist[(long)x * P + d];
+                        if (dx >= FAR)
+                            continue;
+                        for (int k = 0; k < R; k++) {
+                            int f = fcol[(g * L + l) * R + k], a = k + in->kappa[l];
+                            if (f >= 0 && a > R && a + dx <= j)
+                                mcf_lp_add_coef(&lp, row, f, -1.0);
+                        }
+                    }
+                }
+            }
+        }
+#undef HELD
+        /* capacity, with what earlier rounds' sends still hold */
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (long g = 0; g < G; g++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(&lp, -INFINITY,
+                                                 t->links[l].lanes -
+                                                     oc.link[(long)l * oc.cap + T0 + k]);
+                        mcf_lp_add_coef(&lp, row, col, 1.0);
+                    }
+            }
+        for (int sidx = 0; sidx < t->nshared; sidx++) {
+            const cs_shared *sh = &t->shared[sidx];
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (int i = 0; i < sh->nlinks; i++) {
+                    int l = sh->links[i];
+                    for (long g = 0; g < G; g++)
+                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                            int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
+                            if (col < 0)
+                                continue;
+                            if (row < 0)
+                                row = mcf_lp_add_row(&lp, -INFINITY,
+                                                     sh->lanes -
+                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
+                            mcf_lp_add_coef(&lp, row, col, 1.0);
+                        }
+                }
+            }
+        }
+        if (lp.failed) {
+            mcf_lp_free(&lp);
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
+            goto out;
+        }
+        if (lp.ncols > max_cols)
+            max_cols = lp.ncols;
+        double lim = MCF_ASTAR_COPY_MILP_LIMIT_S;
+        if (isfinite(r->deadline) && remaining(r) < lim)
+            lim = remaining(r);
+        mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+        mcf_solution sol;
+        rc = mcf_solve(&lp, &so, &sol, err);
+        r->milp_solves++;
+        r->milp_seconds += sol.seconds;
+        if (sol.seconds > slowest)
+            slowest = sol.seconds;
+        if (rc) {
+            mcf_lp_free(&lp);
+            goto out;
+        }
+        long sends_before = out->n;
+        if (sol.x) {
+            milp_rounds++;
+            for (int k = 0; k < R; k++)
+                for (int l = 0; l < L; l++)
+                    for (long g = 0; g < G; g++) {
+                        int f = fcol[(g * L + l) * R + k];
+                        if (f < 0 || sol.x[f] < 0.5)
+                            continue;
+                        int n = t->links[l].src, x = t->links[l].dst, ke = T0 + k;
+                        if (avail[g * P + n] > ke || avail[g * P + x] < FAR ||
+                            !occ_fits(in, &oc, l, ke))
+                            continue;
+                        occ_take(in, &oc, l, ke);
+                        if (push_send(out, g, l, ke)) {
+                            mcf_solution_free(&sol);
+                            mcf_lp_free(&lp);
+                            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                            goto out;
+                        }
+                        avail[g * P + x] = ke + in->kappa[l];
+                        holders[g]++;
+                        missing -= in->need[g * P + x];
+                    }
+        }
+        progress(r, sol.x ? "astar" : "astar-greedy", T0 + R, sol.seconds, NAN,
+                 "A* round %d (epochs %d..%d, %d columns): %s, %ld deliveries missing, %.3f s",
+                 rounds, T0, T0 + R - 1, lp.ncols, sol.x ? "MILP" : "no schedule in time: greedy",
+                 missing, sol.seconds);
+        bool moved = sol.x != NULL && out->n > sends_before;
+        mcf_solution_free(&sol);
+        mcf_lp_free(&lp);
+        greedy_rounds += !moved;
+        if (!moved &&
+            astar_copy_greedy_round(in, &oc, T0, R, avail, holders, &missing, out)) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto out;
+        }
+    }
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+                      "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds", 0,
+                      "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols,
+                      "slowest_round_s", slowest, "seconds", cs_now() - t0);
+out:
+    occ_free(&oc);
+    free(avail);
+    free(holders);
+    free(hcol);
+    free(fcol);
+    return rc;
+}
+
 /* One chunking: o->chunks. */
 static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
                           cs_result **out, cs_error *err)
@@ -2521,9 +2855,11 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
     int used_k = -1;
     bool rounded = false, greedy_done = false;
     json_t *astar_info = NULL;
-    if (in.pairwise && use_astar(&in, o)) {
+    if (use_astar(&in, o)) {
         /* A* rounds: no horizon search, no full model */
-        if ((rc = astar_pairwise(&r, &sb, &astar_info, err)) != CS_OK) {
+        rc = in.pairwise ? astar_pairwise(&r, &sb, &astar_info, err)
+                         : astar_copy(&r, &sb, &astar_info, err);
+        if (rc != CS_OK) {
             free(sb.v);
             goto done;
         }
