@@ -18,6 +18,7 @@
 #include "algorithm.h"
 #include "simulate.h"
 #include "verify.h"
+#include "../tests/bench_stats.h"
 
 /* CPU seconds of this process: less sensitive than wall time to other jobs
  * sharing the machine. */
@@ -26,18 +27,6 @@ static double cpu_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static cs_algorithm *ring_schedule(cs_coll_kind kind, int P, int C)
@@ -97,8 +86,8 @@ static void bench_one(const char *name, const cs_topology *t, const cs_algorithm
         sim_result_free(&r);
     }
     printf("%-26s sends=%-9ld verify wall %.3f s cpu %.3f s | simulate wall %.3f s cpu %.3f s "
-           "(sim %.0f us, %d runs)\n", name, a->nsends, median(tv, reps), median(cv, reps),
-           median(ts, reps), median(cs, reps), sim_time, reps);
+           "(sim %.0f us, %d runs)\n", name, a->nsends, bench_median(tv, reps), bench_median(cv, reps),
+           bench_median(ts, reps), bench_median(cs, reps), sim_time, reps);
     free(tv);
     free(ts);
     free(cv);
@@ -149,7 +138,7 @@ int main(int argc, char **argv)
     }
     printf("%-26s sends=%-9ld to_json+dump cpu %.3f s | parse cpu %.3f s (%d runs)\n",
            "json round trip",
-           keep, median(tj, reps), median(tp, reps), reps);
+           keep, bench_median(tj, reps), bench_median(tp, reps), reps);
     free(tj);
     free(tp);
     algorithm_free(ag);

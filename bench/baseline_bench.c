@@ -19,12 +19,7 @@
 
 #include "baseline.h"
 #include "simulate.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "../tests/bench_stats.h"
 
 static int gen(const char *name, const cs_topology *t, cs_coll_kind kind, cs_algorithm **a)
 {
@@ -73,7 +68,7 @@ static void speed(int runs)
             rounds = a->rounds;
             algorithm_free(a);
         }
-        qsort(secs, (size_t)runs, sizeof *secs, cmp_double);
+        qsort(secs, (size_t)runs, sizeof *secs, bench_cmp_double);
         printf("speed baseline %s topology %s collective %s ranks %d median_s %.3f sends %ld "
                "steps %d rounds %d\n",
                cases[i].name, cases[i].topo, collective_kind_name(cases[i].kind), t->ranks,

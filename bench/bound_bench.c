@@ -31,12 +31,7 @@
 #include "simulate.h"
 #include "synthesize.h"
 #include "tacos.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "../tests/bench_stats.h"
 
 static cs_topology *load(const char *spec)
 {
@@ -71,7 +66,7 @@ static int speed(int runs)
                 }
                 ms[r] = (cs_now() - t0) * 1e3;
             }
-            qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+            qsort(ms, (size_t)runs, sizeof *ms, bench_cmp_double);
             printf("speed topology %s ranks %d collective %s median_ms %.2f min_ms %.2f "
                    "kind %s exact %d gbps_effective %.4g cut \"%s\"\n",
                    topos[i], t->ranks, collective_kind_name(kinds[k]), ms[runs / 2], ms[0],

@@ -18,18 +18,7 @@
 
 #include "result_codec.h"
 #include "tacos.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "../tests/bench_stats.h"
 
 static long peak_rss_kb(void)
 {
@@ -116,10 +105,10 @@ int main(int argc, char **argv)
     }
     int nr = runs < 16 ? runs : 16;
     printf("encoded_bytes %zu\nencoded_bytes_per_send %.2f\n", len, (double)len / nsends);
-    printf("encode_s %.3f\ndecode_s %.3f\n", median(enc, nr), median(dec, nr));
+    printf("encode_s %.3f\ndecode_s %.3f\n", bench_median(enc, nr), bench_median(dec, nr));
     printf("json_bytes %zu\njson_stream_s %.3f\njson_stream_mb_per_s %.0f\n", json_bytes,
-           median(full, nr), json_bytes / 1e6 / median(full, nr));
-    printf("slice_one_rank_sends %ld\nslice_one_rank_s %.4f\n", slice_sends, median(slice, nr));
+           bench_median(full, nr), json_bytes / 1e6 / bench_median(full, nr));
+    printf("slice_one_rank_sends %ld\nslice_one_rank_s %.4f\n", slice_sends, bench_median(slice, nr));
     if (side <= 32) {
         t0 = cs_now();
         json_t *doc = result_to_json(res);

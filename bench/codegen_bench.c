@@ -16,25 +16,14 @@
 #include "msccl_interp.h"
 #include "msccl_xml.h"
 #include "tacos.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "../tests/bench_stats.h"
 
 static void show(const char *what, double *v, int n)
 {
     printf("%-34s", what);
     for (int i = 0; i < n; i++)
         printf(" %9.1f", v[i] * 1e3);
-    printf("   median %9.1f ms\n", median(v, n) * 1e3);
+    printf("   median %9.1f ms\n", bench_median(v, n) * 1e3);
 }
 
 int main(int argc, char **argv)

@@ -23,22 +23,7 @@
 
 #include "msccl_xml.h"
 #include "tacos.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    double *c = malloc((size_t)n * sizeof *c);
-    memcpy(c, v, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-    free(c);
-    return m;
-}
+#include "../tests/bench_stats.h"
 
 static long rss_kb(void)
 {
@@ -126,10 +111,10 @@ static void report(const char *what, const sample *s, int n, double *med_ms, dou
         mb[i] = s[i].extra_mb;
         printf(" %7.0f", s[i].cpu_ms);
     }
-    *med_ms = median(ms, n);
-    *med_mb = median(mb, n);
+    *med_ms = bench_median(ms, n);
+    *med_mb = bench_median(mb, n);
     printf("  median CPU %.0f ms (wall %.0f), peak +%.1f MB, %zu bytes\n", *med_ms,
-           median(wall, n), *med_mb, s[0].bytes);
+           bench_median(wall, n), *med_mb, s[0].bytes);
 }
 
 int main(int argc, char **argv)
@@ -215,10 +200,10 @@ int main(int argc, char **argv)
     }
     printf("one-rank slices (%d ranks x %d runs): median CPU %.1f ms (max %.1f, wall median "
            "%.1f), peak +%.1f MB median (max %.1f), %.0f bytes each on average\n", nslices, runs,
-           median(sms, n), worst_ms, median(swall, n), median(smb, n), worst_mb,
+           bench_median(sms, n), worst_ms, bench_median(swall, n), bench_median(smb, n), worst_mb,
            (double)slice_bytes / n);
     printf("one slice / full streamed: CPU time %.4fx, peak memory %.3fx\n",
-           median(sms, n) / full_ms, median(smb, n) / full_mb);
+           bench_median(sms, n) / full_ms, bench_median(smb, n) / full_mb);
     result_free(r);
     topology_free(t);
     return 0;

@@ -30,6 +30,7 @@
 #include "verify.h"
 
 #include "../tests/cluster_testutil.h"
+#include "../tests/bench_stats.h"
 
 static cs_topology *load_topology(const char *spec)
 {
@@ -60,12 +61,6 @@ static cs_topology *load_topology(const char *spec)
         exit(1);
     }
     return t;
-}
-
-static int hb_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Prints every frontier algorithm and returns the frontier's best
@@ -124,12 +119,6 @@ static void report(const char *what, const cs_topology *t, const cs_collective *
     fflush(stdout);
 }
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, hb_cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -163,7 +152,7 @@ int main(int argc, char **argv)
         }
         secs[r] = cs_now() - t0;
     }
-    double hier_s = median(secs, runs);
+    double hier_s = bench_median(secs, runs);
     printf("  reason: %s\n", res->reason);
     double hb[2], tb[2], bound[2];
     report("hierarchical", t, &c, res, hier_s, hb, bound, msccl);
@@ -183,7 +172,7 @@ int main(int argc, char **argv)
             }
             secs[r] = cs_now() - t0;
         }
-        double ts = median(secs, truns);
+        double ts = bench_median(secs, truns);
         report("tacos", t, &c, tr, ts, tb, bound, false);
         printf("  SUMMARY %s %s: hierarchical %.3f s (median of %d), tacos %.3f s (median of %d): "
                "%.1fx faster; 1GiB: hier/tacos time %.3f (ratio to bound %.3f vs %.3f); "

@@ -31,12 +31,7 @@
 #include "synthesize.h"
 
 #include "../tests/cluster_testutil.h"
-
-static int cmp_ms(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "../tests/bench_stats.h"
 
 /* The Slurm hook's allocation of n DGX-1 nodes, as the hook builds it. */
 static json_t *hook_cluster(int n)
@@ -157,7 +152,7 @@ static void measure(const char *label, const cs_synth_request *r, const cs_iso_o
         snprintf(scheme, 16, "%s", f.scheme);
         iso_form_clear(&f);
     }
-    qsort(ms, (size_t)runs, sizeof *ms, cmp_ms);
+    qsort(ms, (size_t)runs, sizeof *ms, bench_cmp_double);
     printf("%s ranks %d scheme %s runs %d median_ms %.3f min_ms %.3f max_ms %.3f\n", label,
            r->topology->ranks, scheme, runs, ms[runs / 2], ms[0], ms[runs - 1]);
     free(ms);

@@ -20,6 +20,7 @@
 #include "smt.h"
 #include "smt_internal.h"
 #include "verify.h"
+#include "../tests/bench_stats.h"
 
 typedef struct scenario {
     const char *name;
@@ -44,12 +45,6 @@ static const scenario scenarios[] = {
     {"1thread-dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, 4, 8, 0, 0, 0, 0, "", 1},
     {"1thread-torus4x4-allgather", "torus2d:4x4", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 1},
 };
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void run_scenario(const scenario *sc, int runs)
 {
@@ -104,7 +99,7 @@ static void run_scenario(const scenario *sc, int runs)
         }
         result_free(r);
     }
-    qsort(wall, (size_t)runs, sizeof *wall, cmp_double);
+    qsort(wall, (size_t)runs, sizeof *wall, bench_cmp_double);
     double med = runs % 2 ? wall[runs / 2] : (wall[runs / 2 - 1] + wall[runs / 2]) / 2;
     double share = z3 + own > 0 ? 100.0 * z3 / (z3 + own) : NAN;
     printf("%-30s median %7.3f s  min %7.3f  max %7.3f  instances/run %4.1f  z3 %5.1f%%  "
@@ -174,7 +169,7 @@ static void run_encodings(int runs)
             conflicts += st.conflicts;
             algorithm_free(a);
         }
-        qsort(w, (size_t)nr, sizeof *w, cmp_double);
+        qsort(w, (size_t)nr, sizeof *w, bench_cmp_double);
         double med = nr % 2 ? w[nr / 2] : (w[nr / 2 - 1] + w[nr / 2]) / 2;
         if (v == 0)
             base = med;

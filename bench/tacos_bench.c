@@ -26,16 +26,11 @@
 #include <string.h>
 
 #include "tacos.h"
+#include "../tests/bench_stats.h"
 
 static double num(const cs_result *r, const char *key)
 {
     return json_number_value(json_object_get(r->stats, key));
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static int run_opts(const char *topo, cs_coll_kind kind, int chunks, int trials, int threads,
@@ -104,7 +99,7 @@ static int bench_scale(int runs)
             result_free(res);
             topology_free(t);
         }
-        qsort(secs, (size_t)reps, sizeof *secs, cmp_double);
+        qsort(secs, (size_t)reps, sizeof *secs, bench_cmp_double);
         med[k] = secs[reps / 2];
         ranks[k] = (double)sides[k] * sides[k];
         work[k] = ranks[k] * (double)links;
@@ -206,8 +201,8 @@ static int bench_rarest(int runs)
                 eng[v] = num(res, "engine_peak_bytes");
                 result_free(res);
             }
-        qsort(secs[0], (size_t)reps, sizeof(double), cmp_double);
-        qsort(secs[1], (size_t)reps, sizeof(double), cmp_double);
+        qsort(secs[0], (size_t)reps, sizeof(double), bench_cmp_double);
+        qsort(secs[1], (size_t)reps, sizeof(double), bench_cmp_double);
         double m0 = secs[0][reps / 2], m1 = secs[1][reps / 2];
         printf("rarest %s allgather trials %d runs %d plain_s %.4f rarest_s %.4f ratio %.2f "
                "plain_spans %.0f rarest_spans %.0f plain_us %.3f rarest_us %.3f "

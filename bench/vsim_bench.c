@@ -22,24 +22,13 @@
 #include "simulate.h"
 #include "tacos.h"
 #include "verify.h"
+#include "../tests/bench_stats.h"
 
 static double cpu_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static double json_num(const json_t *o, const char *key)
@@ -149,11 +138,11 @@ int main(int argc, char **argv)
         }
         printf("alg%d_sends %ld\nalg%d_timed %d\n", k, a->nsends, k, algorithm_is_timed(a));
         printf("alg%d_verify_simulate_wall_s %.4f\nalg%d_verify_simulate_cpu_s %.4f\n", k,
-               median(fw, reps), k, median(fc, reps));
-        printf("alg%d_verify_wall_s %.4f\nalg%d_verify_cpu_s %.4f\n", k, median(vw, reps), k,
-               median(vc, reps));
-        printf("alg%d_simulate_wall_s %.4f\nalg%d_simulate_cpu_s %.4f\n", k, median(sw, reps), k,
-               median(sc, reps));
+               bench_median(fw, reps), k, bench_median(fc, reps));
+        printf("alg%d_verify_wall_s %.4f\nalg%d_verify_cpu_s %.4f\n", k, bench_median(vw, reps), k,
+               bench_median(vc, reps));
+        printf("alg%d_simulate_wall_s %.4f\nalg%d_simulate_cpu_s %.4f\n", k, bench_median(sw, reps), k,
+               bench_median(sc, reps));
         printf("alg%d_sim_time_us %.17g\n", k, sim_us);
     }
     result_free(res);

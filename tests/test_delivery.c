@@ -32,6 +32,7 @@
 #include <zstd.h>
 
 #include "check_main.h"
+#include "daemon_check.h"
 #include "server_harness.h"
 #include "synthesize.h"
 #include "verify.h"
@@ -41,20 +42,13 @@ static void start(cs_daemon *d, const char *data_dir, const char *const *extra)
     ck_assert_msg(daemon_start(d, NULL, data_dir, extra) == 0, "daemon did not start");
 }
 
-static json_t *body_json(const http_resp *r)
-{
-    json_t *doc = json_loadb(r->body, r->len, 0, NULL);
-    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
-    return doc;
-}
-
 /* POSTs and waits; returns the result key. */
 static void synthesize(const cs_daemon *d, const char *body, char key[65])
 {
     http_resp r;
     ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
     ck_assert_msg(r.status == 200, "POST %s: %ld %.300s", body, r.status, r.body);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     snprintf(key, 65, "%s", json_string_value(json_object_get(doc, "key")));
     ck_assert_int_eq(strlen(key), 64);
     json_decref(doc);
@@ -221,7 +215,7 @@ START_TEST(etags_codings_and_views)
     char path[300];
     snprintf(path, sizeof path, "/v1/results/%s?ranks=2-5", key);
     http_resp r = get(&d, path, NULL);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     json_t *slice = json_object_get(json_object_get(doc, "slice"), "ranks");
     ck_assert_int_eq(json_integer_value(json_array_get(slice, 0)), 2);
     ck_assert_int_eq(json_integer_value(json_array_get(slice, 1)), 5);
@@ -238,7 +232,7 @@ START_TEST(etags_codings_and_views)
     http_resp_free(&r);
     snprintf(path, sizeof path, "/v1/results/%s?view=summary", key);
     r = get(&d, path, NULL);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     json_t *a0 = json_array_get(json_object_get(doc, "frontier"), 0);
     ck_assert_ptr_null(json_object_get(a0, "sends"));
     ck_assert_int_gt(json_integer_value(json_object_get(a0, "nsends")), 0);
@@ -261,7 +255,7 @@ START_TEST(etags_codings_and_views)
         snprintf(path, sizeof path, "/v1/results/%s%s", key, bad[i].q);
         r = get(&d, path, NULL);
         ck_assert_msg(r.status == 400, "%s gave %ld", bad[i].q, r.status);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "error"), "field")),
                          bad[i].field);
         json_decref(doc);
@@ -364,7 +358,7 @@ START_TEST(large_result_streams_exactly)
     char buf[64];
     ck_assert_ptr_null(http_header(&r, "Content-Length", buf, sizeof buf)); /* chunked */
     /* it is jansson's own compact dump of the document it holds */
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     char *again = json_dumps(doc, JSON_COMPACT | CS_JSON_REAL);
     ck_assert_msg(strlen(again) == r.len && memcmp(again, r.body, r.len) == 0,
                   "streamed document differs from its own dump");
@@ -388,7 +382,7 @@ START_TEST(large_result_streams_exactly)
     /* slices: every send of rank 77 and only those, in order */
     snprintf(path, sizeof path, "/v1/results/%s?rank=77", key);
     http_resp sr = get(&d, path, NULL);
-    json_t *sdoc = body_json(&sr);
+    json_t *sdoc = resp_json(&sr);
     json_t *ssends = json_object_get(json_array_get(json_object_get(sdoc, "frontier"), 0), "sends");
     const cs_algorithm *a = res->algs[0];
     size_t j = 0;
@@ -713,7 +707,7 @@ START_TEST(refusals_are_remembered)
         http_resp r;
         ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", big, NULL, &r), 0);
         ck_assert_int_eq(r.status, 413);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"),
                                                             "message"));
         ck_assert_ptr_nonnull(strstr(msg, "cannot fit"));
@@ -776,7 +770,7 @@ START_TEST(failed_keys_are_remembered)
     ck_assert_int_eq(started, 1);
     ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", body, NULL, &r), 0);
     ck_assert_int_eq(r.status, 422);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     ck_assert_int_eq(strlen(json_string_value(json_object_get(doc, "key"))), 64);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "message"));
     json_decref(doc);
@@ -807,6 +801,78 @@ static void split_doc(const char *doc, size_t len, size_t *head, size_t *tail)
     *tail = (size_t)(end - doc);
     ck_assert_uint_le(*tail, len);
 }
+
+/* The first slices of a fresh key arrive together (every node's hook at
+ * once): the whole document is generated once, by the first request; the
+ * others wait for it (parked, then run again) and get their slices cut from
+ * it, byte for byte their part of the whole document. */
+typedef struct slice_get {
+    const cs_daemon *d;
+    char path[400];
+    http_resp r;
+    int rc;
+} slice_get;
+
+static void *slice_get_main(void *arg)
+{
+    slice_get *g = arg;
+    g->rc = http_request(g->d, "GET", g->path, NULL, NULL, &g->r);
+    return NULL;
+}
+
+START_TEST(concurrent_first_slices_generate_once)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char key[65];
+    /* 256 ranks: a whole document takes some 0.2 s, long enough to overlap */
+    synthesize(&d, "{\"topology\":\"dgxh100:32\",\"collective\":\"allgather\","
+                   "\"options\":{\"wait_s\":120}}",
+               key);
+    double gen0 = metrics_value(&d, "collsynth_codegen_total");
+    enum { N = 8 };
+    slice_get g[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (slice_get){.d = &d};
+        snprintf(g[i].path, sizeof g[i].path,
+                 "/v1/results/%s?format=msccl-xml&runtime=msccl&ranks=%d-%d", key, 8 * i,
+                 8 * i + 7);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, slice_get_main, &g[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_int_eq(metrics_value(&d, "collsynth_codegen_total"), gen0 + 1);
+    fprintf(stderr, "concurrent_first_slices_generate_once: %d requests, 1 generation, %g waited\n",
+            N, metrics_value(&d, "collsynth_codegen_waits_total"));
+    char path[400];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl", key);
+    http_resp whole = get(&d, path, NULL);
+    ck_assert_int_eq(whole.status, 200);
+    size_t head, tail;
+    split_doc(whole.body, whole.len, &head, &tail);
+    size_t at = head;
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(g[i].rc, 0);
+        ck_assert_msg(g[i].r.status == 200, "%s: %ld %.200s", g[i].path, g[i].r.status,
+                      g[i].r.body);
+        size_t h, t;
+        split_doc(g[i].r.body, g[i].r.len, &h, &t);
+        ck_assert_uint_eq(h, head);
+        ck_assert(!memcmp(g[i].r.body, whole.body, head));
+        ck_assert_str_eq(g[i].r.body + t, whole.body + tail);
+        /* ranks 8i..8i+7 follow each other in the whole document */
+        ck_assert_msg(at + (t - h) <= tail && !memcmp(whole.body + at, g[i].r.body + h, t - h),
+                      "slice %d is not its part of the whole document", i);
+        at += t - h;
+        http_resp_free(&g[i].r);
+    }
+    /* the generation is still one, and no request is left waiting */
+    ck_assert_int_eq(metrics_value(&d, "collsynth_codegen_total"), gen0 + 1);
+    http_resp_free(&whole);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
 START_TEST(msccl_slices_are_cut_from_the_whole_document)
 {
@@ -901,7 +967,7 @@ START_TEST(code_refusals_are_remembered)
     for (int i = 0; i < 3; i++) {
         http_resp r = get(&d, path, NULL);
         ck_assert_msg(r.status == 422, "%ld %s", r.status, r.body);
-        json_t *doc = body_json(&r);
+        json_t *doc = resp_json(&r);
         ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "message"));
         json_decref(doc);
         http_resp_free(&r);
@@ -928,7 +994,7 @@ START_TEST(job_document_carries_the_result)
                                   NULL, &r),
                      0);
     ck_assert_int_eq(r.status, 202);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     char id[40], key[65];
     snprintf(id, sizeof id, "%s", json_string_value(json_object_get(doc, "job")));
     snprintf(key, sizeof key, "%s", json_string_value(json_object_get(doc, "key")));
@@ -938,7 +1004,7 @@ START_TEST(job_document_carries_the_result)
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     for (int i = 0; i < 200; i++) {
         r = get(&d, path, NULL);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         bool done = !strcmp(json_string_value(json_object_get(doc, "status")), "done");
         if (done)
             break;
@@ -962,7 +1028,7 @@ START_TEST(job_document_carries_the_result)
     http_resp_free(&r);
     snprintf(path, sizeof path, "/v1/jobs/%s?view=summary", id);
     r = get(&d, path, NULL);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     json_t *a0 = json_array_get(json_object_get(json_object_get(doc, "result"), "frontier"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(a0, "nsends")), 42);
     ck_assert_ptr_null(json_object_get(a0, "sends"));
@@ -988,6 +1054,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, job_document_carries_the_result);
     tcase_add_test(tc, code_refusals_are_remembered);
     tcase_add_test(tc, msccl_slices_are_cut_from_the_whole_document);
+    tcase_add_test(tc, concurrent_first_slices_generate_once);
     suite_add_tcase(s, tc);
     return s;
 }

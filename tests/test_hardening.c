@@ -29,6 +29,7 @@
 #include "check_main.h"
 #include "cs_common.h"
 #include "pg_fixture.h"
+#include "daemon_check.h"
 #include "server_harness.h"
 
 /* SMT on the 36-rank torus2d:6x6 with a wide class searches until its time
@@ -38,46 +39,6 @@
 #define LONG_JOB                                                                              \
     "{\"topology\":\"torus2d:6x6\",\"collective\":\"allgather\",\"method\":\"smt\","           \
     "\"options\":{\"max_chunks\":8,\"k\":6%s}}"
-
-static json_t *body_json(const http_resp *r)
-{
-    json_t *doc = json_loads(r->body, 0, NULL);
-    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
-    return doc;
-}
-
-static const char *jstr(const json_t *doc, const char *key)
-{
-    const char *s = json_string_value(json_object_get(doc, key));
-    return s ? s : "";
-}
-
-static void start(cs_daemon *d, const char *store, const char *const *extra)
-{
-    ck_assert_msg(daemon_start(d, store, NULL, extra) == 0, "daemon did not start");
-}
-
-static long post(const cs_daemon *d, const char *body, json_t **doc)
-{
-    http_resp r;
-    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
-    long st = r.status;
-    if (doc)
-        *doc = body_json(&r);
-    http_resp_free(&r);
-    return st;
-}
-
-static json_t *get_json(const cs_daemon *d, const char *path, long *status)
-{
-    http_resp r;
-    ck_assert_int_eq(http_request(d, "GET", path, NULL, NULL, &r), 0);
-    if (status)
-        *status = r.status;
-    json_t *doc = body_json(&r);
-    http_resp_free(&r);
-    return doc;
-}
 
 static json_t *job_doc(const cs_daemon *d, const char *id)
 {
@@ -96,7 +57,7 @@ static json_t *wait_status(const cs_daemon *d, const char *id, const char *want,
     double until = cs_now() + timeout_s;
     for (;;) {
         json_t *doc = job_doc(d, id);
-        const char *st = jstr(doc, "status");
+        const char *st = json_str(doc, "status");
         char pat[64];
         snprintf(pat, sizeof pat, "|%s|", want);
         char me[40];
@@ -136,12 +97,12 @@ static void long_job_running(const cs_daemon *d, const char *extra_opts, char id
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, extra_opts);
     json_t *doc = NULL;
-    ck_assert_int_eq(post(d, body, &doc), 202);
-    snprintf(id, 40, "%s", jstr(doc, "job"));
+    ck_assert_int_eq(post_synthesize(d, body, &doc), 202);
+    snprintf(id, 40, "%s", json_str(doc, "job"));
     json_decref(doc);
     json_t *j = wait_status(d, id, "running", 20);
-    ck_assert_str_eq(jstr(j, "status"), "running");
-    snprintf(instance, 64, "%s", jstr(j, "instance"));
+    ck_assert_str_eq(json_str(j, "status"), "running");
+    snprintf(instance, 64, "%s", json_str(j, "instance"));
     ck_assert_int_eq(json_integer_value(json_object_get(j, "attempts")), 1);
     json_decref(j);
 }
@@ -149,8 +110,8 @@ static void long_job_running(const cs_daemon *d, const char *extra_opts, char id
 static void assert_still_first_attempt(const cs_daemon *d, const char *id, const char *instance)
 {
     json_t *j = job_doc(d, id);
-    ck_assert_str_eq(jstr(j, "status"), "running");
-    ck_assert_str_eq(jstr(j, "instance"), instance);
+    ck_assert_str_eq(json_str(j, "status"), "running");
+    ck_assert_str_eq(json_str(j, "instance"), instance);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "attempts")), 1);
     json_decref(j);
 }
@@ -158,7 +119,7 @@ static void assert_still_first_attempt(const cs_daemon *d, const char *id, const
 START_TEST(second_daemon_on_busy_port_leaves_the_store_alone)
 {
     cs_daemon a;
-    start(&a, NULL, NULL);
+    daemon_start_checked(&a, NULL, NULL);
     char id[40], inst[64];
     long_job_running(&a, ",\"instance_time_limit_s\":51", id, inst);
     /* `make run` again: the same data dir and the same (busy) port */
@@ -180,7 +141,7 @@ END_TEST
 START_TEST(second_daemon_on_same_sqlite_store_is_refused)
 {
     cs_daemon a;
-    start(&a, NULL, NULL);
+    daemon_start_checked(&a, NULL, NULL);
     char id[40], inst[64];
     long_job_running(&a, ",\"instance_time_limit_s\":52", id, inst);
     cs_daemon b;
@@ -239,7 +200,7 @@ static void *timed_post_thread(void *arg)
         p->status = r.status;
         json_t *doc = json_loads(r.body, 0, NULL);
         snprintf(p->field, sizeof p->field, "%s",
-                 jstr(json_object_get(doc, "error"), "field"));
+                 json_str(json_object_get(doc, "error"), "field"));
         json_decref(doc);
     }
     http_resp_free(&r);
@@ -256,7 +217,7 @@ static void run_posts(timed_post *ps, int n, pthread_t *th)
 START_TEST(huge_switch_is_refused_from_its_counts)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     char *body = switch_request(2895, 0);
     ck_assert_int_lt(strlen(body), 16 * 1024);
     enum { N = 4 };
@@ -284,7 +245,7 @@ START_TEST(heavy_parsing_does_not_starve_health)
 {
     cs_daemon d;
     const char *extra[] = {"--http-threads", "2", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char *body = switch_request(1000, 5000);
     enum { N = 16 };
     timed_post ps[N];
@@ -332,7 +293,7 @@ static long post_with(const cs_daemon *d, const char *body, const char *const *h
     ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, headers, &r), 0);
     if (code) {
         json_t *doc = json_loads(r.body, 0, NULL);
-        snprintf(code, n, "%s", jstr(json_object_get(doc, "error"), "code"));
+        snprintf(code, n, "%s", json_str(json_object_get(doc, "error"), "code"));
         json_decref(doc);
     }
     long st = r.status;
@@ -343,7 +304,7 @@ static long post_with(const cs_daemon *d, const char *body, const char *const *h
 START_TEST(posts_need_json_content_type)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     char code[64];
     /* what a cross-site form or a no-preflight fetch can send */
     const char *plain[] = {"Content-Type: text/plain", NULL};
@@ -365,7 +326,7 @@ START_TEST(foreign_origins_cannot_submit_or_cancel)
 {
     cs_daemon d;
     const char *extra[] = {"--cors-origins", "https://ok.example", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char code[64], self[128];
     const char *evil[] = {"Origin: https://evil.example", NULL};
     const char *null_origin[] = {"Origin: null", NULL};
@@ -403,7 +364,7 @@ START_TEST(loopback_daemon_checks_host)
 {
     cs_daemon d;
     const char *extra[] = {"--allowed-hosts", "build-box.internal", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char h[5][128];
     snprintf(h[0], sizeof h[0], "Host: evil.example:%d", d.port);
     snprintf(h[1], sizeof h[1], "Host: localhost:%d", d.port);
@@ -417,8 +378,8 @@ START_TEST(loopback_daemon_checks_host)
         ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, hdr, &r), 0);
         ck_assert_msg(r.status == want[i], "%s: %ld", h[i], r.status);
         if (want[i] == 403) {
-            json_t *doc = body_json(&r);
-            ck_assert_str_eq(jstr(json_object_get(doc, "error"), "code"), "forbidden_host");
+            json_t *doc = resp_json(&r);
+            ck_assert_str_eq(json_str(json_object_get(doc, "error"), "code"), "forbidden_host");
             json_decref(doc);
         }
         http_resp_free(&r);
@@ -501,7 +462,7 @@ START_TEST(over_limit_body_is_answered_not_reset)
 {
     cs_daemon d;
     const char *extra[] = {"--max-body-bytes", "65536", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     size_t n = 2 << 20;
     char *body = malloc(n);
     memset(body, ' ', n);
@@ -592,7 +553,7 @@ START_TEST(slow_headers_meet_a_deadline)
 {
     cs_daemon d;
     const char *extra[] = {"--header-timeout", "1", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     /* silent after a partial request line */
     int fd = connect_from(NULL, d.port);
     ck_assert_int_eq(send_all(fd, "GET /v1/health HT", 17), 0);
@@ -629,7 +590,7 @@ START_TEST(slow_clients_from_one_address_do_not_block_health)
     cs_daemon d;
     const char *extra[] = {"--max-connections", "200", "--max-connections-per-ip", "20",
                            "--header-timeout", "30", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     enum { N = 300 };
     int fds[N];
     int open_ok = 0;
@@ -687,7 +648,7 @@ START_TEST(connections_over_the_limit_wait_their_turn)
 {
     cs_daemon d;
     const char *extra[] = {"--max-connections", "4", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     for (int round = 0; round < 3; round++) {
         enum { N = 7 };
         int fds[N];
@@ -734,7 +695,7 @@ END_TEST
 START_TEST(trivial_requests_are_answered_at_once)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     static const char *const bodies[] = {
         "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allgather\"}",
         "{\"topology\":{\"ranks\":1,\"links\":[]},\"collective\":\"allreduce\","
@@ -745,16 +706,16 @@ START_TEST(trivial_requests_are_answered_at_once)
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         json_t *doc = NULL;
         /* no wait_s: still the answer, not a job */
-        ck_assert_int_eq(post(&d, bodies[i], &doc), 200);
+        ck_assert_int_eq(post_synthesize(&d, bodies[i], &doc), 200);
         ck_assert(json_is_true(json_object_get(doc, "complete")));
-        ck_assert_ptr_nonnull(strstr(jstr(doc, "reason"), "trivial"));
+        ck_assert_ptr_nonnull(strstr(json_str(doc, "reason"), "trivial"));
         json_t *front = json_object_get(doc, "frontier");
         ck_assert_int_eq(json_array_size(front), 1);
         ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(front, 0), "steps")), 0);
         ck_assert_int_eq(json_array_size(json_object_get(json_array_get(front, 0), "sends")), 0);
         /* stored like any result */
         char path[128];
-        snprintf(path, sizeof path, "/v1/results/%s", jstr(doc, "key"));
+        snprintf(path, sizeof path, "/v1/results/%s", json_str(doc, "key"));
         long st = 0;
         json_t *again = get_json(&d, path, &st);
         ck_assert_int_eq(st, 200);
@@ -772,7 +733,7 @@ START_TEST(bearer_scheme_is_case_insensitive)
 {
     cs_daemon d;
     const char *extra[] = {"--auth-token", "s3cret", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     const char *spellings[] = {"Authorization: bearer s3cret", "Authorization: BEARER s3cret",
                                "Authorization: Bearer  s3cret"};
     for (int i = 0; i < 3; i++) {
@@ -794,14 +755,14 @@ START_TEST(listen_everywhere_without_token_warns)
 {
     cs_daemon d;
     const char *extra[] = {"--listen", "0.0.0.0", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char *log = read_file_text(d.log_path);
     ck_assert_msg(strstr(log, "level=warn event=no_auth_token") != NULL, "log: %.1500s", log);
     free(log);
     ck_assert_int_eq(daemon_stop(&d), 0);
     /* loopback, or a token: no warning */
     const char *tok[] = {"--listen", "0.0.0.0", "--auth-token", "t", NULL};
-    start(&d, NULL, tok);
+    daemon_start_checked(&d, NULL, tok);
     log = read_file_text(d.log_path);
     ck_assert_ptr_null(strstr(log, "no_auth_token"));
     free(log);
@@ -818,7 +779,7 @@ START_TEST(listen_with_host_port)
     /* the harness passes --port 0 first; the same port again agrees with --listen */
     const char *extra[] = {"--listen", spec, "--port", ps, NULL};
     cs_daemon d;
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     ck_assert_int_eq(d.port, port);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -827,7 +788,7 @@ END_TEST
 START_TEST(nul_in_the_target_is_refused)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     const char *paths[] = {"/index.html%00.js", "/v1/health%00", "/v1/topologies/ring:4%00x",
                            "/v1/topologies?x=%00"};
     for (int i = 0; i < 4; i++) {
@@ -895,7 +856,7 @@ static char *chunked_post(const cs_daemon *d, const char *line_prefix, size_t fi
 START_TEST(chunk_extensions_are_ignored_within_the_read_buffer)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     const char *json = "{\"topology\":\"ring:4\",\"collective\":\"allgather\"}";
     size_t sizes[] = {0, 1000, 16000, 30000};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -917,7 +878,7 @@ END_TEST
 START_TEST(chunk_line_beyond_the_read_buffer_is_libmicrohttpds_limit)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     const char *json = "{\"topology\":\"ring:4\",\"collective\":\"allgather\"}";
     for (int zeros = 0; zeros < 2; zeros++) {
         char *resp = chunked_post(&d, "", 50000, zeros ? '0' : 'x', json);
@@ -953,7 +914,7 @@ static long delete_job(const cs_daemon *d, const char *id, const char *query,
     ck_assert_int_eq(http_request(d, "DELETE", path, NULL, headers, &r), 0);
     long st = r.status;
     if (doc)
-        *doc = body_json(&r);
+        *doc = resp_json(&r);
     http_resp_free(&r);
     return st;
 }
@@ -966,30 +927,30 @@ static void two_callers_one_synthesis(const cs_daemon *a, const cs_daemon *b, co
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, opts);
     json_t *ja = NULL, *jb = NULL;
-    ck_assert_int_eq(post(a, body, &ja), 202);
-    ck_assert_int_eq(post(b, body, &jb), 202);
+    ck_assert_int_eq(post_synthesize(a, body, &ja), 202);
+    ck_assert_int_eq(post_synthesize(b, body, &jb), 202);
     ck_assert(json_is_true(json_object_get(jb, "coalesced")));
     char ha[40], hb[40];
-    snprintf(ha, sizeof ha, "%s", jstr(ja, "job"));
-    snprintf(hb, sizeof hb, "%s", jstr(jb, "job"));
-    ck_assert_str_eq(jstr(ja, "key"), jstr(jb, "key"));
+    snprintf(ha, sizeof ha, "%s", json_str(ja, "job"));
+    snprintf(hb, sizeof hb, "%s", json_str(jb, "job"));
+    ck_assert_str_eq(json_str(ja, "key"), json_str(jb, "key"));
     ck_assert_str_ne(ha, hb); /* each caller holds its own handle */
     json_decref(ja);
     json_decref(jb);
     json_t *j = wait_status(a, ha, "running", 20);
-    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert_str_eq(json_str(j, "status"), "running");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "waiters")), 2);
     json_decref(j);
     /* the second caller leaves, through the other daemon */
     json_t *doc = NULL;
     ck_assert_int_eq(delete_job(a, hb, NULL, NULL, &doc), 200);
-    ck_assert_str_eq(jstr(doc, "status"), "detached");
+    ck_assert_str_eq(json_str(doc, "status"), "detached");
     ck_assert_int_eq(json_integer_value(json_object_get(doc, "waiters")), 1);
     json_decref(doc);
     /* past a heartbeat or two: still running for the first caller */
     usleep(2500000);
     j = job_doc(b, ha);
-    ck_assert_str_eq(jstr(j, "status"), "running");
+    ck_assert_str_eq(json_str(j, "status"), "running");
     ck_assert(!json_is_true(json_object_get(j, "cancel_requested")));
     ck_assert(json_is_false(json_object_get(j, "detached")));
     json_decref(j);
@@ -998,11 +959,11 @@ static void two_callers_one_synthesis(const cs_daemon *a, const cs_daemon *b, co
     json_decref(j);
     /* the first leaves: no one waits, the synthesis stops */
     ck_assert_int_eq(delete_job(b, ha, NULL, NULL, &doc), 202);
-    ck_assert_str_eq(jstr(doc, "status"), "cancelling");
+    ck_assert_str_eq(json_str(doc, "status"), "cancelling");
     json_decref(doc);
     j = wait_status(a, ha, "cancelled", 15);
-    ck_assert_str_eq(jstr(j, "status"), "cancelled");
-    ck_assert_ptr_nonnull(strstr(jstr(json_object_get(j, "error"), "message"), "detached"));
+    ck_assert_str_eq(json_str(j, "status"), "cancelled");
+    ck_assert_ptr_nonnull(strstr(json_str(json_object_get(j, "error"), "message"), "detached"));
     json_decref(j);
     /* letting go again is harmless */
     ck_assert_int_eq(delete_job(a, ha, NULL, NULL, NULL), 200);
@@ -1011,7 +972,7 @@ static void two_callers_one_synthesis(const cs_daemon *a, const cs_daemon *b, co
 START_TEST(delete_detaches_its_caller)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     two_callers_one_synthesis(&d, &d, ",\"instance_time_limit_s\":61");
     ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 1);
     ck_assert_int_eq(daemon_stop(&d), 0);
@@ -1022,7 +983,7 @@ START_TEST(explicit_cancel_stops_it_for_everyone)
 {
     cs_daemon d;
     const char *extra[] = {"--auth-token", "tok", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     const char *auth[] = {"Authorization: Bearer tok", NULL};
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":62");
@@ -1031,8 +992,8 @@ START_TEST(explicit_cancel_stops_it_for_everyone)
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", body, auth, &r), 0);
         ck_assert_int_eq(r.status, 202);
-        json_t *doc = body_json(&r);
-        snprintf(i ? hb : ha, 40, "%s", jstr(doc, "job"));
+        json_t *doc = resp_json(&r);
+        snprintf(i ? hb : ha, 40, "%s", json_str(doc, "job"));
         json_decref(doc);
         http_resp_free(&r);
     }
@@ -1043,7 +1004,7 @@ START_TEST(explicit_cancel_stops_it_for_everyone)
     ck_assert_int_eq(delete_job(&d, hb, "?all=maybe", auth, NULL), 400);
     ck_assert_int_eq(delete_job(&d, hb, "?all=true", auth, NULL), 202);
     j = wait_status(&d, ha, "cancelled", 15);
-    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    ck_assert_str_eq(json_str(j, "status"), "cancelled");
     json_decref(j);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1055,8 +1016,8 @@ START_TEST(pg_fleet_counts_waiters_across_daemons)
     pg_fixture_db("waiters", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--poll", "0.1", NULL};
-    start(&a, url, extra);
-    start(&b, url, extra);
+    daemon_start_checked(&a, url, extra);
+    daemon_start_checked(&b, url, extra);
     two_callers_one_synthesis(&a, &b, ",\"instance_time_limit_s\":63");
     double started = metrics_value(&a, "collsynth_syntheses_total{outcome=\"started\"}") +
                      metrics_value(&b, "collsynth_syntheses_total{outcome=\"started\"}");
@@ -1111,7 +1072,7 @@ static json_t *all_pages(const cs_daemon *d, const char *path, const char *name,
 static bool has_key(const json_t *items, const char *field, const char *value)
 {
     for (size_t i = 0; i < json_array_size(items); i++)
-        if (!strcmp(jstr(json_array_get(items, i), field), value))
+        if (!strcmp(json_str(json_array_get(items, i), field), value))
             return true;
     return false;
 }
@@ -1119,7 +1080,7 @@ static bool has_key(const json_t *items, const char *field, const char *value)
 static void lists_on(const char *store)
 {
     cs_daemon d;
-    start(&d, store, NULL);
+    daemon_start_checked(&d, store, NULL);
     enum { N = 7 };
     char keys[N][65];
     for (int i = 0; i < N; i++) {
@@ -1129,8 +1090,8 @@ static void lists_on(const char *store)
                  "\"options\":{\"wait_s\":30}}",
                  4 + i, i < 5 ? "allgather" : "allreduce");
         json_t *doc = NULL;
-        ck_assert_int_eq(post(&d, body, &doc), 200);
-        snprintf(keys[i], 65, "%s", jstr(doc, "key"));
+        ck_assert_int_eq(post_synthesize(&d, body, &doc), 200);
+        snprintf(keys[i], 65, "%s", json_str(doc, "key"));
         json_decref(doc);
     }
     int pages = 0;
@@ -1141,10 +1102,10 @@ static void lists_on(const char *store)
         ck_assert_msg(has_key(all, "key", keys[i]), "result %d missing", i);
     /* newest first: the last posted comes first */
     json_t *first = json_array_get(all, 0);
-    ck_assert_str_eq(jstr(first, "key"), keys[N - 1]);
-    ck_assert_str_eq(jstr(first, "topology"), "ring:10");
-    ck_assert_str_eq(jstr(first, "collective"), "allreduce");
-    ck_assert_str_eq(jstr(first, "method"), "ring");
+    ck_assert_str_eq(json_str(first, "key"), keys[N - 1]);
+    ck_assert_str_eq(json_str(first, "topology"), "ring:10");
+    ck_assert_str_eq(json_str(first, "collective"), "allreduce");
+    ck_assert_str_eq(json_str(first, "method"), "ring");
     ck_assert_int_eq(json_integer_value(json_object_get(first, "ranks")), 10);
     ck_assert_int_ge(json_integer_value(json_object_get(first, "nalgs")), 1);
     json_decref(all);
@@ -1154,26 +1115,26 @@ static void lists_on(const char *store)
     json_decref(all);
     all = all_pages(&d, "/v1/results?topology=ring:5&method=ring", "results", 50, &pages);
     ck_assert_int_eq(json_array_size(all), 1);
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), keys[1]);
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "key"), keys[1]);
     json_decref(all);
     /* jobs: the same syntheses, plus one cancelled */
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":64");
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, body, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&d, body, &doc), 202);
     char handle[40], lkey[65];
-    snprintf(handle, sizeof handle, "%s", jstr(doc, "job"));
-    snprintf(lkey, sizeof lkey, "%s", jstr(doc, "key"));
+    snprintf(handle, sizeof handle, "%s", json_str(doc, "job"));
+    snprintf(lkey, sizeof lkey, "%s", json_str(doc, "key"));
     json_decref(doc);
     ck_assert_int_eq(delete_job(&d, handle, NULL, NULL, NULL) / 100, 2);
     json_decref(wait_status(&d, handle, "cancelled", 15));
     all = all_pages(&d, "/v1/jobs", "jobs", 2, &pages);
     ck_assert_int_eq(json_array_size(all), N + 1);
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), lkey);
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "status"), "cancelled");
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "torus2d:6x6");
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "method"), "smt");
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "collective"), "allgather");
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "key"), lkey);
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "status"), "cancelled");
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "topology"), "torus2d:6x6");
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "method"), "smt");
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "collective"), "allgather");
     json_decref(all);
     all = all_pages(&d, "/v1/jobs?status=done", "jobs", 50, &pages);
     ck_assert_int_eq(json_array_size(all), N);
@@ -1190,7 +1151,7 @@ static void lists_on(const char *store)
         long st = 0;
         json_t *e = get_json(&d, bad[i].path, &st);
         ck_assert_msg(st == 400, "%s: %ld", bad[i].path, st);
-        ck_assert_str_eq(jstr(json_object_get(e, "error"), "field"), bad[i].field);
+        ck_assert_str_eq(json_str(json_object_get(e, "error"), "field"), bad[i].field);
         json_decref(e);
     }
     ck_assert_int_eq(daemon_stop(&d), 0);
@@ -1212,12 +1173,12 @@ END_TEST
 START_TEST(results_without_summary_are_listed_after_restart)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+    ck_assert_int_eq(post_synthesize(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
                               "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
     char key[65], dir[256];
-    snprintf(key, sizeof key, "%s", jstr(doc, "key"));
+    snprintf(key, sizeof key, "%s", json_str(doc, "key"));
     json_decref(doc);
     snprintf(dir, sizeof dir, "%s", d.dir);
     ck_assert_int_eq(daemon_stop_ex(&d, 15, true), 0);
@@ -1239,8 +1200,8 @@ START_TEST(results_without_summary_are_listed_after_restart)
         all = NULL;
     }
     ck_assert_ptr_nonnull(all);
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "key"), key);
-    ck_assert_str_eq(jstr(json_array_get(all, 0), "topology"), "ring:6");
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "key"), key);
+    ck_assert_str_eq(json_str(json_array_get(all, 0), "topology"), "ring:6");
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(all, 0), "ranks")), 6);
     json_decref(all);
     ck_assert_int_eq(daemon_stop(&d2), 0);
@@ -1262,9 +1223,9 @@ static char *metrics_text(const cs_daemon *d)
 START_TEST(metrics_cover_syntheses_queue_store_and_process)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+    ck_assert_int_eq(post_synthesize(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
                               "\"method\":\"ring\",\"options\":{\"wait_s\":30}}", &doc), 200);
     json_decref(doc);
     /* synthesis time by the method that ran, and how long the job queued */
@@ -1306,7 +1267,7 @@ static int count_lines(const char *text, const char *needle)
 START_TEST(access_log_is_debug_or_sampled)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     for (int i = 0; i < 50; i++) {
         http_resp r;
         ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
@@ -1315,7 +1276,7 @@ START_TEST(access_log_is_debug_or_sampled)
     ck_assert_int_eq(daemon_stop(&d), 0);
     /* a fresh daemon for each setting; the harness removed the dir */
     const char *dbg[] = {"--log-level", "debug", NULL};
-    start(&d, NULL, dbg);
+    daemon_start_checked(&d, NULL, dbg);
     for (int i = 0; i < 20; i++) {
         http_resp r;
         ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
@@ -1327,7 +1288,7 @@ START_TEST(access_log_is_debug_or_sampled)
     free(log);
     ck_assert_int_eq(daemon_stop(&d), 0);
     const char *sampled[] = {"--access-log-sample", "1", NULL};
-    start(&d, NULL, sampled);
+    daemon_start_checked(&d, NULL, sampled);
     for (int i = 0; i < 10; i++) {
         http_resp r;
         ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
@@ -1345,7 +1306,7 @@ END_TEST
 START_TEST(access_log_quiet_at_info)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     for (int i = 0; i < 50; i++) {
         http_resp r;
         ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
@@ -1368,7 +1329,7 @@ START_TEST(sighup_reopens_the_log_file)
     snprintf(rotated, sizeof rotated, "%s.1", logf);
     const char *extra[] = {"--log-file", logf, NULL};
     cs_daemon d;
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char *before = read_file_text(logf);
     ck_assert_ptr_nonnull(strstr(before, "event=listening"));
     free(before);
@@ -1380,7 +1341,7 @@ START_TEST(sighup_reopens_the_log_file)
         usleep(20000);
     ck_assert_int_eq(access(logf, F_OK), 0);
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, RING_REQ, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&d, RING_REQ, &doc), 202);
     json_decref(doc);
     usleep(300000);
     char *now = read_file_text(logf), *old = read_file_text(rotated);

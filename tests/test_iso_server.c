@@ -23,26 +23,13 @@
 #include "cluster_testutil.h"
 #include "iso.h"
 #include "pg_fixture.h"
+#include "daemon_check.h"
 #include "server_harness.h"
 #include "synthesize.h"
 #include "verify.h"
 
 #define STARTED "collsynth_syntheses_total{outcome=\"started\"}"
 #define ISO_HITS "collsynth_iso_total{outcome=\"hit\"}"
-
-static json_t *body_json(const http_resp *r)
-{
-    json_error_t jerr;
-    json_t *doc = json_loads(r->body ? r->body : "", 0, &jerr);
-    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
-    return doc;
-}
-
-static const char *jstr(const json_t *doc, const char *key)
-{
-    const char *s = json_string_value(json_object_get(doc, key));
-    return s ? s : "";
-}
 
 static long post_doc(const cs_daemon *d, json_t *req, json_t **doc)
 {
@@ -51,7 +38,7 @@ static long post_doc(const cs_daemon *d, json_t *req, json_t **doc)
     ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
     free(body);
     long st = r.status;
-    *doc = body_json(&r);
+    *doc = resp_json(&r);
     http_resp_free(&r);
     return st;
 }
@@ -145,7 +132,7 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     json_t *req = request(first, coll, "tacos", 120);
     ck_assert_int_eq(post_doc(d, req, &doc), 200);
     json_decref(req);
-    snprintf(key1, 65, "%s", jstr(doc, "key"));
+    snprintf(key1, 65, "%s", json_str(doc, "key"));
     ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
     verify_on(doc, first);
     json_t *r1 = json_object_get(json_array_get(json_object_get(doc, "frontier"), 0),
@@ -161,10 +148,10 @@ static void second_allocation_is_relabelled(cs_daemon *d, json_t *first, json_t 
     ck_assert_int_eq(post_doc(d, req, &doc), 200);
     double secs = cs_now() - t0;
     json_decref(req);
-    snprintf(key2, 65, "%s", jstr(doc, "key"));
+    snprintf(key2, 65, "%s", json_str(doc, "key"));
     ck_assert_str_ne(key1, key2); /* its own key: the request is another */
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), key1);
-    ck_assert_str_eq(jstr(doc, "topology"), json_string_value(json_object_get(second, "name")));
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), key1);
+    ck_assert_str_eq(json_str(doc, "topology"), json_string_value(json_object_get(second, "name")));
     verify_on(doc, second);
     /* the same schedule on an isomorphic network: the same bound and ratio */
     ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "bounds"), "time"));
@@ -186,7 +173,7 @@ static json_t *get_result(const cs_daemon *d, const char *key)
     http_resp r;
     ck_assert_int_eq(http_request(d, "GET", path, NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    json_t *doc = body_json(&r);
+    json_t *doc = resp_json(&r);
     http_resp_free(&r);
     return doc;
 }
@@ -203,7 +190,7 @@ START_TEST(second_hook_allocation_runs_no_synthesis)
     second_allocation_is_relabelled(&d, a, b, "allgather", 0, k1, k2);
     /* the relabelled result is stored under the second key for good */
     json_t *doc = get_result(&d, k2);
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     json_decref(doc);
     /* and generates code as its source does (a flat TACOS schedule on 128
@@ -224,7 +211,7 @@ START_TEST(second_hook_allocation_runs_no_synthesis)
     /* and the first key still answers with its own result */
     json_t *req = request(a, "allgather", "tacos", 10);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
-    ck_assert_str_eq(jstr(doc, "key"), k1);
+    ck_assert_str_eq(json_str(doc, "key"), k1);
     ck_assert_ptr_null(json_object_get(doc, "relabelled_from"));
     json_decref(doc);
     json_decref(req);
@@ -259,7 +246,7 @@ START_TEST(rail_cluster_hit_survives_restart)
     json_t *req = request(a, "allreduce", "tacos", 120), *doc = NULL;
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
     char k1[65];
-    snprintf(k1, sizeof k1, "%s", jstr(doc, "key"));
+    snprintf(k1, sizeof k1, "%s", json_str(doc, "key"));
     json_decref(doc);
     json_decref(req);
     ck_assert_int_eq(daemon_stop_ex(&d, 30, true), 0);
@@ -269,7 +256,7 @@ START_TEST(rail_cluster_hit_survives_restart)
     json_t *b = renumbered(a, 5);
     req = request(b, "allreduce", "tacos", 120);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     json_decref(doc);
     json_decref(req);
@@ -304,16 +291,16 @@ START_TEST(isomorphic_request_waits_for_the_running_job)
     json_decref(req);
     ck_assert_msg(st == 202 || st == 200, "status %ld", st);
     char k1[65];
-    snprintf(k1, sizeof k1, "%s", jstr(doc, "key"));
+    snprintf(k1, sizeof k1, "%s", json_str(doc, "key"));
     json_decref(doc);
     req = request(b, "allgather", "smt", 120);
     ck_assert_int_eq(post_doc(&d, req, &doc), 200);
     json_decref(req);
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), k1);
     verify_on(doc, b);
     /* the relabelled result generates MSCCL XML like any other */
     char path[160];
-    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&size=1048576", jstr(doc, "key"));
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&size=1048576", json_str(doc, "key"));
     json_decref(doc);
     http_resp x;
     ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &x), 0);
@@ -370,12 +357,12 @@ START_TEST(pg_fleet_shares_the_index)
     json_t *req = request(first, "allgather", "tacos", 120), *doc = NULL;
     ck_assert_int_eq(post_doc(&a, req, &doc), 200);
     char k1[65];
-    snprintf(k1, sizeof k1, "%s", jstr(doc, "key"));
+    snprintf(k1, sizeof k1, "%s", json_str(doc, "key"));
     json_decref(doc);
     json_decref(req);
     req = request(second, "allgather", "tacos", 120);
     ck_assert_int_eq(post_doc(&b, req, &doc), 200);
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), k1);
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), k1);
     verify_on(doc, second);
     json_decref(doc);
     json_decref(req);
@@ -396,10 +383,10 @@ START_TEST(pg_fleet_shares_the_index)
     long st = post_doc(&a, qa, &doc);
     ck_assert_msg(st == 202 || st == 200, "status %ld", st);
     char k2[65];
-    snprintf(k2, sizeof k2, "%s", jstr(doc, "key"));
+    snprintf(k2, sizeof k2, "%s", json_str(doc, "key"));
     json_decref(doc);
     ck_assert_int_eq(post_doc(&b, qb, &doc), 200);
-    ck_assert_str_eq(jstr(doc, "relabelled_from"), k2);
+    ck_assert_str_eq(json_str(doc, "relabelled_from"), k2);
     verify_on(doc, r6b);
     json_decref(doc);
     ck_assert_int_eq((long)(metrics_value(&a, STARTED) + metrics_value(&b, STARTED)), 2);

@@ -18,41 +18,13 @@
 
 #include "check_main.h"
 #include "pg_fixture.h"
+#include "daemon_check.h"
 #include "server_harness.h"
 #include "verify.h"
 
 #define LONG_JOB                                                                              \
     "{\"topology\":\"torus2d:4x4\",\"collective\":\"allgather\",\"method\":\"smt\","           \
     "\"options\":{\"max_chunks\":8,\"k\":6%s}}"
-
-static json_t *body_json(const http_resp *r)
-{
-    json_t *doc = json_loads(r->body, 0, NULL);
-    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body);
-    return doc;
-}
-
-static const char *jstr(const json_t *doc, const char *key)
-{
-    const char *s = json_string_value(json_object_get(doc, key));
-    return s ? s : "";
-}
-
-static void start(cs_daemon *d, const char *store, const char *const *extra)
-{
-    ck_assert_msg(daemon_start(d, store, NULL, extra) == 0, "daemon did not start");
-}
-
-static long post(const cs_daemon *d, const char *body, json_t **doc)
-{
-    http_resp r;
-    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
-    long st = r.status;
-    if (doc)
-        *doc = body_json(&r);
-    http_resp_free(&r);
-    return st;
-}
 
 /* Polls a job until it leaves queued/running; returns its final document. */
 static json_t *wait_job(const cs_daemon *d, const char *id, double timeout_s)
@@ -64,9 +36,9 @@ static json_t *wait_job(const cs_daemon *d, const char *id, double timeout_s)
         http_resp r;
         ck_assert_int_eq(http_request(d, "GET", path, NULL, NULL, &r), 0);
         ck_assert_int_eq(r.status, 200);
-        json_t *doc = body_json(&r);
+        json_t *doc = resp_json(&r);
         http_resp_free(&r);
-        const char *st = jstr(doc, "status");
+        const char *st = json_str(doc, "status");
         if ((strcmp(st, "queued") && strcmp(st, "running")) || cs_now() > until)
             return doc;
         json_decref(doc);
@@ -113,30 +85,30 @@ static void assert_healthy(const cs_daemon *d)
 START_TEST(health_topologies_static)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     http_resp r;
     ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    json_t *doc = body_json(&r);
-    ck_assert_str_eq(jstr(doc, "status"), "ok");
-    ck_assert_str_eq(jstr(json_object_get(doc, "store"), "engine"), "sqlite");
+    json_t *doc = resp_json(&r);
+    ck_assert_str_eq(json_str(doc, "status"), "ok");
+    ck_assert_str_eq(json_str(json_object_get(doc, "store"), "engine"), "sqlite");
     json_decref(doc);
     http_resp_free(&r);
 
     ck_assert_int_eq(http_request(&d, "GET", "/v1/topologies", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     json_t *arr = json_object_get(doc, "topologies");
     bool has_ring = false;
     for (size_t i = 0; i < json_array_size(arr); i++)
-        has_ring |= !strcmp(jstr(json_array_get(arr, i), "family"), "ring");
+        has_ring |= !strcmp(json_str(json_array_get(arr, i), "family"), "ring");
     ck_assert(has_ring);
     json_decref(doc);
     http_resp_free(&r);
 
     ck_assert_int_eq(http_request(&d, "GET", "/v1/topologies/dgx1", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     ck_assert_int_eq(json_integer_value(json_object_get(doc, "ranks")), 8);
     json_decref(doc);
     http_resp_free(&r);
@@ -168,15 +140,15 @@ END_TEST
 START_TEST(synthesize_wait_cache_and_metrics)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     const char *req = "{\"topology\":\"ring:6\",\"collective\":{\"kind\":\"allgather\"},"
                       "\"method\":\"ring\",\"options\":{\"wait_s\":30}}";
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, req, &doc), 200);
-    const char *key = jstr(doc, "key");
+    ck_assert_int_eq(post_synthesize(&d, req, &doc), 200);
+    const char *key = json_str(doc, "key");
     ck_assert_int_eq(strlen(key), 64);
-    ck_assert_str_eq(jstr(doc, "topology"), "ring:6");
-    ck_assert_str_eq(jstr(doc, "method"), "ring");
+    ck_assert_str_eq(json_str(doc, "topology"), "ring:6");
+    ck_assert_str_eq(json_str(doc, "method"), "ring");
     ck_assert_ptr_nonnull(json_object_get(doc, "bounds"));
     verify_result(doc, "ring:6");
     char path[128];
@@ -184,7 +156,7 @@ START_TEST(synthesize_wait_cache_and_metrics)
     http_resp r;
     ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    json_t *again = body_json(&r);
+    json_t *again = resp_json(&r);
     ck_assert(json_equal(doc, again));
     json_decref(again);
     char etag[128];
@@ -199,11 +171,11 @@ START_TEST(synthesize_wait_cache_and_metrics)
     http_resp_free(&r);
     /* the same request again, spelled differently: answered from the cache */
     json_t *doc2 = NULL;
-    ck_assert_int_eq(post(&d, "{\"method\":\"ring\",\"collective\":\"allgather\","
+    ck_assert_int_eq(post_synthesize(&d, "{\"method\":\"ring\",\"collective\":\"allgather\","
                               "\"topology\":\"ring:6\"}",
                           &doc2),
                      200);
-    ck_assert_str_eq(jstr(doc2, "key"), key);
+    ck_assert_str_eq(json_str(doc2, "key"), key);
     json_decref(doc2);
     ck_assert_int_eq((long)metrics_value(&d, "collsynth_syntheses_total{outcome=\"started\"}"), 1);
     ck_assert_int_ge((long)metrics_value(&d, "collsynth_cache_hits_total"), 2);
@@ -224,22 +196,22 @@ END_TEST
 START_TEST(async_job_poll_and_formats)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     json_t *doc = NULL;
-    long st = post(&d, "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smt\"}",
+    long st = post_synthesize(&d, "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smt\"}",
                    &doc);
     ck_assert_int_eq(st, 202);
     char id[40], key[65];
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
-    snprintf(key, sizeof key, "%s", jstr(doc, "key"));
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
+    snprintf(key, sizeof key, "%s", json_str(doc, "key"));
     ck_assert_int_eq(strlen(id), 32);
     json_decref(doc);
     json_t *job = wait_job(&d, id, 60);
-    ck_assert_str_eq(jstr(job, "status"), "done");
+    ck_assert_str_eq(json_str(job, "status"), "done");
     json_t *result = json_object_get(job, "result");
     ck_assert_ptr_nonnull(result);
-    ck_assert_str_eq(jstr(result, "key"), key);
-    ck_assert_str_eq(jstr(result, "method"), "smt");
+    ck_assert_str_eq(json_str(result, "key"), key);
+    ck_assert_str_eq(json_str(result, "method"), "smt");
     verify_result(result, "ring:4");
     json_decref(job);
     /* a finished job cannot be cancelled */
@@ -270,7 +242,7 @@ START_TEST(async_job_poll_and_formats)
     snprintf(path, sizeof path, "/v1/results/%s?size=1048576", key);
     ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
-    doc = body_json(&r);
+    doc = resp_json(&r);
     ck_assert_int_eq(json_array_size(json_object_get(doc, "frontier")), 1);
     ck_assert(json_real_value(json_object_get(json_object_get(doc, "selected"), "bytes")) ==
               1048576.0);
@@ -284,7 +256,7 @@ START_TEST(async_job_poll_and_formats)
         snprintf(path, sizeof path, "/v1/results/%s%s", key, bad[i].query);
         ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &r), 0);
         ck_assert_msg(r.status == bad[i].status, "%s gave %ld", bad[i].query, r.status);
-        doc = body_json(&r);
+        doc = resp_json(&r);
         ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "error"), "field"));
         json_decref(doc);
         http_resp_free(&r);
@@ -299,7 +271,7 @@ START_TEST(bad_input_corpus)
 {
     cs_daemon d;
     const char *extra[] = {"--max-body-bytes", "65536", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     struct { const char *method, *path, *body; long status; const char *field; } cases[] = {
         {"POST", "/v1/synthesize", "{", 400, "body"},
         {"POST", "/v1/synthesize", "", 400, "body"},
@@ -365,15 +337,15 @@ START_TEST(bad_input_corpus)
         ck_assert_msg(r.status == cases[i].status, "case %zu (%s %s %.60s): %ld %.300s", i,
                       cases[i].method, cases[i].path, cases[i].body ? cases[i].body : "",
                       r.status, r.body);
-        json_t *doc = body_json(&r);
+        json_t *doc = resp_json(&r);
         json_t *e = json_object_get(doc, "error");
         ck_assert_msg(json_is_string(json_object_get(e, "code")) &&
                           json_is_string(json_object_get(e, "message")) &&
                           json_is_string(json_object_get(e, "field")),
                       "case %zu: error shape %.200s", i, r.body);
         if (cases[i].field)
-            ck_assert_msg(!strcmp(jstr(e, "field"), cases[i].field),
-                          "case %zu: field \"%s\", wanted \"%s\"", i, jstr(e, "field"),
+            ck_assert_msg(!strcmp(json_str(e, "field"), cases[i].field),
+                          "case %zu: field \"%s\", wanted \"%s\"", i, json_str(e, "field"),
                           cases[i].field);
         json_decref(doc);
         http_resp_free(&r);
@@ -416,7 +388,7 @@ START_TEST(auth_and_cors)
     cs_daemon d;
     const char *extra[] = {"--auth-token", "s3cret", "--cors-origins",
                            "https://ok.example, https://also.example", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     const char *req = "{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"ring\","
                       "\"options\":{\"wait_s\":20}}";
     http_resp r;
@@ -461,7 +433,7 @@ START_TEST(auth_and_cors)
     ck_assert_int_eq(daemon_stop(&d), 0);
 
     /* default: no CORS at all */
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     const char *origin[] = {"Origin: https://ok.example", NULL};
     ck_assert_int_eq(http_request(&d, "GET", "/v1/health", NULL, origin, &r), 0);
     ck_assert_ptr_null(http_header(&r, "Access-Control-Allow-Origin", buf, sizeof buf));
@@ -487,8 +459,8 @@ static void *post_thread(void *arg)
     if (http_request(p->d, "POST", "/v1/synthesize", p->body, NULL, &r) == 0) {
         p->status = r.status;
         json_t *doc = json_loads(r.body, 0, NULL);
-        snprintf(p->job, sizeof p->job, "%s", jstr(doc, "job"));
-        snprintf(p->key, sizeof p->key, "%s", jstr(doc, "key"));
+        snprintf(p->job, sizeof p->job, "%s", json_str(doc, "job"));
+        snprintf(p->key, sizeof p->key, "%s", json_str(doc, "key"));
         json_decref(doc);
     }
     http_resp_free(&r);
@@ -510,7 +482,7 @@ static void concurrent_posts(const cs_daemon *const *daemons, int ndaemons, cons
 START_TEST(identical_posts_coalesce)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     /* SMT on ring:6 takes a moment: long enough for the posts to overlap */
     const char *body = "{\"topology\":\"ring:6\",\"collective\":\"allgather\",\"method\":\"smt\","
                        "\"options\":{\"wait_s\":60}}";
@@ -534,13 +506,13 @@ END_TEST
 START_TEST(cancel_and_time_limit)
 {
     cs_daemon d;
-    start(&d, NULL, NULL);
+    daemon_start_checked(&d, NULL, NULL);
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, "");
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, body, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&d, body, &doc), 202);
     char id[40], path[80];
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
     json_decref(doc);
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     /* wait until it runs and reports progress */
@@ -549,8 +521,8 @@ START_TEST(cancel_and_time_limit)
     while (!progress && cs_now() < until) {
         http_resp r;
         http_request(&d, "GET", path, NULL, NULL, &r);
-        json_t *j = body_json(&r);
-        progress = !strcmp(jstr(j, "status"), "running") &&
+        json_t *j = resp_json(&r);
+        progress = !strcmp(json_str(j, "status"), "running") &&
                    json_is_object(json_object_get(j, "progress"));
         json_decref(j);
         http_resp_free(&r);
@@ -567,7 +539,7 @@ START_TEST(cancel_and_time_limit)
     ck_assert_int_eq(r.status, 202);
     http_resp_free(&r);
     json_t *job = wait_job(&d, id, 10);
-    ck_assert_str_eq(jstr(job, "status"), "cancelled");
+    ck_assert_str_eq(json_str(job, "status"), "cancelled");
     ck_assert_msg(cs_now() - t0 < 8, "cancel took %.1f s", cs_now() - t0);
     json_decref(job);
     /* cancelling again is idempotent */
@@ -577,14 +549,14 @@ START_TEST(cancel_and_time_limit)
 
     /* per-job time limit (different options -> a different key, a new job) */
     snprintf(body, sizeof body, LONG_JOB, ",\"time_limit_s\":0.5,\"instance_time_limit_s\":30");
-    ck_assert_int_eq(post(&d, body, &doc), 202);
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
+    ck_assert_int_eq(post_synthesize(&d, body, &doc), 202);
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
     json_decref(doc);
     job = wait_job(&d, id, 15);
-    ck_assert_str_eq(jstr(job, "status"), "failed");
+    ck_assert_str_eq(json_str(job, "status"), "failed");
     json_t *e = json_object_get(job, "error");
-    ck_assert_str_eq(jstr(e, "code"), "timeout");
-    ck_assert_str_eq(jstr(e, "field"), "options.time_limit_s");
+    ck_assert_str_eq(json_str(e, "code"), "timeout");
+    ck_assert_str_eq(json_str(e, "field"), "options.time_limit_s");
     json_decref(job);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -594,26 +566,26 @@ START_TEST(queue_limit_answers_429)
 {
     cs_daemon d;
     const char *extra[] = {"--workers", "1", "--max-queued", "1", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char a[512], b[512], c[512];
     snprintf(a, sizeof a, LONG_JOB, ",\"instance_time_limit_s\":41");
     snprintf(b, sizeof b, LONG_JOB, ",\"instance_time_limit_s\":42");
     snprintf(c, sizeof c, LONG_JOB, ",\"instance_time_limit_s\":43");
     json_t *ja = NULL, *jb = NULL;
-    ck_assert_int_eq(post(&d, a, &ja), 202);
+    ck_assert_int_eq(post_synthesize(&d, a, &ja), 202);
     /* wait until the single worker has taken the first job */
     char path[80];
-    snprintf(path, sizeof path, "/v1/jobs/%s", jstr(ja, "job"));
+    snprintf(path, sizeof path, "/v1/jobs/%s", json_str(ja, "job"));
     double until = cs_now() + 10;
     for (;;) {
-        json_t *j = wait_job(&d, jstr(ja, "job"), 0);
-        bool running = !strcmp(jstr(j, "status"), "running");
+        json_t *j = wait_job(&d, json_str(ja, "job"), 0);
+        bool running = !strcmp(json_str(j, "status"), "running");
         json_decref(j);
         if (running || cs_now() > until)
             break;
         usleep(20000);
     }
-    ck_assert_int_eq(post(&d, b, &jb), 202);
+    ck_assert_int_eq(post_synthesize(&d, b, &jb), 202);
     http_resp r;
     ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", c, NULL, &r), 0);
     ck_assert_int_eq(r.status, 429);
@@ -624,7 +596,7 @@ START_TEST(queue_limit_answers_429)
     ck_assert_int_eq((long)metrics_value(&d, "collsynth_queue_depth"), 1);
     /* cancel both: the queued one at once */
     char pb[80];
-    snprintf(pb, sizeof pb, "/v1/jobs/%s", jstr(jb, "job"));
+    snprintf(pb, sizeof pb, "/v1/jobs/%s", json_str(jb, "job"));
     ck_assert_int_eq(http_request(&d, "DELETE", pb, NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
     http_resp_free(&r);
@@ -640,18 +612,18 @@ START_TEST(sigterm_requeues_running_job)
 {
     cs_daemon d;
     const char *extra[] = {"--shutdown-grace", "0.2", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":44");
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&d, body, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&d, body, &doc), 202);
     char id[40];
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
     json_decref(doc);
     double until = cs_now() + 10;
     for (;;) {
         json_t *j = wait_job(&d, id, 0);
-        bool running = !strcmp(jstr(j, "status"), "running");
+        bool running = !strcmp(json_str(j, "status"), "running");
         json_decref(j);
         if (running || cs_now() > until)
             break;
@@ -666,7 +638,7 @@ START_TEST(sigterm_requeues_running_job)
     cs_daemon d2;
     ck_assert_int_eq(daemon_start(&d2, NULL, dir, NULL), 0);
     json_t *j = wait_job(&d2, id, 0);
-    const char *st = jstr(j, "status");
+    const char *st = json_str(j, "status");
     ck_assert_msg(!strcmp(st, "queued") || !strcmp(st, "running"), "status %s", st);
     ck_assert_int_le(json_integer_value(json_object_get(j, "attempts")), 1);
     json_decref(j);
@@ -710,7 +682,7 @@ static void *burst_thread(void *arg)
             json_t *doc = json_loads(r.body, 0, NULL);
             b->ranks[b->nacked] = 4 + i % 60;
             b->chunks[b->nacked] = 1 + i / 60;
-            snprintf(b->keys[b->nacked++], 65, "%s", jstr(doc, "key"));
+            snprintf(b->keys[b->nacked++], 65, "%s", json_str(doc, "key"));
             json_decref(doc);
         }
         http_resp_free(&r);
@@ -722,7 +694,7 @@ START_TEST(kill9_during_writes_keeps_acknowledged)
 {
     cs_daemon d;
     const char *extra[] = {"--workers", "2", NULL};
-    start(&d, NULL, extra);
+    daemon_start_checked(&d, NULL, extra);
     char dir[256];
     snprintf(dir, sizeof dir, "%s", d.dir);
     enum { NT = 4 };
@@ -758,8 +730,8 @@ START_TEST(kill9_during_writes_keeps_acknowledged)
             /* the stored form (binary codec blob) decodes to the whole schedule: a
              * ring allgather of P ranks and C chunks per rank moves each of the P*C
              * chunks to the P-1 other ranks once */
-            json_t *doc = body_json(&r);
-            ck_assert_str_eq(jstr(doc, "key"), b[i].keys[k]);
+            json_t *doc = resp_json(&r);
+            ck_assert_str_eq(json_str(doc, "key"), b[i].keys[k]);
             json_t *alg = json_array_get(json_object_get(doc, "frontier"), 0);
             long p = b[i].ranks[k], c = b[i].chunks[k];
             ck_assert_msg(alg != NULL, "acknowledged %s has no algorithm", b[i].keys[k]);
@@ -791,12 +763,12 @@ START_TEST(pg_fleet_synthesizes_each_key_once)
     pg_fixture_db("fleet", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--poll", "0.1", NULL};
-    start(&a, url, extra);
-    start(&b, url, extra);
+    daemon_start_checked(&a, url, extra);
+    daemon_start_checked(&b, url, extra);
     http_resp r;
     ck_assert_int_eq(http_request(&a, "GET", "/v1/health", NULL, NULL, &r), 0);
-    json_t *h = body_json(&r);
-    ck_assert_str_eq(jstr(json_object_get(h, "store"), "engine"), "postgresql");
+    json_t *h = resp_json(&r);
+    ck_assert_str_eq(json_str(json_object_get(h, "store"), "engine"), "postgresql");
     json_decref(h);
     http_resp_free(&r);
     const char *body = "{\"topology\":\"ring:6\",\"collective\":\"allgather\",\"method\":\"smt\","
@@ -825,15 +797,15 @@ START_TEST(pg_fleet_synthesizes_each_key_once)
     char lj[512];
     snprintf(lj, sizeof lj, LONG_JOB, ",\"instance_time_limit_s\":45");
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&a, lj, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&a, lj, &doc), 202);
     char id[40];
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
     json_decref(doc);
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     double until = cs_now() + 10;
     for (;;) {
         json_t *j = wait_job(&b, id, 0);
-        bool running = !strcmp(jstr(j, "status"), "running");
+        bool running = !strcmp(json_str(j, "status"), "running");
         json_decref(j);
         if (running || cs_now() > until)
             break;
@@ -843,7 +815,7 @@ START_TEST(pg_fleet_synthesizes_each_key_once)
     ck_assert(r.status == 202 || r.status == 200);
     http_resp_free(&r);
     json_t *j = wait_job(&a, id, 15);
-    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    ck_assert_str_eq(json_str(j, "status"), "cancelled");
     json_decref(j);
     ck_assert_int_eq(daemon_stop(&a), 0);
     ck_assert_int_eq(daemon_stop(&b), 0);
@@ -858,30 +830,30 @@ START_TEST(pg_dead_daemons_job_is_taken_over)
     pg_fixture_db("takeover", url, sizeof url);
     cs_daemon a, b;
     const char *extra[] = {"--lease", "2", "--poll", "0.1", NULL};
-    start(&a, url, extra);
-    start(&b, url, extra);
+    daemon_start_checked(&a, url, extra);
+    daemon_start_checked(&b, url, extra);
     char body[512];
     snprintf(body, sizeof body, LONG_JOB, ",\"instance_time_limit_s\":46");
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&a, body, &doc), 202);
+    ck_assert_int_eq(post_synthesize(&a, body, &doc), 202);
     char id[40];
-    snprintf(id, sizeof id, "%s", jstr(doc, "job"));
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
     json_decref(doc);
     /* find which daemon runs it */
     char owner[64] = "";
     double until = cs_now() + 10;
     while (!owner[0] && cs_now() < until) {
         json_t *j = wait_job(&a, id, 0);
-        if (!strcmp(jstr(j, "status"), "running"))
-            snprintf(owner, sizeof owner, "%s", jstr(j, "instance"));
+        if (!strcmp(json_str(j, "status"), "running"))
+            snprintf(owner, sizeof owner, "%s", json_str(j, "instance"));
         json_decref(j);
         usleep(20000);
     }
     ck_assert_msg(owner[0], "the job never ran");
     http_resp r;
     ck_assert_int_eq(http_request(&a, "GET", "/v1/health", NULL, NULL, &r), 0);
-    json_t *h = body_json(&r);
-    bool a_runs_it = !strcmp(jstr(h, "instance"), owner);
+    json_t *h = resp_json(&r);
+    bool a_runs_it = !strcmp(json_str(h, "instance"), owner);
     json_decref(h);
     http_resp_free(&r);
     cs_daemon *victim = a_runs_it ? &a : &b, *survivor = a_runs_it ? &b : &a;
@@ -891,7 +863,7 @@ START_TEST(pg_dead_daemons_job_is_taken_over)
     bool taken = false;
     while (!taken && cs_now() < until) {
         json_t *j = wait_job(survivor, id, 0);
-        taken = !strcmp(jstr(j, "status"), "running") && strcmp(jstr(j, "instance"), owner) &&
+        taken = !strcmp(json_str(j, "status"), "running") && strcmp(json_str(j, "instance"), owner) &&
                 json_integer_value(json_object_get(j, "attempts")) == 2;
         json_decref(j);
         usleep(100000);
@@ -902,7 +874,7 @@ START_TEST(pg_dead_daemons_job_is_taken_over)
     ck_assert_int_eq(http_request(survivor, "DELETE", path, NULL, NULL, &r), 0);
     http_resp_free(&r);
     json_t *j = wait_job(survivor, id, 15);
-    ck_assert_str_eq(jstr(j, "status"), "cancelled");
+    ck_assert_str_eq(json_str(j, "status"), "cancelled");
     json_decref(j);
     daemon_stop(victim);
     ck_assert_int_eq(daemon_stop(survivor), 0);
@@ -914,19 +886,19 @@ START_TEST(pg_restart_keeps_results)
     char url[256];
     pg_fixture_db("restart", url, sizeof url);
     cs_daemon a;
-    start(&a, url, NULL);
+    daemon_start_checked(&a, url, NULL);
     json_t *doc = NULL;
-    ck_assert_int_eq(post(&a, "{\"topology\":\"ring:5\",\"collective\":\"allgather\","
+    ck_assert_int_eq(post_synthesize(&a, "{\"topology\":\"ring:5\",\"collective\":\"allgather\","
                               "\"method\":\"ring\",\"options\":{\"wait_s\":20}}",
                           &doc),
                      200);
     char path[128];
-    snprintf(path, sizeof path, "/v1/results/%s", jstr(doc, "key"));
+    snprintf(path, sizeof path, "/v1/results/%s", json_str(doc, "key"));
     json_decref(doc);
     daemon_kill9(&a);
     daemon_stop(&a);
     cs_daemon b;
-    start(&b, url, NULL);
+    daemon_start_checked(&b, url, NULL);
     http_resp r;
     ck_assert_int_eq(http_request(&b, "GET", path, NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);

@@ -3,7 +3,9 @@
  * description, expanding Slurm host lists, building the Topology JSON of an
  * allocation, turning a Pareto frontier into message-size ranges, and
  * stamping those ranges into MSCCL XML.  No Slurm and no network here, so the
- * logic is testable on its own (tests/test_slurm.c includes cluster.c).
+ * logic is testable on its own (tests/test_slurm.c) and the Makefile puts
+ * cluster.c in the test helper library, which tests and benches compose
+ * allocations with.
  *
  * Cluster description (JSON; docs/clients.md, example in
  * clients/slurm/cluster.example.json):

@@ -1,0 +1,44 @@
+/* daemon_check.c - see daemon_check.h. */
+#include "daemon_check.h"
+
+#include <check.h>
+
+void daemon_start_checked(cs_daemon *d, const char *store, const char *const *extra)
+{
+    ck_assert_msg(daemon_start(d, store, NULL, extra) == 0, "daemon did not start");
+}
+
+json_t *resp_json(const http_resp *r)
+{
+    json_t *doc = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    ck_assert_msg(doc != NULL, "response is not JSON: %.300s", r->body ? r->body : "(none)");
+    return doc;
+}
+
+const char *json_str(const json_t *doc, const char *key)
+{
+    const char *s = json_string_value(json_object_get(doc, key));
+    return s ? s : "";
+}
+
+long post_synthesize(const cs_daemon *d, const char *body, json_t **doc)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "POST", "/v1/synthesize", body, NULL, &r), 0);
+    long st = r.status;
+    if (doc)
+        *doc = resp_json(&r);
+    http_resp_free(&r);
+    return st;
+}
+
+json_t *get_json(const cs_daemon *d, const char *path, long *status)
+{
+    http_resp r;
+    ck_assert_int_eq(http_request(d, "GET", path, NULL, NULL, &r), 0);
+    if (status)
+        *status = r.status;
+    json_t *doc = resp_json(&r);
+    http_resp_free(&r);
+    return doc;
+}
