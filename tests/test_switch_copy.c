@@ -273,6 +273,23 @@ START_TEST(verifier_rejects_what_a_switch_node_cannot_do)
 }
 END_TEST
 
+/* Cross-group traffic through a node: the copies into the other group
+ * cross it (2 of 3 here), the upload and the copy within the group do not. */
+START_TEST(cross_group_bytes_through_a_node)
+{
+    cs_topology *t = star(4, true, 4, "\"groups\":[[0,1],[2,3]],");
+    cs_algorithm *a = bcast_through_switch(4, true);
+    cs_sim_result sr;
+    cs_error err;
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+    ck_assert_double_eq_tol(sr.cross_group_bytes, 2000.0, 1e-9);
+    ck_assert_double_eq_tol(sr.total_bytes, 4000.0, 1e-9);
+    sim_result_free(&sr);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 /* Algorithms of ranks only verify and time the same with and without copy. */
 START_TEST(old_schedules_unchanged_on_copy_switches)
 {
@@ -508,6 +525,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, verifier_rejects_a_chunk_leaving_before_it_arrived);
     tcase_add_test(tc, verifier_rejects_ports_over_capacity);
     tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
+    tcase_add_test(tc, cross_group_bytes_through_a_node);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
     tcase_add_test(tc, other_methods_ignore_the_flag);

@@ -766,6 +766,39 @@ done:
     return rc;
 }
 
+/* Cross-group bytes of a schedule through switch nodes: a node is in no
+ * group, so the view counted every send to or from it; what crosses groups
+ * is a copy from a node to a rank of another group than the chunk's
+ * uploader's (the first upload of that chunk to that node), and the
+ * rank-to-rank sends as always. */
+static int cross_group_via_nodes(const cs_topology *t, const cs_algorithm *a, cs_sim_result *out)
+{
+    out->cross_group_bytes = 0.0;
+    if (!t->group_of)
+        return CS_OK;
+    int S = a->switch_nodes, P = a->ranks;
+    long G = a->global_chunks;
+    int *up = malloc(sizeof *up * (size_t)(G > 0 ? G : 1) * (size_t)S);
+    if (!up)
+        return CS_ENOMEM;
+    for (long i = 0; i < G * S; i++)
+        up[i] = -2;
+    for (long i = 0; i < a->nsends; i++) {   /* uploads first: any order of the sends */
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        long g = algorithm_send_chunk(a, i);
+        if (src < P && dst >= P && up[g * S + dst - P] == -2)
+            up[g * S + dst - P] = t->group_of[src];
+    }
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        long g = algorithm_send_chunk(a, i);
+        int from = src < P ? t->group_of[src] : up[g * S + src - P];
+        if (dst < P && from != -2 && from != t->group_of[dst])
+            out->cross_group_bytes += out->chunk_bytes;
+    }
+    free(up);
+    return CS_OK;
+}
 
 /* Schedules through copy-capable switch nodes: simulated on the node view
  * (the nodes as ranks, their links inside the members' ports), the link
@@ -809,6 +842,10 @@ static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, do
                     out->max_utilization = r.link_utilization[l];
             }
             out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
+            if (cross_group_via_nodes(t, a, out) != CS_OK) {
+                sim_result_free(out);
+                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            }
         }
         sim_result_free(&r);
     }
