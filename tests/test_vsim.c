@@ -403,6 +403,19 @@ START_TEST(verify_simulate_refuses_what_verify_refuses)
     ck_assert(r.link_busy_us == NULL && r.time_us == 0.0);
     ck_assert_int_eq(algorithm_verify_simulate(t, a, -1.0, &r, NULL, &err), CS_EINVAL);
     algorithm_free(a);
+    /* two problems of different passes: chunks 0 and 3 over the 1-lane link
+     * 0->1 in step 0 (bandwidth), and chunk 3 is not at rank 0 before step 0
+     * (causality; found later, by the value replay).
+     * algorithm_verify names the bandwidth problem first; so must the walk. */
+    ck_assert_int_eq(algorithm_new(&c, "ring:4", 4, 1, 3, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 3, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_verify_simulate(t, a, 1e6, &r, NULL, &err), CS_EVERIFY);
+    ck_assert_int_eq(algorithm_verify(t, a, &err2), CS_EVERIFY);
+    ck_assert_str_eq(err.message, err2.message);
+    ck_assert_str_eq(err.field, err2.field);
+    ck_assert_msg(strstr(err.message, "lanes") != NULL, "%s", err.message);
+    algorithm_free(a);
     collective_free(&c);
     topology_free(t);
 }

@@ -29,6 +29,7 @@
 #include "verify_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -539,6 +540,80 @@ static long check_sends(vctx *v)
     return nvalid;
 }
 
+/* The simulator's timing sweep on its own thread. */
+typedef struct timing_job {
+    const vctx *v;
+    double bytes;
+    const uint32_t *ord;
+    const sim_links *links;
+    cs_sim_result *sim;
+    cs_error err;
+    int rc;
+} timing_job;
+
+static void *timing_job_run(void *arg)
+{
+    timing_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = sim_timing(j->v->t, j->v->a, j->bytes, &j->v->links, j->v->trank, j->ord, j->links,
+                       j->sim, &j->err);
+    return NULL;
+}
+
+/* algorithm_verify_simulate after check_sends: the value replay first,
+ * building the simulator's links from its chunks, then the bandwidth sweep
+ * and the simulator's timing sweep side by side (two sequential passes over
+ * the same sends, independent of each other: one core each).  The timing
+ * sweep needs every send in range on a link, so it runs only when
+ * check_sends found nothing.  The report is the one algorithm_verify gives:
+ * the replay's problems are held apart and appended after the bandwidth
+ * sweep's, the order in which algorithm_verify finds them. */
+static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links *links,
+                           cs_sim_result *sim, double t0, double *verify_s, cs_error *err)
+{
+    cs_verify_report later;
+    memset(&later, 0, sizeof later);
+    later.ok = true;
+    vctx rv = *v;
+    rv.rep = &later;
+    rv.first_field[0] = '\0';
+    bool sends_ok = v->rep->nproblems == 0;
+    int rc = verify_replay_values(&rv, err);
+    if (verify_s)
+        *verify_s = cs_now() - t0;
+    timing_job job = {.v = v, .bytes = bytes, .ord = ord, .links = links, .sim = sim,
+                      .rc = CS_OK};
+    pthread_t th;
+    bool timing = rc == CS_OK && sends_ok, threaded = false;
+    if (timing)
+        threaded = pthread_create(&th, NULL, timing_job_run, &job) == 0;
+    if (rc == CS_OK)
+        rc = v->timed ? check_bandwidth_timed(v, ord, err) : check_bandwidth_steps(v, ord, err);
+    if (timing && !threaded)
+        timing_job_run(&job);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (later.nproblems > 0) {
+        cs_verify_report *to = v->rep;
+        if (to->nproblems == 0)
+            snprintf(v->first_field, sizeof v->first_field, "%s", rv.first_field);
+        to->ok = false;
+        to->nproblems += later.nproblems;
+        for (int k = 0; k < later.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+            memcpy(to->reasons[to->nreasons++], later.reasons[k], sizeof to->reasons[0]);
+    }
+    if (rc == CS_OK && timing && job.rc != CS_OK && v->rep->ok) {
+        rc = job.rc;
+        if (err)
+            *err = job.err;
+    }
+    if (rc != CS_OK || !v->rep->ok) {
+        sim_result_free(sim);   /* nothing simulated for an invalid algorithm */
+        memset(sim, 0, sizeof *sim);
+    }
+    return rc;
+}
+
 /* The verification; with sim, also the simulation at `bytes` when the
  * algorithm is valid, through the verifier's own passes (sim_links built
  * from the value replay's chunks, then the simulator's timing sweep), and
@@ -640,19 +715,15 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", v.n);
         goto finish;
     }
-    rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
     if (!sim) {
+        rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
         free(ord);
         ord = NULL;
+        if (rc == CS_OK)
+            rc = verify_replay_values(&v, err);
+    } else {
+        rc = verify_and_time(&v, ord, bytes, &links, sim, t0, verify_s, err);
     }
-    if (rc == CS_OK)
-        rc = verify_replay_values(&v, err);
-    if (verify_s)
-        *verify_s = cs_now() - t0;
-    /* valid: every send is in range on an existing link, which is all the
-     * simulator's own checks ask */
-    if (sim && rc == CS_OK && rep->ok)
-        rc = sim_timing(v.t, a, bytes, &v.links, v.trank, ord, &links, sim, err);
 finish:
     sim_links_free(&links);
     free(ord);
