@@ -324,6 +324,26 @@ START_TEST(simulated_time_equals_brute_force_over_batches)
         ck_assert_msg(r.time_us == (double)S, "verify_simulate, %s: %.17g us, want %d",
                       reversed ? "reversed" : "in order", r.time_us, S);
         sim_result_free(&r);
+        /* two bad sends, one in each half of the index range (checked on two
+         * threads): reported in index order, both, first one first */
+        long bad[2] = {10, n - 10};
+        for (int q = 0; q < 2; q++) {
+            cs_send x = algorithm_send(a, bad[q]);
+            x.chunk = (long)per * P;   /* out of range */
+            ck_assert_int_eq(algorithm_set_send(a, bad[q], &x), CS_OK);
+        }
+        cs_verify_report rep;
+        ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+        char want0[64], want1[64];
+        snprintf(want0, sizeof want0, "send %ld ", bad[0]);
+        snprintf(want1, sizeof want1, "send %ld ", bad[1]);
+        ck_assert_int_ge(rep.nreasons, 2);
+        ck_assert_msg(strncmp(rep.reasons[0], want0, strlen(want0)) == 0, "%s", rep.reasons[0]);
+        ck_assert_msg(strncmp(rep.reasons[1], want1, strlen(want1)) == 0, "%s", rep.reasons[1]);
+        ck_assert_str_eq(err.field, "sends[10]");
+        ck_assert_int_eq(algorithm_verify_simulate(t, a, 1000.0 * per, &r, NULL, &err),
+                         CS_EVERIFY);
+        ck_assert_msg(strncmp(err.message, want0, strlen(want0)) == 0, "%s", err.message);
         algorithm_free(a);
     }
     topology_free(t);
