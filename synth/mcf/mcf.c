@@ -1732,6 +1732,16 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
     }
     int last = 0;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    /* Copy-capable switches (the node view: nodes from first_node on): odd
+     * seeds visit each epoch the links out of the switch nodes first (copies
+     * down to every port that lacks a chunk the node holds), then the links
+     * up to them, then the rest, so a chunk goes up once and comes down
+     * everywhere before unicast takes the ports; even seeds keep the plain
+     * order (on an all-to-all demand like allgather the ingress ports are the
+     * bottleneck either way, and the plain order avoids the extra hop), and
+     * the shortest of all is kept. */
+    int first_node = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    bool nodes_first = t->node_view && t->nswitch_nodes > 0 && (seed & 1);
     for (int k = 0; k < horizon && missing > 0; k++) {
         /* a fresh random order each epoch, then rarest first */
         for (long i = G - 1; i > 0; i--) {
@@ -1749,9 +1759,12 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             order[j + 1] = v;
         }
         int l0 = (int)(rng_next(&rs) % (uint64_t)L);
+        for (int pass = nodes_first ? 0 : 2; pass < 3; pass++)
         for (int li = 0; li < L; li++) {
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
+            if (nodes_first && (n >= first_node ? 0 : m >= first_node ? 1 : 2) != pass)
+                continue;
             int gm = ng ? t->group_of[m] : -1;
             bool cross = ng && gm >= 0 && t->group_of[n] != gm;
             for (long i = 0; i < 2 * G && occ_fits(in, &oc, l, k); i++) {

@@ -539,9 +539,16 @@ static long check_sends(vctx *v)
     return nvalid;
 }
 
-int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
-                            cs_verify_report *rep, cs_error *err)
+/* The verification; with sim, also the simulation at `bytes` when the
+ * algorithm is valid, through the verifier's own passes (sim_links built
+ * from the value replay's chunks, then the simulator's timing sweep), and
+ * *verify_s the seconds before that sweep. */
+static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_report *rep,
+                      double bytes, cs_sim_result *sim, double *verify_s, cs_error *err)
 {
+    double t0 = cs_now();
+    sim_links links;
+    memset(&links, 0, sizeof links);
     memset(rep, 0, sizeof *rep);
     rep->ok = true;
     if (!t || !t->finalized)
@@ -553,6 +560,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
     v.t = t;
     v.a = a;
     v.rep = rep;
+    v.sim = sim ? &links : NULL;
     /* a node view is itself a topology (its nodes ranks) to an algorithm
      * of that many ranks, and the view of a topology of fewer ranks else */
     v.P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
@@ -633,11 +641,20 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         goto finish;
     }
     rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
-    free(ord);
-    ord = NULL;
+    if (!sim) {
+        free(ord);
+        ord = NULL;
+    }
     if (rc == CS_OK)
         rc = verify_replay_values(&v, err);
+    if (verify_s)
+        *verify_s = cs_now() - t0;
+    /* valid: every send is in range on an existing link, which is all the
+     * simulator's own checks ask */
+    if (sim && rc == CS_OK && rep->ok)
+        rc = sim_timing(v.t, a, bytes, &v.links, v.trank, ord, &links, sim, err);
 finish:
+    sim_links_free(&links);
     free(ord);
     free(v.valid);
     free(v.trank);
@@ -667,6 +684,32 @@ finish:
         return CS_EVERIFY;
     }
     return CS_OK;
+}
+
+int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
+                            cs_verify_report *rep, cs_error *err)
+{
+    return verify_run(t, a, rep, 0.0, NULL, NULL, err);
+}
+
+int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
+                              cs_sim_result *sim, double *verify_s, cs_error *err)
+{
+    memset(sim, 0, sizeof *sim);
+    if (verify_s)
+        *verify_s = 0.0;
+    if (!isfinite(bytes) || bytes < 0)
+        return cs_error_set(err, CS_EINVAL, "bytes", "bytes must be a finite number >= 0");
+    cs_verify_report rep;
+    if (a && a->switch_nodes > 0) {
+        /* checked on the node view: verified, then simulated apart */
+        double t0 = cs_now();
+        int rc = algorithm_verify_report(t, a, &rep, err);
+        if (verify_s)
+            *verify_s = cs_now() - t0;
+        return rc == CS_OK ? simulate_algorithm(t, a, bytes, sim, err) : rc;
+    }
+    return verify_run(t, a, &rep, bytes, sim, verify_s, err);
 }
 
 int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err)
