@@ -2191,7 +2191,7 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
 
 #define MCF_ASTAR_DEFAULT_EPOCHS 8
 /* astar 0: A* when the full model's estimated columns exceed this */
-#define MCF_ASTAR_AUTO_COLUMNS 250000
+#define MCF_ASTAR_AUTO_COLUMNS 100000
 #define MCF_ASTAR_ROUND_LIMIT_S 20.0
 #define MCF_ASTAR_MILP_LIMIT_S 2.0
 /* Larger rounds go to the LP directly: CBC rarely finishes them in time. */
@@ -2208,8 +2208,8 @@ static bool use_astar(const inst *in, const cs_mcf_options *o)
     if (!in->pairwise) /* copy demands: on request (the greedy covers large ones) */
         return false;
     /* auto: when the full model would be too large for the LP search
-     * (ndv2:4 alltoall, ~970k: its LP search does not finish in 5 minutes;
-     * ndv2:2, ~68k: 11 s) */
+     * (ndv2:2 alltoall with 2 chunks, ~133k, and ndv2:4, ~970k: their LP
+     * searches do not finish in 10 and 5 minutes; ndv2:2 with 1, ~68k: 11 s) */
     long est = mcf_estimate_columns(in->t, in->c, o);
     long lim = o->max_columns / 4 < MCF_ASTAR_AUTO_COLUMNS ? o->max_columns / 4
                                                            : MCF_ASTAR_AUTO_COLUMNS;
