@@ -239,7 +239,7 @@ typedef struct flight_heap {
 static bool flight_push(flight_heap *fh, flight x)
 {
     if (fh->n == fh->cap) {
-        long cap = fh->cap ? fh->cap * 2 : 64;
+        long cap = fh->cap ? fh->cap * 2 : 4;   /* most links hold a few sends at once */
         flight *h = realloc(fh->h, sizeof *h * (size_t)cap);
         if (!h)
             return false;
@@ -644,6 +644,7 @@ static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links
     rv.first_field[0] = '\0';
     bool sends_ok = v->rep->nproblems == 0;
     int rc = verify_replay_values(&rv, err);
+    sim_links_done(links);
     if (verify_s)
         *verify_s = cs_now() - t0;
     timing_job job = {.v = v, .bytes = bytes, .ord = ord, .links = links, .sim = sim,
