@@ -797,7 +797,73 @@ out:
     return rc;
 }
 
-/* The smallest horizon any schedule needs: the farthest needed pair. */
+/* Copy demands: a floor from each source's egress.  Of the chunks only rank
+ * s holds at first, x are needed elsewhere, y of them by two ranks or more.
+ * s starts at most E sends per epoch (topology_egress_lanes: its lanes,
+ * capped by a port set), each arriving >= ks epochs later (s's fastest
+ * out-link).  Each of the y chunks either leaves s twice (one more start
+ * for s) or reaches a needer through a relay (>= kmin more epochs, the
+ * fastest link, after its first departure).  With r of them relayed, s
+ * starts >= x + y - r sends, the last at epoch >= ceil((x+y-r)/E) - 1, and
+ * the latest first departure of the relayed ones is >= ceil(r/E) - 1; the
+ * horizon is at least the smaller, over r, of the larger of the two
+ * arrivals.  A broadcast of C chunks through a copy switch (E = 1) gets
+ * C + 1 epochs, which the greedy's pipeline meets: proved without an LP. */
+static int source_egress_floor(const inst *in)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, k = 0, kmin = FAR;
+    for (int l = 0; l < in->L; l++)
+        if (in->kappa[l] < kmin)
+            kmin = in->kappa[l];
+    long *x = calloc((size_t)P, sizeof *x), *y = calloc((size_t)P, sizeof *y);
+    if (!x || !y || kmin >= FAR) {
+        free(x);
+        free(y);
+        return 0;
+    }
+    for (long g = 0; g < in->G; g++) {
+        int src = -1, npre = 0, nneed = 0;
+        for (int n = 0; n < P; n++) {
+            if (in->pre[g * P + n]) {
+                src = n;
+                npre++;
+            }
+            nneed += in->need[g * P + n];
+        }
+        if (npre != 1 || nneed == 0)
+            continue;
+        x[src]++;
+        y[src] += nneed >= 2;
+    }
+    for (int s = 0; s < P; s++) {
+        if (x[s] == 0)
+            continue;
+        long E = topology_egress_lanes(t, s), ks = FAR;
+        for (int l = t->out_begin[s]; l < t->out_begin[s + 1]; l++)
+            if (in->kappa[l] < ks)
+                ks = in->kappa[l];
+        if (E < 1 || ks >= FAR)
+            continue;
+        long best = -1;
+        for (long r = 0; r <= y[s]; r++) {
+            long v = (x[s] + y[s] - r + E - 1) / E - 1 + ks;
+            long w = r > 0 ? (r + E - 1) / E - 1 + ks + kmin : 0;
+            if (w > v)
+                v = w;
+            if (best < 0 || v < best)
+                best = v;
+        }
+        if (best > k && best < FAR)
+            k = (int)best;
+    }
+    free(x);
+    free(y);
+    return k;
+}
+
+/* The smallest horizon any schedule needs: the farthest needed pair (and,
+ * for copy demands, the sources' egress). */
 static int horizon_floor(const inst *in)
 {
     int k = 1, P = in->P;
@@ -811,6 +877,11 @@ static int horizon_floor(const inst *in)
             if (v > k && v < FAR)
                 k = v;
         }
+    if (!in->pairwise) {
+        int e = source_egress_floor(in);
+        if (e > k)
+            k = e;
+    }
     return k;
 }
 
