@@ -4,6 +4,9 @@
  *     build/bench/mcf_bench table3 [RUNS]     DGX-1, 25 KB chunks, allgather and
  *                                             alltoall with 1..4 chunks
  *     build/bench/mcf_bench ndv2 [CHUNKS]     ndv2:2 alltoall, LP + rounding
+ *     build/bench/mcf_bench sym               alltoall LPs with and without the
+ *                                             automorphism reduction
+ *     build/bench/mcf_bench astar             A* rounds against the full model
  *
  * table3: TE-CCL's Table 3 setting.  For each collective and C, mcf runs RUNS
  * times with its default options (chunkings 1..C of L = C x 25 KB, the
@@ -162,6 +165,7 @@ static void ndv2(int chunks)
     o.chunks = chunks;
     o.bytes = chunks * CHUNK_BYTES;
     o.time_limit_s = 600;
+    o.astar = -1; /* the target is the LP path (A*: mcf_bench astar) */
     cs_result *res = NULL;
     cs_error err;
     double t0 = cs_now();
@@ -191,11 +195,94 @@ static void ndv2(int chunks)
     topology_free(t);
 }
 
+/* One mcf run of alltoall at C chunks of 25 KB: wall time, simulated time,
+ * LP horizon (-1 without), stats.  Returns the result (caller frees) or NULL. */
+static cs_result *run_a2a(const cs_topology *t, int C, int astar, bool no_sym, double limit_s,
+                          double *secs, double *sim_us)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = C;
+    o.min_chunks = C;
+    o.bytes = C * CHUNK_BYTES;
+    o.astar = astar;
+    o.no_symmetry = no_sym;
+    o.time_limit_s = limit_s;
+    cs_result *res = NULL;
+    cs_error err;
+    double t0 = cs_now();
+    int rc = mcf_synthesize(t, &c, &o, &res, &err);
+    *secs = cs_now() - t0;
+    if (rc != CS_OK) {
+        printf("  %s C=%d astar=%d%s: failed after %.1f s: %s\n", t->name, C, astar,
+               no_sym ? " no_symmetry" : "", *secs, err.message);
+        *sim_us = NAN;
+        return NULL;
+    }
+    *sim_us = simulate_us(t, res->algs[0], o.bytes);
+    return res;
+}
+
+static double lp_bound_us(const cs_result *r)
+{
+    json_t *lp = r ? json_object_get(r->stats, "mcf_lp") : NULL;
+    return lp ? json_number_value(json_object_get(lp, "time_us")) : NAN;
+}
+
+/* sym: the LP with and without the automorphism reduction. */
+static void sym(void)
+{
+    const char *topos[] = {"dgx1", "dgx2", "hypercube:3", "mesh2d:3x3", "torus2d:4x4", "ndv2:2"};
+    printf("  %-12s %7s %9s %10s %10s %11s %11s %9s %9s\n", "topology", "orbits", "|Aut|",
+           "lp_s(sym)", "lp_s(full)", "total(sym)", "total(full)", "lp_us", "same_lp");
+    for (size_t i = 0; i < sizeof topos / sizeof *topos; i++) {
+        cs_topology *t = load(topos[i]);
+        double s1, s2, u1, u2;
+        cs_result *a = run_a2a(t, 1, -1, false, 600, &s1, &u1);
+        cs_result *b = run_a2a(t, 1, -1, true, 600, &s2, &u2);
+        json_t *sy = a ? json_object_get(a->stats, "symmetry") : NULL;
+        printf("  %-12s %7d %9.3g %10.3f %10.3f %11.3f %11.3f %9.2f %9s\n", topos[i],
+               sy ? (int)json_integer_value(json_object_get(sy, "orbits")) : t->ranks,
+               sy ? json_number_value(json_object_get(sy, "group_size")) : 1.0,
+               a ? json_number_value(json_object_get(a->stats, "lp_seconds")) : NAN,
+               b ? json_number_value(json_object_get(b->stats, "lp_seconds")) : NAN, s1, s2,
+               lp_bound_us(a),
+               a && b && lp_bound_us(a) == lp_bound_us(b) ? "yes" : "NO");
+        result_free(a);
+        result_free(b);
+        topology_free(t);
+    }
+}
+
+/* astar: A* rounds against the full model (LP search + rounding or MILP). */
+static void astar(void)
+{
+    struct { const char *topo; int C; } cases[] = {
+        {"hypercube:3", 1}, {"dgx1", 2}, {"dgx2", 1}, {"torus2d:4x4", 1}, {"ndv2:2", 1},
+        {"ndv2:2", 2}};
+    printf("  %-12s %2s %9s %9s %10s %10s %9s %11s %11s\n", "topology", "C", "full_s",
+           "astar_s", "full_us", "astar_us", "lp_us", "full/lp", "astar/lp");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cs_topology *t = load(cases[i].topo);
+        double s1, s2, u1, u2;
+        cs_result *a = run_a2a(t, cases[i].C, -1, false, 600, &s1, &u1);
+        cs_result *b = run_a2a(t, cases[i].C, 1, false, 600, &s2, &u2);
+        double lp = lp_bound_us(a);
+        printf("  %-12s %2d %9.2f %9.2f %10.2f %10.2f %9.2f %11.3f %11.3f\n", cases[i].topo,
+               cases[i].C, s1, s2, u1, u2, lp, u1 / lp, u2 / lp);
+        result_free(a);
+        result_free(b);
+        topology_free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: mcf_bench table3 [RUNS] | ndv2 [CHUNKS]\n");
+        fprintf(stderr, "usage: mcf_bench table3 [RUNS] | ndv2 [CHUNKS] | sym | astar\n");
         return 2;
     }
     if (!strcmp(argv[1], "table3")) {
@@ -203,6 +290,10 @@ int main(int argc, char **argv)
         if (runs < 1 || runs > 16)
             runs = 3;
         table3(runs);
+    } else if (!strcmp(argv[1], "sym")) {
+        sym();
+    } else if (!strcmp(argv[1], "astar")) {
+        astar();
     } else if (!strcmp(argv[1], "ndv2")) {
         ndv2(argc > 2 ? atoi(argv[2]) : 1);
     } else {

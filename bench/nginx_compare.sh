@@ -114,6 +114,29 @@ cmp -s <(curl -s "$nurl/result.json") "$tmp/www/result.json" || { echo "nginx di
 cmp -s <(curl -s "$nurl/result.xml") <(curl -s "$url$xpath") || { echo "nginx XML differs from the daemon's"; exit 1; }
 
 # ---- interleaved wrk runs ----------------------------------------------------------------
+# CPU ticks of each of the daemon's HTTP worker threads (named MHD-worker):
+# how the connections' work split over them (a burst of connections all on
+# one worker showed as one busy thread and one idle one)
+worker_ticks() {
+    for t in /proc/$pid/task/*; do
+        if [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ]; then awk '{print $14 + $15}' "$t/stat"; fi
+    done | tr '\n' ' '
+}
+# CPU ticks (user + system, all threads) of the daemon, and of nginx's workers
+daemon_ticks() { awk '{print $14 + $15}' /proc/$pid/stat; }
+nginx_ticks() {
+    local t=0 w
+    for w in $(pgrep -P "$npid" 2>/dev/null); do t=$((t + $(awk '{print $14 + $15}' /proc/$w/stat))); done
+    echo $t
+}
+# CPU microseconds per request: ticks, req/s
+us_per_req() { awk -v t="$1" -v r="$2" -v s="$SECS" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.1f", (r > 0 ? t * 1e6 / hz / (r * s) : 0) }'; }
+split_of() { # before-list after-list -> "a/b" share of each worker in %
+    awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); t = 0
+        for (i = 1; i <= n; i++) { d[i] = y[i] - x[i]; t += d[i] }
+        for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "/" : ""), (t > 0 ? 100 * d[i] / t : 0) }'
+}
 echo "== wrk -t$THREADS -c$CONNS -d${SECS}s (keep-alive), $RUNS runs of each, interleaved; nginx $NGINX_WORKERS workers"
 # one wrk run: req/s on stdout; non-2xx answers or socket errors go to stderr
 one() {
@@ -124,16 +147,29 @@ one() {
     rps_of "$tmp/w"
 }
 : >"$tmp/dj"; : >"$tmp/nj"; : >"$tmp/dx"; : >"$tmp/nx"; : >"$tmp/rj"; : >"$tmp/rx"
+: >"$tmp/cdj"; : >"$tmp/cnj"; : >"$tmp/cdx"; : >"$tmp/cnx"
 for i in $(seq "$RUNS"); do
-    dj=$(one "$url$jpath"); nj=$(one "$nurl/result.json")
-    dx=$(one "$url$xpath"); nx=$(one "$nurl/result.xml")
+    w0=$(worker_ticks); t0=$(daemon_ticks); dj=$(one "$url$jpath"); t1=$(daemon_ticks)
+    w1=$(worker_ticks); n0=$(nginx_ticks); nj=$(one "$nurl/result.json"); n1=$(nginx_ticks)
+    w2=$(worker_ticks); t2=$(daemon_ticks); dx=$(one "$url$xpath"); t3=$(daemon_ticks)
+    w3=$(worker_ticks); n2=$(nginx_ticks); nx=$(one "$nurl/result.xml"); n3=$(nginx_ticks)
+    cdj=$(us_per_req $((t1 - t0)) "$dj"); cnj=$(us_per_req $((n1 - n0)) "$nj")
+    cdx=$(us_per_req $((t3 - t2)) "$dx"); cnx=$(us_per_req $((n3 - n2)) "$nx")
     echo "   run $i: JSON daemon $dj nginx $nj | XML daemon $dx nginx $nx req/s" \
-         "(load $(cut -d' ' -f1 /proc/loadavg))"
+         "(load $(cut -d' ' -f1 /proc/loadavg); daemon workers' CPU % JSON" \
+         "$(split_of "$w0" "$w1"), XML $(split_of "$w2" "$w3"); CPU us/request JSON" \
+         "$cdj vs $cnj, XML $cdx vs $cnx)"
+    echo "$cdj" >>"$tmp/cdj"; echo "$cnj" >>"$tmp/cnj"; echo "$cdx" >>"$tmp/cdx"; echo "$cnx" >>"$tmp/cnx"
     echo "$dj" >>"$tmp/dj"; echo "$nj" >>"$tmp/nj"; echo "$dx" >>"$tmp/dx"; echo "$nx" >>"$tmp/nx"
     awk -v a="$dj" -v b="$nj" 'BEGIN {print a / b}' >>"$tmp/rj"
     awk -v a="$dx" -v b="$nx" 'BEGIN {print a / b}' >>"$tmp/rx"
 done
 # the ratio of each run's adjacent pair, less sensitive to load drifting between runs
+# server CPU per request (the daemon's whole process, nginx's workers): what
+# the servers cost, less sensitive than req/s to how much CPU other
+# processes on a shared machine leave them
+echo "json_cpu_us_per_request_median daemon $(median <"$tmp/cdj") nginx $(median <"$tmp/cnj")"
+echo "xml_cpu_us_per_request_median daemon $(median <"$tmp/cdx") nginx $(median <"$tmp/cnx")"
 echo "json_paired_ratio_median $(median <"$tmp/rj")"
 echo "xml_paired_ratio_median $(median <"$tmp/rx")"
 mdj=$(median <"$tmp/dj"); mnj=$(median <"$tmp/nj"); mdx=$(median <"$tmp/dx"); mnx=$(median <"$tmp/nx")

@@ -397,8 +397,13 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# TYPE collsynth_rejected_total counter\n"
                   "collsynth_rejected_total{reason=\"queue_full\"} %lu\n"
                   "# HELP collsynth_codegen_total Code generated (not served from cache).\n"
-                  "# TYPE collsynth_codegen_total counter\ncollsynth_codegen_total %lu\n",
-              LOAD(m->coalesced), LOAD(m->rejected_queue_full), LOAD(m->codegen_total));
+                  "# TYPE collsynth_codegen_total counter\ncollsynth_codegen_total %lu\n"
+                  "# HELP collsynth_codegen_waits_total Requests that waited for the same "
+                  "document being generated for another request instead of generating it.\n"
+                  "# TYPE collsynth_codegen_waits_total counter\n"
+                  "collsynth_codegen_waits_total %lu\n",
+              LOAD(m->coalesced), LOAD(m->rejected_queue_full), LOAD(m->codegen_total),
+              LOAD(m->generation_waits));
     tb_printf(&t, "# HELP collsynth_representations_total Result documents and code served,"
                   " by where they came from.\n"
                   "# TYPE collsynth_representations_total counter\n"

@@ -70,6 +70,7 @@ typedef struct cs_metrics {
     atomic_ulong http_timeouts[2];                /* requests cut off: headers, body late */
     atomic_ulong solver_us;                       /* wall time spent in synthesizers */
     atomic_ulong codegen_total;
+    atomic_ulong generation_waits;                /* requests that waited for another's generation */
     /* result representations (documents, slices, code) answered: from memory,
      * from stored artifacts, or generated from the result now (built or
      * streamed); 304s; POSTs refused from memory without parsing */

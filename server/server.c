@@ -94,6 +94,25 @@ static void offload_task(void *arg)
         MHD_resume_connection(job.rs->conn);
 }
 
+void offload_rerun(req_state *rs, cs_offload_fn work)
+{
+    offload_job *job = malloc(sizeof *job);
+    if (job) {
+        *job = (offload_job){.rs = rs, .work = work};
+        if (workpool_submit(rs->srv->parse_pool, offload_task, job) == CS_OK)
+            return;
+        free(job);
+    }
+    /* stopping (the pool drains), full, or out of memory: here and now; this
+     * thread may be handling a request of its own */
+    const req_state *was = offloaded_here;
+    offloaded_here = rs;
+    bool resume = work(rs);
+    offloaded_here = was;
+    if (resume)
+        MHD_resume_connection(rs->conn);
+}
+
 enum MHD_Result offload(req_state *rs, cs_offload_fn work)
 {
     cs_server *s = rs->srv;
@@ -556,6 +575,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     s->started = cs_now();
     s->listen_fd = -1;
     s->acceptor_stop_fd = -1;
+    pthread_mutex_init(&s->flights_lock, NULL);
     metrics_init(&s->metrics);
     make_instance_id(s->instance, sizeof s->instance);
     guard_init(s);
@@ -715,5 +735,6 @@ void server_free(cs_server *s)
     conntrack_free(s->conntrack);
     metrics_destroy(&s->metrics);
     guard_free(s);
+    pthread_mutex_destroy(&s->flights_lock);
     free(s);
 }

@@ -21,6 +21,7 @@
 #define MAX_CORS_ORIGINS 32
 
 typedef struct cs_conntrack cs_conntrack;
+typedef struct cs_flight cs_flight;
 typedef enum cs_conn_phase { CONN_HEADERS = 0, CONN_BODY, CONN_BUSY } cs_conn_phase;
 #define MAX_ALLOWED_HOSTS 32
 
@@ -43,6 +44,9 @@ struct cs_server {
     bool acceptor_running;
     int acceptor_stop_fd;      /* an eventfd: written to stop the acceptor */
     atomic_int open_connections;
+    /* documents being generated, each by one request (delivery.c, flights) */
+    pthread_mutex_t flights_lock;
+    struct cs_flight *flights;
     int port;
     char static_dir[4096];     /* realpath, "" when none */
     int ncors;
@@ -110,6 +114,10 @@ bool queue_shared(req_state *rs, int status, struct MHD_Response *r, enum MHD_Re
  * returns false.  Answers 503 at once when the pool's queue is full. */
 typedef bool (*cs_offload_fn)(req_state *rs);
 enum MHD_Result offload(req_state *rs, cs_offload_fn work);
+/* Runs work(rs) again for a request whose connection an earlier work handed
+ * over (returned false) and is still suspended: on the parse pool, or on
+ * this (pool) thread when the pool takes no more. */
+void offload_rerun(req_state *rs, cs_offload_fn work);
 
 /* ---- request deadlines (conntrack.c) ---- */
 cs_conntrack *conntrack_start(cs_server *s);

@@ -802,6 +802,78 @@ static void split_doc(const char *doc, size_t len, size_t *head, size_t *tail)
     ck_assert_uint_le(*tail, len);
 }
 
+/* The first slices of a fresh key arrive together (every node's hook at
+ * once): the whole document is generated once, by the first request; the
+ * others wait for it (parked, then run again) and get their slices cut from
+ * it, byte for byte their part of the whole document. */
+typedef struct slice_get {
+    const cs_daemon *d;
+    char path[400];
+    http_resp r;
+    int rc;
+} slice_get;
+
+static void *slice_get_main(void *arg)
+{
+    slice_get *g = arg;
+    g->rc = http_request(g->d, "GET", g->path, NULL, NULL, &g->r);
+    return NULL;
+}
+
+START_TEST(concurrent_first_slices_generate_once)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char key[65];
+    /* 256 ranks: a whole document takes some 0.2 s, long enough to overlap */
+    synthesize(&d, "{\"topology\":\"dgxh100:32\",\"collective\":\"allgather\","
+                   "\"options\":{\"wait_s\":120}}",
+               key);
+    double gen0 = metrics_value(&d, "collsynth_codegen_total");
+    enum { N = 8 };
+    slice_get g[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (slice_get){.d = &d};
+        snprintf(g[i].path, sizeof g[i].path,
+                 "/v1/results/%s?format=msccl-xml&runtime=msccl&ranks=%d-%d", key, 8 * i,
+                 8 * i + 7);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, slice_get_main, &g[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_int_eq(metrics_value(&d, "collsynth_codegen_total"), gen0 + 1);
+    fprintf(stderr, "concurrent_first_slices_generate_once: %d requests, 1 generation, %g waited\n",
+            N, metrics_value(&d, "collsynth_codegen_waits_total"));
+    char path[400];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl", key);
+    http_resp whole = get(&d, path, NULL);
+    ck_assert_int_eq(whole.status, 200);
+    size_t head, tail;
+    split_doc(whole.body, whole.len, &head, &tail);
+    size_t at = head;
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(g[i].rc, 0);
+        ck_assert_msg(g[i].r.status == 200, "%s: %ld %.200s", g[i].path, g[i].r.status,
+                      g[i].r.body);
+        size_t h, t;
+        split_doc(g[i].r.body, g[i].r.len, &h, &t);
+        ck_assert_uint_eq(h, head);
+        ck_assert(!memcmp(g[i].r.body, whole.body, head));
+        ck_assert_str_eq(g[i].r.body + t, whole.body + tail);
+        /* ranks 8i..8i+7 follow each other in the whole document */
+        ck_assert_msg(at + (t - h) <= tail && !memcmp(whole.body + at, g[i].r.body + h, t - h),
+                      "slice %d is not its part of the whole document", i);
+        at += t - h;
+        http_resp_free(&g[i].r);
+    }
+    /* the generation is still one, and no request is left waiting */
+    ck_assert_int_eq(metrics_value(&d, "collsynth_codegen_total"), gen0 + 1);
+    http_resp_free(&whole);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(msccl_slices_are_cut_from_the_whole_document)
 {
     cs_daemon d;
@@ -982,6 +1054,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, job_document_carries_the_result);
     tcase_add_test(tc, code_refusals_are_remembered);
     tcase_add_test(tc, msccl_slices_are_cut_from_the_whole_document);
+    tcase_add_test(tc, concurrent_first_slices_generate_once);
     suite_add_tcase(s, tc);
     return s;
 }

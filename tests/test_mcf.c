@@ -372,6 +372,75 @@ START_TEST(symmetry_beyond_rotations)
 }
 END_TEST
 
+
+START_TEST(astar_rounds_are_valid_and_close)
+{
+    /* A* rounds on dgx1 alltoall, 2 chunks of 25 KB per pair: the full LP's
+     * horizon is 6 epochs of 1.7 us (32 chunks over the 6 lanes between the
+     * groups; exact on dgx1, every send is one epoch), so no schedule ends
+     * before 10.2 us.  Rounds of 2 epochs (4 rounds at least) carry chunks
+     * and lanes over; the result must be verified, no faster than that bound
+     * and within 1.5x of it. */
+    cs_topology *t = load("dgx1");
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 2;
+    o.min_chunks = 2;
+    o.bytes = 50000;
+    o.astar = 1;
+    o.astar_epochs = 2;
+    cs_result *r = NULL;
+    double us = mcf_sim(t, &c, &o, &r);
+    ck_assert(us >= 6 * 1.7 - 1e-6);
+    ck_assert_msg(us <= 1.5 * 6 * 1.7, "A* %.2f us", us);
+    json_t *as = json_object_get(r->stats, "astar");
+    ck_assert_ptr_nonnull(as);
+    ck_assert_int_ge((int)json_integer_value(json_object_get(as, "rounds")), 4);
+    ck_assert_ptr_null(json_object_get(r->stats, "mcf_lp")); /* no full model, no LP bound */
+    result_free(r);
+    topology_free(t);
+
+    /* Sends that end in the next round: 0 -> 1 takes 1 us, 1 -> 2 1.5 us
+     * (kappa 2 epochs of 1 us), rounds of 2 epochs, 3 chunks from 0 to 2.
+     * The slow link carries three 1.5 us sends and cannot start before
+     * 1 us: 5.5 us at best; A* must deliver all of them, verified. */
+    t = load("{\"ranks\":3,\"links\":["
+             "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
+             "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,\"alpha_us\":0},"
+             "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
+    load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,3],[0,0,0],[0,0,0]]}", 3, &c);
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    o.astar = 1;
+    o.astar_epochs = 2;
+    us = mcf_sim(t, &c, &o, &r);
+    ck_assert(us >= 5.5 - 1e-6);
+    ck_assert_msg(us <= 1.5 * 5.5, "A* %.2f us", us);
+    result_free(r);
+    collective_free(&c);
+    topology_free(t);
+
+    /* Copy demands: allgather on ring:4 (1 us sends) needs 2 epochs (the
+     * opposite rank is 2 hops away) and 2 suffice (ring_allgather_and_
+     * broadcast_milp); A* rounds of 2 epochs must be valid, >= 2 us, and
+     * within 1.5x. */
+    t = load("ring:4,gbps=1,alpha=0");
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    mcf_options_default(&o);
+    o.bytes = 1000;
+    o.astar = 1;
+    o.astar_epochs = 2;
+    us = mcf_sim(t, &c, &o, &r);
+    ck_assert(us >= 2.0 - 1e-9);
+    ck_assert_msg(us <= 1.5 * 2.0, "A* %.2f us", us);
+    ck_assert_ptr_nonnull(json_object_get(r->stats, "astar"));
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 typedef struct seen {
     pthread_mutex_t mu;
     int events, incumbents, milp_optimal;
@@ -722,6 +791,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, best_chunking_is_never_slower_than_a_fixed_one);
     tcase_add_test(tc, compaction_removes_the_epoch_padding);
     tcase_add_test(tc, symmetry_beyond_rotations);
+    tcase_add_test(tc, astar_rounds_are_valid_and_close);
     tcase_add_test(tc, refuses_combining_and_bad_options);
     tcase_add_test(tc, cancel_frees_the_solver_within_a_second);
     tcase_add_test(tc, cancel_frees_cbc_within_a_second);

@@ -26,11 +26,18 @@ void cli_mcf_report(FILE *report, const cs_result *r, const cs_topology *t,
     fprintf(report, "  simulated time  %.3f us at %s (schedule %.3f us: %.0f epochs of %.4g us)\n",
             have_ratio ? br.simulated_us : NAN, size, NUM(st, "schedule_us"),
             NUM(st, "epochs_used"), NUM(st, "epoch_us"));
-    fprintf(report, "  LP bound        %.3f us (no schedule fits %.0f epochs)%s\n",
-            NUM(lp, "time_us"), NUM(lp, "epochs") - 1,
-            json_is_true(json_object_get(lp, "exact"))
-                ? ""
-                : "; of the epoch model only: some sends do not fill whole epochs");
+    if (lp)
+        fprintf(report, "  LP bound        %.3f us (no schedule fits %.0f epochs)%s\n",
+                NUM(lp, "time_us"), NUM(lp, "epochs") - 1,
+                json_is_true(json_object_get(lp, "exact"))
+                    ? ""
+                    : "; of the epoch model only: some sends do not fill whole epochs");
+    json_t *as = json_object_get(st, "astar");
+    if (as)
+        fprintf(report, "  A* rounds       %.0f rounds of %.0f epochs (%.0f by CBC, %.0f LP-rounded, "
+                        "%.0f greedy), at most %.0f columns, slowest round %.3f s; no LP bound\n",
+                NUM(as, "rounds"), NUM(as, "epochs_per_round"), NUM(as, "milp_rounds"),
+                NUM(as, "lp_rounds"), NUM(as, "greedy_rounds"), NUM(as, "max_columns"), NUM(as, "slowest_round_s"));
     if (have_bound)
         cli_print_time_bound(report, "  ", &tb, bytes, a ? a->chunks : 1);
     if (have_ratio)

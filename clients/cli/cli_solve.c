@@ -99,6 +99,9 @@ static void solve_usage(FILE *f)
             "  --max-chunks N        also every chunking up to N (a frontier over chunkings)\n"
             "  --min-chunks N        the best of chunkings N..chunks of the same bytes\n"
             "                        (default 1; = --chunks: that chunking only)\n"
+            "  --astar N             A* rounds: 1 always, -1 never, 0 for pairwise demands\n"
+            "                        whose full model is too large (default)\n"
+            "  --astar-epochs R      epochs per A* round (default 8)\n"
             "  --epochs K            horizon (default: the smallest the LP allows)\n"
             "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
             "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
@@ -437,6 +440,16 @@ static int parse_args(int argc, char **argv, solve_args *a)
             if ((rc = int_opt("--epochs", v, 0, &x)) == CLI_EXIT_OK)
                 json_object_set_new(a->mcf, "epochs", json_integer(x));
             applies(a, "--epochs", M_MCF);
+        } else if (OPT("--astar")) {
+            NEED();
+            if ((rc = int_opt("--astar", v, -1, &x)) == CLI_EXIT_OK)
+                json_object_set_new(a->mcf, "astar", json_integer(x));
+            applies(a, "--astar", M_MCF);
+        } else if (OPT("--astar-epochs")) {
+            NEED();
+            if ((rc = int_opt("--astar-epochs", v, 1, &x)) == CLI_EXIT_OK)
+                json_object_set_new(a->mcf, "astar_epochs", json_integer(x));
+            applies(a, "--astar-epochs", M_MCF);
         } else if (OPT("--min-chunks")) {
             NEED();
             if ((rc = int_opt("--min-chunks", v, 1, &x)) == CLI_EXIT_OK)

@@ -797,7 +797,73 @@ out:
     return rc;
 }
 
-/* The smallest horizon any schedule needs: the farthest needed pair. */
+/* Copy demands: a floor from each source's egress.  Of the chunks only rank
+ * s holds at first, x are needed elsewhere, y of them by two ranks or more.
+ * s starts at most E sends per epoch (topology_egress_lanes: its lanes,
+ * capped by a port set), each arriving >= ks epochs later (s's fastest
+ * out-link).  Each of the y chunks either leaves s twice (one more start
+ * for s) or reaches a needer through a relay (>= kmin more epochs, the
+ * fastest link, after its first departure).  With r of them relayed, s
+ * starts >= x + y - r sends, the last at epoch >= ceil((x+y-r)/E) - 1, and
+ * the latest first departure of the relayed ones is >= ceil(r/E) - 1; the
+ * horizon is at least the smaller, over r, of the larger of the two
+ * arrivals.  A broadcast of C chunks through a copy switch (E = 1) gets
+ * C + 1 epochs, which the greedy's pipeline meets: proved without an LP. */
+static int source_egress_floor(const inst *in)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, k = 0, kmin = FAR;
+    for (int l = 0; l < in->L; l++)
+        if (in->kappa[l] < kmin)
+            kmin = in->kappa[l];
+    long *x = calloc((size_t)P, sizeof *x), *y = calloc((size_t)P, sizeof *y);
+    if (!x || !y || kmin >= FAR) {
+        free(x);
+        free(y);
+        return 0;
+    }
+    for (long g = 0; g < in->G; g++) {
+        int src = -1, npre = 0, nneed = 0;
+        for (int n = 0; n < P; n++) {
+            if (in->pre[g * P + n]) {
+                src = n;
+                npre++;
+            }
+            nneed += in->need[g * P + n];
+        }
+        if (npre != 1 || nneed == 0)
+            continue;
+        x[src]++;
+        y[src] += nneed >= 2;
+    }
+    for (int s = 0; s < P; s++) {
+        if (x[s] == 0)
+            continue;
+        long E = topology_egress_lanes(t, s), ks = FAR;
+        for (int l = t->out_begin[s]; l < t->out_begin[s + 1]; l++)
+            if (in->kappa[l] < ks)
+                ks = in->kappa[l];
+        if (E < 1 || ks >= FAR)
+            continue;
+        long best = -1;
+        for (long r = 0; r <= y[s]; r++) {
+            long v = (x[s] + y[s] - r + E - 1) / E - 1 + ks;
+            long w = r > 0 ? (r + E - 1) / E - 1 + ks + kmin : 0;
+            if (w > v)
+                v = w;
+            if (best < 0 || v < best)
+                best = v;
+        }
+        if (best > k && best < FAR)
+            k = (int)best;
+    }
+    free(x);
+    free(y);
+    return k;
+}
+
+/* The smallest horizon any schedule needs: the farthest needed pair (and,
+ * for copy demands, the sources' egress). */
 static int horizon_floor(const inst *in)
 {
     int k = 1, P = in->P;
@@ -811,6 +877,11 @@ static int horizon_floor(const inst *in)
             if (v > k && v < FAR)
                 k = v;
         }
+    if (!in->pairwise) {
+        int e = source_egress_floor(in);
+        if (e > k)
+            k = e;
+    }
     return k;
 }
 
@@ -1732,6 +1803,16 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
     }
     int last = 0;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    /* Copy-capable switches (the node view: nodes from first_node on): odd
+     * seeds visit each epoch the links out of the switch nodes first (copies
+     * down to every port that lacks a chunk the node holds), then the links
+     * up to them, then the rest, so a chunk goes up once and comes down
+     * everywhere before unicast takes the ports; even seeds keep the plain
+     * order (on an all-to-all demand like allgather the ingress ports are the
+     * bottleneck either way, and the plain order avoids the extra hop), and
+     * the shortest of all is kept. */
+    int first_node = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    bool nodes_first = t->node_view && t->nswitch_nodes > 0 && (seed & 1);
     for (int k = 0; k < horizon && missing > 0; k++) {
         /* a fresh random order each epoch, then rarest first */
         for (long i = G - 1; i > 0; i--) {
@@ -1749,9 +1830,12 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             order[j + 1] = v;
         }
         int l0 = (int)(rng_next(&rs) % (uint64_t)L);
+        for (int pass = nodes_first ? 0 : 2; pass < 3; pass++)
         for (int li = 0; li < L; li++) {
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
+            if (nodes_first && (n >= first_node ? 0 : m >= first_node ? 1 : 2) != pass)
+                continue;
             int gm = ng ? t->group_of[m] : -1;
             bool cross = ng && gm >= 0 && t->group_of[n] != gm;
             for (long i = 0; i < 2 * G && occ_fits(in, &oc, l, k); i++) {
@@ -2083,6 +2167,722 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
     return e;
 }
 
+/* ---- A* rounds (TE-CCL section 4.2, Appendix D) ----------------------------------
+ * For instances whose full model is too large: time is cut into rounds of
+ * R epochs, and each round is a small MILP over its R epochs only, solved
+ * one after the other with the state carried over: where each chunk is and
+ * from which epoch it is usable there (chunks sent late in a round arrive in
+ * the next one: R >= the longest kappa keeps that within one round, the
+ * paper's choice), and the lanes that sends of earlier rounds still hold.
+ * A round does not have to deliver anything (it would be infeasible), so its
+ * objective rewards progress: TE-CCL adds logical links from every rank to
+ * every destination weighted by Floyd-Warshall distances and pays for
+ * chunks by their distance at the round's end.  Here that reward has A*'s
+ * form f = g + h: a chunk delivered in the round costs its arrival epoch; one
+ * that ends the round at rank x, usable there from epoch a, costs
+ * max(R, a) + dist(x, d), the kappa-weighted distance being a lower bound on
+ * the epochs still needed.  The round minimizes the sum (a send's
+ * coefficient is the change of its chunk's f, so only the round's sends
+ * are variables), with a little preference for earlier sends.  Every send
+ * along a shortest path lowers f, so each round makes progress while lanes
+ * are free; a round CBC cannot solve in time moves chunks greedily along
+ * shortest paths instead.  Pairwise demands only (copy demands: the greedy
+ * and the MILP). */
+
+#define MCF_ASTAR_DEFAULT_EPOCHS 8
+/* astar 0: A* when the full model's estimated columns exceed this */
+#define MCF_ASTAR_AUTO_COLUMNS 100000
+#define MCF_ASTAR_ROUND_LIMIT_S 20.0
+#define MCF_ASTAR_MILP_LIMIT_S 2.0
+/* Larger rounds go to the LP directly: CBC rarely finishes them in time. */
+#define MCF_ASTAR_MILP_MAX_COLUMNS 12000
+
+static double sq(double x) { return x * x; }
+
+static bool use_astar(const inst *in, const cs_mcf_options *o)
+{
+    if (o->astar < 0)
+        return false;
+    if (o->astar > 0)
+        return true;
+    if (!in->pairwise) /* copy demands: on request (the greedy covers large ones) */
+        return false;
+    /* auto: when the full model would be too large for the LP search
+     * (ndv2:2 alltoall with 2 chunks, ~133k, and ndv2:4, ~970k: their LP
+     * searches do not finish in 10 and 5 minutes; ndv2:2 with 1, ~68k: 11 s) */
+    long est = mcf_estimate_columns(in->t, in->c, o);
+    long lim = o->max_columns / 4 < MCF_ASTAR_AUTO_COLUMNS ? o->max_columns / 4
+                                                           : MCF_ASTAR_AUTO_COLUMNS;
+    return est > lim;
+}
+
+static int astar_round_epochs(const inst *in, const cs_mcf_options *o)
+{
+    int maxk = 1;
+    for (int l = 0; l < in->L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    int R = o->astar_epochs > 0 ? o->astar_epochs : MCF_ASTAR_DEFAULT_EPOCHS;
+    return R < maxk ? maxk : R;
+}
+
+/* One round's moves when the MILP gives none: chunks usable in [T0, T0+R)
+ * move along shortest paths into free lanes. */
+static int astar_greedy_round(const inst *in, occ *oc, int T0, int R, int *pos, int *ready,
+                              long *left, sendbuf *out)
+{
+    const cs_topology *t = in->t;
+    int P = in->P;
+    for (int k = T0; k < T0 + R && *left > 0; k++)
+        for (long g = 0; g < in->G; g++) {
+            if (pos[g] < 0 || ready[g] > k)
+                continue;
+            int n = pos[g], d = in->gdst[g], bl = -1, bd = FAR;
+            for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
+                int via = in->kappa[l] + in->dist[(long)t->links[l].dst * P + d];
+                if (via < bd && occ_fits(in, oc, l, k)) {
+                    bd = via;
+                    bl = l;
+                }
+            }
+            if (bl < 0 || bd > in->dist[(long)n * P + d])
+                continue;
+            occ_take(in, oc, bl, k);
+            if (push_send(out, g, bl, k))
+                return CS_ENOMEM;
+            ready[g] = k + in->kappa[bl];
+            pos[g] = t->links[bl].dst == d ? -1 : t->links[bl].dst;
+            *left -= pos[g] < 0;
+        }
+    return CS_OK;
+}
+
+static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
+{
+    const inst *in = r->in;
+    const cs_mcf_options *o = r->o;
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int R = astar_round_epochs(in, o);
+    int maxk = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    int limit = 4 * o->max_epochs; /* epochs the rounds may use in all */
+    int cap = limit + R + maxk + 1;
+    occ oc;
+    int *pos = malloc(sizeof *pos * (size_t)(G ? G : 1));
+    int *ready = malloc(sizeof *ready * (size_t)(G ? G : 1));
+    int *sup = malloc(sizeof *sup * (size_t)P * P * R);
+    int *ea = malloc(sizeof *ea * (size_t)P * P);
+    double *credit = malloc(sizeof *credit * (size_t)P * (L ? L : 1));
+    int rc = occ_init(in, cap, &oc);
+    int rounds = 0, lp_rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    long max_cols = 0;
+    double t0 = cs_now(), slowest = 0;
+    if (rc || !pos || !ready || !sup || !ea || !credit) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long left = 0;
+    for (long g = 0; g < G; g++) {
+        pos[g] = in->gdst[g] >= 0 ? in->gsrc[g] : -1;
+        ready[g] = 0;
+        left += pos[g] >= 0;
+    }
+    for (int T0 = 0; left > 0; T0 += R) {
+        if (T0 + R > limit) {
+            rc = cs_error_set(err, CS_ELIMIT, "options.max_epochs",
+                              "A* rounds: %ld chunks still undelivered after %d epochs", left,
+                              T0);
+            goto out;
+        }
+        if (o->cancel && cs_cancel_requested(o->cancel)) {
+            rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+            goto out;
+        }
+        if (out_of_time(r)) {
+            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                              "A* rounds: %ld chunks undelivered at the time limit", left);
+            goto out;
+        }
+        rounds++;
+        /* the state: chunks per (destination, rank, local epoch usable) */
+        memset(sup, 0, sizeof *sup * (size_t)P * P * R);
+        for (long g = 0; g < G; g++) {
+            if (pos[g] < 0)
+                continue;
+            int e = ready[g] - T0;
+            if (e < 0)
+                e = 0;
+            if (e < R)
+                sup[((long)in->gdst[g] * P + pos[g]) * R + e]++;
+        }
+        for (int d = 0; d < P; d++)
+            for (int n = 0; n < P; n++) {
+                int best = FAR;
+                for (int m = 0; m < P; m++) {
+                    int dm = in->dist[(long)m * P + n];
+                    if (dm >= FAR)
+                        continue;
+                    for (int e = 0; e < R && e + dm < best; e++)
+                        if (sup[((long)d * P + m) * R + e] > 0)
+                            best = e + dm;
+                }
+                ea[(long)d * P + n] = best;
+            }
+        /* the round's model */
+        model m;
+        memset(&m, 0, sizeof m);
+        mcf_lp_init(&m.lp);
+        m.K = R;
+        m.nf = (long)P * L * R;
+        m.fcol = malloc(sizeof *m.fcol * (size_t)m.nf);
+        m.hcol = malloc(sizeof *m.hcol * (size_t)P * P * (R + 1));
+        if (!m.fcol || !m.hcol) {
+            model_free(&m);
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
+            goto out;
+        }
+        for (long i = 0; i < m.nf; i++)
+            m.fcol[i] = -1;
+        for (long i = 0; i < (long)P * P * (R + 1); i++)
+            m.hcol[i] = -1;
+        int hmax = 1;
+        for (long i = 0; i < (long)P * P; i++)
+            if (in->dist[i] < FAR && in->dist[i] > hmax)
+                hmax = in->dist[i];
+        double fscale = 2.0 * (T0 + R + hmax);
+        for (int d = 0; d < P; d++) {
+            const int *ead = ea + (long)d * P;
+            long total = 0;
+            for (long i = (long)d * P * R; i < (long)(d + 1) * P * R; i++)
+                total += sup[i];
+            if (total == 0)
+                continue;
+            for (int l = 0; l < L; l++) {
+                int n = t->links[l].src, x = t->links[l].dst;
+                int hx = in->dist[(long)x * P + d], hn = in->dist[(long)n * P + d];
+                if (n == d || hx >= FAR || hn >= FAR)
+                    continue;
+                for (int k = ead[n]; k < R; k++) {
+                    int a = k + in->kappa[l];
+                    double after = x == d ? a : (a > R ? a : R) + hx;
+                    /* phi(f) = (T0 + f)^2 / scale: convex, so the latest
+                     * chunks weigh most (the sum of squares leans toward the
+                     * makespan, which is what counts) */
+                    double delta = (sq(T0 + after) - sq(T0 + R + hn)) / fscale;
+                    /* a little preference for early sends, and a tiny fixed
+                     * perturbation per column: without it the many equal
+                     * paths make the LP degenerate and the simplex crawl */
+                    uint64_t hsh = ((uint64_t)(d + 1) * 0x9E3779B97F4A7C15ULL) ^
+                                   ((uint64_t)(l + 1) * 0xC2B2AE3D27D4EB4FULL) ^
+                                   ((uint64_t)(k + 1) * 0x165667B19E3779F9ULL);
+                    double jitter = 1e-4 * (double)(mix64(hsh) % 1024) / 1024.0;
+                    m.fcol[fidx(in, R, d, l, k)] = mcf_lp_add_col(
+                        &m.lp, 0, t->links[l].lanes, -delta - 1e-3 * k / R - jitter, true);
+                }
+            }
+            for (int n = 0; n < P; n++) {
+                if (n == d)
+                    continue;
+                for (int k = ead[n]; k < R; k++)
+                    m.hcol[hidx(in, R, d, n, k)] = mcf_lp_add_col(&m.lp, 0, (double)total, 0,
+                                                                  false);
+            }
+            for (int n = 0; n < P; n++) {
+                if (n == d)
+                    continue;
+                for (int k = ead[n]; k < R; k++) {
+                    double rhs = sup[((long)d * P + n) * R + k];
+                    int row = mcf_lp_add_row(&m.lp, rhs, rhs);
+                    for (int l = t->out_begin[n]; l < t->out_begin[n + 1]; l++) {
+                        int col = m.fcol[fidx(in, R, d, l, k)];
+                        if (col >= 0)
+                            mcf_lp_add_coef(&m.lp, row, col, 1.0);
+                    }
+                    mcf_lp_add_coef(&m.lp, row, m.hcol[hidx(in, R, d, n, k)], 1.0);
+                    if (k > 0 && m.hcol[hidx(in, R, d, n, k - 1)] >= 0)
+                        mcf_lp_add_coef(&m.lp, row, m.hcol[hidx(in, R, d, n, k - 1)], -1.0);
+                    for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
+                        int l = t->in_links[i], k0 = k - in->kappa[l];
+                        if (k0 < 0)
+                            continue;
+                        int col = m.fcol[fidx(in, R, d, l, k0)];
+                        if (col >= 0)
+                            mcf_lp_add_coef(&m.lp, row, col, -1.0);
+                    }
+                }
+            }
+        }
+        /* capacity: what earlier rounds' sends still hold is taken */
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (int d = 0; d < P; d++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(&m.lp, -INFINITY,
+                                                 t->links[l].lanes -
+                                                     oc.link[(long)l * oc.cap + T0 + k]);
+                        mcf_lp_add_coef(&m.lp, row, col, 1.0);
+                    }
+            }
+        for (int sidx = 0; sidx < t->nshared; sidx++) {
+            const cs_shared *sh = &t->shared[sidx];
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (int i = 0; i < sh->nlinks; i++) {
+                    int l = sh->links[i];
+                    for (int d = 0; d < P; d++)
+                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                            int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
+                            if (col < 0)
+                                continue;
+                            if (row < 0)
+                                row = mcf_lp_add_row(&m.lp, -INFINITY,
+                                                     sh->lanes -
+                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
+                            mcf_lp_add_coef(&m.lp, row, col, 1.0);
+                        }
+                }
+            }
+        }
+        if (m.lp.failed) {
+            model_free(&m);
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
+            goto out;
+        }
+        if (m.lp.ncols > max_cols)
+            max_cols = m.lp.ncols;
+        double lim = MCF_ASTAR_ROUND_LIMIT_S;
+        if (isfinite(r->deadline) && remaining(r) < lim)
+            lim = remaining(r);
+        /* CBC first, briefly (integral flows need no rounding); without an
+         * integer solution in time, the LP and its flows rounded */
+        double mlim = lim < MCF_ASTAR_MILP_LIMIT_S ? lim : MCF_ASTAR_MILP_LIMIT_S;
+        mcf_solve_opts so = {.integer = true, .time_limit_s = mlim,
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+        mcf_solution sol;
+        memset(&sol, 0, sizeof sol);
+        bool try_milp = m.lp.ncols <= MCF_ASTAR_MILP_MAX_COLUMNS;
+        if (try_milp) {
+            rc = mcf_solve(&m.lp, &so, &sol, err);
+            r->milp_solves++;
+            r->milp_seconds += sol.seconds;
+        }
+        bool integral = try_milp && rc == CS_OK && sol.x != NULL;
+        if (rc == CS_OK && !integral) {
+            mcf_solution_free(&sol);
+            so = (mcf_solve_opts){.integer = false, .time_limit_s = lim, .cancel = o->cancel};
+            rc = mcf_solve(&m.lp, &so, &sol, err);
+            r->lp_solves++;
+            r->lp_seconds += sol.seconds;
+            if (rc == CS_OK && sol.status != MCF_OPTIMAL) {
+                mcf_solution_free(&sol);
+                memset(&sol, 0, sizeof sol);
+            }
+        }
+        if (sol.seconds > slowest)
+            slowest = sol.seconds;
+        if (rc) {
+            model_free(&m);
+            goto out;
+        }
+        long sends_before = out->n;
+        if (sol.x) {
+            /* the round's flows rounded to chunks (credit >= 1/2, a chunk
+             * usable at the source, lanes free): integral flows come out
+             * exactly; what a fractional flow leaves behind stays where it
+             * is, in the state of the next round */
+            lp_rounds++;
+            memset(credit, 0, sizeof *credit * (size_t)P * L);
+            for (int k = 0; k < R; k++)
+                for (int d = 0; d < P; d++)
+                    for (int l = 0; l < L; l++) {
+                        int col = m.fcol[fidx(in, R, d, l, k)];
+                        if (col < 0)
+                            continue;
+                        double *cr = &credit[(long)d * L + l];
+                        *cr += sol.x[col];
+                        int n = t->links[l].src, x = t->links[l].dst, ke = T0 + k;
+                        while (*cr >= 0.5) {
+                            long best = -1;
+                            for (long g = 0; g < G; g++)
+                                if (pos[g] == n && in->gdst[g] == d && ready[g] <= ke &&
+                                    (best < 0 || ready[g] < ready[best]))
+                                    best = g;
+                            if (best < 0 || !occ_fits(in, &oc, l, ke))
+                                break;
+                            *cr -= 1.0;
+                            occ_take(in, &oc, l, ke);
+                            if (push_send(out, best, l, ke)) {
+                                mcf_solution_free(&sol);
+                                model_free(&m);
+                                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                                goto out;
+                            }
+                            ready[best] = ke + in->kappa[l];
+                            pos[best] = x == d ? -1 : x;
+                            left -= x == d;
+                        }
+                    }
+        }
+        milp_rounds += integral;
+        progress(r, sol.x ? "astar" : "astar-greedy", T0 + R, sol.seconds, NAN,
+                 "A* round %d (epochs %d..%d, %d columns): %s, %ld chunks left, %.3f s",
+                 rounds, T0, T0 + R - 1, m.lp.ncols,
+                 integral ? "MILP" : sol.x ? "LP rounded" : "no solution in time: greedy", left,
+                 sol.seconds);
+        bool moved = sol.x != NULL && out->n > sends_before;
+        mcf_solution_free(&sol);
+        model_free(&m);
+        /* lanes the round left idle: chunks usable by then move along
+         * shortest paths (never slower; the only moves when the round's
+         * solve gave none) */
+        greedy_rounds += !moved;
+        if (astar_greedy_round(in, &oc, T0, R, pos, ready, &left, out)) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto out;
+        }
+    }
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+                      "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds",
+                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols, "slowest_round_s",
+                      slowest, "seconds", cs_now() - t0);
+out:
+    occ_free(&oc);
+    free(pos);
+    free(ready);
+    free(sup);
+    free(ea);
+    free(credit);
+    return rc;
+}
+
+/* ---- A* rounds for copy demands ---------------------------------------------------
+ * The same rounds with the copy model: per chunk, binary flows F(g, l, k) and
+ * holdings H(g, n, k) (n holds g usable from local epoch k; k = R is the end
+ * of the round).  The state is, per chunk and rank, the epoch it is usable
+ * there (held, or arriving from a send of an earlier round), and the lanes
+ * still held.  Progress for a rank d that needs g is a minimum over holders
+ * (its cost: the arrival epoch if d gets g in the round, else
+ * min_h max(R, usable at h) + dist(h, d)), so it is linearized by levels:
+ * y(g, d, j) in [0, 1] may be 1 only if some holder makes the cost <= j, and
+ * each level pays phi(j + 1) - phi(j) (phi the squared absolute epoch, as for
+ * pairwise rounds), so sum_j of them is phi of the cost, up to a constant.
+ * CBC gets each round for a few seconds; without a schedule by then, the
+ * round's epochs are filled greedily (each free lane sends the rarest chunk
+ * its source holds and its destination lacks and needs or can pass on). */
+
+#define MCF_ASTAR_COPY_MILP_LIMIT_S 5.0
+
+static int astar_copy_greedy_round(const inst *in, occ *oc, int T0, int R, int *avail,
+                                   int *holders, long *missing, sendbuf *out)
+{
+    const cs_topology *t = in->t;
+    int P = in->P;
+    for (int k = T0; k < T0 + R && *missing > 0; k++)
+        for (int l = 0; l < in->L && *missing > 0; l++) {
+            int n = t->links[l].src, x = t->links[l].dst;
+            while (occ_fits(in, oc, l, k)) {
+                long best = -1;
+                for (long g = 0; g < in->G; g++) {
+                    if (avail[g * P + n] > k || avail[g * P + x] < FAR ||
+                        in->reach[g * P + x] >= FAR)
+                        continue;
+                    if (best < 0 || holders[g] < holders[best])
+                        best = g;
+                }
+                if (best < 0)
+                    break;
+                occ_take(in, oc, l, k);
+                if (push_send(out, best, l, k))
+                    return CS_ENOMEM;
+                avail[best * P + x] = k + in->kappa[l];
+                holders[best]++;
+                *missing -= in->need[best * P + x];
+            }
+        }
+    return CS_OK;
+}
+
+static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
+{
+    const inst *in = r->in;
+    const cs_mcf_options *o = r->o;
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L;
+    long G = in->G;
+    int R = astar_round_epochs(in, o);
+    int maxk = 1, hmax = 1;
+    for (int l = 0; l < L; l++)
+        if (in->kappa[l] > maxk)
+            maxk = in->kappa[l];
+    for (long i = 0; i < (long)P * P; i++)
+        if (in->dist[i] < FAR && in->dist[i] > hmax)
+            hmax = in->dist[i];
+    int J = R + maxk + hmax; /* cost levels 1..J */
+    int limit = 4 * o->max_epochs;
+    occ oc;
+    int *avail = malloc(sizeof *avail * (size_t)(G ? G : 1) * P);
+    int *holders = calloc((size_t)(G ? G : 1), sizeof *holders);
+    int *hcol = malloc(sizeof *hcol * (size_t)(G ? G : 1) * P * (R + 1));
+    int *fcol = malloc(sizeof *fcol * (size_t)(G ? G : 1) * L * R);
+    int rc = occ_init(in, limit + R + maxk + 1, &oc);
+    int rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    long max_cols = 0;
+    double t0 = cs_now(), slowest = 0;
+    if (rc || !avail || !holders || !hcol || !fcol) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    long missing = 0;
+    for (long g = 0; g < G; g++)
+        for (int n = 0; n < P; n++) {
+            avail[g * P + n] = in->pre[g * P + n] ? 0 : FAR;
+            holders[g] += in->pre[g * P + n];
+            missing += in->need[g * P + n];
+        }
+    for (int T0 = 0; missing > 0; T0 += R) {
+        if (T0 + R > limit) {
+            rc = cs_error_set(err, CS_ELIMIT, "options.max_epochs",
+                              "A* rounds: %ld deliveries still missing after %d epochs", missing,
+                              T0);
+            goto out;
+        }
+        if (o->cancel && cs_cancel_requested(o->cancel)) {
+            rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+            goto out;
+        }
+        if (out_of_time(r)) {
+            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                              "A* rounds: %ld deliveries missing at the time limit", missing);
+            goto out;
+        }
+        rounds++;
+        mcf_lp lp;
+        mcf_lp_init(&lp);
+        for (long i = 0; i < G * P * (R + 1); i++)
+            hcol[i] = -1;
+        for (long i = 0; i < G * L * R; i++)
+            fcol[i] = -1;
+        double fscale = 2.0 * (T0 + J + 1);
+        /* local epoch from which n holds g for sure (FAR: not held, not awaited) */
+#define HELD(g, n) (avail[(g) * P + (n)] >= FAR ? FAR                                      \
+                    : avail[(g) * P + (n)] - T0 < 0 ? 0 : avail[(g) * P + (n)] - T0)
+        for (long g = 0; g < G; g++) {
+            bool open = false;
+            for (int d = 0; d < P && !open; d++)
+                open = in->need[g * P + d] && avail[g * P + d] >= FAR;
+            if (!open)
+                continue;
+            /* holdings of ranks that lack g and can use it */
+            for (int n = 0; n < P; n++) {
+                if (HELD(g, n) < FAR || in->reach[g * P + n] >= FAR)
+                    continue;
+                for (int k = 1; k <= R; k++)
+                    hcol[(g * P + n) * (R + 1) + k] = mcf_lp_add_col(&lp, 0, 1, 0, true);
+            }
+            for (int l = 0; l < L; l++) {
+                int n = t->links[l].src, x = t->links[l].dst;
+                if (HELD(g, x) < FAR || in->reach[g * P + x] >= FAR)
+                    continue;
+                for (int k = 0; k < R; k++) {
+                    bool src_ok = HELD(g, n) <= k || hcol[(g * P + n) * (R + 1) + (k ? k : 1)] >= 0;
+                    if (!src_ok || (HELD(g, n) >= FAR && k == 0))
+                        continue;
+                    fcol[(g * L + l) * R + k] = mcf_lp_add_col(&lp, 0, 1, -1e-4, true);
+                }
+            }
+            /* a rank sends only what it holds */
+            for (int l = 0; l < L; l++) {
+                int n = t->links[l].src;
+                for (int k = 0; k < R; k++) {
+                    int f = fcol[(g * L + l) * R + k];
+                    if (f < 0 || HELD(g, n) <= k)
+                        continue;
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, f, 1.0);
+                    mcf_lp_add_coef(&lp, row, hcol[(g * P + n) * (R + 1) + k], -1.0);
+                }
+            }
+            /* it holds what it held or what arrived */
+            for (int n = 0; n < P; n++)
+                for (int k = 1; k <= R; k++) {
+                    int h = hcol[(g * P + n) * (R + 1) + k];
+                    if (h < 0)
+                        continue;
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, h, 1.0);
+                    if (k > 1)
+                        mcf_lp_add_coef(&lp, row, hcol[(g * P + n) * (R + 1) + k - 1], -1.0);
+                    for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
+                        int l = t->in_links[i], k0 = k - in->kappa[l];
+                        if (k0 >= 0 && fcol[(g * L + l) * R + k0] >= 0)
+                            mcf_lp_add_coef(&lp, row, fcol[(g * L + l) * R + k0], -1.0);
+                    }
+                }
+            /* progress of every open (g, d) by levels */
+            for (int d = 0; d < P; d++) {
+                if (!in->need[g * P + d] || avail[g * P + d] < FAR)
+                    continue;
+                /* the best a holder already gives */
+                int have = FAR;
+                for (int h = 0; h < P; h++) {
+                    int e = HELD(g, h);
+                    if (e >= FAR || in->dist[(long)h * P + d] >= FAR)
+                        continue;
+                    int c = (e > R ? e : R) + in->dist[(long)h * P + d];
+                    if (c < have)
+                        have = c;
+                }
+                for (int j = 1; j <= J && j < have; j++) {
+                    double w = (sq(T0 + j + 1.0) - sq(T0 + j)) / fscale;
+                    int y = mcf_lp_add_col(&lp, 0, 1, w, false);
+                    int row = mcf_lp_add_row(&lp, -INFINITY, 0);
+                    mcf_lp_add_coef(&lp, row, y, 1.0);
+                    /* d itself by j (within the round) */
+                    int kd = j < R ? j : R;
+                    if (hcol[(g * P + d) * (R + 1) + kd] >= 0)
+                        mcf_lp_add_coef(&lp, row, hcol[(g * P + d) * (R + 1) + kd], -1.0);
+                    for (int h = 0; h < P; h++) {
+                        int dh = in->dist[(long)h * P + d];
+                        if (h == d || dh >= FAR)
+                            continue;
+                        int hc = hcol[(g * P + h) * (R + 1) + R];
+                        if (hc >= 0 && R + dh <= j)
+                            mcf_lp_add_coef(&lp, row, hc, -1.0);
+                    }
+                    /* sends arriving after the round */
+                    for (int l = 0; l < L; l++) {
+                        int x = t->links[l].dst, dx = in->dist[(long)x * P + d];
+                        if (dx >= FAR)
+                            continue;
+                        for (int k = 0; k < R; k++) {
+                            int f = fcol[(g * L + l) * R + k], a = k + in->kappa[l];
+                            if (f >= 0 && a > R && a + dx <= j)
+                                mcf_lp_add_coef(&lp, row, f, -1.0);
+                        }
+                    }
+                }
+            }
+        }
+#undef HELD
+        /* capacity, with what earlier rounds' sends still hold */
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (long g = 0; g < G; g++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(&lp, -INFINITY,
+                                                 t->links[l].lanes -
+                                                     oc.link[(long)l * oc.cap + T0 + k]);
+                        mcf_lp_add_coef(&lp, row, col, 1.0);
+                    }
+            }
+        for (int sidx = 0; sidx < t->nshared; sidx++) {
+            const cs_shared *sh = &t->shared[sidx];
+            for (int k = 0; k < R; k++) {
+                int row = -1;
+                for (int i = 0; i < sh->nlinks; i++) {
+                    int l = sh->links[i];
+                    for (long g = 0; g < G; g++)
+                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                            int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
+                            if (col < 0)
+                                continue;
+                            if (row < 0)
+                                row = mcf_lp_add_row(&lp, -INFINITY,
+                                                     sh->lanes -
+                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
+                            mcf_lp_add_coef(&lp, row, col, 1.0);
+                        }
+                }
+            }
+        }
+        if (lp.failed) {
+            mcf_lp_free(&lp);
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
+            goto out;
+        }
+        if (lp.ncols > max_cols)
+            max_cols = lp.ncols;
+        double lim = MCF_ASTAR_COPY_MILP_LIMIT_S;
+        if (isfinite(r->deadline) && remaining(r) < lim)
+            lim = remaining(r);
+        mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+        mcf_solution sol;
+        rc = mcf_solve(&lp, &so, &sol, err);
+        r->milp_solves++;
+        r->milp_seconds += sol.seconds;
+        if (sol.seconds > slowest)
+            slowest = sol.seconds;
+        if (rc) {
+            mcf_lp_free(&lp);
+            goto out;
+        }
+        long sends_before = out->n;
+        if (sol.x) {
+            milp_rounds++;
+            for (int k = 0; k < R; k++)
+                for (int l = 0; l < L; l++)
+                    for (long g = 0; g < G; g++) {
+                        int f = fcol[(g * L + l) * R + k];
+                        if (f < 0 || sol.x[f] < 0.5)
+                            continue;
+                        int n = t->links[l].src, x = t->links[l].dst, ke = T0 + k;
+                        if (avail[g * P + n] > ke || avail[g * P + x] < FAR ||
+                            !occ_fits(in, &oc, l, ke))
+                            continue;
+                        occ_take(in, &oc, l, ke);
+                        if (push_send(out, g, l, ke)) {
+                            mcf_solution_free(&sol);
+                            mcf_lp_free(&lp);
+                            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                            goto out;
+                        }
+                        avail[g * P + x] = ke + in->kappa[l];
+                        holders[g]++;
+                        missing -= in->need[g * P + x];
+                    }
+        }
+        progress(r, sol.x ? "astar" : "astar-greedy", T0 + R, sol.seconds, NAN,
+                 "A* round %d (epochs %d..%d, %d columns): %s, %ld deliveries missing, %.3f s",
+                 rounds, T0, T0 + R - 1, lp.ncols, sol.x ? "MILP" : "no schedule in time: greedy",
+                 missing, sol.seconds);
+        bool moved = sol.x != NULL && out->n > sends_before;
+        mcf_solution_free(&sol);
+        mcf_lp_free(&lp);
+        greedy_rounds += !moved;
+        if (!moved &&
+            astar_copy_greedy_round(in, &oc, T0, R, avail, holders, &missing, out)) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto out;
+        }
+    }
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+                      "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds", 0,
+                      "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols,
+                      "slowest_round_s", slowest, "seconds", cs_now() - t0);
+out:
+    occ_free(&oc);
+    free(avail);
+    free(holders);
+    free(hcol);
+    free(fcol);
+    return rc;
+}
+
 /* One chunking: o->chunks. */
 static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
                           cs_result **out, cs_error *err)
@@ -2119,6 +2919,25 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
     }
     int lp_k = -1;
     bool feas = false;
+    /* the schedule and how it was found */
+    sendbuf sb = {0};
+    double milp_obj = NAN, milp_bound = NAN;
+    int milp_status = MCF_NOSOLUTION;
+    int used_k = -1;
+    bool rounded = false, greedy_done = false;
+    json_t *astar_info = NULL;
+    if (use_astar(&in, o)) {
+        /* A* rounds: no horizon search, no full model */
+        rc = in.pairwise ? astar_pairwise(&r, &sb, &astar_info, err)
+                         : astar_copy(&r, &sb, &astar_info, err);
+        if (rc != CS_OK) {
+            free(sb.v);
+            goto done;
+        }
+        used_k = sends_end_epoch(&in, &sb);
+        milp_status = MCF_FEASIBLE;
+        goto schedule_ready;
+    }
     int cap = o->epochs > 0 ? o->epochs : o->max_epochs;
     if (k0 > cap)
         k0 = cap;
@@ -2224,13 +3043,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
 
     /* The schedule: the MILP at K, K+1, ... (exact), or for pairwise
      * instances too large for it, the LP's flows rounded. */
-    sendbuf sb = {0};
-    double milp_obj = NAN, milp_bound = NAN;
-    int milp_status = MCF_NOSOLUTION;
-    int used_k = -1;
-    bool rounded = false;
     bool big = in.pairwise && r.keep_x && r.keep.lp.ncols > o->milp_max_columns;
-    bool greedy_done = false;
     if (in.pairwise && r.keep_x && r.keep.K == K) {
         /* the LP rounded first: when it fits the LP's horizon it is optimal
          * in makespan and CBC is not needed (it can take a minute to prove
@@ -2360,6 +3173,7 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                           out_of_time(&r) ? "options.time_limit_s" : "options.epochs",
                           "mcf found no integer schedule (LP bound: %d epochs of %.4g us)", lp_k,
                           in.tau);
+schedule_ready:;
     cs_algorithm *a = NULL;
     double grid_us = sends_end_us(&in, &sb), end_us = grid_us;
     if (rc == CS_OK)
@@ -2392,20 +3206,26 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
     for (int l = 0; l < in.L; l++)
         if (fabs(in.send_us[l] - in.kappa[l] * in.tau) > 1e-9 * in.tau)
             exact = false;
-    json_t *lp = json_pack("{s:i, s:f, s:f, s:s, s:b}", "epochs", lp_k, "epoch_us", in.tau,
-                           "time_us", horizon_time_bound(&in, lp_k), "form",
-                           in.pairwise ? "lp by destination" : "milp relaxation by chunk",
-                           "exact", exact);
+    /* A* rounds solve no full model: no LP bound then */
+    json_t *lp = lp_k < 0 ? NULL
+                          : json_pack("{s:i, s:f, s:f, s:s, s:b}", "epochs", lp_k, "epoch_us",
+                                      in.tau, "time_us", horizon_time_bound(&in, lp_k), "form",
+                                      in.pairwise ? "lp by destination"
+                                                  : "milp relaxation by chunk",
+                                      "exact", exact);
     double gap = isfinite(milp_bound) && milp_bound != 0
                      ? fabs(milp_bound - milp_obj) / fabs(milp_bound) : 0.0;
-    res->stats = json_pack("{s:s, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:f, s:s, s:i, s:i, "
+    res->stats = json_pack("{s:s, s:i, s:i, s:f, s:f, s:o*, s:f, s:f, s:f, s:s, s:i, s:i, "
                            "s:f, s:f, s:f}",
-                           "model", in.pairwise ? "lp" : "milp", "epochs", used_k,
+                           "model", astar_info ? "A* rounds (a MILP or LP per round)"
+                                    : in.pairwise ? "lp" : "milp",
+                           "epochs", used_k,
                            "epochs_used", a->steps, "epoch_us", in.tau, "chunk_bytes",
                            in.chunk_bytes, "mcf_lp", lp, "milp_objective",
                            isfinite(milp_obj) ? milp_obj : 0.0, "milp_bound",
                            isfinite(milp_bound) ? milp_bound : 0.0, "gap", gap, "status",
-                           rounded && greedy_done       ? "optimal (LP rounding meets the LP bound)"
+                           astar_info                   ? "A* rounds"
+                           : rounded && greedy_done     ? "optimal (LP rounding meets the LP bound)"
                            : rounded                    ? "lp rounded"
                            : greedy_done                ? "optimal (greedy meets the LP bound)"
                            : milp_status == MCF_OPTIMAL ? "optimal"
@@ -2414,16 +3234,26 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
     json_object_set_new(res->stats, "epoch_grid_us", json_real(grid_us));
+    if (astar_info) {
+        json_object_set_new(res->stats, "astar", astar_info);
+        astar_info = NULL;
+    }
     if (in.sym)
         json_object_set_new(res->stats, "symmetry",
                             json_pack("{s:i, s:i, s:f, s:b}", "orbits", in.sym_orbits,
                                       "generators", in.sym_generators, "group_size",
                                       in.sym_group, "free", in.sym_free));
-    progress(&r, "done", used_k, res->synth_seconds, end_us,
-             "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
-             a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
+    if (lp_k >= 0)
+        progress(&r, "done", used_k, res->synth_seconds, end_us,
+                 "mcf: schedule of %ld sends ends at %.4g us (LP bound %.4g us, %d epochs)",
+                 a->nsends, end_us, horizon_time_bound(&in, lp_k), lp_k);
+    else
+        progress(&r, "done", used_k, res->synth_seconds, end_us,
+                 "mcf: schedule of %ld sends ends at %.4g us (A* rounds, no LP bound)",
+                 a->nsends, end_us);
     *out = res;
 done:
+    json_decref(astar_info);
     model_free(&r.keep);
     free(r.keep_x);
     inst_free(&in);

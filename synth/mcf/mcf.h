@@ -43,6 +43,16 @@
  * K+1, ... (CBC, options.gap to stop early), with the rounding or the greedy
  * as the fallback.
  *
+ * A* rounds (options.astar; pairwise demands also when the full model would
+ * be large): TE-CCL's section 4.2.  Rounds of astar_epochs
+ * epochs are solved one after the other, each a small model of its epochs
+ * with the state carried over (where each chunk is and from when, lanes
+ * still held by earlier sends), the demand not enforced, and a progress
+ * reward of A*'s form: a chunk costs its arrival epoch if delivered, else
+ * max(R, usable epoch) + its Floyd-Warshall distance to its destination
+ * (squared costs, summed; for copy demands the minimum over holders,
+ * linearized by levels).  No full model, so no LP bound in the result.
+ *
  * Chunkings: options.chunks = C asks for C chunks, but the same bytes in
  * fewer, larger chunks pay alpha fewer times, so by default (min_chunks 1)
  * all of this runs for each chunking 1..C and the schedule that ends first
@@ -109,6 +119,10 @@ typedef struct cs_mcf_options {
     long max_columns;      /* refuse models with more variables (default 4,000,000) */
     long milp_max_columns; /* pairwise models with more LP columns are rounded from
                               the LP instead of solved as a MILP (default 40,000) */
+    int astar;             /* A* rounds: 1 always, -1 never, 0 (default): pairwise demands
+                              whose full model's estimated columns exceed
+                              min(100,000, max_columns / 4) */
+    int astar_epochs;      /* epochs per A* round (0: 8, at least the longest send) */
     bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;
     void *progress_ctx;

@@ -112,7 +112,7 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
                                        "gap", "milp_max_columns", "max_chunks", "min_chunks",
-                                       NULL};
+                                       "astar", "astar_epochs", NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
@@ -121,6 +121,8 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
     if ((rc = opt_int(o, "chunks", prefix, 1, lim->max_chunks, &m->chunks, err)) ||
         (rc = opt_int(o, "max_chunks", prefix, 0, lim->max_chunks, &m->max_chunks, err)) ||
         (rc = opt_int(o, "min_chunks", prefix, 0, lim->max_chunks, &m->min_chunks, err)) ||
+        (rc = opt_int(o, "astar", prefix, -1, 1, &m->astar, err)) ||
+        (rc = opt_int(o, "astar_epochs", prefix, 0, 1024, &m->astar_epochs, err)) ||
         (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
         (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
         (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||
@@ -855,7 +857,13 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         break;
     default: {
         const cs_topology *t = r->topology;
-        if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM) {
+        /* Broadcast on copy-capable switches: only mcf uses the in-switch
+         * copy (the other methods send unicast through the switch), and a
+         * chunk sent up once and copied down to every port beats any
+         * unicast tree there (docs/BENCHMARKS.md, "Issue 13: mcf"). */
+        bool copy_switch = t->nswitch_nodes > 0 && r->collective.kind == CS_COLL_BROADCAST;
+        if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM ||
+            copy_switch) {
             long cols = -1;
             cs_error merr;
             cs_error_clear(&merr);
@@ -871,10 +879,12 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                 rc = run_mcf(r, hooks, lim->mcf_time_budget_s, out, &merr);
                 if (rc == CS_OK && *out && (*out)->nalgs > 0) {
                     snprintf(reason, sizeof reason,
-                             "auto: %s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
-                             "(TE-CCL flow model: pipelined, alpha per hop%s)",
-                             collective_kind_name(r->collective.kind), t->ranks,
+                             "auto: %s%s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
+                             "(TE-CCL flow model: pipelined, alpha per hop%s%s)",
+                             collective_kind_name(r->collective.kind),
+                             copy_switch ? " on copy-capable switches" : "", t->ranks,
                              lim->mcf_max_ranks, cols, lim->mcf_max_columns,
+                             copy_switch ? ", copies in the switch" : "",
                              (*out)->complete ? ", optimal" : ", stopped at its budget");
                     break;
                 }

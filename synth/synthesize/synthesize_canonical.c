@@ -216,11 +216,17 @@ static json_t *tacos_options_json(const cs_tacos_options *t)
 
 static json_t *mcf_options_json(const cs_mcf_options *m)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:f, s:I}", "chunks", m->chunks,
-                     "max_chunks", m->max_chunks, "min_chunks", m->min_chunks, "epochs",
-                     m->epochs, "max_epochs", m->max_epochs, "bytes", m->bytes, "epoch_split",
-                     m->epoch_split, "gap", m->gap, "milp_max_columns",
-                     (json_int_t)m->milp_max_columns);
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:f, s:I}", "chunks", m->chunks,
+                          "max_chunks", m->max_chunks, "min_chunks", m->min_chunks, "epochs",
+                          m->epochs, "max_epochs", m->max_epochs, "bytes", m->bytes,
+                          "epoch_split", m->epoch_split, "gap", m->gap, "milp_max_columns",
+                          (json_int_t)m->milp_max_columns);
+    /* A* options only when set, so the keys of requests without them stay */
+    if (o && m->astar != 0)
+        json_object_set_new(o, "astar", json_integer(m->astar));
+    if (o && m->astar_epochs != 0)
+        json_object_set_new(o, "astar_epochs", json_integer(m->astar_epochs));
+    return o;
 }
 
 /* Auto's canonical form names mcf options only when they differ from the
@@ -232,7 +238,8 @@ static bool mcf_options_are_default(const cs_mcf_options *m)
     return m->chunks == d.chunks && m->epochs == d.epochs && m->max_epochs == d.max_epochs &&
            m->bytes == d.bytes && m->epoch_split == d.epoch_split && m->gap == d.gap &&
            m->milp_max_columns == d.milp_max_columns && m->max_chunks == d.max_chunks &&
-           m->min_chunks == d.min_chunks;
+           m->min_chunks == d.min_chunks && m->astar == d.astar &&
+           m->astar_epochs == d.astar_epochs;
 }
 
 int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
