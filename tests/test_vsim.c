@@ -324,6 +324,26 @@ START_TEST(simulated_time_equals_brute_force_over_batches)
         ck_assert_msg(r.time_us == (double)S, "verify_simulate, %s: %.17g us, want %d",
                       reversed ? "reversed" : "in order", r.time_us, S);
         sim_result_free(&r);
+        /* two bad sends, one in each half of the index range (checked on two
+         * threads): reported in index order, both, first one first */
+        long bad[2] = {10, n - 10};
+        for (int q = 0; q < 2; q++) {
+            cs_send x = algorithm_send(a, bad[q]);
+            x.chunk = (long)per * P;   /* out of range */
+            ck_assert_int_eq(algorithm_set_send(a, bad[q], &x), CS_OK);
+        }
+        cs_verify_report rep;
+        ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+        char want0[64], want1[64];
+        snprintf(want0, sizeof want0, "send %ld ", bad[0]);
+        snprintf(want1, sizeof want1, "send %ld ", bad[1]);
+        ck_assert_int_ge(rep.nreasons, 2);
+        ck_assert_msg(strncmp(rep.reasons[0], want0, strlen(want0)) == 0, "%s", rep.reasons[0]);
+        ck_assert_msg(strncmp(rep.reasons[1], want1, strlen(want1)) == 0, "%s", rep.reasons[1]);
+        ck_assert_str_eq(err.field, "sends[10]");
+        ck_assert_int_eq(algorithm_verify_simulate(t, a, 1000.0 * per, &r, NULL, &err),
+                         CS_EVERIFY);
+        ck_assert_msg(strncmp(err.message, want0, strlen(want0)) == 0, "%s", err.message);
         algorithm_free(a);
     }
     topology_free(t);
@@ -402,6 +422,19 @@ START_TEST(verify_simulate_refuses_what_verify_refuses)
     ck_assert_str_eq(err.message, err2.message);
     ck_assert(r.link_busy_us == NULL && r.time_us == 0.0);
     ck_assert_int_eq(algorithm_verify_simulate(t, a, -1.0, &r, NULL, &err), CS_EINVAL);
+    algorithm_free(a);
+    /* two problems of different passes: chunks 0 and 3 over the 1-lane link
+     * 0->1 in step 0 (bandwidth), and chunk 3 is not at rank 0 before step 0
+     * (causality; found later, by the value replay).
+     * algorithm_verify names the bandwidth problem first; so must the walk. */
+    ck_assert_int_eq(algorithm_new(&c, "ring:4", 4, 1, 3, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 3, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_verify_simulate(t, a, 1e6, &r, NULL, &err), CS_EVERIFY);
+    ck_assert_int_eq(algorithm_verify(t, a, &err2), CS_EVERIFY);
+    ck_assert_str_eq(err.message, err2.message);
+    ck_assert_str_eq(err.field, err2.field);
+    ck_assert_msg(strstr(err.message, "lanes") != NULL, "%s", err.message);
     algorithm_free(a);
     collective_free(&c);
     topology_free(t);

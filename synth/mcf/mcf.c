@@ -2205,7 +2205,8 @@ static bool use_astar(const inst *in, const cs_mcf_options *o)
         return false;
     if (o->astar > 0)
         return true;
-    if (!in->pairwise) /* copy demands: on request (the greedy covers large ones) */
+    if (!in->pairwise || o->epochs > 0) /* copy demands: on request (the greedy covers
+                                            large ones); a fixed horizon: the full model */
         return false;
     /* auto: when the full model would be too large for the LP search
      * (ndv2:2 alltoall with 2 chunks, ~133k, and ndv2:4, ~970k: their LP
@@ -3513,13 +3514,14 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
                  other_c, other_us);
     else
-        snprintf(why, sizeof why, "%d chunks take %.4g us: %s", other_c, other_us,
+        snprintf(why, sizeof why, "%d chunk%s take%s %.4g us: %s", other_c,
+                 other_c == 1 ? "" : "s", other_c == 1 ? "s" : "", other_us,
                  best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
                                   : "more, smaller chunks pipeline better");
     cs_text_printf(best->reason, sizeof best->reason,
-             "mcf: %d chunks of %.6g bytes end at %.4g us, the best of chunkings %d..%d of the "
-             "same bytes; %s%s",
-             best_c, o->bytes / best_c, bus, lo, hi, why, skipped);
+             "mcf: %d chunk%s of %.6g bytes end at %.4g us, the best of chunkings %d..%d of "
+             "the same bytes; %s%s",
+             best_c, best_c == 1 ? "" : "s", o->bytes / best_c, bus, lo, hi, why, skipped);
     json_object_set_new(best->stats, "chunking",
                         json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
                                   "chosen", best_c, "tried", tried, "reason", best->reason));

@@ -29,6 +29,7 @@
 #include "verify_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -472,11 +473,13 @@ static bool check_header(vctx *v)
     return usable;
 }
 
-static long check_sends(vctx *v)
+/* The per-send checks of sends [i0, i1) (i0 a multiple of 8: each range
+ * writes its own bytes of v->valid). */
+static long check_send_range(vctx *v, long i0, long i1)
 {
     const cs_algorithm *a = v->a;
     long nvalid = 0;
-    for (long i = 0; i < v->n; i++) {
+    for (long i = i0; i < i1; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->chunk < 0 || s->chunk >= v->G) {
             verify_send_problem(v, i, "chunk %ld out of range for %ld global chunks", s->chunk, v->G);
@@ -537,6 +540,129 @@ static long check_sends(vctx *v)
         nvalid++;
     }
     return nvalid;
+}
+
+typedef struct check_job {
+    vctx v;                     /* a copy with its own report */
+    cs_verify_report rep;
+    long i0, i1;
+} check_job;
+
+static void *check_job_run(void *arg)
+{
+    check_job *j = arg;
+    check_send_range(&j->v, j->i0, j->i1);
+    return NULL;
+}
+
+/* Every send's own checks.  From 2^20 sends the second half of the index
+ * range is checked on another thread, into a report of its own that is
+ * appended after the first half's: the same report as one pass. */
+static void check_sends(vctx *v)
+{
+    long n = v->n, half = (n / 2) & ~7L;
+    check_job job;
+    pthread_t th;
+    if (send_pass_threads(n) < 2 || half == 0 || v->rep->nproblems > 0) {
+        check_send_range(v, 0, n);
+        return;
+    }
+    memset(&job, 0, sizeof job);
+    job.v = *v;
+    job.v.rep = &job.rep;
+    job.rep.ok = true;
+    job.v.first_field[0] = '\0';
+    job.i0 = half;
+    job.i1 = n;
+    bool threaded = pthread_create(&th, NULL, check_job_run, &job) == 0;
+    check_send_range(v, 0, half);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        check_job_run(&job);
+    if (job.rep.nproblems > 0) {
+        cs_verify_report *to = v->rep;
+        if (to->nproblems == 0)
+            snprintf(v->first_field, sizeof v->first_field, "%s", job.v.first_field);
+        to->ok = false;
+        to->nproblems += job.rep.nproblems;
+        for (int k = 0; k < job.rep.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+            memcpy(to->reasons[to->nreasons++], job.rep.reasons[k], sizeof to->reasons[0]);
+    }
+}
+
+/* The simulator's timing sweep on its own thread. */
+typedef struct timing_job {
+    const vctx *v;
+    double bytes;
+    const uint32_t *ord;
+    const sim_links *links;
+    cs_sim_result *sim;
+    cs_error err;
+    int rc;
+} timing_job;
+
+static void *timing_job_run(void *arg)
+{
+    timing_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = sim_timing(j->v->t, j->v->a, j->bytes, &j->v->links, j->v->trank, j->ord, j->links,
+                       j->sim, &j->err);
+    return NULL;
+}
+
+/* algorithm_verify_simulate after check_sends: the value replay first,
+ * building the simulator's links from its chunks, then the bandwidth sweep
+ * and the simulator's timing sweep side by side (two sequential passes over
+ * the same sends, independent of each other: one core each).  The timing
+ * sweep needs every send in range on a link, so it runs only when
+ * check_sends found nothing.  The report is the one algorithm_verify gives:
+ * the replay's problems are held apart and appended after the bandwidth
+ * sweep's, the order in which algorithm_verify finds them. */
+static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links *links,
+                           cs_sim_result *sim, double t0, double *verify_s, cs_error *err)
+{
+    cs_verify_report later;
+    memset(&later, 0, sizeof later);
+    later.ok = true;
+    vctx rv = *v;
+    rv.rep = &later;
+    rv.first_field[0] = '\0';
+    bool sends_ok = v->rep->nproblems == 0;
+    int rc = verify_replay_values(&rv, err);
+    if (verify_s)
+        *verify_s = cs_now() - t0;
+    timing_job job = {.v = v, .bytes = bytes, .ord = ord, .links = links, .sim = sim,
+                      .rc = CS_OK};
+    pthread_t th;
+    bool timing = rc == CS_OK && sends_ok, threaded = false;
+    if (timing)
+        threaded = pthread_create(&th, NULL, timing_job_run, &job) == 0;
+    if (rc == CS_OK)
+        rc = v->timed ? check_bandwidth_timed(v, ord, err) : check_bandwidth_steps(v, ord, err);
+    if (timing && !threaded)
+        timing_job_run(&job);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (later.nproblems > 0) {
+        cs_verify_report *to = v->rep;
+        if (to->nproblems == 0)
+            snprintf(v->first_field, sizeof v->first_field, "%s", rv.first_field);
+        to->ok = false;
+        to->nproblems += later.nproblems;
+        for (int k = 0; k < later.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+            memcpy(to->reasons[to->nreasons++], later.reasons[k], sizeof to->reasons[0]);
+    }
+    if (rc == CS_OK && timing && job.rc != CS_OK && v->rep->ok) {
+        rc = job.rc;
+        if (err)
+            *err = job.err;
+    }
+    if (rc != CS_OK || !v->rep->ok) {
+        sim_result_free(sim);   /* nothing simulated for an invalid algorithm */
+        memset(sim, 0, sizeof *sim);
+    }
+    return rc;
 }
 
 /* The verification; with sim, also the simulation at `bytes` when the
@@ -640,19 +766,15 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", v.n);
         goto finish;
     }
-    rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
     if (!sim) {
+        rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
         free(ord);
         ord = NULL;
+        if (rc == CS_OK)
+            rc = verify_replay_values(&v, err);
+    } else {
+        rc = verify_and_time(&v, ord, bytes, &links, sim, t0, verify_s, err);
     }
-    if (rc == CS_OK)
-        rc = verify_replay_values(&v, err);
-    if (verify_s)
-        *verify_s = cs_now() - t0;
-    /* valid: every send is in range on an existing link, which is all the
-     * simulator's own checks ask */
-    if (sim && rc == CS_OK && rep->ok)
-        rc = sim_timing(v.t, a, bytes, &v.links, v.trank, ord, &links, sim, err);
 finish:
     sim_links_free(&links);
     free(ord);

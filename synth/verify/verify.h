@@ -52,8 +52,9 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
  * TACOS runs on every schedule it keeps).  The same results to the bit, the
  * same errors (CS_EVERIFY with the first reason when invalid; *sim is then
  * empty).  verify_s (may be NULL): seconds before the simulator's timing
- * sweep (the checks, the value replay and the shared linking).  Free *sim
- * with sim_result_free. */
+ * sweep (the checks, the value replay and the shared linking; the timing
+ * sweep then runs beside the verifier's bandwidth sweep, one core each).
+ * Free *sim with sim_result_free. */
 int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
                               cs_sim_result *sim, double *verify_s, cs_error *err);
 
