@@ -2181,13 +2181,16 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
  * form f = g + h: a chunk delivered in the round costs its arrival epoch; one
  * that ends the round at rank x, usable there from epoch a, costs
  * max(R, a) + dist(x, d), the kappa-weighted distance being a lower bound on
- * the epochs still needed.  The round minimizes the sum (a send's
- * coefficient is the change of its chunk's f, so only the round's sends
- * are variables), with a little preference for earlier sends.  Every send
- * along a shortest path lowers f, so each round makes progress while lanes
- * are free; a round CBC cannot solve in time moves chunks greedily along
- * shortest paths instead.  Pairwise demands only (copy demands: the greedy
- * and the MILP). */
+ * the epochs still needed.  The round minimizes the sum of (T0 + f)^2 (the
+ * squares weigh the latest chunks most, leaning toward the makespan; a
+ * send's coefficient is the change of its chunk's cost, so only the round's
+ * sends are variables), with a little preference for earlier sends.  Every
+ * send along a shortest path lowers the cost, so each round makes progress
+ * while lanes are free.  Small rounds go to CBC for a moment; otherwise (or
+ * without an integer solution) the round's LP is rounded to chunks, and
+ * lanes left idle carry chunks greedily along shortest paths.  This part is
+ * for pairwise demands (flows by destination); copy demands have their own
+ * rounds below. */
 
 #define MCF_ASTAR_DEFAULT_EPOCHS 8
 /* astar 0: A* when the full model's estimated columns exceed this */
