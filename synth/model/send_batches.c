@@ -81,7 +81,7 @@ int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned cha
     if (cap > b->nkept)
         cap = b->nkept > 0 ? b->nkept : 1;
     b->cap = cap;
-    b->recs = malloc(sizeof *b->recs * (size_t)cap);
+    b->recs = send_array_new(sizeof *b->recs * (size_t)cap);
     if (!b->recs)
         return CS_ENOMEM;
     send_array_advise(b->recs, sizeof *b->recs * (size_t)cap);
@@ -92,7 +92,7 @@ void send_batches_free(send_batches *b)
 {
     free(b->begin);
     free(b->sparse);
-    free(b->recs);
+    send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
     free(b->fill);
     free(b->sparse_begin);
     memset(b, 0, sizeof *b);
@@ -107,10 +107,12 @@ static int next_dense(send_batches *b, send_batch *out)
         g1++;
     if (g1 == g0) {
         long need = b->begin[g0 + 1] - b->begin[g0];
-        send_rec *r = realloc(b->recs, sizeof *r * (size_t)need);
-        if (!r)
+        /* nothing to keep: the records are gathered after this */
+        send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
+        b->cap = 0;
+        b->recs = send_array_new(sizeof *b->recs * (size_t)need);
+        if (!b->recs)
             return CS_ENOMEM;
-        b->recs = r;
         b->cap = need;
         g1 = g0 + 1;
     }
@@ -162,10 +164,11 @@ static int next_sparse(send_batches *b, send_batch *out)
         nch++;
     }
     if (k1 - k0 > b->cap) {
-        send_rec *r = realloc(b->recs, sizeof *r * (size_t)(k1 - k0));
-        if (!r)
+        send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
+        b->cap = 0;
+        b->recs = send_array_new(sizeof *b->recs * (size_t)(k1 - k0));
+        if (!b->recs)
             return CS_ENOMEM;
-        b->recs = r;
         b->cap = k1 - k0;
     }
     uint32_t *sb = realloc(b->sparse_begin, sizeof *sb * ((size_t)nch + 1));
