@@ -2283,6 +2283,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
     double *credit = malloc(sizeof *credit * (size_t)P * (L ? L : 1));
     int rc = occ_init(in, cap, &oc);
     int rounds = 0, lp_rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !pos || !ready || !sup || !ea || !credit) {
@@ -2307,9 +2308,19 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld chunks undelivered at the time limit", left);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; left > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_greedy_round(in, &oc, T1, R, pos, ready, &left, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (left > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld chunks undelivered at the time limit", left);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         /* the state: chunks per (destination, rank, local epoch usable) */
@@ -2554,9 +2565,10 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds",
-                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols, "slowest_round_s",
+                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds,
+                      "finished_greedily_at_time_limit", timed_out, "max_columns", (json_int_t)max_cols, "slowest_round_s",
                       slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);
@@ -2639,6 +2651,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
     int *fcol = malloc(sizeof *fcol * (size_t)(G ? G : 1) * L * R);
     int rc = occ_init(in, limit + R + maxk + 1, &oc);
     int rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !avail || !holders || !hcol || !fcol) {
@@ -2664,9 +2677,19 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld deliveries missing at the time limit", missing);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; missing > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_copy_greedy_round(in, &oc, T1, R, avail, holders, &missing, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (missing > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld deliveries missing at the time limit", missing);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         mcf_lp lp;
@@ -2874,9 +2897,10 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds", 0,
-                      "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols,
+                      "greedy_rounds", greedy_rounds, "finished_greedily_at_time_limit",
+                      timed_out, "max_columns", (json_int_t)max_cols,
                       "slowest_round_s", slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);
