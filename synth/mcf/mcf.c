@@ -1653,6 +1653,17 @@ static void occ_take(const inst *in, occ *o, int l, int k)
     }
 }
 
+/* A copy of o with its own counts (the shared-set index is rebuilt). */
+static int occ_clone(const inst *in, const occ *o, occ *c)
+{
+    int rc = occ_init(in, o->cap, c);
+    if (rc)
+        return rc;
+    memcpy(c->link, o->link, sizeof *c->link * (size_t)in->L * o->cap);
+    memcpy(c->set, o->set, sizeof *c->set * (size_t)in->t->nshared * o->cap);
+    return CS_OK;
+}
+
 static int round_pairwise(const inst *in, const model *m, const double *x, double threshold,
                           sendbuf *out, cs_error *err)
 {
@@ -2627,6 +2638,53 @@ static int astar_copy_greedy_round(const inst *in, occ *oc, int T0, int R, int *
     return CS_OK;
 }
 
+/* The greedy round's sends as a MILP start for the round model (integer
+ * columns: flows and holdings), or NULL. */
+static double *astar_copy_start(const inst *in, const occ *oc, int T0, int R, const int *avail,
+                                const int *holders, long missing, const mcf_lp *lp,
+                                const int *hcol, const int *fcol)
+{
+    int P = in->P, L = in->L;
+    long G = in->G;
+    occ oc2;
+    int *av2 = malloc(sizeof *av2 * (size_t)(G ? G : 1) * P);
+    int *h2 = malloc(sizeof *h2 * (size_t)(G ? G : 1));
+    double *start = calloc((size_t)(lp->ncols ? lp->ncols : 1), sizeof *start);
+    sendbuf tmp = {0};
+    bool ok = av2 && h2 && start && occ_clone(in, oc, &oc2) == CS_OK;
+    if (ok) {
+        memcpy(av2, avail, sizeof *av2 * (size_t)G * P);
+        memcpy(h2, holders, sizeof *h2 * (size_t)G);
+        ok = astar_copy_greedy_round(in, &oc2, T0, R, av2, h2, &missing, &tmp) == CS_OK;
+        occ_free(&oc2);
+    } else {
+        occ_free(&oc2);
+    }
+    for (long i = 0; ok && i < tmp.n; i++) {
+        const msend *x = &tmp.v[i];
+        int k = x->epoch - T0, dst = in->t->links[x->link].dst;
+        int f = fcol[(x->chunk * L + x->link) * R + k];
+        if (f < 0) {
+            ok = false;
+            break;
+        }
+        start[f] = 1;
+        for (int kk = k + in->kappa[x->link]; kk <= R; kk++) {
+            int h = hcol[(x->chunk * P + dst) * (R + 1) + kk];
+            if (h >= 0)
+                start[h] = 1;
+        }
+    }
+    free(tmp.v);
+    free(av2);
+    free(h2);
+    if (!ok) {
+        free(start);
+        return NULL;
+    }
+    return start;
+}
+
 static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2846,10 +2904,16 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
         double lim = MCF_ASTAR_COPY_MILP_LIMIT_S;
         if (isfinite(r->deadline) && remaining(r) < lim)
             lim = remaining(r);
+        /* CBC starts from the round the greedy would make (on a copy of the
+         * state), so it has an incumbent at once and only has to improve it */
+        double *start = astar_copy_start(in, &oc, T0, R, avail, holders, missing, &lp, hcol,
+                                         fcol);
         mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
-                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .start = start,
+                             .cancel = o->cancel};
         mcf_solution sol;
         rc = mcf_solve(&lp, &so, &sol, err);
+        free(start);
         r->milp_solves++;
         r->milp_seconds += sol.seconds;
         if (sol.seconds > slowest)
