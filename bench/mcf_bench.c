@@ -165,6 +165,7 @@ static void ndv2(int chunks)
     o.chunks = chunks;
     o.bytes = chunks * CHUNK_BYTES;
     o.time_limit_s = 600;
+    o.astar = -1; /* the target is the LP path (A*: mcf_bench astar) */
     cs_result *res = NULL;
     cs_error err;
     double t0 = cs_now();

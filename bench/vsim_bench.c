@@ -118,7 +118,27 @@ int main(int argc, char **argv)
             sim_us = sr.time_us;
             sim_result_free(&sr);
         }
+        /* the two in one walk (algorithm_verify_simulate), as TACOS runs them */
+        double fw[64], fc[64];
+        for (int r = 0; r < reps; r++) {
+            double w0 = cs_now(), c0 = cpu_now();
+            cs_sim_result sr;
+            if (algorithm_verify_simulate(t, a, bytes, &sr, NULL, &err) != CS_OK) {
+                fprintf(stderr, "verify_simulate: %s\n", err.message);
+                return 1;
+            }
+            fw[r] = cs_now() - w0;
+            fc[r] = cpu_now() - c0;
+            if (sr.time_us != sim_us) {
+                fprintf(stderr, "fused simulated time differs: %.17g vs %.17g\n", sr.time_us,
+                        sim_us);
+                return 1;
+            }
+            sim_result_free(&sr);
+        }
         printf("alg%d_sends %ld\nalg%d_timed %d\n", k, a->nsends, k, algorithm_is_timed(a));
+        printf("alg%d_verify_simulate_wall_s %.4f\nalg%d_verify_simulate_cpu_s %.4f\n", k,
+               bench_median(fw, reps), k, bench_median(fc, reps));
         printf("alg%d_verify_wall_s %.4f\nalg%d_verify_cpu_s %.4f\n", k, bench_median(vw, reps), k,
                bench_median(vc, reps));
         printf("alg%d_simulate_wall_s %.4f\nalg%d_simulate_cpu_s %.4f\n", k, bench_median(sw, reps), k,

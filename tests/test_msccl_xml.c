@@ -451,6 +451,67 @@ START_TEST(channels_widen_when_the_estimate_is_short)
 }
 END_TEST
 
+/* The same widening on a schedule made for it.  Allreduce on 3 fully
+ * connected ranks, 25 groups of 4 neighbouring chunks, 3 steps per group:
+ * rank 0 reduces all 4 into rank 1 while rank 1 sends its own values of
+ * chunks 0 and 2 of the group to rank 2 (so rank 1 parks those two receives
+ * in scratch and the other two land home: the 4 receives are not contiguous
+ * and cannot merge, although the estimate counts them as one unit); then
+ * rank 2 completes chunks 1 and 3 at rank 1, rank 0 completes 0 and 2 at
+ * rank 2, and the owners copy the sums out.  The estimate's 4 channels would
+ * leave rank 1's fullest block over the executor's 64 steps; laid out
+ * exactly, the channels double to 8 and it fits. */
+START_TEST(channels_widen_when_runs_cannot_merge)
+{
+    enum { GROUPS = 25 };
+    cs_topology *t = cgt_topology(3, 1, true);
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a;
+    ck_assert_int_eq(algorithm_new(&c, "full", 3, 4 * GROUPS, 3 * GROUPS, &a, &err), CS_OK);
+    for (int g = 0; g < GROUPS; g++) {
+        long k = 4L * g;
+        int s = 3 * g;
+        for (int j = 0; j < 4; j++)
+            algorithm_add_send(a, k + j, 0, 1, s, CS_OP_REDUCE);
+        algorithm_add_send(a, k, 1, 2, s, CS_OP_REDUCE);
+        algorithm_add_send(a, k + 2, 1, 2, s, CS_OP_REDUCE);
+        algorithm_add_send(a, k + 1, 2, 1, s + 1, CS_OP_REDUCE);
+        algorithm_add_send(a, k + 3, 2, 1, s + 1, CS_OP_REDUCE);
+        algorithm_add_send(a, k, 0, 2, s + 1, CS_OP_REDUCE);
+        algorithm_add_send(a, k + 2, 0, 2, s + 1, CS_OP_REDUCE);
+        for (int j = 1; j < 4; j += 2) {
+            algorithm_add_send(a, k + j, 1, 0, s + 2, CS_OP_COPY);
+            algorithm_add_send(a, k + j, 1, 2, s + 2, CS_OP_COPY);
+            algorithm_add_send(a, k + j - 1, 2, 0, s + 2, CS_OP_COPY);
+            algorithm_add_send(a, k + j - 1, 2, 1, s + 2, CS_OP_COPY);
+        }
+        for (int q = 0; q < 3; q++)
+            a->rounds_per_step[s + q] = 4;
+    }
+    algorithm_update_rounds(a);
+    ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s", err.message);
+    char *x;
+    ck_assert_msg(gen(a, t, CS_MSCCL_RUNTIME_EXECUTOR, &x, &err) == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    limits_ok(x, CS_MSCCL_RUNTIME_EXECUTOR, &st);
+    ck_assert_int_lt(st.max_steps, 64);
+    ck_assert_int_gt(st.nchannels, 4);
+    /* rank 1's receives from rank 0 move one chunk each (nothing merged) */
+    const char *g1 = strstr(x, "<gpu id=\"1\""), *g2 = strstr(x, "<gpu id=\"2\"");
+    ck_assert(g1 && g2);
+    char *one = strndup(g1, (size_t)(g2 - g1));
+    ck_assert_int_eq(count(one, "type=\"rrc\""), 6 * GROUPS);
+    ck_assert_int_eq(count(one, "type=\"rrc\" srcbuf=\"i\""), 4 * GROUPS);
+    free(one);
+    interp_ok(x, &c);
+    free(x);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(thread_block_limits_are_refused_with_the_rank)
 {
     cs_error err;
@@ -1315,6 +1376,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
     tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
     tcase_add_test(tc, channels_widen_when_the_estimate_is_short);
+    tcase_add_test(tc, channels_widen_when_runs_cannot_merge);
     tcase_add_test(tc, rank_slices_hold_the_same_algo_and_their_gpus);
     tcase_add_test(tc, the_limit_checker_counts_on_the_text);
     tcase_add_test(tc, lanes_become_channels);

@@ -20,6 +20,7 @@
 #include "mcf.h"
 #include "msccl_xml.h"
 #include "simulate.h"
+#include "synthesize.h"
 #include "verify.h"
 
 /* P ranks on one switch "sw" (gbps 1, alpha 0), copy-capable or not; extra
@@ -272,6 +273,23 @@ START_TEST(verifier_rejects_what_a_switch_node_cannot_do)
 }
 END_TEST
 
+/* Cross-group traffic through a node: the copies into the other group
+ * cross it (2 of 3 here), the upload and the copy within the group do not. */
+START_TEST(cross_group_bytes_through_a_node)
+{
+    cs_topology *t = star(4, true, 4, "\"groups\":[[0,1],[2,3]],");
+    cs_algorithm *a = bcast_through_switch(4, true);
+    cs_sim_result sr;
+    cs_error err;
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+    ck_assert_double_eq_tol(sr.cross_group_bytes, 2000.0, 1e-9);
+    ck_assert_double_eq_tol(sr.total_bytes, 4000.0, 1e-9);
+    sim_result_free(&sr);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 /* Algorithms of ranks only verify and time the same with and without copy. */
 START_TEST(old_schedules_unchanged_on_copy_switches)
 {
@@ -369,7 +387,13 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
      * through its port and the holders at most double each us (1, 2, 4, 8),
      * so by 5 us at most 1 + 2 + 4 + 8 + 8 = 23 of the 7 x 4 = 28 receptions
      * can have happened: >= 6 us. */
-    double with4 = mcf_time_chunks(t, CS_COLL_BROADCAST, 4, NULL);
+    cs_result *r4 = NULL;
+    double with4 = mcf_time_chunks(t, CS_COLL_BROADCAST, 4, &r4);
+    /* proved optimal (the source-egress floor meets the greedy: no LP) */
+    ck_assert(r4->complete);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r4->stats, "status")),
+                                 "optimal"));
+    result_free(r4);
     double without4 = mcf_time_chunks(plain, CS_COLL_BROADCAST, 4, NULL);
     ck_assert_double_eq_tol(with4, 5.0, 1e-6);
     ck_assert_double_ge(without4, 6.0 - 1e-6);
@@ -383,6 +407,69 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
 }
 END_TEST
 
+
+/* The other methods ignore the flag: they use unicast through the switch,
+ * which a copy-capable switch still allows, so they find the same schedule
+ * on star8 with and without copy, and it verifies on both. */
+START_TEST(other_methods_ignore_the_flag)
+{
+    static const char *methods[] = {"tacos", "smt", "ring", "auto"};
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        double times[2];
+        for (int copy = 0; copy < 2; copy++) {
+            char body[1024];
+            snprintf(body, sizeof body,
+                     "{\"topology\":{\"name\":\"s\",\"ranks\":8,\"switches\":[{\"name\":"
+                     "\"sw\",\"ranks\":[0,1,2,3,4,5,6,7],\"gbps\":1,\"alpha_us\":0,"
+                     "\"copy\":%s}]},\"collective\":\"allgather\",\"method\":\"%s\","
+                     "\"options\":{\"time_limit_s\":60}}",
+                     copy ? "true" : "false", methods[m]);
+            cs_synth_request *req = NULL;
+            cs_error err;
+            int rc = synth_request_parse(body, strlen(body), NULL, &req, &err);
+            ck_assert_msg(rc == CS_OK, "%s: %s", methods[m], err.message);
+            cs_result *res = NULL;
+            rc = synth_run(req, NULL, NULL, &res, &err);
+            ck_assert_msg(rc == CS_OK, "%s copy=%d: %s", methods[m], copy, err.message);
+            ck_assert_int_ge(res->nalgs, 1);
+            const cs_algorithm *a = res->algs[res->nalgs - 1];
+            ck_assert_int_eq(a->switch_nodes, 0);
+            assert_valid(req->topology, a);
+            cs_sim_result sr;
+            ck_assert_int_eq(simulate_algorithm(req->topology, a, 8000, &sr, &err), CS_OK);
+            times[copy] = sr.time_us;
+            sim_result_free(&sr);
+            result_free(res);
+            synth_request_free(req);
+        }
+        ck_assert_msg(times[0] == times[1], "%s: %g us without copy, %g with", methods[m],
+                      times[0], times[1]);
+    }
+}
+END_TEST
+
+/* auto: broadcast on copy-capable switches goes to mcf (the only method
+ * that copies in the switch), and says so. */
+START_TEST(auto_uses_mcf_for_broadcast_on_copy_switches)
+{
+    const char *body =
+        "{\"topology\":{\"name\":\"s\",\"ranks\":8,\"switches\":[{\"name\":\"sw\","
+        "\"ranks\":[0,1,2,3,4,5,6,7],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]},"
+        "\"collective\":{\"kind\":\"broadcast\",\"root\":0}}";
+    cs_synth_request *req = NULL;
+    cs_error err;
+    ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_OK);
+    cs_result *res = NULL;
+    int rc = synth_run(req, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_ptr_nonnull(strstr(res->reason, "copy-capable"));
+    ck_assert_int_eq(res->algs[0]->switch_nodes, 1);
+    assert_valid(req->topology, res->algs[0]);
+    result_free(res);
+    synth_request_free(req);
+}
+END_TEST
 
 /* Through the daemon: the schedule is stored and served as JSON (its
  * switch-node sends intact), code generation is refused with the reason,
@@ -444,8 +531,11 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, verifier_rejects_a_chunk_leaving_before_it_arrived);
     tcase_add_test(tc, verifier_rejects_ports_over_capacity);
     tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
+    tcase_add_test(tc, cross_group_bytes_through_a_node);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    tcase_add_test(tc, other_methods_ignore_the_flag);
+    tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;

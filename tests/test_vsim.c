@@ -13,6 +13,7 @@
 #include "check_main.h"
 #include "send_order_internal.h"
 #include "simulate.h"
+#include "tacos.h"
 #include "verify.h"
 
 /* A small deterministic generator (tests must not depend on libc's rand). */
@@ -319,8 +320,123 @@ START_TEST(simulated_time_equals_brute_force_over_batches)
                       reversed ? "reversed" : "in order", r.time_us, S);
         ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
         sim_result_free(&r);
+        ck_assert_int_eq(algorithm_verify_simulate(t, a, 1000.0 * per, &r, NULL, &err), CS_OK);
+        ck_assert_msg(r.time_us == (double)S, "verify_simulate, %s: %.17g us, want %d",
+                      reversed ? "reversed" : "in order", r.time_us, S);
+        sim_result_free(&r);
+        /* two bad sends, one in each half of the index range (checked on two
+         * threads): reported in index order, both, first one first */
+        long bad[2] = {10, n - 10};
+        for (int q = 0; q < 2; q++) {
+            cs_send x = algorithm_send(a, bad[q]);
+            x.chunk = (long)per * P;   /* out of range */
+            ck_assert_int_eq(algorithm_set_send(a, bad[q], &x), CS_OK);
+        }
+        cs_verify_report rep;
+        ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+        char want0[64], want1[64];
+        snprintf(want0, sizeof want0, "send %ld ", bad[0]);
+        snprintf(want1, sizeof want1, "send %ld ", bad[1]);
+        ck_assert_int_ge(rep.nreasons, 2);
+        ck_assert_msg(strncmp(rep.reasons[0], want0, strlen(want0)) == 0, "%s", rep.reasons[0]);
+        ck_assert_msg(strncmp(rep.reasons[1], want1, strlen(want1)) == 0, "%s", rep.reasons[1]);
+        ck_assert_str_eq(err.field, "sends[10]");
+        ck_assert_int_eq(algorithm_verify_simulate(t, a, 1000.0 * per, &r, NULL, &err),
+                         CS_EVERIFY);
+        ck_assert_msg(strncmp(err.message, want0, strlen(want0)) == 0, "%s", err.message);
         algorithm_free(a);
     }
+    topology_free(t);
+}
+END_TEST
+
+/* TACOS schedules (valid, timed, one arrival per rank and chunk, sends
+ * fanning out) on small meshes and tori: the verifier-and-simulator walk
+ * gives the brute force's time, and so does the simulator alone. */
+START_TEST(verify_simulate_equals_brute_force_on_tacos_schedules)
+{
+    const char *names[] = {"mesh2d:4x4", "torus2d:3x3", "ring:6", "mesh2d:3x5"};
+    cs_error err;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        for (int chunks = 1; chunks <= 2; chunks++) {
+            cs_topology *t = NULL;
+            ck_assert_int_eq(topology_builtin(names[k], &t, &err), CS_OK);
+            cs_collective c;
+            collective_init(&c, CS_COLL_ALLGATHER, -1);
+            cs_tacos_options opt;
+            tacos_options_default(&opt);
+            opt.keep_sends = true;
+            opt.chunks = chunks;
+            opt.trials = 1;
+            cs_result *res = NULL;
+            ck_assert_int_eq(tacos_synthesize(t, &c, &opt, &res, &err), CS_OK);
+            const cs_algorithm *a = res->algs[0];
+            ck_assert(algorithm_is_timed(a));
+            int n = (int)a->nsends;
+            bsend *s = malloc(sizeof *s * (size_t)n);
+            for (int i = 0; i < n; i++) {
+                cs_send x = algorithm_send(a, i);
+                s[i] = (bsend){x.chunk, x.src, x.dst, x.step, x.start_us, x.end_us};
+            }
+            double bytes = 1 << 20;
+            double want = brute_simulate(t, s, n, true, bytes / a->chunks);
+            cs_sim_result r1, r2;
+            double vs = -1;
+            ck_assert_int_eq(algorithm_verify_simulate(t, a, bytes, &r1, &vs, &err), CS_OK);
+            ck_assert_int_eq(simulate_algorithm(t, a, bytes, &r2, &err), CS_OK);
+            ck_assert_msg(r1.time_us == want && r2.time_us == want, "%s, %d chunks: %.17g / %.17g "
+                          "us, brute force %.17g", names[k], chunks, r1.time_us, r2.time_us, want);
+            ck_assert(vs >= 0);
+            ck_assert(r1.total_bytes == r2.total_bytes && r1.max_utilization == r2.max_utilization);
+            for (int l = 0; l < t->nlinks; l++)
+                ck_assert(r1.link_busy_us[l] == r2.link_busy_us[l]);
+            sim_result_free(&r1);
+            sim_result_free(&r2);
+            free(s);
+            result_free(res);
+            collective_free(&c);
+            topology_free(t);
+        }
+}
+END_TEST
+
+/* An invalid schedule: the walk refuses it exactly as algorithm_verify
+ * does, with nothing simulated. */
+START_TEST(verify_simulate_refuses_what_verify_refuses)
+{
+    cs_error err, err2;
+    cs_topology *t = NULL;
+    ck_assert_int_eq(topology_builtin("ring:4", &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "ring:4", 4, 1, 3, &a, &err), CS_OK);
+    /* chunk 0 (at rank 0) goes 0->1->2->3, but 2->3 happens in step 1,
+     * before rank 2 has it (it arrives at the end of step 1) */
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 1, 2, 1, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 2, 3, 1, CS_OP_COPY), CS_OK);
+    cs_sim_result r;
+    ck_assert_int_eq(algorithm_verify_simulate(t, a, 1e6, &r, NULL, &err), CS_EVERIFY);
+    ck_assert_int_eq(algorithm_verify(t, a, &err2), CS_EVERIFY);
+    ck_assert_str_eq(err.message, err2.message);
+    ck_assert(r.link_busy_us == NULL && r.time_us == 0.0);
+    ck_assert_int_eq(algorithm_verify_simulate(t, a, -1.0, &r, NULL, &err), CS_EINVAL);
+    algorithm_free(a);
+    /* two problems of different passes: chunks 0 and 3 over the 1-lane link
+     * 0->1 in step 0 (bandwidth), and chunk 3 is not at rank 0 before step 0
+     * (causality; found later, by the value replay).
+     * algorithm_verify names the bandwidth problem first; so must the walk. */
+    ck_assert_int_eq(algorithm_new(&c, "ring:4", 4, 1, 3, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 3, 0, 1, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_verify_simulate(t, a, 1e6, &r, NULL, &err), CS_EVERIFY);
+    ck_assert_int_eq(algorithm_verify(t, a, &err2), CS_EVERIFY);
+    ck_assert_str_eq(err.message, err2.message);
+    ck_assert_str_eq(err.field, err2.field);
+    ck_assert_msg(strstr(err.message, "lanes") != NULL, "%s", err.message);
+    algorithm_free(a);
+    collective_free(&c);
     topology_free(t);
 }
 END_TEST
@@ -333,6 +449,8 @@ static Suite *vsim_suite(void)
     tcase_add_test(tc, link_finder_finds_every_link_and_nothing_else);
     tcase_add_test(tc, simulated_time_equals_brute_force_on_random_schedules);
     tcase_add_test(tc, simulated_time_equals_brute_force_over_batches);
+    tcase_add_test(tc, verify_simulate_equals_brute_force_on_tacos_schedules);
+    tcase_add_test(tc, verify_simulate_refuses_what_verify_refuses);
     suite_add_tcase(s, tc);
     return s;
 }

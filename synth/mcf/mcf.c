@@ -797,7 +797,73 @@ out:
     return rc;
 }
 
-/* The smallest horizon any schedule needs: the farthest needed pair. */
+/* Copy demands: a floor from each source's egress.  Of the chunks only rank
+ * s holds at first, x are needed elsewhere, y of them by two ranks or more.
+ * s starts at most E sends per epoch (topology_egress_lanes: its lanes,
+ * capped by a port set), each arriving >= ks epochs later (s's fastest
+ * out-link).  Each of the y chunks either leaves s twice (one more start
+ * for s) or reaches a needer through a relay (>= kmin more epochs, the
+ * fastest link, after its first departure).  With r of them relayed, s
+ * starts >= x + y - r sends, the last at epoch >= ceil((x+y-r)/E) - 1, and
+ * the latest first departure of the relayed ones is >= ceil(r/E) - 1; the
+ * horizon is at least the smaller, over r, of the larger of the two
+ * arrivals.  A broadcast of C chunks through a copy switch (E = 1) gets
+ * C + 1 epochs, which the greedy's pipeline meets: proved without an LP. */
+static int source_egress_floor(const inst *in)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, k = 0, kmin = FAR;
+    for (int l = 0; l < in->L; l++)
+        if (in->kappa[l] < kmin)
+            kmin = in->kappa[l];
+    long *x = calloc((size_t)P, sizeof *x), *y = calloc((size_t)P, sizeof *y);
+    if (!x || !y || kmin >= FAR) {
+        free(x);
+        free(y);
+        return 0;
+    }
+    for (long g = 0; g < in->G; g++) {
+        int src = -1, npre = 0, nneed = 0;
+        for (int n = 0; n < P; n++) {
+            if (in->pre[g * P + n]) {
+                src = n;
+                npre++;
+            }
+            nneed += in->need[g * P + n];
+        }
+        if (npre != 1 || nneed == 0)
+            continue;
+        x[src]++;
+        y[src] += nneed >= 2;
+    }
+    for (int s = 0; s < P; s++) {
+        if (x[s] == 0)
+            continue;
+        long E = topology_egress_lanes(t, s), ks = FAR;
+        for (int l = t->out_begin[s]; l < t->out_begin[s + 1]; l++)
+            if (in->kappa[l] < ks)
+                ks = in->kappa[l];
+        if (E < 1 || ks >= FAR)
+            continue;
+        long best = -1;
+        for (long r = 0; r <= y[s]; r++) {
+            long v = (x[s] + y[s] - r + E - 1) / E - 1 + ks;
+            long w = r > 0 ? (r + E - 1) / E - 1 + ks + kmin : 0;
+            if (w > v)
+                v = w;
+            if (best < 0 || v < best)
+                best = v;
+        }
+        if (best > k && best < FAR)
+            k = (int)best;
+    }
+    free(x);
+    free(y);
+    return k;
+}
+
+/* The smallest horizon any schedule needs: the farthest needed pair (and,
+ * for copy demands, the sources' egress). */
 static int horizon_floor(const inst *in)
 {
     int k = 1, P = in->P;
@@ -811,6 +877,11 @@ static int horizon_floor(const inst *in)
             if (v > k && v < FAR)
                 k = v;
         }
+    if (!in->pairwise) {
+        int e = source_egress_floor(in);
+        if (e > k)
+            k = e;
+    }
     return k;
 }
 
@@ -1582,6 +1653,17 @@ static void occ_take(const inst *in, occ *o, int l, int k)
     }
 }
 
+/* A copy of o with its own counts (the shared-set index is rebuilt). */
+static int occ_clone(const inst *in, const occ *o, occ *c)
+{
+    int rc = occ_init(in, o->cap, c);
+    if (rc)
+        return rc;
+    memcpy(c->link, o->link, sizeof *c->link * (size_t)in->L * o->cap);
+    memcpy(c->set, o->set, sizeof *c->set * (size_t)in->t->nshared * o->cap);
+    return CS_OK;
+}
+
 static int round_pairwise(const inst *in, const model *m, const double *x, double threshold,
                           sendbuf *out, cs_error *err)
 {
@@ -2110,17 +2192,20 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
  * form f = g + h: a chunk delivered in the round costs its arrival epoch; one
  * that ends the round at rank x, usable there from epoch a, costs
  * max(R, a) + dist(x, d), the kappa-weighted distance being a lower bound on
- * the epochs still needed.  The round minimizes the sum (a send's
- * coefficient is the change of its chunk's f, so only the round's sends
- * are variables), with a little preference for earlier sends.  Every send
- * along a shortest path lowers f, so each round makes progress while lanes
- * are free; a round CBC cannot solve in time moves chunks greedily along
- * shortest paths instead.  Pairwise demands only (copy demands: the greedy
- * and the MILP). */
+ * the epochs still needed.  The round minimizes the sum of (T0 + f)^2 (the
+ * squares weigh the latest chunks most, leaning toward the makespan; a
+ * send's coefficient is the change of its chunk's cost, so only the round's
+ * sends are variables), with a little preference for earlier sends.  Every
+ * send along a shortest path lowers the cost, so each round makes progress
+ * while lanes are free.  Small rounds go to CBC for a moment; otherwise (or
+ * without an integer solution) the round's LP is rounded to chunks, and
+ * lanes left idle carry chunks greedily along shortest paths.  This part is
+ * for pairwise demands (flows by destination); copy demands have their own
+ * rounds below. */
 
 #define MCF_ASTAR_DEFAULT_EPOCHS 8
 /* astar 0: A* when the full model's estimated columns exceed this */
-#define MCF_ASTAR_AUTO_COLUMNS 250000
+#define MCF_ASTAR_AUTO_COLUMNS 100000
 #define MCF_ASTAR_ROUND_LIMIT_S 20.0
 #define MCF_ASTAR_MILP_LIMIT_S 2.0
 /* Larger rounds go to the LP directly: CBC rarely finishes them in time. */
@@ -2134,11 +2219,12 @@ static bool use_astar(const inst *in, const cs_mcf_options *o)
         return false;
     if (o->astar > 0)
         return true;
-    if (!in->pairwise) /* copy demands: on request (the greedy covers large ones) */
+    if (!in->pairwise || o->epochs > 0) /* copy demands: on request (the greedy covers
+                                            large ones); a fixed horizon: the full model */
         return false;
     /* auto: when the full model would be too large for the LP search
-     * (ndv2:4 alltoall, ~970k: its LP search does not finish in 5 minutes;
-     * ndv2:2, ~68k: 11 s) */
+     * (ndv2:2 alltoall with 2 chunks, ~133k, and ndv2:4, ~970k: their LP
+     * searches do not finish in 10 and 5 minutes; ndv2:2 with 1, ~68k: 11 s) */
     long est = mcf_estimate_columns(in->t, in->c, o);
     long lim = o->max_columns / 4 < MCF_ASTAR_AUTO_COLUMNS ? o->max_columns / 4
                                                            : MCF_ASTAR_AUTO_COLUMNS;
@@ -2208,6 +2294,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
     double *credit = malloc(sizeof *credit * (size_t)P * (L ? L : 1));
     int rc = occ_init(in, cap, &oc);
     int rounds = 0, lp_rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !pos || !ready || !sup || !ea || !credit) {
@@ -2232,9 +2319,19 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld chunks undelivered at the time limit", left);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; left > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_greedy_round(in, &oc, T1, R, pos, ready, &left, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (left > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld chunks undelivered at the time limit", left);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         /* the state: chunks per (destination, rank, local epoch usable) */
@@ -2479,9 +2576,10 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds",
-                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols, "slowest_round_s",
+                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds,
+                      "finished_greedily_at_time_limit", timed_out, "max_columns", (json_int_t)max_cols, "slowest_round_s",
                       slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);
@@ -2540,6 +2638,53 @@ static int astar_copy_greedy_round(const inst *in, occ *oc, int T0, int R, int *
     return CS_OK;
 }
 
+/* The greedy round's sends as a MILP start for the round model (integer
+ * columns: flows and holdings), or NULL. */
+static double *astar_copy_start(const inst *in, const occ *oc, int T0, int R, const int *avail,
+                                const int *holders, long missing, const mcf_lp *lp,
+                                const int *hcol, const int *fcol)
+{
+    int P = in->P, L = in->L;
+    long G = in->G;
+    occ oc2;
+    int *av2 = malloc(sizeof *av2 * (size_t)(G ? G : 1) * P);
+    int *h2 = malloc(sizeof *h2 * (size_t)(G ? G : 1));
+    double *start = calloc((size_t)(lp->ncols ? lp->ncols : 1), sizeof *start);
+    sendbuf tmp = {0};
+    bool ok = av2 && h2 && start && occ_clone(in, oc, &oc2) == CS_OK;
+    if (ok) {
+        memcpy(av2, avail, sizeof *av2 * (size_t)G * P);
+        memcpy(h2, holders, sizeof *h2 * (size_t)G);
+        ok = astar_copy_greedy_round(in, &oc2, T0, R, av2, h2, &missing, &tmp) == CS_OK;
+        occ_free(&oc2);
+    } else {
+        occ_free(&oc2);
+    }
+    for (long i = 0; ok && i < tmp.n; i++) {
+        const msend *x = &tmp.v[i];
+        int k = x->epoch - T0, dst = in->t->links[x->link].dst;
+        int f = fcol[(x->chunk * L + x->link) * R + k];
+        if (f < 0) {
+            ok = false;
+            break;
+        }
+        start[f] = 1;
+        for (int kk = k + in->kappa[x->link]; kk <= R; kk++) {
+            int h = hcol[(x->chunk * P + dst) * (R + 1) + kk];
+            if (h >= 0)
+                start[h] = 1;
+        }
+    }
+    free(tmp.v);
+    free(av2);
+    free(h2);
+    if (!ok) {
+        free(start);
+        return NULL;
+    }
+    return start;
+}
+
 static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2564,6 +2709,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
     int *fcol = malloc(sizeof *fcol * (size_t)(G ? G : 1) * L * R);
     int rc = occ_init(in, limit + R + maxk + 1, &oc);
     int rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !avail || !holders || !hcol || !fcol) {
@@ -2589,9 +2735,19 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld deliveries missing at the time limit", missing);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; missing > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_copy_greedy_round(in, &oc, T1, R, avail, holders, &missing, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (missing > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld deliveries missing at the time limit", missing);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         mcf_lp lp;
@@ -2748,10 +2904,16 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
         double lim = MCF_ASTAR_COPY_MILP_LIMIT_S;
         if (isfinite(r->deadline) && remaining(r) < lim)
             lim = remaining(r);
+        /* CBC starts from the round the greedy would make (on a copy of the
+         * state), so it has an incumbent at once and only has to improve it */
+        double *start = astar_copy_start(in, &oc, T0, R, avail, holders, missing, &lp, hcol,
+                                         fcol);
         mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
-                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .start = start,
+                             .cancel = o->cancel};
         mcf_solution sol;
         rc = mcf_solve(&lp, &so, &sol, err);
+        free(start);
         r->milp_solves++;
         r->milp_seconds += sol.seconds;
         if (sol.seconds > slowest)
@@ -2799,9 +2961,10 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds", 0,
-                      "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols,
+                      "greedy_rounds", greedy_rounds, "finished_greedily_at_time_limit",
+                      timed_out, "max_columns", (json_int_t)max_cols,
                       "slowest_round_s", slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);
@@ -3442,13 +3605,14 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
                  other_c, other_us);
     else
-        snprintf(why, sizeof why, "%d chunks take %.4g us: %s", other_c, other_us,
+        snprintf(why, sizeof why, "%d chunk%s take%s %.4g us: %s", other_c,
+                 other_c == 1 ? "" : "s", other_c == 1 ? "s" : "", other_us,
                  best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
                                   : "more, smaller chunks pipeline better");
     cs_text_printf(best->reason, sizeof best->reason,
-             "mcf: %d chunks of %.6g bytes end at %.4g us, the best of chunkings %d..%d of the "
-             "same bytes; %s%s",
-             best_c, o->bytes / best_c, bus, lo, hi, why, skipped);
+             "mcf: %d chunk%s of %.6g bytes end at %.4g us, the best of chunkings %d..%d of "
+             "the same bytes; %s%s",
+             best_c, best_c == 1 ? "" : "s", o->bytes / best_c, bus, lo, hi, why, skipped);
     json_object_set_new(best->stats, "chunking",
                         json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
                                   "chosen", best_c, "tried", tried, "reason", best->reason));

@@ -121,7 +121,7 @@ typedef struct cs_mcf_options {
                               the LP instead of solved as a MILP (default 40,000) */
     int astar;             /* A* rounds: 1 always, -1 never, 0 (default): pairwise demands
                               whose full model's estimated columns exceed
-                              min(250,000, max_columns / 4) */
+                              min(100,000, max_columns / 4) */
     int astar_epochs;      /* epochs per A* round (0: 8, at least the longest send) */
     bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;

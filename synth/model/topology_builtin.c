@@ -589,7 +589,8 @@ static int invalid(cs_error *err, const char *spec, const char *why)
         used += (size_t)snprintf(forms + used, sizeof forms - used, "%s%s", i ? ", " : "",
                                  infos[i].syntax);
     return cs_error_set(err, CS_EINVAL, "topology",
-                        "%s: %s (accepted: %s; synthetic families also take ,gbps=G,alpha=A)",
+                        "%s: %s (accepted: %s; synthetic families also take ,gbps=G,alpha=A; "
+                        "families with switches ,copy=1)",
                         spec, why, forms);
 }
 

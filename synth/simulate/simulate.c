@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "send_order_internal.h"
+#include "simulate_internal.h"
 
 #define TIME_EPS 1e-6
 #define NO_SEND UINT32_MAX
@@ -90,16 +91,12 @@ static int rec_compare(const void *pa, const void *pb)
 typedef struct linker {
     const cs_algorithm *a;
     const uint32_t *trank;      /* NULL untimed */
-    uint32_t *out;              /* per batch position p: next_send (2p) and consumer (2p + 1) */
     chunk_rec *rec, *grouped;   /* 2 x the longest chunk so far */
     long cap;
     unsigned *stamp;            /* per rank: chunk epoch of count/start */
     uint32_t *count, *start;    /* per rank */
     int *touched;
     unsigned epoch;
-    const send_batch *batch;
-    uint32_t j0, j1;
-    int rc;
 } linker;
 
 /* The common case in one forward pass, with the result link_chunk's sort
@@ -283,84 +280,67 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len, uint32_t *out
     return CS_OK;
 }
 
-static void *linker_run(void *arg)
-{
-    linker *w = arg;
-    for (uint32_t j = w->j0; j < w->j1 && w->rc == CS_OK; j++) {
-        uint32_t len;
-        const send_rec *sr = send_batch_recs(w->batch, j, &len);
-        w->rc = link_chunk(w, sr, len, w->out + 2 * (size_t)(sr - w->batch->recs));
-    }
-    return NULL;
-}
+/* ---- sim_links (simulate_internal.h): next_send and consumer, chunk by chunk ---- */
 
-/* next_send and consumer of every send, chunk by chunk: batches of chunks
- * gathered by streaming over the columns, each batch's chunks split between
- * threads (they write disjoint sends). */
-static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *next_send,
-                       uint32_t *consumer)
+int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, int nthreads)
 {
-    send_batches sb;
-    int rc = send_batches_init(&sb, a, NULL, trank != NULL);
-    int nthreads = rc == CS_OK && sb.begin ? send_pass_threads(a->nsends) : 1;
-    linker w[4];
-    memset(w, 0, sizeof w);
-    uint32_t *out = NULL;   /* the batch's pairs, by position */
-    long out_cap = 0;
-    for (int t = 0; t < nthreads && rc == CS_OK; t++) {
+    memset(L, 0, sizeof *L);
+    long n = a->nsends;
+    if (nthreads < 1)
+        nthreads = 1;
+    L->nthreads = nthreads;
+    L->nsends = n;
+    L->next_send = send_array_new(sizeof(uint32_t) * (size_t)n);
+    L->consumer = send_array_new(sizeof(uint32_t) * (size_t)n);
+    linker *w = calloc((size_t)nthreads, sizeof *w);
+    L->workers = w;
+    if (!L->next_send || !L->consumer || !w)
+        return CS_ENOMEM;
+    size_t nodes = (size_t)(a->ranks + a->switch_nodes);   /* ranks and switch nodes */
+    for (int t = 0; t < nthreads; t++) {
         w[t] = (linker){.a = a, .trank = trank};
-        size_t nodes = (size_t)(a->ranks + a->switch_nodes);   /* ranks and switch nodes */
         w[t].stamp = calloc(nodes, sizeof *w[t].stamp);
         w[t].count = malloc(sizeof *w[t].count * nodes);
         w[t].start = malloc(sizeof *w[t].start * nodes);
         w[t].touched = malloc(sizeof *w[t].touched * nodes);
         if (!w[t].stamp || !w[t].count || !w[t].start || !w[t].touched)
-            rc = CS_ENOMEM;
+            return CS_ENOMEM;
     }
-    send_batch b;
-    while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
-        uint32_t entries = b.g1 - b.g0;
-        long total = (long)b.begin[entries] - b.begin[0];
-        if (total > out_cap) {
-            uint32_t *o = realloc(out, sizeof *o * 2 * (size_t)total);
-            if (!o) {
-                rc = CS_ENOMEM;
-                break;
-            }
-            out = o;
-            out_cap = total;
-        }
-        uint32_t j = 0;
-        for (int t = 0; t < nthreads; t++) {
-            w[t].out = out;
-            w[t].batch = &b;
-            w[t].j0 = j;
-            long goal = b.begin[0] + total * (t + 1) / nthreads;
-            while (j < entries && (t == nthreads - 1 || b.begin[j + 1] <= goal))
-                j++;
-            w[t].j1 = t == nthreads - 1 ? entries : j;
-        }
-        pthread_t th[4];
-        int started = 0;
-        for (int t = 1; t < nthreads; t++) {
-            if (pthread_create(&th[t], NULL, linker_run, &w[t]) != 0)
-                break;
-            started = t;
-        }
-        linker_run(&w[0]);
-        for (int t = started + 1; t < nthreads; t++)
-            linker_run(&w[t]);
-        for (int t = 1; t <= started; t++)
-            pthread_join(th[t], NULL);
-        for (int t = 0; t < nthreads; t++)
-            if (rc == CS_OK)
-                rc = w[t].rc;
-        if (rc == CS_OK)
-            send_batch_write_back(&sb, &b, out, next_send, consumer);
+    return CS_OK;
+}
+
+int sim_links_batch(sim_links *L, const send_batch *b)
+{
+    uint32_t entries = b->g1 - b->g0;
+    long total = (long)b->begin[entries] - b->begin[0];
+    if (total > L->out_cap) {   /* nothing to keep: the batch is linked after this */
+        send_array_delete(L->out, sizeof *L->out * 2 * (size_t)L->out_cap);
+        L->out_cap = 0;
+        L->out = send_array_new(sizeof *L->out * 2 * (size_t)total);
+        if (!L->out)
+            return CS_ENOMEM;
+        L->out_cap = total;
     }
-    if (rc == SEND_BATCHES_DONE)
-        rc = CS_OK;
-    for (int t = 0; t < nthreads; t++) {
+    return CS_OK;
+}
+
+int sim_links_chunk(sim_links *L, int thread, const send_batch *b, uint32_t j)
+{
+    linker *w = &((linker *)L->workers)[thread];
+    uint32_t len;
+    const send_rec *sr = send_batch_recs(b, j, &len);
+    return link_chunk(w, sr, len, L->out + 2 * (size_t)(sr - b->recs));
+}
+
+void sim_links_batch_done(sim_links *L, send_batches *sb, const send_batch *b)
+{
+    send_batch_write_back(sb, b, L->out, L->next_send, L->consumer);
+}
+
+void sim_links_done(sim_links *L)
+{
+    linker *w = L->workers;
+    for (int t = 0; w && t < L->nthreads; t++) {
         free(w[t].rec);
         free(w[t].grouped);
         free(w[t].stamp);
@@ -368,8 +348,85 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, uint32_t *n
         free(w[t].start);
         free(w[t].touched);
     }
-    free(out);
+    free(w);
+    L->workers = NULL;
+    send_array_delete(L->out, sizeof *L->out * 2 * (size_t)L->out_cap);
+    L->out = NULL;
+    L->out_cap = 0;
+}
+
+void sim_links_free(sim_links *L)
+{
+    sim_links_done(L);
+    send_array_delete(L->next_send, sizeof(uint32_t) * (size_t)L->nsends);
+    send_array_delete(L->consumer, sizeof(uint32_t) * (size_t)L->nsends);
+    memset(L, 0, sizeof *L);
+}
+
+/* One thread's share of a batch. */
+typedef struct link_job {
+    sim_links *L;
+    int thread;
+    const send_batch *batch;
+    uint32_t j0, j1;
+    int rc;
+} link_job;
+
+static void *link_job_run(void *arg)
+{
+    link_job *job = arg;
+    for (uint32_t j = job->j0; j < job->j1 && job->rc == CS_OK; j++)
+        job->rc = sim_links_chunk(job->L, job->thread, job->batch, j);
+    return NULL;
+}
+
+/* next_send and consumer of every send, chunk by chunk: batches of chunks
+ * gathered by streaming over the columns, each batch's chunks split between
+ * threads (they write disjoint sends). */
+static int build_links(const cs_algorithm *a, const uint32_t *trank, sim_links *L)
+{
+    send_batches sb;
+    int rc = send_batches_init(&sb, a, NULL, trank != NULL);
+    int nthreads = rc == CS_OK && sb.begin ? send_pass_threads(a->nsends) : 1;
+    if (rc == CS_OK)
+        rc = sim_links_init(L, a, trank, nthreads);
+    send_batch b;
+    while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
+        if ((rc = sim_links_batch(L, &b)) != CS_OK)
+            break;
+        uint32_t entries = b.g1 - b.g0;
+        long total = (long)b.begin[entries] - b.begin[0];
+        link_job job[4];
+        uint32_t j = 0;
+        for (int t = 0; t < nthreads; t++) {
+            job[t] = (link_job){.L = L, .thread = t, .batch = &b, .j0 = j};
+            long goal = b.begin[0] + total * (t + 1) / nthreads;
+            while (j < entries && (t == nthreads - 1 || b.begin[j + 1] <= goal))
+                j++;
+            job[t].j1 = t == nthreads - 1 ? entries : j;
+        }
+        pthread_t th[4];
+        int started = 0;
+        for (int t = 1; t < nthreads; t++) {
+            if (pthread_create(&th[t], NULL, link_job_run, &job[t]) != 0)
+                break;
+            started = t;
+        }
+        link_job_run(&job[0]);
+        for (int t = started + 1; t < nthreads; t++)
+            link_job_run(&job[t]);
+        for (int t = 1; t <= started; t++)
+            pthread_join(th[t], NULL);
+        for (int t = 0; t < nthreads; t++)
+            if (rc == CS_OK)
+                rc = job[t].rc;
+        if (rc == CS_OK)
+            sim_links_batch_done(L, &sb, &b);
+    }
+    if (rc == SEND_BATCHES_DONE)
+        rc = CS_OK;
     send_batches_free(&sb);
+    sim_links_done(L);
     return rc;
 }
 
@@ -575,7 +632,6 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     if (n > 0x7fffffffL)
         return cs_error_set(err, CS_ELIMIT, "sends", "too large to simulate: %ld sends", n);
     bool timed = algorithm_is_timed(a);
-    int L = t->nlinks;
     int rc = CS_OK;
     link_finder lf;
     if (link_finder_init(&lf, t) != CS_OK) {
@@ -600,15 +656,8 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         }
     }
     uint32_t *trank = NULL, *ord = NULL;
-    uint32_t *next_send = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    uint32_t *consumer = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    double *acc = NULL;   /* per send: the latest finish it waits for so far */
-    double *dur = malloc(sizeof(double) * (size_t)(L ? L : 1));
-    sim_resources res;
-    memset(&res, 0, sizeof res);
-    out->link_busy_us = calloc((size_t)(L ? L : 1), sizeof(double));
-    out->link_utilization = calloc((size_t)(L ? L : 1), sizeof(double));
-    out->nlinks = L;
+    sim_links L;
+    memset(&L, 0, sizeof L);
     if (timed) {
         trank = malloc(sizeof *trank * (size_t)algorithm_time_count(a));
         if (trank && algorithm_time_ranks(a, trank) != CS_OK) {
@@ -616,21 +665,42 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
             trank = NULL;
         }
     }
-    if (!next_send || !consumer || !dur || !out->link_busy_us || !out->link_utilization ||
-        (timed && !trank) || resources_init(&res, t, a, &lf, timed) != CS_OK) {
+    if ((timed && !trank) || build_links(a, trank, &L) != CS_OK ||
+        send_processing_order(a, trank, &ord) != CS_OK)
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
+    if (rc == CS_OK)
+        rc = sim_timing(t, a, bytes, &lf, trank, ord, &L, out, err);
+    sim_links_free(&L);
+    link_finder_free(&lf);
+    free(trank);
+    free(ord);
+    return rc;
+}
+
+int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const link_finder *lfp,
+               const uint32_t *trank, const uint32_t *ord, const sim_links *links,
+               cs_sim_result *out, cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    long n = a->nsends;
+    bool timed = trank != NULL;
+    int L = t->nlinks;
+    int rc = CS_OK;
+    const link_finder lf = *lfp;
+    const uint32_t *next_send = links->next_send, *consumer = links->consumer;
+    double *acc = NULL;   /* per send: the latest finish it waits for so far */
+    double *dur = malloc(sizeof(double) * (size_t)(L ? L : 1));
+    sim_resources res;
+    memset(&res, 0, sizeof res);
+    out->link_busy_us = calloc((size_t)(L ? L : 1), sizeof(double));
+    out->link_utilization = calloc((size_t)(L ? L : 1), sizeof(double));
+    out->nlinks = L;
+    if (!dur || !out->link_busy_us || !out->link_utilization ||
+        resources_init(&res, t, a, &lf, timed) != CS_OK ||
+        !(acc = send_array_new(sizeof *acc * (size_t)n))) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
         goto done;
     }
-    /* written (linking) and read-modified (acc) in a scattered order */
-    send_array_advise(next_send, sizeof(uint32_t) * (size_t)n);
-    send_array_advise(consumer, sizeof(uint32_t) * (size_t)n);
-    if (build_links(a, trank, next_send, consumer) != CS_OK ||
-        send_processing_order(a, trank, &ord) != CS_OK ||
-        !(acc = calloc((size_t)(n ? n : 1), sizeof *acc))) {
-        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", n);
-        goto done;
-    }
-    send_array_advise(acc, sizeof *acc * (size_t)n);
     double chunk = algorithm_chunk_bytes(a, bytes);
     out->chunk_bytes = chunk;
     for (int l = 0; l < L; l++)
@@ -699,17 +769,46 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
     }
     out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
 done:
-    link_finder_free(&lf);
-    free(trank);
-    free(ord);
-    free(next_send);
-    free(consumer);
-    free(acc);
+    send_array_delete(acc, sizeof *acc * (size_t)n);
     free(dur);
     resources_free(&res);
     if (rc != CS_OK)
         sim_result_free(out);
     return rc;
+}
+
+/* Cross-group bytes of a schedule through switch nodes: a node is in no
+ * group, so the view counted every send to or from it; what crosses groups
+ * is a copy from a node to a rank of another group than the chunk's
+ * uploader's (the first upload of that chunk to that node), and the
+ * rank-to-rank sends as always. */
+static int cross_group_via_nodes(const cs_topology *t, const cs_algorithm *a, cs_sim_result *out)
+{
+    out->cross_group_bytes = 0.0;
+    if (!t->group_of)
+        return CS_OK;
+    int S = a->switch_nodes, P = a->ranks;
+    long G = a->global_chunks;
+    int *up = malloc(sizeof *up * (size_t)(G > 0 ? G : 1) * (size_t)S);
+    if (!up)
+        return CS_ENOMEM;
+    for (long i = 0; i < G * S; i++)
+        up[i] = -2;
+    for (long i = 0; i < a->nsends; i++) {   /* uploads first: any order of the sends */
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        long g = algorithm_send_chunk(a, i);
+        if (src < P && dst >= P && up[g * S + dst - P] == -2)
+            up[g * S + dst - P] = t->group_of[src];
+    }
+    for (long i = 0; i < a->nsends; i++) {
+        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
+        long g = algorithm_send_chunk(a, i);
+        int from = src < P ? t->group_of[src] : up[g * S + src - P];
+        if (dst < P && from != -2 && from != t->group_of[dst])
+            out->cross_group_bytes += out->chunk_bytes;
+    }
+    free(up);
+    return CS_OK;
 }
 
 /* Schedules through copy-capable switch nodes: simulated on the node view
@@ -754,6 +853,10 @@ static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, do
                     out->max_utilization = r.link_utilization[l];
             }
             out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
+            if (cross_group_via_nodes(t, a, out) != CS_OK) {
+                sim_result_free(out);
+                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            }
         }
         sim_result_free(&r);
     }

@@ -11,7 +11,9 @@
  *
  * Schedules through copy-capable switch nodes (algorithm switch_nodes) run
  * on the topology's node view: a send up to the node and each copy down
- * take alpha + chunk / gbps of the switch on the member's port.
+ * take alpha + chunk / gbps of the switch on the member's port; a copy
+ * crosses groups when its rank's group is not the uploader's (nodes are in
+ * no group), and link figures cover the topology's own links only.
  *
  * Outputs: the collective's completion time, per-link busy time and
  * utilization, total and cross-group bytes (the Bine paper's global-link

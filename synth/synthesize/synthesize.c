@@ -857,7 +857,13 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         break;
     default: {
         const cs_topology *t = r->topology;
-        if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM) {
+        /* Broadcast on copy-capable switches: only mcf uses the in-switch
+         * copy (the other methods send unicast through the switch), and a
+         * chunk sent up once and copied down to every port beats any
+         * unicast tree there (docs/BENCHMARKS.md, "Issue 13: mcf"). */
+        bool copy_switch = t->nswitch_nodes > 0 && r->collective.kind == CS_COLL_BROADCAST;
+        if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM ||
+            copy_switch) {
             long cols = -1;
             cs_error merr;
             cs_error_clear(&merr);
@@ -870,13 +876,25 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                 snprintf(mcf_note, sizeof mcf_note,
                          "mcf: ~%ld model variables > mcf limit %ld; ", cols, lim->mcf_max_columns);
             } else {
-                rc = run_mcf(r, hooks, lim->mcf_time_budget_s, out, &merr);
+                /* copy broadcast: the best of 1..8 chunks (pipelined through the
+                 * switch, C + 1 sends for C chunks; each chunking is proved by
+                 * mcf's source-egress floor without an LP, so this is cheap),
+                 * unless the request asks for more chunks */
+                cs_synth_request rb = *r;
+                if (copy_switch && rb.mcf.chunks == 1 && rb.mcf.max_chunks == 0 &&
+                    rb.mcf.epochs == 0) {
+                    rb.mcf.chunks = 8;
+                    rb.mcf.min_chunks = 1;
+                }
+                rc = run_mcf(&rb, hooks, lim->mcf_time_budget_s, out, &merr);
                 if (rc == CS_OK && *out && (*out)->nalgs > 0) {
                     snprintf(reason, sizeof reason,
-                             "auto: %s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
-                             "(TE-CCL flow model: pipelined, alpha per hop%s)",
-                             collective_kind_name(r->collective.kind), t->ranks,
+                             "auto: %s%s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
+                             "(TE-CCL flow model: pipelined, alpha per hop%s%s)",
+                             collective_kind_name(r->collective.kind),
+                             copy_switch ? " on copy-capable switches" : "", t->ranks,
                              lim->mcf_max_ranks, cols, lim->mcf_max_columns,
+                             copy_switch ? ", copies in the switch" : "",
                              (*out)->complete ? ", optimal" : ", stopped at its budget");
                     break;
                 }

@@ -624,20 +624,17 @@ int tacos_synthesize(const cs_topology *t, const cs_collective *c, const cs_taco
         double tb = cs_now();
         rc = plan_to_algorithm(&best, &coll, opt, chunk_bytes, &alg, err);
         build_s = cs_now() - tb;
-        tb = cs_now();
-        if (rc == CS_OK)
-            rc = algorithm_verify(t, alg, err);
-        verify_s = cs_now() - tb;
+        /* one walk for both (verify.h): verify_s is the checks, the value
+         * replay and the shared chunk linking, simulate_s the timing sweep */
         tb = cs_now();
         if (rc == CS_OK) {
             cs_sim_result sr;
-            memset(&sr, 0, sizeof sr);
-            rc = simulate_algorithm(t, alg, opt->bytes, &sr, err);
+            rc = algorithm_verify_simulate(t, alg, opt->bytes, &sr, &verify_s, err);
             if (rc == CS_OK)
                 sim_us = sr.time_us;
             sim_result_free(&sr);
+            simulate_s = cs_now() - tb - verify_s;
         }
-        simulate_s = cs_now() - tb;
     }
     if (rc == CS_OK) {
         double ti = cs_now();

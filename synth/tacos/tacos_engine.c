@@ -112,6 +112,11 @@ static void engine_free(engine *e)
     free(e->gcov);
     free(e->group_cost);
     free(e->holders);
+    free(e->tracked);
+    free(e->ready_need);
+    free(e->flight);
+    free(e->flight_begin);
+    free(e->flight_head);
     free(e->in_src);
     free(e->window);
     free(e->nwindow);
@@ -167,13 +172,42 @@ int tacos_log_append(engine *e, int r, uint32_t c)
         }
     }
     lg->buf[lg->len++] = c;
-    if (e->holds)
-        bit_set(e->holds + (size_t)r * e->W, c);
     if (e->holds) {
-        bit_set(e->holds + (size_t)r * e->W, c);
+        if (!e->tracked || e->tracked[r])
+            bit_set(e->holds + (size_t)r * e->W, c);
         e->holders[c]++;
     }
     return CS_OK;
+}
+
+/* Lazy holdings: rank u's row becomes exact from now on.  On universal kinds
+ * "covered" is held or arriving, so what u holds is its covered row minus
+ * the chunks in flight on its in-links (the newest busy[m] sends of each). */
+static void track_rank(engine *e, int u)
+{
+    if (e->tracked[u])
+        return;
+    const cs_topology *t = e->t;
+    uint64_t *row = e->holds + (size_t)u * e->W;
+    memcpy(row, e->covered + (size_t)u * e->W, (size_t)e->W * sizeof *row);
+    for (int k = t->in_begin[u]; k < t->in_begin[u + 1]; k++) {
+        int m = t->in_links[k];
+        int b = e->flight_begin[m], lanes = e->flight_begin[m + 1] - b, h = e->flight_head[m];
+        for (int i = 0; i < e->busy[m]; i++) {
+            h = h == 0 ? lanes - 1 : h - 1;
+            bit_clear(row, e->flight[b + h]);
+        }
+    }
+    e->tracked[u] = 1;
+}
+
+/* Destination d is about to choose rarest first: its in-neighbours' rows must
+ * be exact.  Called between events only (rows of other ranks are written). */
+static void track_in_neighbours(engine *e, int d)
+{
+    const cs_topology *t = e->t;
+    for (int k = t->in_begin[d]; k < t->in_begin[d + 1]; k++)
+        track_rank(e, t->links[t->in_links[k]].src);
 }
 
 static inline void mark_dirty(engine *e, int r)
@@ -368,6 +402,40 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
                        (size_t)L * (TACOS_RAREST_WINDOW * sizeof(uint32_t) + 1 + sizeof(int));
         for (int k = 0; k < L; k++)
             e->in_src[k] = t->links[t->in_links[k]].src;
+        /* a link carries at most min(lanes, G) chunks at once (each chunk goes
+         * to a destination once): its ring's size */
+        long slots = 0;
+        for (int l = 0; l < L; l++)
+            slots += t->links[l].lanes < e->G ? t->links[l].lanes : e->G;
+        /* lazy on universal kinds, unless the rings would outgrow the rows
+         * they save (huge lane counts): then every row is kept throughout */
+        if (e->universal && slots <= (long)P * e->W * 2 + 4096 && slots < INT32_MAX) {
+            e->tracked = calloc((size_t)P, 1);
+            e->ready_need = malloc((size_t)P * sizeof *e->ready_need);
+            e->flight_begin = malloc(((size_t)L + 1) * sizeof *e->flight_begin);
+            e->flight_head = calloc((size_t)(L ? L : 1), sizeof *e->flight_head);
+            e->flight = malloc((size_t)(slots ? slots : 1) * sizeof *e->flight);
+            if (!e->tracked || !e->ready_need || !e->flight_begin || !e->flight_head || !e->flight)
+                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for holdings "
+                                    "(%d ranks, %ld link lanes)", P, slots);
+            long at = 0;
+            for (int l = 0; l < L; l++) {
+                e->flight_begin[l] = (int)at;
+                at += t->links[l].lanes < e->G ? t->links[l].lanes : e->G;
+            }
+            e->flight_begin[L] = (int)at;
+            /* a destination may choose rarest first at the next event once its
+             * need, less what one event can match into it, is in range */
+            for (int r = 0; r < P; r++) {
+                long lanes = 0;
+                for (int k = t->in_begin[r]; k < t->in_begin[r + 1]; k++)
+                    lanes += t->links[t->in_links[k]].lanes;
+                e->ready_need[r] = (long)TACOS_RAREST_SPANS * (t->in_begin[r + 1] - t->in_begin[r]) +
+                                   lanes;
+            }
+            rarest_bytes += (size_t)P * (1 + sizeof(long)) + (size_t)L * 2 * sizeof(int) +
+                            (size_t)slots * sizeof(uint32_t);
+        }
     }
     e->cost = malloc((size_t)L * sizeof *e->cost);
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
@@ -428,6 +496,12 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     int rc = tacos_init_conditions(e, err);
     if (rc == CS_OK && e->skip_redundant && e->universal && t->ngroups > 0)
         rc = init_group_cover(e, err);
+    if (rc == CS_OK && e->tracked)
+        for (int d = 0; d < P; d++)
+            if (e->need[d] <= e->ready_need[d]) {
+                e->ready_need[d] = -1;
+                track_in_neighbours(e, d);
+            }
     return rc;
 }
 
@@ -615,6 +689,8 @@ typedef struct match_out {
     long nrecs, caprecs;
     pending *push;
     long npush, cappush;
+    int *ready;             /* destinations whose in-neighbours must be tracked */
+    long nready, capready;
     int rc;
 } match_out;
 
@@ -680,12 +756,31 @@ static void match_range(engine *e, long w0, long w1, double now, uint64_t event,
                         e->busy[l]++;
                         for (int q = e->set_begin[l]; q < e->set_begin[l + 1]; q++)
                             e->set_busy[e->set_of[q]]++;
+                        if (e->flight) {
+                            int b = e->flight_begin[l], h = e->flight_head[l];
+                            e->flight[b + h] = (uint32_t)c;
+                            e->flight_head[l] = b + h + 1 == e->flight_begin[l + 1] ? 0 : h + 1;
+                        }
                         if (keep)
                             mo->recs[mo->nrecs++] = (tacos_rec){(uint32_t)c, l};
                         mo->push[mo->npush++] = (pending){now + e->cost[l], l, (uint32_t)c};
                     }
                 }
                 g0 = g1;
+            }
+            if (e->ready_need && e->need[d] <= e->ready_need[d]) {
+                e->ready_need[d] = -1;
+                if (mo->nready == mo->capready) {
+                    long ncap = mo->capready ? mo->capready * 2 : 256;
+                    int *nr = realloc(mo->ready, (size_t)ncap * sizeof *nr);
+                    if (!nr) {
+                        mo->rc = CS_ENOMEM;
+                        return;
+                    }
+                    mo->ready = nr;
+                    mo->capready = ncap;
+                }
+                mo->ready[mo->nready++] = d;
             }
         }
     }
@@ -899,6 +994,9 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
                     goto out;
                 }
             }
+            for (long i = 0; i < mo->nready; i++)
+                track_in_neighbours(&e, mo->ready[i]);
+            mo->nready = 0;
             out->nsends += mo->npush;
             e.remaining -= mo->npush;
             if (mo->npush > 0)
@@ -993,6 +1091,7 @@ out:
     for (int k = 0; k < TACOS_MATCH_THREADS_MAX; k++) {
         free(mp->mo[k].recs);
         free(mp->mo[k].push);
+        free(mp->mo[k].ready);
     }
     free(mp);
     engine_free(&e);

@@ -86,8 +86,24 @@ typedef struct engine {
     long G;
     long W;                 /* 64-bit words per rank bitset */
     uint64_t *covered;      /* P * W */
-    uint64_t *holds;        /* P * W, only with rarest-first choice: what each rank holds */
+    uint64_t *holds;        /* P * W, only with rarest-first choice: what each rank holds;
+                               on universal kinds a rank's row is kept only once it is
+                               `tracked` (see below), zero before */
     int *holders;           /* per chunk: ranks holding it, only with rarest-first */
+    /* Lazy holdings (rarest-first on universal kinds): holds is read only for
+     * the in-neighbours of destinations in their last spans, so a rank's row
+     * is built when the first of its out-neighbours gets near them (covered
+     * minus what is in flight into it) and kept at deliveries from then on;
+     * before that a delivery writes no holdings bit (one cache miss per send
+     * saved over most of the run). */
+    unsigned char *tracked; /* per rank: its holds row is exact (NULL: every row always is) */
+    long *ready_need;       /* per rank: once need falls to this, its in-neighbours get
+                               tracked (-1 once done) */
+    uint32_t *flight;       /* per link, a ring of `lanes` slots: its last sends, the
+                               newest busy[l] of which are in flight (delivery is FIFO
+                               per link: one fixed occupancy) */
+    int *flight_begin;      /* per link: its first slot (CSR, L + 1) */
+    int *flight_head;       /* per link: the slot its next send takes */
     uint32_t *window;       /* rarest-first, per link: up to TACOS_RAREST_WINDOW chunks taken
                                from its source's log that its destination still lacks */
     unsigned char *nwindow; /* per link: how many of them */

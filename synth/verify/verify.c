@@ -29,6 +29,7 @@
 #include "verify_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,21 +135,33 @@ static void describe_set(const vctx *v, int set, char *buf, size_t size)
         snprintf(buf + n, size - (size_t)n, ")");
 }
 
+/* A link's or shared set's count in the current step beside its lanes:
+ * one cache line for both (the sends of a step hit links at random, and a
+ * cs_link is 40 bytes: on dgxh100:128, 5.5 MB of them). */
+typedef struct step_slot {
+    uint32_t cnt;
+    int32_t lanes;
+} step_slot;
+
 /* Per step, in step order: the sends over each link and shared set. */
 static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
 {
     const cs_topology *t = v->t;
-    long *lcnt = calloc((size_t)t->nlinks + 1, sizeof(long));
-    long *scnt = calloc((size_t)t->nshared + 1, sizeof(long));
+    step_slot *lslot = calloc((size_t)t->nlinks + 1, sizeof *lslot);
+    step_slot *sslot = calloc((size_t)t->nshared + 1, sizeof *sslot);
     long *lover = malloc(sizeof(long) * (size_t)(t->nlinks + 1));
     long *sover = malloc(sizeof(long) * (size_t)(t->nshared + 1));
     int *ltouch = malloc(sizeof(int) * (size_t)(t->nlinks + 1));
     int *stouch = malloc(sizeof(int) * (size_t)(t->nshared + 1));
     int rc = CS_OK;
-    if (!lcnt || !scnt || !lover || !sover || !ltouch || !stouch) {
+    if (!lslot || !sslot || !lover || !sover || !ltouch || !stouch) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
+    for (int l = 0; l < t->nlinks; l++)
+        lslot[l].lanes = t->links[l].lanes;
+    for (int set = 0; set < t->nshared; set++)
+        sslot[set].lanes = t->shared[set].lanes;
     long k = 0, n = v->n;
     while (k < n) {
         long i = ord ? ord[k] : k;
@@ -166,43 +179,45 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
             if (algorithm_send_step(v->a, i) != step)
                 break;
             int l = link_of(v, i);
-            if (lcnt[l]++ == 0)
+            step_slot *x = &lslot[l];
+            if (x->cnt++ == 0)
                 ltouch[nl++] = l;
-            if (lcnt[l] == t->links[l].lanes * rounds + 1)
+            if (x->cnt == x->lanes * rounds + 1)
                 lover[l] = i;
             for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++) {
                 int set = v->set_list[m];
-                if (scnt[set]++ == 0)
+                step_slot *y = &sslot[set];
+                if (y->cnt++ == 0)
                     stouch[ns++] = set;
-                if (scnt[set] == t->shared[set].lanes * rounds + 1)
+                if (y->cnt == y->lanes * rounds + 1)
                     sover[set] = i;
             }
         }
         for (int j = 0; j < nl; j++) {
             int l = ltouch[j];
-            long cap = t->links[l].lanes * rounds;
-            if (lcnt[l] > cap)
+            long cap = t->links[l].lanes * rounds, cnt = lslot[l].cnt;
+            if (cnt > cap)
                 verify_send_problem(v, lover[l], "link %d->%d carries %ld chunks in step %d, more "
                              "than %d lanes x %ld rounds", t->links[l].src, t->links[l].dst,
-                             lcnt[l], step, t->links[l].lanes, rounds);
-            lcnt[l] = 0;
+                             cnt, step, t->links[l].lanes, rounds);
+            lslot[l].cnt = 0;
         }
         for (int j = 0; j < ns; j++) {
             int set = stouch[j];
-            long cap = t->shared[set].lanes * rounds;
-            if (scnt[set] > cap) {
+            long cap = t->shared[set].lanes * rounds, cnt = sslot[set].cnt;
+            if (cnt > cap) {
                 char desc[160];
                 describe_set(v, set, desc, sizeof desc);
                 verify_send_problem(v, sover[set], "%s carries %ld chunks in step %d, more than %d "
-                             "lanes x %ld rounds", desc, scnt[set], step, t->shared[set].lanes,
+                             "lanes x %ld rounds", desc, cnt, step, t->shared[set].lanes,
                              rounds);
             }
-            scnt[set] = 0;
+            sslot[set].cnt = 0;
         }
     }
 done:
-    free(lcnt);
-    free(scnt);
+    free(lslot);
+    free(sslot);
     free(lover);
     free(sover);
     free(ltouch);
@@ -224,7 +239,7 @@ typedef struct flight_heap {
 static bool flight_push(flight_heap *fh, flight x)
 {
     if (fh->n == fh->cap) {
-        long cap = fh->cap ? fh->cap * 2 : 64;
+        long cap = fh->cap ? fh->cap * 2 : 4;   /* most links hold a few sends at once */
         flight *h = realloc(fh->h, sizeof *h * (size_t)cap);
         if (!h)
             return false;
@@ -472,11 +487,13 @@ static bool check_header(vctx *v)
     return usable;
 }
 
-static long check_sends(vctx *v)
+/* The per-send checks of sends [i0, i1) (i0 a multiple of 8: each range
+ * writes its own bytes of v->valid). */
+static long check_send_range(vctx *v, long i0, long i1)
 {
     const cs_algorithm *a = v->a;
     long nvalid = 0;
-    for (long i = 0; i < v->n; i++) {
+    for (long i = i0; i < i1; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
         if (s->chunk < 0 || s->chunk >= v->G) {
             verify_send_problem(v, i, "chunk %ld out of range for %ld global chunks", s->chunk, v->G);
@@ -539,9 +556,140 @@ static long check_sends(vctx *v)
     return nvalid;
 }
 
-int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
-                            cs_verify_report *rep, cs_error *err)
+typedef struct check_job {
+    vctx v;                     /* a copy with its own report */
+    cs_verify_report rep;
+    long i0, i1;
+} check_job;
+
+static void *check_job_run(void *arg)
 {
+    check_job *j = arg;
+    check_send_range(&j->v, j->i0, j->i1);
+    return NULL;
+}
+
+/* Every send's own checks.  From 2^20 sends the second half of the index
+ * range is checked on another thread, into a report of its own that is
+ * appended after the first half's: the same report as one pass. */
+static void check_sends(vctx *v)
+{
+    long n = v->n, half = (n / 2) & ~7L;
+    check_job job;
+    pthread_t th;
+    if (send_pass_threads(n) < 2 || half == 0 || v->rep->nproblems > 0) {
+        check_send_range(v, 0, n);
+        return;
+    }
+    memset(&job, 0, sizeof job);
+    job.v = *v;
+    job.v.rep = &job.rep;
+    job.rep.ok = true;
+    job.v.first_field[0] = '\0';
+    job.i0 = half;
+    job.i1 = n;
+    bool threaded = pthread_create(&th, NULL, check_job_run, &job) == 0;
+    check_send_range(v, 0, half);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        check_job_run(&job);
+    if (job.rep.nproblems > 0) {
+        cs_verify_report *to = v->rep;
+        if (to->nproblems == 0)
+            snprintf(v->first_field, sizeof v->first_field, "%s", job.v.first_field);
+        to->ok = false;
+        to->nproblems += job.rep.nproblems;
+        for (int k = 0; k < job.rep.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+            memcpy(to->reasons[to->nreasons++], job.rep.reasons[k], sizeof to->reasons[0]);
+    }
+}
+
+/* The simulator's timing sweep on its own thread. */
+typedef struct timing_job {
+    const vctx *v;
+    double bytes;
+    const uint32_t *ord;
+    const sim_links *links;
+    cs_sim_result *sim;
+    cs_error err;
+    int rc;
+} timing_job;
+
+static void *timing_job_run(void *arg)
+{
+    timing_job *j = arg;
+    cs_error_clear(&j->err);
+    j->rc = sim_timing(j->v->t, j->v->a, j->bytes, &j->v->links, j->v->trank, j->ord, j->links,
+                       j->sim, &j->err);
+    return NULL;
+}
+
+/* algorithm_verify_simulate after check_sends: the value replay first,
+ * building the simulator's links from its chunks, then the bandwidth sweep
+ * and the simulator's timing sweep side by side (two sequential passes over
+ * the same sends, independent of each other: one core each).  The timing
+ * sweep needs every send in range on a link, so it runs only when
+ * check_sends found nothing.  The report is the one algorithm_verify gives:
+ * the replay's problems are held apart and appended after the bandwidth
+ * sweep's, the order in which algorithm_verify finds them. */
+static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links *links,
+                           cs_sim_result *sim, double t0, double *verify_s, cs_error *err)
+{
+    cs_verify_report later;
+    memset(&later, 0, sizeof later);
+    later.ok = true;
+    vctx rv = *v;
+    rv.rep = &later;
+    rv.first_field[0] = '\0';
+    bool sends_ok = v->rep->nproblems == 0;
+    int rc = verify_replay_values(&rv, err);
+    sim_links_done(links);
+    if (verify_s)
+        *verify_s = cs_now() - t0;
+    timing_job job = {.v = v, .bytes = bytes, .ord = ord, .links = links, .sim = sim,
+                      .rc = CS_OK};
+    pthread_t th;
+    bool timing = rc == CS_OK && sends_ok, threaded = false;
+    if (timing)
+        threaded = pthread_create(&th, NULL, timing_job_run, &job) == 0;
+    if (rc == CS_OK)
+        rc = v->timed ? check_bandwidth_timed(v, ord, err) : check_bandwidth_steps(v, ord, err);
+    if (timing && !threaded)
+        timing_job_run(&job);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (later.nproblems > 0) {
+        cs_verify_report *to = v->rep;
+        if (to->nproblems == 0)
+            snprintf(v->first_field, sizeof v->first_field, "%s", rv.first_field);
+        to->ok = false;
+        to->nproblems += later.nproblems;
+        for (int k = 0; k < later.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
+            memcpy(to->reasons[to->nreasons++], later.reasons[k], sizeof to->reasons[0]);
+    }
+    if (rc == CS_OK && timing && job.rc != CS_OK && v->rep->ok) {
+        rc = job.rc;
+        if (err)
+            *err = job.err;
+    }
+    if (rc != CS_OK || !v->rep->ok) {
+        sim_result_free(sim);   /* nothing simulated for an invalid algorithm */
+        memset(sim, 0, sizeof *sim);
+    }
+    return rc;
+}
+
+/* The verification; with sim, also the simulation at `bytes` when the
+ * algorithm is valid, through the verifier's own passes (sim_links built
+ * from the value replay's chunks, then the simulator's timing sweep), and
+ * *verify_s the seconds before that sweep. */
+static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_report *rep,
+                      double bytes, cs_sim_result *sim, double *verify_s, cs_error *err)
+{
+    double t0 = cs_now();
+    sim_links links;
+    memset(&links, 0, sizeof links);
     memset(rep, 0, sizeof *rep);
     rep->ok = true;
     if (!t || !t->finalized)
@@ -553,6 +701,7 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
     v.t = t;
     v.a = a;
     v.rep = rep;
+    v.sim = sim ? &links : NULL;
     /* a node view is itself a topology (its nodes ranks) to an algorithm
      * of that many ranks, and the view of a topology of fewer ranks else */
     v.P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
@@ -632,12 +781,17 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory ordering %ld sends", v.n);
         goto finish;
     }
-    rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
-    free(ord);
-    ord = NULL;
-    if (rc == CS_OK)
-        rc = verify_replay_values(&v, err);
+    if (!sim) {
+        rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
+        free(ord);
+        ord = NULL;
+        if (rc == CS_OK)
+            rc = verify_replay_values(&v, err);
+    } else {
+        rc = verify_and_time(&v, ord, bytes, &links, sim, t0, verify_s, err);
+    }
 finish:
+    sim_links_free(&links);
     free(ord);
     free(v.valid);
     free(v.trank);
@@ -667,6 +821,32 @@ finish:
         return CS_EVERIFY;
     }
     return CS_OK;
+}
+
+int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
+                            cs_verify_report *rep, cs_error *err)
+{
+    return verify_run(t, a, rep, 0.0, NULL, NULL, err);
+}
+
+int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
+                              cs_sim_result *sim, double *verify_s, cs_error *err)
+{
+    memset(sim, 0, sizeof *sim);
+    if (verify_s)
+        *verify_s = 0.0;
+    if (!isfinite(bytes) || bytes < 0)
+        return cs_error_set(err, CS_EINVAL, "bytes", "bytes must be a finite number >= 0");
+    cs_verify_report rep;
+    if (a && a->switch_nodes > 0) {
+        /* checked on the node view: verified, then simulated apart */
+        double t0 = cs_now();
+        int rc = algorithm_verify_report(t, a, &rep, err);
+        if (verify_s)
+            *verify_s = cs_now() - t0;
+        return rc == CS_OK ? simulate_algorithm(t, a, bytes, sim, err) : rc;
+    }
+    return verify_run(t, a, &rep, bytes, sim, verify_s, err);
 }
 
 int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "send_order_internal.h"
+#include "simulate_internal.h"
 #include "verify.h"
 
 #define VERIFY_TIME_EPS 1e-6
@@ -37,6 +38,8 @@ typedef struct vctx {
     uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
     double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
     link_finder links;          /* send -> link */
+    sim_links *sim;             /* algorithm_verify_simulate: the simulator's links, built
+                                   from the value replay's chunks; else NULL */
     /* link -> shared sets */
     int *set_begin, *set_list;
     /* value replay */

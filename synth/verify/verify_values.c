@@ -653,6 +653,7 @@ typedef struct replay_worker {
     long scratch_len;
     const send_batch *batch;
     uint32_t j0, j1;            /* batch entries to replay */
+    int thread;
     int rc;
 } replay_worker;
 
@@ -772,7 +773,11 @@ static void *worker_run(void *arg)
     for (uint32_t j = w->j0; j < w->j1 && w->rc == CS_OK; j++) {
         uint32_t len;
         send_rec *recs = send_batch_recs(b, j, &len);
-        w->rc = replay_chunk(w, send_batch_chunk(b, j), recs, len);
+        /* the simulator's links first: the replay reorders the records */
+        if (w->v.sim)
+            w->rc = sim_links_chunk(w->v.sim, w->thread, b, j);
+        if (w->rc == CS_OK)
+            w->rc = replay_chunk(w, send_batch_chunk(b, j), recs, len);
     }
     return NULL;
 }
@@ -804,12 +809,18 @@ int verify_replay_values(vctx *v, cs_error *err)
     if (rc == CS_OK && !w)
         rc = CS_ENOMEM;
     int made = 0;
-    for (; rc == CS_OK && made < nthreads; made++)
+    for (; rc == CS_OK && made < nthreads; made++) {
         rc = worker_init(&w[made], v);
+        w[made].thread = made;
+    }
+    if (rc == CS_OK && v->sim)
+        rc = sim_links_init(v->sim, v->a, v->trank, nthreads);
     long next_g = 0;   /* sparse: chunks without sends still have postconditions */
     send_batch b;
     while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
         uint32_t entries = b.g1 - b.g0;
+        if (v->sim && (rc = sim_links_batch(v->sim, &b)) != CS_OK)
+            break;
         if (sparse) {
             for (uint32_t j = 0; j < entries && rc == CS_OK; j++) {
                 long g = send_batch_chunk(&b, j);
@@ -817,11 +828,15 @@ int verify_replay_values(vctx *v, cs_error *err)
                     rc = replay_chunk(&w[0], next_g, NULL, 0);
                 uint32_t len;
                 send_rec *recs = send_batch_recs(&b, j, &len);
+                if (rc == CS_OK && v->sim)
+                    rc = sim_links_chunk(v->sim, 0, &b, j);
                 if (rc == CS_OK)
                     rc = replay_chunk(&w[0], g, recs, len);
                 next_g = g + 1;
             }
             merge_report(v, &w[0]);
+            if (rc == CS_OK && v->sim)
+                sim_links_batch_done(v->sim, &sb, &b);
             continue;
         }
         /* split the batch's chunks by their sends */
@@ -852,6 +867,8 @@ int verify_replay_values(vctx *v, cs_error *err)
                 rc = w[t].rc;
             merge_report(v, &w[t]);
         }
+        if (rc == CS_OK && v->sim)
+            sim_links_batch_done(v->sim, &sb, &b);
     }
     if (rc == SEND_BATCHES_DONE) {
         rc = CS_OK;
