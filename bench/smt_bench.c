@@ -50,6 +50,9 @@ static const scenario scenarios[] = {
     {"autok-dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 0},
     {"autok-dgx1-alltoall-search", "dgx1", CS_COLL_ALLTOALL, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 0},
     {"k9-dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 9, 8, 0, 0, 0, 0, "", 0},
+    {"1thread-autok-dgx1-allgather", "dgx1", CS_COLL_ALLGATHER, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
+    {"1thread-autok-dgx1-allreduce", "dgx1", CS_COLL_ALLREDUCE, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
+    {"1thread-autok-dgx1-alltoall", "dgx1", CS_COLL_ALLTOALL, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
 };
 
 static void run_scenario(const scenario *sc, int runs)

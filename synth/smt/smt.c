@@ -442,7 +442,7 @@ static int frontier_band(const smt_frontier *f, const search_view *v, int k, smt
 /* Clips the candidates to the class k (R <= S + k: what is proven is the
  * class) and drops each one another implies: UNSAT(S, R', m*C) with
  * R' >= m*R implies UNSAT(S, R, C) (split every chunk of a (S, R, C)
- * algorithm in m).  Larger C first, so the implying instance runs first. */
+ * algorithm in m). */
 static int band_prune(smt_check *c, int n, int k)
 {
     for (int i = 0; i < n; i++)
@@ -457,11 +457,13 @@ static int band_prune(smt_check *c, int n, int k)
         if (!implied)
             c[m++] = c[i];
     }
-    /* by S, then C descending (insertion sort: a few dozen at most) */
+    /* smaller instances first (C, then S; insertion sort: a few dozen at
+     * most): when one is SAT the proof ends there, and the smaller ones
+     * answer sooner */
     for (int i = 1; i < m; i++) {
         smt_check x = c[i];
         int j = i - 1;
-        while (j >= 0 && (c[j].S > x.S || (c[j].S == x.S && c[j].C < x.C))) {
+        while (j >= 0 && (c[j].C > x.C || (c[j].C == x.C && c[j].S > x.S))) {
             c[j + 1] = c[j];
             j--;
         }
