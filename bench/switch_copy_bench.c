@@ -114,6 +114,7 @@ int main(int argc, char **argv)
         {star8, "star8 (1 switch, 50 GB/s)", CS_COLL_ALLGATHER, 1, runs, 0},
         {"dgx2", "dgx2", CS_COLL_BROADCAST, 1, runs, 0},
         {"dgx2", "dgx2", CS_COLL_BROADCAST, 4, runs, 0},
+        {"dgx2", "dgx2", CS_COLL_BROADCAST, 8, runs, 0},
         {"dgx2", "dgx2", CS_COLL_ALLGATHER, 1, 1, 0},
         {"ndv2:2", "ndv2:2", CS_COLL_BROADCAST, 1, runs, 0},
         {"ndv2:2", "ndv2:2", CS_COLL_ALLGATHER, 1, 1, 0},

@@ -438,6 +438,23 @@ START_TEST(astar_rounds_are_valid_and_close)
     ck_assert_ptr_nonnull(json_object_get(r->stats, "astar"));
     result_free(r);
     topology_free(t);
+
+    /* At the time limit the rounds left are filled greedily: ndv2:2
+     * alltoall needs about 8 rounds, 0.5 s allows one or two; the schedule
+     * must still be complete (verified) and no faster than the ports allow
+     * (64 chunks into each server through 2 switch ports at 3.0 us each). */
+    t = load("ndv2:2");
+    collective_init(&c, CS_COLL_ALLTOALL, -1);
+    mcf_options_default(&o);
+    o.bytes = 25000;
+    o.astar = 1;
+    o.time_limit_s = 0.5;
+    us = mcf_sim(t, &c, &o, &r);
+    ck_assert(us >= 32 * 3.0 - 1e-6);
+    ck_assert(json_is_true(json_object_get(json_object_get(r->stats, "astar"),
+                                           "finished_greedily_at_time_limit")));
+    result_free(r);
+    topology_free(t);
 }
 END_TEST
 

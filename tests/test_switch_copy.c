@@ -387,7 +387,13 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
      * through its port and the holders at most double each us (1, 2, 4, 8),
      * so by 5 us at most 1 + 2 + 4 + 8 + 8 = 23 of the 7 x 4 = 28 receptions
      * can have happened: >= 6 us. */
-    double with4 = mcf_time_chunks(t, CS_COLL_BROADCAST, 4, NULL);
+    cs_result *r4 = NULL;
+    double with4 = mcf_time_chunks(t, CS_COLL_BROADCAST, 4, &r4);
+    /* proved optimal (the source-egress floor meets the greedy: no LP) */
+    ck_assert(r4->complete);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r4->stats, "status")),
+                                 "optimal"));
+    result_free(r4);
     double without4 = mcf_time_chunks(plain, CS_COLL_BROADCAST, 4, NULL);
     ck_assert_double_eq_tol(with4, 5.0, 1e-6);
     ck_assert_double_ge(without4, 6.0 - 1e-6);

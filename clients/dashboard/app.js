@@ -872,36 +872,40 @@ function renderHeatmap() {
   const P = topo.ranks;
   if (!P || P > 256) { host.replaceChildren(el('p', {class: 'hint', text: P ? 'too many ranks for a matrix (' + P + ')' : 'no topology'})); return; }
   const load = linkLoads(alg);
+  // copy-capable switches: the schedule's switch nodes (ranks + j) get rows
+  // and columns after the ranks, labelled s0, s1, ...
+  const nodes = (alg && alg.switch_nodes) || 0, N = P + nodes;
+  const label = i => (i < P ? String(i) : 's' + (i - P));
   // every directed link of the topology, plus any pair the schedule uses that is not one
   const cells = topo.links.map(l => ({src: l.src, dst: l.dst, lanes: l.lanes, sw: l.switch}));
   const have = new Set(cells.map(x => x.src + '-' + x.dst));
-  for (const k of load.keys()) if (!have.has(k)) { const [s, d] = k.split('-').map(Number); cells.push({src: s, dst: d, lanes: 1, sw: null, extra: true}); }
+  for (const k of load.keys()) if (!have.has(k)) { const [s, d] = k.split('-').map(Number); cells.push({src: s, dst: d, lanes: 1, sw: null, extra: s < P && d < P, node: s >= P || d >= P}); }
   let maxPerLane = 0;
   for (const x of cells) maxPerLane = Math.max(maxPerLane, (load.get(x.src + '-' + x.dst) || 0) / x.lanes);
-  const size = 380, cell = Math.max(1, Math.floor(size / P)), off = 34;
-  const W = off + cell * P + 70, H = off + cell * P + 10;
+  const size = 380, cell = Math.max(1, Math.floor(size / N)), off = 34;
+  const W = off + cell * N + 70, H = off + cell * N + 10;
   const root = svg('svg', {viewBox: `0 0 ${W} ${H}`, width: '100%', class: 'chart heatmap'});
-  root.append(svg('rect', {x: off, y: off, width: cell * P, height: cell * P, class: 'matrix-bg'}));
-  if (P <= 32) {
-    for (let i = 0; i < P; i++) {
-      root.append(svg('text', {x: off + i * cell + cell / 2, y: off - 6, 'text-anchor': 'middle', class: 'tick', text: i}));
-      root.append(svg('text', {x: off - 6, y: off + i * cell + cell / 2 + 4, 'text-anchor': 'end', class: 'tick', text: i}));
+  root.append(svg('rect', {x: off, y: off, width: cell * N, height: cell * N, class: 'matrix-bg'}));
+  if (N <= 32) {
+    for (let i = 0; i < N; i++) {
+      root.append(svg('text', {x: off + i * cell + cell / 2, y: off - 6, 'text-anchor': 'middle', class: 'tick', text: label(i)}));
+      root.append(svg('text', {x: off - 6, y: off + i * cell + cell / 2 + 4, 'text-anchor': 'end', class: 'tick', text: label(i)}));
     }
   }
-  root.append(svg('text', {x: off + cell * P / 2, y: 10, 'text-anchor': 'middle', class: 'label', text: 'to rank'}));
-  root.append(svg('text', {x: 10, y: off + cell * P / 2, 'text-anchor': 'middle', class: 'label', transform: `rotate(-90 10 ${off + cell * P / 2})`, text: 'from rank'}));
+  root.append(svg('text', {x: off + cell * N / 2, y: 10, 'text-anchor': 'middle', class: 'label', text: 'to rank'}));
+  root.append(svg('text', {x: 10, y: off + cell * N / 2, 'text-anchor': 'middle', class: 'label', transform: `rotate(-90 10 ${off + cell * N / 2})`, text: 'from rank'}));
   const g = svg('g', {class: 'cells'});
   for (const x of cells) {
     const n = load.get(x.src + '-' + x.dst) || 0;
     const t = maxPerLane ? n / x.lanes / maxPerLane : 0;
     const rect = svg('rect', {x: off + x.dst * cell + 0.5, y: off + x.src * cell + 0.5, width: Math.max(0.5, cell - 1), height: Math.max(0.5, cell - 1),
       fill: n ? heatColor(0.15 + 0.85 * t) : '#e2e8f0', class: 'cell' + (x.extra ? ' extra' : ''), 'data-link': x.src + '-' + x.dst, 'data-load': n});
-    tip(rect, `${x.src} → ${x.dst}: ${n} chunk send(s) over ${x.lanes} lane(s)${x.sw ? ' via ' + x.sw : ''}${x.extra ? ' (not a topology link)' : ''}`);
+    tip(rect, `${label(x.src)} → ${label(x.dst)}: ${n} chunk send(s) over ${x.lanes} lane(s)${x.sw ? ' via ' + x.sw : ''}${x.node ? ' (through a copy-capable switch node)' : ''}${x.extra ? ' (not a topology link)' : ''}`);
     g.append(rect);
   }
   root.append(g);
   // colour scale
-  const sx = off + cell * P + 16, sh = cell * P;
+  const sx = off + cell * N + 16, sh = cell * N;
   for (let k = 0; k < 20; k++) root.append(svg('rect', {x: sx, y: off + sh - (k + 1) * sh / 20, width: 12, height: sh / 20 + 0.5, fill: heatColor(0.15 + 0.85 * k / 19)}));
   root.append(svg('text', {x: sx + 16, y: off + 8, class: 'tick', text: maxPerLane.toFixed(maxPerLane < 10 ? 1 : 0)}));
   root.append(svg('text', {x: sx + 16, y: off + sh, class: 'tick', text: '0'}));

@@ -1653,6 +1653,17 @@ static void occ_take(const inst *in, occ *o, int l, int k)
     }
 }
 
+/* A copy of o with its own counts (the shared-set index is rebuilt). */
+static int occ_clone(const inst *in, const occ *o, occ *c)
+{
+    int rc = occ_init(in, o->cap, c);
+    if (rc)
+        return rc;
+    memcpy(c->link, o->link, sizeof *c->link * (size_t)in->L * o->cap);
+    memcpy(c->set, o->set, sizeof *c->set * (size_t)in->t->nshared * o->cap);
+    return CS_OK;
+}
+
 static int round_pairwise(const inst *in, const model *m, const double *x, double threshold,
                           sendbuf *out, cs_error *err)
 {
@@ -2181,13 +2192,16 @@ static int sends_end_epoch(const inst *in, const sendbuf *sb)
  * form f = g + h: a chunk delivered in the round costs its arrival epoch; one
  * that ends the round at rank x, usable there from epoch a, costs
  * max(R, a) + dist(x, d), the kappa-weighted distance being a lower bound on
- * the epochs still needed.  The round minimizes the sum (a send's
- * coefficient is the change of its chunk's f, so only the round's sends
- * are variables), with a little preference for earlier sends.  Every send
- * along a shortest path lowers f, so each round makes progress while lanes
- * are free; a round CBC cannot solve in time moves chunks greedily along
- * shortest paths instead.  Pairwise demands only (copy demands: the greedy
- * and the MILP). */
+ * the epochs still needed.  The round minimizes the sum of (T0 + f)^2 (the
+ * squares weigh the latest chunks most, leaning toward the makespan; a
+ * send's coefficient is the change of its chunk's cost, so only the round's
+ * sends are variables), with a little preference for earlier sends.  Every
+ * send along a shortest path lowers the cost, so each round makes progress
+ * while lanes are free.  Small rounds go to CBC for a moment; otherwise (or
+ * without an integer solution) the round's LP is rounded to chunks, and
+ * lanes left idle carry chunks greedily along shortest paths.  This part is
+ * for pairwise demands (flows by destination); copy demands have their own
+ * rounds below. */
 
 #define MCF_ASTAR_DEFAULT_EPOCHS 8
 /* astar 0: A* when the full model's estimated columns exceed this */
@@ -2280,6 +2294,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
     double *credit = malloc(sizeof *credit * (size_t)P * (L ? L : 1));
     int rc = occ_init(in, cap, &oc);
     int rounds = 0, lp_rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !pos || !ready || !sup || !ea || !credit) {
@@ -2304,9 +2319,19 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld chunks undelivered at the time limit", left);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; left > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_greedy_round(in, &oc, T1, R, pos, ready, &left, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (left > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld chunks undelivered at the time limit", left);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         /* the state: chunks per (destination, rank, local epoch usable) */
@@ -2551,9 +2576,10 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds",
-                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols, "slowest_round_s",
+                      lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds,
+                      "finished_greedily_at_time_limit", timed_out, "max_columns", (json_int_t)max_cols, "slowest_round_s",
                       slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);
@@ -2612,6 +2638,53 @@ static int astar_copy_greedy_round(const inst *in, occ *oc, int T0, int R, int *
     return CS_OK;
 }
 
+/* The greedy round's sends as a MILP start for the round model (integer
+ * columns: flows and holdings), or NULL. */
+static double *astar_copy_start(const inst *in, const occ *oc, int T0, int R, const int *avail,
+                                const int *holders, long missing, const mcf_lp *lp,
+                                const int *hcol, const int *fcol)
+{
+    int P = in->P, L = in->L;
+    long G = in->G;
+    occ oc2;
+    int *av2 = malloc(sizeof *av2 * (size_t)(G ? G : 1) * P);
+    int *h2 = malloc(sizeof *h2 * (size_t)(G ? G : 1));
+    double *start = calloc((size_t)(lp->ncols ? lp->ncols : 1), sizeof *start);
+    sendbuf tmp = {0};
+    bool ok = av2 && h2 && start && occ_clone(in, oc, &oc2) == CS_OK;
+    if (ok) {
+        memcpy(av2, avail, sizeof *av2 * (size_t)G * P);
+        memcpy(h2, holders, sizeof *h2 * (size_t)G);
+        ok = astar_copy_greedy_round(in, &oc2, T0, R, av2, h2, &missing, &tmp) == CS_OK;
+        occ_free(&oc2);
+    } else {
+        occ_free(&oc2);
+    }
+    for (long i = 0; ok && i < tmp.n; i++) {
+        const msend *x = &tmp.v[i];
+        int k = x->epoch - T0, dst = in->t->links[x->link].dst;
+        int f = fcol[(x->chunk * L + x->link) * R + k];
+        if (f < 0) {
+            ok = false;
+            break;
+        }
+        start[f] = 1;
+        for (int kk = k + in->kappa[x->link]; kk <= R; kk++) {
+            int h = hcol[(x->chunk * P + dst) * (R + 1) + kk];
+            if (h >= 0)
+                start[h] = 1;
+        }
+    }
+    free(tmp.v);
+    free(av2);
+    free(h2);
+    if (!ok) {
+        free(start);
+        return NULL;
+    }
+    return start;
+}
+
 static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2636,6 +2709,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
     int *fcol = malloc(sizeof *fcol * (size_t)(G ? G : 1) * L * R);
     int rc = occ_init(in, limit + R + maxk + 1, &oc);
     int rounds = 0, milp_rounds = 0, greedy_rounds = 0;
+    bool timed_out = false;
     long max_cols = 0;
     double t0 = cs_now(), slowest = 0;
     if (rc || !avail || !holders || !hcol || !fcol) {
@@ -2661,9 +2735,19 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
         if (out_of_time(r)) {
-            rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                              "A* rounds: %ld deliveries missing at the time limit", missing);
-            goto out;
+            /* the rest greedily (milliseconds): a valid schedule, not none */
+            for (int T1 = T0; missing > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
+                if (astar_copy_greedy_round(in, &oc, T1, R, avail, holders, &missing, out)) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    goto out;
+                }
+            if (missing > 0) {
+                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                                  "A* rounds: %ld deliveries missing at the time limit", missing);
+                goto out;
+            }
+            timed_out = true;
+            break;
         }
         rounds++;
         mcf_lp lp;
@@ -2820,10 +2904,16 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
         double lim = MCF_ASTAR_COPY_MILP_LIMIT_S;
         if (isfinite(r->deadline) && remaining(r) < lim)
             lim = remaining(r);
+        /* CBC starts from the round the greedy would make (on a copy of the
+         * state), so it has an incumbent at once and only has to improve it */
+        double *start = astar_copy_start(in, &oc, T0, R, avail, holders, missing, &lp, hcol,
+                                         fcol);
         mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
-                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .start = start,
+                             .cancel = o->cancel};
         mcf_solution sol;
         rc = mcf_solve(&lp, &so, &sol, err);
+        free(start);
         r->milp_solves++;
         r->milp_seconds += sol.seconds;
         if (sol.seconds > slowest)
@@ -2871,9 +2961,10 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             goto out;
         }
     }
-    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f}", "rounds", rounds,
+    *info = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:f, s:f}", "rounds", rounds,
                       "epochs_per_round", R, "milp_rounds", milp_rounds, "lp_rounds", 0,
-                      "greedy_rounds", greedy_rounds, "max_columns", (json_int_t)max_cols,
+                      "greedy_rounds", greedy_rounds, "finished_greedily_at_time_limit",
+                      timed_out, "max_columns", (json_int_t)max_cols,
                       "slowest_round_s", slowest, "seconds", cs_now() - t0);
 out:
     occ_free(&oc);

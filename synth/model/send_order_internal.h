@@ -41,6 +41,34 @@ static inline void send_array_advise(void *p, size_t bytes)
         madvise((void *)b, e - b, MADV_HUGEPAGE);
 }
 
+/* Large per-send working arrays (zeroed), mapped straight from the kernel
+ * from 1 MB on and unmapped when freed.  Through malloc, a freed array of
+ * a few MB could stay in the heap (glibc raises its mmap threshold after
+ * each large free) and count in the peak RSS beside the next one: the
+ * verifier-and-simulator walk frees its batch records before the
+ * simulator's accumulators arrive, and bytes per send is a target (issue
+ * 10: <= 32 on the synthesize -> verify -> simulate -> store path).  The
+ * caller passes the same size to free. */
+#define SEND_ARRAY_MAP_MIN ((size_t)1 << 20)
+
+static inline void *send_array_new(size_t bytes)
+{
+    if (bytes < SEND_ARRAY_MAP_MIN)
+        return calloc(1, bytes ? bytes : 1);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void send_array_delete(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < SEND_ARRAY_MAP_MIN)
+        free(p);
+    else
+        munmap(p, bytes);
+}
+
 /* How many sends ahead scattered loops prefetch (algorithm_prefetch). */
 #define SEND_PREFETCH 16
 
@@ -283,9 +311,13 @@ typedef struct send_batches {
     uint32_t *begin;            /* G + 1 chunk starts among the kept sends, or NULL (sparse) */
     uint32_t *sparse;           /* sparse: the kept sends sorted by chunk */
     long nkept, cap;
-    send_rec *recs;             /* cap records */
+    send_rec *recs;             /* cap records (send_array_new) */
     uint32_t *fill, *sparse_begin;
     uint32_t fill_cap, next_chunk;
+    /* Dense, from 2^20 sends: the gathering and write-back scan the index
+     * range in two halves on two threads; lower[g] counts chunk g's kept
+     * sends below `half`, where the second half's records start. */
+    uint32_t half, *lower, *fill2, fill_cap2;
     long next_pos;
 } send_batches;
 

@@ -289,8 +289,9 @@ int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, i
     if (nthreads < 1)
         nthreads = 1;
     L->nthreads = nthreads;
-    L->next_send = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    L->consumer = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    L->nsends = n;
+    L->next_send = send_array_new(sizeof(uint32_t) * (size_t)n);
+    L->consumer = send_array_new(sizeof(uint32_t) * (size_t)n);
     linker *w = calloc((size_t)nthreads, sizeof *w);
     L->workers = w;
     if (!L->next_send || !L->consumer || !w)
@@ -312,11 +313,12 @@ int sim_links_batch(sim_links *L, const send_batch *b)
 {
     uint32_t entries = b->g1 - b->g0;
     long total = (long)b->begin[entries] - b->begin[0];
-    if (total > L->out_cap) {
-        uint32_t *o = realloc(L->out, sizeof *o * 2 * (size_t)total);
-        if (!o)
+    if (total > L->out_cap) {   /* nothing to keep: the batch is linked after this */
+        send_array_delete(L->out, sizeof *L->out * 2 * (size_t)L->out_cap);
+        L->out_cap = 0;
+        L->out = send_array_new(sizeof *L->out * 2 * (size_t)total);
+        if (!L->out)
             return CS_ENOMEM;
-        L->out = o;
         L->out_cap = total;
     }
     return CS_OK;
@@ -335,7 +337,7 @@ void sim_links_batch_done(sim_links *L, send_batches *sb, const send_batch *b)
     send_batch_write_back(sb, b, L->out, L->next_send, L->consumer);
 }
 
-void sim_links_free(sim_links *L)
+void sim_links_done(sim_links *L)
 {
     linker *w = L->workers;
     for (int t = 0; w && t < L->nthreads; t++) {
@@ -347,9 +349,17 @@ void sim_links_free(sim_links *L)
         free(w[t].touched);
     }
     free(w);
-    free(L->out);
-    free(L->next_send);
-    free(L->consumer);
+    L->workers = NULL;
+    send_array_delete(L->out, sizeof *L->out * 2 * (size_t)L->out_cap);
+    L->out = NULL;
+    L->out_cap = 0;
+}
+
+void sim_links_free(sim_links *L)
+{
+    sim_links_done(L);
+    send_array_delete(L->next_send, sizeof(uint32_t) * (size_t)L->nsends);
+    send_array_delete(L->consumer, sizeof(uint32_t) * (size_t)L->nsends);
     memset(L, 0, sizeof *L);
 }
 
@@ -416,6 +426,7 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, sim_links *
     if (rc == SEND_BATCHES_DONE)
         rc = CS_OK;
     send_batches_free(&sb);
+    sim_links_done(L);
     return rc;
 }
 
@@ -686,7 +697,7 @@ int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const 
     out->nlinks = L;
     if (!dur || !out->link_busy_us || !out->link_utilization ||
         resources_init(&res, t, a, &lf, timed) != CS_OK ||
-        !(acc = calloc((size_t)(n ? n : 1), sizeof *acc))) {
+        !(acc = send_array_new(sizeof *acc * (size_t)n))) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
         goto done;
     }
@@ -758,7 +769,7 @@ int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const 
     }
     out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
 done:
-    free(acc);
+    send_array_delete(acc, sizeof *acc * (size_t)n);
     free(dur);
     resources_free(&res);
     if (rc != CS_OK)

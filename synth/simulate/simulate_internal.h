@@ -27,6 +27,7 @@ typedef struct sim_links {
     uint32_t *next_send, *consumer;   /* per send; NO_SEND (UINT32_MAX): none */
     uint32_t *out;                     /* the batch's links, by record position */
     long out_cap;
+    long nsends;
     int nthreads;
     void *workers;                     /* one linker per thread */
 } sim_links;
@@ -38,6 +39,10 @@ int sim_links_batch(sim_links *L, const send_batch *b);
 /* Chunk j of batch b (records in index order, not reordered yet). */
 int sim_links_chunk(sim_links *L, int thread, const send_batch *b, uint32_t j);
 void sim_links_batch_done(sim_links *L, send_batches *sb, const send_batch *b);
+/* After the last batch: frees everything but next_send and consumer (the
+ * batch buffer, the per-thread scratch) before the timing sweep allocates
+ * its own per-send array. */
+void sim_links_done(sim_links *L);
 void sim_links_free(sim_links *L);
 
 /* The timing sweep of simulate_algorithm over sends already checked (every

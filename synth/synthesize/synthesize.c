@@ -876,7 +876,17 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                 snprintf(mcf_note, sizeof mcf_note,
                          "mcf: ~%ld model variables > mcf limit %ld; ", cols, lim->mcf_max_columns);
             } else {
-                rc = run_mcf(r, hooks, lim->mcf_time_budget_s, out, &merr);
+                /* copy broadcast: the best of 1..8 chunks (pipelined through the
+                 * switch, C + 1 sends for C chunks; each chunking is proved by
+                 * mcf's source-egress floor without an LP, so this is cheap),
+                 * unless the request asks for more chunks */
+                cs_synth_request rb = *r;
+                if (copy_switch && rb.mcf.chunks == 1 && rb.mcf.max_chunks == 0 &&
+                    rb.mcf.epochs == 0) {
+                    rb.mcf.chunks = 8;
+                    rb.mcf.min_chunks = 1;
+                }
+                rc = run_mcf(&rb, hooks, lim->mcf_time_budget_s, out, &merr);
                 if (rc == CS_OK && *out && (*out)->nalgs > 0) {
                     snprintf(reason, sizeof reason,
                              "auto: %s%s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
