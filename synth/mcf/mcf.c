@@ -862,8 +862,37 @@ static int source_egress_floor(const inst *in)
     return k;
 }
 
+/* Copy demands: a floor from each rank's ingress.  The n chunks rank d
+ * needs each arrive over one of its in-links; d's in-links start at most I
+ * sends per epoch (topology_ingress_lanes), so the last of them starts at
+ * epoch >= ceil(n / I) - 1 and arrives kd later (d's fastest in-link).  On a
+ * switch (dgx2 allgather: 15 chunks through one port) this is the greedy's
+ * horizon, so it is proved without an LP (and without the improve budget). */
+static int sink_ingress_floor(const inst *in)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, k = 0;
+    for (int d = 0; d < P; d++) {
+        long n = 0;
+        for (long g = 0; g < in->G; g++)
+            n += in->need[g * P + d];
+        if (n == 0)
+            continue;
+        long I = topology_ingress_lanes(t, d), kd = FAR;
+        for (int i = t->in_begin[d]; i < t->in_begin[d + 1]; i++)
+            if (in->kappa[t->in_links[i]] < kd)
+                kd = in->kappa[t->in_links[i]];
+        if (I < 1 || kd >= FAR)
+            continue;
+        long v = (n + I - 1) / I - 1 + kd;
+        if (v > k && v < FAR)
+            k = (int)v;
+    }
+    return k;
+}
+
 /* The smallest horizon any schedule needs: the farthest needed pair (and,
- * for copy demands, the sources' egress). */
+ * for copy demands, the sources' egress and the ranks' ingress). */
 static int horizon_floor(const inst *in)
 {
     int k = 1, P = in->P;
@@ -878,9 +907,11 @@ static int horizon_floor(const inst *in)
                 k = v;
         }
     if (!in->pairwise) {
-        int e = source_egress_floor(in);
+        int e = source_egress_floor(in), i = sink_ingress_floor(in);
         if (e > k)
             k = e;
+        if (i > k)
+            k = i;
     }
     return k;
 }

@@ -20,6 +20,7 @@
  */
 #include "send_order_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 static inline bool kept(const send_batches *b, uint32_t i)
@@ -61,6 +62,15 @@ int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned cha
         b->begin = calloc((size_t)b->G + 1, sizeof *b->begin);
         if (!b->begin)
             return CS_ENOMEM;
+        if (send_pass_threads(b->n) >= 2) {
+            b->half = b->n / 2;
+            b->lower = calloc((size_t)b->G + 1, sizeof *b->lower);
+            if (!b->lower)
+                return CS_ENOMEM;
+        }
+        for (uint32_t i = 0; i < b->half; i++)
+            if (kept(b, i))
+                b->lower[algorithm_send_chunk(a, i)]++;
         for (uint32_t i = 0; i < b->n; i++)
             if (kept(b, i))
                 b->begin[algorithm_send_chunk(a, i) + 1]++;
@@ -94,8 +104,76 @@ void send_batches_free(send_batches *b)
     free(b->sparse);
     send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
     free(b->fill);
+    free(b->fill2);
+    free(b->lower);
     free(b->sparse_begin);
     memset(b, 0, sizeof *b);
+}
+
+/* One scan of the index range [i0, i1) for the chunks [g0, g0 + nch):
+ * each kept send of those chunks takes the next position of its chunk
+ * (fill, relative to the batch), and is gathered there (gather) or has
+ * its pair written back from there. */
+typedef struct batch_scan {
+    const send_batches *b;
+    uint32_t i0, i1, g0, nch;
+    uint32_t *fill;
+    bool gather;
+    const uint32_t *pairs;      /* write-back */
+    uint32_t *col0, *col1;
+} batch_scan;
+
+static void *batch_scan_run1(void *arg)
+{
+    batch_scan *j = arg;
+    const send_batches *b = j->b;
+    uint32_t g0 = j->g0, nch = j->nch, *fill = j->fill;
+    if (j->gather) {
+        for (uint32_t i = j->i0; i < j->i1; i++) {
+            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
+            if (g < nch && kept(b, i))
+                b->recs[fill[g]++] = make_rec(b->a, i, b->timed);
+        }
+    } else {
+        for (uint32_t i = j->i0; i < j->i1; i++) {
+            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
+            if (g < nch && kept(b, i)) {
+                uint32_t p = fill[g]++;
+                j->col0[i] = j->pairs[2 * p];
+                j->col1[i] = j->pairs[2 * p + 1];
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The scans of a batch: one over every send, or (b->lower) two halves
+ * whose fills start where their records do.  Returns the count. */
+static int batch_scan_setup(send_batches *b, uint32_t g0, uint32_t nch, uint32_t base,
+                            batch_scan job[2])
+{
+    for (uint32_t g = 0; g < nch; g++)
+        b->fill[g] = b->begin[g0 + g] - base;
+    job[0] = (batch_scan){.b = b, .i0 = 0, .i1 = b->n, .g0 = g0, .nch = nch, .fill = b->fill};
+    if (!b->lower)
+        return 1;
+    for (uint32_t g = 0; g < nch; g++)
+        b->fill2[g] = b->fill[g] + b->lower[g0 + g];
+    job[0].i1 = b->half;
+    job[1] = (batch_scan){.b = b, .i0 = b->half, .i1 = b->n, .g0 = g0, .nch = nch,
+                          .fill = b->fill2};
+    return 2;
+}
+
+static void batch_scan_run(batch_scan *job, int parts)
+{
+    pthread_t th;
+    bool threaded = parts == 2 && pthread_create(&th, NULL, batch_scan_run1, &job[1]) == 0;
+    batch_scan_run1(&job[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else if (parts == 2)
+        batch_scan_run1(&job[1]);
 }
 
 /* Dense: chunks [g0, g1) whose sends fit the scratch (at least one chunk,
@@ -124,20 +202,18 @@ static int next_dense(send_batches *b, send_batch *out)
         b->fill = f;
         b->fill_cap = nch;
     }
-    for (uint32_t g = g0; g < g1; g++)
-        b->fill[g - g0] = b->begin[g] - base;
-    if (nch == b->G) {
-        /* everything in one batch: no range test */
-        for (uint32_t i = 0; i < b->n; i++)
-            if (kept(b, i))
-                b->recs[b->fill[algorithm_send_chunk(b->a, i)]++] = make_rec(b->a, i, b->timed);
-    } else {
-        for (uint32_t i = 0; i < b->n; i++) {
-            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
-            if (g < nch && kept(b, i))
-                b->recs[b->fill[g]++] = make_rec(b->a, i, b->timed);
-        }
+    if (b->lower && nch > b->fill_cap2) {
+        uint32_t *f = realloc(b->fill2, sizeof *f * nch);
+        if (!f)
+            return CS_ENOMEM;
+        b->fill2 = f;
+        b->fill_cap2 = nch;
     }
+    batch_scan job[2];
+    int parts = batch_scan_setup(b, g0, nch, base, job);
+    for (int p = 0; p < parts; p++)
+        job[p].gather = true;
+    batch_scan_run(job, parts);
     out->g0 = g0;
     out->g1 = g1;
     out->recs = b->recs;
@@ -216,17 +292,15 @@ void send_batch_write_back(send_batches *b, const send_batch *batch, const uint3
         return;
     }
     uint32_t g0 = batch->g0, nch = batch->g1 - g0;
-    /* next_dense left fill[g] at the end of chunk g's records: restart it */
-    for (uint32_t g = 0; g < nch; g++)
-        b->fill[g] = b->begin[g0 + g] - batch->base;
-    for (uint32_t i = 0; i < b->n; i++) {
-        uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
-        if (g < nch && kept(b, i)) {
-            uint32_t p = b->fill[g]++;
-            col0[i] = pairs[2 * p];
-            col1[i] = pairs[2 * p + 1];
-        }
+    /* the positions as the gathering gave them: the same scans again */
+    batch_scan job[2];
+    int parts = batch_scan_setup(b, g0, nch, batch->base, job);
+    for (int p = 0; p < parts; p++) {
+        job[p].pairs = pairs;
+        job[p].col0 = col0;
+        job[p].col1 = col1;
     }
+    batch_scan_run(job, parts);
 }
 
 int send_batches_next(send_batches *b, send_batch *out)

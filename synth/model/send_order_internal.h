@@ -314,6 +314,10 @@ typedef struct send_batches {
     send_rec *recs;             /* cap records (send_array_new) */
     uint32_t *fill, *sparse_begin;
     uint32_t fill_cap, next_chunk;
+    /* Dense, from 2^20 sends: the gathering and write-back scan the index
+     * range in two halves on two threads; lower[g] counts chunk g's kept
+     * sends below `half`, where the second half's records start. */
+    uint32_t half, *lower, *fill2, fill_cap2;
     long next_pos;
 } send_batches;
 
