@@ -64,6 +64,13 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.min_chunks",
                             "min_chunks must be in 0..4096 (0 or 1: from one chunk), got %d",
                             o->min_chunks);
+    if (o->astar < -1 || o->astar > 1)
+        return cs_error_set(err, CS_EINVAL, "options.astar",
+                            "astar must be -1 (never), 0 (by model size) or 1 (always), got %d",
+                            o->astar);
+    if (o->astar_epochs < 0 || o->astar_epochs > 1024)
+        return cs_error_set(err, CS_EINVAL, "options.astar_epochs",
+                            "astar_epochs must be in 0..1024 (0: 8), got %d", o->astar_epochs);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
