@@ -3,8 +3,10 @@
 # (issue 10 done-when: cached JSON GET >= 1.0x nginx req/s, cached MSCCL XML
 # GET >= 0.8x).  wrk keep-alive (its default), CMP_CONNS connections (64),
 # CMP_THREADS threads (2), CMP_SECS seconds (5) per run, CMP_RUNS runs (5) of
-# each server interleaved so both see the same machine noise; prints the
-# medians and the ratios.  Also checks that a cached GET keeps the connection
+# each server interleaved so both see the same machine noise (which server
+# goes first alternates between rounds); prints the medians and the ratios,
+# and each server's CPU time per request (the daemon's process, nginx's
+# workers), which depends less on what other processes leave them.  Also checks that a cached GET keeps the connection
 # open (no "Connection: close"; curl reuses it for a second request).
 # Installs wrk and nginx with apt-get if they are missing (needs root).
 # Uses SQLite in a temp dir; leaves nothing behind.
@@ -148,14 +150,29 @@ one() {
 }
 : >"$tmp/dj"; : >"$tmp/nj"; : >"$tmp/dx"; : >"$tmp/nx"; : >"$tmp/rj"; : >"$tmp/rx"
 : >"$tmp/cdj"; : >"$tmp/cnj"; : >"$tmp/cdx"; : >"$tmp/cnx"
+# one format's pair: the daemon's run and nginx's, in the order given (the
+# order alternates between rounds: on a busy machine the slot a run gets
+# matters, e.g. one server always following the other's teardown)
+pair() { # daemon-url nginx-url first(d|n) -> sets d n td tn w_a w_b
+    local a b
+    if [ "$3" = d ]; then
+        a=$(worker_ticks); td=$(daemon_ticks); d=$(one "$1"); td=$(($(daemon_ticks) - td)); b=$(worker_ticks)
+        tn=$(nginx_ticks); n=$(one "$2"); tn=$(($(nginx_ticks) - tn))
+    else
+        tn=$(nginx_ticks); n=$(one "$2"); tn=$(($(nginx_ticks) - tn))
+        a=$(worker_ticks); td=$(daemon_ticks); d=$(one "$1"); td=$(($(daemon_ticks) - td)); b=$(worker_ticks)
+    fi
+    w_a=$a w_b=$b
+}
 for i in $(seq "$RUNS"); do
-    w0=$(worker_ticks); t0=$(daemon_ticks); dj=$(one "$url$jpath"); t1=$(daemon_ticks)
-    w1=$(worker_ticks); n0=$(nginx_ticks); nj=$(one "$nurl/result.json"); n1=$(nginx_ticks)
-    w2=$(worker_ticks); t2=$(daemon_ticks); dx=$(one "$url$xpath"); t3=$(daemon_ticks)
-    w3=$(worker_ticks); n2=$(nginx_ticks); nx=$(one "$nurl/result.xml"); n3=$(nginx_ticks)
+    first=d; [ $((i % 2)) = 0 ] && first=n
+    pair "$url$jpath" "$nurl/result.json" $first
+    dj=$d nj=$n w0=$w_a w1=$w_b t0=0 t1=$td n0=0 n1=$tn
+    pair "$url$xpath" "$nurl/result.xml" $first
+    dx=$d nx=$n w2=$w_a w3=$w_b t2=0 t3=$td n2=0 n3=$tn
     cdj=$(us_per_req $((t1 - t0)) "$dj"); cnj=$(us_per_req $((n1 - n0)) "$nj")
     cdx=$(us_per_req $((t3 - t2)) "$dx"); cnx=$(us_per_req $((n3 - n2)) "$nx")
-    echo "   run $i: JSON daemon $dj nginx $nj | XML daemon $dx nginx $nx req/s" \
+    echo "   run $i ($([ $first = d ] && echo daemon || echo nginx) first): JSON daemon $dj nginx $nj | XML daemon $dx nginx $nx req/s" \
          "(load $(cut -d' ' -f1 /proc/loadavg); daemon workers' CPU % JSON" \
          "$(split_of "$w0" "$w1"), XML $(split_of "$w2" "$w3"); CPU us/request JSON" \
          "$cdj vs $cnj, XML $cdx vs $cnx)"

@@ -44,6 +44,15 @@ static const scenario scenarios[] = {
     {"1thread-dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 1},
     {"1thread-dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, 4, 8, 0, 0, 0, 0, "", 1},
     {"1thread-torus4x4-allgather", "torus2d:4x4", CS_COLL_ALLGATHER, 4, 8, 0, 0, 0, 0, "", 1},
+    /* k left out (the default since issue 12): the search widens k until the
+     * bounds or the instances outside the class rule out a better point */
+    {"autok-dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 0},
+    {"autok-dgx1-allreduce-search", "dgx1", CS_COLL_ALLREDUCE, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 0},
+    {"autok-dgx1-alltoall-search", "dgx1", CS_COLL_ALLTOALL, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 0},
+    {"k9-dgx1-allgather-search", "dgx1", CS_COLL_ALLGATHER, 9, 8, 0, 0, 0, 0, "", 0},
+    {"1thread-autok-dgx1-allgather", "dgx1", CS_COLL_ALLGATHER, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
+    {"1thread-autok-dgx1-allreduce", "dgx1", CS_COLL_ALLREDUCE, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
+    {"1thread-autok-dgx1-alltoall", "dgx1", CS_COLL_ALLTOALL, CS_SMT_K_AUTO, 8, 0, 0, 0, 0, "", 1},
 };
 
 static void run_scenario(const scenario *sc, int runs)
@@ -92,6 +101,11 @@ static void run_scenario(const scenario *sc, int runs)
                      r->algs[a]->optimality[0] == 'b' && r->algs[a]->optimality[1] == 'o' ? "B"
                      : r->algs[a]->optimality[0] == 'l' ? "L"
                      : r->algs[a]->optimality[0] == 'b' ? "W" : "");
+        }
+        {
+            size_t n = strlen(frontier);
+            snprintf(frontier + n, sizeof frontier - n, " k=%lld",
+                     (long long)json_integer_value(json_object_get(r->stats, "k")));
         }
         if (!r->complete) {
             size_t n = strlen(frontier);

@@ -596,6 +596,14 @@ START_TEST(refuses_combining_and_bad_options)
     ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EUNSAT);
     ck_assert_str_eq(err.field, "options.epochs");
     ck_assert_ptr_null(r);
+    mcf_options_default(&o);
+    o.astar = 2;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.astar");
+    mcf_options_default(&o);
+    o.min_chunks = -1;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.min_chunks");
     topology_free(t);
 }
 END_TEST

@@ -821,6 +821,41 @@ START_TEST(default_k_widens_until_the_bounds_rule_out_better_points)
 }
 END_TEST
 
+/* The automatic k proves the DGX-1 allgather frontier beyond k = 4 by
+ * deciding only the instances outside the class that could change it; the
+ * frontier must be the one an explicit class that holds every such point
+ * gives.  By hand: the first point (C,S,R) = (2,2,3) sits on the steps
+ * bound with R/C = 3/2, so a point that could join the frontier has S = 2
+ * and R/C < 3/2 with C <= 8, i.e. R <= 11; at S = 3 the point (6,3,7) is on
+ * the bandwidth bound.  k = 16 (the widening cap) holds all of them. */
+START_TEST(automatic_k_frontier_equals_a_sufficient_explicit_k)
+{
+    cs_smt_options o;
+    smt_options_default(&o);
+    point want[] = {{2, 2, 3, "latency"}, {6, 3, 7, "bandwidth"}};
+    cs_result *a = expect_frontier("dgx1", CS_COLL_ALLGATHER, -1, &o, want, 2, 2, 7.0 / 6, true);
+    ck_assert(json_is_true(json_object_get(a->stats, "k_automatic")));
+    ck_assert_msg(strstr(a->reason, "unsat instances outside k=4 keep its frontier"), "%s",
+                  a->reason);
+    cs_smt_options k16 = opts(16, 8);
+    cs_result *e = expect_frontier("dgx1", CS_COLL_ALLGATHER, -1, &k16, want, 2, 2, 7.0 / 6,
+                                   true);
+    ck_assert_int_eq(a->nalgs, e->nalgs);
+    for (int i = 0; i < a->nalgs; i++) {
+        ck_assert_int_eq(a->algs[i]->chunks, e->algs[i]->chunks);
+        ck_assert_int_eq(a->algs[i]->steps, e->algs[i]->steps);
+        ck_assert_int_eq(a->algs[i]->rounds, e->algs[i]->rounds);
+    }
+    /* the cheap proof decides fewer instances than the explicit class's search */
+    json_int_t na = json_integer_value(json_object_get(a->stats, "solved"));
+    json_int_t ne = json_integer_value(json_object_get(e->stats, "solved"));
+    ck_assert_msg(na < ne, "automatic k solved %lld instances, k = 16 %lld", (long long)na,
+                  (long long)ne);
+    result_free(a);
+    result_free(e);
+}
+END_TEST
+
 static Suite *smt_suite(void)
 {
     Suite *s = suite_create("smt");
@@ -847,6 +882,7 @@ static Suite *smt_suite(void)
     tcase_add_test(tc, cli_solve_table_json_and_exit_codes);
     tcase_add_test(tc, instances_below_the_bounds_are_unsat_at_once);
     tcase_add_test(tc, default_k_widens_until_the_bounds_rule_out_better_points);
+    tcase_add_test(tc, automatic_k_frontier_equals_a_sufficient_explicit_k);
     suite_add_tcase(s, tc);
     return s;
 }

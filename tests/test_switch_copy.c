@@ -260,15 +260,73 @@ START_TEST(verifier_rejects_what_a_switch_node_cannot_do)
     ck_assert_int_eq(algorithm_add_send(a, 0, 0, 5, 0, CS_OP_COPY), CS_OK);
     assert_invalid(t, a, "need the algorithm's switch_nodes");
     algorithm_free(a);
-    /* in-switch reduction is not modelled */
+    topology_free(t);
+}
+END_TEST
+
+/* A combining algorithm of `kind` (root 1 when rooted) on 4 ranks that may
+ * name the switch node 4. */
+static cs_algorithm *combining(cs_coll_kind kind, int steps)
+{
     cs_collective c;
-    collective_init(&c, CS_COLL_REDUCE, 1);
+    collective_init(&c, kind, collective_kind_is_rooted(kind) ? 1 : -1);
+    cs_algorithm *a = NULL;
     cs_error err;
-    ck_assert_int_eq(algorithm_new(&c, "star", 5, 1, 2, &a, &err), CS_OK);
+    ck_assert_int_eq(algorithm_new(&c, "star", 4, 1, steps, &a, &err), CS_OK);
     a->switch_nodes = 1;
-    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 5, 0, CS_OP_REDUCE), CS_OK);
-    assert_invalid(t, a, "in-switch reduction is not modelled");
+    return a;
+}
+
+/* In-network reduction (SHARP, NVLS): members reduce into the node, which
+ * combines what it receives and sends the sum on. */
+START_TEST(verifier_checks_reductions_in_the_switch)
+{
+    cs_topology *t = star(4, true, 4, NULL);
+    /* reduce to rank 1: 0, 2, 3 into the node, the node into 1 */
+    cs_algorithm *a = combining(CS_COLL_REDUCE, 2);
+    for (int r = 0; r < 4; r++)
+        if (r != 1)
+            ck_assert_int_eq(algorithm_add_send(a, 0, r, 4, 0, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 1, 1, CS_OP_REDUCE), CS_OK);
+    assert_valid(t, a);
+    /* rank 0's contribution a second time, directly */
+    ck_assert_int_eq(algorithm_set_steps(a, 3, NULL), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 1, 2, CS_OP_REDUCE), CS_OK);
+    assert_invalid(t, a, "reduce counts the contribution of rank 0 twice");
     algorithm_free(a);
+    /* one contribution missing: the node's sum lacks rank 3 */
+    a = combining(CS_COLL_REDUCE, 2);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 0, 4, 0, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 2, 4, 0, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 0, 4, 1, 1, CS_OP_REDUCE), CS_OK);
+    assert_invalid(t, a, "lacks the contribution of rank 3");
+    algorithm_free(a);
+    /* allreduce in two sends' time: every rank into the node, the sum copied
+     * back to every rank (NVLS's reduce + multicast) */
+    a = combining(CS_COLL_ALLREDUCE, 2);
+    for (int r = 0; r < 4; r++)
+        ck_assert_int_eq(algorithm_add_send(a, 0, r, 4, 0, CS_OP_REDUCE), CS_OK);
+    for (int r = 0; r < 4; r++)
+        ck_assert_int_eq(algorithm_add_send(a, 0, 4, r, 1, CS_OP_COPY), CS_OK);
+    assert_valid(t, a);
+    cs_sim_result sr;
+    cs_error err;
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000, &sr, &err), CS_OK);
+    ck_assert_double_eq_tol(sr.time_us, 2.0, 1e-9);
+    sim_result_free(&sr);
+    algorithm_free(a);
+    /* inversion turns a broadcast through the node into a reduce through it */
+    cs_algorithm *b = bcast_through_switch(4, false), *inv = NULL;
+    ck_assert_int_eq(algorithm_invert(b, &inv, &err), CS_OK);
+    ck_assert_int_eq(inv->switch_nodes, 1);
+    ck_assert_int_eq(inv->collective.kind, CS_COLL_REDUCE);
+    cs_topology *rev = NULL;
+    ck_assert_int_eq(topology_reverse(t, &rev, &err), CS_OK);
+    ck_assert(rev->switches[0].copy);
+    assert_valid(rev, inv);
+    topology_free(rev);
+    algorithm_free(inv);
+    algorithm_free(b);
     topology_free(t);
 }
 END_TEST
@@ -531,6 +589,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, verifier_rejects_a_chunk_leaving_before_it_arrived);
     tcase_add_test(tc, verifier_rejects_ports_over_capacity);
     tcase_add_test(tc, verifier_rejects_what_a_switch_node_cannot_do);
+    tcase_add_test(tc, verifier_checks_reductions_in_the_switch);
     tcase_add_test(tc, cross_group_bytes_through_a_node);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);

@@ -64,6 +64,13 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.min_chunks",
                             "min_chunks must be in 0..4096 (0 or 1: from one chunk), got %d",
                             o->min_chunks);
+    if (o->astar < -1 || o->astar > 1)
+        return cs_error_set(err, CS_EINVAL, "options.astar",
+                            "astar must be -1 (never), 0 (by model size) or 1 (always), got %d",
+                            o->astar);
+    if (o->astar_epochs < 0 || o->astar_epochs > 1024)
+        return cs_error_set(err, CS_EINVAL, "options.astar_epochs",
+                            "astar_epochs must be in 0..1024 (0: 8), got %d", o->astar_epochs);
     if (o->epochs < 0 || o->epochs > 100000)
         return cs_error_set(err, CS_EINVAL, "options.epochs",
                             "epochs must be in 0..100000 (0: searched), got %d", o->epochs);
@@ -862,8 +869,37 @@ static int source_egress_floor(const inst *in)
     return k;
 }
 
+/* Copy demands: a floor from each rank's ingress.  The n chunks rank d
+ * needs each arrive over one of its in-links; d's in-links start at most I
+ * sends per epoch (topology_ingress_lanes), so the last of them starts at
+ * epoch >= ceil(n / I) - 1 and arrives kd later (d's fastest in-link).  On a
+ * switch (dgx2 allgather: 15 chunks through one port) this is the greedy's
+ * horizon, so it is proved without an LP (and without the improve budget). */
+static int sink_ingress_floor(const inst *in)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, k = 0;
+    for (int d = 0; d < P; d++) {
+        long n = 0;
+        for (long g = 0; g < in->G; g++)
+            n += in->need[g * P + d];
+        if (n == 0)
+            continue;
+        long I = topology_ingress_lanes(t, d), kd = FAR;
+        for (int i = t->in_begin[d]; i < t->in_begin[d + 1]; i++)
+            if (in->kappa[t->in_links[i]] < kd)
+                kd = in->kappa[t->in_links[i]];
+        if (I < 1 || kd >= FAR)
+            continue;
+        long v = (n + I - 1) / I - 1 + kd;
+        if (v > k && v < FAR)
+            k = (int)v;
+    }
+    return k;
+}
+
 /* The smallest horizon any schedule needs: the farthest needed pair (and,
- * for copy demands, the sources' egress). */
+ * for copy demands, the sources' egress and the ranks' ingress). */
 static int horizon_floor(const inst *in)
 {
     int k = 1, P = in->P;
@@ -878,9 +914,11 @@ static int horizon_floor(const inst *in)
                 k = v;
         }
     if (!in->pairwise) {
-        int e = source_egress_floor(in);
+        int e = source_egress_floor(in), i = sink_ingress_floor(in);
         if (e > k)
             k = e;
+        if (i > k)
+            k = i;
     }
     return k;
 }

@@ -47,8 +47,9 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
         return cs_error_set(err, CS_ELIMIT, "sends", "too many sends to invert (%ld)", n);
     for (long i = 0; i < n; i++) {
         const cs_send sv = algorithm_send(a, i), *s = &sv;
-        if (s->chunk < 0 || s->chunk >= a->global_chunks || s->dst < 0 || s->dst >= a->ranks ||
-            s->src < 0 || s->src >= a->ranks)
+        int nodes = a->ranks + a->switch_nodes;   /* switch nodes invert like ranks */
+        if (s->chunk < 0 || s->chunk >= a->global_chunks || s->dst < 0 || s->dst >= nodes ||
+            s->src < 0 || s->src >= nodes)
             return cs_error_set(err, CS_EINVAL, "sends",
                                 "send %ld (chunk %ld, %d->%d): out of range", i, s->chunk,
                                 s->src, s->dst);
@@ -56,7 +57,8 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
             return cs_error_set(err, CS_EINVAL, "sends",
                                 "send %ld (chunk %ld, %d->%d, step %d): only copies can be "
                                 "inverted", i, s->chunk, s->src, s->dst, s->step);
-        if (collective_pre(&a->collective, a->ranks, a->chunks, s->chunk, s->dst))
+        if (s->dst < a->ranks && collective_pre(&a->collective, a->ranks, a->chunks, s->chunk,
+                                                s->dst))
             return cs_error_set(err, CS_EINVAL, "sends",
                                 "send %ld (chunk %ld, %d->%d, step %d): rank %d already starts "
                                 "with chunk %ld, so the inverse would count it twice", i,
@@ -92,9 +94,6 @@ static int check_tree(const cs_algorithm *a, cs_error *err)
 int algorithm_invert(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
 {
     *out = NULL;
-    if (a->switch_nodes > 0)   /* copies out of a switch node would become in-switch reductions */
-        return cs_error_set(err, CS_EUNSUPPORTED, "sends", "cannot invert a schedule through "
-                            "copy-capable switch nodes (in-switch reduction is not modelled)");
     cs_collective inv;
     cs_op op;
     switch (a->collective.kind) {
@@ -139,6 +138,10 @@ int algorithm_invert(const cs_algorithm *a, cs_algorithm **out, cs_error *err)
     memcpy(b->method, a->method, sizeof b->method);
     memcpy(b->optimality, a->optimality, sizeof b->optimality);
     b->timed_chunk_bytes = a->timed_chunk_bytes;
+    /* copies out of a switch node become reductions into it: in-network
+     * aggregation (SHARP, NVLS), each node combining what its members send
+     * before it sends the sum on */
+    b->switch_nodes = a->switch_nodes;
     bool timed = algorithm_is_timed(a);
     double horizon = 0.0;
     if (timed)

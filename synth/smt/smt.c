@@ -371,42 +371,151 @@ static int start_k(const search_view *v, char *why, size_t n)
     return (int)need;
 }
 
-/* The k that covers every candidate outside S <= R <= S + k that could
- * still beat the frontier f (proven in class k): a point with fewer steps
- * than a frontier point and no more rounds per chunk, or the same steps and
- * fewer.  At S steps such a point has R >= S + k + 1 and C <= max_chunks, so
- * R/C >= (S + k + 1) / max_chunks; when that is above every frontier point
- * of at least S steps, the bounds prove there is none.  Returns k when none
- * can exist. */
-static int widened_k(const smt_frontier *f, const search_view *v, int k, char *why, size_t n)
+/* The candidates outside the class S <= R <= S + k that could change the
+ * frontier f (proven complete in class k).  At S steps a point is new on the
+ * frontier exactly when its R/C is below that of the last frontier point
+ * with at most S steps (a point with more steps and lower R/C does not
+ * matter: the last point sits on the bandwidth bound).  Extra rounds never
+ * hurt (the encoding caps the rounds, it does not fix them), so UNSAT at
+ * (S, R, C) is UNSAT at every R' <= R with the same S and C: for each (S, C)
+ * only the largest such R outside the class needs deciding.  Returns the
+ * number of candidates (in *out, malloc'd; -1 out of memory), sets *need to
+ * the k whose class holds all of them (k when there are none) and says in
+ * *below_first whether the first frontier point is above the steps bound:
+ * then points with fewer steps and many more rounds exist outside every
+ * class (with unlimited rounds any S >= the steps bound works), so no k
+ * makes the frontier complete beyond its class. */
+static int frontier_band(const smt_frontier *f, const search_view *v, int k, smt_check **out,
+                         int *need, bool *below_first, char *why, size_t n)
 {
-    int need = k;
+    *out = NULL;
+    *need = k;
+    *below_first = false;
     long maxc = v->max_chunks;
+    long sb = v->b.steps > 0 ? v->b.steps : 1;
+    int cap = 0, cnt = 0;
+    smt_check *c = NULL;
+    long prev_S = -1, rho_num = 0, rho_den = 0;
     for (int i = 0; i < f->n; i++) {
         long Si = f->algs[i]->steps / v->sdiv, Ri = f->algs[i]->rounds / v->sdiv;
         long Ci = f->algs[i]->chunks / v->cdiv;
         if (Ci < 1)
             continue;
-        for (long S = v->b.steps > 0 ? v->b.steps : 1; S <= Si; S++) {
-            int cmp = smt_rcmp(S + k + 1, maxc, Ri, Ci);
-            if (!(cmp < 0 || (cmp == 0 && S < Si)))
-                continue;
-            /* at the same steps only a lower R/C helps, and none is below the bound */
-            if (S == Si && smt_rcmp(Ri, Ci, v->b.rpc_num, v->b.rpc_den) <= 0)
-                continue;
-            /* the largest R with R / maxc <= Ri / Ci (strictly below at S = Si) */
-            long rmax = Ri * maxc / Ci;
-            if (S == Si && rmax * Ci == Ri * maxc)
-                rmax--;
-            if (rmax - S > need) {
-                if (need == k)
-                    snprintf(why, n, "at k=%d a point with S=%ld and R/C %s %ld/%ld could exist "
-                             "outside the class", k, S, S < Si ? "<=" : "<", Ri, Ci);
-                need = (int)(rmax - S);
+        if (prev_S < 0 && Si > sb)
+            *below_first = true;
+        /* steps prev_S + 1 .. Si - 1 are still judged against the previous
+         * point, Si against this one */
+        long from = prev_S < 0 ? Si : prev_S + 1;
+        for (long S = from; S <= Si; S++) {
+            long pn = S == Si ? Ri : rho_num, pd = S == Si ? Ci : rho_den;
+            for (long C = 1; C <= maxc; C++) {
+                long R = (pn * C - 1) / pd; /* the largest R with R/C < pn/pd */
+                if (R <= S + k || smt_rcmp(R, C, v->b.rpc_num, v->b.rpc_den) < 0)
+                    continue;
+                if (cnt == cap) {
+                    int ncap = cap ? cap * 2 : 32;
+                    smt_check *nc = realloc(c, sizeof *nc * (size_t)ncap);
+                    if (!nc) {
+                        free(c);
+                        return -1;
+                    }
+                    c = nc;
+                    cap = ncap;
+                }
+                c[cnt++] = (smt_check){(int)S, (int)(R < INT_MAX ? R : INT_MAX), (int)C};
+                if (R - S > *need) {
+                    if (*need == k)
+                        snprintf(why, n, "at k=%d a point with S=%ld and R/C < %ld/%ld could "
+                                 "exist outside the class", k, S, pn, pd);
+                    *need = R - S > INT_MAX / 2 ? INT_MAX / 2 : (int)(R - S);
+                }
             }
         }
+        prev_S = Si;
+        rho_num = Ri;
+        rho_den = Ci;
     }
-    return need;
+    *out = c;
+    return cnt;
+}
+
+/* Clips the candidates to the class k (R <= S + k: what is proven is the
+ * class) and drops each one another implies: UNSAT(S, R', m*C) with
+ * R' >= m*R implies UNSAT(S, R, C) (split every chunk of a (S, R, C)
+ * algorithm in m). */
+static int band_prune(smt_check *c, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (c[i].R > c[i].S + k)
+            c[i].R = c[i].S + k;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        bool implied = false;
+        for (int j = 0; j < n && !implied; j++)
+            implied = j != i && c[j].S == c[i].S && c[j].C > c[i].C && c[j].C % c[i].C == 0 &&
+                      (long)c[j].R >= (long)(c[j].C / c[i].C) * c[i].R;
+        if (!implied)
+            c[m++] = c[i];
+    }
+    /* smaller instances first (C, then S; insertion sort: a few dozen at
+     * most): when one is SAT the proof ends there, and the smaller ones
+     * answer sooner */
+    for (int i = 1; i < m; i++) {
+        smt_check x = c[i];
+        int j = i - 1;
+        while (j >= 0 && (c[j].C > x.C || (c[j].C == x.C && c[j].S > x.S))) {
+            c[j + 1] = c[j];
+            j--;
+        }
+        c[j + 1] = x;
+    }
+    return m;
+}
+
+/* Decides the band on what the search ran on: allreduce's allgather half
+ * on t, a combining collective's dual on the reversed topology, else c on t
+ * (the same problems smt_run_search was given by synthesize()). */
+static int check_band(const cs_topology *t, const cs_collective *c, const smt_check *chk, int n,
+                      const cs_smt_options *opt, int *sat, json_t **stats, cs_error *err)
+{
+    if (c->kind == CS_COLL_ALLREDUCE) {
+        cs_collective ag;
+        collective_init(&ag, CS_COLL_ALLGATHER, -1);
+        return smt_run_checks(t, &ag, chk, n, opt, sat, stats, err);
+    }
+    if (!collective_kind_is_combining(c->kind))
+        return smt_run_checks(t, c, chk, n, opt, sat, stats, err);
+    cs_collective dual;
+    int rc = collective_dual(c, &dual, err);
+    if (rc)
+        return rc;
+    cs_topology *rt = NULL;
+    rc = topology_reverse(t, &rt, err);
+    if (rc == CS_OK)
+        rc = smt_run_checks(rt, &dual, chk, n, opt, sat, stats, err);
+    topology_free(rt);
+    collective_free(&dual);
+    return rc;
+}
+
+/* Adds the band checks' instances and times to the search's statistics. */
+static void stats_merge(json_t *into, json_t *add)
+{
+    if (!into || !add)
+        return;
+    json_t *arr = json_object_get(into, "instances"), *more = json_object_get(add, "instances");
+    if (json_is_array(arr) && json_is_array(more))
+        json_array_extend(arr, more);
+    static const char *const ints[] = {"solved", "inferred", "abandoned"};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        json_object_set_new(into, ints[i],
+                            json_integer(json_integer_value(json_object_get(into, ints[i])) +
+                                         json_integer_value(json_object_get(add, ints[i]))));
+    static const char *const reals[] = {"z3_seconds", "own_seconds", "wall_seconds"};
+    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
+        json_object_set_new(into, reals[i],
+                            json_real(json_number_value(json_object_get(into, reals[i])) +
+                                      json_number_value(json_object_get(add, reals[i]))));
 }
 
 /* c has been validated for t's rank count (custom collectives need it). */
@@ -442,18 +551,37 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
     rc = synthesize(t, c, &o, &f, err);
     if (rc)
         return rc;
-    /* Widen the class while the bounds allow a better point outside it; the
-     * widened k covers every such candidate, so this rarely runs twice. */
+    /* Widen the class while a point outside it could still change the
+     * frontier.  First the cheap proof: decide only the largest candidate per
+     * (S, C) outside the class that could (frontier_band); when all are
+     * UNSAT the frontier is the wider class's as it stands, with no new
+     * search.  Otherwise (a better point exists, or an instance could not be
+     * decided) the whole search runs again in the wider class. */
     int k_cap = o.k > CS_SMT_WIDEN_MAX_K ? o.k : CS_SMT_WIDEN_MAX_K;
     bool class_enough = false; /* the bounds rule out better points outside the class */
+    int band_checked = 0;      /* instances decided by the cheap proof */
+    int k_found = o.k;         /* the class the frontier was searched in */
     for (int round = 0; have_view && o.steps <= 0 && f.complete && round < 3; round++) {
         char why[200] = "";
-        int need = widened_k(&f, &view, o.k, why, sizeof why);
-        if (need <= o.k) {
-            class_enough = true;
+        smt_check *band = NULL;
+        int need = o.k;
+        bool below_first = false;
+        int nband = frontier_band(&f, &view, o.k, &band, &need, &below_first, why, sizeof why);
+        if (nband < 0) {
+            smt_frontier_free(&f);
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        }
+        if (nband == 0) {
+            free(band);
+            class_enough = !below_first;
+            if (below_first)
+                cs_text_printf(widen_note, sizeof widen_note,
+                               "; points with fewer steps than the first one (steps bound %d) "
+                               "are not ruled out outside the class", view.b.steps);
             break;
         }
         if (o.k >= k_cap) {
+            free(band);
             cs_text_printf(widen_note, sizeof widen_note,
                      "; k stops at %d: a point outside the class may remain (%s)", k_cap, why);
             break;
@@ -465,11 +593,38 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
         if (opt->total_time_limit_s > 0) {
             double left = opt->total_time_limit_s - (cs_now() - t0);
             if (left <= 0) {
+                free(band);
                 snprintf(widen_note, sizeof widen_note,
                          "; not widened to k=%d: the time limit ran out", need);
                 break;
             }
             w.total_time_limit_s = left;
+        }
+        nband = band_prune(band, nband, need);
+        int sat = -1;
+        json_t *cst = NULL;
+        cs_error cerr;
+        cs_error_clear(&cerr);
+        int crc = check_band(t, c, band, nband, &w, &sat, &cst, &cerr);
+        free(band);
+        stats_merge(f.stats, cst);
+        json_decref(cst);
+        if (crc == CS_ECANCELLED || cs_cancel_requested(opt->cancel)) {
+            smt_frontier_free(&f);
+            return cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+        }
+        if (crc == CS_ENOMEM) {
+            smt_frontier_free(&f);
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        }
+        if (crc == CS_OK && sat < 0) {
+            /* every candidate outside class k that could change the frontier
+             * is UNSAT up to class `need`: f is that class's frontier */
+            if (!why_widen[0])
+                snprintf(why_widen, sizeof why_widen, "%s", why);
+            band_checked += nband;
+            o.k = need;
+            continue;
         }
         smt_frontier g;
         cs_error werr;
@@ -491,10 +646,17 @@ static int search_validated(const cs_topology *t, const cs_collective *c,
         }
         if (!why_widen[0])
             snprintf(why_widen, sizeof why_widen, "%s", why);
+        stats_merge(g.stats, f.stats);
         smt_frontier_free(&f);
         f = g;
         o.k = need;
+        k_found = need;
+        band_checked = 0;
     }
+    if (band_checked > 0 && !widen_note[0])
+        cs_text_printf(widen_note, sizeof widen_note,
+                       "; %d unsat instance%s outside k=%d keep its frontier", band_checked,
+                       band_checked == 1 ? "" : "s", k_found);
     cs_result *r = NULL;
     rc = result_new("smt", &r, err);
     if (rc) {

@@ -29,13 +29,16 @@
  * fewer steps at the same R/C (DGX-1 alltoall: (C,S,R) = (3,4,8) at k = 4,
  * (3,2,8) at k = 6), so by default k is CS_SMT_K_AUTO: the search starts at
  * CS_SMT_DEFAULT_K (or where the bandwidth bound at the steps bound needs
- * more rounds) and, once its frontier is proven, widens k while the bounds
- * say a point outside the class with no more steps and no more rounds per
- * chunk than a frontier point may still exist: at S steps, such a point has
- * R >= S + k + 1, so R/C >= (S + k + 1) / max_chunks (and >= the bandwidth
- * bound).  The new k covers every such candidate at once; the result's
- * reason says what was widened and why, up to CS_SMT_WIDEN_MAX_K.  An
- * explicit k (>= 0) is kept as given. */
+ * more rounds) and, once its frontier is proven, widens k while a point
+ * outside the class could still change the frontier: at S steps, one with
+ * R/C below the last frontier point of at most S steps and R >= S + k + 1
+ * (so R/C >= (S + k + 1) / max_chunks, and >= the bandwidth bound).  The new
+ * k covers every such candidate at once, up to CS_SMT_WIDEN_MAX_K.  Since
+ * extra rounds never hurt, the widening is first proven cheaply: only the
+ * largest such R per (S, C) is decided, and when all are UNSAT the frontier
+ * stands in the wider class without a new search (DGX-1 allgather: 4
+ * instances); otherwise the search runs again in it.  The result's reason
+ * says what was widened and why.  An explicit k (>= 0) is kept as given. */
 #define CS_SMT_K_AUTO (-1)
 #define CS_SMT_DEFAULT_K 4
 #define CS_SMT_WIDEN_MAX_K 16

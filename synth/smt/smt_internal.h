@@ -98,6 +98,17 @@ int smt_frontier_push(smt_frontier *f, cs_algorithm *a);
 int smt_run_search(const cs_topology *topo, const cs_collective *coll, const cs_bounds *b,
                    const cs_smt_options *opt, smt_frontier *f, cs_error *err);
 
+/* Decides the instances (S[i], R[i], C[i]), i < n, of a non-combining
+ * collective on the topology it is encoded on, in parallel (opt->threads),
+ * in the order given, stopping at the first SAT one.  CS_OK with *sat = -1
+ * when every instance is UNSAT, or the index of a SAT one (the others are
+ * abandoned); CS_ETIMEOUT when one could not be decided within the limits;
+ * CS_ECANCELLED.  *stats (may be NULL) gets the engine's statistics, as in a
+ * frontier's.  Used to prove a frontier beyond its class (smt.c). */
+typedef struct smt_check { int S, R, C; } smt_check;
+int smt_run_checks(const cs_topology *topo, const cs_collective *coll, const smt_check *chk,
+                   int n, const cs_smt_options *opt, int *sat, json_t **stats, cs_error *err);
+
 /* The SCCL paper's integer-time encoding (C1-C6) with Z3's default solver:
  * a baseline for benchmarks only (smt_sccl.c).  No live/cancel support. */
 int smt_sccl_solve(const smt_problem *p, int S, int R, double time_limit_s, cs_algorithm **out,

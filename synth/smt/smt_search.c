@@ -788,3 +788,72 @@ out:
     return rc;
 }
 
+int smt_run_checks(const cs_topology *topo, const cs_collective *coll, const smt_check *chk,
+                   int n, const cs_smt_options *opt, int *sat, json_t **stats, cs_error *err)
+{
+    *sat = -1;
+    if (stats)
+        *stats = NULL;
+    engine E;
+    int rc = engine_start(&E, topo, coll, opt, err);
+    if (rc) {
+        engine_stop(&E);
+        return rc;
+    }
+    task **tk = calloc((size_t)(n > 0 ? n : 1), sizeof *tk);
+    if (!tk) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        tk[i] = engine_get(&E, chk[i].S, chk[i].R, chk[i].C, err);
+        if (!tk[i]) {
+            rc = err ? err->code : CS_ENOMEM;
+            goto out;
+        }
+        engine_dispatch(&E, tk[i]);
+    }
+    /* every instance must be UNSAT; the first SAT or undecided one ends it */
+    for (;;) {
+        if (engine_should_stop(&E))
+            break;
+        int pending = 0;
+        bool ended = false;
+        for (int i = 0; i < n && !ended; i++) {
+            task *t = tk[i];
+            if (task_state(&E, t) != T_DONE) {
+                pending++;
+                continue;
+            }
+            if (t->reported)
+                continue;
+            report(&E, t);
+            if (t->rc == CS_OK) {
+                *sat = i;
+                ended = true;
+            } else if (t->rc != CS_EUNSAT) {
+                rc = t->rc;
+                if (err)
+                    *err = t->err;
+                ended = true;
+            }
+        }
+        if (ended || pending == 0)
+            break;
+        engine_wait(&E);
+    }
+    for (int i = 0; i < n; i++)
+        engine_abandon(&E, tk[i]);
+    if (E.cancelled)
+        rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+    else if (rc == CS_OK && *sat < 0 && E.timed_out)
+        rc = cs_error_set(err, CS_ETIMEOUT, "total_time_limit_s",
+                          "total time limit of %.3g s reached", opt->total_time_limit_s);
+out:
+    free(tk);
+    engine_join(&E);
+    if (stats && (rc == CS_OK || rc == CS_ETIMEOUT))
+        *stats = engine_stats(&E, cs_now() - E.t0);
+    engine_stop(&E);
+    return rc;
+}

@@ -125,6 +125,7 @@ static void engine_free(engine *e)
     free(e->in_sorted);
     free(e->group_end);
     free(e->busy);
+    free(e->lanes);
     free(e->cursor);
     if (e->logs)
         for (int r = 0; r < e->P; r++)
@@ -229,6 +230,17 @@ static inline uint32_t local_below(local_rng *r, uint32_t n)
 
 static int bucket_push(engine *e, double time, int link, uint32_t chunk)
 {
+    /* the last send's bucket when its time is exactly this one: bucket times
+     * are strictly descending (a bucket is only created with no other within
+     * the tolerance, and only raised to a time below its predecessor's), so
+     * the search below would find the same bucket */
+    if (e->last_bucket < e->nbuckets && e->buckets[e->last_bucket].time == time) {
+        bucket *b = &e->buckets[e->last_bucket];
+        if (b->n < b->cap) {
+            b->items[b->n++] = (inflight){link, chunk};
+            return CS_OK;
+        }
+    }
     /* find a bucket with (nearly) the same time; buckets sorted descending */
     int lo = 0, hi = e->nbuckets;
     while (lo < hi) {
@@ -265,6 +277,7 @@ static int bucket_push(engine *e, double time, int link, uint32_t chunk)
         e->nbuckets++;
         hit = lo;
     }
+    e->last_bucket = hit;
     bucket *b = &e->buckets[hit];
     if (time > b->time)
         b->time = time; /* never deliver before the latest end in the bucket */
@@ -441,6 +454,7 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     e->in_sorted = malloc((size_t)(L ? L : 1) * sizeof *e->in_sorted);
     e->group_end = malloc((size_t)(L ? L : 1) * sizeof *e->group_end);
     e->busy = calloc((size_t)(L ? L : 1), sizeof *e->busy);
+    e->lanes = malloc((size_t)(L ? L : 1) * sizeof *e->lanes);
     e->cursor = calloc((size_t)(L ? L : 1), sizeof *e->cursor);
     e->logs = calloc((size_t)P, sizeof *e->logs);
     e->dirty_words = (P + 63) / 64;
@@ -449,7 +463,7 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
     e->arrived_list = malloc((size_t)P * sizeof *e->arrived_list);
     e->set_begin = calloc((size_t)L + 1, sizeof *e->set_begin);
     e->set_busy = calloc((size_t)(t->nshared ? t->nshared : 1), sizeof *e->set_busy);
-    if (!e->covered || !e->need || !e->cost || !e->in_sorted || !e->group_end || !e->busy ||
+    if (!e->covered || !e->need || !e->cost || !e->in_sorted || !e->group_end || !e->busy || !e->lanes ||
         !e->cursor || !e->logs || !e->dirty_bits || !e->arrived ||
         !e->arrived_list || !e->set_begin || !e->set_busy)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory for a %d-rank, %ld-chunk trial",
@@ -458,6 +472,7 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
                       (size_t)L * (sizeof(double) + 4 * sizeof(int) + sizeof(int64_t)) +
                       rarest_bytes;
     for (int l = 0; l < L; l++) {
+        e->lanes[l] = t->links[l].lanes;
         e->cost[l] = tacos_link_cost(&t->links[l], p->chunk_bytes);
         if (!(e->cost[l] > 0.0) || !isfinite(e->cost[l]))
             return cs_error_set(err, CS_EINVAL, "links", "link %d->%d has no positive finite time",
@@ -509,8 +524,10 @@ static int engine_init(engine *e, const tacos_problem *p, uint64_t seed, cs_erro
 
 static inline bool link_has_room(const engine *e, int l)
 {
-    if (e->busy[l] >= e->t->links[l].lanes)
+    if (e->busy[l] >= e->lanes[l])
         return false;
+    if (!e->set_of)
+        return true; /* no shared sets */
     for (int k = e->set_begin[l]; k < e->set_begin[l + 1]; k++) {
         int s = e->set_of[k];
         if (e->set_busy[s] >= e->t->shared[s].lanes)
@@ -632,16 +649,15 @@ static long pick_rarest(engine *e, int l, local_rng *rng)
     return c;
 }
 
-/* A chunk link l's source holds and its destination still needs, or -1. */
-static inline long pick_chunk(engine *e, int l, local_rng *rng)
+/* A chunk link l (into d) has at its source and d still needs, or -1.
+ * rarest_need: d's need at or below which it chooses rarest first (its last
+ * spans; -1 for plain trials). */
+static inline long pick_chunk(engine *e, int l, int d, long rarest_need, local_rng *rng)
 {
     /* need only falls, so once a destination is in its last spans it stays
      * there, and a window is never left half-used by the plain choice */
-    if (e->holds) {
-        int d = e->t->links[l].dst;
-        if (e->need[d] <= (long)TACOS_RAREST_SPANS * (e->t->in_begin[d + 1] - e->t->in_begin[d]))
-            return pick_rarest(e, l, rng);
-    }
+    if (e->need[d] <= rarest_need)
+        return pick_rarest(e, l, rng);
     const cs_link *lk = &e->t->links[l];
     arrival_log *lg = &e->logs[lk->src];
     const uint64_t *row = e->covered + (size_t)lk->dst * e->W;
@@ -736,13 +752,15 @@ static void match_range(engine *e, long w0, long w1, double now, uint64_t event,
                              (event * 0xd1b54a32d192ed03ULL)};
             uint64_t *row = e->covered + (size_t)d * e->W;
             int lo = t->in_begin[d], hi = t->in_begin[d + 1];
+            long rarest_need = e->holds ? (long)TACOS_RAREST_SPANS * (hi - lo) : -1;
             for (int g0 = lo; g0 < hi && e->need[d] > 0;) {
                 int g1 = e->group_end[g0], k = g1 - g0;
                 int rot = k > 1 ? (int)local_below(&rng, (uint32_t)k) : 0;
                 for (int j = 0; j < k && e->need[d] > 0; j++) {
-                    int l = e->in_sorted[g0 + (rot + j) % k];
+                    int at = rot + j < k ? rot + j : rot + j - k;
+                    int l = e->in_sorted[g0 + at];
                     while (link_has_room(e, l)) {
-                        long c = pick_chunk(e, l, &rng);
+                        long c = pick_chunk(e, l, d, rarest_need, &rng);
                         if (c < 0)
                             break;
                         if (out_grow(mo, keep)) {
@@ -1049,7 +1067,7 @@ int tacos_run_trial(const tacos_problem *p, uint64_t seed, bool keep, const cs_c
             int x = e.arrived_list[i];
             e.arrived[x] = 0;
             for (int l = t->out_begin[x]; l < t->out_begin[x + 1]; l++)
-                if (e.busy[l] < t->links[l].lanes)
+                if (e.busy[l] < e.lanes[l])
                     mark_dirty(&e, t->links[l].dst);
         }
         e.narrived = 0;

@@ -118,6 +118,9 @@ typedef struct engine {
     int *in_sorted;         /* in-links per rank, by cost then index (CSR on in_begin) */
     int *group_end;         /* per in_sorted position: end of its equal-cost group */
     int *busy;              /* lanes in use per link */
+    int *lanes;             /* per link: its lanes (next to busy, not in the link records) */
+    int last_bucket;        /* the bucket the last send went to (one time per event on
+                               homogeneous links: no search) */
     int64_t *cursor;        /* per link, absolute position in its source's log */
     arrival_log *logs;
     /* shared sets */

@@ -15,8 +15,8 @@
  *  - switch nodes (algorithm switch_nodes > 0, topology.h "Copy-capable
  *    switches"): checked on the topology's node view, where a node is a
  *    rank with links inside its members' ports; it holds nothing at first
- *    (so a copy leaves only after the chunk arrived), carries copies only,
- *    and has no postcondition;
+ *    (so a copy leaves only after the chunk arrived), combines the reduces it
+ *    receives like a rank (in-network aggregation), and has no postcondition;
  *  - the postcondition; and the header fields (ranks, chunks, global_chunks,
  *    steps, rounds = sum of rounds_per_step, ops allowed by the kind).
  * Working memory is about 5 bytes per send on top of the algorithm (a bit per
