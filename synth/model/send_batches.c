@@ -303,6 +303,39 @@ void send_batch_write_back(send_batches *b, const send_batch *batch, const uint3
     batch_scan_run(job, parts);
 }
 
+int send_batches_write_back_all(send_batches *b, const uint32_t *pairs, uint32_t *col0,
+                                uint32_t *col1)
+{
+    /* no batch follows: the records go before the columns are written */
+    send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
+    b->recs = NULL;
+    b->cap = 0;
+    uint32_t nch = b->G;
+    if (nch > b->fill_cap) {
+        uint32_t *f = realloc(b->fill, sizeof *f * (nch ? nch : 1));
+        if (!f)
+            return CS_ENOMEM;
+        b->fill = f;
+        b->fill_cap = nch;
+    }
+    if (b->lower && nch > b->fill_cap2) {
+        uint32_t *f = realloc(b->fill2, sizeof *f * (nch ? nch : 1));
+        if (!f)
+            return CS_ENOMEM;
+        b->fill2 = f;
+        b->fill_cap2 = nch;
+    }
+    batch_scan job[2];
+    int parts = batch_scan_setup(b, 0, nch, 0, job);
+    for (int p = 0; p < parts; p++) {
+        job[p].pairs = pairs;
+        job[p].col0 = col0;
+        job[p].col1 = col1;
+    }
+    batch_scan_run(job, parts);
+    return CS_OK;
+}
+
 int send_batches_next(send_batches *b, send_batch *out)
 {
     memset(out, 0, sizeof *out);

@@ -339,6 +339,13 @@ void send_batches_free(send_batches *b);
  * index order instead of at random (a cache and TLB miss per store). */
 void send_batch_write_back(send_batches *b, const send_batch *batch, const uint32_t *pairs,
                            uint32_t *col0, uint32_t *col1);
+/* The same for every batch at once (dense only: b->begin set), after the
+ * last: pairs are by position among all kept sends (chunk-major), written
+ * to col0[i], col1[i] in one scan (two halves on two threads from 2^20
+ * sends).  Frees the batch records first (send_batches_next is done), so
+ * they never sit beside both columns.  CS_OK or CS_ENOMEM. */
+int send_batches_write_back_all(send_batches *b, const uint32_t *pairs, uint32_t *col0,
+                                uint32_t *col1);
 
 /* The order the verifier's bandwidth sweep and the simulator walk sends in:
  * (step, index), or with trank (timed) (start, end, index).  *ord is NULL

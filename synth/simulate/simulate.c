@@ -282,7 +282,8 @@ static int link_chunk(linker *w, const send_rec *sr, uint32_t len, uint32_t *out
 
 /* ---- sim_links (simulate_internal.h): next_send and consumer, chunk by chunk ---- */
 
-int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, int nthreads)
+int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, int nthreads,
+                   const send_batches *sb)
 {
     memset(L, 0, sizeof *L);
     long n = a->nsends;
@@ -290,11 +291,19 @@ int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, i
         nthreads = 1;
     L->nthreads = nthreads;
     L->nsends = n;
-    L->next_send = send_array_new(sizeof(uint32_t) * (size_t)n);
-    L->consumer = send_array_new(sizeof(uint32_t) * (size_t)n);
+    L->whole = sb->begin != NULL;
+    if (L->whole) {
+        /* every send's pair at its position among all the batches' records:
+         * converted to index order once, after the last batch */
+        L->out_cap = sb->nkept;
+        L->out = send_array_new(sizeof *L->out * 2 * (size_t)L->out_cap);
+    } else {
+        L->next_send = send_array_new(sizeof(uint32_t) * (size_t)n);
+        L->consumer = send_array_new(sizeof(uint32_t) * (size_t)n);
+    }
     linker *w = calloc((size_t)nthreads, sizeof *w);
     L->workers = w;
-    if (!L->next_send || !L->consumer || !w)
+    if ((L->whole ? !L->out : !L->next_send || !L->consumer) || !w)
         return CS_ENOMEM;
     size_t nodes = (size_t)(a->ranks + a->switch_nodes);   /* ranks and switch nodes */
     for (int t = 0; t < nthreads; t++) {
@@ -311,6 +320,8 @@ int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, i
 
 int sim_links_batch(sim_links *L, const send_batch *b)
 {
+    if (L->whole)
+        return CS_OK;
     uint32_t entries = b->g1 - b->g0;
     long total = (long)b->begin[entries] - b->begin[0];
     if (total > L->out_cap) {   /* nothing to keep: the batch is linked after this */
@@ -329,12 +340,31 @@ int sim_links_chunk(sim_links *L, int thread, const send_batch *b, uint32_t j)
     linker *w = &((linker *)L->workers)[thread];
     uint32_t len;
     const send_rec *sr = send_batch_recs(b, j, &len);
-    return link_chunk(w, sr, len, L->out + 2 * (size_t)(sr - b->recs));
+    /* whole: the position among all kept sends (dense batches: begin is
+     * global); else the position in the batch */
+    size_t at = L->whole ? b->begin[j] : (size_t)(sr - b->recs);
+    return link_chunk(w, sr, len, L->out + 2 * at);
 }
 
 void sim_links_batch_done(sim_links *L, send_batches *sb, const send_batch *b)
 {
-    send_batch_write_back(sb, b, L->out, L->next_send, L->consumer);
+    if (!L->whole)
+        send_batch_write_back(sb, b, L->out, L->next_send, L->consumer);
+}
+
+int sim_links_finish(sim_links *L, send_batches *sb)
+{
+    if (!L->whole)
+        return CS_OK;
+    L->next_send = send_array_new(sizeof(uint32_t) * (size_t)L->nsends);
+    L->consumer = send_array_new(sizeof(uint32_t) * (size_t)L->nsends);
+    if (!L->next_send || !L->consumer)
+        return CS_ENOMEM;
+    int rc = send_batches_write_back_all(sb, L->out, L->next_send, L->consumer);
+    send_array_delete(L->out, sizeof *L->out * 2 * (size_t)L->out_cap);
+    L->out = NULL;
+    L->out_cap = 0;
+    return rc;
 }
 
 void sim_links_done(sim_links *L)
@@ -389,7 +419,7 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, sim_links *
     int rc = send_batches_init(&sb, a, NULL, trank != NULL);
     int nthreads = rc == CS_OK && sb.begin ? send_pass_threads(a->nsends) : 1;
     if (rc == CS_OK)
-        rc = sim_links_init(L, a, trank, nthreads);
+        rc = sim_links_init(L, a, trank, nthreads, &sb);
     send_batch b;
     while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
         if ((rc = sim_links_batch(L, &b)) != CS_OK)
@@ -424,7 +454,7 @@ static int build_links(const cs_algorithm *a, const uint32_t *trank, sim_links *
             sim_links_batch_done(L, &sb, &b);
     }
     if (rc == SEND_BATCHES_DONE)
-        rc = CS_OK;
+        rc = sim_links_finish(L, &sb);
     send_batches_free(&sb);
     sim_links_done(L);
     return rc;

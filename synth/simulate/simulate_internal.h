@@ -21,24 +21,34 @@
 
 /* next_send and consumer of every send (by index), built a batch at a time:
  * sim_links_batch before a batch's chunks, sim_links_chunk for each chunk
- * (threads 0..nthreads-1 may run at once, each on its own chunks), then
- * sim_links_batch_done (writes the batch's links back in index order). */
+ * (threads 0..nthreads-1 may run at once, each on its own chunks),
+ * sim_links_batch_done after it, and sim_links_finish after the last.
+ * With dense batches (whole) each chunk's links go where its records sit
+ * among all the batches' (8 bytes per send) and are turned into index
+ * order once at the end: one streaming pass instead of one per batch (each
+ * of which touched every cache line of both per-send arrays).  Peak: 8
+ * bytes per send while batches run, 16 while converting.  Sparse batches
+ * write each batch back as it ends. */
 typedef struct sim_links {
     uint32_t *next_send, *consumer;   /* per send; NO_SEND (UINT32_MAX): none */
     uint32_t *out;                     /* the batch's links, by record position */
     long out_cap;
     long nsends;
+    bool whole;                        /* out spans every batch (dense) */
     int nthreads;
     void *workers;                     /* one linker per thread */
 } sim_links;
 
 /* trank: algorithm_time_ranks of a timed algorithm, NULL untimed.  CS_OK
  * or CS_ENOMEM; free with sim_links_free either way. */
-int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, int nthreads);
+int sim_links_init(sim_links *L, const cs_algorithm *a, const uint32_t *trank, int nthreads,
+                   const send_batches *sb);
 int sim_links_batch(sim_links *L, const send_batch *b);
 /* Chunk j of batch b (records in index order, not reordered yet). */
 int sim_links_chunk(sim_links *L, int thread, const send_batch *b, uint32_t j);
 void sim_links_batch_done(sim_links *L, send_batches *sb, const send_batch *b);
+/* After the last batch, sb still alive: next_send and consumer complete. */
+int sim_links_finish(sim_links *L, send_batches *sb);
 /* After the last batch: frees everything but next_send and consumer (the
  * batch buffer, the per-thread scratch) before the timing sweep allocates
  * its own per-send array. */

@@ -814,7 +814,7 @@ int verify_replay_values(vctx *v, cs_error *err)
         w[made].thread = made;
     }
     if (rc == CS_OK && v->sim)
-        rc = sim_links_init(v->sim, v->a, v->trank, nthreads);
+        rc = sim_links_init(v->sim, v->a, v->trank, nthreads, &sb);
     long next_g = 0;   /* sparse: chunks without sends still have postconditions */
     send_batch b;
     while (rc == CS_OK && (rc = send_batches_next(&sb, &b)) == CS_OK) {
@@ -871,7 +871,7 @@ int verify_replay_values(vctx *v, cs_error *err)
             sim_links_batch_done(v->sim, &sb, &b);
     }
     if (rc == SEND_BATCHES_DONE) {
-        rc = CS_OK;
+        rc = v->sim ? sim_links_finish(v->sim, &sb) : CS_OK;
         for (; sparse && next_g < v->G && rc == CS_OK; next_g++)
             rc = replay_chunk(&w[0], next_g, NULL, 0);
         if (sparse)
