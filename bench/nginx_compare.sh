@@ -198,4 +198,30 @@ awk -v dj="$mdj" -v nj="$mnj" -v dx="$mdx" -v nx="$mnx" 'BEGIN {
     rj = dj / nj; rx = dx / nx
     printf "json_ratio_to_nginx %.2f (target >= 1.0: %s)\n", rj, (rj >= 1.0 ? "met" : "NOT met")
     printf "xml_ratio_to_nginx %.2f (target >= 0.8: %s)\n", rx, (rx >= 0.8 ? "met" : "NOT met") }'
+# ---- both at once -----------------------------------------------------------------------
+# The interleaved runs give each server its own slot, and on a shared machine
+# the CPU a slot gets varies more than the servers differ.  Here one wrk
+# (CMP_THREADS / 2 threads, CMP_CONNS connections) drives each server at the
+# same time, so both meet exactly the same interference and each other: the
+# ratio says which serves more with the same machine.  CMP_BOTH_RUNS rounds
+# (3; 0 skips it).
+BOTH=${CMP_BOTH_RUNS:-3}
+if [ "$BOTH" -gt 0 ]; then
+    half=$(( THREADS / 2 > 0 ? THREADS / 2 : 1 ))
+    echo "== both at once: wrk -t$half -c$CONNS -d${SECS}s against each, $BOTH rounds per format"
+    : >"$tmp/bj"; : >"$tmp/bx"
+    for i in $(seq "$BOTH"); do
+        for f in json xml; do
+            if [ $f = json ]; then du="$url$jpath"; nu="$nurl/result.json"; else du="$url$xpath"; nu="$nurl/result.xml"; fi
+            wrk -t"$half" -c"$CONNS" -d"${SECS}s" "$du" >"$tmp/wd" 2>&1 & wa=$!
+            wrk -t"$half" -c"$CONNS" -d"${SECS}s" "$nu" >"$tmp/wn" 2>&1 & wb=$!
+            wait $wa $wb
+            d=$(rps_of "$tmp/wd"); n=$(rps_of "$tmp/wn")
+            echo "   round $i $f: daemon $d nginx $n req/s (load $(cut -d' ' -f1 /proc/loadavg))"
+            awk -v a="$d" -v b="$n" 'BEGIN {print a / b}' >>"$tmp/b${f:0:1}"
+        done
+    done
+    echo "both_at_once_json_ratio_median $(median <"$tmp/bj")"
+    echo "both_at_once_xml_ratio_median $(median <"$tmp/bx")"
+fi
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

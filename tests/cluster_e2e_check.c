@@ -10,27 +10,6 @@
 #include "cluster_e2e.h"
 #include "cs_common.h"
 
-/* Codegen limits the hierarchical schedules still hit (NOTES.md): each is
- * allowed to be refused cleanly instead of served.  None at 16 and 64 nodes
- * since scratch runs and the exact spread check in codegen; the
- * 16-node hook reducescatter and allgather on the executor, and the 64-node
- * reducescatters, were here.  Add an entry only with a note naming its
- * owner; remove it once its case passes. */
-static const struct {
-    const char *label, *collective, *runtime;
-} known_gaps[] = {
-    {NULL, NULL, NULL},
-};
-
-static bool known_gap(const char *label, const char *collective, const char *runtime)
-{
-    for (size_t i = 0; known_gaps[i].label; i++)
-        if (!strcmp(known_gaps[i].label, label) && !strcmp(known_gaps[i].collective, collective) &&
-            !strcmp(known_gaps[i].runtime, runtime))
-            return true;
-    return false;
-}
-
 void cluster_e2e_assert(const char *base_url, const char *label, const char *topology,
                         const char *collective)
 {
@@ -55,17 +34,6 @@ void cluster_e2e_assert(const char *base_url, const char *label, const char *top
         ck_assert_msg(rt->limits_failed == 0, "%s %s: %s", what, rt->runtime, rt->first_problem);
         ck_assert_msg(rt->interp_rc != CS_EVERIFY, "%s %s: %s", what, rt->runtime,
                       rt->first_problem);
-        if (rt->refused && known_gap(label, collective, rt->runtime)) {
-            ck_assert_msg(rt->refused == rt->refused_limit, "%s %s: a refusal that names no "
-                          "limit: %s", what, rt->runtime, rt->first_problem);
-            /* all or nothing: a job whose nodes got slices for some ranks
-             * and a refusal for others would run different algorithms */
-            ck_assert_msg(rt->refused == rep.ranks, "%s %s: %d of %d slices refused, the others "
-                          "served", what, rt->runtime, rt->refused, rep.ranks);
-            fprintf(stderr, "  known gap (NOTES.md): %s %s refused %d of %d slices cleanly\n",
-                    what, rt->runtime, rt->refused, rep.ranks);
-            continue;
-        }
         ck_assert_msg(rt->fetched == rep.ranks, "%s %s: %d of %d slices (%s)", what, rt->runtime,
                       rt->fetched, rep.ranks, rt->first_problem);
         ck_assert_msg(rt->interp_rc == CS_OK, "%s %s: %s", what, rt->runtime, rt->first_problem);
