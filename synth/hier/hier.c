@@ -962,42 +962,70 @@ static int plan_emit(const ag_plan *p, emit_fn fn, void *ctx)
                 }
         }
     /* phases 2 and 3: item u on its NIC in its slot, then the receiving
-     * NIC's tree, one step (or two: orientation) after the slot */
+     * NIC's tree, one step (or two: orientation) after the slot.  Per
+     * (slot, place, NIC) the chunk and per tree edge its step offset are
+     * worked out once, not per send (a million sends on dgxh100:128). */
     int seglen = p->seglen;
-    for (int slot = 0; slot < p->slots && rc == CS_OK; slot++)
-        for (int qq = 0; qq < seglen && rc == CS_OK; qq++)
+    int uj[64], gq[64], gdiv[64], gmod[64];
+    int est[64][2][64];        /* [nic][flat][edge]: step offset after the slot's base */
+    for (int j = 0; j < k; j++) {
+        const hier_tree *tt = &tr->nic[j];
+        for (int e = 0; e < tt->n; e++) {
+            est[j][1][e] = p->orient ? 2 * tt->step[e] : tt->step[e];
+            est[j][0][e] = p->orient ? 2 * tt->step[e] + orientation(tt->src[e], tt->dst[e], m)
+                                     : tt->step[e];
+        }
+    }
+    for (int slot = 0; slot < p->slots && rc == CS_OK; slot++) {
+        int rail_st = p->S1 + (1 + p->orient) * slot;
+        int tree_st = p->orient ? p->S1 + 2 * slot + 1 : p->S1 + slot + 1;
+        for (int qq = 0; qq < seglen && rc == CS_OK; qq++) {
+            for (int j = 0; j < k; j++) {
+                int u = p->slot_item[((long)slot * k + j) * seglen + qq];
+                uj[j] = u;
+                if (u < 0)
+                    continue;
+                int q = p->item_q0[u] + qq - p->item_off[u];
+                if (slot == 0 && !p->node_chunks) {
+                    /* the first block starts with the NIC's own
+                     * chunk: the others reach it through phase 1 */
+                    int len = p->item_q1[u] - p->item_q0[u];
+                    int first = (s->nic[j] - p->item_q0[u] % m + m) % m;
+                    q = p->item_q0[u] + (qq - p->item_off[u] + first) % len;
+                }
+                gq[j] = q;
+                gdiv[j] = q / m;
+                gmod[j] = q % m;
+            }
             for (int v = 0; v < m && rc == CS_OK; v++)
-                for (int n = 0; n < N && rc == CS_OK; n++)
+                for (int n = 0; n < N && rc == CS_OK; n++) {
+                    const int *nr = rank + (long)n * m;
                     for (int j = 0; j < k && rc == CS_OK; j++) {
-                        int u = p->slot_item[((long)slot * k + j) * seglen + qq];
+                        int u = uj[j];
                         if (u < 0)
                             continue;
-                        int q = p->item_q0[u] + qq - p->item_off[u];
-                        if (slot == 0 && !p->node_chunks) {
-                            /* the first block starts with the NIC's own
-                             * chunk: the others reach it through phase 1 */
-                            int len = p->item_q1[u] - p->item_q0[u];
-                            int first = (s->nic[j] - p->item_q0[u] % m + m) % m;
-                            q = p->item_q0[u] + (qq - p->item_off[u] + first) % len;
-                        }
-                        int nb = (n + p->item_d[u]) % N, nic = s->nic[j];
-                        const int *nr = rank + (long)n * m, *br = rank + (long)nb * m;
-                        long g = p->node_chunks ? (long)q * N + n
-                                                : (long)(q / m) * P + nr[q % m];
+                        int x0 = p->edge_at[64 + j][v], x1 = p->edge_at[64 + j][v + 1];
+                        if (v > 0 && x0 == x1)
+                            continue;   /* nothing to send at this v */
+                        int d = p->item_d[u];
+                        int nb = (unsigned)d < (unsigned)N ? (n + d >= N ? n + d - N : n + d)
+                                                           : (n + d) % N;
+                        int nic = s->nic[j];
+                        const int *br = rank + (long)nb * m;
+                        long g = p->node_chunks ? (long)gq[j] * N + n
+                                                : (long)gdiv[j] * P + nr[gmod[j]];
                         if (v == 0)
-                            rc = fn(ctx, g, nr[nic], br[nic], p->S1 + (1 + p->orient) * slot);
+                            rc = fn(ctx, g, nr[nic], br[nic], rail_st);
                         const hier_tree *tt = &tr->nic[j];
-                        for (int x = p->edge_at[64 + j][v];
-                             x < p->edge_at[64 + j][v + 1] && rc == CS_OK; x++) {
+                        const int *off = est[j][p->item_flat[u] ? 1 : 0];
+                        for (int x = x0; x < x1 && rc == CS_OK; x++) {
                             int e = p->sorted[64 + j][x];
-                            int st = p->orient ? p->S1 + 2 * slot + 1 + 2 * tt->step[e] +
-                                                     (p->item_flat[u]
-                                                          ? 0
-                                                          : orientation(tt->src[e], tt->dst[e], m))
-                                               : p->S1 + slot + 1 + tt->step[e];
-                            rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], st);
+                            rc = fn(ctx, g, br[tt->src[e]], br[tt->dst[e]], tree_st + off[e]);
                         }
                     }
+                }
+        }
+    }
     return rc;
 }
 
@@ -1064,8 +1092,7 @@ static int place_send(void *ctx, long chunk, int src, int dst, int step)
         return CS_OK;
     }
     long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
-    cs_send sv = {chunk, src, dst, step, op, NAN, NAN};
-    return algorithm_set_send(pl->a, i, &sv);
+    return algorithm_put_send(pl->a, i, chunk, src, dst, step, op);
 }
 
 /* An algorithm of collective c (chunks, steps) holding the sends of up to two
@@ -1095,10 +1122,8 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     for (int st = 0; st < steps; st++)
         total += count[st];
     /* placeholders with the largest values first, so no column widens twice */
-    if ((rc = algorithm_reserve_sends(a, total)) == CS_OK)
-        for (long i = 0; i < total && rc == CS_OK; i++)
-            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
-                                    steps - 1, CS_OP_COPY);
+    rc = algorithm_add_send_copies(a, total, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
+                                   steps - 1, CS_OP_COPY);
     if (rc != CS_OK) {
         rc = cs_error_set(err, rc, NULL, "out of memory for %ld sends", total);
         goto done;
@@ -1201,10 +1226,9 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
         pos[st] = total;
         total += count[st];
     }
-    if (rc == CS_OK && (rc = algorithm_reserve_sends(a, total)) == CS_OK)
-        for (long i = 0; i < total && rc == CS_OK; i++)
-            rc = algorithm_add_send(a, a->global_chunks - 1, t->ranks - 1, t->ranks - 1,
-                                    steps - 1, CS_OP_COPY);
+    if (rc == CS_OK)
+        rc = algorithm_add_send_copies(a, total, a->global_chunks - 1, t->ranks - 1,
+                                       t->ranks - 1, steps - 1, CS_OP_COPY);
     pl.counting = false;
     if (rc == CS_OK)
         rc = gen(plan, place_send, &pl);

@@ -502,6 +502,53 @@ int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s)
     return CS_OK;
 }
 
+int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op)
+{
+    cs_send_store *st = &a->store;
+    if (st->start.data) {
+        cs_send s = {chunk, src, dst, step, op, NAN, NAN};
+        return algorithm_set_send(a, i, &s);
+    }
+    /* no time columns: every send is untimed, so ntimed stays 0 */
+    return store_send(a, i, chunk, src, dst, step, op, NAN, NAN);
+}
+
+int algorithm_add_send_copies(cs_algorithm *a, long n, long chunk, int src, int dst, int step,
+                              cs_op op)
+{
+    if (n <= 0)
+        return CS_OK;
+    long at = a->nsends;
+    int rc = grow_for(a, at + n);
+    if (rc == CS_OK)
+        rc = store_send(a, at, chunk, src, dst, step, op, NAN, NAN);
+    if (rc != CS_OK)
+        return rc;
+    cs_send_store *st = &a->store;
+    /* the first copy's encoded values, repeated column by column */
+    for (long i = at + 1; i < at + n; i++) {
+        column_put(&st->chunk, i, (int32_t)chunk);
+        column_put(&st->src, i, src);
+        column_put(&st->dst, i, dst);
+        column_put(&st->step, i, step);
+    }
+    if (st->start.data) {
+        int32_t ks = cs_column_get(&st->start, at), ke = cs_column_get(&st->end, at);
+        for (long i = at + 1; i < at + n; i++) {
+            column_put(&st->start, i, ks);
+            column_put(&st->end, i, ke);
+        }
+    }
+    for (long i = at + 1; i < at + n; i++) {
+        if (op == CS_OP_REDUCE)
+            st->reduce[i >> 3] |= (unsigned char)(1u << (i & 7));
+        else
+            st->reduce[i >> 3] &= (unsigned char)~(1u << (i & 7));
+    }
+    a->nsends = at + n;
+    return CS_OK;
+}
+
 int algorithm_set_send_step(cs_algorithm *a, long i, int step)
 {
     int rc = column_admit(&a->store.step, a->nsends, a->store.cap, step);

@@ -212,6 +212,16 @@ int algorithm_clone(const cs_algorithm *a, cs_algorithm **out, cs_error *err);
 int algorithm_add_send(cs_algorithm *a, long chunk, int src, int dst, int step, cs_op op);
 int algorithm_add_timed_send(cs_algorithm *a, long chunk, int src, int dst, int step,
                              cs_op op, double start_us, double end_us);
+/* Appends n untimed copies of one send, the columns widened once for its
+ * values: the placeholders of a builder that counts its sends first and then
+ * writes each in place (algorithm_put_send), its largest values first so
+ * no column widens while it writes.  CS_OK, CS_ELIMIT, CS_ENOMEM. */
+int algorithm_add_send_copies(cs_algorithm *a, long n, long chunk, int src, int dst, int step,
+                              cs_op op);
+/* algorithm_set_send of an untimed send (start_us, end_us NAN), without the
+ * time bookkeeping when the algorithm has no time columns (a builder's
+ * million-send fill).  Same results and errors as algorithm_set_send. */
+int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op);
 /* Makes room for n sends in all, so a builder that knows its count grows the
  * columns once (and to the exact size).  CS_OK or CS_ENOMEM. */
 int algorithm_reserve_sends(cs_algorithm *a, long n);
