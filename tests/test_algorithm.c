@@ -117,6 +117,55 @@ START_TEST(add_send_grows_and_keeps_every_send)
 }
 END_TEST
 
+/* The builder path: n placeholder copies appended at once (after existing
+ * sends, with reduce bits crossing byte boundaries), then written in place;
+ * each send reads back as written and the earlier sends are untouched. */
+START_TEST(send_copies_then_put_in_place)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "x", 300, 1, 20, &a, NULL), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 1, 2, 3, 0, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 4, 5, 6, 1, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(algorithm_add_send(a, 7, 8, 9, 2, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_add_send_copies(a, 37, 299, 299, 298, 19, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(a->nsends, 40);
+    ck_assert_int_eq(algorithm_send_op(a, 0), CS_OP_COPY);
+    ck_assert_int_eq(algorithm_send_op(a, 1), CS_OP_REDUCE);
+    ck_assert_int_eq(algorithm_send_op(a, 2), CS_OP_COPY);
+    ck_assert_int_eq(algorithm_send_chunk(a, 1), 4);
+    for (long i = 3; i < 40; i++) {
+        cs_send s = algorithm_send(a, i);
+        ck_assert_int_eq(s.chunk, 299);
+        ck_assert_int_eq(s.src, 299);
+        ck_assert_int_eq(s.dst, 298);
+        ck_assert_int_eq(s.step, 19);
+        ck_assert_int_eq(s.op, CS_OP_REDUCE);
+        ck_assert(isnan(s.start_us));
+    }
+    for (long i = 3; i < 40; i++)
+        ck_assert_int_eq(algorithm_put_send(a, i, i, (int)(i % 7), (int)(i % 11), (int)(i % 20),
+                                            i % 3 ? CS_OP_COPY : CS_OP_REDUCE), CS_OK);
+    for (long i = 3; i < 40; i++) {
+        cs_send s = algorithm_send(a, i);
+        ck_assert_int_eq(s.chunk, i);
+        ck_assert_int_eq(s.src, i % 7);
+        ck_assert_int_eq(s.dst, i % 11);
+        ck_assert_int_eq(s.step, i % 20);
+        ck_assert_int_eq(s.op, i % 3 ? CS_OP_COPY : CS_OP_REDUCE);
+    }
+    ck_assert_int_eq(algorithm_send_op(a, 2), CS_OP_COPY);
+    /* a value beyond the placeholder's still widens its column */
+    ck_assert_int_eq(algorithm_put_send(a, 39, 70000, 1, 2, 3, CS_OP_COPY), CS_OK);
+    ck_assert_int_eq(algorithm_send_chunk(a, 39), 70000);
+    ck_assert_int_eq(algorithm_send_chunk(a, 38), 38);
+    ck_assert(!algorithm_is_timed(a));
+    algorithm_free(a);
+    collective_free(&c);
+}
+END_TEST
+
 START_TEST(storage_is_narrow_and_exact)
 {
     /* 64 ranks, 4096 chunks, 4 steps: chunk ids take 2 bytes, ranks and
@@ -776,6 +825,7 @@ static Suite *algorithm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, new_sets_header_fields);
     tcase_add_test(tc, add_send_grows_and_keeps_every_send);
+    tcase_add_test(tc, send_copies_then_put_in_place);
     tcase_add_test(tc, storage_is_narrow_and_exact);
     tcase_add_test(tc, values_widen_refuse_beyond_32_bits_and_truncate);
     tcase_add_test(tc, steps_from_start_times_numbers_distinct_starts);

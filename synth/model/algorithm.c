@@ -513,6 +513,26 @@ int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, in
     return store_send(a, i, chunk, src, dst, step, op, NAN, NAN);
 }
 
+/* Values at..at+n-1 of c all equal to value at (by doubling copies). */
+static void fill_copies(cs_column *c, long at, long n)
+{
+    char *base = (char *)c->data + (size_t)at * (size_t)c->width;
+    size_t have = 1, want = (size_t)n;
+    while (have < want) {
+        size_t take = have < want - have ? have : want - have;
+        memcpy(base + have * (size_t)c->width, base, take * (size_t)c->width);
+        have += take;
+    }
+}
+
+static void copy_reduce_bit(unsigned char *r, long from, long i)
+{
+    if (r[from >> 3] & (1u << (from & 7)))
+        r[i >> 3] |= (unsigned char)(1u << (i & 7));
+    else
+        r[i >> 3] &= (unsigned char)~(1u << (i & 7));
+}
+
 int algorithm_add_send_copies(cs_algorithm *a, long n, long chunk, int src, int dst, int step,
                               cs_op op)
 {
@@ -525,26 +545,18 @@ int algorithm_add_send_copies(cs_algorithm *a, long n, long chunk, int src, int 
     if (rc != CS_OK)
         return rc;
     cs_send_store *st = &a->store;
-    /* the first copy's encoded values, repeated column by column */
-    for (long i = at + 1; i < at + n; i++) {
-        column_put(&st->chunk, i, (int32_t)chunk);
-        column_put(&st->src, i, src);
-        column_put(&st->dst, i, dst);
-        column_put(&st->step, i, step);
-    }
-    if (st->start.data) {
-        int32_t ks = cs_column_get(&st->start, at), ke = cs_column_get(&st->end, at);
-        for (long i = at + 1; i < at + n; i++) {
-            column_put(&st->start, i, ks);
-            column_put(&st->end, i, ke);
-        }
-    }
-    for (long i = at + 1; i < at + n; i++) {
-        if (op == CS_OP_REDUCE)
-            st->reduce[i >> 3] |= (unsigned char)(1u << (i & 7));
-        else
-            st->reduce[i >> 3] &= (unsigned char)~(1u << (i & 7));
-    }
+    /* the first copy's encoded values, doubled column by column */
+    cs_column *cols[6] = {&st->chunk, &st->src, &st->dst, &st->step, &st->start, &st->end};
+    for (int c = 0; c < 6; c++)
+        if (cols[c]->data)
+            fill_copies(cols[c], at, n);
+    for (long i = at + 1; i < at + n && (i & 7); i++)
+        copy_reduce_bit(st->reduce, at, i);
+    long b0 = (at + 8) / 8, b1 = (at + n) / 8;   /* whole bytes after the first send's */
+    if (b1 > b0)
+        memset(st->reduce + b0, op == CS_OP_REDUCE ? 0xff : 0, (size_t)(b1 - b0));
+    for (long i = b1 * 8 > at + 1 ? b1 * 8 : at + 1; i < at + n; i++)
+        copy_reduce_bit(st->reduce, at, i);
     a->nsends = at + n;
     return CS_OK;
 }
