@@ -681,6 +681,7 @@ typedef struct compose_info {
     int slots, segments, steps;
     int S1;                    /* steps of phase 1 */
     bool orient;               /* NIC-tree forwards split over two steps per slot */
+    bool fitted;               /* rounds_per_step already sampled (see check()) */
 } compose_info;
 
 /* The allgather composition, planned: which NIC sends which (distance,
@@ -1061,6 +1062,115 @@ static void plan_count(const ag_plan *p, long *count, int shift, int mirror_step
 #undef AT
 }
 
+/* rounds_per_step from the sends touching the first `sample` nodes only:
+ * every node runs the same pattern (the node-chunk owner repeats with
+ * period k, so k nodes hold every variant), so the busiest link or port of
+ * a step is among theirs.  1/N of the link lookups of algorithm_fit_rounds,
+ * which with the verifier's were half of a 1024-rank composition's time.
+ * The verifier checks the result; finish() falls back to the exact fit.
+ * Counted as the sends are placed (sample_fit_add from place_send: no
+ * second walk over a million sends) or afterwards (fit_rounds_sampled). */
+typedef struct sample_fit {
+    const cs_topology *t;
+    int sample, S;
+    int *local;                /* link -> its row in cnt, or -1 (no sampled end) */
+    long *cnt;                 /* rows x S */
+    long *set_cnt;             /* S */
+} sample_fit;
+
+static void sample_fit_free(sample_fit *f)
+{
+    free(f->local);
+    free(f->cnt);
+    free(f->set_cnt);
+    memset(f, 0, sizeof *f);
+}
+
+static int sample_fit_init(sample_fit *f, const cs_topology *t, int sample, int S)
+{
+    memset(f, 0, sizeof *f);
+    int L = t->nlinks, nlocal = 0;
+    f->t = t;
+    f->sample = sample;
+    f->S = S;
+    f->local = malloc(sizeof(int) * (size_t)(L ? L : 1));
+    if (!f->local)
+        return CS_ENOMEM;
+    for (int l = 0; l < L; l++) {
+        int gs = t->group_of[t->links[l].src], gd = t->group_of[t->links[l].dst];
+        f->local[l] = gs < sample || gd < sample ? nlocal++ : -1;
+    }
+    f->cnt = calloc((size_t)(nlocal ? nlocal : 1) * (size_t)(S ? S : 1), sizeof(long));
+    f->set_cnt = calloc((size_t)(S ? S : 1), sizeof(long));
+    if (!f->cnt || !f->set_cnt) {
+        sample_fit_free(f);
+        return CS_ENOMEM;
+    }
+    return CS_OK;
+}
+
+static inline void sample_fit_add(sample_fit *f, int src, int dst, int step)
+{
+    const cs_topology *t = f->t;
+    if (t->group_of[src] >= f->sample && t->group_of[dst] >= f->sample)
+        return;
+    int l = topology_find_link(t, src, dst);
+    if (l >= 0 && f->local[l] >= 0)
+        f->cnt[(long)f->local[l] * f->S + step]++;
+}
+
+/* rounds_per_step of a (with f->S steps) from the counts. */
+static void sample_fit_apply(sample_fit *f, cs_algorithm *a)
+{
+    const cs_topology *t = f->t;
+    int S = f->S, L = t->nlinks;
+    const int *local = f->local;
+    const long *cnt = f->cnt;
+    long *set_cnt = f->set_cnt;
+    for (int st = 0; st < S; st++)
+        a->rounds_per_step[st] = 1;
+    for (int l = 0; l < L; l++)
+        if (local[l] >= 0)
+            for (int st = 0; st < S; st++) {
+                long c = cnt[(long)local[l] * S + st];
+                int r = (int)((c + t->links[l].lanes - 1) / t->links[l].lanes);
+                if (r > a->rounds_per_step[st])
+                    a->rounds_per_step[st] = r;
+            }
+    /* shared sets whose links are all counted (a sampled rank's ports) */
+    for (int k = 0; k < t->nshared; k++) {
+        const cs_shared *sh = &t->shared[k];
+        bool all = sh->nlinks > 0;
+        for (int x = 0; x < sh->nlinks && all; x++)
+            all = local[sh->links[x]] >= 0;
+        if (!all)
+            continue;
+        memset(set_cnt, 0, sizeof(long) * (size_t)S);
+        for (int x = 0; x < sh->nlinks; x++)
+            for (int st = 0; st < S; st++)
+                set_cnt[st] += cnt[(long)local[sh->links[x]] * S + st];
+        for (int st = 0; st < S; st++) {
+            int r = (int)((set_cnt[st] + sh->lanes - 1) / sh->lanes);
+            if (r > a->rounds_per_step[st])
+                a->rounds_per_step[st] = r;
+        }
+    }
+    algorithm_update_rounds(a);
+}
+
+static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
+{
+    sample_fit f;
+    if (sample_fit_init(&f, t, sample, a->steps) != CS_OK)
+        return CS_ENOMEM;
+    for (long i = 0; i < a->nsends; i++)
+        sample_fit_add(&f, algorithm_send_src(a, i), algorithm_send_dst(a, i),
+                       algorithm_send_step(a, i));
+    sample_fit_apply(&f, a);
+    sample_fit_free(&f);
+    return CS_OK;
+}
+
 /* Placing emitted sends into an algorithm, step by step: a counting pass,
  * then a filling pass that writes each send at its step's next place
  * (forward), or for a mirrored half at its step's last free place
@@ -1073,6 +1183,7 @@ typedef struct placer {
     int mirror_steps;          /* > 0: mirrored (steps reversed within this many) */
     bool counting;
     long *count;               /* per step */
+    sample_fit *fit;           /* may be NULL: rounds counted as sends are placed */
 } placer;
 
 static int place_send(void *ctx, long chunk, int src, int dst, int step)
@@ -1092,6 +1203,8 @@ static int place_send(void *ctx, long chunk, int src, int dst, int step)
         return CS_OK;
     }
     long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
+    if (pl->fit)
+        sample_fit_add(pl->fit, src, dst, step);
     return algorithm_put_send(pl->a, i, chunk, src, dst, step, op);
 }
 
@@ -1099,9 +1212,12 @@ static int place_send(void *ctx, long chunk, int src, int dst, int step)
  * plans: `mirror` (may be NULL) mirrored into steps [0, mirror->steps), then
  * `fwd` (may be NULL) after it. */
 static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int chunks,
-                              const ag_plan *mirror, const ag_plan *fwd, cs_algorithm **out,
-                              cs_error *err)
+                              const ag_plan *mirror, const ag_plan *fwd, int sample,
+                              bool *fitted, cs_algorithm **out, cs_error *err)
 {
+    sample_fit fit = {0};
+    bool fitting = false;
+    *fitted = false;
     int ms = mirror ? mirror->steps : 0, steps = ms + (fwd ? fwd->steps : 0);
     cs_algorithm *a = NULL;
     int rc = algorithm_new(c, t->name, t->ranks, chunks, steps, &a, err);
@@ -1113,7 +1229,11 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    placer up = {a, pos, 0, ms, false, count}, down = {a, pos, ms, 0, false, count};
+    /* rounds_per_step sampled as the sends are placed (check() skips its
+     * own walk); without memory for it, check() counts them afterwards */
+    fitting = sample > 0 && sample < t->ngroups && sample_fit_init(&fit, t, sample, steps) == CS_OK;
+    placer up = {a, pos, 0, ms, false, count, fitting ? &fit : NULL},
+           down = {a, pos, ms, 0, false, count, fitting ? &fit : NULL};
     if (mirror)
         plan_count(mirror, count, 0, ms);
     if (fwd)
@@ -1136,7 +1256,12 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
         (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
         rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
+    if (rc == CS_OK && fitting) {
+        sample_fit_apply(&fit, a);
+        *fitted = true;
+    }
 done:
+    sample_fit_free(&fit);
     free(count);
     free(pos);
     if (rc != CS_OK) {
@@ -1157,8 +1282,8 @@ done:
  * runtimes' 64 steps.  Same steps and rounds, so a cost-based choice (code
  * generation) keeps the split one, listed first. */
 static int compose_allgather(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
-                             int C, bool unsplit, cs_algorithm **out, compose_info *info,
-                             cs_error *err)
+                             int C, bool unsplit, int sample, cs_algorithm **out,
+                             compose_info *info, cs_error *err)
 {
     ag_plan p;
     if (plan_init(&p, t->ranks, s, tr, C, false) != CS_OK)
@@ -1167,8 +1292,9 @@ static int compose_allgather(const cs_topology *t, const hier_shape *s, const hi
         memset(p.item_flat, 1, (size_t)p.ni);
     cs_collective ag;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
-    int rc = plans_to_algorithm(t, &ag, C, NULL, &p, out, err);
-    *info = (compose_info){p.slots, p.seg, p.steps, p.S1, p.orient};
+    bool fitted = false;
+    int rc = plans_to_algorithm(t, &ag, C, NULL, &p, sample, &fitted, out, err);
+    *info = (compose_info){p.slots, p.seg, p.steps, p.S1, p.orient, fitted};
     plan_free(&p);
     return rc;
 }
@@ -1183,8 +1309,8 @@ static int compose_allgather(const cs_topology *t, const hier_shape *s, const hi
  * nodes and a rank's runtime program has one step per chunk. */
 static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
                                   const hier_trees *tr, const hier_shape *rs_shape,
-                                  const hier_trees *rs_tr, int segs, cs_algorithm **out,
-                                  compose_info *info, cs_error *err)
+                                  const hier_trees *rs_tr, int segs, int sample,
+                                  cs_algorithm **out, compose_info *info, cs_error *err)
 {
     ag_plan up, down;
     if (plan_init(&up, t->ranks, rs_shape, rs_tr, segs, true) != CS_OK)
@@ -1195,8 +1321,10 @@ static int compose_node_allreduce(const cs_topology *t, const hier_shape *s,
     }
     cs_collective ar;
     collective_init(&ar, CS_COLL_ALLREDUCE, -1);
-    int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, out, err);
-    *info = (compose_info){down.slots, down.seg, up.steps + down.steps, down.S1, false};
+    bool fitted = false;
+    int rc = plans_to_algorithm(t, &ar, s->nodes * down.seg, &up, &down, sample, &fitted, out,
+                                err);
+    *info = (compose_info){down.slots, down.seg, up.steps + down.steps, down.S1, false, fitted};
     plan_free(&up);
     plan_free(&down);
     return rc;
@@ -1216,7 +1344,7 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
         return rc;
     long *count = calloc((size_t)steps + 1, sizeof *count);
     long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
-    placer pl = {a, pos, 0, 0, true, count};
+    placer pl = {a, pos, 0, 0, true, count, NULL};
     if (!count || !pos)
         rc = CS_ENOMEM;
     if (rc == CS_OK)
@@ -1682,79 +1810,15 @@ static int compose_broadcast(const cs_topology *t, const cs_collective *c, const
 
 /* ---- collectives ------------------------------------------------------------------ */
 
-/* rounds_per_step from the sends touching the first `sample` nodes only:
- * every node runs the same pattern (the node-chunk owner repeats with
- * period k, so k nodes hold every variant), so the busiest link or port of
- * a step is among theirs.  1/N of the link lookups of algorithm_fit_rounds,
- * which with the verifier's were half of a 1024-rank composition's time.
- * The verifier checks the result; finish() falls back to the exact fit. */
-static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
-{
-    int S = a->steps, L = t->nlinks, nlocal = 0;
-    int *local = malloc(sizeof(int) * (size_t)(L ? L : 1));
-    if (!local)
-        return CS_ENOMEM;
-    for (int l = 0; l < L; l++) {
-        int gs = t->group_of[t->links[l].src], gd = t->group_of[t->links[l].dst];
-        local[l] = gs < sample || gd < sample ? nlocal++ : -1;
-    }
-    long *cnt = calloc((size_t)(nlocal ? nlocal : 1) * (size_t)(S ? S : 1), sizeof(long));
-    long *set_cnt = calloc((size_t)(S ? S : 1), sizeof(long));
-    if (!cnt || !set_cnt) {
-        free(local);
-        free(cnt);
-        free(set_cnt);
-        return CS_ENOMEM;
-    }
-    for (long i = 0; i < a->nsends; i++) {
-        int src = algorithm_send_src(a, i), dst = algorithm_send_dst(a, i);
-        if (t->group_of[src] >= sample && t->group_of[dst] >= sample)
-            continue;
-        int l = topology_find_link(t, src, dst);
-        if (l >= 0 && local[l] >= 0)
-            cnt[(long)local[l] * S + algorithm_send_step(a, i)]++;
-    }
-    for (int st = 0; st < S; st++)
-        a->rounds_per_step[st] = 1;
-    for (int l = 0; l < L; l++)
-        if (local[l] >= 0)
-            for (int st = 0; st < S; st++) {
-                long c = cnt[(long)local[l] * S + st];
-                int r = (int)((c + t->links[l].lanes - 1) / t->links[l].lanes);
-                if (r > a->rounds_per_step[st])
-                    a->rounds_per_step[st] = r;
-            }
-    /* shared sets whose links are all counted (a sampled rank's ports) */
-    for (int k = 0; k < t->nshared; k++) {
-        const cs_shared *sh = &t->shared[k];
-        bool all = sh->nlinks > 0;
-        for (int x = 0; x < sh->nlinks && all; x++)
-            all = local[sh->links[x]] >= 0;
-        if (!all)
-            continue;
-        memset(set_cnt, 0, sizeof(long) * (size_t)S);
-        for (int x = 0; x < sh->nlinks; x++)
-            for (int st = 0; st < S; st++)
-                set_cnt[st] += cnt[(long)local[sh->links[x]] * S + st];
-        for (int st = 0; st < S; st++) {
-            int r = (int)((set_cnt[st] + sh->lanes - 1) / sh->lanes);
-            if (r > a->rounds_per_step[st])
-                a->rounds_per_step[st] = r;
-        }
-    }
-    algorithm_update_rounds(a);
-    free(local);
-    free(cnt);
-    free(set_cnt);
-    return CS_OK;
-}
-
 /* Fits rounds (sampled, exact as the fallback) and verifies a.  sample:
- * nodes whose sends stand for all (0: exact). */
-static int check(const cs_topology *t, cs_algorithm *a, int sample, cs_error *err)
+ * nodes whose sends stand for all (0: exact).  fitted: the sampled
+ * rounds_per_step were already counted while composing (plans_to_algorithm). */
+static int check_fitted(const cs_topology *t, cs_algorithm *a, int sample, bool fitted,
+                        cs_error *err)
 {
     int rc = CS_EVERIFY;
-    if (sample > 0 && sample < t->ngroups && fit_rounds_sampled(a, t, sample) == CS_OK)
+    if (sample > 0 && sample < t->ngroups &&
+        (fitted || fit_rounds_sampled(a, t, sample) == CS_OK))
         rc = algorithm_verify(t, a, NULL);
     if (rc != CS_OK) {
         rc = algorithm_fit_rounds(a, t, err);
@@ -1795,11 +1859,12 @@ static void *side_job_run(void *arg)
     side_job *j = arg;
     cs_error_clear(&j->err);
     j->rc = j->variant == 0
-                ? compose_allgather(j->t, j->s, j->tr, 1, true, &j->a, &j->info, &j->err)
-                : compose_node_allreduce(j->t, j->s, j->tr, j->rs_shape, j->rs_tr, 2, &j->a,
-                                         &j->info, &j->err);
+                ? compose_allgather(j->t, j->s, j->tr, 1, true, j->sample, &j->a, &j->info,
+                                    &j->err)
+                : compose_node_allreduce(j->t, j->s, j->tr, j->rs_shape, j->rs_tr, 2, j->sample,
+                                         &j->a, &j->info, &j->err);
     if (j->rc == CS_OK)
-        j->rc = check(j->t, j->a, j->sample, &j->err);
+        j->rc = check_fitted(j->t, j->a, j->sample, j->info.fitted, &j->err);
     if (j->rc != CS_OK) {
         algorithm_free(j->a);
         j->a = NULL;
@@ -1823,16 +1888,22 @@ static void side_job_join(side_job *j)
 }
 
 /* Checks a and adds it to res, or frees it. */
-static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
-                  cs_result *res, cs_error *err)
+static int finish_fitted(const cs_topology *t, cs_algorithm *a, const char *optimality,
+                         int sample, bool fitted, cs_result *res, cs_error *err)
 {
-    int rc = check(t, a, sample, err);
+    int rc = check_fitted(t, a, sample, fitted, err);
     if (rc == CS_OK) {
         rc = add_checked(a, optimality, res, err);
         a = NULL;
     }
     algorithm_free(a);
     return rc;
+}
+
+static int finish(const cs_topology *t, cs_algorithm *a, const char *optimality, int sample,
+                  cs_result *res, cs_error *err)
+{
+    return finish_fitted(t, a, optimality, sample, false, res, err);
 }
 
 /* Shape and trees of t (and of its reverse when `reversed`). */
@@ -2009,9 +2080,9 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     if (with_job)
         side_job_start(&job, o->threads);
     if (c->kind == CS_COLL_ALLREDUCE) {
-        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, 1, &a, &ninfo, err);
+        rc = compose_node_allreduce(t, &fw.s, fw.tr, &bw.s, bw.tr, 1, sample, &a, &ninfo, err);
         if (rc == CS_OK)
-            rc = finish(t, a, "latency", sample, res, err);
+            rc = finish_fitted(t, a, "latency", sample, ninfo.fitted, res, err);
         a = NULL;
         side_job_join(&job);
         if (rc == CS_OK && with_job && job.rc != CS_OK) {
@@ -2026,9 +2097,10 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         job.a = NULL;
     }
     if (rc == CS_OK && need_fw && rank_chunks)
-        rc = compose_allgather(t, &fw.s, fw.tr, 1, false, &ag, &info, err);
+        rc = compose_allgather(t, &fw.s, fw.tr, 1, false,
+                               c->kind == CS_COLL_ALLGATHER ? sample : 0, &ag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks)
-        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, false, &rag, &info, err);
+        rc = compose_allgather(bw.rt, &bw.s, bw.tr, 1, false, 0, &rag, &info, err);
     if (rc == CS_OK && need_bw && rank_chunks) {
         rc = algorithm_invert(rag, &rs, err);
         algorithm_free(rag);
@@ -2045,8 +2117,10 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         a = c->kind == CS_COLL_ALLGATHER ? ag : rs;
         ag = rs = NULL;
     }
+    /* only the allgather is the composition as placed (rounds sampled then) */
     if (rc == CS_OK && a)
-        rc = finish(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample, res, err);
+        rc = finish_fitted(t, a, c->kind == CS_COLL_ALLREDUCE ? "" : "bandwidth", sample,
+                           c->kind == CS_COLL_ALLGATHER && info.fitted, res, err);
     else
         algorithm_free(a);
     if (c->kind == CS_COLL_ALLGATHER) {
