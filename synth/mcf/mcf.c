@@ -1304,6 +1304,10 @@ typedef struct run {
     int done;
     int lp_solves, milp_solves;
     double lp_seconds, milp_seconds;
+    /* A* rounds whose solver process crashed (the round went on without
+     * its answer) and the first crash's message, for stats.astar */
+    int solver_crashes;
+    char crash[sizeof(((cs_error *)0)->message)];
     /* the feasible search LP at the smallest horizon seen: its flows guide
      * the rounding of large pairwise instances */
     model keep;
@@ -1319,6 +1323,20 @@ static double remaining(const run *r)
 }
 
 static bool out_of_time(const run *r) { return isfinite(r->deadline) && cs_now() >= r->deadline; }
+
+/* An A* round's solve whose process died by a signal (a solver crash, not
+ * a cancel or a limit): the round has a fallback (LP rounding, the greedy),
+ * so it is counted and noted instead of failing the request.  True (and
+ * *rc = CS_OK) when that is the case. */
+static bool astar_solver_crashed(run *r, const mcf_solution *sol, int *rc, const cs_error *err)
+{
+    if (*rc != CS_EINTERNAL || sol->signal == 0)
+        return false;
+    if (r->solver_crashes++ == 0)
+        snprintf(r->crash, sizeof r->crash, "%s", err->message);
+    *rc = CS_OK;
+    return true;
+}
 
 static void progress(run *r, const char *outcome, int K, double seconds, double best,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
@@ -2310,6 +2328,19 @@ static int astar_greedy_round(const inst *in, occ *oc, int T0, int R, int *pos, 
     return CS_OK;
 }
 
+/* stats.astar.solver_crashes, and the first crash's message when there was
+ * one: the schedule is valid, but those rounds lost their solver's answer */
+static void astar_note_crashes(const run *r, json_t *info)
+{
+    if (!info)
+        return;
+    json_object_set_new(info, "solver_crashes", json_integer(r->solver_crashes));
+    if (r->solver_crashes > 0)
+        json_object_set_new(info, "solver_crash",
+                            json_sprintf("%s; those rounds fell back to %s", r->crash,
+                                         "the LP rounding or the greedy"));
+}
+
 static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2530,7 +2561,8 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
          * integer solution in time, the LP and its flows rounded */
         double mlim = lim < MCF_ASTAR_MILP_LIMIT_S ? lim : MCF_ASTAR_MILP_LIMIT_S;
         mcf_solve_opts so = {.integer = true, .time_limit_s = mlim,
-                             .gap = o->gap > 0.01 ? o->gap : 0.01, .cancel = o->cancel};
+                             .gap = o->gap > 0.01 ? o->gap : 0.01, .no_preprocess = true,
+                             .cancel = o->cancel};
         mcf_solution sol;
         memset(&sol, 0, sizeof sol);
         bool try_milp = m.lp.ncols <= MCF_ASTAR_MILP_MAX_COLUMNS;
@@ -2538,6 +2570,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             rc = mcf_solve(&m.lp, &so, &sol, err);
             r->milp_solves++;
             r->milp_seconds += sol.seconds;
+            astar_solver_crashed(r, &sol, &rc, err); /* then the LP below */
         }
         bool integral = try_milp && rc == CS_OK && sol.x != NULL;
         if (rc == CS_OK && !integral) {
@@ -2546,6 +2579,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             rc = mcf_solve(&m.lp, &so, &sol, err);
             r->lp_solves++;
             r->lp_seconds += sol.seconds;
+            astar_solver_crashed(r, &sol, &rc, err); /* then the greedy alone */
             if (rc == CS_OK && sol.status != MCF_OPTIMAL) {
                 mcf_solution_free(&sol);
                 memset(&sol, 0, sizeof sol);
@@ -2619,6 +2653,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
                       lp_rounds - milp_rounds, "greedy_rounds", greedy_rounds,
                       "finished_greedily_at_time_limit", timed_out, "max_columns", (json_int_t)max_cols, "slowest_round_s",
                       slowest, "seconds", cs_now() - t0);
+    astar_note_crashes(r, *info);
 out:
     occ_free(&oc);
     free(pos);
@@ -2948,12 +2983,13 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
                                          fcol);
         mcf_solve_opts so = {.integer = true, .time_limit_s = lim,
                              .gap = o->gap > 0.01 ? o->gap : 0.01, .start = start,
-                             .cancel = o->cancel};
+                             .no_preprocess = true, .cancel = o->cancel};
         mcf_solution sol;
         rc = mcf_solve(&lp, &so, &sol, err);
         free(start);
         r->milp_solves++;
         r->milp_seconds += sol.seconds;
+        astar_solver_crashed(r, &sol, &rc, err); /* then the greedy round */
         if (sol.seconds > slowest)
             slowest = sol.seconds;
         if (rc) {
@@ -3004,6 +3040,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
                       "greedy_rounds", greedy_rounds, "finished_greedily_at_time_limit",
                       timed_out, "max_columns", (json_int_t)max_cols,
                       "slowest_round_s", slowest, "seconds", cs_now() - t0);
+    astar_note_crashes(r, *info);
 out:
     occ_free(&oc);
     free(avail);

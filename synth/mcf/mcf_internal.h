@@ -43,6 +43,11 @@ typedef struct mcf_solve_opts {
     double gap;            /* MILP relative gap to stop at */
     const double *start;   /* MILP incumbent to start from (ncols values) or NULL */
     bool primal;           /* LP: primal simplex (a feasible start is at hand) */
+    /* MILP: no CGL preprocessing.  CBC 2.10.8 (Debian's) can SIGSEGV in
+     * CglPreProcess::postProcess when its time limit stops the search of a
+     * preprocessed model (seen on A* rounds under load); short-limited
+     * solves whose limit is routinely hit set this. */
+    bool no_preprocess;
     /* MILP: called from the calling thread while CBC runs, with CBC's
      * incumbent objective (NAN before the first) and best bound, read from
      * its log (Cbc0010I / Cbc0012I lines on the child's stdout) */
@@ -57,10 +62,13 @@ typedef struct mcf_solution {
     double bound;          /* best bound (LP: the optimum) */
     double seconds;
     double *x;             /* ncols values when there is a solution, owned */
+    int signal;            /* the signal that ended the solver process without an
+                            * answer (a solver crash; CS_EINTERNAL), else 0 */
 } mcf_solution;
 
 /* CS_OK with sol filled (status says what was found); CS_ECANCELLED,
- * CS_ENOMEM, CS_EINTERNAL (the child died) otherwise. */
+ * CS_ENOMEM, CS_EINTERNAL (the child died; sol->signal says by which signal
+ * when it was one) otherwise. */
 int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_error *err);
 void mcf_solution_free(mcf_solution *s);
 

@@ -279,6 +279,8 @@ static void child_solve(const mcf_lp *m, const mcf_solve_opts *o, int fd)
             Cbc_setMaximumSeconds(s, o->time_limit_s);
         if (o->gap > 0)
             Cbc_setAllowableFractionGap(s, o->gap);
+        if (o->no_preprocess)
+            Cbc_setParameter(s, "preprocess", "off");
         if (o->start) {
             int *idx = malloc(sizeof *idx * (size_t)(m->ncols ? m->ncols : 1));
             double *val = malloc(sizeof *val * (size_t)(m->ncols ? m->ncols : 1));
@@ -493,6 +495,13 @@ int mcf_solve(const mcf_lp *m, const mcf_solve_opts *o, mcf_solution *sol, cs_er
     }
     if (have < sizeof(answer_head)) {
         free(buf);
+        if (WIFSIGNALED(wst)) {
+            sol->signal = WTERMSIG(wst);
+            return cs_error_set(err, CS_EINTERNAL, "",
+                                "the %s solver process crashed without an answer (signal %d, %s)",
+                                o->integer ? "CBC" : "CLP", sol->signal,
+                                strsignal(sol->signal));
+        }
         return cs_error_set(err, CS_EINTERNAL, "",
                             "the %s solver process ended without an answer (status %d)",
                             o->integer ? "CBC" : "CLP", wst);

@@ -123,26 +123,38 @@ typedef struct batch_scan {
     uint32_t *col0, *col1;
 } batch_scan;
 
+/* The scan with the chunk column read at its width (one loop per width,
+ * no switch per send: this loop reads every send's chunk in every batch). */
+#define BATCH_SCAN_LOOP(T)                                                          \
+    do {                                                                            \
+        const T *cc = (const T *)b->a->store.chunk.data;                            \
+        if (j->gather) {                                                            \
+            for (uint32_t i = j->i0; i < j->i1; i++) {                              \
+                uint32_t g = (uint32_t)cc[i] - g0;                                  \
+                if (g < nch && kept(b, i))                                          \
+                    b->recs[fill[g]++] = make_rec(b->a, i, b->timed);               \
+            }                                                                       \
+        } else {                                                                    \
+            for (uint32_t i = j->i0; i < j->i1; i++) {                              \
+                uint32_t g = (uint32_t)cc[i] - g0;                                  \
+                if (g < nch && kept(b, i)) {                                        \
+                    uint32_t p = fill[g]++;                                         \
+                    j->col0[i] = j->pairs[2 * (size_t)p];                           \
+                    j->col1[i] = j->pairs[2 * (size_t)p + 1];                       \
+                }                                                                   \
+            }                                                                       \
+        }                                                                           \
+    } while (0)
+
 static void *batch_scan_run1(void *arg)
 {
     batch_scan *j = arg;
     const send_batches *b = j->b;
     uint32_t g0 = j->g0, nch = j->nch, *fill = j->fill;
-    if (j->gather) {
-        for (uint32_t i = j->i0; i < j->i1; i++) {
-            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
-            if (g < nch && kept(b, i))
-                b->recs[fill[g]++] = make_rec(b->a, i, b->timed);
-        }
-    } else {
-        for (uint32_t i = j->i0; i < j->i1; i++) {
-            uint32_t g = (uint32_t)algorithm_send_chunk(b->a, i) - g0;
-            if (g < nch && kept(b, i)) {
-                uint32_t p = fill[g]++;
-                j->col0[i] = j->pairs[2 * p];
-                j->col1[i] = j->pairs[2 * p + 1];
-            }
-        }
+    switch (b->a->store.chunk.width) {
+    case 1: BATCH_SCAN_LOOP(uint8_t); break;
+    case 2: BATCH_SCAN_LOOP(uint16_t); break;
+    default: BATCH_SCAN_LOOP(int32_t); break;
     }
     return NULL;
 }

@@ -555,27 +555,26 @@ typedef struct check_job {
     vctx v;                     /* a copy with its own report */
     cs_verify_report rep;
     long i0, i1;
+    long nvalid;
 } check_job;
 
 static void *check_job_run(void *arg)
 {
     check_job *j = arg;
-    check_send_range(&j->v, j->i0, j->i1);
+    j->nvalid = check_send_range(&j->v, j->i0, j->i1);
     return NULL;
 }
 
 /* Every send's own checks.  From 2^20 sends the second half of the index
  * range is checked on another thread, into a report of its own that is
  * appended after the first half's: the same report as one pass. */
-static void check_sends(vctx *v)
+static long check_sends(vctx *v)
 {
     long n = v->n, half = (n / 2) & ~7L;
     check_job job;
     pthread_t th;
-    if (send_pass_threads(n) < 2 || half == 0 || v->rep->nproblems > 0) {
-        check_send_range(v, 0, n);
-        return;
-    }
+    if (send_pass_threads(n) < 2 || half == 0 || v->rep->nproblems > 0)
+        return check_send_range(v, 0, n);
     memset(&job, 0, sizeof job);
     job.v = *v;
     job.v.rep = &job.rep;
@@ -584,7 +583,7 @@ static void check_sends(vctx *v)
     job.i0 = half;
     job.i1 = n;
     bool threaded = pthread_create(&th, NULL, check_job_run, &job) == 0;
-    check_send_range(v, 0, half);
+    long nvalid = check_send_range(v, 0, half);
     if (threaded)
         pthread_join(th, NULL);
     else
@@ -598,6 +597,7 @@ static void check_sends(vctx *v)
         for (int k = 0; k < job.rep.nreasons && to->nreasons < CS_VERIFY_MAX_REASONS; k++)
             memcpy(to->reasons[to->nreasons++], job.rep.reasons[k], sizeof to->reasons[0]);
     }
+    return nvalid + job.nvalid;
 }
 
 /* The simulator's timing sweep on its own thread. */
@@ -769,7 +769,7 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         }
     }
     v.words = (v.P + 63) / 64;   /* contributions: ranks only */
-    check_sends(&v);
+    v.all_valid = check_sends(&v) == v.n;
     /* bandwidth, in processing order (no index needed when the sends are in
      * it already, as producers emit them) */
     if (send_processing_order(a, v.trank, &ord) != CS_OK) {

@@ -35,6 +35,7 @@ typedef struct vctx {
     int S;
     bool combining, timed;
     unsigned char *valid;       /* one bit per send: it passed the per-send checks */
+    bool all_valid;             /* every send did (the passes then skip the bit test) */
     uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
     double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
     link_finder links;          /* send -> link */

@@ -802,7 +802,7 @@ static void merge_report(vctx *v, replay_worker *w)
 int verify_replay_values(vctx *v, cs_error *err)
 {
     send_batches sb;
-    int rc = send_batches_init(&sb, v->a, v->valid, v->timed);
+    int rc = send_batches_init(&sb, v->a, v->all_valid ? NULL : v->valid, v->timed);
     bool sparse = rc == CS_OK && !sb.begin;
     int nthreads = sparse ? 1 : send_pass_threads(v->n);
     replay_worker *w = calloc((size_t)nthreads, sizeof *w);
