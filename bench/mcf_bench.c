@@ -7,6 +7,9 @@
  *     build/bench/mcf_bench sym               alltoall LPs with and without the
  *                                             automorphism reduction
  *     build/bench/mcf_bench astar             A* rounds against the full model
+ *     build/bench/mcf_bench astar-rounds [RUNS]  A* rounds only (median seconds,
+ *                                             schedule), then solver crashes over
+ *                                             ndv2:2 at short time limits
  *
  * table3: TE-CCL's Table 3 setting.  For each collective and C, mcf runs RUNS
  * times with its default options (chunkings 1..C of L = C x 25 KB, the
@@ -278,11 +281,73 @@ static void astar(void)
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* astar-rounds: the A* path alone (no full model, so quick): median wall
+ * time of RUNS, the simulated schedule and how the rounds were solved; then
+ * ndv2:2 with time limits 0.06..0.34 s, 40 runs, counting rounds whose
+ * solver process crashed (CBC's preprocessing stopped by its time limit
+ * crashed about 1 run in 20 before A* rounds ran without it). */
+static void astar_rounds(int runs)
+{
+    struct { const char *topo; int C; } cases[] = {
+        {"hypercube:3", 1}, {"dgx1", 2}, {"dgx2", 1}, {"torus2d:4x4", 1}, {"ndv2:2", 1}};
+    printf("  %-12s %2s %9s %10s %6s %6s %6s %8s\n", "topology", "C", "astar_s", "astar_us",
+           "rounds", "milp", "lp", "crashes");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cs_topology *t = load(cases[i].topo);
+        double secs[16], us = NAN;
+        json_t *as = NULL;
+        int crashes = 0;
+        for (int k = 0; k < runs; k++) {
+            cs_result *r = run_a2a(t, cases[i].C, 1, false, 600, &secs[k], &us);
+            if (!r) {
+                secs[k] = NAN;
+                continue;
+            }
+            json_decref(as);
+            as = json_incref(json_object_get(r->stats, "astar"));
+            crashes += (int)json_integer_value(json_object_get(as, "solver_crashes"));
+            result_free(r);
+        }
+        qsort(secs, (size_t)runs, sizeof *secs, cmp_double);
+        printf("  %-12s %2d %9.2f %10.2f %6d %6d %6d %8d\n", cases[i].topo, cases[i].C,
+               secs[runs / 2], us, (int)json_integer_value(json_object_get(as, "rounds")),
+               (int)json_integer_value(json_object_get(as, "milp_rounds")),
+               (int)json_integer_value(json_object_get(as, "lp_rounds")), crashes);
+        json_decref(as);
+        topology_free(t);
+    }
+    cs_topology *t = load("ndv2:2");
+    int crashed_runs = 0, failed = 0, n = 40;
+    for (int k = 0; k < n; k++) {
+        double s, us;
+        cs_result *r = run_a2a(t, 1, 1, false, 0.06 + 0.28 * k / (n - 1), &s, &us);
+        if (!r) {
+            failed++;
+            continue;
+        }
+        json_t *as = json_object_get(r->stats, "astar");
+        if (json_integer_value(json_object_get(as, "solver_crashes")) > 0) {
+            crashed_runs++;
+            printf("  crash: %s\n", json_string_value(json_object_get(as, "solver_crash")));
+        }
+        result_free(r);
+    }
+    printf("  ndv2:2 A* at time limits 0.06..0.34 s: %d of %d runs had a solver crash, %d failed\n",
+           crashed_runs, n, failed);
+    topology_free(t);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: mcf_bench table3 [RUNS] | ndv2 [CHUNKS] | sym | astar\n");
+        fprintf(stderr, "usage: mcf_bench table3 [RUNS] | ndv2 [CHUNKS] | sym | astar | astar-rounds [RUNS]\n");
         return 2;
     }
     if (!strcmp(argv[1], "table3")) {
@@ -294,6 +359,9 @@ int main(int argc, char **argv)
         sym();
     } else if (!strcmp(argv[1], "astar")) {
         astar();
+    } else if (!strcmp(argv[1], "astar-rounds")) {
+        int runs = argc > 2 ? atoi(argv[2]) : 3;
+        astar_rounds(runs < 1 || runs > 16 ? 3 : runs);
     } else if (!strcmp(argv[1], "ndv2")) {
         ndv2(argc > 2 ? atoi(argv[2]) : 1);
     } else {

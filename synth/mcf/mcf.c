@@ -1304,8 +1304,8 @@ typedef struct run {
     int done;
     int lp_solves, milp_solves;
     double lp_seconds, milp_seconds;
-    /* A* rounds whose solver process crashed (the round went on without
-     * its answer) and the first crash's message, for stats.astar */
+    /* solves whose solver process crashed (the run went on with a
+     * fallback) and the first crash's message, for stats */
     int solver_crashes;
     char crash[sizeof(((cs_error *)0)->message)];
     /* the feasible search LP at the smallest horizon seen: its flows guide
@@ -1324,11 +1324,12 @@ static double remaining(const run *r)
 
 static bool out_of_time(const run *r) { return isfinite(r->deadline) && cs_now() >= r->deadline; }
 
-/* An A* round's solve whose process died by a signal (a solver crash, not
- * a cancel or a limit): the round has a fallback (LP rounding, the greedy),
- * so it is counted and noted instead of failing the request.  True (and
+/* A solve whose process died by a signal (a solver crash, not a cancel or
+ * a limit), called where the caller has a fallback (an A* round: LP
+ * rounding, the greedy; the full MILP: the greedy's schedule or the LP
+ * rounded): counted and noted instead of failing the request.  True (and
  * *rc = CS_OK) when that is the case. */
-static bool astar_solver_crashed(run *r, const mcf_solution *sol, int *rc, const cs_error *err)
+static bool solver_crashed(run *r, const mcf_solution *sol, int *rc, const cs_error *err)
 {
     if (*rc != CS_EINTERNAL || sol->signal == 0)
         return false;
@@ -2570,7 +2571,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             rc = mcf_solve(&m.lp, &so, &sol, err);
             r->milp_solves++;
             r->milp_seconds += sol.seconds;
-            astar_solver_crashed(r, &sol, &rc, err); /* then the LP below */
+            solver_crashed(r, &sol, &rc, err); /* then the LP below */
         }
         bool integral = try_milp && rc == CS_OK && sol.x != NULL;
         if (rc == CS_OK && !integral) {
@@ -2579,7 +2580,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
             rc = mcf_solve(&m.lp, &so, &sol, err);
             r->lp_solves++;
             r->lp_seconds += sol.seconds;
-            astar_solver_crashed(r, &sol, &rc, err); /* then the greedy alone */
+            solver_crashed(r, &sol, &rc, err); /* then the greedy alone */
             if (rc == CS_OK && sol.status != MCF_OPTIMAL) {
                 mcf_solution_free(&sol);
                 memset(&sol, 0, sizeof sol);
@@ -2989,7 +2990,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
         free(start);
         r->milp_solves++;
         r->milp_seconds += sol.seconds;
-        astar_solver_crashed(r, &sol, &rc, err); /* then the greedy round */
+        solver_crashed(r, &sol, &rc, err); /* then the greedy round */
         if (sol.seconds > slowest)
             slowest = sol.seconds;
         if (rc) {
@@ -3280,6 +3281,15 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
         rc = mcf_solve(&m.lp, &so, &sol, err);
         r.milp_solves++;
         r.milp_seconds += sol.seconds;
+        /* CBC crashed (docs/mcf.md, "The solver front"): with the greedy's
+         * schedule (copy) or an LP to round (pairwise) at hand, those below,
+         * as after a limit without a schedule; else the crash is the error */
+        if (rc == CS_EINTERNAL && sol.signal && (in.pairwise ? r.keep_x != NULL : gK >= 0) &&
+            solver_crashed(&r, &sol, &rc, err)) {
+            cs_error_clear(err);
+            model_free(&m);
+            break;
+        }
         if (rc) {
             model_free(&m);
             break;
@@ -3401,6 +3411,10 @@ schedule_ready:;
                            r.lp_solves, "milp_solves", r.milp_solves, "lp_seconds", r.lp_seconds,
                            "milp_seconds", r.milp_seconds, "schedule_us", end_us);
     json_object_set_new(res->stats, "epoch_grid_us", json_real(grid_us));
+    if (!astar_info && r.solver_crashes > 0)
+        json_object_set_new(res->stats, "solver_crash",
+                            json_sprintf("%s; the schedule is the %s", r.crash,
+                                         in.pairwise ? "LP's rounding" : "greedy's"));
     if (astar_info) {
         json_object_set_new(res->stats, "astar", astar_info);
         astar_info = NULL;
