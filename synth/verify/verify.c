@@ -104,8 +104,13 @@ bool verify_reasons_full(const vctx *v)
 
 static inline bool is_valid(const vctx *v, long i) { return (v->valid[i >> 3] >> (i & 7)) & 1; }
 
+/* 2^23 sends: 32 MB of cache at most */
+#define VERIFY_LINK_CACHE_MAX (1L << 23)
+
 static inline int link_of(const vctx *v, long i)
 {
+    if (v->link_cache)
+        return v->link_cache[i];
     return link_finder_find(&v->links, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
 }
 
@@ -533,7 +538,8 @@ static long check_send_range(vctx *v, long i0, long i1)
             verify_send_problem(v, i, "end_us %.3f is before start_us %.3f", s->end_us, s->start_us);
             continue;
         }
-        if (link_finder_find(&v->links, s->src, s->dst) < 0) {
+        int l = link_finder_find(&v->links, s->src, s->dst);
+        if (l < 0) {
             if (s->src >= v->P || s->dst >= v->P) {
                 int node = s->src >= v->P ? s->src : s->dst;
                 int other = s->src >= v->P ? s->dst : s->src;
@@ -545,6 +551,8 @@ static long check_send_range(vctx *v, long i0, long i1)
             }
             continue;
         }
+        if (v->link_cache)
+            v->link_cache[i] = l;
         v->valid[i >> 3] |= (unsigned char)(1u << (i & 7));
         nvalid++;
     }
@@ -756,6 +764,9 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto finish;
     }
+    /* no memory for the cache: the sweep looks links up again */
+    v.link_cache = v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX ? malloc(sizeof(int32_t) * (size_t)v.n)
+                                                           : NULL;
     v.valid = calloc((size_t)(v.n + 7) / 8 + 1, 1);
     if (!v.valid) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", v.n);
@@ -789,6 +800,7 @@ finish:
     sim_links_free(&links);
     free(ord);
     free(v.valid);
+    free(v.link_cache);
     free(v.trank);
     free(v.set_begin);
     free(v.set_list);

@@ -35,6 +35,11 @@ typedef struct vctx {
     int S;
     bool combining, timed;
     unsigned char *valid;       /* one bit per send: it passed the per-send checks */
+    /* Each valid send's link, found once by the per-send checks and read
+     * again by the bandwidth sweep (two lookups were a third of the checks'
+     * time on a million-send composition); NULL (look up again) above
+     * VERIFY_LINK_CACHE_MAX sends, so huge schedules keep ~5 B per send. */
+    int32_t *link_cache;
     bool all_valid;             /* every send did (the passes then skip the bit test) */
     uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
     double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
