@@ -20,8 +20,9 @@
  *  - the postcondition; and the header fields (ranks, chunks, global_chunks,
  *    steps, rounds = sum of rounds_per_step, ops allowed by the kind).
  * Working memory is about 5 bytes per send on top of the algorithm (a bit per
- * send and batches of a quarter of the sends, chunk by chunk), so it also
- * checks TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
+ * send and batches of a quarter of the sends, chunk by chunk; up to 2^23
+ * sends also each send's link, 4 bytes, found once), so it also checks
+ * TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
  * replay runs on up to 4 threads, with the same report.
  */
 #ifndef CS_VERIFY_H
