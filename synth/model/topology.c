@@ -854,33 +854,46 @@ static int copy_doc_shared(const cs_topology *t, cs_topology *c, bool reversed,
     return CS_OK;
 }
 
-int topology_reverse(const cs_topology *t, cs_topology **out, cs_error *err)
+/* A copy of t's document facts (physical links, the document's sets,
+ * switches with their copy flags, groups) in a new topology of `ranks`
+ * ranks, not finalized; `reversed` turns every link and set around. */
+static int copy_document(const cs_topology *t, const char *name, int ranks, bool reversed,
+                         cs_topology **out, cs_error *err)
 {
-    *out = NULL;
-    if (!t || !t->finalized)
-        return cs_error_set(err, CS_EINVAL, "", "reverse needs a finalized topology");
-    cs_topology *c = topology_new(t->name, t->ranks);
+    cs_topology *c = topology_new(name ? name : t->name, ranks);
     if (!c)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     int rc = CS_OK;
     for (int i = 0; i < t->nlinks && rc == CS_OK; i++) {
         const cs_link *l = &t->links[i];
         if (l->switch_id < 0)
-            rc = topology_add_link(c, l->dst, l->src, l->lanes, l->gbps, l->alpha_us, false,
-                                   err);
+            rc = topology_add_link(c, reversed ? l->dst : l->src, reversed ? l->src : l->dst,
+                                   l->lanes, l->gbps, l->alpha_us, false, err);
     }
     if (rc == CS_OK)
-        rc = copy_doc_shared(t, c, true, false, err);
+        rc = copy_doc_shared(t, c, reversed, false, err);
     if (rc == CS_OK)
         rc = copy_switches_groups(t, c, true, err);
-    if (rc == CS_OK)
-        rc = topology_finalize(c, err);
     if (rc) {
         topology_free(c);
         return rc;
     }
     *out = c;
     return CS_OK;
+}
+
+int topology_reverse(const cs_topology *t, cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!t || !t->finalized)
+        return cs_error_set(err, CS_EINVAL, "", "reverse needs a finalized topology");
+    cs_topology *c;
+    int rc = copy_document(t, NULL, t->ranks, true, &c, err);
+    if (rc == CS_OK && (rc = topology_finalize(c, err)) != CS_OK)
+        topology_free(c);
+    if (rc == CS_OK)
+        *out = c;
+    return rc;
 }
 
 int topology_unwind_switches(const cs_topology *t, int degree, cs_topology **out,
@@ -965,34 +978,6 @@ int topology_switch_of_node(const cs_topology *t, int node)
     return -1;
 }
 
-/* A copy of t's document facts (physical links, the document's sets,
- * switches with their copy flags, groups) in a new topology of `ranks`
- * ranks, not finalized. */
-static int copy_document(const cs_topology *t, const char *name, int ranks, cs_topology **out,
-                         cs_error *err)
-{
-    cs_topology *c = topology_new(name ? name : t->name, ranks);
-    if (!c)
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    int rc = CS_OK;
-    for (int i = 0; i < t->nlinks && rc == CS_OK; i++) {
-        const cs_link *l = &t->links[i];
-        if (l->switch_id < 0)
-            rc = topology_add_link(c, l->src, l->dst, l->lanes, l->gbps, l->alpha_us, false,
-                                   err);
-    }
-    if (rc == CS_OK)
-        rc = copy_doc_shared(t, c, false, false, err);
-    if (rc == CS_OK)
-        rc = copy_switches_groups(t, c, true, err);
-    if (rc) {
-        topology_free(c);
-        return rc;
-    }
-    *out = c;
-    return CS_OK;
-}
-
 int topology_switch_nodes(const cs_topology *t, cs_topology **out, cs_error *err)
 {
     *out = NULL;
@@ -1004,7 +989,7 @@ int topology_switch_nodes(const cs_topology *t, cs_topology **out, cs_error *err
         return cs_error_set(err, CS_EINVAL, "topology", "topology %s has no copy-capable switch",
                             t->name);
     cs_topology *c;
-    int rc = copy_document(t, NULL, t->ranks + t->nswitch_nodes, &c, err);
+    int rc = copy_document(t, NULL, t->ranks + t->nswitch_nodes, false, &c, err);
     if (rc)
         return rc;
     c->node_view = true;
@@ -1023,7 +1008,7 @@ int topology_with_switch_copy(const cs_topology *t, bool copy, const char *name,
     if (!t || !t->finalized || t->node_view)
         return cs_error_set(err, CS_EINVAL, "", "needs a finalized topology (not a node view)");
     cs_topology *c;
-    int rc = copy_document(t, name, t->ranks, &c, err);
+    int rc = copy_document(t, name, t->ranks, false, &c, err);
     if (rc)
         return rc;
     for (int s = 0; s < c->nswitches; s++)
