@@ -14,6 +14,26 @@
 #include "synthesize.h"
 #include "verify.h"
 
+/* Reasons and reports print sizes for people: exact powers stay exact, the
+ * rest get a unit instead of a long number of bytes. */
+START_TEST(sizes_are_written_for_people)
+{
+    static const struct {
+        double bytes;
+        const char *text;
+    } cases[] = {
+        {0, "0B"},           {1000, "1000B"},        {1024, "1KiB"},
+        {64.0 * 1048576, "64MiB"}, {1536, "1.5KiB"}, {64.0 * 1048576 / 3, "21.33MiB"},
+        {8.0 * 1073741824, "8GiB"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        cs_format_size(buf, sizeof buf, cases[i].bytes);
+        ck_assert_str_eq(buf, cases[i].text);
+    }
+}
+END_TEST
+
 START_TEST(sha256_matches_fips_vectors)
 {
     char hex[65];
@@ -545,6 +565,7 @@ static Suite *synthesize_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, sha256_matches_fips_vectors);
+    tcase_add_test(tc, sizes_are_written_for_people);
     tcase_add_test(tc, key_is_stable_across_spellings);
     tcase_add_test(tc, key_changes_with_meaning);
     tcase_add_test(tc, canonical_request_parses_to_same_key);

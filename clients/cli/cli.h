@@ -93,7 +93,6 @@ int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const 
 
 struct cs_time_bound;
 /* "64MiB", "1GiB", "1.5MB", "4096B": a size as people write it. */
-void cli_fmt_size(char *buf, size_t n, double bytes);
 /* "12.3us", "4.56ms", "1.234s". */
 void cli_fmt_us(char *buf, size_t n, double us);
 /* collective_time_bound with the CLI's messages; returns an exit code. */

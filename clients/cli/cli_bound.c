@@ -9,18 +9,6 @@
 #include "bounds.h"
 #include "cli.h"
 
-void cli_fmt_size(char *buf, size_t n, double bytes)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = bytes;
-    int u = 0;
-    while (u < 4 && v >= 1024 && fmod(v, 1024) == 0) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, n, "%.6g%s", v, units[u]);
-}
-
 void cli_fmt_us(char *buf, size_t n, double us)
 {
     if (us < 1e3)
@@ -44,7 +32,7 @@ void cli_print_time_bound(FILE *f, const char *indent, const cs_time_bound *b, d
                           int chunks)
 {
     char size[32], us[32], path[32];
-    cli_fmt_size(size, sizeof size, bytes);
+    cs_format_size(size, sizeof size, bytes);
     cli_fmt_us(us, sizeof us, time_bound_us(b, bytes, chunks));
     cli_fmt_us(path, sizeof path, b->path_latency_us);
     fprintf(f, "%stime bound  %s at %s (%s%s; path latency %s)\n", indent, us, size, b->kind,

@@ -15,7 +15,7 @@ void cli_mcf_report(FILE *report, const cs_result *r, const cs_topology *t,
     const cs_algorithm *a = r->nalgs > 0 ? r->algs[0] : NULL;
 #define NUM(o, k) json_number_value(json_object_get(o, k))
     char size[32];
-    cli_fmt_size(size, sizeof size, bytes);
+    cs_format_size(size, sizeof size, bytes);
     fprintf(report, "mcf %s on %s (%d ranks), %d chunk%s, %s model\n",
             collective_kind_name(c->kind), t->name, t->ranks, a ? a->chunks : 0,
             a && a->chunks == 1 ? "" : "s", json_string_value(json_object_get(st, "model")));

@@ -992,7 +992,7 @@ int cli_cmd_baseline(int argc, char **argv, const cli_globals *g)
             fprintf(stderr, "\n");
             if (rated) {
                 char size[32], b[32], s[32];
-                cli_fmt_size(size, sizeof size, bytes);
+                cs_format_size(size, sizeof size, bytes);
                 cli_fmt_us(b, sizeof b, bound_us);
                 cli_fmt_us(s, sizeof s, sr.time_us);
                 fprintf(stderr, "  at %s: simulated %s, time bound %s (%s), ratio_to_bound %.3f\n",

@@ -276,7 +276,7 @@ static void print_table(FILE *f, const cs_result *r, const cs_topology *t,
     if (have_bound)
         cli_print_time_bound(f, "", &tb, bound_bytes, 1);
     char simhead[32], size[24];
-    cli_fmt_size(size, sizeof size, bound_bytes);
+    cs_format_size(size, sizeof size, bound_bytes);
     snprintf(simhead, sizeof simhead, "sim@%s", size);
     fprintf(f, "%4s %4s %4s %8s  %-9s  %10s %10s %10s  %10s %6s  %9s\n", "S", "R", "C", "R/C",
             "optimal", "cost@1KiB", "cost@1MiB", "cost@1GiB", simhead, "ratio", "synth");

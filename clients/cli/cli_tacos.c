@@ -14,7 +14,7 @@ void cli_tacos_report(FILE *report, const cs_result *r, const cs_topology *t,
     json_t *st = r->stats;
 #define NUM(k) json_number_value(json_object_get(st, k))
     char size[32];
-    cli_fmt_size(size, sizeof size, bytes);
+    cs_format_size(size, sizeof size, bytes);
     fprintf(report, "tacos %s on %s (%d ranks)%s\n", collective_kind_name(c->kind), t->name,
             t->ranks, stats_only ? ", statistics only" : "");
     /* The schedule simulated on the topology as given (TACOS times it on

@@ -3698,10 +3698,12 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                  other_c == 1 ? "" : "s", other_c == 1 ? "s" : "", other_us,
                  best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
                                   : "more, smaller chunks pipeline better");
+    char chunk_size[32];
+    cs_format_size(chunk_size, sizeof chunk_size, o->bytes / best_c);
     cs_text_printf(best->reason, sizeof best->reason,
-             "mcf: %d chunk%s of %.6g bytes end at %.4g us, the best of chunkings %d..%d of "
+             "mcf: %d chunk%s of %s end at %.4g us, the best of chunkings %d..%d of "
              "the same bytes; %s%s",
-             best_c, best_c == 1 ? "" : "s", o->bytes / best_c, bus, lo, hi, why, skipped);
+             best_c, best_c == 1 ? "" : "s", chunk_size, bus, lo, hi, why, skipped);
     json_object_set_new(best->stats, "chunking",
                         json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
                                   "chosen", best_c, "tried", tried, "reason", best->reason));

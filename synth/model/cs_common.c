@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -248,4 +249,24 @@ void cs_text_printf(char *dst, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dst, n, fmt, ap);
     va_end(ap);
+}
+
+void cs_format_size(char *buf, size_t n, double bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = bytes;
+    int u = 0;
+    while (u < 4 && v >= 1024 && fmod(v, 1024) == 0) {
+        v /= 1024;
+        u++;
+    }
+    if (v >= 1024) {
+        while (u < 4 && v >= 1024) {
+            v /= 1024;
+            u++;
+        }
+        snprintf(buf, n, "%.4g%s", v, units[u]);
+        return;
+    }
+    snprintf(buf, n, "%.6g%s", v, units[u]);
 }

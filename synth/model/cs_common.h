@@ -111,4 +111,8 @@ const char *cs_nearest_name(const char *word, size_t word_len, const char *const
  * -Wformat-truncation error a direct snprintf gets at some -O levels. */
 void cs_text_printf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A byte count for people: "64MiB" for exact multiples of 1024, "21.33MiB"
+ * otherwise (4 significant digits in the largest unit it reaches). */
+void cs_format_size(char *buf, size_t n, double bytes);
+
 #endif
