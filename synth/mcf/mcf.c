@@ -2342,6 +2342,30 @@ static void astar_note_crashes(const run *r, json_t *info)
                                          "the LP rounding or the greedy"));
 }
 
+/* Whether round T0 of R epochs may start: the epoch limit and cancellation,
+ * shared by both A* drivers; `left` counts what is still to be delivered. */
+static int astar_round_may_start(const run *r, int T0, int R, int limit, long left,
+                                 const char *what_left, cs_error *err)
+{
+    if (T0 + R > limit)
+        return cs_error_set(err, CS_ELIMIT, "options.max_epochs",
+                            "A* rounds: %ld %s still undelivered after %d epochs", left,
+                            what_left, T0);
+    if (r->o->cancel && cs_cancel_requested(r->o->cancel))
+        return cs_error_set(err, CS_ECANCELLED, "", "cancelled");
+    return CS_OK;
+}
+
+/* After the greedy filled the rounds the time limit left: a timeout when it
+ * could not finish either. */
+static int astar_after_greedy_fill(long left, const char *what_left, cs_error *err)
+{
+    if (left > 0)
+        return cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
+                            "A* rounds: %ld %s undelivered at the time limit", left, what_left);
+    return CS_OK;
+}
+
 static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2378,16 +2402,8 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
         left += pos[g] >= 0;
     }
     for (int T0 = 0; left > 0; T0 += R) {
-        if (T0 + R > limit) {
-            rc = cs_error_set(err, CS_ELIMIT, "options.max_epochs",
-                              "A* rounds: %ld chunks still undelivered after %d epochs", left,
-                              T0);
+        if ((rc = astar_round_may_start(r, T0, R, limit, left, "chunks", err)) != CS_OK)
             goto out;
-        }
-        if (o->cancel && cs_cancel_requested(o->cancel)) {
-            rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
-            goto out;
-        }
         if (out_of_time(r)) {
             /* the rest greedily (milliseconds): a valid schedule, not none */
             for (int T1 = T0; left > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
@@ -2395,11 +2411,8 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
                     rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
                     goto out;
                 }
-            if (left > 0) {
-                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                                  "A* rounds: %ld chunks undelivered at the time limit", left);
+            if ((rc = astar_after_greedy_fill(left, "chunks", err)) != CS_OK)
                 goto out;
-            }
             timed_out = true;
             break;
         }
@@ -2798,16 +2811,8 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             missing += in->need[g * P + n];
         }
     for (int T0 = 0; missing > 0; T0 += R) {
-        if (T0 + R > limit) {
-            rc = cs_error_set(err, CS_ELIMIT, "options.max_epochs",
-                              "A* rounds: %ld deliveries still missing after %d epochs", missing,
-                              T0);
+        if ((rc = astar_round_may_start(r, T0, R, limit, missing, "deliveries", err)) != CS_OK)
             goto out;
-        }
-        if (o->cancel && cs_cancel_requested(o->cancel)) {
-            rc = cs_error_set(err, CS_ECANCELLED, "", "cancelled");
-            goto out;
-        }
         if (out_of_time(r)) {
             /* the rest greedily (milliseconds): a valid schedule, not none */
             for (int T1 = T0; missing > 0 && T1 + R <= limit; T1 += R, greedy_rounds++)
@@ -2815,11 +2820,8 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
                     rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
                     goto out;
                 }
-            if (missing > 0) {
-                rc = cs_error_set(err, CS_ETIMEOUT, "options.time_limit_s",
-                                  "A* rounds: %ld deliveries missing at the time limit", missing);
+            if ((rc = astar_after_greedy_fill(missing, "deliveries", err)) != CS_OK)
                 goto out;
-            }
             timed_out = true;
             break;
         }
