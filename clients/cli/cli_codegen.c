@@ -421,6 +421,11 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     }
     if (rc == CS_OK) {
         int lo = ranks_s ? rank_lo : 0, hi = ranks_s ? rank_hi : a->ranks - 1;
+        /* a whole document in one window, as the daemon writes it: cluster
+         * ranks have so many peers that small windows plan most sends many
+         * times (msccl_xml.h, window_sends) */
+        if (!ranks_s)
+            mo.window_sends = 1L << 22;
         rc = xml ? msccl_xml_generate_ranks(a, t, &mo, lo, hi, &text, &len, &err)
                  : cuda_generate_ranks(a, t, &co, lo, hi, &text, &len, &err);
         if (rc != CS_OK)
