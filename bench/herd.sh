@@ -46,16 +46,8 @@ else
     "$BUILD/bench/herd_topology" "$tmp/cluster.json" "gpu[001-$(printf %03d "$HOOKS")]" \
         >"$tmp/topo.json"
 fi
-"$bin" --port 0 --data-dir "$tmp/data" --max-connections 1024 >"$tmp/out" 2>"$tmp/log" &
-pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && break
-    url=
-    sleep 0.05
-done
-[ -n "$url" ] || { echo "daemon did not start"; cat "$tmp/log"; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
+bench_start_daemon "" --max-connections 1024
 
 now() { date +%s.%N; }
 

@@ -25,16 +25,8 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null;
 trap cleanup EXIT
 
 echo "== $spec $coll, method auto, $BUILD; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" --port 0 --data-dir "$tmp/data" --max-body-bytes 67108864 --no-iso-cache >"$tmp/out" \
-    2>"$tmp/log" &
-pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && break
-    sleep 0.05
-done
-[ -n "$url" ] || { echo "daemon did not start"; cat "$tmp/log"; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
+bench_start_daemon "" --max-body-bytes 67108864 --no-iso-cache
 times=()
 for seed in 0 7 8 9; do
     "$bench" emit "$spec" "$seed" "$coll" auto 300 >"$tmp/b.json"

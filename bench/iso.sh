@@ -28,18 +28,8 @@ echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) 
 echo "== canonicalization, 1024-rank allreduce requests, $RUNS runs (ms)"
 "$bench" speed "$RUNS"
 
-start_daemon() {  # args: name, extra flags
-    "$bin" --port 0 --data-dir "$tmp/data$1" --max-body-bytes 67108864 "${@:2}" >"$tmp/out" \
-        2>"$tmp/log$1" &
-    pid=$!
-    for _ in $(seq 100); do
-        url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-        [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && return 0
-        sleep 0.05
-    done
-    echo "daemon did not start"; cat "$tmp/log$1"; exit 1
-}
-stop_daemon() { kill "$pid"; wait "$pid" || true; pid=; }
+. "$(dirname "$0")/lib/daemon.sh"
+start_daemon() { bench_start_daemon "$1" --max-body-bytes 67108864 "${@:2}"; }  # name, flags
 metric() { curl -s "$url/metrics" | awk -v s="$1" 'index($0, s " ") == 1 {print $2}'; }
 post() {  # body file -> "seconds status key relabelled_from"
     curl -s -o "$tmp/resp" -w '%{time_total} %{http_code}' -XPOST "$url/v1/synthesize" \
@@ -61,13 +51,13 @@ for case in "hook:16 allgather tacos" "dgxh100:16 allreduce tacos" "hook:128 all
     s2=$(metric 'collsynth_syntheses_total{outcome="started"}')
     read -r tc sc _ _ < <(post "$tmp/a.json")
     hits=$(metric 'collsynth_iso_total{outcome="hit"}')
-    stop_daemon
+    bench_stop_daemon
     # baseline in the same run: the same two posts with the iso cache off
     start_daemon "$n-off" --no-iso-cache
     post "$tmp/a.json" >/dev/null
     read -r toff _ _ _ < <(post "$tmp/b.json")
     soff=$(metric 'collsynth_syntheses_total{outcome="started"}')
-    stop_daemon
+    bench_stop_daemon
     echo "== $1 $2 --method $3: first allocation ${ta}s (HTTP $sa, key $ka, syntheses $s1);" \
          "second, renumbered: ${tb}s (HTTP $sb, key $kb, relabelled_from ${rb:-none}," \
          "syntheses $s2, iso hits $hits); first again: ${tc}s (HTTP $sc);" \

@@ -44,15 +44,8 @@ rps_of() { awk '/Requests\/sec/ {print $2}' "$1"; }
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (shared: numbers are noisy)"
 
 # ---- the daemon, one synthesis, its cached documents -----------------------------------
-"$bin" --port 0 --data-dir "$tmp/data" >"$tmp/out" 2>"$tmp/log" &
-pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && break
-    url=; sleep 0.05
-done
-[ -n "$url" ] || { echo "daemon did not start"; cat "$tmp/log"; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
+bench_start_daemon ""
 body='{"topology":"dgx1","collective":"allgather","options":{"wait_s":300}}'
 key=$(curl -s -XPOST "$url/v1/synthesize" -H 'Content-Type: application/json' -d "$body" |
       sed -n 's/.*"key":"\([0-9a-f]\{64\}\)".*/\1/p')

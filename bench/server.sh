@@ -20,17 +20,7 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-start_daemon() {  # args: extra flags; sets pid and url
-    "$bin" --port 0 --data-dir "$tmp/data$1" "${@:2}" >"$tmp/out" 2>"$tmp/log$1" &
-    pid=$!
-    for _ in $(seq 100); do
-        url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-        [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && return 0
-        sleep 0.05
-    done
-    echo "daemon did not start"; cat "$tmp/log$1"; exit 1
-}
-stop_daemon() { kill "$pid"; wait "$pid" || true; pid=; }
+. "$(dirname "$0")/lib/daemon.sh"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # wrk's p99 in ms, whatever unit it printed
 p99_ms() { awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}'; }
@@ -38,7 +28,7 @@ p99_ms() { awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (shared: numbers are noisy)"
 
 # ---- 1. cached GET -------------------------------------------------------------------
-start_daemon 1
+bench_start_daemon 1
 body='{"topology":"dgx1","collective":{"kind":"allgather"},"options":{"wait_s":300}}'
 key=$(curl -s -XPOST "$url/v1/synthesize" -H 'Content-Type: application/json' -d "$body" |
       sed -n 's/.*"key":"\([0-9a-f]\{64\}\)".*/\1/p')
@@ -82,11 +72,11 @@ echo "health_p99_ms_median $(median <"$tmp/hp99")"
 awk -v r="$mrps" -v p="$mp99" 'BEGIN {
     printf "target >= 20000 req/s: %s; target p99 <= 5 ms: %s\n",
            (r >= 20000 ? "met" : "NOT met"), (p <= 5 ? "met" : "NOT met") }'
-stop_daemon
+bench_stop_daemon
 
 # ---- 2. 200 concurrent identical cold POSTs ---------------------------------------------
 N=${SERVER_POSTS:-200}
-start_daemon 2 --max-connections 1024
+bench_start_daemon 2 --max-connections 1024
 body='{"topology":"ring:8","collective":{"kind":"allgather"},"method":"smt","options":{"wait_s":120}}'
 echo "== $N concurrent identical cold POSTs (ring:8 allgather, smt, wait_s 120)"
 t0=$(date +%s.%N)
@@ -103,4 +93,4 @@ echo "syntheses_started $started"
 echo "coalesced $coalesced"
 echo "wall_seconds $(echo "$t1 - $t0" | bc)"
 [ "$started" = 1 ] && echo "exactly one synthesis: met" || echo "exactly one synthesis: NOT met"
-stop_daemon
+bench_stop_daemon

@@ -24,16 +24,8 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 hwm_mb() { awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
 rss_mb() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
 
-"$bin" --port 0 --data-dir "$tmp/data" >"$tmp/out" 2>"$tmp/log" &
-pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/out" 2>/dev/null | head -1 || true)
-    [ -n "$url" ] && curl -sf "$url/v1/health" >/dev/null && break
-    url=
-    sleep 0.05
-done
-[ -n "$url" ] || { echo "daemon did not start"; cat "$tmp/log"; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
+bench_start_daemon ""
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== $TOPO allgather, method tacos, through collsynthd (SQLite)"
 echo "daemon_rss_at_start_mb $(rss_mb)"
