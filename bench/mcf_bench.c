@@ -281,12 +281,6 @@ static void astar(void)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* astar-rounds: the A* path alone (no full model, so quick): median wall
  * time of RUNS, the simulated schedule and how the rounds were solved; then
  * ndv2:2 with time limits 0.06..0.34 s, 40 runs, counting rounds whose
@@ -314,7 +308,7 @@ static void astar_rounds(int runs)
             crashes += (int)json_integer_value(json_object_get(as, "solver_crashes"));
             result_free(r);
         }
-        qsort(secs, (size_t)runs, sizeof *secs, cmp_double);
+        qsort(secs, (size_t)runs, sizeof *secs, bench_cmp_double);
         printf("  %-12s %2d %9.2f %10.2f %6d %6d %6d %8d\n", cases[i].topo, cases[i].C,
                secs[runs / 2], us, (int)json_integer_value(json_object_get(as, "rounds")),
                (int)json_integer_value(json_object_get(as, "milp_rounds")),

@@ -28,12 +28,7 @@
 #include "mcf.h"
 #include "simulate.h"
 #include "verify.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "../tests/bench_stats.h"
 
 static cs_topology *load(const char *spec)
 {
@@ -88,7 +83,7 @@ static figures run(const cs_topology *t, cs_coll_kind kind, int chunks, double b
             f.copies += algorithm_send_src(a, k) >= a->ranks;
         result_free(r);
     }
-    qsort(secs, (size_t)runs, sizeof *secs, cmp_double);
+    qsort(secs, (size_t)runs, sizeof *secs, bench_cmp_double);
     f.seconds = secs[runs / 2];
     free(secs);
     return f;
