@@ -270,38 +270,69 @@ static int allreduce(const cs_topology *t, const cs_collective *c, const cs_smt_
     return rc;
 }
 
+/* The problem the search really runs for a collective other than
+ * allreduce: a combining collective's dual on the reversed topology (its
+ * algorithms inverted afterwards), anything else as given.  The band checks
+ * decide on the same problem as the search, so both build it here.  Stays
+ * where it was initialized (c may point into it). */
+typedef struct search_problem {
+    const cs_topology *t;
+    const cs_collective *c;
+    bool dual;
+    cs_topology *reversed; /* owned when dual */
+    cs_collective dual_c;  /* owned when dual */
+} search_problem;
+
+static int search_problem_init(const cs_topology *t, const cs_collective *c, search_problem *p,
+                               cs_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    p->c = c;
+    if (!collective_kind_is_combining(c->kind))
+        return CS_OK;
+    int rc = collective_dual(c, &p->dual_c, err);
+    if (rc)
+        return rc;
+    rc = topology_reverse(t, &p->reversed, err);
+    if (rc) {
+        collective_free(&p->dual_c);
+        return rc;
+    }
+    p->dual = true;
+    p->t = p->reversed;
+    p->c = &p->dual_c;
+    return CS_OK;
+}
+
+static void search_problem_free(search_problem *p)
+{
+    if (!p->dual)
+        return;
+    topology_free(p->reversed);
+    collective_free(&p->dual_c);
+}
+
 /* Dispatches on the collective kind; fills f with algorithms for (t, c). */
 static int synthesize(const cs_topology *t, const cs_collective *c, const cs_smt_options *opt,
                       smt_frontier *f, cs_error *err)
 {
     if (c->kind == CS_COLL_ALLREDUCE)
         return allreduce(t, c, opt, f, err);
-    if (!collective_kind_is_combining(c->kind)) {
-        cs_bounds b;
-        int rc = collective_bounds(t, c, &b, err);
-        if (rc)
-            return rc;
-        return smt_run_search(t, c, &b, opt, f, err);
-    }
-    cs_collective dual;
-    int rc = collective_dual(c, &dual, err);
+    search_problem p;
+    int rc = search_problem_init(t, c, &p, err);
     if (rc)
         return rc;
-    cs_topology *rt = NULL;
-    rc = topology_reverse(t, &rt, err);
-    if (rc == CS_OK) {
-        cs_bounds b;
-        rc = collective_bounds(rt, &dual, &b, err);
-        if (rc == CS_OK)
-            rc = smt_run_search(rt, &dual, &b, opt, f, err);
-        if (rc == CS_OK) {
-            rc = frontier_map_invert(f, t, err);
-            if (rc)
-                smt_frontier_free(f);
-        }
+    cs_bounds b;
+    rc = collective_bounds(p.t, p.c, &b, err);
+    if (rc == CS_OK)
+        rc = smt_run_search(p.t, p.c, &b, opt, f, err);
+    if (rc == CS_OK && p.dual) {
+        rc = frontier_map_invert(f, t, err);
+        if (rc)
+            smt_frontier_free(f);
     }
-    topology_free(rt);
-    collective_free(&dual);
+    search_problem_free(&p);
     return rc;
 }
 
@@ -483,18 +514,11 @@ static int check_band(const cs_topology *t, const cs_collective *c, const smt_ch
         collective_init(&ag, CS_COLL_ALLGATHER, -1);
         return smt_run_checks(t, &ag, chk, n, opt, sat, stats, err);
     }
-    if (!collective_kind_is_combining(c->kind))
-        return smt_run_checks(t, c, chk, n, opt, sat, stats, err);
-    cs_collective dual;
-    int rc = collective_dual(c, &dual, err);
-    if (rc)
-        return rc;
-    cs_topology *rt = NULL;
-    rc = topology_reverse(t, &rt, err);
+    search_problem p;
+    int rc = search_problem_init(t, c, &p, err);
     if (rc == CS_OK)
-        rc = smt_run_checks(rt, &dual, chk, n, opt, sat, stats, err);
-    topology_free(rt);
-    collective_free(&dual);
+        rc = smt_run_checks(p.t, p.c, chk, n, opt, sat, stats, err);
+    search_problem_free(&p);
     return rc;
 }
 
