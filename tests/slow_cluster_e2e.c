@@ -40,12 +40,13 @@ START_TEST(hook_dgx1_64_nodes_end_to_end)
 END_TEST
 
 /* The NCCL fork parses the <algo>, every <gpu> present and its own rank's
- * elements, fewer than 4096.  The hook's 128-node DGX-1 reducescatter has a
- * rank with about 3,100 <tb> and <step> elements: its whole document (1024
- * <gpu>) cannot load, a rank's or a node's slice can.  The daemon keeps one
- * document per (key, runtime, algorithm) and answers each request by its
- * width: slices 200, the whole document 422 naming the widest slice that
- * fits. */
+ * elements, fewer than 4096.  The daemon keeps one document per (key,
+ * runtime, algorithm) and answers each request by its width: a rank's or a
+ * node's slice of the hook's 128-node DGX-1 reducescatter is served within
+ * the limit; the whole document (1024 <gpu>) is served only if its fullest
+ * rank still fits with them all counted (it did not before runs merged per
+ * lane: 4135 elements), else refused with a 422 naming the widest slice
+ * that fits. */
 START_TEST(element_limit_is_checked_per_requested_width)
 {
     char msg[256];
