@@ -466,6 +466,48 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
 END_TEST
 
 
+/* Every send up to a switch node is copied on by the node afterwards (no
+ * dead ends loading a port), and a schedule that uses no node says so
+ * (switch_nodes 0) and has code.  switch2d:4x2 allgather: mcf's greedy
+ * used to send chunks up that no node forwarded, which made the whole
+ * schedule one that code generation refuses. */
+START_TEST(mcf_leaves_no_dead_ends_in_the_switch)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("switch2d:4x2,copy=1", &t, &err), CS_OK);
+    cs_result *r = NULL;
+    mcf_time(t, CS_COLL_ALLGATHER, &r);
+    const cs_algorithm *a = r->algs[0];
+    int P = a->ranks;
+    bool via_node = false;
+    for (long i = 0; i < a->nsends; i++) {
+        int dst = algorithm_send_dst(a, i);
+        via_node |= dst >= P || algorithm_send_src(a, i) >= P;
+        if (dst < P)
+            continue;
+        bool forwarded = false;
+        for (long k = 0; k < a->nsends; k++)
+            forwarded |= algorithm_send_src(a, k) == dst &&
+                         algorithm_send_chunk(a, k) == algorithm_send_chunk(a, i) &&
+                         algorithm_send_start_us(a, k) >= algorithm_send_end_us(a, i) - 1e-6;
+        ck_assert_msg(forwarded, "send %ld (chunk %ld, %d->%d) is never copied on", i,
+                      algorithm_send_chunk(a, i), algorithm_send_src(a, i), dst);
+    }
+    ck_assert_int_eq(a->switch_nodes > 0, via_node);
+    if (!via_node) {
+        cs_msccl_options mo;
+        msccl_options_default(&mo);
+        char *xml = NULL;
+        int rc = msccl_xml_generate(a, t, &mo, &xml, NULL, &err);
+        ck_assert_msg(rc == CS_OK, "%s", err.message);
+        free(xml);
+    }
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 /* The other methods ignore the flag: they use unicast through the switch,
  * which a copy-capable switch still allows, so they find the same schedule
  * on star8 with and without copy, and it verifies on both. */
@@ -768,6 +810,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, cross_group_bytes_through_a_node);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    tcase_add_test(tc, mcf_leaves_no_dead_ends_in_the_switch);
     tcase_add_test(tc, other_methods_ignore_the_flag);
     tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
     tcase_add_test(tc, codegen_requests_get_unicast_through_copy_switches);
