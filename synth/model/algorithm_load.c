@@ -497,13 +497,33 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
     /* the second pass seeks back: a pipe is read into memory first */
     char *mem = NULL;
     if (fseeko(l.rd.f, 0, SEEK_SET) != 0) {
-        size_t len = 0;
+        size_t len = 0, cap = 1 << 16;
+        mem = malloc(cap);
+        for (size_t got = 1; mem && got > 0; len += got) {
+            if (len == cap) {
+                char *m = realloc(mem, cap *= 2);
+                if (!m) {
+                    free(mem);
+                    mem = NULL;
+                    break;
+                }
+                mem = m;
+            }
+            got = fread(mem + len, 1, cap - len, l.rd.f);
+        }
+        bool failed = ferror(l.rd.f);
         fclose(l.rd.f);
         l.rd.f = NULL;
-        int rc = cs_read_file(path, &mem, &len, err);
-        if (rc != CS_OK)
-            return rc;
-        l.rd.f = fmemopen(mem, len ? len : 1, "rb");
+        if (!mem)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+        if (failed) {
+            free(mem);
+            return cs_error_set(err, CS_EIO, "", "error reading %s", path);
+        }
+        /* fmemopen refuses a size of 0: an empty file is one blank */
+        if (len == 0)
+            mem[len++] = ' ';
+        l.rd.f = fmemopen(mem, len, "rb");
         if (!l.rd.f) {
             free(mem);
             return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
