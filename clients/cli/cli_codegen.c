@@ -46,7 +46,8 @@ static const char codegen_help[] =
     "  --ranks A-B        only ranks A..B (or --ranks R): an MSCCL slice (the same\n"
     "                     <algo>, those ranks' <gpu> elements) or a CUDA slice\n"
     "                     (those ranks' thread blocks, run with run_slice)\n"
-    "  -o FILE            write to FILE instead of stdout\n"
+    "  -o FILE            write to FILE instead of stdout; FILE appears (or is\n"
+    "                     replaced) only once the whole document is written\n"
     "\n"
     "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
     "2 bad input or a runtime limit exceeded, 3 internal error.\n";
