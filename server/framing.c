@@ -732,7 +732,7 @@ bool framing_take_refusal(cs_framing *f, unsigned long long seq, int *status, bo
 static struct {
     pthread_once_t once;
     cs_framing *_Atomic *slots;
-    size_t n;
+    _Atomic size_t n;          /* published after slots: a reader sees both */
 } table = {.once = PTHREAD_ONCE_INIT};
 
 static void table_init(void)
@@ -745,12 +745,12 @@ static void table_init(void)
         n = (size_t)1 << 22;
     /* lives as long as the process: a recv() may look at it any time */
     table.slots = calloc(n, sizeof *table.slots);
-    table.n = table.slots ? n : 0;
+    atomic_store_explicit(&table.n, table.slots ? n : 0, memory_order_release);
 }
 
 static cs_framing *framing_for_fd(int fd)
 {
-    if (fd < 0 || (size_t)fd >= table.n)
+    if (fd < 0 || (size_t)fd >= atomic_load_explicit(&table.n, memory_order_acquire))
         return NULL;
     return atomic_load_explicit(&table.slots[fd], memory_order_acquire);
 }
@@ -758,7 +758,7 @@ static cs_framing *framing_for_fd(int fd)
 bool framing_attach(int fd, uint64_t drop_limit, uint64_t drain_cap)
 {
     pthread_once(&table.once, table_init);
-    if (fd < 0 || (size_t)fd >= table.n)
+    if (fd < 0 || (size_t)fd >= atomic_load(&table.n))
         return false;
     cs_framing *f = framing_new(drop_limit, drain_cap);
     if (!f)
@@ -772,7 +772,7 @@ bool framing_attach(int fd, uint64_t drop_limit, uint64_t drain_cap)
 
 void framing_detach(int fd)
 {
-    if (fd < 0 || (size_t)fd >= table.n)
+    if (fd < 0 || (size_t)fd >= atomic_load(&table.n))
         return;
     framing_free(atomic_exchange_explicit(&table.slots[fd], NULL, memory_order_acq_rel));
 }
