@@ -26,10 +26,16 @@ static unsigned rnd(unsigned n)
 
 /* ---- link lookups --------------------------------------------------------------- */
 
-static void check_finder(const cs_topology *t)
+/* dense: with link_finder_densify's table (every topology here is small
+ * enough), else the binary search. */
+static void check_finder_as(const cs_topology *t, bool dense)
 {
     link_finder f;
     ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    if (dense) {
+        link_finder_densify(&f, (long)t->ranks * t->ranks);
+        ck_assert_msg(f.pos != NULL, "%s: no dense table", t->name);
+    }
     for (int s = -1; s <= t->ranks; s++)
         for (int d = -1; d <= t->ranks; d++) {
             int want = -1;
@@ -41,6 +47,12 @@ static void check_finder(const cs_topology *t)
                           t->name, s, d, link_finder_find(&f, s, d), want);
         }
     link_finder_free(&f);
+}
+
+static void check_finder(const cs_topology *t)
+{
+    check_finder_as(t, false);
+    check_finder_as(t, true);
 }
 
 START_TEST(link_finder_finds_every_link_and_nothing_else)
@@ -62,6 +74,36 @@ START_TEST(link_finder_finds_every_link_and_nothing_else)
     }
     ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
     check_finder(t);
+    topology_free(t);
+}
+END_TEST
+
+/* The dense table is one byte per rank pair holding a position among the
+ * source's out-links: a rank with 255 or more out-links, or fewer lookups
+ * than an eighth of the pairs, keeps the binary search, which still finds
+ * every link. */
+START_TEST(link_finder_dense_only_where_it_fits)
+{
+    cs_error err;
+    cs_topology *t = topology_new("star300", 300);
+    for (int r = 1; r < 300; r++)
+        ck_assert_int_eq(topology_add_link(t, 0, r, 1, 1.0, 0.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    link_finder f;
+    ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    link_finder_densify(&f, 300L * 300);
+    ck_assert_ptr_null(f.pos);
+    link_finder_free(&f);
+    check_finder_as(t, false);
+    topology_free(t);
+
+    ck_assert_int_eq(topology_builtin("mesh2d:4x4", &t, &err), CS_OK);
+    ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    link_finder_densify(&f, 16 * 16 / 8 - 1);
+    ck_assert_ptr_null(f.pos);
+    link_finder_densify(&f, 16 * 16 / 8);
+    ck_assert_ptr_nonnull(f.pos);
+    link_finder_free(&f);
     topology_free(t);
 }
 END_TEST
@@ -447,6 +489,7 @@ static Suite *vsim_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, link_finder_finds_every_link_and_nothing_else);
+    tcase_add_test(tc, link_finder_dense_only_where_it_fits);
     tcase_add_test(tc, simulated_time_equals_brute_force_on_random_schedules);
     tcase_add_test(tc, simulated_time_equals_brute_force_over_batches);
     tcase_add_test(tc, verify_simulate_equals_brute_force_on_tacos_schedules);
