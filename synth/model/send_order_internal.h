@@ -362,7 +362,17 @@ typedef struct send_batches {
      * sends below `half`, where the second half's records start. */
     uint32_t half, *lower, *fill2, fill_cap2;
     long next_pos;
+    /* Dense, one thread, several batches, up to SEND_BATCHES_BUCKET_MAX
+     * sends: the kept sends' indices bucketed by batch (ascending in each,
+     * batch b at bucket[begin[batch_g0[b]] ..)), so a batch reads only its
+     * own sends instead of scanning every send's chunk again (a
+     * mispredicted branch on most of them); 4 bytes per send. */
+    uint32_t *bucket;
+    uint32_t *batch_g0;         /* nbatches + 1 chunk bounds, then G */
+    uint32_t nbatches, next_batch;
 } send_batches;
+
+#define SEND_BATCHES_BUCKET_MAX (1L << 23)
 
 #define SEND_BATCHES_DONE 1
 
