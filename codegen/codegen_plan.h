@@ -204,6 +204,7 @@ typedef struct cg_lop {
      *       combined (op reduce), red.buf 0 otherwise.
      * COPY: src -> dst, both local. */
     cg_slot src, dst, red;
+    double land;       /* when the transfer lands (the receive's key major); +inf for copies */
     long dep_begin;    /* into plan->deps: local ops on the same rank */
     int ndeps;
     long task;         /* push-model task executing this op (full plans) */
