@@ -764,6 +764,9 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto finish;
     }
+    /* every send is looked up by the checks (and again by the simulator's
+     * timing sweep in algorithm_verify_simulate) */
+    link_finder_densify(&v.links, v.n);
     /* no memory for the cache: the sweep looks links up again */
     v.link_cache = v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX ? malloc(sizeof(int32_t) * (size_t)v.n)
                                                            : NULL;
