@@ -111,6 +111,8 @@ static inline bool is_valid(const vctx *v, long i) { return (v->valid[i >> 3] >>
 
 static inline int link_of(const vctx *v, long i)
 {
+    if (v->link_pos)
+        return v->t->out_begin[algorithm_send_src(v->a, i)] + v->link_pos[i];
     if (v->link_cache)
         return v->link_cache[i];
     return link_finder_find(&v->links, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
@@ -581,7 +583,9 @@ static long check_send_range(vctx *v, long i0, long i1)
             }
             continue;
         }
-        if (v->link_cache)
+        if (v->link_pos)
+            v->link_pos[i] = (uint8_t)(l - v->t->out_begin[s->src]);
+        else if (v->link_cache)
             v->link_cache[i] = l;
         v->valid[i >> 3] |= (unsigned char)(1u << (i & 7));
         nvalid++;
@@ -798,8 +802,12 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
      * timing sweep in algorithm_verify_simulate) */
     link_finder_densify(&v.links, v.n);
     /* no memory for the cache: the sweep looks links up again */
-    v.link_cache = v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX ? malloc(sizeof(int32_t) * (size_t)v.n)
-                                                           : NULL;
+    if (v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX) {
+        if (v.links.pos)   /* every rank has < 255 out-links: a byte each */
+            v.link_pos = malloc((size_t)v.n);
+        else
+            v.link_cache = malloc(sizeof(int32_t) * (size_t)v.n);
+    }
     v.valid = calloc((size_t)(v.n + 7) / 8 + 1, 1);
     if (!v.valid) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", v.n);
@@ -834,6 +842,7 @@ finish:
     free(ord);
     free(v.valid);
     free(v.link_cache);
+    free(v.link_pos);
     free(v.trank);
     free(v.set_begin);
     free(v.set_list);
