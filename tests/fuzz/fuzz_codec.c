@@ -196,8 +196,11 @@ static cs_result *build_result(cursor *c)
         unsigned flags = take(c);
         a->switch_nodes = (int)(flags % 3);
         int nodes = P + a->switch_nodes;
-        /* many sends (several blocks and rank groups) only now and then */
-        long n = (flags & 0x18) == 0x18 ? 70000 + (long)take(c) * 256 : (long)take(c) * 4;
+        /* many sends (past a block and a rank group: CS_CODEC_BLOCK_SENDS,
+         * CS_CODEC_GROUP_SENDS) only now and then: a second a run */
+        long n = (flags & 0x18) == 0x18 && h % 16 == 0
+                     ? CS_CODEC_BLOCK_SENDS + 1 + (long)take(c) * 16
+                     : (long)take(c) * 4;
         bool timed = flags & 0x20, mixed = flags & 0x40;
         fuzz_rng rng = {0x9e3779b97f4a7c15ull ^ (uint64_t)take(c) << 8 ^ (uint64_t)k};
         for (long i = 0; i < n; i++) {

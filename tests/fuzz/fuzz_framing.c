@@ -4,7 +4,9 @@
  *  - no memory error or undefined behaviour (ASan, UBSan);
  *  - the bytes MHD reads do not depend on how the stream is split into
  *    reads, nor on the buffer sizes MHD offers (whole, 1 byte at a time,
- *    random pieces into random buffers), and neither do the refusals;
+ *    random pieces into random buffers, and through the daemon's own recv()
+ *    on a socket the stream arrives on in random pieces), and neither do the
+ *    refusals;
  *  - the output is never more than FRAMING_SLACK bytes longer than the input
  *    (the filter only drops, except for the body end it writes once);
  *  - a refusal has a status of 400 or 413 and a message;
@@ -13,6 +15,10 @@
  * The first input byte picks the mode (raw stream, or heads and
  * Content-Length bodies built from the rest) and the parser's limits.
  */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "fuzz_common.h"
 #include "server_internal.h"
 
@@ -53,6 +59,49 @@ static fuzz_buf mhd_reads(cs_framing *f, const char *in, size_t n, size_t len, s
     free(buf);
     if (!out.p)
         fuzz_buf_add(&out, "", 0);
+    return out;
+}
+
+/* The same through the daemon's own recv() on a socket the parser is
+ * attached to: the stream arrives in random pieces, and after each piece
+ * MHD reads with random buffer sizes until the socket is drained (a short
+ * read or EAGAIN), as it does on an epoll edge. */
+static fuzz_buf socket_reads(const char *in, size_t n, uint64_t limit, uint64_t drain,
+                             fuzz_rng *rng, cs_framing **state, int sv[2])
+{
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0 ||
+        !framing_attach(sv[0], limit, drain))
+        abort();
+    *state = framing_of(sv[0]);
+    fuzz_buf out = {0};
+    fuzz_buf_add(&out, "", 0);
+    char buf[64];
+    size_t pos = 0;
+    for (;;) {
+        if (pos < n) {
+            size_t k = 1 + fuzz_next(rng, 96);
+            if (k > n - pos)
+                k = n - pos;
+            FUZZ_CHECK(write(sv[1], in + pos, k) == (ssize_t)k, "socket write");
+            pos += k;
+        }
+        bool drained_empty = false;
+        for (;;) {
+            size_t len = 1 + fuzz_next(rng, sizeof buf);
+            ssize_t got = recv(sv[0], buf, len, 0);
+            if (got < 0) {
+                FUZZ_CHECK(errno == EAGAIN || errno == EWOULDBLOCK, "recv: errno %d", errno);
+                drained_empty = true;
+                break;
+            }
+            FUZZ_CHECK(got > 0 && (size_t)got <= len, "recv returned %zd for %zu", got, len);
+            fuzz_buf_add(&out, buf, (size_t)got);
+            if ((size_t)got < len)
+                break;
+        }
+        if (pos == n && drained_empty)
+            break;
+    }
     return out;
 }
 
@@ -117,6 +166,20 @@ static fuzz_buf check_splits(const char *in, size_t n, uint64_t limit, uint64_t 
         free(part.p);
         framing_free(f);
     }
+    /* the daemon's recv() on a socket */
+    int sv[2];
+    cs_framing *sf = NULL;
+    fuzz_buf sock = socket_reads(in, n, limit, drain, rng, &sf, sv);
+    FUZZ_CHECK(sock.n == whole.n && !memcmp(sock.p, whole.p, whole.n),
+               "recv() on a socket: %zu bytes [%.*s] vs whole %zu [%.*s]", sock.n, (int)sock.n,
+               sock.p, whole.n, (int)whole.n, whole.p);
+    refusals r;
+    take_refusals(sf, &r);
+    FUZZ_CHECK(r.n == whole_ref->n, "recv() on a socket: %d refusals vs %d", r.n, whole_ref->n);
+    framing_detach(sv[0]);
+    close(sv[0]);
+    close(sv[1]);
+    free(sock.p);
     return whole;
 }
 
