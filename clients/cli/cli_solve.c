@@ -706,6 +706,10 @@ static int solve_main(int argc, char **argv, FILE *report)
         goto out;
     }
 
+    /* an -o FILE that cannot be written is said now, not after a long synthesis */
+    if (a.out_path && (code = cli_out_precheck(CMD, a.out_path)) != CLI_EXIT_OK)
+        goto out;
+
     progress prog;
     bool tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb");
     char what[96];
