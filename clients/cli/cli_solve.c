@@ -90,7 +90,7 @@ static void solve_usage(FILE *f)
             "  --max-ranks N         refuse larger topologies (default %d)\n"
             "TACOS options (tacos, auto):\n"
             "  --chunks N            chunks per rank (default 1)\n"
-            "  --trials N            randomized trials, the best kept (default 16)\n"
+            "  --trials N            randomized trials, the best kept (default 4)\n"
             "  --seed N              random seed\n"
             "  --switch-degree D     ports per switch when unwinding switches\n"
             "  --stats-only          do not keep the sends (very large topologies)\n"
