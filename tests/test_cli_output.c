@@ -30,6 +30,7 @@
 
 #include "check_main.h"
 #include "clients_helpers.h"
+#include "tacos.h"
 
 static char tmpdir[256];
 static char cli[512];
@@ -307,6 +308,26 @@ START_TEST(solve_refuses_an_unwritable_output_before_solving)
 }
 END_TEST
 
+/* solve --help states the TACOS trials default the library uses (it said
+ * 16 while tacos_options_default() runs 4). */
+START_TEST(solve_help_states_the_librarys_trials_default)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "%s solve --help", cli);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 0);
+    const char *line = strstr(out, "--trials N");
+    ck_assert_ptr_nonnull(line);
+    const char *d = strstr(line, "(default ");
+    ck_assert_ptr_nonnull(d);
+    cs_tacos_options opt;
+    tacos_options_default(&opt);
+    ck_assert_int_eq(atoi(d + strlen("(default ")), opt.trials);
+    free(out);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -317,6 +338,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
+    tcase_add_test(tc, solve_help_states_the_librarys_trials_default);
     suite_add_tcase(s, tc);
     return s;
 }
