@@ -208,6 +208,51 @@ START_TEST(overfull_shared_set_is_rejected)
 }
 END_TEST
 
+/* A link in three shared sets (the sweep holds up to two per link beside
+ * its count and reads the rest from the set list): every set is counted,
+ * and each overfull one is reported. */
+START_TEST(link_in_three_shared_sets_counts_in_each)
+{
+    cs_topology *t = topology_new("star3", 4);
+    cs_error err;
+    for (int d = 1; d <= 3; d++)
+        ck_assert_int_eq(topology_add_link(t, 0, d, 2, 1.0, 1.0, true, &err), CS_OK);
+    int a_pairs[2][2] = {{0, 1}, {0, 2}}, b_pairs[2][2] = {{0, 1}, {0, 3}};
+    int c_pairs[3][2] = {{0, 1}, {0, 2}, {0, 3}};
+    ck_assert_int_eq(topology_add_shared(t, (const int (*)[2])a_pairs, 2, 3, &err), CS_OK);
+    ck_assert_int_eq(topology_add_shared(t, (const int (*)[2])b_pairs, 2, 3, &err), CS_OK);
+    ck_assert_int_eq(topology_add_shared(t, (const int (*)[2])c_pairs, 3, 2, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    cs_algorithm *a = new_alg(CS_COLL_BROADCAST, 0, 4, 2, 1);
+    algorithm_add_send(a, 0, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 0, 1, 0, CS_OP_COPY);
+    algorithm_add_send(a, 0, 0, 2, 0, CS_OP_COPY);
+    /* 0->1 carries 2 (its 2 lanes), set 0 3 (3 lanes), set 1 2, set 2 3 > 2 */
+    cs_verify_report rep;
+    ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+    ck_assert_int_eq(rep.nproblems, 4);   /* set 2, and 3 chunks that never arrive */
+    ck_assert_msg(strstr(rep.reasons[0], "shared set 2 (0->1, 0->2, 0->3) carries 3 chunks in "
+                         "step 0, more than 2 lanes x 1 rounds"), "%s", rep.reasons[0]);
+    algorithm_add_send(a, 0, 0, 3, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 0, 3, 0, CS_OP_COPY);
+    algorithm_add_send(a, 1, 0, 2, 0, CS_OP_COPY);
+    /* now set 0: 4 > 3, set 1: 4 > 3, set 2: 6 > 2; every link 2 */
+    ck_assert_int_eq(algorithm_verify_report(t, a, &rep, &err), CS_EVERIFY);
+    ck_assert_int_eq(rep.nproblems, 3);
+    ck_assert_msg(strstr(rep.reasons[0], "shared set 0 (0->1, 0->2) carries 4 chunks"), "%s",
+                  rep.reasons[0]);
+    ck_assert_msg(strstr(rep.reasons[1], "shared set 1 (0->1, 0->3) carries 4 chunks"), "%s",
+                  rep.reasons[1]);
+    ck_assert_msg(strstr(rep.reasons[2], "shared set 2 (0->1, 0->2, 0->3) carries 6 chunks"),
+                  "%s", rep.reasons[2]);
+    a->rounds_per_step[0] = 3;   /* 6 <= 2 lanes x 3 rounds */
+    algorithm_update_rounds(a);
+    expect_accept(t, a);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(switch_links_and_sets_are_checked)
 {
     /* 3 ranks on one switch: every pair linked, one send per rank per round */
@@ -867,6 +912,7 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, missing_link_is_named);
     tcase_add_test(tc, overfull_link_is_rejected_until_rounds_allow_it);
     tcase_add_test(tc, overfull_shared_set_is_rejected);
+    tcase_add_test(tc, link_in_three_shared_sets_counts_in_each);
     tcase_add_test(tc, switch_links_and_sets_are_checked);
     tcase_add_test(tc, send_before_arrival_is_a_causality_error);
     tcase_add_test(tc, reduce_in_noncombining_collective_is_rejected);
