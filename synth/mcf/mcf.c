@@ -2414,6 +2414,16 @@ static void astar_capacity_rows(const inst *in, const occ *oc, int T0, int R, co
     }
 }
 
+/* The two drivers (this one and astar_copy) share the round gate, the
+ * timeout after the greedy fill and the capacity rows; the rest differs per
+ * kind of demand: the state (a position per chunk here, a holding per chunk
+ * and rank there), the model, the solve (MILP then LP rounded here, MILP
+ * from the greedy's start there), how an answer becomes sends, and when the
+ * greedy runs after a solved round (always here, to fill lanes a rounded
+ * LP left idle; only after a round that moved nothing there).  One driver
+ * with per-kind callbacks was tried on paper: about 40 lines of loop
+ * control would be shared, for a state struct, an adapter and a callback
+ * table per kind, no shorter and harder to follow. */
 static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
