@@ -3515,8 +3515,29 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
     }
     cs_result *res = NULL;
     rc = synthesize_one(nv, &nc, o, &res, err);
+    int S = t->nswitch_nodes;
     for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
         const cs_algorithm *a = res->algs[i];
+        /* A chunk sent up to a node that never copies it on afterwards is
+         * a dead end (the greedy may send one when a port is free): it only
+         * loads the sender's port.  last[g * S + j]: the latest start of a
+         * send of g out of node P + j; a send up to it is kept only when it
+         * arrives by then. */
+        long G = a->global_chunks;
+        double *last = malloc(sizeof *last * (size_t)(G > 0 ? G : 1) * (size_t)S);
+        if (!last) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            break;
+        }
+        for (long k = 0; k < G * S; k++)
+            last[k] = -INFINITY;
+        for (long k = 0; k < a->nsends; k++) {
+            int src = algorithm_send_src(a, k);
+            long g = algorithm_send_chunk(a, k);
+            if (src >= P && g < G && src - P < S && algorithm_send_start_us(a, k) >
+                                                        last[g * S + (src - P)])
+                last[g * S + (src - P)] = algorithm_send_start_us(a, k);
+        }
         cs_algorithm *b = NULL;
         if ((rc = algorithm_new(c, t->name, P, o->chunks, a->steps, &b, err)))
             break;
@@ -3525,15 +3546,25 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
         memcpy(b->method, a->method, sizeof b->method);
         memcpy(b->optimality, a->optimality, sizeof b->optimality);
         b->timed_chunk_bytes = a->timed_chunk_bytes;
+        /* a schedule that happens to use no node is a plain one: it says so
+         * (switch_nodes 0), so it generates code and prints as before */
+        bool via_node = false;
         b->switch_nodes = t->nswitch_nodes;
         if (algorithm_reserve_sends(b, a->nsends) != CS_OK)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (long k = 0; rc == CS_OK && k < a->nsends; k++) {
             cs_send sv = algorithm_send(a, k);
+            if (sv.dst >= P && sv.dst - P < S && sv.chunk < G &&
+                sv.end_us > last[sv.chunk * S + (sv.dst - P)] + 1e-6)
+                continue; /* a dead end */
+            via_node |= sv.src >= P || sv.dst >= P;
             if ((rc = algorithm_add_timed_send(b, sv.chunk, sv.src, sv.dst, sv.step, sv.op,
                                                sv.start_us, sv.end_us)))
                 cs_error_set(err, rc, "", "cannot add send %ld", k);
         }
+        free(last);
+        if (!via_node)
+            b->switch_nodes = 0;
         if (rc == CS_OK)
             rc = algorithm_verify(t, b, err);
         if (rc) {

@@ -40,6 +40,11 @@ typedef struct vctx {
      * time on a million-send composition); NULL (look up again) above
      * VERIFY_LINK_CACHE_MAX sends, so huge schedules keep ~5 B per send. */
     int32_t *link_cache;
+    /* Instead, where the link finder has its dense table (every rank has
+     * fewer than 255 out-links), the link's position among its source's
+     * out-links: a byte per send (a quarter of the fresh memory to fault
+     * in); the sweep reads the source again, in index order. */
+    uint8_t *link_pos;
     bool all_valid;             /* every send did (the passes then skip the bit test) */
     uint32_t *trank;            /* timed: time dictionary index -> rank in time order */
     double chunk_bytes;         /* timed: the chunk size the times assume (0: unknown) */
