@@ -287,7 +287,7 @@ double algorithm_cost_us(const cs_algorithm *a, const cs_topology *t, double byt
 
 typedef struct cs_result {
     char method[32];           /* "smt", "tacos", or a baseline name */
-    char reason[256];          /* why this method ran ("auto: 8 ranks <= smt limit") */
+    char reason[512];          /* why this method ran ("auto: 8 ranks <= smt limit") */
     int nalgs;
     cs_algorithm **algs;       /* owned; ascending steps, descending rounds/chunk */
     int bound_steps;
