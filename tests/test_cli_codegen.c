@@ -229,6 +229,32 @@ START_TEST(write_errors_fail_clearly_and_leave_no_partial_file)
 }
 END_TEST
 
+/* verify and simulate read their input through the same loader: from a
+ * file, from a pipe (read into memory first: the sends are read in a second
+ * pass) and from a redirected file, with the same verdicts. */
+START_TEST(verify_and_simulate_read_results_from_files_and_pipes)
+{
+    char *err = NULL;
+    int rc = sh(&err, "\"$CLI\" solve dgx1 allgather --method smt --quiet -o dgx1.json");
+    ck_assert_msg(rc == 0, "solve: %s", err);
+    free(err);
+    const char *forms[] = {"dgx1.json", "- < dgx1.json", "- < /dev/null"};
+    const char *pipes[] = {"", "cat dgx1.json | ", ""};
+    for (int i = 0; i < 3; i++) {
+        rc = sh(&err, "%s\"$CLI\" verify dgx1 %s --index 1", pipes[i], forms[i]);
+        ck_assert_msg(rc == (i == 2 ? 2 : 0), "%s: exit %d: %s", forms[i], rc, err);
+        free(err);
+    }
+    rc = sh(&err, "cat dgx1.json | \"$CLI\" simulate dgx1 - --size 1MiB");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    free(err);
+    /* the wrong topology for the schedule: invalid, whichever way it came */
+    rc = sh(&err, "cat dgx1.json | \"$CLI\" verify ring:8 -");
+    ck_assert_int_eq(rc, 1);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_codegen_suite(void)
 {
     Suite *s = suite_create("cli_codegen");
@@ -237,6 +263,7 @@ static Suite *cli_codegen_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, output_is_the_generators_document);
     tcase_add_test(tc, write_errors_fail_clearly_and_leave_no_partial_file);
+    tcase_add_test(tc, verify_and_simulate_read_results_from_files_and_pipes);
     suite_add_tcase(s, tc);
     return s;
 }
