@@ -187,9 +187,13 @@ int cg_lane_next(cg_lane_state *s, int step, long chunk, double rt, double wt, i
         *minor = s->j;
         s->j++;
     } else {
-        /* the first channel free at the start (its last message has landed) */
+        /* the first channel free at the start (its last message has landed).
+         * Exactly: a message may follow another on a channel only when the
+         * other's landing (wt) is not after its start, so in key order the
+         * earlier receive comes first and one-message FIFOs suffice
+         * (codegen_plan.h, "Timed order"; the plan builder checks it). */
         c = 0;
-        while (c < s->nends && s->ends[c] > rt + 1e-9)
+        while (c < s->nends && s->ends[c] > rt)
             c++;
         if (c == s->nends) {
             if (grow((void **)&s->ends, &s->capends, c + 1, sizeof(double)) != CS_OK)

@@ -635,6 +635,7 @@ static int do_read(builder *b, long x)
     l->op = b->xi[x].op;
     l->xfer = x;
     l->key = send_key(b, x);
+    l->land = b->wt[x];
     l->src = L;
     long st = state_of(b, L, &rc);
     if (st < 0)
@@ -708,6 +709,7 @@ static int do_write(builder *b, long x)
     l->op = op;
     l->xfer = x;
     l->key = recv_key(b, x);
+    l->land = b->wt[x];
     l->dst = target;
     l->red = op == CS_OP_REDUCE ? red : (cg_slot){0, 0};
     if (op == CS_OP_REDUCE) {
@@ -753,6 +755,7 @@ static int final_copy(builder *b, long g)
     l->rank = rank;
     l->op = CS_OP_COPY;
     l->key = (cg_key){INFINITY, 0, 0, g};
+    l->land = INFINITY;
     l->src = L;
     l->dst = H;
     long sl = state_of(b, L, &rc);

@@ -44,18 +44,78 @@
  *    goes to a fresh scratch slot instead, so no dependency ever points to an
  *    operation later in the schedule order.
  *  - Order: each transfer has a send-side and a receive-side local operation
- *    with a key.  Untimed schedules: (step, sender rank, message index in the
- *    step on the link, send before receive); timed ones (TACOS): (time,
- *    receive before send).  The sends of one link in one step go to the
- *    link's lanes (base channels) in runs of neighbouring chunks; timed
- *    sends go to the first base channel free at their start.  With spread > 1
- *    each base channel's messages are dealt over spread channels
- *    (round-robin; in contiguous blocks when merging across steps is on,
- *    which keeps neighbouring chunks together).  Every dependency points to
- *    a smaller key and each channel carries messages in key order, so
- *    executing every thread block in key order cannot deadlock even with
- *    one-message FIFOs (induction on the key).
- *  - Merged steps and why the sender is in the untimed key: the emitter
+ *    with a key.  Untimed schedules (SMT, the baselines, the hierarchical
+ *    compositions, whose steps are numbered per chunk but are steps):
+ *    (step, sender rank, message index in the step on the link, send before
+ *    receive); timed ones (TACOS, MCF, a frontier's flat TACOS entry, iso
+ *    relabellings of them): (time, receive before send), a send at its
+ *    start, a receive at its landing.  The sends of one link in one step go
+ *    to the link's lanes (base channels) in runs of neighbouring chunks;
+ *    timed sends go to the first base channel whose last message has landed
+ *    by their start.  With spread > 1 each base channel's messages are dealt
+ *    over spread channels (round-robin; in contiguous blocks when merging
+ *    across steps is on, which keeps neighbouring chunks together): a
+ *    subsequence keeps every order property below.  Each thread block runs
+ *    its operations in key order.
+ *  - What the runtimes do (shared/reference/msccl-xml.md, the NCCL fork's
+ *    interpreter): a thread block runs its steps one after the other; a step
+ *    first waits for the flag it depends on; a step of cnt chunks moves them
+ *    through the connection (sender, receiver, channel) a chunk at a time
+ *    (per loop iteration a chunk is MSCCL_CHUNKSTEPS = 4 of the connection's
+ *    NCCL_STEPS = 8 slots, so a connection holds two chunks); a send blocks
+ *    while the connection is full, a receive while it is empty.  So a step
+ *    of one chunk is "eager" (it completes into an empty connection whatever
+ *    the other end does), and a merged step is a rendezvous (it completes
+ *    only while the other end runs the matching step).  The arguments below
+ *    hold with connections of one chunk, so for the runtimes' two; the tests
+ *    run every document that way (msccl_interp.h, which also reports a
+ *    deadlock's cycle of waits).  Both need every dependency to point to a
+ *    smaller key (and untimed, a smaller transfer key), which the plan
+ *    builder checks (order_ranks), and the messages of one connection to be
+ *    received in the order they are sent, untimed with the same transfer key
+ *    at both ends, timed with each message's receive before the next
+ *    message's send (the channel-free rule gives it).  The emitter checks
+ *    that and the steps as laid out, merged ones included (msccl_xml.c
+ *    check_order): each block's steps at increasing keys, every wait on a
+ *    step at a smaller key.  (CUDA tasks need only the first: a task is run
+ *    by its sender after the tasks it depends on, with no FIFO.)
+ *  - Timed order (TACOS, MCF).  Keys are not transfer keys: a transfer's send
+ *    (at its start) and receive (at its landing) sit at different places,
+ *    and a block holding both directions of a channel runs "send x, receive
+ *    y" on one end and "send y, receive x" on the other when x and y overlap
+ *    in time.  That is what a full-duplex schedule wants (both ends send at
+ *    once), and it cannot deadlock while steps move one chunk: execute all
+ *    operations of all ranks in key order; when a send is reached its
+ *    block's earlier operations and its dependencies are done (smaller
+ *    keys), and the previous message of its connection has been received
+ *    (its receive key is smaller), so the send completes into the empty
+ *    connection; when a receive is reached its message was sent (the send's
+ *    key, its start, is smaller) and is at the head of the connection.
+ *    Merged steps are rendezvous and need more: two merged sends crossing in
+ *    one block pair ("send run X, receive run Y" against "send run Y, receive
+ *    run X") deadlock whenever the runs are longer than the connection
+ *    (tests/test_codegen_order.c builds that program).  So a merged run of
+ *    transfers x1..xk (k >= 2, consecutive messages of one connection,
+ *    consecutive in both blocks) is placed at v = just before x1's receive
+ *    key, on both ends, and the emitter merges a message only when each
+ *    dependency of each member (other than the run's own) runs before v at
+ *    the latest key it may run at (msccl_xml.c deps_before, land_key: a
+ *    send in a run runs before its transfer lands; a receive, merged or
+ *    not, at or before its key).  Then the same key-order execution, with v
+ *    for the run's steps, still works: on the sending end the operations
+ *    before the run have keys below x1's start and those after it keys
+ *    above xk's start, which is at or after x1's landing (the members follow
+ *    one another on the channel); on the receiving end those before have
+ *    keys below x1's landing (a merged send among them runs before its own
+ *    run's first landing, which is before its last member's start, which is
+ *    before that operation); dependents of a member wait for its transfer
+ *    to land, which is after v; every earlier message of the connection was
+ *    received before x1's start.  So when v is reached both ends are at the
+ *    run with an empty connection and stream it chunk by chunk.  Without
+ *    merged transfers (the usual case: a channel used both ways alternates
+ *    directions message by message, so nothing is consecutive) documents
+ *    are as before.
+ *  - Untimed order, merged steps and why the sender is in the key: the emitter
  *    merges a run of messages that are consecutive in both ends' thread
  *    blocks into one step of cnt chunks, and such a step streams through the
  *    FIFO: it finishes only while the other end runs the matching step.  The
@@ -204,6 +264,7 @@ typedef struct cg_lop {
      *       combined (op reduce), red.buf 0 otherwise.
      * COPY: src -> dst, both local. */
     cg_slot src, dst, red;
+    double land;       /* when the transfer lands (the receive's key major); +inf for copies */
     long dep_begin;    /* into plan->deps: local ops on the same rank */
     int ndeps;
     long task;         /* push-model task executing this op (full plans) */

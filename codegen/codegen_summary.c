@@ -483,6 +483,16 @@ static int choose_spread(cg_summary *s, const cg_limits *lim, cs_error *err)
  * between GPU buffers) can express, and a lowering to GPU sends would load
  * the source's port once per copy, not once, so it would not be the schedule
  * that was verified and timed.  Refused, naming the switch. */
+/* switch_nodes only allows sends through nodes: an algorithm that declares
+ * nodes but sends only between GPUs is a plain schedule, and has code. */
+static bool names_a_switch_node(const cs_algorithm *a)
+{
+    for (long i = 0; i < a->nsends; i++)
+        if (algorithm_send_src(a, i) >= a->ranks || algorithm_send_dst(a, i) >= a->ranks)
+            return true;
+    return false;
+}
+
 static int refuse_switch_nodes(const cs_algorithm *a, const cs_topology *t, cs_error *err)
 {
     for (long i = 0; i < a->nsends; i++) {
@@ -500,9 +510,10 @@ static int refuse_switch_nodes(const cs_algorithm *a, const cs_topology *t, cs_e
         return cs_error_set(err, CS_EUNSUPPORTED, "algorithm",
                             "send %ld (chunk %ld, %d->%d) goes through %s: MSCCL runtimes cannot "
                             "express in-switch multicast (the switch holding a chunk and copying "
-                            "it to several ports); synthesize for the topology without "
-                            "\"copy\" (or with tacos/smt, which use unicast through the switch) "
-                            "to generate code", i, algorithm_send_chunk(a, i), src, dst, name);
+                            "it to several ports); synthesize with options.codegen "
+                            "\"msccl-xml\" (CLI: --codegen msccl-xml), which uses copy-capable "
+                            "switches as unicast, to generate code",
+                            i, algorithm_send_chunk(a, i), src, dst, name);
     }
     return cs_error_set(err, CS_EUNSUPPORTED, "algorithm", "the algorithm names %d switch nodes: "
                         "MSCCL runtimes cannot express in-switch multicast", a->switch_nodes);
@@ -520,7 +531,7 @@ int codegen_summary_build(const cs_algorithm *a, const cs_topology *t, const cg_
     if (t && t->ranks != a->ranks)
         return cs_error_set(err, CS_EINVAL, "topology", "topology has %d ranks, algorithm %d",
                             t->ranks, a->ranks);
-    if (a->switch_nodes > 0)
+    if (a->switch_nodes > 0 && names_a_switch_node(a))
         return refuse_switch_nodes(a, t, err);
     long G = collective_global_chunks(&a->collective, a->ranks, a->chunks);
     if (G < 1 || G > (1L << 30) || (long)a->ranks * a->chunks > (1L << 30))

@@ -402,6 +402,7 @@ typedef union value {
 
 typedef struct conn {
     int src, dst, chan;
+    int stb, rtb;   /* the sending and the receiving thread block (-1: none) */
     int head, count;
     int *cnt;       /* per slot: chunks of the sender's step */
     int *idx;       /* per slot: which of them this piece is */
@@ -562,34 +563,152 @@ static int try_step(run *R, int rank, int t)
     return 1;
 }
 
+/* What the blocked block (r, t) waits for: the block (*wr, *wt) it needs to
+ * move (-1: none), and why, in words.  Mirrors try_step's checks. */
+static void wait_of(const run *R, int r, int t, int *wr, int *wt, char *why, size_t n)
+{
+    const x_tb *tb = &R->d->gpus[r].tbs[t];
+    const x_step *s = &tb->steps[R->pc[r][t]];
+    bool has_send = s->type == T_S || s->type == T_RCS || s->type == T_RRS || s->type == T_RRCS;
+    bool has_recv = s->type == T_R || s->type == T_RCS || s->type == T_RRS || s->type == T_RRC ||
+                    s->type == T_RRCS;
+    *wr = *wt = -1;
+    if (R->sub[r][t] == 0 && s->depid >= 0 && R->flag[r][s->depid] < s->deps) {
+        *wr = r;
+        *wt = s->depid;
+        snprintf(why, n, "waits for thread block %d step %d", s->depid, s->deps);
+    } else if (has_recv && R->conns[R->rconn[r][t]].count == 0) {
+        *wr = tb->recv;
+        *wt = R->conns[R->rconn[r][t]].stb;
+        snprintf(why, n, "waits for a message from rank %d", tb->recv);
+    } else if (has_send) {
+        *wr = tb->send;
+        *wt = R->conns[R->sconn[r][t]].rtb;
+        snprintf(why, n, "waits for room to send to rank %d", tb->send);
+    } else {
+        snprintf(why, n, "cannot move");
+    }
+    if (*wt < 0)
+        *wr = -1;
+}
+
+static bool tb_done(const run *R, int r, int t)
+{
+    return R->pc[r][t] >= R->d->gpus[r].tbs[t].nsteps;
+}
+
+/* Follows the waits from every blocked block until one walk closes a cycle
+ * (each blocked block waits for exactly one other, so a walk either closes a
+ * cycle or ends at a finished block).  Fills R->st.cycle; returns the
+ * cycle's length, 0 when no walk closes one. */
+static long find_cycle(run *R, long ntb, const long *base)
+{
+    const cs_msccl_doc *d = R->d;
+    /* 0 unvisited, 1 on the current walk, 2 done; pos: index in the walk */
+    unsigned char *mark = calloc((size_t)(ntb ? ntb : 1), 1);
+    long *pos = malloc((size_t)(ntb ? ntb : 1) * sizeof *pos);
+    int *pr = malloc((size_t)(ntb ? ntb : 1) * sizeof *pr);
+    int *pt = malloc((size_t)(ntb ? ntb : 1) * sizeof *pt);
+    long found = 0;
+    if (!mark || !pos || !pr || !pt)
+        goto done;
+    for (int r0 = 0; r0 < d->ngpus && !found; r0++)
+        for (int t0 = 0; t0 < d->gpus[r0].ntb && !found; t0++) {
+            if (mark[base[r0] + t0] || tb_done(R, r0, t0))
+                continue;
+            long len = 0;
+            int r = r0, t = t0;
+            for (;;) {
+                long g = base[r] + t;
+                if (mark[g] == 1) { /* closed: the cycle starts at g's place */
+                    long from = pos[g];
+                    found = len - from;
+                    for (long k = from; k < len && k - from < CS_INTERP_CYCLE_MAX; k++)
+                        R->st.cycle[k - from] =
+                            (cs_interp_wait){pr[k], pt[k], R->pc[pr[k]][pt[k]]};
+                    break;
+                }
+                if (mark[g] == 2 || tb_done(R, r, t))
+                    break;
+                mark[g] = 1;
+                pos[g] = len;
+                pr[len] = r;
+                pt[len++] = t;
+                int wr, wt;
+                char why[96];
+                wait_of(R, r, t, &wr, &wt, why, sizeof why);
+                if (wr < 0)
+                    break;
+                r = wr;
+                t = wt;
+            }
+            for (long k = 0; k < len; k++)
+                mark[base[pr[k]] + pt[k]] = 2;
+        }
+done:
+    free(mark);
+    free(pos);
+    free(pr);
+    free(pt);
+    R->st.cycle_len = (int)(found > INT_MAX ? INT_MAX : found);
+    return found;
+}
+
 static int describe_deadlock(run *R)
 {
     char msg[CS_ERROR_MESSAGE_MAX];
     int len = 0, shown = 0;
-    long blocked = 0;
-    for (int r = 0; r < R->d->ngpus; r++)
-        for (int t = 0; t < R->d->gpus[r].ntb; t++) {
-            const x_tb *tb = &R->d->gpus[r].tbs[t];
-            int pc = R->pc[r][t];
-            if (pc >= tb->nsteps)
-                continue;
-            blocked++;
-            if (shown >= 3 || len >= (int)sizeof msg - 160)
-                continue;
-            const x_step *s = &tb->steps[pc];
-            char why[128];
-            if (s->depid >= 0 && R->flag[r][s->depid] < s->deps)
-                snprintf(why, sizeof why, "waits for thread block %d step %d", s->depid, s->deps);
-            else if (tb->recv >= 0 && R->conns[R->rconn[r][t]].count == 0 && s->type != T_S &&
-                     s->type != T_CPY && s->type != T_RE && s->type != T_NOP)
-                snprintf(why, sizeof why, "waits for a message from rank %d", tb->recv);
-            else
-                snprintf(why, sizeof why, "waits for room to send to rank %d", tb->send);
-            len += snprintf(msg + len, sizeof msg - (size_t)len, "%srank %d tb %d step %d (%s) %s",
-                            shown ? "; " : "", r, t, pc, type_names[s->type], why);
-            shown++;
+    long blocked = 0, ntb = 0;
+    const cs_msccl_doc *d = R->d;
+    long *base = malloc((size_t)(d->ngpus + 1) * sizeof *base);
+    if (!base)
+        return CS_ENOMEM;
+    for (int r = 0; r < d->ngpus; r++) {
+        base[r] = ntb;
+        ntb += d->gpus[r].ntb;
+        for (int t = 0; t < d->gpus[r].ntb; t++)
+            blocked += !tb_done(R, r, t);
+    }
+    long cyc = find_cycle(R, ntb, base);
+    free(base);
+    msg[0] = 0;
+    if (cyc > 0) {
+        len = snprintf(msg, sizeof msg, "cycle of %ld: ", cyc);
+        for (long k = 0; k <= cyc && k <= CS_INTERP_CYCLE_MAX && len < (int)sizeof msg - 100;
+             k++) {
+            const cs_interp_wait *w = &R->st.cycle[k < cyc && k < CS_INTERP_CYCLE_MAX ? k : 0];
+            if (k == cyc || k == CS_INTERP_CYCLE_MAX) {
+                len += snprintf(msg + len, sizeof msg - (size_t)len, "%srank %d tb %d",
+                                k == cyc ? "" : "... ", w->rank, w->tb);
+                break;
+            }
+            const x_step *s = &d->gpus[w->rank].tbs[w->tb].steps[w->step];
+            char why[96];
+            int wr, wt;
+            wait_of(R, w->rank, w->tb, &wr, &wt, why, sizeof why);
+            len += snprintf(msg + len, sizeof msg - (size_t)len, "rank %d tb %d step %d (%s, "
+                            "cnt %d) %s -> ", w->rank, w->tb, w->step, type_names[s->type], s->cnt,
+                            why);
         }
-    return cs_error_set(R->err, CS_EVERIFY, "", "deadlock: %ld thread blocks cannot proceed: %s",
+    } else {
+        /* no cycle: some block waits for one that has finished */
+        for (int r = 0; r < d->ngpus; r++)
+            for (int t = 0; t < d->gpus[r].ntb; t++) {
+                if (tb_done(R, r, t) || shown >= 3 || len >= (int)sizeof msg - 160)
+                    continue;
+                const x_step *s = &d->gpus[r].tbs[t].steps[R->pc[r][t]];
+                char why[96];
+                int wr, wt;
+                wait_of(R, r, t, &wr, &wt, why, sizeof why);
+                len += snprintf(msg + len, sizeof msg - (size_t)len,
+                                "%srank %d tb %d step %d (%s) %s%s", shown ? "; " : "", r, t,
+                                R->pc[r][t], type_names[s->type], why,
+                                wr < 0 ? " (no block can provide it)"
+                                       : tb_done(R, wr, wt) ? ", which has finished" : "");
+                shown++;
+            }
+    }
+    return cs_error_set(R->err, CS_EVERIFY, "", "deadlock: %ld thread blocks cannot proceed; %s",
                         blocked, msg);
 }
 
@@ -639,7 +758,7 @@ static int setup_conns(run *R)
         for (int t = 0; t < d->gpus[r].ntb; t++) {
             const x_tb *tb = &d->gpus[r].tbs[t];
             if (tb->send >= 0)
-                R->conns[R->nconns++] = (conn){r, tb->send, tb->chan, 0, 0, NULL, NULL, NULL};
+                R->conns[R->nconns++] = (conn){r, tb->send, tb->chan, t, -1, 0, 0, NULL, NULL, NULL};
         }
     qsort(R->conns, (size_t)R->nconns, sizeof(conn), cmp_conn);
     for (long c = 0; c < R->nconns; c++) {
@@ -672,6 +791,7 @@ static int setup_conns(run *R)
                                         "block %d receives from rank %d on channel %d, but that "
                                         "rank has no thread block sending to %d on it", tb->line,
                                         r, t, tb->recv, tb->chan, r);
+                R->conns[R->rconn[r][t]].rtb = t;
             }
         }
     return CS_OK;

@@ -24,10 +24,22 @@
  * sends and receives go through one FIFO per (sender, receiver, channel)
  * holding fifo_capacity chunks (default 1, stricter than any real runtime);
  * a step of cnt chunks streams them one at a time, as the runtimes split it,
- * and both ends must agree on cnt.
+ * and both ends must agree on cnt.  The runtimes' connections hold two
+ * chunks' worth (NCCL_STEPS 8 slots, a chunk per loop iteration being
+ * MSCCL_CHUNKSTEPS 4 of them), so the default of one is stricter; a program
+ * that completes with one completes with any larger FIFO (every block runs
+ * a fixed sequence, and a step that can move stays able to until it does,
+ * so a program either completes in every order of execution or in none).
  * Types s, r, rcs, rrs, rrc, rrcs, cpy, re, nop; reductions are sums on doubles
  * or wrapping sums on int64.  When no thread block can move and some are not
- * finished, the run stops with CS_EVERIFY and a description of the deadlock.
+ * finished, the run stops with CS_EVERIFY and a description of the deadlock:
+ * each blocked block waits for exactly one other (the block whose flag it
+ * needs, the block that sends it the message it needs, or the block that
+ * must receive before it has room to send), and following those waits from
+ * a blocked block ends in a cycle, which the message spells out ("cycle of
+ * 2: rank 0 tb 0 step 1 (s) waits for room to send to rank 1 -> rank 1 tb 0
+ * step 1 (s) waits for room to send to rank 0 -> rank 0 tb 0") and the
+ * stats list; or at a block that has finished (a message never sent).
  *
  * The check fills every input with distinct values (outputs and scratch with
  * a poison value out of place), runs, and compares every output chunk with
@@ -50,11 +62,23 @@ typedef struct cs_msccl_interp_options {
     const cs_collective *collective; /* kind and root; NULL: from coll (unrooted kinds only) */
 } cs_msccl_interp_options;
 
+/* A blocked thread block: rank, block id, index of the step it is at. */
+typedef struct cs_interp_wait {
+    int rank, tb, step;
+} cs_interp_wait;
+
+#define CS_INTERP_CYCLE_MAX 16
+
 typedef struct cs_msccl_interp_stats {
     long steps_executed;
     long messages;
     int max_fifo;             /* largest FIFO occupancy seen */
     long sweeps;              /* scheduler rounds */
+    /* After a deadlock: the blocks of the wait cycle found, each waiting for
+     * the next and the last for the first (cycle_len of them, the first
+     * CS_INTERP_CYCLE_MAX listed); 0 when there is none. */
+    int cycle_len;
+    cs_interp_wait cycle[CS_INTERP_CYCLE_MAX];
 } cs_msccl_interp_stats;
 
 int msccl_doc_parse(const char *text, size_t len, cs_msccl_doc **out, cs_error *err);

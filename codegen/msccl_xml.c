@@ -138,6 +138,7 @@ typedef struct rank_layout {
     long *lop_pos;    /* XML step index of the lop */
     int *lop_nnop;    /* nops in front of it */
     long *lop_next;   /* the next op of the same block (index in the rank's list), -1 */
+    long *lop_prev;   /* the previous one, -1 */
     long *lop_leader; /* merged steps: the first of the run (itself otherwise) */
     int *lop_cnt;     /* for leaders: chunks moved by the step */
     char *hasdep;
@@ -150,6 +151,7 @@ static void layout_free(rank_layout *L)
     free(L->lop_pos);
     free(L->lop_nnop);
     free(L->lop_next);
+    free(L->lop_prev);
     free(L->lop_leader);
     free(L->lop_cnt);
     free(L->hasdep);
@@ -207,11 +209,12 @@ static int layout_blocks(const cg_plan *p, int r, int max_cnt, rank_layout *L, c
     L->lop_pos = malloc(nn * sizeof(long));
     L->lop_nnop = malloc(nn * sizeof(int));
     L->lop_next = malloc(nn * sizeof(long));
+    L->lop_prev = malloc(nn * sizeof(long));
     L->lop_leader = malloc(nn * sizeof(long));
     L->lop_cnt = malloc(nn * sizeof(int));
     L->hasdep = calloc(nn, 1);
-    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_next || !L->lop_leader ||
-        !L->lop_cnt || !L->hasdep)
+    if (!L->tbs || !L->lop_tb || !L->lop_pos || !L->lop_nnop || !L->lop_next || !L->lop_prev ||
+        !L->lop_leader || !L->lop_cnt || !L->hasdep)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     /* distinct blocks, kept sorted (a rank has few) */
     for (long k = 0; k < n; k++) {
@@ -264,6 +267,7 @@ static int layout_blocks(const cg_plan *p, int r, int max_cnt, rank_layout *L, c
         last[k] = -1;
     for (long k = 0; k < n; k++) {
         L->lop_next[k] = -1;
+        L->lop_prev[k] = last[L->lop_tb[k]];
         if (last[L->lop_tb[k]] >= 0)
             L->lop_next[last[L->lop_tb[k]]] = k;
         last[L->lop_tb[k]] = (int)k;
@@ -320,27 +324,43 @@ static void layout_steps(const cg_plan *p, int r, const long *rank_index, rank_l
     }
 }
 
+/* Timed: the latest key at which an operation runs, merged or not (a send
+ * in a run runs before its transfer lands; codegen_plan.h, "Timed order"):
+ * the key its transfer's receive has. */
+static cg_key land_key(const cg_lop *l)
+{
+    if (l->kind != CG_SEND)
+        return l->key;
+    return (cg_key){l->land, 0, 0, l->key.tid};
+}
+
 /* Members of a merged run are consecutive in their block; the run's leader
  * is the first.  True when every dependency of lop (a global id) is a member
- * of the run led by `leader` or comes before the leader: in transfer order
- * for untimed plans (the order the deadlock argument inducts on,
- * codegen_plan.h), in key order for timed ones.  A dependency is compared at
- * its own key, not at the leader of a run it may be merged into: a run's
- * fate then depends only on the operations of its two ranks, which every
- * window holds, so a slice says what the whole document says. */
+ * of the run led by `leader` or runs before the run's key `lkey`.  Untimed,
+ * the run runs at its leaders' transfer key and a dependency is compared at
+ * its transfer key (the order the deadlock argument inducts on,
+ * codegen_plan.h).  Timed, the run runs just before its receive leader's key
+ * on both ends, and a dependency is compared at the latest key it may run at
+ * (land_key).  Either way a dependency is judged by a bound that holds
+ * whether or not it is merged itself: a run's fate then depends only on the
+ * operations of its two ranks, which every window holds, so a slice says
+ * what the whole document says. */
 static bool deps_before(const cg_plan *p, const rank_layout *L, const long *rank_index,
-                        long lop, long leader_lop)
+                        long lop, long leader_lop, const cg_key *lkey)
 {
     const cg_lop *l = &p->lops[lop];
     long lead_k = rank_index[leader_lop];
-    const cg_key *lkey = &p->lops[leader_lop].key;
     for (int d = 0; d < l->ndeps; d++) {
         long dl = p->deps[l->dep_begin + d];
         if (L->lop_leader[rank_index[dl]] == lead_k)
             continue;
-        const cg_key *dkey = &p->lops[dl].key;
-        if ((p->timed ? cg_key_cmp(dkey, lkey) : cg_transfer_cmp(dkey, lkey)) >= 0)
+        if (p->timed) {
+            cg_key dk = land_key(&p->lops[dl]);
+            if (cg_key_cmp(&dk, lkey) >= 0)
+                return false;
+        } else if (cg_transfer_cmp(&p->lops[dl].key, lkey) >= 0) {
             return false;
+        }
     }
     return true;
 }
@@ -375,6 +395,9 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
     long rk = rank_index[lead_r];
     const cg_lop *r1 = &p->lops[lead_r];
     long ks = k, kr = rk;
+    /* the key the run runs at (untimed: both leaders'; timed: just before
+     * the receive leader's) */
+    const cg_key *vkey = p->timed ? &r1->key : &s1->key;
     while (Ls->lop_cnt[k] < max_cnt) {
         long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
         /* a message already leading (or in) another run stays there */
@@ -394,8 +417,8 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
             !next_slot(r1->dst, c, r2->dst) ||
             (r1->op == CS_OP_REDUCE && !next_slot(r1->red, c, r2->red)))
             break;
-        if (!deps_before(p, Ls, rank_index, s2l, lead_s) ||
-            !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r))
+        if (!deps_before(p, Ls, rank_index, s2l, lead_s, vkey) ||
+            !deps_before(p, Lr, rank_index, recv_of[s2->xfer], lead_r, vkey))
             break;
         Ls->lop_leader[ks2] = k;
         Lr->lop_leader[kr2] = rk;
@@ -406,18 +429,10 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
     }
 }
 
-static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
-                           const unsigned char *window, int max_cnt)
+/* recv_of: transfer -> its receive lop, -1 when the receiver is not core. */
+static void merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
+                            const long *recv_of, const unsigned char *window, int max_cnt)
 {
-    long nx = p->nxfers;
-    long *recv_of = malloc((size_t)(nx ? nx : 1) * sizeof(long));
-    if (!recv_of)
-        return CS_ENOMEM;
-    for (long x = 0; x < nx; x++)
-        recv_of[x] = -1;
-    for (long k = 0; k < p->nlops; k++)
-        if (p->lops[k].kind == CG_RECV)
-            recv_of[p->lops[k].xfer] = k;
     for (int r = 0; r < p->ranks; r++) {
         if (!p->core[r])
             continue;
@@ -432,7 +447,98 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
             grow_run(p, rank_index, layouts, recv_of, r, k, max_cnt);
         }
     }
-    free(recv_of);
+}
+
+/* Where a rank's step runs in the deadlock-freedom argument (codegen_plan.h):
+ * untimed, at its run leader's transfer key; timed, at its own key, or for a
+ * merged transfer just before (sub -1) its run's receive leader's key, on
+ * both ends (recv_of: transfer -> receive lop). */
+typedef struct run_at {
+    const cg_key *key;
+    int sub;
+} run_at;
+
+static run_at run_key(const cg_plan *p, const rank_layout *L, long lo, long k,
+                      const long *recv_of)
+{
+    long ld = L->lop_leader[k];
+    const cg_lop *l = &p->lops[p->rank_lops[lo + ld]];
+    if (!p->timed || l->kind == CG_COPY || L->lop_cnt[ld] == 1)
+        return (run_at){ld == k || !p->timed ? &l->key : &p->lops[p->rank_lops[lo + k]].key, 0};
+    if (l->kind == CG_SEND)
+        l = &p->lops[recv_of[l->xfer]];
+    return (run_at){&l->key, -1};
+}
+
+static int run_cmp(bool timed, run_at x, run_at y)
+{
+    int c = timed ? cg_key_cmp(x.key, y.key) : cg_transfer_cmp(x.key, y.key);
+    return c ? c : (x.sub > y.sub) - (x.sub < y.sub);
+}
+
+/* The messages a block sends form one connection (rank, peer, channel).
+ * They must be received in the order they are sent, untimed with the same
+ * transfer key at both ends, timed each receive before the next send (so a
+ * one-chunk connection is empty whenever a send reaches it). */
+static bool fifo_order(const cg_plan *p, const cg_lop *prev_send, const cg_lop *l,
+                       const long *recv_of)
+{
+    const cg_lop *rv = &p->lops[recv_of[l->xfer]];
+    if (!p->timed && cg_transfer_cmp(&l->key, &rv->key) != 0)
+        return false;
+    if (!prev_send || recv_of[prev_send->xfer] < 0)
+        return true;
+    const cg_key *pk = &p->lops[recv_of[prev_send->xfer]].key;
+    return cg_key_cmp(pk, &rv->key) < 0 && (!p->timed || cg_key_cmp(pk, &l->key) < 0);
+}
+
+/* Checks on the steps as laid out, merged runs included, what the argument
+ * needs: each connection's messages in FIFO order (fifo_order), each thread
+ * block's steps at increasing keys, and every step waiting only for steps
+ * that run before it.  Cheap (linear in operations and dependencies), so
+ * every document is checked; a failure is a bug in the lowering, refused
+ * rather than emitted. */
+static int check_order(const cg_plan *p, const rank_layout *L, int r, const long *rank_index,
+                       const long *recv_of, cs_error *err)
+{
+    long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
+    const cg_lop **last = calloc((size_t)(L->ntb ? L->ntb : 1), sizeof *last);
+    if (!last)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = CS_OK;
+    for (long k = 0; k < n && rc == CS_OK; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        if (l->kind != CG_SEND || recv_of[l->xfer] < 0)
+            continue;
+        if (!fifo_order(p, last[L->lop_tb[k]], l, recv_of))
+            rc = cs_error_set(err, CS_EINTERNAL, "", "rank %d thread block %d: send %ld is "
+                              "out of FIFO order on its connection to rank %d (channel %d)", r,
+                              L->lop_tb[k], p->xfers[l->xfer], l->peer, l->chan);
+        last[L->lop_tb[k]] = l;
+    }
+    free(last);
+    if (rc != CS_OK)
+        return rc;
+    for (long k = 0; k < n; k++) {
+        run_at v = run_key(p, L, lo, k, recv_of);
+        long prev = L->lop_prev[k];
+        if (L->lop_leader[k] == k && prev >= 0 &&
+            run_cmp(p->timed, run_key(p, L, lo, prev, recv_of), v) >= 0)
+            return cs_error_set(err, CS_EINTERNAL, "", "rank %d thread block %d: step of "
+                                "operation %ld does not run after the one before it (merged "
+                                "steps out of order)", r, L->lop_tb[k], k);
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        for (int d = 0; d < l->ndeps; d++) {
+            long dk = rank_index[p->deps[l->dep_begin + d]];
+            if (L->lop_leader[dk] == L->lop_leader[k])
+                continue;
+            if (run_cmp(p->timed, run_key(p, L, lo, dk, recv_of), v) >= 0)
+                return cs_error_set(err, CS_EINTERNAL, "", "rank %d thread block %d: a step "
+                                    "waits for thread block %d's step that runs after it "
+                                    "(forward dependency after merging)", r, L->lop_tb[k],
+                                    L->lop_tb[dk]);
+        }
+    }
     return CS_OK;
 }
 
@@ -791,9 +897,20 @@ static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsign
     for (int r = 0; r < P && rc == CS_OK; r++)
         if (core[r])
             rc = layout_blocks(p, r, d->lim.max_cnt, &layouts[r], err);
-    if (rc == CS_OK && !d->opt->single_chunk_steps &&
-        merge_transfers(p, rank_index, layouts, window, d->lim.max_cnt) != CS_OK)
+    long *recv_of = rc == CS_OK ? malloc((size_t)(p->nxfers ? p->nxfers : 1) * sizeof(long))
+                                : NULL;
+    if (rc == CS_OK && !recv_of)
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (long x = 0; x < p->nxfers && rc == CS_OK; x++)
+        recv_of[x] = -1;
+    for (long k = 0; k < p->nlops && rc == CS_OK; k++)
+        if (p->lops[k].kind == CG_RECV)
+            recv_of[p->lops[k].xfer] = k;
+    if (rc == CS_OK && !d->opt->single_chunk_steps)
+        merge_transfers(p, rank_index, layouts, recv_of, window, d->lim.max_cnt);
+    for (int r = lo; r <= hi && rc == CS_OK; r++)
+        rc = check_order(p, &layouts[r], r, rank_index, recv_of, err);
+    free(recv_of);
     for (int r = lo; r <= hi && rc == CS_OK; r++) {
         layout_steps(p, r, rank_index, &layouts[r]);
         if (!dry) {

@@ -69,6 +69,11 @@ static const opt_def options[] = {
      "answer a request whose network is isomorphic to a stored result's (another rank "
      "numbering of the same cluster shape) with that result relabelled and verified, "
      "instead of synthesizing (default true; docs/iso.md)"},
+    {"chunk-guard", OPT_BOOL, OFF(chunk_guard), 0, 0, 1,
+     "read chunked request bodies through the daemon's framing parser, which drops chunk "
+     "extensions and trailers and refuses a request with more than 32 KiB of them with a "
+     "400 (default true; false leaves libmicrohttpd's own parser alone, which answers a 500 "
+     "to a chunk-size line longer than its buffer)"},
     {"workers", OPT_INT, OFF(workers), 0, 1, 256,
      "synthesis worker threads (default 2)"},
     {"http-threads", OPT_INT, OFF(http_threads), 0, 0, 256,
@@ -133,6 +138,7 @@ void config_defaults(cs_server_config *c)
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->access_log = true;
     c->iso_cache = true;
+    c->chunk_guard = true;
     c->workers = 2;
     c->http_threads = 0;
     c->max_connections = 1024;

@@ -24,6 +24,7 @@ typedef struct cs_server_config {
     char log_level[8];        /* debug, info, warn, error */
     bool access_log;
     bool iso_cache;           /* relabel isomorphic requests' results (docs/iso.md) */
+    bool chunk_guard;         /* filter chunked bodies in front of MHD (server/framing.c) */
     double access_log_sample; /* fraction of requests logged at info */
     char log_file[1024];      /* "" = stderr; reopened on SIGHUP */
     char url_file[1024];      /* "" = none; else the URL a local client reaches the daemon

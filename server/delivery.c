@@ -1107,6 +1107,31 @@ static int cut_slice(const cs_blob *zdoc, int ranks, int lo, int hi, char **out,
     return CS_OK;
 }
 
+/* A result whose schedule copies inside a copy-capable switch has no code
+ * (codegen refuses it, naming the send and the switch).  The refusal adds
+ * what to ask for instead: the same request with options.codegen, and that
+ * request's key, so a client can POST it or look for it. */
+static int refuse_switch_copies(cs_server *s, rdoc *d, const rep_req *r, int rc, cs_error *err)
+{
+    if (rc != CS_EUNSUPPORTED)
+        return rc;
+    char why[CS_ERROR_MESSAGE_MAX], key2[65] = "";
+    snprintf(why, sizeof why, "%s", err->message);
+    cs_error e2;
+    if (d->request &&
+        synth_request_key_with_codegen(d->request, strlen(d->request), &s->cfg.limits, key2,
+                                       &e2) != CS_OK)
+        key2[0] = '\0';
+    if (key2[0] && strcmp(key2, d->key) != 0)
+        return cs_error_set(err, CS_EUNSUPPORTED, "format",
+                            "no %s for this result: %.330s; that request (\"options\": "
+                            "{\"codegen\": \"%s\"}) has key %s",
+                            r->xml ? "MSCCL XML" : "CUDA", why, r->xml ? "msccl-xml" : "cuda",
+                            key2);
+    return cs_error_set(err, CS_EUNSUPPORTED, "format", "no %s for this result: %.420s",
+                        r->xml ? "MSCCL XML" : "CUDA", why);
+}
+
 /* Generates the document of r (never a slice for msccl-xml: see framer)
  * for frontier entry idx, zstd-compressed. */
 static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char **z,
@@ -1131,6 +1156,9 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
     cs_algorithm *a = NULL;
     if ((rc = result_codec_decode_algorithm(d->view, idx, -1, -1, &a, err)))
         return rc;
+    /* copies inside a switch: codegen refuses; the refusal names the
+     * request that has code (refuse_switch_copies) */
+    bool copies = a->switch_nodes > 0;
     char *body = NULL;
     size_t len = 0;
     if (r->xml) {
@@ -1157,7 +1185,7 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
         algorithm_free(a);
         if (rc) {
             free(f.buf);
-            return rc;
+            return copies ? refuse_switch_copies(s, d, r, rc, err) : rc;
         }
         count(&s->metrics.codegen_total);
         *z = f.buf;
@@ -1173,7 +1201,7 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
                          : cuda_generate(a, t, &co, &body, &len, err);
     algorithm_free(a);
     if (rc)
-        return rc;
+        return copies ? refuse_switch_copies(s, d, r, rc, err) : rc;
     count(&s->metrics.codegen_total);
     rc = encode_buffer(ENC_ZSTD, body, len, z, zl, err);
     free(body);

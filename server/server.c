@@ -62,6 +62,8 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
     if (!r)
         return MHD_NO;
     add_cors(rs, r);
+    if (rs->close_after)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     rs->status = status;
     rs->responded = true;
     if (offloaded_here == rs) {
@@ -288,6 +290,12 @@ static enum MHD_Result request_begins(req_state *rs)
     cs_server *s = rs->srv;
     if (strcmp(rs->url, "/v1/synthesize") == 0)
         rs->route = ROUTE_SYNTHESIZE; /* for the metrics of early refusals */
+    if (s->cfg.chunk_guard) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(rs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        rs->framing = ci ? framing_of(ci->connect_fd) : NULL;
+        rs->framing_seq = framing_request_begins(rs->framing);
+    }
     if (rs->nul_in_target)
         guard_refuse(rs, 400, "invalid", "path", "the request target contains a NUL byte (%%00)");
     guard_request(rs);
@@ -347,6 +355,21 @@ static enum MHD_Result request_body(req_state *rs, const char *data, size_t n)
     return MHD_YES;
 }
 
+/* The framing parser ended this body early (framing.c): refuse the request,
+ * unless it was refused already (the first reason is the one answered). */
+static void framing_refusal(req_state *rs)
+{
+    int status;
+    bool close;
+    char msg[256];
+    if (!rs->framing ||
+        !framing_take_refusal(rs->framing, rs->framing_seq, &status, &close, msg, sizeof msg))
+        return;
+    if (!rs->refusal_status)
+        guard_refuse(rs, status, status == 413 ? "too_large" : "invalid", "body", "%s", msg);
+    rs->close_after = rs->close_after || close;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -381,6 +404,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     if (rs->responded)
         return MHD_YES;
     conntrack_phase(s, conn, CONN_BUSY); /* the whole request is in */
+    framing_refusal(rs);
     if (rs->refusal_status)
         return respond_refusal(rs);
     return route_request(rs, url, method);
@@ -434,6 +458,23 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(rs->body);
     free(rs);
     *con_cls = NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: MHD reports a connection started before it
+ * reads from it and closed before it closes its socket. */
+static void connection_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    cs_server *s = cls;
+    if (s->cfg.chunk_guard) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci && code == MHD_CONNECTION_NOTIFY_STARTED)
+            framing_attach(ci->connect_fd, FRAMING_DROP_LIMIT, drain_cap(s));
+        else if (ci)
+            framing_detach(ci->connect_fd);
+    }
+    conntrack_notify(cls, conn, socket_context, code);
 }
 
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
@@ -646,7 +687,7 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections * (unsigned)http_threads,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, conntrack_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
         uri_received, s, MHD_OPTION_END);
     if (!s->mhd) {
         server_stop(s);
@@ -665,6 +706,12 @@ int server_start(const cs_server_config *cfg, const cs_logger *log, cs_server **
     /* results stored without a summary (a crash in between, an older store)
      * join the results list in the background */
     workpool_submit(s->parse_pool, backfill_task, s);
+    if (cfg->chunk_guard && !framing_active())
+        log_event(&s->log, LOG_WARN, "chunk_guard_inactive", "message",
+                  "libmicrohttpd's reads do not pass through the daemon's recv() (was "
+                  "collsynthd linked without exporting it?): a chunk-size line longer than "
+                  "libmicrohttpd's buffer gets its 500 instead of a 400",
+                  NULL);
     if (!s->loopback_bind && !cfg->auth_token[0])
         log_event(&s->log, LOG_WARN, "no_auth_token", "addr", cfg->listen, "message",
                   "listening beyond loopback without --auth-token: anyone who can reach this "

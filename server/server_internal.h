@@ -21,6 +21,7 @@
 #define MAX_CORS_ORIGINS 32
 
 typedef struct cs_conntrack cs_conntrack;
+typedef struct cs_framing cs_framing;
 typedef struct cs_flight cs_flight;
 typedef enum cs_conn_phase { CONN_HEADERS = 0, CONN_BODY, CONN_BUSY } cs_conn_phase;
 #define MAX_ALLOWED_HOSTS 32
@@ -86,6 +87,11 @@ typedef struct req_state {
     char job_id[40];
     char handle[40];           /* this caller's handle on job_id */
     char key[65];
+    /* the connection's framing state (framing.c) and this request's number
+     * on it, to find a refusal the framing parser made for this body */
+    cs_framing *framing;
+    unsigned long long framing_seq;
+    bool close_after;          /* answer with Connection: close */
 } req_state;
 
 /* ---- responses (server.c) ---- */
@@ -128,6 +134,31 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
                       enum MHD_ConnectionNotificationCode code);
 /* The connection enters a phase; its deadline restarts (none when busy). */
 void conntrack_phase(const cs_server *s, struct MHD_Connection *conn, cs_conn_phase phase);
+
+/* ---- request framing in front of MHD's chunked-body parser (framing.c) ---- */
+/* Dropped chunk extensions, leading zeros and trailer fields allowed per
+ * request before it is refused (about what MHD's read buffer held). */
+#define FRAMING_DROP_LIMIT 32768
+/* Starts (and ends) filtering the reads of a connection's socket; called from
+ * MHD's connection notifications.  false: not filtered (table full, memory). */
+bool framing_attach(int fd, uint64_t drop_limit, uint64_t drain_cap);
+void framing_detach(int fd);
+/* The state of a filtered socket, NULL when it is not filtered. */
+cs_framing *framing_of(int fd);
+/* Does libmicrohttpd's recv() come here?  (The executable must export it.) */
+bool framing_active(void);
+/* The access handler's first call for a request: its number on the connection. */
+unsigned long long framing_request_begins(cs_framing *f);
+/* The refusal the parser made for request `seq`, if any (taken once). */
+bool framing_take_refusal(cs_framing *f, unsigned long long seq, int *status, bool *close,
+                          char *msg, size_t cap);
+/* The parser itself, for tests: filters n bytes in place (cap >= n bytes of
+ * room) and returns how many bytes are output; output that did not fit
+ * waits in the state (framing_take_pending). */
+cs_framing *framing_new(uint64_t drop_limit, uint64_t drain_cap);
+void framing_free(cs_framing *f);
+size_t framing_filter(cs_framing *f, char *buf, size_t n, size_t cap);
+size_t framing_take_pending(cs_framing *f, char *buf, size_t cap);
 
 /* ---- admission (guard.c) ---- */
 void guard_init(cs_server *s);

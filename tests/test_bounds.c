@@ -5,21 +5,13 @@
 #include "check_main.h"
 #include "cluster_testutil.h"
 #include "collective.h"
+#include "topology_testutil.h"
 
 /* Time limits stretch under valgrind (make valgrind sets VALGRIND=1). */
 static double slow_factor(void)
 {
     const char *v = getenv("VALGRIND");
     return v && strcmp(v, "1") == 0 ? 50.0 : 1.0;
-}
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err = { 0 };
-    int rc = topology_load(spec, NULL, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
 }
 
 /* Bounds of kind/root on t must be steps and num/den (reduced). */
@@ -45,7 +37,7 @@ static void expect(const cs_topology *t, cs_coll_kind kind, int root, int steps,
  * receives 7 chunks per chunk over 6 NVLinks). */
 START_TEST(dgx1_matches_sccl)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     expect(t, CS_COLL_ALLGATHER, -1, 2, 7, 6);
     expect(t, CS_COLL_REDUCESCATTER, -1, 2, 7, 6);
     /* allreduce = RS + AG: steps 4, (7/6 + 7/6) / 8 = 7/24 */
@@ -66,7 +58,7 @@ END_TEST
 
 START_TEST(rings_lines_stars_fc)
 {
-    cs_topology *t = load("ring:8");
+    cs_topology *t = test_topology("ring:8");
     /* 7 chunks per chunk into one rank over 2 lanes; diameter 4 */
     expect(t, CS_COLL_ALLGATHER, -1, 4, 7, 2);
     expect(t, CS_COLL_BROADCAST, 0, 4, 1, 2);
@@ -77,12 +69,12 @@ START_TEST(rings_lines_stars_fc)
     expect(t, CS_COLL_ALLTOALL, -1, 4, 8, 1);
     topology_free(t);
 
-    t = load("fc:8");
+    t = test_topology("fc:8");
     expect(t, CS_COLL_ALLGATHER, -1, 1, 1, 1);      /* 7/7 */
     expect(t, CS_COLL_BROADCAST, 3, 1, 1, 7);
     topology_free(t);
 
-    t = load("line:4");
+    t = test_topology("line:4");
     /* the end rank receives 3 per chunk over 1 lane; diameter 3 */
     expect(t, CS_COLL_ALLGATHER, -1, 3, 3, 1);
     /* broadcast from 1: farthest rank 3 is 2 hops; every cut has 1 lane */
@@ -95,7 +87,7 @@ START_TEST(rings_lines_stars_fc)
     expect(t, CS_COLL_ALLTOALL, -1, 3, 4, 1);
     topology_free(t);
 
-    t = load("star:4");
+    t = test_topology("star:4");
     /* a leaf receives 3 per chunk over 1 lane; leaf to leaf is 2 hops */
     expect(t, CS_COLL_ALLGATHER, -1, 2, 3, 1);
     /* scatter from the hub: each leaf gets 1 per chunk over its lane */
@@ -105,8 +97,9 @@ START_TEST(rings_lines_stars_fc)
     topology_free(t);
 
     /* unidirectional ring 0->1->2->3->0: 1 lane in, diameter 3 */
-    t = load("{\"ranks\": 4, \"links\": [{\"src\": 0, \"dst\": 1}, {\"src\": 1, \"dst\": 2},"
-             " {\"src\": 2, \"dst\": 3}, {\"src\": 3, \"dst\": 0}]}");
+    t = test_topology("{\"ranks\": 4, \"links\": [{\"src\": 0, \"dst\": 1}, "
+                      "{\"src\": 1, \"dst\": 2}, {\"src\": 2, \"dst\": 3}, "
+                      "{\"src\": 3, \"dst\": 0}]}");
     expect(t, CS_COLL_ALLGATHER, -1, 3, 3, 1);
     /* gather to 0: farthest source is 1 (3 hops) */
     expect(t, CS_COLL_GATHER, 0, 3, 3, 1);
@@ -118,7 +111,7 @@ END_TEST
  * a rank, so only a real min-cut search finds it. */
 START_TEST(dumbbell_needs_set_cuts)
 {
-    cs_topology *t = load(
+    cs_topology *t = test_topology(
         "{\"ranks\": 8, \"links\": ["
         "{\"src\": 0, \"dst\": 1, \"bidirectional\": true}, {\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
         "{\"src\": 0, \"dst\": 3, \"bidirectional\": true}, {\"src\": 1, \"dst\": 2, \"bidirectional\": true},"
@@ -145,18 +138,18 @@ END_TEST
 START_TEST(shared_sets_and_switches)
 {
     /* fc:3 with rank 0's two in-links in one 1-lane set: 2 per chunk over 1 lane */
-    cs_topology *t = load("{\"ranks\": 3, \"links\": ["
-                          "{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
-                          "{\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
-                          "{\"src\": 1, \"dst\": 2, \"bidirectional\": true}],"
-                          " \"shared\": [{\"links\": [[1, 0], [2, 0]], \"lanes\": 1}]}");
+    cs_topology *t = test_topology("{\"ranks\": 3, \"links\": ["
+                                   "{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
+                                   "{\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
+                                   "{\"src\": 1, \"dst\": 2, \"bidirectional\": true}],"
+                                   " \"shared\": [{\"links\": [[1, 0], [2, 0]], \"lanes\": 1}]}");
     expect(t, CS_COLL_ALLGATHER, -1, 1, 2, 1);
     /* broadcast from 1: rank 0 gets at most 1 lane */
     expect(t, CS_COLL_BROADCAST, 1, 1, 1, 1);
     topology_free(t);
 
     /* dgx2: one chunk in per round per GPU: 15 per chunk; 1 step */
-    t = load("dgx2");
+    t = test_topology("dgx2");
     expect(t, CS_COLL_ALLGATHER, -1, 1, 15, 1);
     expect(t, CS_COLL_BROADCAST, 0, 1, 1, 1);
     topology_free(t);
@@ -164,12 +157,12 @@ START_TEST(shared_sets_and_switches)
     /* ndv2:2: a server (8 GPUs) receives 8 per chunk through GPUs 0 and 1, one
      * switch lane each: 8/2 = 4 (a GPU alone: 15/7).  Steps: GPU 6 to GPU 14
      * goes 6-2-0-8-10-14 or similar: 5 hops. */
-    t = load("ndv2:2");
+    t = test_topology("ndv2:2");
     expect(t, CS_COLL_ALLGATHER, -1, 5, 4, 1);
     topology_free(t);
 
     /* mesh2d:3x3: a corner receives 8 per chunk over 2 lanes = 4; diameter 4 */
-    t = load("mesh2d:3x3");
+    t = test_topology("mesh2d:3x3");
     expect(t, CS_COLL_ALLGATHER, -1, 4, 4, 1);
     topology_free(t);
 }
@@ -177,7 +170,7 @@ END_TEST
 
 START_TEST(custom_and_errors)
 {
-    cs_topology *t = load("line:3");
+    cs_topology *t = test_topology("line:3");
     cs_collective c;
     cs_error err = { 0 };
     json_t *doc = json_loads("{\"kind\": \"custom\", \"global_chunks\": 1, \"pre\": [[0, 0]],"
@@ -204,7 +197,7 @@ END_TEST
 
 START_TEST(hundreds_of_ranks_are_fast)
 {
-    cs_topology *t = load("torus2d:16x16");
+    cs_topology *t = test_topology("torus2d:16x16");
     double t0 = cs_now();
     /* 255 per chunk over 4 lanes; diameter 8 + 8 */
     expect(t, CS_COLL_ALLGATHER, -1, 16, 255, 4);
@@ -213,7 +206,7 @@ START_TEST(hundreds_of_ranks_are_fast)
     topology_free(t);
 
     /* above 4096 ranks: per-rank cuts and a double-sweep diameter */
-    t = load("mesh2d:100x100");
+    t = test_topology("mesh2d:100x100");
     t0 = cs_now();
     /* corner: 9999 per chunk over 2 lanes; diameter 99 + 99 */
     expect(t, CS_COLL_ALLGATHER, -1, 198, 9999, 2);

@@ -466,6 +466,48 @@ START_TEST(mcf_copies_in_the_switch_where_it_helps)
 END_TEST
 
 
+/* Every send up to a switch node is copied on by the node afterwards (no
+ * dead ends loading a port), and a schedule that uses no node says so
+ * (switch_nodes 0) and has code.  switch2d:4x2 allgather: mcf's greedy
+ * used to send chunks up that no node forwarded, which made the whole
+ * schedule one that code generation refuses. */
+START_TEST(mcf_leaves_no_dead_ends_in_the_switch)
+{
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_builtin("switch2d:4x2,copy=1", &t, &err), CS_OK);
+    cs_result *r = NULL;
+    mcf_time(t, CS_COLL_ALLGATHER, &r);
+    const cs_algorithm *a = r->algs[0];
+    int P = a->ranks;
+    bool via_node = false;
+    for (long i = 0; i < a->nsends; i++) {
+        int dst = algorithm_send_dst(a, i);
+        via_node |= dst >= P || algorithm_send_src(a, i) >= P;
+        if (dst < P)
+            continue;
+        bool forwarded = false;
+        for (long k = 0; k < a->nsends; k++)
+            forwarded |= algorithm_send_src(a, k) == dst &&
+                         algorithm_send_chunk(a, k) == algorithm_send_chunk(a, i) &&
+                         algorithm_send_start_us(a, k) >= algorithm_send_end_us(a, i) - 1e-6;
+        ck_assert_msg(forwarded, "send %ld (chunk %ld, %d->%d) is never copied on", i,
+                      algorithm_send_chunk(a, i), algorithm_send_src(a, i), dst);
+    }
+    ck_assert_int_eq(a->switch_nodes > 0, via_node);
+    if (!via_node) {
+        cs_msccl_options mo;
+        msccl_options_default(&mo);
+        char *xml = NULL;
+        int rc = msccl_xml_generate(a, t, &mo, &xml, NULL, &err);
+        ck_assert_msg(rc == CS_OK, "%s", err.message);
+        free(xml);
+    }
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 /* The other methods ignore the flag: they use unicast through the switch,
  * which a copy-capable switch still allows, so they find the same schedule
  * on star8 with and without copy, and it verifies on both. */
@@ -529,6 +571,158 @@ START_TEST(auto_uses_mcf_for_broadcast_on_copy_switches)
 }
 END_TEST
 
+/* The smallest T with sum_{j<T} min(2^j, P) >= (P - 1) C: a broadcast of C
+ * chunks on P ranks joined only by one switch, without copy, needs T send
+ * times (each holder sends one chunk per send time through its port, so the
+ * holders of a chunk at most double; worked out in switch_copy_bench.c). */
+static int unicast_floor_sends(int P, int C)
+{
+    long need = (long)(P - 1) * C, done = 0;
+    int T = 0;
+    while (done < need) {
+        done += T < 30 && (1L << T) < P ? (1L << T) : P;
+        T++;
+    }
+    return T;
+}
+
+static cs_synth_request *parse_ok(const char *body)
+{
+    cs_synth_request *req = NULL;
+    cs_error err;
+    int rc = synth_request_parse(body, strlen(body), NULL, &req, &err);
+    ck_assert_msg(rc == CS_OK, "%s: %s (%s)", body, err.message, err.field);
+    return req;
+}
+
+#define STAR8(copy)                                                                              \
+    "{\"topology\":{\"name\":\"s\",\"ranks\":8,\"switches\":[{\"name\":\"sw\","                  \
+    "\"ranks\":[0,1,2,3,4,5,6,7],\"gbps\":1,\"alpha_us\":0" copy "}]},"                          \
+    "\"collective\":{\"kind\":\"broadcast\",\"root\":0}"
+
+/* A request that will be lowered to code (options.codegen) gets a schedule
+ * without copies in the switch, from auto and from mcf, that verifies on
+ * the copy-capable topology as written and generates MSCCL XML; the reason
+ * says why.  Without the option the multicast form stays. */
+START_TEST(codegen_requests_get_unicast_through_copy_switches)
+{
+    cs_error err;
+    cs_synth_request *req = parse_ok(STAR8(",\"copy\":true") ",\"options\":{\"codegen\":"
+                                     "\"msccl-xml\",\"tacos\":{\"bytes\":1000}}}");
+    ck_assert_ptr_nonnull(req->instance);
+    ck_assert_int_eq(synth_request_instance(req)->nswitch_nodes, 0);
+    ck_assert_int_eq(req->topology->nswitch_nodes, 1);
+    cs_result *res = NULL;
+    int rc = synth_run(req, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_str_eq(res->method, "mcf");
+    ck_assert_msg(strstr(res->reason, "options.codegen") && strstr(res->reason, "unicast"),
+                  "%s", res->reason);
+    const cs_algorithm *a = res->algs[0];
+    ck_assert_int_eq(a->switch_nodes, 0);
+    for (long i = 0; i < a->nsends; i++) {
+        ck_assert_int_lt(algorithm_send_src(a, i), 8);
+        ck_assert_int_lt(algorithm_send_dst(a, i), 8);
+    }
+    assert_valid(req->topology, a);
+    /* unicast: no faster than the unicast floor of its chunking (1000 bytes
+     * in C chunks: a send takes 1/C us) */
+    cs_sim_result sr;
+    ck_assert_int_eq(simulate_algorithm(req->topology, a, 1000, &sr, &err), CS_OK);
+    ck_assert_double_ge(sr.time_us, unicast_floor_sends(8, a->chunks) / (double)a->chunks - 1e-6);
+    sim_result_free(&sr);
+    cs_msccl_options mo;
+    msccl_options_default(&mo);
+    char *xml = NULL;
+    rc = msccl_xml_generate(a, req->topology, &mo, &xml, NULL, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(xml, "<algo"));
+    free(xml);
+    result_free(res);
+
+    /* the key: a different request from the one without codegen, the same
+     * for cuda, and the one synth_request_key_with_codegen names */
+    cs_synth_request *plain = parse_ok(STAR8(",\"copy\":true")
+                                       ",\"options\":{\"tacos\":{\"bytes\":1000}}}");
+    cs_synth_request *cuda = parse_ok(STAR8(",\"copy\":true") ",\"options\":{\"codegen\":"
+                                      "\"cuda\",\"tacos\":{\"bytes\":1000}}}");
+    ck_assert_str_ne(plain->key, req->key);
+    ck_assert_str_eq(cuda->key, req->key);
+    char *text = synth_request_canonical_text(plain);
+    char key2[65];
+    ck_assert_int_eq(synth_request_key_with_codegen(text, strlen(text), NULL, key2, &err), CS_OK);
+    free(text);
+    ck_assert_str_eq(key2, req->key);
+    /* the canonical request parses to itself */
+    text = synth_request_canonical_text(req);
+    cs_synth_request *again = parse_ok(text);
+    free(text);
+    ck_assert_str_eq(again->key, req->key);
+    ck_assert_ptr_nonnull(again->instance);
+    synth_request_free(again);
+
+    /* without codegen: the switch copies (the multicast form stays) */
+    rc = synth_run(plain, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_eq(res->algs[0]->switch_nodes, 1);
+    ck_assert_ptr_null(strstr(res->reason, "options.codegen"));
+    result_free(res);
+    synth_request_free(plain);
+    synth_request_free(cuda);
+    synth_request_free(req);
+
+    /* method mcf with codegen: the same instance */
+    req = parse_ok(STAR8(",\"copy\":true") ",\"method\":\"mcf\",\"options\":{\"codegen\":"
+                   "\"msccl-xml\",\"chunks\":2,\"bytes\":1000}}");
+    rc = synth_run(req, NULL, NULL, &res, &err);
+    ck_assert_msg(rc == CS_OK, "%s", err.message);
+    ck_assert_int_eq(res->algs[0]->switch_nodes, 0);
+    ck_assert_ptr_nonnull(strstr(res->reason, "options.codegen"));
+    assert_valid(req->topology, res->algs[0]);
+    result_free(res);
+    synth_request_free(req);
+}
+END_TEST
+
+/* Where codegen cannot change the answer (no copy-capable switch, or a
+ * method that never copies) it is not part of the key; bad values are
+ * refused naming the field. */
+START_TEST(codegen_option_keys_and_errors)
+{
+    cs_synth_request *a = parse_ok(STAR8("") "}");
+    cs_synth_request *b = parse_ok(STAR8("") ",\"options\":{\"codegen\":\"msccl-xml\"}}");
+    ck_assert_str_eq(a->key, b->key);
+    ck_assert_ptr_null(b->instance);
+    char *text = synth_request_canonical_text(a);
+    char key2[65];
+    cs_error err;
+    ck_assert_int_eq(synth_request_key_with_codegen(text, strlen(text), NULL, key2, &err), CS_OK);
+    free(text);
+    ck_assert_str_eq(key2, a->key);
+    synth_request_free(a);
+    synth_request_free(b);
+    a = parse_ok(STAR8(",\"copy\":true") ",\"method\":\"tacos\"}");
+    b = parse_ok(STAR8(",\"copy\":true") ",\"method\":\"tacos\",\"options\":{\"codegen\":"
+                 "\"cuda\"}}");
+    ck_assert_str_eq(a->key, b->key);
+    synth_request_free(a);
+    synth_request_free(b);
+    a = parse_ok(STAR8(",\"copy\":true") ",\"options\":{\"codegen\":\"none\"}}");
+    b = parse_ok(STAR8(",\"copy\":true") "}");
+    ck_assert_str_eq(a->key, b->key);
+    synth_request_free(a);
+    synth_request_free(b);
+    const char *bad[] = {STAR8("") ",\"options\":{\"codegen\":\"xml\"}}",
+                         STAR8("") ",\"options\":{\"codegen\":true}}"};
+    for (int i = 0; i < 2; i++) {
+        cs_synth_request *r = NULL;
+        ck_assert_int_eq(synth_request_parse(bad[i], strlen(bad[i]), NULL, &r, &err), CS_EINVAL);
+        ck_assert_str_eq(err.field, "options.codegen");
+        ck_assert_ptr_nonnull(strstr(err.message, "msccl-xml"));
+    }
+}
+END_TEST
+
 /* Through the daemon: the schedule is stored and served as JSON (its
  * switch-node sends intact), code generation is refused with the reason,
  * and the daemon keeps answering. */
@@ -571,7 +765,30 @@ START_TEST(daemon_serves_and_refuses_codegen_cleanly)
     const char *msg = json_str(json_object_get(doc, "error"), "message");
     ck_assert_ptr_nonnull(strstr(msg, "copy-capable switch sw (node 4)"));
     ck_assert_ptr_nonnull(strstr(msg, "in-switch multicast"));
+    /* it names the request that has code, and that request's key */
+    ck_assert_ptr_nonnull(strstr(msg, "\"codegen\": \"msccl-xml\""));
+    const char *k2 = strstr(msg, "has key ");
+    ck_assert_ptr_nonnull(k2);
+    char key2[65];
+    snprintf(key2, sizeof key2, "%.64s", k2 + 8);
     json_decref(doc);
+    /* ... which is what POSTing it gives, and that result has code */
+    const char *body2 =
+        "{\"topology\":{\"name\":\"star4c\",\"ranks\":4,\"switches\":[{\"name\":\"sw\","
+        "\"ranks\":[0,1,2,3],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]},"
+        "\"collective\":{\"kind\":\"broadcast\",\"root\":0},\"method\":\"mcf\","
+        "\"options\":{\"wait_s\":30,\"bytes\":1000,\"codegen\":\"msccl-xml\"}}";
+    ck_assert_int_eq(post_synthesize(&d, body2, &doc), 200);
+    ck_assert_str_eq(json_str(doc, "key"), key2);
+    alg = json_array_get(json_object_get(doc, "frontier"), 0);
+    ck_assert_ptr_null(json_object_get(alg, "switch_nodes"));
+    json_decref(doc);
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml", key2);
+    http_resp hr;
+    ck_assert_int_eq(http_request(&d, "GET", path, NULL, NULL, &hr), 0);
+    ck_assert_int_eq(hr.status, 200);
+    ck_assert_ptr_nonnull(strstr(hr.body, "<algo"));
+    http_resp_free(&hr);
     doc = get_json(&d, "/v1/health", &status);
     ck_assert_int_eq(status, 200);
     json_decref(doc);
@@ -593,8 +810,11 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, cross_group_bytes_through_a_node);
     tcase_add_test(tc, old_schedules_unchanged_on_copy_switches);
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
+    tcase_add_test(tc, mcf_leaves_no_dead_ends_in_the_switch);
     tcase_add_test(tc, other_methods_ignore_the_flag);
     tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
+    tcase_add_test(tc, codegen_requests_get_unicast_through_copy_switches);
+    tcase_add_test(tc, codegen_option_keys_and_errors);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;

@@ -26,10 +26,16 @@ static unsigned rnd(unsigned n)
 
 /* ---- link lookups --------------------------------------------------------------- */
 
-static void check_finder(const cs_topology *t)
+/* dense: with link_finder_densify's table (every topology here is small
+ * enough), else the binary search. */
+static void check_finder_as(const cs_topology *t, bool dense)
 {
     link_finder f;
     ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    if (dense) {
+        link_finder_densify(&f, (long)t->ranks * t->ranks);
+        ck_assert_msg(f.pos != NULL, "%s: no dense table", t->name);
+    }
     for (int s = -1; s <= t->ranks; s++)
         for (int d = -1; d <= t->ranks; d++) {
             int want = -1;
@@ -41,6 +47,12 @@ static void check_finder(const cs_topology *t)
                           t->name, s, d, link_finder_find(&f, s, d), want);
         }
     link_finder_free(&f);
+}
+
+static void check_finder(const cs_topology *t)
+{
+    check_finder_as(t, false);
+    check_finder_as(t, true);
 }
 
 START_TEST(link_finder_finds_every_link_and_nothing_else)
@@ -63,6 +75,135 @@ START_TEST(link_finder_finds_every_link_and_nothing_else)
     ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
     check_finder(t);
     topology_free(t);
+}
+END_TEST
+
+/* The dense table is one byte per rank pair holding a position among the
+ * source's out-links: a rank with 255 or more out-links, or fewer lookups
+ * than an eighth of the pairs, keeps the binary search, which still finds
+ * every link. */
+START_TEST(link_finder_dense_only_where_it_fits)
+{
+    cs_error err;
+    cs_topology *t = topology_new("star300", 300);
+    for (int r = 1; r < 300; r++)
+        ck_assert_int_eq(topology_add_link(t, 0, r, 1, 1.0, 0.0, true, &err), CS_OK);
+    ck_assert_int_eq(topology_finalize(t, &err), CS_OK);
+    link_finder f;
+    ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    link_finder_densify(&f, 300L * 300);
+    ck_assert_ptr_null(f.pos);
+    link_finder_free(&f);
+    check_finder_as(t, false);
+    topology_free(t);
+
+    ck_assert_int_eq(topology_builtin("mesh2d:4x4", &t, &err), CS_OK);
+    ck_assert_int_eq(link_finder_init(&f, t), CS_OK);
+    link_finder_densify(&f, 16 * 16 / 8 - 1);
+    ck_assert_ptr_null(f.pos);
+    link_finder_densify(&f, 16 * 16 / 8);
+    ck_assert_ptr_nonnull(f.pos);
+    link_finder_free(&f);
+    topology_free(t);
+}
+END_TEST
+
+/* ---- chunk-by-chunk batches ------------------------------------------------------ */
+
+/* send_batches hands out every kept send once, chunk by chunk, in index
+ * order within a chunk, and writes results back to the send they came from.
+ * 600k sends take several batches on one thread (gathered from per-batch
+ * buckets); chunk 7 alone holds more sends than a batch's scratch (which
+ * then grows for it, and the batches after it keep the larger size); a
+ * third of the sends are not kept.  The reference is
+ * a plain stable sort by chunk. */
+START_TEST(send_batches_give_every_kept_send_once_by_chunk)
+{
+    cs_error err;
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    int P = 64, C = 16;   /* 1024 chunks */
+    long n = 600000, G = (long)P * C;
+    cs_algorithm *a = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "none", P, C, 50, &a, &err), CS_OK);
+    collective_free(&c);
+    ck_assert_int_eq(algorithm_reserve_sends(a, n), CS_OK);
+    unsigned char *keep = calloc((size_t)n / 8 + 1, 1);
+    for (long i = 0; i < n; i++) {
+        long g = i % 4 != 0 ? 7 : (long)rnd((unsigned)G);
+        int src = (int)rnd((unsigned)P), dst = (src + 1 + (int)rnd((unsigned)P - 1)) % P;
+        ck_assert_int_eq(algorithm_add_send(a, g, src, dst, (int)rnd(50),
+                                            rnd(2) ? CS_OP_REDUCE : CS_OP_COPY), CS_OK);
+        if (rnd(3) != 0)
+            keep[i >> 3] |= (unsigned char)(1u << (i & 7));
+    }
+    /* the reference order: kept sends by (chunk, index) */
+    long *start = calloc((size_t)G + 1, sizeof *start), nk = 0;
+    for (long i = 0; i < n; i++)
+        if ((keep[i >> 3] >> (i & 7)) & 1) {
+            start[algorithm_send_chunk(a, i) + 1]++;
+            nk++;
+        }
+    for (long g = 0; g < G; g++)
+        start[g + 1] += start[g];
+    uint32_t *want = malloc(sizeof *want * (size_t)nk);
+    long *at = malloc(sizeof *at * (size_t)G);
+    memcpy(at, start, sizeof *at * (size_t)G);
+    for (long i = 0; i < n; i++)
+        if ((keep[i >> 3] >> (i & 7)) & 1)
+            want[at[algorithm_send_chunk(a, i)]++] = (uint32_t)i;
+
+    send_batches sb;
+    ck_assert_int_eq(send_batches_init(&sb, a, keep, false), CS_OK);
+    ck_assert_ptr_nonnull(sb.bucket);   /* the per-batch buckets, not the scans */
+    uint32_t *col0 = calloc((size_t)n, sizeof *col0), *col1 = calloc((size_t)n, sizeof *col1);
+    send_batch b;
+    long next_g = 0, batches = 0, seen = 0;
+    int rc;
+    while ((rc = send_batches_next(&sb, &b)) == CS_OK) {
+        batches++;
+        ck_assert_int_eq((long)send_batch_chunk(&b, 0), next_g);
+        uint32_t nrec = b.begin[b.g1 - b.g0] - b.begin[0];
+        uint32_t *pairs = malloc(sizeof *pairs * 2 * ((size_t)nrec + 1));
+        for (uint32_t j = 0; j < b.g1 - b.g0; j++) {
+            long g = send_batch_chunk(&b, j);
+            uint32_t len;
+            const send_rec *r = send_batch_recs(&b, j, &len);
+            ck_assert_int_eq((long)len, start[g + 1] - start[g]);
+            for (uint32_t q = 0; q < len; q++) {
+                uint32_t i = want[start[g] + q];
+                ck_assert_uint_eq(send_rec_index(&r[q]), i);
+                ck_assert_int_eq(r[q].src, algorithm_send_src(a, i));
+                ck_assert_int_eq(r[q].dst, algorithm_send_dst(a, i));
+                ck_assert_uint_eq(r[q].t0, (uint32_t)algorithm_send_step(a, i));
+                ck_assert_int_eq(send_rec_op(&r[q]), algorithm_send_op(a, i));
+                size_t p = (size_t)(r + q - b.recs);
+                pairs[2 * p] = i + 1;
+                pairs[2 * p + 1] = (uint32_t)g;
+            }
+            seen += len;
+        }
+        send_batch_write_back(&sb, &b, pairs, col0, col1);
+        free(pairs);
+        next_g = send_batch_chunk(&b, b.g1 - b.g0 - 1) + 1;
+    }
+    ck_assert_int_eq(rc, SEND_BATCHES_DONE);
+    ck_assert_int_eq(next_g, G);
+    ck_assert_int_eq(seen, nk);
+    ck_assert_int_ge(batches, 3);
+    for (long i = 0; i < n; i++) {
+        bool k = (keep[i >> 3] >> (i & 7)) & 1;
+        ck_assert_uint_eq(col0[i], k ? (uint32_t)i + 1 : 0);
+        ck_assert_uint_eq(col1[i], k ? (uint32_t)algorithm_send_chunk(a, i) : 0);
+    }
+    send_batches_free(&sb);
+    free(col0);
+    free(col1);
+    free(want);
+    free(at);
+    free(start);
+    free(keep);
+    algorithm_free(a);
 }
 END_TEST
 
@@ -447,6 +588,8 @@ static Suite *vsim_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, link_finder_finds_every_link_and_nothing_else);
+    tcase_add_test(tc, link_finder_dense_only_where_it_fits);
+    tcase_add_test(tc, send_batches_give_every_kept_send_once_by_chunk);
     tcase_add_test(tc, simulated_time_equals_brute_force_on_random_schedules);
     tcase_add_test(tc, simulated_time_equals_brute_force_over_batches);
     tcase_add_test(tc, verify_simulate_equals_brute_force_on_tacos_schedules);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cuda_gen.h"
@@ -45,32 +46,176 @@ static const char codegen_help[] =
     "  --ranks A-B        only ranks A..B (or --ranks R): an MSCCL slice (the same\n"
     "                     <algo>, those ranks' <gpu> elements) or a CUDA slice\n"
     "                     (those ranks' thread blocks, run with run_slice)\n"
-    "  -o FILE            write to FILE instead of stdout\n"
+    "  -o FILE            write to FILE instead of stdout; FILE appears (or is\n"
+    "                     replaced) only once the whole document is written\n"
     "\n"
     "Exit codes: 0 written, 1 invalid algorithm or unsupported combination,\n"
     "2 bad input or a runtime limit exceeded, 3 internal error.\n";
 
-static int write_text(const char *cmd, const char *text, size_t len, const char *path)
+/* The output, written as it is generated (a 1024-rank document is hundreds
+ * of MB).  -o FILE is written to a temporary file in FILE's directory and
+ * renamed over FILE once complete, so an error part way (a rank over a
+ * runtime limit after earlier ranks were written, a full disk) never leaves
+ * a file that looks like a whole document, and an existing FILE stays as it
+ * was.  Standard output and files that are not regular (a pipe, /dev/null)
+ * are written in place: there an error part way leaves a document without
+ * its closing "</algo>", and the exit code says it failed. */
+typedef struct out_file {
+    const char *cmd;
+    const char *path;        /* as given; NULL: standard output */
+    char *tmp;               /* the temporary file, NULL when writing in place */
+    FILE *f;
+    int error;               /* errno of the first failed write, 0 */
+} out_file;
+
+#define OUT_BUFFER (1 << 20)
+
+static int out_open(out_file *o, const char *cmd, const char *path)
 {
-    FILE *f = stdout;
-    if (path && strcmp(path, "-") != 0) {
-        f = fopen(path, "w");
-        if (!f) {
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    if (!path || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        setvbuf(stdout, NULL, _IOFBF, OUT_BUFFER);
+        return CLI_EXIT_OK;
+    }
+    o->path = path;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        o->f = fopen(path, "w");
+        if (!o->f) {
             fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
             return CLI_EXIT_USAGE;
         }
+        setvbuf(o->f, NULL, _IOFBF, OUT_BUFFER);
+        return CLI_EXIT_OK;
     }
-    size_t n = fwrite(text, 1, len, f);
-    int bad = n != len;
-    if (f != stdout)
-        bad |= fclose(f) != 0;
-    else
-        bad |= fflush(f) != 0;
-    if (bad) {
-        fprintf(stderr, "collsynth %s: write error on '%s'\n", cmd, path ? path : "stdout");
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t n = strlen(path) + 16;
+    o->tmp = malloc(n);
+    if (!o->tmp) {
+        fprintf(stderr, "collsynth %s: out of memory\n", cmd);
+        return CLI_EXIT_INTERNAL;
+    }
+    /* ".NAME.XXXXXX" next to NAME: the same file system, so rename is atomic */
+    snprintf(o->tmp, n, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
         return CLI_EXIT_USAGE;
     }
+    /* mkstemp makes it 0600; give the mode fopen(path, "w") would have */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+        return CLI_EXIT_USAGE;
+    }
+    setvbuf(o->f, NULL, _IOFBF, OUT_BUFFER);
     return CLI_EXIT_OK;
+}
+
+/* cs_write_fn: the generators' output goes straight to the file. */
+static int out_write(void *ctx, const char *data, size_t len)
+{
+    out_file *o = ctx;
+    if (o->error)
+        return CS_EIO;
+    if (fwrite(data, 1, len, o->f) != len) {
+        o->error = errno ? errno : EIO;
+        return CS_EIO;
+    }
+    return CS_OK;
+}
+
+/* Finishes the output: with ok, flushes and puts the file in place (a write
+ * error is reported here: CLI_EXIT_USAGE); without, discards the temporary
+ * file.  Returns CLI_EXIT_OK or the exit code of the failure it reported. */
+static int out_close(out_file *o, bool ok)
+{
+    int code = CLI_EXIT_OK;
+    const char *name = o->path ? o->path : "stdout";
+    if (ok && !o->error && fflush(o->f) != 0)
+        o->error = errno ? errno : EIO;
+    if (o->f != stdout && fclose(o->f) != 0 && ok && !o->error)
+        o->error = errno ? errno : EIO;
+    o->f = NULL;
+    if (o->error) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s%s\n", o->cmd, name,
+                strerror(o->error), o->tmp ? " (nothing was written to it)" : "");
+        code = CLI_EXIT_USAGE;
+        ok = false;
+    }
+    if (o->tmp) {
+        if (ok && rename(o->tmp, o->path) != 0) {
+            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
+                    strerror(errno));
+            code = CLI_EXIT_USAGE;
+            ok = false;
+        }
+        if (!ok)
+            unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+    }
+    return code;
+}
+
+/* A whole text (CUDA sources: at most 64 ranks, small). */
+static int write_text(const char *cmd, const char *text, size_t len, const char *path)
+{
+    out_file o;
+    int code = out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    out_write(&o, text, len);
+    return out_close(&o, true);
+}
+
+/* Lowers to MSCCL XML straight into the output.  A generation error is
+ * reported (the output discarded); a write error is reported by out_close. */
+static int write_xml(const char *cmd, const cs_algorithm *a, const cs_topology *t,
+                     const cs_msccl_options *mo, int lo, int hi, const char *path)
+{
+    out_file o;
+    int code = out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = msccl_xml_write_ranks(a, t, mo, lo, hi, out_write, &o, &err);
+    if (rc != CS_OK && !o.error)
+        code = cli_report_error(cmd, "cannot lower to MSCCL XML", rc, &err);
+    int wcode = out_close(&o, rc == CS_OK);
+    return code != CLI_EXIT_OK ? code : wcode;
+}
+
+/* Reads an Algorithm or a Result without its DOM (algorithm_doc_load_file:
+ * a 1M-send result is 1.7 GB as a DOM).  Errors are reported here. */
+static int load_doc(const char *cmd, const char *path, cs_algorithm **alg, cs_result **res,
+                    cs_error *err)
+{
+    json_error_t jerr;
+    bool is_result = false;
+    int rc = algorithm_doc_load_file(path, alg, res, &is_result, &jerr, err);
+    if (rc == CS_OK)
+        return CLI_EXIT_OK;
+    if (jerr.text[0]) {
+        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
+        return CLI_EXIT_USAGE;
+    }
+    if (rc == CS_EIO)
+        return cli_report_error(cmd, "cannot read the algorithm", rc, err);
+    int code = cli_report_error(cmd, is_result ? "not a usable result" : "not a usable algorithm",
+                                rc, err);
+    return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
 }
 
 /* Loads an Algorithm, or picks one out of a Result. */
@@ -79,24 +224,12 @@ static int load_input(const char *cmd, const char *path, const cs_topology *t, i
 {
     cs_error err;
     cs_error_clear(&err);
-    char *text = NULL;
-    size_t len = 0;
-    int rc = cs_read_file(path, &text, &len, &err);
-    if (rc != CS_OK)
-        return cli_report_error(cmd, "cannot read the algorithm", rc, &err);
-    json_error_t jerr;
-    json_t *doc = json_loadb(text, len, 0, &jerr);
-    free(text);
-    if (!doc) {
-        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
-        return CLI_EXIT_USAGE;
-    }
-    if (json_is_object(doc) && json_object_get(doc, "frontier")) {
-        cs_result *r;
-        rc = result_from_json(doc, &r, &err);
-        json_decref(doc);
-        if (rc != CS_OK)
-            return cli_report_error(cmd, "not a usable result", rc, &err);
+    cs_algorithm *alg = NULL;
+    cs_result *r = NULL;
+    int rc = load_doc(cmd, path, &alg, &r, &err);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (r) {
         const cs_algorithm *pick = NULL;
         if (size > 0) {
             if (!t) {
@@ -119,12 +252,7 @@ static int load_input(const char *cmd, const char *path, const cs_topology *t, i
             return cli_report_error(cmd, "cannot copy the algorithm", rc, &err);
         return CLI_EXIT_OK;
     }
-    rc = algorithm_from_json(doc, out, &err);
-    json_decref(doc);
-    if (rc != CS_OK) {
-        int code = cli_report_error(cmd, "not a usable algorithm", rc, &err);
-        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
-    }
+    *out = alg;
     return CLI_EXIT_OK;
 }
 
@@ -170,28 +298,16 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
 {
     cs_error err;
     cs_error_clear(&err);
-    char *text = NULL;
-    size_t len = 0;
-    int rc = cs_read_file(path, &text, &len, &err);
-    if (rc != CS_OK)
-        return cli_report_error(cmd, "cannot read the result", rc, &err);
-    json_error_t jerr;
-    json_t *doc = json_loadb(text, len, 0, &jerr);
-    free(text);
-    if (!doc) {
-        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
-        return CLI_EXIT_USAGE;
-    }
-    if (!json_is_object(doc) || !json_object_get(doc, "frontier")) {
-        json_decref(doc);
+    cs_algorithm *alg = NULL;
+    cs_result *r = NULL;
+    int rc = load_doc(cmd, path, &alg, &r, &err);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (!r) {
+        algorithm_free(alg);
         return cli_usage_error(cmd, "--frontier-dir needs a Result (a JSON file with a "
                                "\"frontier\")");
     }
-    cs_result *r;
-    rc = result_from_json(doc, &r, &err);
-    json_decref(doc);
-    if (rc != CS_OK)
-        return cli_report_error(cmd, "not a usable result", rc, &err);
     if (make_dirs(cmd, dir) != CLI_EXIT_OK) {
         result_free(r);
         return CLI_EXIT_USAGE;
@@ -252,16 +368,8 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
                  collective_kind_name(a->collective.kind), a->steps, a->rounds, a->chunks);
         if (!base->name)
             o.name = name;
-        char *text = NULL;
-        size_t len = 0;
-        rc = msccl_xml_generate(a, t, &o, &text, &len, &err);
-        if (rc != CS_OK) {
-            code = cli_report_error(cmd, "cannot lower to MSCCL XML", rc, &err);
-            break;
-        }
         snprintf(file, sizeof file, "%s/%s.xml", dir, name);
-        code = write_text(cmd, text, len, file);
-        free(text);
+        code = write_xml(cmd, a, t, &o, 0, a->ranks - 1, file);
         if (code == CLI_EXIT_OK) {
             if (ranges[i].max_bytes)
                 fprintf(stderr, "collsynth %s: %s: sizes [%lld, %lld)\n", cmd, file,
@@ -412,8 +520,6 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
         if (rc != CS_OK)
             code = cli_report_error(cmd, "the algorithm is not valid on this topology", rc, &err);
     }
-    char *text = NULL;
-    size_t len = 0;
     if (rc == CS_OK && ranks_s && rank_hi >= a->ranks) {
         code = cli_usage_error(cmd, "--ranks %s: the algorithm has ranks 0-%d", ranks_s,
                                a->ranks - 1);
@@ -426,15 +532,19 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
          * times (msccl_xml.h, window_sends) */
         if (!ranks_s)
             mo.window_sends = 1L << 22;
-        rc = xml ? msccl_xml_generate_ranks(a, t, &mo, lo, hi, &text, &len, &err)
-                 : cuda_generate_ranks(a, t, &co, lo, hi, &text, &len, &err);
-        if (rc != CS_OK)
-            code = cli_report_error(cmd, xml ? "cannot lower to MSCCL XML" : "cannot lower to CUDA",
-                                    rc, &err);
-        else
-            code = write_text(cmd, text, len, out_path);
+        if (xml) {
+            code = write_xml(cmd, a, t, &mo, lo, hi, out_path);
+        } else {
+            char *text = NULL;
+            size_t len = 0;
+            rc = cuda_generate_ranks(a, t, &co, lo, hi, &text, &len, &err);
+            if (rc != CS_OK)
+                code = cli_report_error(cmd, "cannot lower to CUDA", rc, &err);
+            else
+                code = write_text(cmd, text, len, out_path);
+            free(text);
+        }
     }
-    free(text);
     algorithm_free(a);
     topology_free(t);
     return code;

@@ -120,7 +120,11 @@ static void solve_usage(FILE *f)
             "  --progress            the progress line even when stderr is not a terminal\n"
             "  --format F            msccl-xml or cuda: print the generated code instead;\n"
             "                        takes the options of `collsynth codegen` (--runtime,\n"
-            "                        --index, --size, --min-bytes, --max-bytes, --elem, -o)\n"
+            "                        --index, --size, --min-bytes, --max-bytes, --elem, -o);\n"
+            "                        implies --codegen F\n"
+            "  --codegen F           msccl-xml, cuda or none (default): the result will be\n"
+            "                        generated as F, so auto and mcf use copy-capable\n"
+            "                        switches as unicast (code cannot copy in a switch)\n"
             "\n"
             "Exit status: 0 found, 1 no algorithm exists (or none within the limits),\n"
             "2 usage or input error, 3 internal error.\n",
@@ -352,6 +356,7 @@ typedef struct solve_args {
     int root, threads, max_ranks, chunks;
     double time_limit_s, size;
     json_t *smt, *tacos, *mcf;  /* the method options given, by method */
+    const char *codegen;  /* --codegen: options.codegen of the request, NULL none given */
     int used;             /* the methods every option given applies to (AND) */
     const char *narrow;   /* the first option that does not apply to every method */
 } solve_args;
@@ -494,6 +499,11 @@ static int parse_args(int argc, char **argv, solve_args *a)
             if (!cli_parse_size(v, &a->size) || !(a->size >= 1))
                 rc = cli_usage_error(CMD, "--size wants a positive size like 64MiB, got '%s'", v);
             a->have_size = true;
+        } else if (OPT("--codegen")) {
+            NEED();
+            if (strcmp(v, "msccl-xml") && strcmp(v, "cuda") && strcmp(v, "none"))
+                rc = cli_usage_error(CMD, "--codegen wants msccl-xml, cuda or none, got '%s'", v);
+            a->codegen = v;
         } else if (OPT("--root")) {
             NEED();
             rc = int_opt("--root", v, 0, &a->root);
@@ -581,6 +591,8 @@ static json_t *build_request(solve_args *a, const cs_topology *t, const cs_colle
         if (json_object_size(a->mcf))
             json_object_set(opts, "mcf", a->mcf);
     }
+    if (a->codegen)
+        json_object_set_new(opts, "codegen", json_string(a->codegen));
     json_object_set_new(req, "options", opts);
     return req;
 }
@@ -773,7 +785,7 @@ static bool follows_option_value(char **argv, int i)
            strcmp(prev, "--stats-only") && strcmp(prev, "--progress");
 }
 
-static int solve_then_codegen(int argc, char **argv, const cli_globals *g)
+static int solve_then_codegen(int argc, char **argv, const char *format, const cli_globals *g)
 {
     char tmp[] = "/tmp/collsynth-solve-XXXXXX";
     int fd = mkstemp(tmp);
@@ -781,7 +793,7 @@ static int solve_then_codegen(int argc, char **argv, const cli_globals *g)
         return cli_usage_error(CMD, "cannot create a temporary file in /tmp: %s",
                                strerror(errno));
     close(fd);
-    char **sargv = calloc((size_t)argc + 4, sizeof *sargv);
+    char **sargv = calloc((size_t)argc + 6, sizeof *sargv);
     char **cargv = calloc((size_t)argc + 6, sizeof *cargv);
     int code = CLI_EXIT_INTERNAL;
     if (!sargv || !cargv)
@@ -811,6 +823,9 @@ static int solve_then_codegen(int argc, char **argv, const cli_globals *g)
             sargv[sc++] = argv[i];
         }
     }
+    /* the code is the output: the request says so (synthesize.h, codegen) */
+    sargv[sc++] = "--codegen";
+    sargv[sc++] = (char *)format;
     sargv[sc++] = "--output";
     sargv[sc++] = tmp;
     if (topo_spec) {
@@ -842,5 +857,5 @@ int cli_cmd_solve(int argc, char **argv, const cli_globals *g)
         return solve_main(argc, argv, stdout);
     if (strcmp(format, "msccl-xml") && strcmp(format, "cuda"))
         return cli_usage_error(CMD, "unknown --format '%s' (json, msccl-xml or cuda)", format);
-    return solve_then_codegen(argc, argv, g);
+    return solve_then_codegen(argc, argv, format, g);
 }

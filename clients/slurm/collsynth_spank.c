@@ -7,7 +7,9 @@
  *   1. read the cluster description and build the allocation's topology from
  *      the step's node list (cluster.c);
  *   2. ask collsynthd for each collective named in the options
- *      (POST /v1/synthesize with options.wait_s, then poll the job);
+ *      (POST /v1/synthesize with options.wait_s and options.codegen
+ *      "msccl-xml": on copy-capable switches the schedule must not copy in
+ *      the switch, which no MSCCL runtime can run; then poll the job);
  *   3. split message sizes among the frontier's algorithms by the alpha-beta
  *      model, fetch each algorithm's MSCCL XML (GET /v1/results/KEY?alg=...)
  *      and write it, with minBytes/maxBytes set, into a per-step directory
@@ -347,6 +349,11 @@ static json_t *synthesize(exchange *x, const json_t *topology, const char *kind,
         options = json_object();
     }
     json_object_set_new(options, "wait_s", json_real(fmax(0.0, remaining(x) - 0.5)));
+    /* the hook writes MSCCL XML: a schedule that copies inside a switch has
+     * none, so the request says what it needs (synthesize.h, codegen; part
+     * of the key only on copy-capable switches, so other allocations share
+     * the cache with every client) */
+    json_object_set_new(options, "codegen", json_string("msccl-xml"));
     json_t *req = json_pack("{s:O, s:{s:s}, s:s, s:o}", "topology", topology, "collective",
                             "kind", kind, "method", cfg.method, "options", options);
     char *body = json_dumps(req, JSON_COMPACT);

@@ -2366,6 +2366,64 @@ static int astar_after_greedy_fill(long left, const char *what_left, cs_error *e
     return CS_OK;
 }
 
+/* A round's capacity rows, for both kinds of rounds: on each link and shared
+ * set at each of the round's R epochs, the round's sends in flight plus what
+ * earlier rounds' sends still hold there (oc, from absolute epoch T0) stay
+ * within the lanes.  fcol[(q * L + l) * R + k] is commodity q's flow column
+ * on link l at local epoch k (-1: none), for nq commodities (destinations of
+ * pairwise rounds, chunks of copy rounds). */
+static void astar_capacity_rows(const inst *in, const occ *oc, int T0, int R, const int *fcol,
+                                long nq, mcf_lp *lp)
+{
+    const cs_topology *t = in->t;
+    int L = in->L;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < R; k++) {
+            int row = -1;
+            for (long q = 0; q < nq; q++)
+                for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                    int col = k2 >= 0 ? fcol[(q * L + l) * R + k2] : -1;
+                    if (col < 0)
+                        continue;
+                    if (row < 0)
+                        row = mcf_lp_add_row(lp, -INFINITY,
+                                             t->links[l].lanes -
+                                                 oc->link[(long)l * oc->cap + T0 + k]);
+                    mcf_lp_add_coef(lp, row, col, 1.0);
+                }
+        }
+    for (int sidx = 0; sidx < t->nshared; sidx++) {
+        const cs_shared *sh = &t->shared[sidx];
+        for (int k = 0; k < R; k++) {
+            int row = -1;
+            for (int i = 0; i < sh->nlinks; i++) {
+                int l = sh->links[i];
+                for (long q = 0; q < nq; q++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        int col = k2 >= 0 ? fcol[(q * L + l) * R + k2] : -1;
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(lp, -INFINITY,
+                                                 sh->lanes -
+                                                     oc->set[(long)sidx * oc->cap + T0 + k]);
+                        mcf_lp_add_coef(lp, row, col, 1.0);
+                    }
+            }
+        }
+    }
+}
+
+/* The two drivers (this one and astar_copy) share the round gate, the
+ * timeout after the greedy fill and the capacity rows; the rest differs per
+ * kind of demand: the state (a position per chunk here, a holding per chunk
+ * and rank there), the model, the solve (MILP then LP rounded here, MILP
+ * from the greedy's start there), how an answer becomes sends, and when the
+ * greedy runs after a solved round (always here, to fill lanes a rounded
+ * LP left idle; only after a round that moved nothing there).  One driver
+ * with per-kind callbacks was tried on paper: about 40 lines of loop
+ * control would be shared, for a state struct, an adapter and a callback
+ * table per kind, no shorter and harder to follow. */
 static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2525,42 +2583,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
                 }
             }
         }
-        /* capacity: what earlier rounds' sends still hold is taken */
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int d = 0; d < P; d++)
-                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                        int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
-                        if (col < 0)
-                            continue;
-                        if (row < 0)
-                            row = mcf_lp_add_row(&m.lp, -INFINITY,
-                                                 t->links[l].lanes -
-                                                     oc.link[(long)l * oc.cap + T0 + k]);
-                        mcf_lp_add_coef(&m.lp, row, col, 1.0);
-                    }
-            }
-        for (int sidx = 0; sidx < t->nshared; sidx++) {
-            const cs_shared *sh = &t->shared[sidx];
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int i = 0; i < sh->nlinks; i++) {
-                    int l = sh->links[i];
-                    for (int d = 0; d < P; d++)
-                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                            int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
-                            if (col < 0)
-                                continue;
-                            if (row < 0)
-                                row = mcf_lp_add_row(&m.lp, -INFINITY,
-                                                     sh->lanes -
-                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
-                            mcf_lp_add_coef(&m.lp, row, col, 1.0);
-                        }
-                }
-            }
-        }
+        astar_capacity_rows(in, &oc, T0, R, m.fcol, P, &m.lp);
         if (m.lp.failed) {
             model_free(&m);
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
@@ -2934,42 +2957,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             }
         }
 #undef HELD
-        /* capacity, with what earlier rounds' sends still hold */
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (long g = 0; g < G; g++)
-                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                        int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
-                        if (col < 0)
-                            continue;
-                        if (row < 0)
-                            row = mcf_lp_add_row(&lp, -INFINITY,
-                                                 t->links[l].lanes -
-                                                     oc.link[(long)l * oc.cap + T0 + k]);
-                        mcf_lp_add_coef(&lp, row, col, 1.0);
-                    }
-            }
-        for (int sidx = 0; sidx < t->nshared; sidx++) {
-            const cs_shared *sh = &t->shared[sidx];
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int i = 0; i < sh->nlinks; i++) {
-                    int l = sh->links[i];
-                    for (long g = 0; g < G; g++)
-                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                            int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
-                            if (col < 0)
-                                continue;
-                            if (row < 0)
-                                row = mcf_lp_add_row(&lp, -INFINITY,
-                                                     sh->lanes -
-                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
-                            mcf_lp_add_coef(&lp, row, col, 1.0);
-                        }
-                }
-            }
-        }
+        astar_capacity_rows(in, &oc, T0, R, fcol, G, &lp);
         if (lp.failed) {
             mcf_lp_free(&lp);
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
@@ -3515,8 +3503,29 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
     }
     cs_result *res = NULL;
     rc = synthesize_one(nv, &nc, o, &res, err);
+    int S = t->nswitch_nodes;
     for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
         const cs_algorithm *a = res->algs[i];
+        /* A chunk sent up to a node that never copies it on afterwards is
+         * a dead end (the greedy may send one when a port is free): it only
+         * loads the sender's port.  last[g * S + j]: the latest start of a
+         * send of g out of node P + j; a send up to it is kept only when it
+         * arrives by then. */
+        long G = a->global_chunks;
+        double *last = malloc(sizeof *last * (size_t)(G > 0 ? G : 1) * (size_t)S);
+        if (!last) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            break;
+        }
+        for (long k = 0; k < G * S; k++)
+            last[k] = -INFINITY;
+        for (long k = 0; k < a->nsends; k++) {
+            int src = algorithm_send_src(a, k);
+            long g = algorithm_send_chunk(a, k);
+            if (src >= P && g < G && src - P < S && algorithm_send_start_us(a, k) >
+                                                        last[g * S + (src - P)])
+                last[g * S + (src - P)] = algorithm_send_start_us(a, k);
+        }
         cs_algorithm *b = NULL;
         if ((rc = algorithm_new(c, t->name, P, o->chunks, a->steps, &b, err)))
             break;
@@ -3525,15 +3534,25 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
         memcpy(b->method, a->method, sizeof b->method);
         memcpy(b->optimality, a->optimality, sizeof b->optimality);
         b->timed_chunk_bytes = a->timed_chunk_bytes;
+        /* a schedule that happens to use no node is a plain one: it says so
+         * (switch_nodes 0), so it generates code and prints as before */
+        bool via_node = false;
         b->switch_nodes = t->nswitch_nodes;
         if (algorithm_reserve_sends(b, a->nsends) != CS_OK)
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         for (long k = 0; rc == CS_OK && k < a->nsends; k++) {
             cs_send sv = algorithm_send(a, k);
+            if (sv.dst >= P && sv.dst - P < S && sv.chunk < G &&
+                sv.end_us > last[sv.chunk * S + (sv.dst - P)] + 1e-6)
+                continue; /* a dead end */
+            via_node |= sv.src >= P || sv.dst >= P;
             if ((rc = algorithm_add_timed_send(b, sv.chunk, sv.src, sv.dst, sv.step, sv.op,
                                                sv.start_us, sv.end_us)))
                 cs_error_set(err, rc, "", "cannot add send %ld", k);
         }
+        free(last);
+        if (!via_node)
+            b->switch_nodes = 0;
         if (rc == CS_OK)
             rc = algorithm_verify(t, b, err);
         if (rc) {

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithm_json_internal.h"
 #include "send_order_internal.h"
 
 /* Chunk ids are stored in 32 bits; the verifier and simulator index chunks
@@ -502,9 +503,30 @@ int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s)
     return CS_OK;
 }
 
+/* Whether v (>= 0) fits c as it is (no widening). */
+static inline bool column_holds(const cs_column *c, unsigned long v)
+{
+    return v < (c->width == 1 ? 0x100ul : c->width == 2 ? 0x10000ul : 0x80000000ul);
+}
+
 int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op)
 {
     cs_send_store *st = &a->store;
+    /* a builder's fill over placeholders: every value fits, no time columns */
+    if (!st->start.data && column_holds(&st->chunk, (unsigned long)chunk) &&
+        column_holds(&st->src, (unsigned)src) && column_holds(&st->dst, (unsigned)dst) &&
+        column_holds(&st->step, (unsigned)step)) {
+        column_put(&st->chunk, i, (int32_t)chunk);
+        column_put(&st->src, i, src);
+        column_put(&st->dst, i, dst);
+        column_put(&st->step, i, step);
+        unsigned char bit = (unsigned char)(1u << (i & 7));
+        if (op == CS_OP_REDUCE)
+            st->reduce[i >> 3] |= bit;
+        else
+            st->reduce[i >> 3] &= (unsigned char)~bit;
+        return CS_OK;
+    }
     if (st->start.data) {
         cs_send s = {chunk, src, dst, step, op, NAN, NAN};
         return algorithm_set_send(a, i, &s);
@@ -1131,7 +1153,9 @@ static void prefix_field(cs_error *err, const char *prefix)
     err->field[n] = '\0';
 }
 
-int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
+/* Every member but the sends' contents: "sends" must be there and be an
+ * array, which is left for the caller to read (algorithm_json_internal.h). */
+int algorithm_frame_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
 {
     *out = NULL;
     if (!json_is_object(doc))
@@ -1261,26 +1285,68 @@ int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
         rc = cs_error_set(err, CS_EINVAL, "sends", "sends must be an array");
         goto fail;
     }
-    size_t n = json_array_size(js);
-    if (algorithm_reserve_sends(a, (long)n) != CS_OK) {
-        rc = cs_error_set(err, CS_ENOMEM, "sends", "out of memory for %zu sends", n);
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++)
-        if ((rc = parse_send(json_array_get(js, i), (long)i, a, err)) != CS_OK)
-            goto fail;
-    long ntimed = a->store.ntimed;
-    if (ntimed != 0 && ntimed != a->nsends) {
-        rc = cs_error_set(err, CS_EINVAL, "sends",
-                          "%ld of %ld sends have start_us/end_us: give them on every send or "
-                          "none", ntimed, a->nsends);
-        goto fail;
-    }
     *out = a;
     return CS_OK;
 fail:
     algorithm_free(a);
     return rc;
+}
+
+int algorithm_send_from_json(cs_algorithm *a, const json_t *send, long index, cs_error *err)
+{
+    return parse_send(send, index, a, err);
+}
+
+int algorithm_sends_done(const cs_algorithm *a, cs_error *err)
+{
+    long ntimed = a->store.ntimed;
+    if (ntimed != 0 && ntimed != a->nsends)
+        return cs_error_set(err, CS_EINVAL, "sends",
+                            "%ld of %ld sends have start_us/end_us: give them on every send or "
+                            "none", ntimed, a->nsends);
+    return CS_OK;
+}
+
+/* The sends of an algorithm document held as a DOM (algorithm_from_json). */
+static int sends_from_dom(void *ctx, int index, const json_t *doc, cs_algorithm *a,
+                          cs_error *err)
+{
+    (void)ctx;
+    (void)index;
+    const json_t *js = json_object_get(doc, "sends");
+    size_t n = json_array_size(js);
+    if (algorithm_reserve_sends(a, (long)n) != CS_OK)
+        return cs_error_set(err, CS_ENOMEM, "sends", "out of memory for %zu sends", n);
+    for (size_t i = 0; i < n; i++) {
+        int rc = parse_send(json_array_get(js, i), (long)i, a, err);
+        if (rc != CS_OK)
+            return rc;
+    }
+    return CS_OK;
+}
+
+int algorithm_from_json_with(const json_t *doc, int index, algorithm_sends_fn sends, void *ctx,
+                             cs_algorithm **out, cs_error *err)
+{
+    cs_algorithm *a = NULL;
+    int rc = algorithm_frame_from_json(doc, &a, err);
+    if (rc != CS_OK) {
+        *out = NULL;
+        return rc;
+    }
+    if ((rc = sends(ctx, index, doc, a, err)) != CS_OK ||
+        (rc = algorithm_sends_done(a, err)) != CS_OK) {
+        algorithm_free(a);
+        *out = NULL;
+        return rc;
+    }
+    *out = a;
+    return CS_OK;
+}
+
+int algorithm_from_json(const json_t *doc, cs_algorithm **out, cs_error *err)
+{
+    return algorithm_from_json_with(doc, -1, sends_from_dom, NULL, out, err);
 }
 
 int algorithm_parse(const char *text, size_t len, cs_algorithm **out, cs_error *err)
@@ -1494,6 +1560,12 @@ static json_t *result_doc(const cs_result *r, bool with_sends)
 
 int result_from_json(const json_t *doc, cs_result **out, cs_error *err)
 {
+    return result_from_json_with(doc, sends_from_dom, NULL, out, err);
+}
+
+int result_from_json_with(const json_t *doc, algorithm_sends_fn sends, void *ctx,
+                          cs_result **out, cs_error *err)
+{
     *out = NULL;
     if (!json_is_object(doc))
         return cs_error_set(err, CS_EINVAL, "", "a result must be a JSON object");
@@ -1513,7 +1585,8 @@ int result_from_json(const json_t *doc, cs_result **out, cs_error *err)
     }
     for (size_t i = 0; i < json_array_size(fr); i++) {
         cs_algorithm *a = NULL;
-        if ((rc = algorithm_from_json(json_array_get(fr, i), &a, err)) != CS_OK) {
+        if ((rc = algorithm_from_json_with(json_array_get(fr, i), (int)i, sends, ctx, &a,
+                                           err)) != CS_OK) {
             char prefix[32];
             snprintf(prefix, sizeof prefix, "frontier[%zu]", i);
             prefix_field(err, prefix);

@@ -287,7 +287,7 @@ double algorithm_cost_us(const cs_algorithm *a, const cs_topology *t, double byt
 
 typedef struct cs_result {
     char method[32];           /* "smt", "tacos", or a baseline name */
-    char reason[256];          /* why this method ran ("auto: 8 ranks <= smt limit") */
+    char reason[512];          /* why this method ran ("auto: 8 ranks <= smt limit") */
     int nalgs;
     cs_algorithm **algs;       /* owned; ascending steps, descending rounds/chunk */
     int bound_steps;
@@ -307,6 +307,21 @@ json_t *result_to_json(const cs_result *r);
 /* result_to_json with every algorithm's "sends": [] (algorithm_to_json_frame). */
 json_t *result_to_json_frame(const cs_result *r);
 int result_from_json(const json_t *doc, cs_result **out, cs_error *err);
+/* An Algorithm document or a Result (a JSON object with "frontier") read
+ * from a file without holding it as a DOM: jansson takes ~0.8 KB per send,
+ * so a 1M-send result is 1.7 GB as a DOM and a few MB as columns.  The
+ * document without the sends' elements is parsed first, then each
+ * algorithm's sends are read back from the file a few thousand at a time
+ * (algorithm_load.c).  Exactly one of *alg (an Algorithm) and *res (a
+ * Result) is set; *is_result (may be NULL) says which kind the document is,
+ * also when it is refused after its JSON parsed.  Validation and errors are algorithm_from_json's and
+ * result_from_json's (duplicate keys: the last one counts, as json_loadb
+ * with no flags).  Invalid JSON: CS_EINVAL, and jerr (may be NULL) gets the
+ * line and jansson's text (line numbers are the file's).  CS_EIO when the
+ * file cannot be read; a pipe is read into memory (the sends are read in a
+ * second pass). */
+int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **res,
+                            bool *is_result, json_error_t *jerr, cs_error *err);
 /* The frontier algorithm with the lowest alpha-beta cost for `bytes`. */
 const cs_algorithm *result_best_for_size(const cs_result *r, const cs_topology *t,
                                          double bytes);

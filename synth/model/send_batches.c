@@ -11,6 +11,12 @@
  * place (chunk order, index order within a chunk) in a scratch array.  The
  * scratch holds a quarter of the sends, so a schedule takes about four
  * streaming passes, about 5 bytes per send of memory and no per-send index.
+ * Each of those passes reads every send's chunk and keeps a quarter of them,
+ * at random as far as the branch predictor can tell, so on one thread (below
+ * 2^20 sends) and up to 2^23 sends the kept sends' indices are first dealt
+ * into one bucket per batch (4 bytes per send, one pass), and a batch then
+ * reads only its own sends, in the same order (docs/BENCHMARKS.md, "Hierarchical
+ * vs flat TACOS margin").
  *
  * Chunk counts need G + 1 counters, which a valid algorithm never makes much
  * larger than its sends (every chunk but the ones already in place moves at
@@ -47,6 +53,57 @@ static inline send_rec make_rec(const cs_algorithm *a, uint32_t i, bool timed)
 static uint32_t key_chunk(const void *ctx, uint32_t i)
 {
     return (uint32_t)algorithm_send_chunk(ctx, i);
+}
+
+/* The chunk bounds of every batch next_dense would gather (the same rule:
+ * chunks while their sends fit the scratch; a chunk alone that does not
+ * grows it, for the batches after it too), then each kept send's index
+ * into its batch's bucket, in one pass.  Without memory for the buckets the
+ * batches are scanned for as before. */
+static int bucket_init(send_batches *b)
+{
+    uint32_t G = b->G, nb = 0;
+    long cap = b->cap;
+    uint32_t *bound = malloc(sizeof *bound * ((size_t)G + 2));
+    uint32_t *of = malloc(sizeof *of * ((size_t)G + 1));
+    uint32_t *at = NULL;
+    b->bucket = malloc(sizeof *b->bucket * (size_t)b->nkept);
+    if (!bound || !of || !b->bucket)
+        goto fail;
+    for (uint32_t g0 = 0, g1; g0 < G; g0 = g1) {
+        g1 = g0;
+        while (g1 < G && b->begin[g1 + 1] - b->begin[g0] <= (uint64_t)cap)
+            g1++;
+        if (g1 == g0) {
+            cap = b->begin[g0 + 1] - b->begin[g0];
+            g1 = g0 + 1;
+        }
+        bound[nb] = g0;
+        for (uint32_t g = g0; g < g1; g++)
+            of[g] = nb;
+        nb++;
+    }
+    bound[nb] = G;
+    at = malloc(sizeof *at * ((size_t)nb + 1));
+    if (!at)
+        goto fail;
+    for (uint32_t k = 0; k < nb; k++)
+        at[k] = b->begin[bound[k]];
+    const cs_algorithm *a = b->a;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (kept(b, i))
+            b->bucket[at[of[algorithm_send_chunk(a, i)]]++] = i;
+    free(at);
+    free(of);
+    b->batch_g0 = bound;
+    b->nbatches = nb;
+    return CS_OK;
+fail:
+    free(bound);
+    free(of);
+    free(b->bucket);
+    b->bucket = NULL;
+    return CS_OK;
 }
 
 int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned char *keep,
@@ -95,6 +152,8 @@ int send_batches_init(send_batches *b, const cs_algorithm *a, const unsigned cha
     if (!b->recs)
         return CS_ENOMEM;
     send_array_advise(b->recs, sizeof *b->recs * (size_t)cap);
+    if (b->begin && !b->lower && b->nkept > cap && b->n <= SEND_BATCHES_BUCKET_MAX)
+        return bucket_init(b);
     return CS_OK;
 }
 
@@ -107,6 +166,8 @@ void send_batches_free(send_batches *b)
     free(b->fill2);
     free(b->lower);
     free(b->sparse_begin);
+    free(b->bucket);
+    free(b->batch_g0);
     memset(b, 0, sizeof *b);
 }
 
@@ -190,9 +251,61 @@ static void batch_scan_run(batch_scan *job, int parts)
 
 /* Dense: chunks [g0, g1) whose sends fit the scratch (at least one chunk,
  * growing the scratch if that chunk alone does not fit). */
+/* The gathering of batch j from its bucket (b->bucket): its sends only,
+ * in index order, each to the next position of its chunk; or (pairs) the
+ * write-back of their results. */
+static void bucket_scan(send_batches *b, uint32_t j, uint32_t *fill, const uint32_t *pairs,
+                        uint32_t *col0, uint32_t *col1)
+{
+    uint32_t g0 = b->batch_g0[j], g1 = b->batch_g0[j + 1];
+    const uint32_t *x = b->bucket + b->begin[g0], *end = b->bucket + b->begin[g1];
+    const cs_algorithm *a = b->a;
+    for (; x < end; x++) {
+        uint32_t i = *x, p = fill[algorithm_send_chunk(a, i) - g0]++;
+        if (pairs) {
+            col0[i] = pairs[2 * (size_t)p];
+            col1[i] = pairs[2 * (size_t)p + 1];
+        } else {
+            b->recs[p] = make_rec(a, i, b->timed);
+        }
+    }
+}
+
 static int next_dense(send_batches *b, send_batch *out)
 {
     uint32_t g0 = b->next_chunk, g1 = g0;
+    if (b->bucket) {
+        uint32_t j = b->next_batch;
+        g1 = b->batch_g0[j + 1];
+        uint32_t nch = g1 - g0, base = b->begin[g0];
+        long need = b->begin[g1] - base;
+        if (need > b->cap) {    /* one chunk larger than the scratch: as below */
+            send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
+            b->cap = 0;
+            b->recs = send_array_new(sizeof *b->recs * (size_t)need);
+            if (!b->recs)
+                return CS_ENOMEM;
+            b->cap = need;
+        }
+        if (nch > b->fill_cap) {
+            uint32_t *f = realloc(b->fill, sizeof *f * nch);
+            if (!f)
+                return CS_ENOMEM;
+            b->fill = f;
+            b->fill_cap = nch;
+        }
+        for (uint32_t g = 0; g < nch; g++)
+            b->fill[g] = b->begin[g0 + g] - base;
+        bucket_scan(b, j, b->fill, NULL, NULL, NULL);
+        out->g0 = g0;
+        out->g1 = g1;
+        out->recs = b->recs;
+        out->begin = b->begin + g0;
+        out->base = base;
+        b->next_chunk = g1;
+        b->next_batch = j + 1;
+        return CS_OK;
+    }
     while (g1 < b->G && b->begin[g1 + 1] - b->begin[g0] <= (uint64_t)b->cap)
         g1++;
     if (g1 == g0) {
@@ -304,6 +417,13 @@ void send_batch_write_back(send_batches *b, const send_batch *batch, const uint3
         return;
     }
     uint32_t g0 = batch->g0, nch = batch->g1 - g0;
+    if (b->bucket) {
+        /* the positions as the gathering gave them: the same bucket again */
+        for (uint32_t g = 0; g < nch; g++)
+            b->fill[g] = b->begin[g0 + g] - batch->base;
+        bucket_scan(b, b->next_batch - 1, b->fill, pairs, col0, col1);
+        return;
+    }
     /* the positions as the gathering gave them: the same scans again */
     batch_scan job[2];
     int parts = batch_scan_setup(b, g0, nch, batch->base, job);

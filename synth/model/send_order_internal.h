@@ -80,13 +80,24 @@ static inline void send_array_delete(void *p, size_t bytes)
  * cache misses per lookup.  A link_finder keeps only each link's dst, as
  * 2 bytes, in the same (src, dst) order: 2 bytes per link (270 KB there,
  * 80 KB for mesh2d:100x100), so lookups stay in L2.  Built per call, owned
- * by the caller; ranks beyond 65536 fall back to topology_find_link. */
+ * by the caller; ranks beyond 65536 fall back to topology_find_link.
+ * The binary search still costs a few mispredicted branches per lookup
+ * (a third of the verifier's per-send checks on a million-send
+ * composition), so a caller about to look up many sends may add a dense
+ * table (link_finder_densify): one byte per (src, dst) pair, the link's
+ * position among src's out-links, when that stays small (at most 2048
+ * ranks: 4 MB; 1 MB for 1024 ranks, in L2) and pays for itself (no more
+ * pairs than 8 lookups per pair). */
 typedef struct link_finder {
     const cs_topology *t;
     const int *begin;           /* t->out_begin */
     uint16_t *dst;              /* per link; NULL: fall back */
     unsigned ranks;
+    uint8_t *pos;               /* dense: [src * ranks + dst], LINK_FINDER_NONE: no link */
 } link_finder;
+
+#define LINK_FINDER_NONE 0xff
+#define LINK_FINDER_DENSE_MAX_RANKS 2048
 
 /* CS_OK or CS_ENOMEM; free with link_finder_free either way. */
 static inline int link_finder_init(link_finder *f, const cs_topology *t)
@@ -95,6 +106,7 @@ static inline int link_finder_init(link_finder *f, const cs_topology *t)
     f->begin = t->out_begin;
     f->ranks = (unsigned)t->ranks;
     f->dst = NULL;
+    f->pos = NULL;
     if (t->ranks > 65536)
         return CS_OK;
     f->dst = malloc(sizeof *f->dst * (size_t)(t->nlinks > 0 ? t->nlinks : 1));
@@ -105,10 +117,37 @@ static inline int link_finder_init(link_finder *f, const cs_topology *t)
     return CS_OK;
 }
 
+/* Adds the dense table for about `lookups` lookups when the size limits
+ * above allow it and every rank has fewer than 255 out-links; else (or
+ * without memory for it) lookups keep the binary search. */
+static inline void link_finder_densify(link_finder *f, long lookups)
+{
+    const cs_topology *t = f->t;
+    long P = t->ranks;
+    if (f->pos || P < 1 || P > LINK_FINDER_DENSE_MAX_RANKS || P * P > 8 * lookups)
+        return;
+    for (int r = 0; r < P; r++)
+        if (t->out_begin[r + 1] - t->out_begin[r] >= LINK_FINDER_NONE)
+            return;
+    uint8_t *pos = malloc((size_t)(P * P));
+    if (!pos)
+        return;
+    memset(pos, LINK_FINDER_NONE, (size_t)(P * P));
+    for (int r = 0; r < P; r++)
+        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++) {
+            uint8_t *x = &pos[(long)r * P + t->links[l].dst];
+            if (*x == LINK_FINDER_NONE)    /* the first, as the search finds */
+                *x = (uint8_t)(l - t->out_begin[r]);
+        }
+    f->pos = pos;
+}
+
 static inline void link_finder_free(link_finder *f)
 {
     free(f->dst);
     f->dst = NULL;
+    free(f->pos);
+    f->pos = NULL;
 }
 
 /* topology_find_link(t, src, dst): the link's index, or -1. */
@@ -118,6 +157,10 @@ static inline int link_finder_find(const link_finder *f, int src, int dst)
         return topology_find_link(f->t, src, dst);
     if ((unsigned)src >= f->ranks || (unsigned)dst >= f->ranks)
         return -1;
+    if (f->pos) {
+        unsigned p = f->pos[(size_t)src * f->ranks + (unsigned)dst];
+        return p == LINK_FINDER_NONE ? -1 : f->begin[src] + (int)p;
+    }
     int lo = f->begin[src], end = f->begin[src + 1], hi = end;
     uint16_t d = (uint16_t)dst;
     const uint16_t *x = f->dst;
@@ -319,7 +362,17 @@ typedef struct send_batches {
      * sends below `half`, where the second half's records start. */
     uint32_t half, *lower, *fill2, fill_cap2;
     long next_pos;
+    /* Dense, one thread, several batches, up to SEND_BATCHES_BUCKET_MAX
+     * sends: the kept sends' indices bucketed by batch (ascending in each,
+     * batch b at bucket[begin[batch_g0[b]] ..)), so a batch reads only its
+     * own sends instead of scanning every send's chunk again (a
+     * mispredicted branch on most of them); 4 bytes per send. */
+    uint32_t *bucket;
+    uint32_t *batch_g0;         /* nbatches + 1 chunk bounds, then G */
+    uint32_t nbatches, next_batch;
 } send_batches;
+
+#define SEND_BATCHES_BUCKET_MAX (1L << 23)
 
 #define SEND_BATCHES_DONE 1
 

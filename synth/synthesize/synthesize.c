@@ -199,9 +199,15 @@ void synth_request_free(cs_synth_request *r)
     if (!r)
         return;
     topology_free(r->topology);
+    topology_free(r->instance);
     collective_free(&r->collective);
     json_decref(r->canonical);
     free(r);
+}
+
+const cs_topology *synth_request_instance(const cs_synth_request *r)
+{
+    return r->instance ? r->instance : r->topology;
 }
 
 /* Makes err->field a path from the request's top: "links[2]" under "topology"
@@ -469,9 +475,22 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     if (!rc)
         rc = opt_double(o, "time_limit_s", "options.", 0, lim->max_time_limit_s,
                         &r->time_limit_s, err);
+    /* codegen: a requirement on the output, for every method (synthesize.h) */
+    const json_t *cg = json_object_get(o, "codegen");
+    if (!rc && cg) {
+        const char *v = json_is_string(cg) ? json_string_value(cg) : "";
+        if (strcmp(v, "msccl-xml") == 0 || strcmp(v, "cuda") == 0)
+            r->codegen = true;
+        else if (strcmp(v, "none") != 0)
+            rc = cs_error_set(err, CS_EINVAL, "options.codegen",
+                              "options.codegen must be \"msccl-xml\", \"cuda\" or \"none\" "
+                              "(the format the result will be generated in: code formats need "
+                              "schedules without copies inside a switch)");
+    }
     json_t *flat = json_deep_copy(o);
     json_object_del(flat, "wait_s");
     json_object_del(flat, "time_limit_s");
+    json_object_del(flat, "codegen");
     if (!rc) {
         switch (r->method_kind) {
         case CS_SYNTH_SMT:
@@ -572,6 +591,13 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             goto fail;
     }
 
+    /* The instance: code needs GPU-to-GPU sends, so the copy-capable switches
+     * of a request that wants code are plain switches for the methods that
+     * would copy in them (auto, mcf; the others never do). */
+    if (r->codegen && r->topology->nswitch_nodes > 0 &&
+        (r->method_kind == CS_SYNTH_AUTO || r->method_kind == CS_SYNTH_MCF) &&
+        (rc = topology_with_switch_copy(r->topology, false, NULL, &r->instance, err)))
+        goto fail;
     if ((rc = synth_request_set_canonical(r, err)))
         goto fail;
     *out = r;
@@ -590,6 +616,32 @@ const char *synth_method_suggest(const char *name)
     for (int i = 0; i < nb && n < MAX_NAMES; i++)
         names[n++] = bl[i].name;
     return name ? cs_nearest_name(name, strlen(name), names, n) : NULL;
+}
+
+int synth_request_key_with_codegen(const char *text, size_t len, const cs_synth_limits *lim,
+                                   char key_out[65], cs_error *err)
+{
+    key_out[0] = '\0';
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return cs_error_set(err, CS_EINVAL, "", "the request is not a JSON object");
+    }
+    json_t *o = json_object_get(doc, "options");
+    if (!json_is_object(o)) {
+        o = json_object();
+        json_object_set_new(doc, "options", o);
+    }
+    json_object_set_new(o, "codegen", json_string("msccl-xml"));
+    cs_synth_request *r = NULL;
+    int rc = synth_request_from_json(doc, lim, &r, err);
+    json_decref(doc);
+    if (rc)
+        return rc;
+    memcpy(key_out, r->key, 65);
+    synth_request_free(r);
+    return CS_OK;
 }
 
 int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
@@ -700,7 +752,7 @@ static int run_smt(const cs_synth_request *r, const cs_synth_limits *lim,
     o.cancel = h ? h->cancel : NULL;
     if (budget_s > 0 && (o.total_time_limit_s <= 0 || o.total_time_limit_s > budget_s))
         o.total_time_limit_s = budget_s;
-    return smt_search(r->topology, &r->collective, &o, out, err);
+    return smt_search(synth_request_instance(r), &r->collective, &o, out, err);
 }
 
 static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
@@ -712,7 +764,7 @@ static int run_tacos(const cs_synth_request *r, const cs_synth_limits *lim,
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
-    return tacos_synthesize(r->topology, &r->collective, &o, out, err);
+    return tacos_synthesize(synth_request_instance(r), &r->collective, &o, out, err);
 }
 
 static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double budget_s,
@@ -724,7 +776,86 @@ static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double bu
     o.cancel = h ? h->cancel : NULL;
     if (budget_s > 0 && (o.time_limit_s <= 0 || o.time_limit_s > budget_s))
         o.time_limit_s = budget_s;
-    return mcf_synthesize(r->topology, &r->collective, &o, out, err);
+    return mcf_synthesize(synth_request_instance(r), &r->collective, &o, out, err);
+}
+
+/* The budget of auto's unicast broadcast on copy-capable switches
+ * (run_mcf_unicast_best), split evenly among its chunkings. */
+#define SYNTH_UNICAST_BUDGET_S 3.0
+
+/* A broadcast on copy-capable switches whose result must become code
+ * (options.codegen): mcf on the unicast instance, the best of chunkings
+ * 1, 2, 4, 8, 16 (up to lim->max_chunks), each with an even slice of the
+ * budget.  On the hyper-edge form the copy model's MILP rarely improves the
+ * greedy's schedule (dgx2 at 64 MiB: 8 chunks end at 849 us after a 1 s or
+ * a 60 s limit alike; 2 chunks took 26 s to prove 1122 us), and mcf's own
+ * best-of loop spends the whole budget on the smallest chunkings, while more
+ * chunks pipeline the tree better (16 chunks: 688 us).  Slices let every
+ * chunking's greedy count.  note gets the comparison for the reason. */
+static int run_mcf_unicast_best(const cs_synth_request *r, const cs_synth_limits *lim,
+                                const cs_synth_hooks *h, cs_result **out, char *note,
+                                size_t notelen, cs_error *err)
+{
+    static const int cand[] = {1, 2, 4, 8, 16};
+    int n = 0;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+        n += cand[i] <= lim->max_chunks;
+    if (n == 0)
+        n = 1;
+    double budget = SYNTH_UNICAST_BUDGET_S;
+    if (lim->mcf_time_budget_s > 0 && lim->mcf_time_budget_s < budget)
+        budget = lim->mcf_time_budget_s;
+    cs_result *best = NULL;
+    double best_us = INFINITY;
+    int best_c = 0;
+    char tried[200] = "";
+    cs_error last;
+    cs_error_clear(&last);
+    *out = NULL;
+    for (int i = 0; i < n; i++) {
+        cs_synth_request rb = *r;
+        rb.mcf.chunks = rb.mcf.min_chunks = cand[i];
+        rb.mcf.max_chunks = 0;
+        cs_result *one = NULL;
+        cs_error e;
+        cs_error_clear(&e);
+        int rc = run_mcf(&rb, h, budget / n, &one, &e);
+        if (rc == CS_ECANCELLED || cs_cancel_requested(h ? h->cancel : NULL)) {
+            result_free(one);
+            result_free(best);
+            return cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
+        }
+        size_t used = strlen(tried);
+        if (rc != CS_OK || !one || one->nalgs == 0) {
+            result_free(one);
+            last = e;
+            snprintf(tried + used, sizeof tried - used, "%s%d: none", used ? ", " : "", cand[i]);
+            continue;
+        }
+        double us = json_number_value(json_object_get(one->stats, "schedule_us"));
+        if (!(us > 0))
+            us = INFINITY;
+        snprintf(tried + used, sizeof tried - used, "%s%d: %.1f us", used ? ", " : "", cand[i],
+                 us);
+        if (!best || us < best_us) {
+            result_free(best);
+            best = one;
+            best_us = us;
+            best_c = cand[i];
+        } else {
+            result_free(one);
+        }
+    }
+    if (!best) {
+        if (err)
+            *err = last;
+        return last.code != CS_OK ? last.code : CS_ETIMEOUT;
+    }
+    snprintf(note, notelen, "mcf unicast: %d chunk%s end%s at %.1f us, the best of chunkings "
+             "%s of the same bytes within %.0f s", best_c, best_c == 1 ? "" : "s",
+             best_c == 1 ? "s" : "", best_us, tried, budget);
+    *out = best;
+    return CS_OK;
 }
 
 static int run_hier(const cs_synth_request *r, const cs_synth_limits *lim,
@@ -735,7 +866,7 @@ static int run_hier(const cs_synth_request *r, const cs_synth_limits *lim,
     o.progress = h ? h->progress : NULL;
     o.progress_ctx = h ? h->progress_ctx : NULL;
     o.cancel = h ? h->cancel : NULL;
-    return hier_synthesize(r->topology, &r->collective, &o, out, err);
+    return hier_synthesize(synth_request_instance(r), &r->collective, &o, out, err);
 }
 
 static int run_baseline(const cs_synth_request *r, cs_result **out, cs_error *err)
@@ -830,7 +961,7 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     *out = NULL;
     double t0 = cs_now();
     int rc;
-    char reason[256] = "", mcf_note[200] = "";
+    char reason[512] = "", mcf_note[200] = "";
     switch (r->method_kind) {
     case CS_SYNTH_SMT:
         rc = run_smt(r, lim, hooks, 0, -1, out, err);
@@ -847,7 +978,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         break;
     case CS_SYNTH_MCF:
         rc = run_mcf(r, hooks, r->time_limit_s, out, err);
-        snprintf(reason, sizeof reason, "method mcf requested");
+        snprintf(reason, sizeof reason, "method mcf requested%s",
+                 r->instance ? "; copy-capable switches used as unicast hyper-edges: "
+                               "options.codegen asks for code, which cannot copy in a switch"
+                             : "");
         break;
     case CS_SYNTH_HIER:
         rc = run_hier(r, lim, hooks, out, err);
@@ -856,12 +990,18 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                      (*out)->reason);
         break;
     default: {
-        const cs_topology *t = r->topology;
+        const cs_topology *t = synth_request_instance(r);
         /* Broadcast on copy-capable switches: only mcf uses the in-switch
          * copy (the other methods send unicast through the switch), and a
          * chunk sent up once and copied down to every port beats any
-         * unicast tree there (docs/BENCHMARKS.md, "Issue 13: mcf"). */
-        bool copy_switch = t->nswitch_nodes > 0 && r->collective.kind == CS_COLL_BROADCAST;
+         * unicast tree there (docs/BENCHMARKS.md, "Issue 13: mcf").  When
+         * the request needs code (options.codegen), the instance t has
+         * unicast switches: mcf's pipelined unicast tree there is still far
+         * ahead of the step-synchronous methods (dgx2 at 64 MiB: 688 us
+         * against TACOS' 6712 us), so mcf still goes first. */
+        bool copy_switch = r->topology->nswitch_nodes > 0 &&
+                           r->collective.kind == CS_COLL_BROADCAST;
+        bool unicast = copy_switch && r->instance != NULL;
         if (r->collective.kind == CS_COLL_ALLTOALL || r->collective.kind == CS_COLL_CUSTOM ||
             copy_switch) {
             long cols = -1;
@@ -881,21 +1021,49 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                  * mcf's source-egress floor without an LP, so this is cheap),
                  * unless the request asks for more chunks */
                 cs_synth_request rb = *r;
-                if (copy_switch && rb.mcf.chunks == 1 && rb.mcf.max_chunks == 0 &&
-                    rb.mcf.epochs == 0) {
-                    rb.mcf.chunks = 8;
-                    rb.mcf.min_chunks = 1;
+                bool widen = copy_switch && rb.mcf.chunks == 1 && rb.mcf.max_chunks == 0 &&
+                             rb.mcf.epochs == 0;
+                /* the chunking that wins depends on the size: without
+                 * options.mcf.bytes, the size the result is judged at
+                 * (ratio_to_bound's, options.tacos.bytes) */
+                cs_mcf_options md;
+                mcf_options_default(&md);
+                if (copy_switch && rb.mcf.bytes == md.bytes)
+                    rb.mcf.bytes = synth_bound_bytes(r);
+                char unote[400] = "";
+                if (widen && unicast) {
+                    rc = run_mcf_unicast_best(&rb, lim, hooks, out, unote, sizeof unote, &merr);
+                } else {
+                    if (widen) {
+                        rb.mcf.chunks = 8;
+                        rb.mcf.min_chunks = 1;
+                    }
+                    rc = run_mcf(&rb, hooks, lim->mcf_time_budget_s, out, &merr);
                 }
-                rc = run_mcf(&rb, hooks, lim->mcf_time_budget_s, out, &merr);
                 if (rc == CS_OK && *out && (*out)->nalgs > 0) {
-                    snprintf(reason, sizeof reason,
-                             "auto: %s%s with %d ranks <= %d and ~%ld model variables <= %ld; mcf "
-                             "(TE-CCL flow model: pipelined, alpha per hop%s%s)",
-                             collective_kind_name(r->collective.kind),
-                             copy_switch ? " on copy-capable switches" : "", t->ranks,
-                             lim->mcf_max_ranks, cols, lim->mcf_max_columns,
-                             copy_switch ? ", copies in the switch" : "",
-                             (*out)->complete ? ", optimal" : ", stopped at its budget");
+                    if (unicast)
+                        cs_text_printf(reason, sizeof reason,
+                                       "auto: broadcast on copy-capable switches with %d ranks "
+                                       "<= %d and ~%ld model variables <= %ld, but "
+                                       "options.codegen asks for code, which cannot copy in a "
+                                       "switch (without it the switch copies, faster): the "
+                                       "switches as unicast hyper-edges; mcf (TE-CCL flow "
+                                       "model: pipelined, alpha per hop%s)",
+                                       t->ranks, lim->mcf_max_ranks, cols, lim->mcf_max_columns,
+                                       (*out)->complete ? ", optimal" : ", stopped at its budget");
+                    else
+                        cs_text_printf(reason, sizeof reason,
+                                       "auto: %s%s with %d ranks <= %d and ~%ld model variables "
+                                       "<= %ld; mcf (TE-CCL flow model: pipelined, alpha per "
+                                       "hop%s%s%s)",
+                                       collective_kind_name(r->collective.kind),
+                                       copy_switch ? " on copy-capable switches" : "", t->ranks,
+                                       lim->mcf_max_ranks, cols, lim->mcf_max_columns,
+                                       copy_switch ? ", copies in the switch" : "",
+                                       r->instance ? ", switches unicast for options.codegen" : "",
+                                       (*out)->complete ? ", optimal" : ", stopped at its budget");
+                    if (unote[0])
+                        snprintf((*out)->reason, sizeof (*out)->reason, "%s", unote);
                     break;
                 }
                 if (rc == CS_ECANCELLED || cs_cancel_requested(hooks ? hooks->cancel : NULL)) {

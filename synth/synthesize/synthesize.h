@@ -22,6 +22,17 @@
  *   every method: wait_s (daemon: how long POST waits before answering 202),
  *                 time_limit_s (per-job wall-clock limit).  Neither is part of
  *                 the key: they change when you get the answer, not the answer.
+ *                 codegen ("msccl-xml", "cuda" or "none", the default): the
+ *                 format the client will generate the result in.  Both code
+ *                 formats are lowered through the same MSCCL plan, which has
+ *                 GPU-to-GPU sends only, so a schedule that copies inside a
+ *                 copy-capable switch cannot be generated; with codegen set,
+ *                 auto and mcf synthesize for the request's *instance*: the
+ *                 topology with its copy-capable switches as plain switches
+ *                 (unicast through them, the hyper-edge form).  It is part of
+ *                 the key only where it changes the answer (auto or mcf on a
+ *                 topology with copy-capable switches), written as
+ *                 "codegen": "msccl-xml" for both formats.
  *   smt:      k, max_chunks, max_steps, steps, rounds, chunks,
  *             instance_time_limit_s, total_time_limit_s   (cs_smt_options)
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
@@ -44,7 +55,16 @@
  * step-synchronous search loses) when ranks <= mcf_max_ranks and mcf's
  * estimated model has at most mcf_max_columns variables, with at most
  * mcf_time_budget_s; the policy above runs when mcf does not fit or finds
- * nothing.  result->reason says which ran and why.
+ * nothing.  A broadcast on copy-capable switches goes to mcf first too (it
+ * copies in the switch); when the request needs code (options.codegen) the
+ * switches are unicast and mcf runs on them with the best of chunkings
+ * 1, 2, 4, 8, 16 within a short budget (the MILP rarely improves the
+ * greedy's unicast schedule there).  result->reason says which ran and why.
+ *
+ * Information flows one way: request -> instance -> synthesizer.  The
+ * request says what the output must be (options.codegen); parsing turns it
+ * into the instance the synthesizers see (synth_request_instance); no
+ * synthesizer knows about requests or formats.
  *
  * Canonical request: builtins expanded to their links; links, shared sets and
  * custom pairs sorted; every option of the methods that may run written out
@@ -117,6 +137,14 @@ typedef struct cs_synth_request {
     cs_hier_options hier;         /* normalized; progress/cancel unset */
     double wait_s;                /* options.wait_s (0 when absent); not in the key */
     double time_limit_s;          /* options.time_limit_s (0 = none); not in the key */
+    /* options.codegen other than "none": the client will lower the result to
+     * MSCCL XML or CUDA, so it must not copy in a switch. */
+    bool codegen;
+    /* owned: what the synthesizers get when it differs from `topology` (with
+     * codegen, auto and mcf on copy-capable switches: the same topology with
+     * every switch unicast, topology_with_switch_copy); NULL = topology.
+     * Read it through synth_request_instance. */
+    cs_topology *instance;
     json_t *canonical;            /* owned: the canonical request document */
     char key[65];                 /* hex SHA-256 of the canonical JSON text */
 } cs_synth_request;
@@ -133,6 +161,16 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim,
 int synth_request_parse(const char *text, size_t len, const cs_synth_limits *lim,
                         cs_synth_request **out, cs_error *err);
 void synth_request_free(cs_synth_request *r);
+/* The topology the request's synthesizers run on: r->instance when set, else
+ * r->topology.  Results are still verified on, and name, r->topology (a
+ * unicast schedule is valid on a copy-capable switch as written). */
+const cs_topology *synth_request_instance(const cs_synth_request *r);
+/* The key of the same request with options.codegen "msccl-xml" (what a client
+ * that wants code must ask for instead) from a canonical request text, in
+ * key_out (65 bytes; lim as for parsing, NULL for the defaults).  CS_OK with key_out equal to the request's own key when
+ * codegen changes nothing for it. */
+int synth_request_key_with_codegen(const char *canonical_text, size_t len,
+                                   const cs_synth_limits *lim, char key_out[65], cs_error *err);
 /* Compact, sorted-keys canonical JSON (what the key hashes); caller frees. */
 char *synth_request_canonical_text(const cs_synth_request *r);
 

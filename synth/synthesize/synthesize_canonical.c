@@ -283,6 +283,10 @@ int synth_request_set_canonical(cs_synth_request *r, cs_error *err)
             json_object_set_new(copts, "mcf", mcf_options_json(&r->mcf));
         break;
     }
+    /* only where it changed the instance: elsewhere it changes nothing, and
+     * the key of the same request without it stays */
+    if (r->instance)
+        json_object_set_new(copts, "codegen", json_string("msccl-xml"));
     json_object_set_new(canon, "options", copts);
     r->canonical = canon;
     char *text = synth_request_canonical_text(r);

@@ -9,8 +9,10 @@
  * one bit (the send passed its own checks).  The per-send checks and the
  * bandwidth sweep walk the sends in processing order, which producers emit,
  * so both are sequential passes (an index of 4 bytes per send is built only
- * for schedules out of order); links are looked up again (a binary search
- * over the source's out-links) rather than stored.  The value replay
+ * for schedules out of order).  Each send's link is looked up once (a byte
+ * per rank pair up to 2048 ranks, else a binary search over the source's
+ * out-links) and kept for the bandwidth sweep up to 2^23 sends (looked up
+ * again above).  The value replay
  * (verify_values.c) walks one chunk at a time over batches gathered by
  * streaming over the columns, with per-rank state stamped by the chunk's
  * epoch instead of being cleared.
@@ -109,6 +111,8 @@ static inline bool is_valid(const vctx *v, long i) { return (v->valid[i >> 3] >>
 
 static inline int link_of(const vctx *v, long i)
 {
+    if (v->link_pos)
+        return v->t->out_begin[algorithm_send_src(v->a, i)] + v->link_pos[i];
     if (v->link_cache)
         return v->link_cache[i];
     return link_finder_find(&v->links, algorithm_send_src(v->a, i), algorithm_send_dst(v->a, i));
@@ -140,19 +144,43 @@ static void describe_set(const vctx *v, int set, char *buf, size_t size)
         snprintf(buf + n, size - (size_t)n, ")");
 }
 
-/* A link's or shared set's count in the current step beside its lanes:
- * one cache line for both (the sends of a step hit links at random, and a
- * cs_link is 40 bytes: on dgxh100:128, 5.5 MB of them). */
+/* A shared set's count in the current step beside its lanes: one cache
+ * line for both. */
 typedef struct step_slot {
     uint32_t cnt;
     int32_t lanes;
 } step_slot;
 
+/* A link's count in the current step, its lanes and its shared sets, in one
+ * 16-byte record: the sends of a step hit links at random, and the count,
+ * the set range and the set list in separate arrays were three cache misses
+ * per send (a cs_link is 40 bytes: on dgxh100:128, 5.5 MB of them).  Most
+ * links are in at most two sets (a switch port's egress and ingress), held
+ * here; set[0] == BW_MANY_SETS sends the sweep to the set list. */
+typedef struct link_slot {
+    uint32_t cnt;
+    int32_t lanes;
+    int32_t set[2];             /* -1: none */
+} link_slot;
+
+#define BW_MANY_SETS (-2)
+
+/* Counts send i on shared set `set` in a step of `rounds` rounds. */
+static inline void count_set(step_slot *sslot, long *sover, int *stouch, int *ns, int set,
+                             long rounds, long i)
+{
+    step_slot *y = &sslot[set];
+    if (y->cnt++ == 0)
+        stouch[(*ns)++] = set;
+    if (y->cnt == y->lanes * rounds + 1)
+        sover[set] = i;
+}
+
 /* Per step, in step order: the sends over each link and shared set. */
 static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
 {
     const cs_topology *t = v->t;
-    step_slot *lslot = calloc((size_t)t->nlinks + 1, sizeof *lslot);
+    link_slot *lslot = calloc((size_t)t->nlinks + 1, sizeof *lslot);
     step_slot *sslot = calloc((size_t)t->nshared + 1, sizeof *sslot);
     long *lover = malloc(sizeof(long) * (size_t)(t->nlinks + 1));
     long *sover = malloc(sizeof(long) * (size_t)(t->nshared + 1));
@@ -163,8 +191,12 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    for (int l = 0; l < t->nlinks; l++)
+    for (int l = 0; l < t->nlinks; l++) {
+        int b = v->set_begin[l], e = v->set_begin[l + 1];
         lslot[l].lanes = t->links[l].lanes;
+        lslot[l].set[0] = e - b > 2 ? BW_MANY_SETS : e - b > 0 ? v->set_list[b] : -1;
+        lslot[l].set[1] = e - b == 2 ? v->set_list[b + 1] : -1;
+    }
     for (int set = 0; set < t->nshared; set++)
         sslot[set].lanes = t->shared[set].lanes;
     long k = 0, n = v->n;
@@ -184,23 +216,23 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
             if (algorithm_send_step(v->a, i) != step)
                 break;
             int l = link_of(v, i);
-            step_slot *x = &lslot[l];
+            link_slot *x = &lslot[l];
             if (x->cnt++ == 0)
                 ltouch[nl++] = l;
             if (x->cnt == x->lanes * rounds + 1)
                 lover[l] = i;
-            for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++) {
-                int set = v->set_list[m];
-                step_slot *y = &sslot[set];
-                if (y->cnt++ == 0)
-                    stouch[ns++] = set;
-                if (y->cnt == y->lanes * rounds + 1)
-                    sover[set] = i;
+            if (x->set[0] >= 0) {
+                count_set(sslot, sover, stouch, &ns, x->set[0], rounds, i);
+                if (x->set[1] >= 0)
+                    count_set(sslot, sover, stouch, &ns, x->set[1], rounds, i);
+            } else if (x->set[0] == BW_MANY_SETS) {
+                for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++)
+                    count_set(sslot, sover, stouch, &ns, v->set_list[m], rounds, i);
             }
         }
         for (int j = 0; j < nl; j++) {
             int l = ltouch[j];
-            long cap = t->links[l].lanes * rounds, cnt = lslot[l].cnt;
+            long cap = lslot[l].lanes * rounds, cnt = lslot[l].cnt;   /* not t->links: a miss */
             if (cnt > cap)
                 verify_send_problem(v, lover[l], "link %d->%d carries %ld chunks in step %d, more "
                              "than %d lanes x %ld rounds", t->links[l].src, t->links[l].dst,
@@ -209,7 +241,7 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
         }
         for (int j = 0; j < ns; j++) {
             int set = stouch[j];
-            long cap = t->shared[set].lanes * rounds, cnt = sslot[set].cnt;
+            long cap = sslot[set].lanes * rounds, cnt = sslot[set].cnt;
             if (cnt > cap) {
                 char desc[160];
                 describe_set(v, set, desc, sizeof desc);
@@ -551,7 +583,9 @@ static long check_send_range(vctx *v, long i0, long i1)
             }
             continue;
         }
-        if (v->link_cache)
+        if (v->link_pos)
+            v->link_pos[i] = (uint8_t)(l - v->t->out_begin[s->src]);
+        else if (v->link_cache)
             v->link_cache[i] = l;
         v->valid[i >> 3] |= (unsigned char)(1u << (i & 7));
         nvalid++;
@@ -740,6 +774,7 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         return rc;
     }
     v.coll = &coll;
+    v.pre_g = -1;
     v.combining = collective_kind_is_combining(coll.kind);
     if (a->ranks >= 1 && collective_validate(&coll, a->ranks, err) != CS_OK) {
         verify_problem(&v, "collective", "collective: %s", err ? err->message : "invalid");
@@ -764,9 +799,16 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto finish;
     }
+    /* every send is looked up by the checks (and again by the simulator's
+     * timing sweep in algorithm_verify_simulate) */
+    link_finder_densify(&v.links, v.n);
     /* no memory for the cache: the sweep looks links up again */
-    v.link_cache = v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX ? malloc(sizeof(int32_t) * (size_t)v.n)
-                                                           : NULL;
+    if (v.n > 0 && v.n <= VERIFY_LINK_CACHE_MAX) {
+        if (v.links.pos)   /* every rank has < 255 out-links: a byte each */
+            v.link_pos = malloc((size_t)v.n);
+        else
+            v.link_cache = malloc(sizeof(int32_t) * (size_t)v.n);
+    }
     v.valid = calloc((size_t)(v.n + 7) / 8 + 1, 1);
     if (!v.valid) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory for %ld sends", v.n);
@@ -801,6 +843,7 @@ finish:
     free(ord);
     free(v.valid);
     free(v.link_cache);
+    free(v.link_pos);
     free(v.trank);
     free(v.set_begin);
     free(v.set_list);

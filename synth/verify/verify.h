@@ -21,7 +21,9 @@
  *    steps, rounds = sum of rounds_per_step, ops allowed by the kind).
  * Working memory is about 5 bytes per send on top of the algorithm (a bit per
  * send and batches of a quarter of the sends, chunk by chunk; up to 2^23
- * sends also each send's link, 4 bytes, found once), so it also checks
+ * sends also each send's link, 4 bytes, found once, and below 2^20 the
+ * sends' indices bucketed by batch, 4 bytes; up to 2048 ranks a byte per
+ * rank pair for the link lookups), so it also checks
  * TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
  * replay runs on up to 4 threads, with the same report.
  */
