@@ -309,7 +309,7 @@ START_TEST(switch_hubs_match_the_lowering)
      * NICs each, 8 or 16 NICs on the fabric switch) */
     const char *specs[] = {"dgx2", "dgxh100:2", "ndv2:2", "ndv2:3", "switch2d:4x3", "rfs3d:2x2x4"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         expect_same_as_lowered(t);
         topology_free(t);
     }
@@ -330,13 +330,13 @@ START_TEST(switch_hubs_match_the_lowering)
      * physical ring (2 links to members each: 5 < 8); and 8 on that ring,
      * the smallest switch a hub stands for with 2 links per member; ranks
      * on two switches; a chain of 3 ranks outside */
-    cs_topology *t = load("ndv2:1");
+    cs_topology *t = test_topology("ndv2:1");
     expect_same_as_lowered(t);
     topology_free(t);
     /* every pair of members already linked: the switch derives nothing, where
      * a hub would add a lane per port (allgather: 3 chunks in over 3 lanes,
      * not 4) */
-    t = load("{\"ranks\": 4, \"links\": ["
+    t = test_topology("{\"ranks\": 4, \"links\": ["
              "{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
              "{\"src\": 0, \"dst\": 2, \"bidirectional\": true},"
              "{\"src\": 0, \"dst\": 3, \"bidirectional\": true},"
@@ -363,7 +363,7 @@ START_TEST(switch_hubs_match_the_lowering)
             used += snprintf(doc + used, sizeof doc - (size_t)used, "%s%d", r ? ", " : "", r);
         snprintf(doc + used, sizeof doc - (size_t)used,
                  "], \"gbps\": 50}, {\"ranks\": [1, %d, %d], \"gbps\": 20}]}", n + 1, n + 2);
-        t = load(doc);
+        t = test_topology(doc);
         expect_same_as_lowered(t);
         topology_free(t);
     }
