@@ -18,16 +18,8 @@
 #include "synthesize.h"
 #include "verify.h"
 #include "iso.h"
+#include "topology_testutil.h"
 
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    int rc = topology_load(spec, NULL, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
 
 /* 3 nodes of 4 ranks on a ring of 100 GB/s links, NICs on local ranks 0 and 2
  * joined by one fabric switch at 10 GB/s: a custom grouped topology. */
@@ -101,7 +93,7 @@ START_TEST(test_rooted)
 {
     const char *specs[] = {"dgxh100:4", "ndv2:3"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         check_composed_root(t, CS_COLL_BROADCAST, 13);
         check_composed_root(t, CS_COLL_REDUCE, 13);
         check_composed_root(t, CS_COLL_BROADCAST, 0);
@@ -120,7 +112,7 @@ START_TEST(test_builtin_clusters)
     cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE,
                             CS_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         for (int k = 0; k < 4; k++)
             check_composed(t, kinds[k]);
         topology_free(t);
@@ -153,7 +145,7 @@ END_TEST
  * chunk, the allgather stays within 25% of it. */
 START_TEST(test_pipelined)
 {
-    cs_topology *t = load("dgxh100:16");
+    cs_topology *t = test_topology("dgxh100:16");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *res = NULL;
@@ -180,7 +172,7 @@ END_TEST
  * pair, not per rank pair). */
 START_TEST(test_node_chunk_allreduce)
 {
-    cs_topology *t = load("dgxh100:32");
+    cs_topology *t = test_topology("dgxh100:32");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLREDUCE, -1);
     cs_result *res = NULL;
@@ -213,7 +205,7 @@ END_TEST
  * blocks of 8 chunks to each peer and receive as many from it. */
 START_TEST(test_msccl_fits)
 {
-    cs_topology *t = load("dgxh100:32");
+    cs_topology *t = test_topology("dgxh100:32");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *res = NULL;
@@ -240,7 +232,7 @@ END_TEST
  * the result still verifies, and the reason says so. */
 START_TEST(test_smt_fallback)
 {
-    cs_topology *t = load("ndv2:3");
+    cs_topology *t = test_topology("ndv2:3");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_hier_options o;
@@ -434,7 +426,7 @@ END_TEST
 
 START_TEST(test_refusals)
 {
-    cs_topology *t = load("dgxh100:2");
+    cs_topology *t = test_topology("dgxh100:2");
     cs_collective c;
     collective_init(&c, CS_COLL_SCATTER, 1);
     cs_result *res = NULL;
@@ -448,7 +440,7 @@ START_TEST(test_refusals)
     topology_free(t);
 
     /* no nodes */
-    t = load("torus2d:4x4");
+    t = test_topology("torus2d:4x4");
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
     ck_assert_msg(strstr(err.message, "groups"), "%s", err.message);
@@ -634,7 +626,7 @@ static void auto_hier(const char *doc, const char *kind, bool renumbered, double
 START_TEST(test_renumbered_nodes)
 {
     char *hook = hook_cluster_text(8);
-    cs_topology *h = load("dgxh100:4");
+    cs_topology *h = test_topology("dgxh100:4");
     json_t *hj = topology_to_json(h);
     char *h100 = json_dumps(hj, JSON_COMPACT);
     json_decref(hj);

@@ -2366,6 +2366,64 @@ static int astar_after_greedy_fill(long left, const char *what_left, cs_error *e
     return CS_OK;
 }
 
+/* A round's capacity rows, for both kinds of rounds: on each link and shared
+ * set at each of the round's R epochs, the round's sends in flight plus what
+ * earlier rounds' sends still hold there (oc, from absolute epoch T0) stay
+ * within the lanes.  fcol[(q * L + l) * R + k] is commodity q's flow column
+ * on link l at local epoch k (-1: none), for nq commodities (destinations of
+ * pairwise rounds, chunks of copy rounds). */
+static void astar_capacity_rows(const inst *in, const occ *oc, int T0, int R, const int *fcol,
+                                long nq, mcf_lp *lp)
+{
+    const cs_topology *t = in->t;
+    int L = in->L;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < R; k++) {
+            int row = -1;
+            for (long q = 0; q < nq; q++)
+                for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                    int col = k2 >= 0 ? fcol[(q * L + l) * R + k2] : -1;
+                    if (col < 0)
+                        continue;
+                    if (row < 0)
+                        row = mcf_lp_add_row(lp, -INFINITY,
+                                             t->links[l].lanes -
+                                                 oc->link[(long)l * oc->cap + T0 + k]);
+                    mcf_lp_add_coef(lp, row, col, 1.0);
+                }
+        }
+    for (int sidx = 0; sidx < t->nshared; sidx++) {
+        const cs_shared *sh = &t->shared[sidx];
+        for (int k = 0; k < R; k++) {
+            int row = -1;
+            for (int i = 0; i < sh->nlinks; i++) {
+                int l = sh->links[i];
+                for (long q = 0; q < nq; q++)
+                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
+                        int col = k2 >= 0 ? fcol[(q * L + l) * R + k2] : -1;
+                        if (col < 0)
+                            continue;
+                        if (row < 0)
+                            row = mcf_lp_add_row(lp, -INFINITY,
+                                                 sh->lanes -
+                                                     oc->set[(long)sidx * oc->cap + T0 + k]);
+                        mcf_lp_add_coef(lp, row, col, 1.0);
+                    }
+            }
+        }
+    }
+}
+
+/* The two drivers (this one and astar_copy) share the round gate, the
+ * timeout after the greedy fill and the capacity rows; the rest differs per
+ * kind of demand: the state (a position per chunk here, a holding per chunk
+ * and rank there), the model, the solve (MILP then LP rounded here, MILP
+ * from the greedy's start there), how an answer becomes sends, and when the
+ * greedy runs after a solved round (always here, to fill lanes a rounded
+ * LP left idle; only after a round that moved nothing there).  One driver
+ * with per-kind callbacks was tried on paper: about 40 lines of loop
+ * control would be shared, for a state struct, an adapter and a callback
+ * table per kind, no shorter and harder to follow. */
 static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
 {
     const inst *in = r->in;
@@ -2525,42 +2583,7 @@ static int astar_pairwise(run *r, sendbuf *out, json_t **info, cs_error *err)
                 }
             }
         }
-        /* capacity: what earlier rounds' sends still hold is taken */
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int d = 0; d < P; d++)
-                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                        int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
-                        if (col < 0)
-                            continue;
-                        if (row < 0)
-                            row = mcf_lp_add_row(&m.lp, -INFINITY,
-                                                 t->links[l].lanes -
-                                                     oc.link[(long)l * oc.cap + T0 + k]);
-                        mcf_lp_add_coef(&m.lp, row, col, 1.0);
-                    }
-            }
-        for (int sidx = 0; sidx < t->nshared; sidx++) {
-            const cs_shared *sh = &t->shared[sidx];
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int i = 0; i < sh->nlinks; i++) {
-                    int l = sh->links[i];
-                    for (int d = 0; d < P; d++)
-                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                            int col = k2 >= 0 ? m.fcol[fidx(in, R, d, l, k2)] : -1;
-                            if (col < 0)
-                                continue;
-                            if (row < 0)
-                                row = mcf_lp_add_row(&m.lp, -INFINITY,
-                                                     sh->lanes -
-                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
-                            mcf_lp_add_coef(&m.lp, row, col, 1.0);
-                        }
-                }
-            }
-        }
+        astar_capacity_rows(in, &oc, T0, R, m.fcol, P, &m.lp);
         if (m.lp.failed) {
             model_free(&m);
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
@@ -2934,42 +2957,7 @@ static int astar_copy(run *r, sendbuf *out, json_t **info, cs_error *err)
             }
         }
 #undef HELD
-        /* capacity, with what earlier rounds' sends still hold */
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (long g = 0; g < G; g++)
-                    for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                        int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
-                        if (col < 0)
-                            continue;
-                        if (row < 0)
-                            row = mcf_lp_add_row(&lp, -INFINITY,
-                                                 t->links[l].lanes -
-                                                     oc.link[(long)l * oc.cap + T0 + k]);
-                        mcf_lp_add_coef(&lp, row, col, 1.0);
-                    }
-            }
-        for (int sidx = 0; sidx < t->nshared; sidx++) {
-            const cs_shared *sh = &t->shared[sidx];
-            for (int k = 0; k < R; k++) {
-                int row = -1;
-                for (int i = 0; i < sh->nlinks; i++) {
-                    int l = sh->links[i];
-                    for (long g = 0; g < G; g++)
-                        for (int k2 = k - in->kappa[l] + 1; k2 <= k; k2++) {
-                            int col = k2 >= 0 ? fcol[(g * L + l) * R + k2] : -1;
-                            if (col < 0)
-                                continue;
-                            if (row < 0)
-                                row = mcf_lp_add_row(&lp, -INFINITY,
-                                                     sh->lanes -
-                                                         oc.set[(long)sidx * oc.cap + T0 + k]);
-                            mcf_lp_add_coef(&lp, row, col, 1.0);
-                        }
-                }
-            }
-        }
+        astar_capacity_rows(in, &oc, T0, R, fcol, G, &lp);
         if (lp.failed) {
             mcf_lp_free(&lp);
             rc = cs_error_set(err, CS_ENOMEM, "", "out of memory for an A* round");
