@@ -774,6 +774,7 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
         return rc;
     }
     v.coll = &coll;
+    v.pre_g = -1;
     v.combining = collective_kind_is_combining(coll.kind);
     if (a->ranks >= 1 && collective_validate(&coll, a->ranks, err) != CS_OK) {
         verify_problem(&v, "collective", "collective: %s", err ? err->message : "invalid");
