@@ -46,6 +46,7 @@ typedef struct hier_trees {
     hier_tree spread[64];      /* m trees: local i to every other local rank */
     hier_tree nic[64];         /* k trees: NIC j to every other local rank */
     char how[160];             /* where the trees came from */
+    char balanced[96];         /* ring fabrics: what balance_nic_trees made of them */
 } hier_trees;
 
 static void shape_free(hier_shape *s)
@@ -412,12 +413,16 @@ int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error 
         return rc;
     bool ring = s.ring;
     shape_free(&s);
-    if (ring)
+    /* Ring fabrics are composed around the ring with NIC trees balanced to
+     * the node's lanes: on the hook's DGX-1 rings of 8-128 nodes that gives
+     * flat TACOS's simulated time for allgather and reducescatter, 0.88-1.0
+     * of it for allreduce and 0.04-0.23 for broadcast, in tens of steps
+     * instead of thousands (docs/BENCHMARKS.md, "Ring fabrics"), so auto
+     * takes it; alltoall has no ring composition. */
+    if (ring && c->kind == CS_COLL_ALLTOALL)
         return cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                            "a ring fabric: the composition's node trees cannot keep up with "
-                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
-                            "against TACOS's 0.78), so auto keeps the flat methods; method "
-                            "hierarchical composes it when asked");
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
     return CS_OK;
 }
 
@@ -1698,6 +1703,7 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
     tree_load *L = calloc(1, sizeof *L);
     if (!L)
         return;   /* the SMT trees stay: valid, only slower */
+    long before[5];
     const cs_topology *node = s->node;
     L->m = s->m;
     L->k = s->k;
@@ -1711,6 +1717,7 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
     }
     long best[5], c[5];
     tree_cost(L, best);
+    memcpy(before, best, sizeof before);
     for (bool improved = true; improved;) {
         improved = false;
         for (int j = 0; j < s->k; j++)
@@ -1754,6 +1761,9 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
                     tt->n++;
                 }
     }
+    snprintf(tr->balanced, sizeof tr->balanced,
+             "NIC trees balanced to %ld/%ld per lane, depth %ld (smt's: %ld/%ld, depth %ld)",
+             best[0], best[1], best[2], before[0], before[1], before[2]);
     free(L);
 }
 
@@ -2152,7 +2162,7 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   bool *renumbered, cs_error *err)
+                   bool *renumbered, bool *ring_fabric, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
@@ -2171,6 +2181,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
+    *ring_fabric = (need_fw && fw.s.ring) || (need_bw && bw.s.ring);
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
     bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
     if (ring && c->kind == CS_COLL_ALLTOALL) {
@@ -2184,17 +2195,21 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                  c->kind == CS_COLL_ALLREDUCE)) {
         /* around the ring of nodes; reducescatter inverted from the reversed
          * topology; allreduce = reducescatter + allgather */
+        char balanced[96] = "";
         hier_trees *btr = malloc(sizeof *btr);
         if (!btr)
             rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         if (rc == CS_OK && need_fw) {
             *btr = *fw.tr;
             balance_nic_trees(&fw.s, btr);
+            snprintf(balanced, sizeof balanced, "%s", btr->balanced);
             rc = compose_ring_allgather(t, &fw.s, btr, &ag, err);
         }
         if (rc == CS_OK && need_bw) {
             *btr = *bw.tr;
             balance_nic_trees(&bw.s, btr);
+            if (!need_fw)
+                snprintf(balanced, sizeof balanced, "%s", btr->balanced);
             rc = compose_ring_allgather(bw.rt, &bw.s, btr, &rag, err);
         }
         free(btr);
@@ -2218,9 +2233,9 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         algorithm_free(rag);
         if (rc == CS_OK)
             snprintf(how, howlen,
-                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric, %s; %s; inter: node "
                      "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
-                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.nodes, any->s.m, any->s.k, balanced, any->tr->how,
                      any->s.ring_back ? " both ways" : "",
                      c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
                      : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
@@ -2393,10 +2408,10 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
-    bool renumbered = false;
+    bool renumbered = false, ring_fabric = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, &ring_fabric, err);
     cache_free(&cache);
     bool flat = false;
     if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
@@ -2441,7 +2456,8 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     /* said first: the dispatcher keeps only the head of this reason */
     cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
              renumbered ? "nodes matched up to renumbering inside them; " : "", how);
-    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
+    res->stats = json_pack("{s:s, s:b, s:s}", "composition", how, "nodes_renumbered", renumbered,
+                           "fabric", ring_fabric ? "ring" : "switched");
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;
