@@ -231,27 +231,14 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path)
         fprintf(stderr, "collsynth %s: out of memory\n", cmd);
         return CLI_EXIT_INTERNAL;
     }
-    FILE *f = stdout;
-    if (path && strcmp(path, "-") != 0) {
-        f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
-    }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2) | CS_JSON_REAL);
-    fputc('\n', f);
-    if (f != stdout) {
-        if (fclose(f) != 0)
-            rc = -1;
-    } else {
-        fflush(f);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "collsynth %s: writing %s failed\n", cmd, path ? path : "stdout");
-        return CLI_EXIT_USAGE;
-    }
-    return CLI_EXIT_OK;
+    cli_out o;
+    int code = cli_out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    errno = 0;
+    if (json_dumpf(doc, o.f, JSON_INDENT(2) | CS_JSON_REAL) != 0 || fputc('\n', o.f) == EOF)
+        o.error = errno ? errno : EIO;
+    return cli_out_close(&o, true);
 }
 
 int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path)
@@ -272,29 +259,23 @@ int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const 
         json_decref(doc);
         return rc;
     }
-    FILE *f = stdout;
-    if (path && strcmp(path, "-") != 0) {
-        f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
-    }
-    int rc = result_writer_to_file(w, f, &err);
-    if (rc == CS_OK && fputc('\n', f) == EOF)
-        rc = cs_error_set(&err, CS_EIO, "", "write error");
-    if (f != stdout) {
-        if (fclose(f) != 0 && rc == CS_OK)
-            rc = cs_error_set(&err, CS_EIO, "", "write error");
-    } else if (fflush(f) != 0 && rc == CS_OK) {
-        rc = cs_error_set(&err, CS_EIO, "", "write error");
-    }
+    cli_out o;
+    int code = cli_out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    errno = 0;
+    int rc = result_writer_to_file(w, o.f, &err);
+    if (rc == CS_OK && fputc('\n', o.f) == EOF)
+        rc = cs_error_set(&err, CS_EIO, "", "cannot write the result document");
     if (rc != CS_OK) {
-        fprintf(stderr, "collsynth %s: writing %s failed: %s\n", cmd, path ? path : "stdout",
-                err.message);
-        return CLI_EXIT_USAGE;
+        int e = errno;
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s%s%s%s%s\n", cmd,
+                path ? path : "stdout", err.message, e ? " (" : "", e ? strerror(e) : "",
+                e ? ")" : "", o.tmp ? "; the file was left as it was" : "");
+        cli_out_close(&o, false);
+        return rc == CS_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_out_close(&o, true);
 }
 
 /* What verify and simulate check: an Algorithm, or the algorithms of a
