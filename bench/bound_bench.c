@@ -32,17 +32,7 @@
 #include "synthesize.h"
 #include "tacos.h"
 #include "../tests/bench_stats.h"
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_load(spec, NULL, &t, &err) != CS_OK) {
-        fprintf(stderr, "%s: %s\n", spec, err.message);
-        exit(1);
-    }
-    return t;
-}
+#include "../tests/topology_testutil.h"
 
 static int speed(int runs)
 {
@@ -52,7 +42,7 @@ static int speed(int runs)
                                          CS_COLL_ALLTOALL};
     double *ms = malloc(sizeof(double) * (size_t)runs);
     for (size_t i = 0; i < sizeof topos / sizeof *topos; i++) {
-        cs_topology *t = load(topos[i]);
+        cs_topology *t = test_topology(topos[i]);
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
             cs_collective c;
             collective_init(&c, kinds[k], collective_kind_is_rooted(kinds[k]) ? 0 : -1);
@@ -84,7 +74,7 @@ static int quality(int trials)
                                         "rfs3d:2x4x8"};
     static const double sizes[] = {64.0 * 1048576, 1024.0 * 1048576};
     for (size_t i = 0; i < sizeof topos / sizeof *topos; i++) {
-        cs_topology *t = load(topos[i]);
+        cs_topology *t = test_topology(topos[i]);
         cs_collective c;
         collective_init(&c, CS_COLL_ALLREDUCE, -1);
         cs_time_bound b;
@@ -124,7 +114,7 @@ static int quality(int trials)
 
 static int one(const char *topo, const char *kind)
 {
-    cs_topology *t = load(topo);
+    cs_topology *t = test_topology(topo);
     cs_coll_kind k;
     if (collective_kind_from_name(kind, &k) != CS_OK) {
         fprintf(stderr, "unknown collective %s\n", kind);

@@ -8,8 +8,11 @@
 # synthesis; seed 0 (as built) first for reference.  Prints per POST the
 # round-trip seconds, the method, frontier entry 0's ratio_to_bound (the
 # response's default size) and the head of the reason; then the median
-# of the shuffled ones.  BUILD selects the build: run it on a build from
-# before the change for the "before" figure.
+# of the shuffled ones.  Each line also gives the daemon's CPU seconds for
+# the POST (user + system from /proc, the daemon being otherwise idle): on a
+# loaded machine the round trip swings 2x, its CPU time much less.  BUILD
+# selects the build: run it on a build from before the change for the
+# "before" figure.
 #   HIER_RN_SPEC (default hook:128), HIER_RN_COLL (default allgather)
 set -euo pipefail
 BUILD=${BUILD:-build}
@@ -28,16 +31,25 @@ echo "== $spec $coll, method auto, $BUILD; $(nproc) cores, load $(cut -d' ' -f1-
 . "$(dirname "$0")/lib/daemon.sh"
 bench_start_daemon "" --max-body-bytes 67108864 --no-iso-cache
 times=()
+cpus=()
+hz=$(getconf CLK_TCK)
+daemon_cpu() { awk -v hz="$hz" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
 for seed in 0 7 8 9; do
     "$bench" emit "$spec" "$seed" "$coll" auto 300 >"$tmp/b.json"
+    c0=$(daemon_cpu)
     s=$(curl -s -o "$tmp/resp" -w '%{time_total}' -XPOST "$url/v1/synthesize" \
             -H 'Content-Type: application/json' --data-binary @"$tmp/b.json")
+    c=$(awk -v a="$c0" -v b="$(daemon_cpu)" 'BEGIN {printf "%.2f", b - a}')
     grep -q "\"error\"" "$tmp/resp" && { cat "$tmp/resp"; echo; exit 1; }
-    method=$(sed -n 's/.*"method":"\([a-z_-]*\)".*/\1/p' "$tmp/resp" | head -1)
-    reason=$(grep -o '"reason":"[^"]*"' "$tmp/resp" | head -1 | cut -c11-140 | sed 's/"$//')
-    ratio=$(grep -o '"ratio_to_bound":[0-9.e+-]*' "$tmp/resp" | head -1 | cut -d: -f2)
-    printf 'seed %d: %6.2f s  method %-12s ratio_to_bound[0] %-8s %s\n' "$seed" "$s" "$method" \
-        "$ratio" "$reason"
-    [ "$seed" -ne 0 ] && times+=("$s")
+    # method and reason lead the document; the response is ~116 MB on one
+    # line, so no regex runs over all of it
+    method=$(head -c 4096 "$tmp/resp" | sed -n 's/^{"method":"\([a-z_-]*\)".*/\1/p')
+    reason=$(head -c 4096 "$tmp/resp" | grep -o '"reason":"[^"]*"' | head -1 | cut -c11-140 |
+             sed 's/"$//')
+    ratio=$(grep -o -m1 '"ratio_to_bound":[0-9.e+-]*' "$tmp/resp" | head -1 | cut -d: -f2)
+    printf 'seed %d: %6.2f s  cpu %5.2f s  method %-12s ratio_to_bound[0] %-8s %s\n' "$seed" "$s" \
+        "$c" "$method" "$ratio" "$reason"
+    [ "$seed" -ne 0 ] && times+=("$s") && cpus+=("$c")
 done
 printf '%s\n' "${times[@]}" | sort -n | awk '{v[NR]=$1} END {printf "median of %d shuffled: %.2f s\n", NR, v[int((NR+1)/2)]}'
+printf '%s\n' "${cpus[@]}" | sort -n | awk '{v[NR]=$1} END {printf "median daemon cpu of %d shuffled: %.2f s\n", NR, v[int((NR+1)/2)]}'

@@ -32,19 +32,9 @@
 #include "simulate.h"
 #include "smt.h"
 #include "../tests/bench_stats.h"
+#include "../tests/topology_testutil.h"
 
 #define CHUNK_BYTES 25000.0
-
-static cs_topology *load(const char *name)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_load(name, NULL, &t, &err) != CS_OK) {
-        fprintf(stderr, "%s: %s\n", name, err.message);
-        exit(1);
-    }
-    return t;
-}
 
 static double simulate_us(const cs_topology *t, const cs_algorithm *a, double bytes)
 {
@@ -79,7 +69,7 @@ static cs_result *smt_frontier(const cs_topology *t, cs_coll_kind kind, double *
 
 static void table3(int runs)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_coll_kind kinds[2] = {CS_COLL_ALLGATHER, CS_COLL_ALLTOALL};
     double paper[2] = {0.65, 0.97};
     for (int ki = 0; ki < 2; ki++) {
@@ -160,7 +150,7 @@ static void table3(int runs)
 
 static void ndv2(int chunks)
 {
-    cs_topology *t = load("ndv2:2");
+    cs_topology *t = test_topology("ndv2:2");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -241,7 +231,7 @@ static void sym(void)
     printf("  %-12s %7s %9s %10s %10s %11s %11s %9s %9s\n", "topology", "orbits", "|Aut|",
            "lp_s(sym)", "lp_s(full)", "total(sym)", "total(full)", "lp_us", "same_lp");
     for (size_t i = 0; i < sizeof topos / sizeof *topos; i++) {
-        cs_topology *t = load(topos[i]);
+        cs_topology *t = test_topology(topos[i]);
         double s1, s2, u1, u2;
         cs_result *a = run_a2a(t, 1, -1, false, 600, &s1, &u1);
         cs_result *b = run_a2a(t, 1, -1, true, 600, &s2, &u2);
@@ -268,7 +258,7 @@ static void astar(void)
     printf("  %-12s %2s %9s %9s %10s %10s %9s %11s %11s\n", "topology", "C", "full_s",
            "astar_s", "full_us", "astar_us", "lp_us", "full/lp", "astar/lp");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        cs_topology *t = load(cases[i].topo);
+        cs_topology *t = test_topology(cases[i].topo);
         double s1, s2, u1, u2;
         cs_result *a = run_a2a(t, cases[i].C, -1, false, 600, &s1, &u1);
         cs_result *b = run_a2a(t, cases[i].C, 1, false, 600, &s2, &u2);
@@ -293,7 +283,7 @@ static void astar_rounds(int runs)
     printf("  %-12s %2s %9s %10s %6s %6s %6s %8s\n", "topology", "C", "astar_s", "astar_us",
            "rounds", "milp", "lp", "crashes");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        cs_topology *t = load(cases[i].topo);
+        cs_topology *t = test_topology(cases[i].topo);
         double secs[16], us = NAN;
         json_t *as = NULL;
         int crashes = 0;
@@ -316,7 +306,7 @@ static void astar_rounds(int runs)
         json_decref(as);
         topology_free(t);
     }
-    cs_topology *t = load("ndv2:2");
+    cs_topology *t = test_topology("ndv2:2");
     int crashed_runs = 0, failed = 0, n = 40;
     for (int k = 0; k < n; k++) {
         double s, us;

@@ -29,17 +29,7 @@
 #include "simulate.h"
 #include "verify.h"
 #include "../tests/bench_stats.h"
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    if (topology_load(spec, NULL, &t, &err) != CS_OK) {
-        fprintf(stderr, "%s: %s\n", spec, err.message);
-        exit(1);
-    }
-    return t;
-}
+#include "../tests/topology_testutil.h"
 
 typedef struct figures {
     double seconds, sim_us;
@@ -118,7 +108,7 @@ int main(int argc, char **argv)
            "C", "hyper s", "copy s", "hyper us", "copy us", "ratio", "copies", "floor us "
            "(hyper/copy)");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cs_topology *plain = load(cases[i].spec), *copy = NULL;
+        cs_topology *plain = test_topology(cases[i].spec), *copy = NULL;
         cs_error err;
         if (topology_with_switch_copy(plain, true, NULL, &copy, &err) != CS_OK) {
             fprintf(stderr, "%s: %s\n", cases[i].label, err.message);

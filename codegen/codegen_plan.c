@@ -853,51 +853,6 @@ static int cmp_lop(const void *x, const void *y)
     return cg_key_cmp(&((const lop_rec *)x)->key, &((const lop_rec *)y)->key);
 }
 
-/* The other half of the deadlock-freedom argument (codegen_plan.h): the
- * messages of one connection (sender, receiver, channel) are received in
- * the order they are sent, and
- *  - untimed: a transfer's two operations carry the same transfer key (both
- *    blocks run the channel's transfers in one order);
- *  - timed: each message's receive comes before the next message's send in
- *    key order, so a one-message FIFO is empty whenever a send reaches it.
- * Checked on the sends of core ranks whose receiver is core too. */
-static int check_connections(builder *b)
-{
-    cg_plan *p = b->p;
-    cg_hmap last;
-    memset(&last, 0, sizeof last);
-    int rc = CS_OK;
-    for (long k = 0; k < p->nlops && rc == CS_OK; k++) {
-        const cg_lop *l = &p->lops[p->rank_lops[k]];
-        if (l->kind != CG_SEND || b->recv_lop[l->xfer] < 0)
-            continue;
-        const cg_lop *r = &p->lops[b->recv_lop[l->xfer]];
-        if (!p->timed && cg_transfer_cmp(&l->key, &r->key) != 0) {
-            rc = cs_error_set(b->err, CS_EINTERNAL, "", "lowering gave send %ld (rank %d to "
-                              "%d) different transfer keys at its two ends", p->xfers[l->xfer],
-                              l->rank, l->peer);
-            break;
-        }
-        uint64_t conn = ((uint64_t)l->rank << 42) | ((uint64_t)(unsigned)l->peer << 21) |
-                        (uint64_t)(unsigned)l->chan;
-        long prev = cg_hmap_get(&last, conn);
-        if (prev >= 0) {
-            const cg_lop *pr = &p->lops[b->recv_lop[prev]];
-            if (cg_key_cmp(&pr->key, &r->key) >= 0 ||
-                (p->timed && cg_key_cmp(&pr->key, &l->key) >= 0)) {
-                rc = cs_error_set(b->err, CS_EINTERNAL, "", "lowering put sends %ld and %ld "
-                                  "(rank %d to %d, channel %d) out of FIFO order",
-                                  p->xfers[prev], p->xfers[l->xfer], l->rank, l->peer, l->chan);
-                break;
-            }
-        }
-        if (cg_hmap_put(&last, conn, l->xfer) != CS_OK)
-            rc = cs_error_set(b->err, CS_ENOMEM, "", "out of memory");
-    }
-    cg_hmap_free(&last);
-    return rc;
-}
-
 static int order_ranks(builder *b)
 {
     cg_plan *p = b->p;
@@ -936,9 +891,6 @@ static int order_ranks(builder *b)
             p->rank_lops[k] = rec[k - lo].id;
     }
     free(rec);
-    int rc = check_connections(b);
-    if (rc != CS_OK)
-        return rc;
     /* The deadlock-freedom argument needs every dependency to point back. */
     for (long k = 0; k < p->nlops; k++) {
         const cg_lop *l = &p->lops[k];

@@ -69,15 +69,16 @@
  *    only while the other end runs the matching step).  The arguments below
  *    hold with connections of one chunk, so for the runtimes' two; the tests
  *    run every document that way (msccl_interp.h, which also reports a
- *    deadlock's cycle of waits).  Both need two things the plan builder
- *    checks (check_connections, order_ranks): every dependency points to a
- *    smaller key (and untimed, a smaller transfer key), and the messages of
- *    one connection are received in the order they are sent, untimed with
- *    the same transfer key at both ends, timed with each message's receive
- *    before the next message's send (the channel-free rule gives it).  The
- *    emitter checks the steps as laid out, merged ones included (msccl_xml.c
+ *    deadlock's cycle of waits).  Both need every dependency to point to a
+ *    smaller key (and untimed, a smaller transfer key), which the plan
+ *    builder checks (order_ranks), and the messages of one connection to be
+ *    received in the order they are sent, untimed with the same transfer key
+ *    at both ends, timed with each message's receive before the next
+ *    message's send (the channel-free rule gives it).  The emitter checks
+ *    that and the steps as laid out, merged ones included (msccl_xml.c
  *    check_order): each block's steps at increasing keys, every wait on a
- *    step at a smaller key.
+ *    step at a smaller key.  (CUDA tasks need only the first: a task is run
+ *    by its sender after the tasks it depends on, with no FIFO.)
  *  - Timed order (TACOS, MCF).  Keys are not transfer keys: a transfer's send
  *    (at its start) and receive (at its landing) sit at different places,
  *    and a block holding both directions of a channel runs "send x, receive

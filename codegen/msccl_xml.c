@@ -429,18 +429,10 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
     }
 }
 
-static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
-                           const unsigned char *window, int max_cnt)
+/* recv_of: transfer -> its receive lop, -1 when the receiver is not core. */
+static void merge_transfers(const cg_plan *p, const long *rank_index, rank_layout *layouts,
+                            const long *recv_of, const unsigned char *window, int max_cnt)
 {
-    long nx = p->nxfers;
-    long *recv_of = malloc((size_t)(nx ? nx : 1) * sizeof(long));
-    if (!recv_of)
-        return CS_ENOMEM;
-    for (long x = 0; x < nx; x++)
-        recv_of[x] = -1;
-    for (long k = 0; k < p->nlops; k++)
-        if (p->lops[k].kind == CG_RECV)
-            recv_of[p->lops[k].xfer] = k;
     for (int r = 0; r < p->ranks; r++) {
         if (!p->core[r])
             continue;
@@ -455,8 +447,6 @@ static int merge_transfers(const cg_plan *p, const long *rank_index, rank_layout
             grow_run(p, rank_index, layouts, recv_of, r, k, max_cnt);
         }
     }
-    free(recv_of);
-    return CS_OK;
 }
 
 /* Where a rank's step runs in the deadlock-freedom argument (codegen_plan.h):
@@ -486,15 +476,49 @@ static int run_cmp(bool timed, run_at x, run_at y)
     return c ? c : (x.sub > y.sub) - (x.sub < y.sub);
 }
 
+/* The messages a block sends form one connection (rank, peer, channel).
+ * They must be received in the order they are sent, untimed with the same
+ * transfer key at both ends, timed each receive before the next send (so a
+ * one-chunk connection is empty whenever a send reaches it). */
+static bool fifo_order(const cg_plan *p, const cg_lop *prev_send, const cg_lop *l,
+                       const long *recv_of)
+{
+    const cg_lop *rv = &p->lops[recv_of[l->xfer]];
+    if (!p->timed && cg_transfer_cmp(&l->key, &rv->key) != 0)
+        return false;
+    if (!prev_send || recv_of[prev_send->xfer] < 0)
+        return true;
+    const cg_key *pk = &p->lops[recv_of[prev_send->xfer]].key;
+    return cg_key_cmp(pk, &rv->key) < 0 && (!p->timed || cg_key_cmp(pk, &l->key) < 0);
+}
+
 /* Checks on the steps as laid out, merged runs included, what the argument
- * needs: each thread block's steps run at increasing keys, and every step
- * waits only for steps that run before it.  Cheap (linear in operations and
- * dependencies), so every document is checked; a failure is a bug in the
- * lowering, refused rather than emitted. */
+ * needs: each connection's messages in FIFO order (fifo_order), each thread
+ * block's steps at increasing keys, and every step waiting only for steps
+ * that run before it.  Cheap (linear in operations and dependencies), so
+ * every document is checked; a failure is a bug in the lowering, refused
+ * rather than emitted. */
 static int check_order(const cg_plan *p, const rank_layout *L, int r, const long *rank_index,
                        const long *recv_of, cs_error *err)
 {
     long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
+    const cg_lop **last = calloc((size_t)(L->ntb ? L->ntb : 1), sizeof *last);
+    if (!last)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    int rc = CS_OK;
+    for (long k = 0; k < n && rc == CS_OK; k++) {
+        const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
+        if (l->kind != CG_SEND || recv_of[l->xfer] < 0)
+            continue;
+        if (!fifo_order(p, last[L->lop_tb[k]], l, recv_of))
+            rc = cs_error_set(err, CS_EINTERNAL, "", "rank %d thread block %d: send %ld is "
+                              "out of FIFO order on its connection to rank %d (channel %d)", r,
+                              L->lop_tb[k], p->xfers[l->xfer], l->peer, l->chan);
+        last[L->lop_tb[k]] = l;
+    }
+    free(last);
+    if (rc != CS_OK)
+        return rc;
     for (long k = 0; k < n; k++) {
         run_at v = run_key(p, L, lo, k, recv_of);
         long prev = L->lop_prev[k];
@@ -873,9 +897,6 @@ static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsign
     for (int r = 0; r < P && rc == CS_OK; r++)
         if (core[r])
             rc = layout_blocks(p, r, d->lim.max_cnt, &layouts[r], err);
-    if (rc == CS_OK && !d->opt->single_chunk_steps &&
-        merge_transfers(p, rank_index, layouts, window, d->lim.max_cnt) != CS_OK)
-        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     long *recv_of = rc == CS_OK ? malloc((size_t)(p->nxfers ? p->nxfers : 1) * sizeof(long))
                                 : NULL;
     if (rc == CS_OK && !recv_of)
@@ -885,6 +906,8 @@ static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsign
     for (long k = 0; k < p->nlops && rc == CS_OK; k++)
         if (p->lops[k].kind == CG_RECV)
             recv_of[p->lops[k].xfer] = k;
+    if (rc == CS_OK && !d->opt->single_chunk_steps)
+        merge_transfers(p, rank_index, layouts, recv_of, window, d->lim.max_cnt);
     for (int r = lo; r <= hi && rc == CS_OK; r++)
         rc = check_order(p, &layouts[r], r, rank_index, recv_of, err);
     free(recv_of);

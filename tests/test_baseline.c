@@ -8,6 +8,7 @@
 #include "baseline.h"
 #include "check_main.h"
 #include "verify.h"
+#include "topology_testutil.h"
 
 /* One small instance per builtin family.  Every family of
  * topology_builtin_list must appear here (checked), so a new family is not
@@ -22,15 +23,6 @@ static const char *matrix_specs[][2] = {
     {"amd8fc", "amd8fc"},
 };
 #define NSPECS ((int)(sizeof matrix_specs / sizeof matrix_specs[0]))
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    int rc = topology_builtin(spec, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
 
 static int try_gen(const char *name, const cs_topology *t, cs_coll_kind kind, int root,
                    int chunks, cs_algorithm **a, cs_error *err)
@@ -125,7 +117,7 @@ START_TEST(matrix_every_builtin_collective_baseline_verifies)
     ck_assert_int_eq(nb, 9);
     long generated = 0;
     for (int i = 0; i < NSPECS; i++) {
-        cs_topology *t = load(matrix_specs[i][1]);
+        cs_topology *t = test_topology(matrix_specs[i][1]);
         for (int kind = 0; kind < CS_COLL_CUSTOM; kind++) {
             bool rooted = collective_kind_is_rooted(kind);
             int roots[2] = {0, t->ranks - 1};
@@ -176,7 +168,7 @@ START_TEST(non_power_of_two_recursive_and_bine)
     const char *names[] = {"recursive-doubling", "recursive-halving", "bine-butterfly",
                            "bine-tree", "binomial-tree", "double-binary-tree"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         for (size_t n = 0; n < sizeof names / sizeof *names; n++)
             for (int kind = 0; kind < CS_COLL_CUSTOM; kind++) {
                 if (!baseline_supports(names[n], kind))
@@ -201,7 +193,7 @@ END_TEST
  * each step every link carries one chunk: 8 * 7 sends, rounds = steps. */
 START_TEST(ring_allgather_on_ring_is_the_textbook_ring)
 {
-    cs_topology *t = load("ring:8");
+    cs_topology *t = test_topology("ring:8");
     cs_algorithm *a = gen("ring", t, CS_COLL_ALLGATHER, 0, 0);
     ck_assert_int_eq(a->chunks, 1);
     ck_assert_int_eq(a->steps, 7);
@@ -235,7 +227,7 @@ END_TEST
  * 3-2-1-0; the forwarders already hold those chunks or receive them once. */
 START_TEST(routing_over_missing_links)
 {
-    cs_topology *t = load("line:4");
+    cs_topology *t = test_topology("line:4");
     cs_algorithm *a = gen("ring", t, CS_COLL_ALLGATHER, 0, 0);
     for (long i = 0; i < a->nsends; i++)
         ck_assert_int_eq(abs(algorithm_send_src(a, i) - algorithm_send_dst(a, i)), 1);
@@ -252,7 +244,7 @@ START_TEST(routing_over_missing_links)
     }
     algorithm_free(a);
     /* a reduce to rank 3 over the star's hub keeps the hub's contribution */
-    cs_topology *s = load("star:5");
+    cs_topology *s = test_topology("star:5");
     a = gen("binomial-tree", s, CS_COLL_REDUCE, 3, 0);
     ck_assert_int_eq(algorithm_verify(s, a, NULL), CS_OK);
     algorithm_free(a);
@@ -263,7 +255,7 @@ END_TEST
 
 START_TEST(direct_alltoall_and_binomial_shapes)
 {
-    cs_topology *t = load("fc:4");
+    cs_topology *t = test_topology("fc:4");
     cs_algorithm *a = gen("direct", t, CS_COLL_ALLTOALL, 0, 0);
     ck_assert_int_eq(a->steps, 1);
     ck_assert_int_eq(a->nsends, 12);
@@ -275,7 +267,7 @@ START_TEST(direct_alltoall_and_binomial_shapes)
     topology_free(t);
     /* binomial broadcast on fc:8 from root 2: 3 steps, 7 sends, the root
      * first sends to virtual rank 4 = rank 6 */
-    t = load("fc:8");
+    t = test_topology("fc:8");
     a = gen("binomial-tree", t, CS_COLL_BROADCAST, 2, 0);
     ck_assert_int_eq(a->steps, 3);
     ck_assert_int_eq(a->nsends, 7);
@@ -306,7 +298,7 @@ END_TEST
  * 6->{5,7}; tree 1 its mirror.  Every rank is a leaf in at most one tree. */
 START_TEST(double_binary_tree_shape)
 {
-    cs_topology *t = load("fc:8");
+    cs_topology *t = test_topology("fc:8");
     cs_algorithm *a = gen("double-binary-tree", t, CS_COLL_BROADCAST, 0, 2);
     int sends_from[2][8] = {{0}};
     for (long i = 0; i < a->nsends; i++)
@@ -329,7 +321,7 @@ END_TEST
  * needs no routing (every send on a link, one hop per ring step). */
 START_TEST(rings_on_dgx1_use_several_rings)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_algorithm *a = gen("rings", t, CS_COLL_ALLGATHER, 0, 0);
     /* 6 NVLinks per GPU bound the rings by 6, and DGX-1's links decompose
      * into 6 directed Hamiltonian rings (NCCL's) */
@@ -349,7 +341,7 @@ END_TEST
 
 START_TEST(errors_are_clear)
 {
-    cs_topology *t = load("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = NULL;
     cs_error err;
     ck_assert_int_eq(try_gen("no-such", t, CS_COLL_ALLGATHER, 0, 0, &a, &err), CS_EINVAL);
@@ -363,13 +355,13 @@ START_TEST(errors_are_clear)
     ck_assert_int_eq(try_gen("ring", t, CS_COLL_BROADCAST, 9, 0, &a, &err), CS_EINVAL);
     ck_assert_int_eq(try_gen("ring", t, CS_COLL_BROADCAST, 0, -1, &a, &err), CS_EINVAL);
     /* recursive-doubling allreduce on a ring of 8 needs 0 <-> 2 */
-    cs_topology *r8 = load("ring:8");
+    cs_topology *r8 = test_topology("ring:8");
     ck_assert_int_eq(try_gen("recursive-doubling", r8, CS_COLL_ALLREDUCE, 0, 0, &a, &err),
                      CS_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.message, "recursive-halving"));
     topology_free(r8);
     /* 1024 ranks x 4096 chunks cannot fit: refused at once, naming chunks */
-    cs_topology *big = load("torus2d:32x32");
+    cs_topology *big = test_topology("torus2d:32x32");
     double t0 = cs_now();
     ck_assert_int_eq(try_gen("ring", big, CS_COLL_ALLGATHER, 0, 4096, &a, &err), CS_ELIMIT);
     ck_assert_str_eq(err.field, "chunks");
@@ -388,7 +380,7 @@ END_TEST
 
 START_TEST(chunks_option_scales_the_schedule)
 {
-    cs_topology *t = load("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = gen("ring", t, CS_COLL_BROADCAST, 1, 6);
     ck_assert_int_eq(a->chunks, 6);
     ck_assert_int_eq(a->global_chunks, 6);
@@ -409,7 +401,7 @@ START_TEST(large_mesh_in_reasonable_time)
 {
     const char *vg = getenv("VALGRIND");
     bool slow = vg && strcmp(vg, "1") == 0;
-    cs_topology *t = load(slow ? "torus2d:16x16" : "torus2d:32x32");
+    cs_topology *t = test_topology(slow ? "torus2d:16x16" : "torus2d:32x32");
     long p = t->ranks;
     double t0 = cs_now();
     cs_algorithm *a = gen("ring", t, CS_COLL_ALLGATHER, 0, 0);

@@ -9,6 +9,7 @@
 #include "check_main.h"
 #include "simulate.h"
 #include "verify.h"
+#include "topology_testutil.h"
 
 START_TEST(negabinary_p8_table)
 {
@@ -71,15 +72,6 @@ START_TEST(block_positions_p8)
 }
 END_TEST
 
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    int rc = topology_builtin(spec, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
-
 static cs_algorithm *gen(const char *name, const cs_topology *t, cs_coll_kind kind, int root,
                          int chunks)
 {
@@ -101,7 +93,7 @@ static void check_tree(int p, const int (*edges)[3], int nedges, int nsteps)
 {
     char spec[32];
     snprintf(spec, sizeof spec, "fc:%d", p);
-    cs_topology *t = load(spec);
+    cs_topology *t = test_topology(spec);
     cs_algorithm *a = gen("bine-tree", t, CS_COLL_BROADCAST, 0, 1);
     ck_assert_int_eq(a->nsends, nedges);
     ck_assert_int_eq(a->steps, nsteps);
@@ -135,7 +127,7 @@ START_TEST(tree_p16_matches_reference)
     check_tree(16, e, 15, 4);
     /* receive steps of ranks 1..15: [-,3,3,1,2,3,3,2,1,3,3,0,2,3,3,2] */
     const int recv[16] = {-1, 3, 3, 1, 2, 3, 3, 2, 1, 3, 3, 0, 2, 3, 3, 2};
-    cs_topology *t = load("fc:16");
+    cs_topology *t = test_topology("fc:16");
     cs_algorithm *a = gen("bine-tree", t, CS_COLL_BROADCAST, 0, 1);
     for (long k = 0; k < a->nsends; k++)
         ck_assert_int_eq(algorithm_send_step(a, k), recv[algorithm_send_dst(a, k)]);
@@ -157,7 +149,7 @@ END_TEST
  * whose block position lies in the partner's range (reference/bine.md). */
 START_TEST(butterfly_partners_and_blocks_p8)
 {
-    cs_topology *t = load("fc:8");
+    cs_topology *t = test_topology("fc:8");
     cs_algorithm *ag = gen("bine-butterfly", t, CS_COLL_ALLGATHER, 0, 1);
     ck_assert_int_eq(ag->steps, 3);
     for (long k = 0; k < ag->nsends; k++) {
@@ -207,7 +199,7 @@ START_TEST(non_power_of_two_bine_verifies)
     const cs_coll_kind kinds[] = {CS_COLL_BROADCAST, CS_COLL_REDUCE, CS_COLL_GATHER,
                                   CS_COLL_SCATTER,   CS_COLL_ALLREDUCE};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
             cs_algorithm *a = gen("bine-tree", t, kinds[k], t->ranks - 1, 0);
             ck_assert_int_eq(algorithm_verify(t, a, NULL), CS_OK);
@@ -246,7 +238,7 @@ START_TEST(bine_butterfly_cuts_global_traffic)
      * 10 vs 32.  The butterflies never send more across groups here. */
     const char *specs[] = {"dragonfly:4x4", "switch2d:4x2"};
     for (int i = 0; i < 2; i++) {
-        cs_topology *t = load(specs[i]);
+        cs_topology *t = test_topology(specs[i]);
         ck_assert_int_gt(t->ngroups, 1);
         double bine = cross_bytes(t, "bine-butterfly", CS_COLL_REDUCESCATTER);
         double rh = cross_bytes(t, "recursive-halving", CS_COLL_REDUCESCATTER);
@@ -264,7 +256,7 @@ END_TEST
  * binomial 8 + 2*4 + 4*2 + 8*1 = 32, Bine 5 + 2*3 + 4*1 + 8*1 = 23. */
 static int modular_distance_sum(const char *name)
 {
-    cs_topology *t = load("fc:16");
+    cs_topology *t = test_topology("fc:16");
     cs_algorithm *a = gen(name, t, CS_COLL_BROADCAST, 0, 1);
     int sum = 0;
     for (long k = 0; k < a->nsends; k++) {

@@ -24,15 +24,7 @@
 #include "simulate.h"
 #include "synthesize.h"
 #include "verify.h"
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    int rc = topology_load(spec, NULL, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
+#include "topology_testutil.h"
 
 static void load_coll(const char *json, int ranks, cs_collective *c)
 {
@@ -86,7 +78,7 @@ START_TEST(line_pipelines_two_chunks_in_three_epochs)
      * rank 0 at epoch 1 at the earliest and lands at the end of epoch 2:
      * 3 epochs, reached by pipelining (a step-synchronous 2-round schedule
      * per chunk would need 4). */
-    cs_topology *t = load("line:3,gbps=1,alpha=0");
+    cs_topology *t = test_topology("line:3,gbps=1,alpha=0");
     cs_collective c;
     load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,2],[0,0,0],[0,0,0]]}", 3, &c);
     ck_assert(mcf_collective_is_pairwise(&c, 3, 1));
@@ -108,7 +100,7 @@ START_TEST(ring_alltoall_lp_is_two_epochs)
      * least, and 2 are enough: route the 2-hop chunks of ranks 0 and 2
      * clockwise and of 1 and 3 counter-clockwise, first hop in epoch 0; each
      * link then carries one 2-hop leg and one direct chunk. */
-    cs_topology *t = load("ring:4,gbps=1,alpha=0");
+    cs_topology *t = test_topology("ring:4,gbps=1,alpha=0");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_result *r = NULL;
@@ -128,7 +120,7 @@ START_TEST(ring_allgather_and_broadcast_milp)
     /* allgather on ring:4: the opposite rank is 2 hops away, so 2 epochs at
      * least; epoch 0 every rank sends its chunk both ways, epoch 1 each rank
      * forwards its left neighbour's chunk to the right: 2 epochs. */
-    cs_topology *t = load("ring:4,gbps=1,alpha=0");
+    cs_topology *t = test_topology("ring:4,gbps=1,alpha=0");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *r = NULL;
@@ -140,7 +132,7 @@ START_TEST(ring_allgather_and_broadcast_milp)
     /* broadcast from 0 on ring:5 (rank 2 and 3 are 2 hops away): 2 epochs,
      * 4 sends (a tree) */
     topology_free(t);
-    t = load("ring:5,gbps=1,alpha=0");
+    t = test_topology("ring:5,gbps=1,alpha=0");
     collective_init(&c, CS_COLL_BROADCAST, 0);
     ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, &r), 2.0, 1e-9);
     ck_assert_int_eq(r->algs[0]->nsends, 4);
@@ -157,7 +149,7 @@ START_TEST(alpha_holds_the_lane)
     /* line:2 with alpha 0.5 us and 1 us of transfer: a send holds its lane
      * 1.5 us, so the epoch is 1.5 us and 3 chunks from 0 to 1 end at 4.5 us
      * (the verifier refuses overlapping sends on a one-lane link). */
-    cs_topology *t = load("line:2,gbps=1,alpha=0.5");
+    cs_topology *t = test_topology("line:2,gbps=1,alpha=0.5");
     cs_collective c;
     load_coll("{\"kind\":\"custom\",\"demand\":[[0,3],[0,0]]}", 2, &c);
     ck_assert_double_eq_tol(solve_time(t, &c, 1, 1000, 0, NULL), 4.5, 1e-9);
@@ -168,7 +160,7 @@ END_TEST
 
 START_TEST(dgx1_alltoall_and_allgather)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_result *r = NULL;
@@ -193,7 +185,7 @@ START_TEST(max_chunks_gives_a_frontier_over_chunkings)
      * One 100 KB chunk per pair: a send is 0.7 + 4.0 us and the cut between
      * the groups carries 16 chunks over 6 lanes, 3 epochs: 14.1 us; more
      * chunks pay alpha more often here. */
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -249,7 +241,7 @@ START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
      * over the 6 lanes between the groups: the cut), 14.1 us, and 4 chunks of
      * 25 KB need 11 epochs of 1.7 us (64 chunks over 6 lanes), 18.7 us, so
      * the search must beat the requested chunking here. */
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -298,11 +290,11 @@ START_TEST(compaction_removes_the_epoch_padding)
      * and end at 4.0 us, which is optimal: the slow link carries two 1.5 us
      * sends and cannot start before 1 us.  The result's times are the
      * compacted ones and the simulator agrees. */
-    cs_topology *t = load("{\"ranks\":3,\"links\":["
-                          "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
-                          "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,"
-                          "\"alpha_us\":0},"
-                          "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
+    cs_topology *t = test_topology("{\"ranks\":3,\"links\":["
+                                   "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
+                                   "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,"
+                                   "\"alpha_us\":0},"
+                                   "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
     cs_collective c;
     load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,2],[0,0,0],[0,0,0]]}", 3, &c);
     cs_result *r = NULL;
@@ -333,7 +325,7 @@ START_TEST(symmetry_beyond_rotations)
      * must give the same horizon as the full one.  Each rank sends 3 chunks
      * 1 hop, 3 chunks 2 hops and 1 chunk 3 hops: 8 x 12 chunk-hops over 24
      * one-lane links of 1 us sends is 4 epochs at least, and 4 suffice. */
-    cs_topology *t = load("hypercube:3,gbps=1,alpha=0");
+    cs_topology *t = test_topology("hypercube:3,gbps=1,alpha=0");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -355,7 +347,7 @@ START_TEST(symmetry_beyond_rotations)
     /* mesh2d:3x3: reflections and quarter turns of the grid (not free:
      * the centre is fixed), corners, edges and centre are 3 orbits; the
      * reduced and the full LP agree on the horizon */
-    t = load("mesh2d:3x3,gbps=1,alpha=0");
+    t = test_topology("mesh2d:3x3,gbps=1,alpha=0");
     o.no_symmetry = false;
     us = mcf_sim(t, &c, &o, &r);
     sym = json_object_get(r->stats, "symmetry");
@@ -394,7 +386,7 @@ START_TEST(astar_rounds_are_valid_and_close)
      * before 10.2 us.  Rounds of 2 epochs (4 rounds at least) carry chunks
      * and lanes over; the result must be verified, no faster than that bound
      * and within 1.5x of it. */
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -420,10 +412,10 @@ START_TEST(astar_rounds_are_valid_and_close)
      * (kappa 2 epochs of 1 us), rounds of 2 epochs, 3 chunks from 0 to 2.
      * The slow link carries three 1.5 us sends and cannot start before
      * 1 us: 5.5 us at best; A* must deliver all of them, verified. */
-    t = load("{\"ranks\":3,\"links\":["
-             "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
-             "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,\"alpha_us\":0},"
-             "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
+    t = test_topology("{\"ranks\":3,\"links\":["
+                      "{\"src\":0,\"dst\":1,\"gbps\":1,\"alpha_us\":0},"
+                      "{\"src\":1,\"dst\":2,\"gbps\":0.6666666666666666,\"alpha_us\":0},"
+                      "{\"src\":2,\"dst\":0,\"gbps\":1,\"alpha_us\":0}]}");
     load_coll("{\"kind\":\"custom\",\"demand\":[[0,0,3],[0,0,0],[0,0,0]]}", 3, &c);
     mcf_options_default(&o);
     o.bytes = 1000;
@@ -441,7 +433,7 @@ START_TEST(astar_rounds_are_valid_and_close)
      * opposite rank is 2 hops away) and 2 suffice (ring_allgather_and_
      * broadcast_milp); A* rounds of 2 epochs must be valid, >= 2 us, and
      * within 1.5x. */
-    t = load("ring:4,gbps=1,alpha=0");
+    t = test_topology("ring:4,gbps=1,alpha=0");
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     mcf_options_default(&o);
     o.bytes = 1000;
@@ -459,7 +451,7 @@ START_TEST(astar_rounds_are_valid_and_close)
      * alltoall needs about 8 rounds, 0.5 s allows one or two; the schedule
      * must still be complete (verified) and no faster than the ports allow
      * (64 chunks into each server through 2 switch ports at 3.0 us each). */
-    t = load("ndv2:2");
+    t = test_topology("ndv2:2");
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     mcf_options_default(&o);
     o.bytes = 25000;
@@ -483,7 +475,7 @@ START_TEST(astar_rounds_survive_short_time_limits)
      * CglPreProcess::postProcess (SIGSEGV in the solver process, about 1 run
      * in 20 under load at 0.1..0.35 s).  Rounds solve without preprocessing
      * now; several limits in that range must finish with no crash. */
-    cs_topology *t = load("ndv2:2");
+    cs_topology *t = test_topology("ndv2:2");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     for (int i = 0; i < 6; i++) {
@@ -529,7 +521,7 @@ START_TEST(milp_reports_cbc_progress)
      * (3 neighbours at 1 hop, 3 at 2, 1 at 3) over 3 one-lane out-links is
      * 4 epochs at least; the LP's rounding does not fit 4, so CBC solves the
      * integer model, and its log reaches us as "incumbent" events. */
-    cs_topology *t = load("hypercube:3");
+    cs_topology *t = test_topology("hypercube:3");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -557,7 +549,7 @@ START_TEST(lp_rounding_is_valid_and_close)
      * bound is exact there (every send is one 1.7 us epoch) and 6 epochs
      * (the cut between the groups: 32 chunks over 6 lanes).  The rounded
      * schedule is verified and can be no faster than the bound. */
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLTOALL, -1);
     cs_mcf_options o;
@@ -585,7 +577,7 @@ END_TEST
 
 START_TEST(random_sparse_demand_on_dgx1)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     unsigned seed = 12345;
     char json[1024] = "{\"kind\":\"custom\",\"demand\":[";
     int total = 0;
@@ -622,7 +614,7 @@ END_TEST
 
 START_TEST(refuses_combining_and_bad_options)
 {
-    cs_topology *t = load("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLREDUCE, -1);
     cs_mcf_options o;
@@ -656,7 +648,7 @@ START_TEST(schedules_run_through_msccl_codegen)
 {
     /* the MSCCL XML of an mcf alltoall (LP form) and allgather (copy form)
      * computes the collective in the XML interpreter */
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_coll_kind kinds[2] = {CS_COLL_ALLTOALL, CS_COLL_ALLGATHER};
     for (int i = 0; i < 2; i++) {
         cs_collective c;
@@ -707,7 +699,7 @@ START_TEST(cancel_frees_the_solver_within_a_second)
 {
     /* ndv2:2 alltoall with 2 chunks per pair: its LP horizon search takes
      * tens of seconds (CLP in the child) */
-    cs_topology *t = load("ndv2:2");
+    cs_topology *t = test_topology("ndv2:2");
     job j;
     memset(&j, 0, sizeof j);
     j.t = t;

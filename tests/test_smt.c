@@ -15,14 +15,7 @@
 #include "check_main.h"
 #include "smt.h"
 #include "verify.h"
-
-static cs_topology *builtin(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    ck_assert_msg(topology_builtin(spec, &t, &err) == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
+#include "topology_testutil.h"
 
 static cs_smt_options opts(int k, int max_chunks)
 {
@@ -44,7 +37,7 @@ static cs_result *expect_frontier(const char *topo, cs_coll_kind kind, int root,
                                   const cs_smt_options *o, const point *want, int nwant,
                                   int bound_steps, double bound_rpc, bool complete)
 {
-    cs_topology *t = builtin(topo);
+    cs_topology *t = test_topology(topo);
     cs_collective c;
     collective_init(&c, kind, root);
     cs_result *r = NULL;
@@ -152,7 +145,7 @@ START_TEST(dgx1_gather_and_scatter_mirror_each_other)
     /* The root takes in 6 lanes per round and needs 7C chunks: 7/6 rounds per
      * chunk; at most 2 hops.  DGX-1 is symmetric, so scatter (encoded
      * directly) and gather (encoded directly) have the same frontier. */
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_smt_options o = opts(4, 8);
     for (int root = 0; root < 8; root += 5) {
         cs_result *rg = NULL, *rs = NULL;
@@ -233,7 +226,7 @@ END_TEST
 static void sane_frontier(const char *topo, cs_coll_kind kind, int root, int k, int max_chunks,
                           int max_steps)
 {
-    cs_topology *t = builtin(topo);
+    cs_topology *t = test_topology(topo);
     cs_collective c;
     collective_init(&c, kind, root);
     cs_smt_options o = opts(k, max_chunks);
@@ -307,7 +300,7 @@ START_TEST(custom_collective_on_ring4)
 {
     /* chunk 0 from rank 0 to rank 2 (2 hops), chunk 1 from rank 1 to ranks 3
      * and 0.  G is fixed, so only C = 1 is searched. */
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_collective c;
     cs_error err;
     json_t *doc = json_loads("{\"kind\": \"custom\", \"global_chunks\": 2, "
@@ -336,7 +329,7 @@ START_TEST(torus4x4_latency_optimal_instance)
 {
     /* 4x4 torus: diameter 4, 15C chunks through 4 in-lanes per rank.  One chunk
      * in 4 steps of one round each fits (15 <= 16). */
-    cs_topology *t = builtin("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_algorithm *a = NULL;
@@ -358,7 +351,7 @@ END_TEST
 
 START_TEST(dgx1_unsat_instances)
 {
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_algorithm *a = NULL;
@@ -387,7 +380,7 @@ END_TEST
 
 START_TEST(single_instance_through_search)
 {
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_smt_options o = opts(4, 8);
@@ -426,7 +419,7 @@ static void expect_bad(const cs_smt_options *o, const cs_topology *t, const cs_c
 
 START_TEST(bad_options_are_named)
 {
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective ag, bc;
     collective_init(&ag, CS_COLL_ALLGATHER, -1);
     collective_init(&bc, CS_COLL_BROADCAST, 8);
@@ -500,7 +493,7 @@ static void count_progress(void *ctx, const cs_progress_event *ev)
 
 START_TEST(progress_reports_each_instance)
 {
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     counter cnt = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
@@ -541,7 +534,7 @@ static void *run_search_job(void *arg)
 START_TEST(cancel_stops_a_long_search_within_a_second)
 {
     /* A 4x4 torus alltoall (256 chunks per C) takes far longer than this test. */
-    cs_topology *t = builtin("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     search_job j;
     memset(&j, 0, sizeof j);
     j.t = t;
@@ -563,7 +556,7 @@ START_TEST(cancel_stops_a_long_search_within_a_second)
 
     /* an 8x8 torus (64 ranks): instances take seconds just to encode, and the
      * encoder polls for cancellation */
-    t = builtin("torus2d:8x8");
+    t = test_topology("torus2d:8x8");
     memset(&j, 0, sizeof j);
     j.t = t;
     collective_init(&j.c, CS_COLL_ALLGATHER, -1);
@@ -590,7 +583,7 @@ START_TEST(time_limits_return_partial_frontiers)
      * several-fold, so the limits are set from the easy instance's time measured
      * here (never below the plain-build values 0.6 s and 0.2 s), keeping them
      * far below the hard instance's time whatever the build. */
-    cs_topology *t = builtin("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_algorithm *easy = NULL;
@@ -755,7 +748,7 @@ END_TEST
  * minutes in Z3); S=1 is below the diameter.  The message names the bound. */
 START_TEST(instances_below_the_bounds_are_unsat_at_once)
 {
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective a2a;
     collective_init(&a2a, CS_COLL_ALLTOALL, -1);
     const int inst[][3] = {{3, 5, 2}, {4, 7, 3}, {1, 8, 1}};

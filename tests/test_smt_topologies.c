@@ -10,14 +10,7 @@
 #include "check_main.h"
 #include "smt.h"
 #include "verify.h"
-
-static cs_topology *builtin(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    ck_assert_msg(topology_builtin(spec, &t, &err) == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
+#include "topology_testutil.h"
 
 static cs_result *search(const cs_topology *t, cs_coll_kind kind, int root, int k,
                          int max_chunks, int max_steps)
@@ -56,7 +49,7 @@ START_TEST(torus4x4_allgather_frontier)
     /* Diameter 4; 15C chunks into 4 lanes per rank: R/C >= 15/4.  At S = 4 the
      * first candidate is (R,C) = (4,1) (R/C = 4; nothing in [15/4, 4) has
      * R <= 8).  R/C = 15/4 needs R = 15 (C = 4), so S >= 11 with k = 4. */
-    cs_topology *t = builtin("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     cs_result *r = search(t, CS_COLL_ALLGATHER, -1, 4, 8, 0);
     ck_assert_int_eq(r->nalgs, 2);
     ck_assert_int_eq(r->algs[0]->steps, 4);
@@ -75,7 +68,7 @@ END_TEST
 
 START_TEST(torus4x4_other_collectives)
 {
-    cs_topology *t = builtin("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     static const cs_coll_kind kinds[] = {CS_COLL_REDUCESCATTER, CS_COLL_BROADCAST,
                                          CS_COLL_REDUCE,        CS_COLL_GATHER,
                                          CS_COLL_SCATTER,       CS_COLL_ALLREDUCE};
@@ -90,7 +83,7 @@ START_TEST(torus4x4_other_collectives)
      * 3x3 torus does.  Diameter 2; each rank sends C chunks to 4 ranks 1 hop
      * away and to 4 ranks 2 hops away: 12C link crossings per rank, 108C in
      * all, over 36 lanes: R/C >= 3.  (C,S,R) = (1,2,3) meets both bounds. */
-    t = builtin("torus2d:3x3");
+    t = test_topology("torus2d:3x3");
     cs_result *r = search(t, CS_COLL_ALLTOALL, -1, 4, 4, 0);
     ck_assert_int_eq(r->nalgs, 1);
     ck_assert_int_eq(r->algs[0]->steps, 2);
@@ -105,7 +98,7 @@ START_TEST(dgx2_switch_allgather)
 {
     /* NVSwitch, hub and spoke: every GPU sends and receives one chunk per
      * round, so R/C >= 15; one step suffices when k >= 14: (C,S,R) = (1,1,15). */
-    cs_topology *t = builtin("dgx2");
+    cs_topology *t = test_topology("dgx2");
     cs_result *r = search(t, CS_COLL_ALLGATHER, -1, 15, 2, 0);
     ck_assert_int_eq(r->nalgs, 1);
     ck_assert_int_eq(r->algs[0]->steps, 1);
@@ -126,7 +119,7 @@ START_TEST(dgx1_allgather_larger_k)
 {
     /* k = 6 adds candidates, but the frontier cannot beat the bounds: the same
      * two points (SCCL Table 4). */
-    cs_topology *t = builtin("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_result *r = search(t, CS_COLL_ALLGATHER, -1, 6, 8, 0);
     ck_assert_int_eq(r->nalgs, 2);
     ck_assert_int_eq(r->algs[0]->steps, 2);

@@ -12,15 +12,7 @@
 #include "simulate.h"
 #include "tacos.h"
 #include "verify.h"
-
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    int rc = topology_load(spec, NULL, &t, &err);
-    ck_assert_msg(rc == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
+#include "topology_testutil.h"
 
 static double stat_num(const cs_result *r, const char *key)
 {
@@ -106,7 +98,7 @@ static void check_result(const cs_topology *t, const cs_collective *c, const cs_
 
 START_TEST(every_collective_on_every_topology_verifies)
 {
-    cs_topology *t = load(every_topology[_i]);
+    cs_topology *t = test_topology(every_topology[_i]);
     for (int k = 0; k < CS_COLL_KIND_COUNT; k++) {
         cs_collective c;
         if (k == CS_COLL_CUSTOM) {
@@ -157,7 +149,7 @@ START_TEST(same_seed_same_sends_whatever_the_threads)
 {
     const char *specs[] = {"torus2d:4x4", "ndv2:2"};
     for (int k = 0; k < 2; k++) {
-        cs_topology *t = load(specs[k]);
+        cs_topology *t = test_topology(specs[k]);
         cs_collective c;
         collective_init(&c, CS_COLL_ALLREDUCE, -1);
         cs_result *one = solve(t, &c, 2, 6, 42, 1);
@@ -177,7 +169,7 @@ END_TEST
  * parallel (1,024 ranks and up): the sends must not depend on it. */
 START_TEST(parallel_matching_gives_the_same_sends)
 {
-    cs_topology *t = load("mesh2d:32x32");
+    cs_topology *t = test_topology("mesh2d:32x32");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *one = solve(t, &c, 1, 1, 9, 1);
@@ -230,7 +222,7 @@ END_TEST
  * winner is run again instead, and its sends are the same. */
 START_TEST(winner_rerun_records_the_same_sends)
 {
-    cs_topology *t = load("mesh2d:6x6");
+    cs_topology *t = test_topology("mesh2d:6x6");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *two = solve(t, &c, 2, 4, 5, 2), *four = solve(t, &c, 2, 4, 5, 4);
@@ -246,7 +238,7 @@ END_TEST
 
 START_TEST(different_seeds_explore_different_schedules)
 {
-    cs_topology *t = load("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *a = solve(t, &c, 2, 1, 1, 1);
@@ -296,7 +288,7 @@ END_TEST
  * reduce to the end is the same tree backwards. */
 START_TEST(line_needs_p_minus_one_spans_from_the_end)
 {
-    cs_topology *t = load("line:6");
+    cs_topology *t = test_topology("line:6");
     cs_coll_kind kinds[] = {CS_COLL_BROADCAST, CS_COLL_ALLGATHER, CS_COLL_REDUCE, CS_COLL_GATHER};
     for (int k = 0; k < 4; k++) {
         cs_collective c;
@@ -351,7 +343,7 @@ END_TEST
  * pays alpha, so the best possible is 7 spans of alpha + L/6 beta.  Within 3%. */
 START_TEST(dgx1_allgather_is_near_the_smt_optimum)
 {
-    cs_topology *t = load("dgx1");
+    cs_topology *t = test_topology("dgx1");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_tacos_options opt;
@@ -374,7 +366,7 @@ END_TEST
  * P-1 chunks, so at least ceil((P-1)/2) spans; TACOS reaches it. */
 START_TEST(mesh_allgather_reaches_the_corner_bound)
 {
-    cs_topology *t = load("mesh2d:8x8");
+    cs_topology *t = test_topology("mesh2d:8x8");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_result *r = solve(t, &c, 1, 2, 1, 0);
@@ -395,7 +387,7 @@ START_TEST(hypercube_allgather_reaches_the_in_link_bound)
 {
     const struct { const char *spec; int d; } cases[] = {{"hypercube:8", 8}, {"hypercube:9", 9}};
     for (int k = 0; k < 2; k++) {
-        cs_topology *t = load(cases[k].spec);
+        cs_topology *t = test_topology(cases[k].spec);
         cs_collective c;
         collective_init(&c, CS_COLL_ALLGATHER, -1);
         cs_result *r = solve(t, &c, 1, 4, 1, 0);
@@ -428,7 +420,7 @@ END_TEST
  * beats the node's import: 24 chunks over 8 ports of 25 GB/s. */
 START_TEST(switch2d_matches_the_ring_of_rings_by_hand)
 {
-    cs_topology *t = load("switch2d:8x4");
+    cs_topology *t = test_topology("switch2d:8x4");
     const double L = 64.0 * 1024 * 1024;
     cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_ALLREDUCE};
     for (int k = 0; k < 2; k++) {
@@ -453,7 +445,7 @@ END_TEST
 
 START_TEST(statistics_only_run_matches_the_kept_schedule)
 {
-    cs_topology *t = load("torus2d:4x4");
+    cs_topology *t = test_topology("torus2d:4x4");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLREDUCE, -1);
     cs_tacos_options opt;
@@ -481,7 +473,7 @@ static void count_progress(void *ctx, const cs_progress_event *ev)
 
 START_TEST(progress_reports_every_trial_and_cancel_stops)
 {
-    cs_topology *t = load("ring:8");
+    cs_topology *t = test_topology("ring:8");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLREDUCE, -1);
     cs_tacos_options opt;
@@ -510,7 +502,7 @@ START_TEST(progress_reports_every_trial_and_cancel_stops)
     opt.progress = NULL;
     opt.cancel = cs_cancel_new();
     cs_cancel_request(opt.cancel);
-    cs_topology *big = load("mesh2d:32x32");
+    cs_topology *big = test_topology("mesh2d:32x32");
     ck_assert_int_eq(tacos_synthesize(big, &c, &opt, &r, &err), CS_ECANCELLED);
     ck_assert_ptr_null(r);
     cs_cancel_free(opt.cancel);
@@ -521,7 +513,7 @@ END_TEST
 
 START_TEST(bad_options_are_named)
 {
-    cs_topology *t = load("dgx2");
+    cs_topology *t = test_topology("dgx2");
     cs_collective c;
     collective_init(&c, CS_COLL_ALLGATHER, -1);
     cs_tacos_options opt;
@@ -545,7 +537,7 @@ START_TEST(bad_options_are_named)
     ck_assert_str_eq(err.field, "options.switch_degree");
     ck_assert_ptr_null(r);
     /* a custom chunk nobody starts with can never arrive */
-    cs_topology *ring = load("ring:4");
+    cs_topology *ring = test_topology("ring:4");
     cs_collective orphan;
     memset(&orphan, 0, sizeof orphan);
     orphan.kind = CS_COLL_CUSTOM;

@@ -26,6 +26,7 @@
 #include "smt.h"
 #include "tacos.h"
 #include "verify.h"
+#include "topology_testutil.h"
 
 /* ---- random topologies --------------------------------------------------------------- */
 
@@ -517,14 +518,6 @@ static int run_every_method(const cs_topology *t, const cs_collective *c, bool s
     return checked;
 }
 
-static cs_topology *load(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err = {0};
-    ck_assert_msg(topology_load(spec, NULL, &t, &err) == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
-
 static const char *const valid_topologies[] = {
     "ring:8",       "line:5",        "star:6",         "fc:5",          "mesh2d:3x3",
     "torus2d:4x4",  "hypercube:3",   "dgx1",           "dgx2",          "ndv2:2",
@@ -534,7 +527,7 @@ static const char *const valid_topologies[] = {
 
 START_TEST(no_schedule_beats_the_bound)
 {
-    cs_topology *t = load(valid_topologies[_i]);
+    cs_topology *t = test_topology(valid_topologies[_i]);
     static const cs_coll_kind kinds[] = {
         CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE, CS_COLL_BROADCAST,
         CS_COLL_REDUCE,    CS_COLL_GATHER,        CS_COLL_SCATTER,   CS_COLL_ALLTOALL,
@@ -577,7 +570,7 @@ END_TEST
 static void expect_B(const char *spec, cs_coll_kind kind, int root, double want, double want_a,
                      const char *kind_name)
 {
-    cs_topology *t = load(spec);
+    cs_topology *t = test_topology(spec);
     cs_time_bound b = bound_of(t, kind, root);
     ck_assert_msg(close_to(b.bandwidth_us_per_byte, want),
                   "%s %s: B %.12g us/byte, want %.12g (%s)", spec, collective_kind_name(kind),
@@ -624,7 +617,7 @@ END_TEST
 START_TEST(path_latency_and_evaluation)
 {
     /* dgxh100:2: GPU 0 to GPU 9 goes NVSwitch (0.7) then rail 1 (2.0) */
-    cs_topology *t = load("dgxh100:2");
+    cs_topology *t = test_topology("dgxh100:2");
     cs_time_bound b = bound_of(t, CS_COLL_ALLGATHER, -1);
     ck_assert(close_to(b.path_latency_us, 2.7));
     ck_assert(strstr(b.path, "2.7") != NULL);
@@ -639,7 +632,7 @@ START_TEST(path_latency_and_evaluation)
     ck_assert(close_to(b.path_latency_us, 2.7));
     topology_free(t);
     /* line:5: 4 hops of 0.5 us */
-    t = load("line:5");
+    t = test_topology("line:5");
     b = bound_of(t, CS_COLL_ALLREDUCE, -1);
     ck_assert(close_to(b.path_latency_us, 2.0));
     b = bound_of(t, CS_COLL_GATHER, 2);
@@ -650,7 +643,7 @@ END_TEST
 
 START_TEST(custom_offer_json_and_errors)
 {
-    cs_topology *t = load("ring:4");
+    cs_topology *t = test_topology("ring:4");
     /* custom: chunk 0 from rank 0 to 1 and 2; chunk 1 from 3 to 1: rank 1 lacks
      * 2 chunks over 2 links of 50 GB/s: 2 / 100e3 per chunk byte */
     cs_collective c;

@@ -689,6 +689,50 @@ START_TEST(torus_hops_and_paths)
 }
 END_TEST
 
+/* topology_diameter walks each switch as one hop between its members instead
+ * of its n(n-1) derived links: on topologies with switches (and physical
+ * links among members, one-way links, ranks on two switches) it must equal
+ * the largest distance topology_shortest_hops finds over the derived links.
+ * Built from JSON so no builtin's closed-form diameter is cached. */
+START_TEST(diameter_with_switches_is_all_pairs_bfs)
+{
+    const char *specs[] = {
+        "dgx2", "ndv2:3", "dgxh100:3", "switch2d:4x3", "rfs3d:2x2x4",
+        /* a switch over a physical ring, a second switch sharing rank 1, a
+         * one-way tail 6 -> 7 -> 8 back into the switch through rank 8 */
+        "{\"ranks\": 9, \"links\": [{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
+        " {\"src\": 1, \"dst\": 2, \"bidirectional\": true},"
+        " {\"src\": 2, \"dst\": 3, \"bidirectional\": true},"
+        " {\"src\": 3, \"dst\": 0, \"bidirectional\": true},"
+        " {\"src\": 5, \"dst\": 6, \"bidirectional\": true},"
+        " {\"src\": 6, \"dst\": 7}, {\"src\": 7, \"dst\": 8}, {\"src\": 8, \"dst\": 6}],"
+        " \"switches\": [{\"ranks\": [0, 1, 2, 3], \"gbps\": 50},"
+        " {\"ranks\": [1, 4, 5, 8], \"gbps\": 20}]}"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *b = NULL, *t = NULL;
+        cs_error err = { 0 };
+        ck_assert_msg(topology_load(specs[i], NULL, &b, &err) == CS_OK, "%s: %s", specs[i],
+                      err.message);
+        json_t *doc = topology_to_json(b);
+        ck_assert_int_eq(topology_from_json(doc, NULL, &t, &err), CS_OK);
+        json_decref(doc);
+        topology_free(b);
+        ck_assert_int_gt(t->nswitches, 0);
+        int *dist = malloc(sizeof(int) * (size_t)t->ranks), want = 0;
+        for (int s = 0; s < t->ranks; s++) {
+            ck_assert_int_eq(topology_shortest_hops(t, s, dist, &err), CS_OK);
+            for (int r = 0; r < t->ranks; r++)
+                want = dist[r] > want ? dist[r] : want;
+        }
+        free(dist);
+        int d = -1;
+        ck_assert_int_eq(topology_diameter(t, &d, &err), CS_OK);
+        ck_assert_msg(d == want, "%s: diameter %d, all-pairs BFS %d", specs[i], d, want);
+        topology_free(t);
+    }
+}
+END_TEST
+
 START_TEST(large_mesh_builds_fast)
 {
     double t0 = cs_now();
@@ -772,6 +816,7 @@ static Suite *topology_suite(void)
     tcase_add_test(tc, reverse_flips_links_sets_and_switches);
     tcase_add_test(tc, unwind_switch_degree);
     tcase_add_test(tc, torus_hops_and_paths);
+    tcase_add_test(tc, diameter_with_switches_is_all_pairs_bfs);
     tcase_add_test(tc, large_mesh_builds_fast);
     tcase_add_test(tc, mutated_documents_fail_cleanly);
     suite_add_tcase(s, tc);

@@ -10,14 +10,7 @@
 #include "check_main.h"
 #include "send_edit.h"
 #include "verify.h"
-
-static cs_topology *builtin(const char *spec)
-{
-    cs_topology *t = NULL;
-    cs_error err;
-    ck_assert_msg(topology_builtin(spec, &t, &err) == CS_OK, "%s: %s", spec, err.message);
-    return t;
-}
+#include "topology_testutil.h"
 
 /* 0 - 1 - ... - (P-1), bidirectional, lanes 1. */
 static cs_topology *line(int P)
@@ -110,7 +103,7 @@ static void expect_accept(const cs_topology *t, const cs_algorithm *a)
 
 START_TEST(ring_allgather_on_builtin_ring_is_accepted)
 {
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     expect_accept(t, a);
     ck_assert_int_eq(algorithm_verify(t, a, NULL), CS_OK);
@@ -138,7 +131,7 @@ END_TEST
 
 START_TEST(dropped_send_fails_postcondition)
 {
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     /* drop the last send: step 2, rank 3 forwards chunk (3 - 2) = 1 to rank 0 */
     ck_assert_int_eq(algorithm_send_chunk(a, a->nsends - 1), 1);
@@ -282,7 +275,7 @@ END_TEST
 
 START_TEST(send_before_arrival_is_a_causality_error)
 {
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     /* rank 1 forwards chunk 0 in step 0, before receiving it at the end of step 0 */
     for (long i = 0; i < a->nsends; i++)
@@ -296,7 +289,7 @@ END_TEST
 
 START_TEST(reduce_in_noncombining_collective_is_rejected)
 {
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     SEND_SET(a, 0, op, CS_OP_REDUCE);
     expect_reject(t, a, "reduce is not allowed in allgather");
@@ -375,7 +368,7 @@ START_TEST(shared_values_are_never_changed_through_another_rank)
 {
     /* allreduce on fc:3: after 0 copies {0,1} to 1, 0's later reduce of 2's
      * contribution must not show up at 1 */
-    cs_topology *t = builtin("fc:3");
+    cs_topology *t = test_topology("fc:3");
     cs_algorithm *a = new_alg(CS_COLL_ALLREDUCE, -1, 3, 1, 4);
     algorithm_add_send(a, 0, 1, 0, 0, CS_OP_REDUCE);  /* 0 = {0,1} */
     algorithm_add_send(a, 0, 0, 1, 1, CS_OP_COPY);    /* 1 = {0,1}, shared */
@@ -410,7 +403,7 @@ END_TEST
 
 START_TEST(bad_header_fields_are_reported)
 {
-    cs_topology *t = builtin("ring:4");
+    cs_topology *t = test_topology("ring:4");
     cs_algorithm *a = ring_allgather(4, 1);
     a->rounds = 7;
     expect_reject(t, a, "rounds is 7 but rounds_per_step sums to 3");
@@ -436,7 +429,7 @@ START_TEST(bad_header_fields_are_reported)
     expect_reject(t, a, "chunk 11 out of range for 4 global chunks");
     algorithm_free(a);
 
-    cs_topology *t8 = builtin("ring:8");
+    cs_topology *t8 = test_topology("ring:8");
     a = ring_allgather(4, 1);
     expect_reject(t8, a, "the algorithm has 4 ranks, topology");
     algorithm_free(a);
@@ -602,7 +595,7 @@ START_TEST(every_builtin_kind_checks_its_postcondition)
 {
     /* gather, scatter, alltoall on a fully connected 4-rank topology: direct
      * sends are valid; dropping one is caught */
-    cs_topology *t = builtin("fc:4");
+    cs_topology *t = test_topology("fc:4");
     const cs_coll_kind kinds[3] = {CS_COLL_GATHER, CS_COLL_SCATTER, CS_COLL_ALLTOALL};
     for (int k = 0; k < 3; k++) {
         cs_algorithm *a = new_alg(kinds[k], kinds[k] == CS_COLL_ALLTOALL ? -1 : 2, 4, 1, 1);
@@ -634,7 +627,7 @@ START_TEST(large_schedule_verifies_quickly)
     /* ring allgather on ring:512 with 5 chunks: 1,308,160 sends, enough for
      * several streaming batches and worker threads */
     const int P = 512, C = 5;
-    cs_topology *t = builtin("ring:512");
+    cs_topology *t = test_topology("ring:512");
     cs_algorithm *a = ring_allgather(P, C);
     ck_assert_int_gt(a->nsends, 1L << 20);
     double t0 = cs_now();
@@ -858,7 +851,7 @@ START_TEST(random_schedules_agree_with_a_naive_replay)
     unsigned seed = 12345;
     long accepted = 0, rejected = 0;
     for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++) {
-        cs_topology *t = builtin(specs[ti]), *rev = NULL;
+        cs_topology *t = test_topology(specs[ti]), *rev = NULL;
         ck_assert_int_eq(topology_reverse(t, &rev, NULL), CS_OK);
         for (int it = 0; it < 60; it++) {
             cs_coll_kind kind = kinds[rand_r(&seed) % 5];

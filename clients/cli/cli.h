@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "collective.h"
 #include "cs_common.h"
@@ -88,6 +89,32 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path);
  * compact and a block at a time, so memory does not grow with the result. */
 #define CLI_PRETTY_MAX_SENDS 100000
 int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path);
+
+/* ---- output files (cli_output.c) ------------------------------------------------ */
+
+/* An output: standard output for NULL or "-"; otherwise FILE written to a
+ * temporary file beside it and renamed over it by cli_out_close, so FILE
+ * appears (or replaces the old one) only complete: an error, a refused
+ * download or a Ctrl-C part way leave FILE as it was and no temporary file.
+ * Paths that are not regular files (a pipe, /dev/null) are written in place. */
+typedef struct cli_out {
+    const char *cmd;
+    const char *path;  /* as given; NULL: standard output */
+    char *tmp;         /* the temporary file, NULL when written in place */
+    FILE *f;           /* write here */
+    int error;         /* errno of a failed write the caller noticed, 0 */
+    bool guarded;      /* a fatal signal removes tmp */
+} cli_out;
+/* Returns an exit code (the failure printed). */
+int cli_out_open(cli_out *o, const char *cmd, const char *path);
+/* With ok, flushes and puts FILE in place (a write error is printed here:
+ * CLI_EXIT_USAGE); without, discards the temporary file (the caller printed
+ * why).  Returns CLI_EXIT_OK or the exit code of the failure it printed. */
+int cli_out_close(cli_out *o, bool ok);
+/* Before a long computation: whether FILE can be written (its directory
+ * exists and is writable, it is not a directory), without creating it.
+ * Returns an exit code (the failure printed). */
+int cli_out_precheck(const char *cmd, const char *path);
 
 /* ---- the time bound in reports (cli_bound.c) ----------------------------------- */
 

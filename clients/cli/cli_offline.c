@@ -231,27 +231,14 @@ int cli_write_json(const char *cmd, const json_t *doc, const char *path)
         fprintf(stderr, "collsynth %s: out of memory\n", cmd);
         return CLI_EXIT_INTERNAL;
     }
-    FILE *f = stdout;
-    if (path && strcmp(path, "-") != 0) {
-        f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
-    }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2) | CS_JSON_REAL);
-    fputc('\n', f);
-    if (f != stdout) {
-        if (fclose(f) != 0)
-            rc = -1;
-    } else {
-        fflush(f);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "collsynth %s: writing %s failed\n", cmd, path ? path : "stdout");
-        return CLI_EXIT_USAGE;
-    }
-    return CLI_EXIT_OK;
+    cli_out o;
+    int code = cli_out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    errno = 0;
+    if (json_dumpf(doc, o.f, JSON_INDENT(2) | CS_JSON_REAL) != 0 || fputc('\n', o.f) == EOF)
+        o.error = errno ? errno : EIO;
+    return cli_out_close(&o, true);
 }
 
 int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const char *path)
@@ -272,29 +259,23 @@ int cli_write_streamed(const char *cmd, cs_result_writer *w, long nsends, const 
         json_decref(doc);
         return rc;
     }
-    FILE *f = stdout;
-    if (path && strcmp(path, "-") != 0) {
-        f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "collsynth %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
-    }
-    int rc = result_writer_to_file(w, f, &err);
-    if (rc == CS_OK && fputc('\n', f) == EOF)
-        rc = cs_error_set(&err, CS_EIO, "", "write error");
-    if (f != stdout) {
-        if (fclose(f) != 0 && rc == CS_OK)
-            rc = cs_error_set(&err, CS_EIO, "", "write error");
-    } else if (fflush(f) != 0 && rc == CS_OK) {
-        rc = cs_error_set(&err, CS_EIO, "", "write error");
-    }
+    cli_out o;
+    int code = cli_out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    errno = 0;
+    int rc = result_writer_to_file(w, o.f, &err);
+    if (rc == CS_OK && fputc('\n', o.f) == EOF)
+        rc = cs_error_set(&err, CS_EIO, "", "cannot write the result document");
     if (rc != CS_OK) {
-        fprintf(stderr, "collsynth %s: writing %s failed: %s\n", cmd, path ? path : "stdout",
-                err.message);
-        return CLI_EXIT_USAGE;
+        int e = errno;
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s%s%s%s%s\n", cmd,
+                path ? path : "stdout", err.message, e ? " (" : "", e ? strerror(e) : "",
+                e ? ")" : "", o.tmp ? "; the file was left as it was" : "");
+        cli_out_close(&o, false);
+        return rc == CS_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_out_close(&o, true);
 }
 
 /* What verify and simulate check: an Algorithm, or the algorithms of a
@@ -320,42 +301,25 @@ static int load_algorithms(const char *cmd, const char *path, int index, alg_lis
     cs_error err;
     cs_error_clear(&err);
     memset(out, 0, sizeof *out);
-    char *text = NULL;
-    size_t len = 0;
-    int rc;
-    if (strcmp(path, "-") == 0) {
-        json_error_t jerr;
-        json_t *j = json_loadf(stdin, 0, &jerr);
-        if (!j)
-            return cli_usage_error(cmd, "algorithm on stdin: invalid JSON at line %d: %s",
-                                   jerr.line, jerr.text);
-        text = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
-        if (!text)
-            return cli_report_error(cmd, "stdin", CS_ENOMEM, NULL);
-        len = strlen(text);
-    } else if ((rc = cs_read_file(path, &text, &len, &err)) != CS_OK) {
-        char what[300];
-        snprintf(what, sizeof what, "algorithm '%s'", path);
-        return cli_report_error(cmd, what, rc, &err);
-    }
+    bool on_stdin = strcmp(path, "-") == 0;
     char what[300];
     snprintf(what, sizeof what, "algorithm '%s'", path);
-    /* A Result has a "frontier"; an Algorithm never has that key. */
-    if (strstr(text, "\"frontier\"")) {
-        json_error_t jerr;
-        json_t *doc = json_loadb(text, len, 0, &jerr);
-        free(text);
-        if (!doc)
-            return cli_usage_error(cmd, "%s: invalid JSON at line %d: %s", what, jerr.line,
-                                   jerr.text);
-        cs_result *r = NULL;
-        rc = result_from_json(doc, &r, &err);
-        json_decref(doc);
-        if (rc != CS_OK) {
-            int code = cli_report_error(cmd, what, rc, &err);
-            return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    /* without the sends' DOM (algorithm_doc_load_file): a 1M-send result is
+     * 1.7 GB as a DOM, tens of MB as columns */
+    cs_algorithm *a = NULL;
+    cs_result *r = NULL;
+    json_error_t jerr;
+    int rc = algorithm_doc_load_file(on_stdin ? "/dev/stdin" : path, &a, &r, NULL, &jerr, &err);
+    if (rc != CS_OK) {
+        if (jerr.text[0]) {
+            fprintf(stderr, "collsynth %s: %s: invalid JSON at line %d: %s\n", cmd,
+                    on_stdin ? "algorithm on stdin" : what, jerr.line, jerr.text);
+            return CLI_EXIT_USAGE;
         }
+        int code = cli_report_error(cmd, what, rc, &err);
+        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    if (r) {
         if (r->nalgs == 0 || index >= r->nalgs) {
             int n = r->nalgs;
             result_free(r);
@@ -381,15 +345,8 @@ static int load_algorithms(const char *cmd, const char *path, int index, alg_lis
         return CLI_EXIT_OK;
     }
     if (index > 0) {
-        free(text);
+        algorithm_free(a);
         return cli_usage_error(cmd, "--index %d: %s is one algorithm, not a result", index, path);
-    }
-    cs_algorithm *a = NULL;
-    rc = algorithm_parse(text, len, &a, &err);
-    free(text);
-    if (rc != CS_OK) {
-        int code = cli_report_error(cmd, what, rc, &err);
-        return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
     }
     out->algs = calloc(1, sizeof *out->algs);
     if (!out->algs) {

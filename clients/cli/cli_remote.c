@@ -925,30 +925,28 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
     }
     if (summary)
         snprintf(path + n, sizeof path - (size_t)n, "&view=summary");
-    FILE *f = stdout;
-    bool to_file = outfile != NULL && strcmp(outfile, "-") != 0;
-    if (to_file) {
-        f = fopen(outfile, "w");
-        if (f == NULL) {
-            fprintf(stderr, "collsynth get: cannot write %s: %s\n", outfile, strerror(errno));
-            return EXIT_USAGE;
-        }
-    }
+    /* -o FILE: written beside FILE and renamed over it once the whole answer
+     * arrived (cli_output.c), so a refused or broken download, a full disk or
+     * a Ctrl-C never leave a truncated FILE, and never remove an existing one */
+    cli_out out;
+    ec = cli_out_open(&out, cmd, outfile);
+    if (ec != EXIT_OK)
+        return ec;
+    bool to_file = out.f != stdout;
     cs_http_response r;
     cs_error err;
     cs_error_clear(&err);
-    int rc = cs_http_download(&c, path, f, &r, &err);
+    int rc = cs_http_download(&c, path, out.f, &r, &err);
     if (rc != CS_OK && !r.unreachable && r.status >= 200 && r.status < 300) {
-        fprintf(stderr, "collsynth get: writing %s failed: %s\n", to_file ? outfile : "stdout",
-                err.message);
-        ec = EXIT_USAGE;
-    } else if (rc != CS_OK || r.status < 200 || r.status >= 300) {
+        fprintf(stderr, "collsynth get: writing %s failed: %s%s\n", to_file ? outfile : "stdout",
+                err.message, out.tmp ? " (the file was left as it was)" : "");
+        cli_out_close(&out, false);
+        cs_http_response_free(&r);
+        return EXIT_USAGE;
+    }
+    if (rc != CS_OK || r.status < 200 || r.status >= 300) {
         /* the server's own error, as every remote command reports it */
-        if (to_file) {
-            fclose(f);
-            f = NULL;
-            unlink(outfile);
-        }
+        cli_out_close(&out, false);
         if (rc != CS_OK) {
             fprintf(stderr, "collsynth %s: %s\n", cmd, err.message);
             ec = r.unreachable ? EXIT_UNREACHABLE : EXIT_REMOTE;
@@ -956,24 +954,13 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
             ec = report_http_error(cmd, &r);
         }
         cs_http_response_free(&r);
-        if (f != NULL && f != stdout)
-            fclose(f);
         return ec;
     }
     if (!to_file && r.downloaded > 0 && !r.ends_in_newline)
-        fputc('\n', f);
-    bool write_ok = ec == EXIT_OK;
-    if (to_file)
-        write_ok = (fclose(f) == 0) && write_ok;
-    else
-        write_ok = fflush(f) == 0 && write_ok;
-    if (!write_ok) {
-        if (ec == EXIT_OK)
-            fprintf(stderr, "collsynth get: writing %s failed\n", outfile ? outfile : "stdout");
-        ec = EXIT_USAGE;
-    } else if (to_file) {
+        fputc('\n', out.f);
+    ec = cli_out_close(&out, true);
+    if (ec == EXIT_OK && to_file)
         fprintf(stderr, "wrote %s (%zu bytes)\n", outfile, r.downloaded);
-    }
     cs_http_response_free(&r);
     return ec;
 }

@@ -90,7 +90,7 @@ static void solve_usage(FILE *f)
             "  --max-ranks N         refuse larger topologies (default %d)\n"
             "TACOS options (tacos, auto):\n"
             "  --chunks N            chunks per rank (default 1)\n"
-            "  --trials N            randomized trials, the best kept (default 16)\n"
+            "  --trials N            randomized trials, the best kept (default 4)\n"
             "  --seed N              random seed\n"
             "  --switch-degree D     ports per switch when unwinding switches\n"
             "  --stats-only          do not keep the sends (very large topologies)\n"
@@ -705,6 +705,10 @@ static int solve_main(int argc, char **argv, FILE *report)
             code = CLI_EXIT_USAGE;
         goto out;
     }
+
+    /* an -o FILE that cannot be written is said now, not after a long synthesis */
+    if (a.out_path && (code = cli_out_precheck(CMD, a.out_path)) != CLI_EXIT_OK)
+        goto out;
 
     progress prog;
     bool tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb");

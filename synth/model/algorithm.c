@@ -503,9 +503,30 @@ int algorithm_set_send(cs_algorithm *a, long i, const cs_send *s)
     return CS_OK;
 }
 
+/* Whether v (>= 0) fits c as it is (no widening). */
+static inline bool column_holds(const cs_column *c, unsigned long v)
+{
+    return v < (c->width == 1 ? 0x100ul : c->width == 2 ? 0x10000ul : 0x80000000ul);
+}
+
 int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op)
 {
     cs_send_store *st = &a->store;
+    /* a builder's fill over placeholders: every value fits, no time columns */
+    if (!st->start.data && column_holds(&st->chunk, (unsigned long)chunk) &&
+        column_holds(&st->src, (unsigned)src) && column_holds(&st->dst, (unsigned)dst) &&
+        column_holds(&st->step, (unsigned)step)) {
+        column_put(&st->chunk, i, (int32_t)chunk);
+        column_put(&st->src, i, src);
+        column_put(&st->dst, i, dst);
+        column_put(&st->step, i, step);
+        unsigned char bit = (unsigned char)(1u << (i & 7));
+        if (op == CS_OP_REDUCE)
+            st->reduce[i >> 3] |= bit;
+        else
+            st->reduce[i >> 3] &= (unsigned char)~bit;
+        return CS_OK;
+    }
     if (st->start.data) {
         cs_send s = {chunk, src, dst, step, op, NAN, NAN};
         return algorithm_set_send(a, i, &s);

@@ -29,6 +29,11 @@
  * Every real round maps to a feasible flow in that network, so its cuts never
  * undercount what can cross and the bounds stay valid (switch lowering makes
  * every switch port such a set, so a rank on a switch gets 1 lane in, 1 out).
+ * A switch whose lowering cuts every rank partition like a hub would (see
+ * hub_switches: no member has more than n/4 physical links to others) is one
+ * hub node with a 1-lane edge to and from each member instead of its n(n-1)
+ * derived links: the same cuts, values and sets, in a network of thousands of
+ * edges instead of a million for a 512-port fabric switch.
  *
  *   allgather     k = P - |S| for any S (not empty, not all): maximize
  *                 (P-|S|)/cap(S), i.e. find lambda* = min cap(S)/(P-|S|) by
@@ -66,9 +71,9 @@
  *
  * Scale: the exact allgather search needs at least P max-flows (one pass over
  * t0, starting from the best single-rank cut, updating lambda eagerly).  For
- * P * (network size) > 2e7 (e.g. a 45x45 mesh, or 1024 ranks on big switches)
- * only 4e6 / size (at least 16) evenly spaced t0 are tried: valid, not proven
- * tight, and the description says "sampled".  Broadcast samples its targets
+ * P * (network size) > 2e7 (e.g. a 45x45 mesh, or 1024 ranks on switches no
+ * hub stands for) only 4e6 / size (at least 16) evenly spaced t0 are tried:
+ * valid, not proven tight, and the description says "sampled".  Broadcast samples its targets
  * the same way (a min over fewer targets is larger: still a valid bound).
  * For P > BOUNDS_FALLBACK_RANKS (4096) it falls back to per-rank cuts (a rank
  * alone and its complement, using topology_ingress/egress_lanes).  The steps
@@ -119,59 +124,200 @@ static void cut_free(cut_net *c)
     free(c->sink_edge);
 }
 
+/* Switches whose SCCL lowering one hub node stands for exactly in the cut
+ * network: member -> hub and hub -> member edges of 1 lane (the ports)
+ * instead of a derived link per ordered pair chained through the members'
+ * egress and ingress sets.  A 512-port fabric switch is 261,632 derived
+ * links, 785k edges of the lowered network against 1,024 of the hub (and
+ * a push-relabel over the lowered form runs 1.5-3x slower when the ranks
+ * are numbered differently: the same work, scattered over 38 MB).
+ *
+ * Why it is exact.  The network's cut function decomposes: given which
+ * ranks are on the sink side, each switch's internal nodes are cut
+ * independently, and for a switch s whose members split into U (source
+ * side) and W (sink side) the lowered form can pass exactly a maximum
+ * matching of the bipartite graph U x W minus the pairs s derived no link
+ * for (each egress and ingress set carries 1 lane), where the hub passes
+ * min(|U|, |W|).  s derives a link for every ordered pair of members that
+ * no other link joins; let d be the most such other links (physical, or
+ * another switch's) a member has to, or from, other members.  Hall's
+ * condition holds on the smaller side W whenever |U| >= 2d: a subset W' of
+ * more than d ranks has every rank of U as a neighbour (a rank misses at
+ * most d of them), and a smaller one misses at most d ranks of U (those
+ * missing a pair into any one of its ranks), leaving |U| - d >= d >= |W'|;
+ * the same holds with the sides swapped.  With n >= 4d members the larger
+ * side always has n/2 >= 2d, so both forms cut every rank
+ * partition at the same capacity, give the same maximum flows and the same
+ * (unique, minimal) sink side of a minimum cut: every bound and set found
+ * is the one the lowered form gives.  Not used (the lowering stays) for
+ * smaller or densely wired switches, for copy-capable switches in a node
+ * view (their port sets also hold the node's links) and for switches with
+ * a derived link in a document shared set. */
+static unsigned char *hub_switches(const cs_topology *t)
+{
+    if (t->nswitches == 0)
+        return NULL;
+    unsigned char *hub = calloc((size_t)t->nswitches, 1);
+    int *mark = malloc(sizeof(int) * (size_t)t->ranks);
+    if (!hub || !mark) {
+        free(hub);
+        free(mark);
+        return NULL;   /* no hubs: the lowered form, as before */
+    }
+    for (int r = 0; r < t->ranks; r++)
+        mark[r] = -1;
+    for (int s = 0; s < t->nswitches; s++) {
+        const cs_switch *sw = &t->switches[s];
+        if (sw->nranks < 2 || (t->node_view && sw->copy))
+            continue;
+        for (int i = 0; i < sw->nranks; i++)
+            mark[sw->ranks[i]] = s;
+        int d = 0;
+        bool member_ranks = true;
+        for (int i = 0; i < sw->nranks; i++) {
+            int a = sw->ranks[i];
+            if (a < 0 || a >= t->ranks) {
+                member_ranks = false;
+                break;
+            }
+            int out = 0, in = 0;
+            /* a pair joined by a link not derived from s (physical, or an
+             * earlier switch's) gets no derived link of s */
+            for (int k = t->out_begin[a]; k < t->out_begin[a + 1]; k++)
+                out += t->links[k].switch_id != s && mark[t->links[k].dst] == s;
+            for (int k = t->in_begin[a]; k < t->in_begin[a + 1]; k++) {
+                const cs_link *l = &t->links[t->in_links[k]];
+                in += l->switch_id != s && mark[l->src] == s;
+            }
+            if (out > d)
+                d = out;
+            if (in > d)
+                d = in;
+        }
+        hub[s] = member_ranks && (long)sw->nranks >= 4L * d;
+    }
+    free(mark);
+    /* a derived link in a document set: its chain passes that set too */
+    for (int k = 0; k < t->nshared; k++) {
+        if (t->shared[k].switch_id >= 0)
+            continue;
+        for (int j = 0; j < t->shared[k].nlinks; j++) {
+            int sid = t->links[t->shared[k].links[j]].switch_id;
+            if (sid >= 0)
+                hub[sid] = 0;
+        }
+    }
+    return hub;
+}
+
 static int cut_build(const cs_topology *t, cut_net *c, cs_error *err)
 {
     memset(c, 0, sizeof *c);
     int P = t->ranks, K = t->nshared;
-    /* link -> sets containing it, CSR */
-    int *cnt = calloc((size_t)t->nlinks + 1, sizeof(int));
-    if (!cnt)
+    unsigned char *hub = hub_switches(t);
+    /* kept sets: those not standing for a hub switch's ports; node of set k */
+    int *set_node = malloc(sizeof(int) * (size_t)(K > 0 ? K : 1));
+    int *hub_node = malloc(sizeof(int) * (size_t)(t->nswitches > 0 ? t->nswitches : 1));
+    if (!set_node || !hub_node) {
+        free(hub);
+        free(set_node);
+        free(hub_node);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    long memberships = 0;
+    }
+    int n = P;
     for (int k = 0; k < K; k++) {
+        int sid = t->shared[k].switch_id;
+        set_node[k] = sid >= 0 && hub && hub[sid] ? -1 : n;
+        if (set_node[k] >= 0)
+            n += 2;
+    }
+    long hub_edges = 0;
+    for (int s = 0; s < t->nswitches; s++) {
+        hub_node[s] = hub && hub[s] ? n++ : -1;
+        if (hub_node[s] >= 0)
+            hub_edges += 2L * t->switches[s].nranks;
+    }
+    /* link -> kept sets containing it, CSR (links of hub switches have none) */
+    int *cnt = calloc((size_t)t->nlinks + 1, sizeof(int));
+    if (!cnt) {
+        free(hub);
+        free(set_node);
+        free(hub_node);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    long memberships = 0, nsets = 0, nlinks = 0;
+    for (int k = 0; k < K; k++) {
+        if (set_node[k] < 0)
+            continue;
+        nsets++;
         for (int j = 0; j < t->shared[k].nlinks; j++)
             cnt[t->shared[k].links[j] + 1]++;
         memberships += t->shared[k].nlinks;
     }
-    for (int l = 0; l < t->nlinks; l++)
+    for (int l = 0; l < t->nlinks; l++) {
         cnt[l + 1] += cnt[l];
+        int sid = t->links[l].switch_id;
+        nlinks += !(sid >= 0 && hub && hub[sid]);
+    }
     int *sets = malloc(sizeof(int) * (size_t)(memberships > 0 ? memberships : 1));
     int *fill = malloc(sizeof(int) * (size_t)(t->nlinks > 0 ? t->nlinks : 1));
     if (!sets || !fill) {
         free(cnt);
         free(sets);
         free(fill);
+        free(hub);
+        free(set_node);
+        free(hub_node);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     memcpy(fill, cnt, sizeof(int) * (size_t)t->nlinks);
     for (int k = 0; k < K; k++)   /* ascending k: every chain visits sets in one order */
-        for (int j = 0; j < t->shared[k].nlinks; j++)
-            sets[fill[t->shared[k].links[j]]++] = k;
+        if (set_node[k] >= 0)
+            for (int j = 0; j < t->shared[k].nlinks; j++)
+                sets[fill[t->shared[k].links[j]]++] = k;
     free(fill);
-    long edges = K + t->nlinks + memberships + 2L * P;
-    int n = P + 2 * K + 2;
+    long edges = nsets + nlinks + memberships + hub_edges + 2L * P;
+    n += 2;
     if (edges > INT_MAX / 4 || flow_net_init(&c->g, n, (int)edges) != CS_OK) {
         free(cnt);
         free(sets);
+        free(hub);
+        free(set_node);
+        free(hub_node);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory for the cut network");
     }
     c->P = P;
-    c->s = P + 2 * K;
-    c->t = c->s + 1;
+    c->s = n - 2;
+    c->t = n - 1;
     for (int k = 0; k < K; k++)
-        flow_net_edge(&c->g, P + 2 * k, P + 2 * k + 1, t->shared[k].lanes);
+        if (set_node[k] >= 0)
+            flow_net_edge(&c->g, set_node[k], set_node[k] + 1, t->shared[k].lanes);
+    for (int s = 0; s < t->nswitches; s++)
+        if (hub_node[s] >= 0)
+            for (int i = 0; i < t->switches[s].nranks; i++) {
+                /* a port: 1 lane up and 1 lane down, as its egress and ingress sets */
+                flow_net_edge(&c->g, t->switches[s].ranks[i], hub_node[s], 1);
+                flow_net_edge(&c->g, hub_node[s], t->switches[s].ranks[i], 1);
+            }
     for (int l = 0; l < t->nlinks; l++) {
         const cs_link *lk = &t->links[l];
+        /* the total counts every link, hub switches' too: scatter's Dinkelbach
+         * starts from it */
+        c->total_lanes += lk->lanes;
+        if (lk->switch_id >= 0 && hub && hub[lk->switch_id])
+            continue;
         int prev = lk->src;
         for (int i = cnt[l]; i < cnt[l + 1]; i++) {
-            flow_net_edge(&c->g, prev, P + 2 * sets[i], lk->lanes);
-            prev = P + 2 * sets[i] + 1;
+            flow_net_edge(&c->g, prev, set_node[sets[i]], lk->lanes);
+            prev = set_node[sets[i]] + 1;
         }
         flow_net_edge(&c->g, prev, lk->dst, lk->lanes);
-        c->total_lanes += lk->lanes;
     }
     free(cnt);
     free(sets);
+    free(hub);
+    free(set_node);
+    free(hub_node);
     c->base_edges = c->g.m;
     c->src_edge = malloc(sizeof(int) * (size_t)P);
     c->sink_edge = malloc(sizeof(int) * (size_t)P);

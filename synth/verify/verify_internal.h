@@ -69,16 +69,36 @@ typedef struct vctx {
     value **all_blocks;         /* every value ever allocated, for freeing */
     long nblocks, cap_blocks;
     bool oom;
+    long pre_g;                 /* the chunk pre_one is for (-1: none) */
+    int pre_one;
     /* custom postconditions: chunk -> ranks */
     long *post_begin;
     int *post_rank;
 } vctx;
 
 
+/* pre_one: the precondition of chunk pre_g, worked out once per chunk by
+ * the replay (verify_pre_of) instead of per send (a call and a division). */
+#define VERIFY_PRE_ALL (-2)     /* every rank holds the chunk */
+#define VERIFY_PRE_ASK (-3)     /* ask collective_pre (custom collectives) */
+
+/* The precondition of chunk g by kind: the one rank holding it, or
+ * VERIFY_PRE_ALL / VERIFY_PRE_ASK.  verify_check_shapes checks it against
+ * collective_pre on a sample. */
+int verify_pre_of(const cs_collective *c, int P, long g);
+
 /* Whether node r holds chunk g before any send: switch nodes (r >= P) never do. */
 static inline bool vpre(const vctx *v, long g, int r)
 {
-    return r < v->P && collective_pre(v->coll, v->P, v->a->chunks, g, r);
+    if (r >= v->P)
+        return false;
+    if (g == v->pre_g) {
+        if (v->pre_one >= 0)
+            return r == v->pre_one;
+        if (v->pre_one == VERIFY_PRE_ALL)
+            return true;
+    }
+    return collective_pre(v->coll, v->P, v->a->chunks, g, r);
 }
 
 /* "rank 3", or "switch nvswitch (node 16)" for a switch node. */

@@ -291,8 +291,23 @@ static int post_single_rank(const cs_collective *c, int P, long g)
     }
 }
 
-/* The shapes above restate collective.h's table; make sure they agree with
- * the collective module on a sample, so the two can never silently drift. */
+int verify_pre_of(const cs_collective *c, int P, long g)
+{
+    switch (c->kind) {
+    case CS_COLL_ALLGATHER: case CS_COLL_GATHER: case CS_COLL_ALLTOALL:
+        return (int)(g % P);
+    case CS_COLL_SCATTER: case CS_COLL_BROADCAST:
+        return c->root;
+    case CS_COLL_REDUCESCATTER: case CS_COLL_REDUCE: case CS_COLL_ALLREDUCE:
+        return VERIFY_PRE_ALL;
+    default:
+        return VERIFY_PRE_ASK;
+    }
+}
+
+/* The shapes above (and verify_pre_of) restate collective.h's table; make
+ * sure they agree with the collective module on a sample, so the two can
+ * never silently drift. */
 int verify_check_shapes(vctx *v, cs_error *err)
 {
     const cs_collective *c = v->coll;
@@ -308,6 +323,12 @@ int verify_check_shapes(vctx *v, cs_error *err)
                 return cs_error_set(err, CS_EINTERNAL, "collective",
                                     "verifier and collective module disagree on the "
                                     "postcondition of chunk %ld at rank %d", g, r);
+            int pre = verify_pre_of(c, v->P, g);
+            if (pre != VERIFY_PRE_ASK &&
+                (pre == VERIFY_PRE_ALL || pre == r) != collective_pre(c, v->P, v->a->chunks, g, r))
+                return cs_error_set(err, CS_EINTERNAL, "collective",
+                                    "verifier and collective module disagree on the "
+                                    "precondition of chunk %ld at rank %d", g, r);
             if (v->combining && !collective_pre(c, v->P, v->a->chunks, g, r))
                 return cs_error_set(err, CS_EINTERNAL, "collective",
                                     "combining collective without a contribution at rank %d", r);
@@ -744,6 +765,8 @@ static int replay_chunk(replay_worker *w, long g, send_rec *recs, long len)
         v->epoch = 1;
     }
     v->ntouched = 0;
+    v->pre_g = g;
+    v->pre_one = verify_pre_of(v->coll, v->P, g);
     long received = 0;
     order_chunk(v, recs, len);
     if (!v->combining) {

@@ -1,0 +1,189 @@
+/*
+ * cli_output.c - output files (-o FILE) that appear only once complete.
+ *
+ * A result written with -o can be hundreds of MB and take seconds to write;
+ * `get -o` writes as the download arrives.  Written in place, a Ctrl-C, a
+ * full disk or a refused download part way left a truncated FILE that looks
+ * like a document (a user found `big.json` cut at 265 MB after Ctrl-C), and
+ * `get -o FILE` removed an existing FILE when the server said no.  So FILE is
+ * written to a temporary ".FILE.XXXXXX" in its directory (the same file
+ * system, so rename(2) is atomic) and renamed over FILE only when everything
+ * was written; an existing FILE stays as it was until then.
+ *
+ * A fatal signal while the temporary file is open (SIGINT, SIGTERM, SIGHUP,
+ * SIGXFSZ) removes it before the process dies of that signal, as it would
+ * have: the exit status still says "interrupted".  The handler needs the
+ * path outside any stack frame, hence the one static slot below: the CLI
+ * writes one output file at a time (codegen --frontier-dir writes its files
+ * one after another), and a second open while one is pending simply is not
+ * covered by the handler (it is still renamed or discarded normally).
+ *
+ * Standard output, "-", and paths that exist but are not regular files (a
+ * pipe, /dev/null, /dev/stdout) are written in place: they cannot be renamed
+ * over, and their reader sees the exit code.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* The temporary file a fatal signal must remove (see above). */
+static char pending_tmp[4096];
+static volatile sig_atomic_t pending_set;
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
+#define NFATAL ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
+static struct sigaction saved_actions[NFATAL];
+
+static void remove_pending_and_die(int sig)
+{
+    if (pending_set)
+        unlink(pending_tmp); /* async-signal-safe */
+    pending_set = 0;
+    signal(sig, SIG_DFL);
+    raise(sig); /* die of the signal itself: the caller's shell sees 130 for ^C */
+}
+
+static bool guard_tmp(const char *tmp)
+{
+    if (pending_set || strlen(tmp) >= sizeof pending_tmp)
+        return false;
+    memcpy(pending_tmp, tmp, strlen(tmp) + 1);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_pending_and_die;
+    sigemptyset(&sa.sa_mask);
+    pending_set = 1;
+    for (int i = 0; i < NFATAL; i++) {
+        sigaction(fatal_signals[i], NULL, &saved_actions[i]);
+        /* a signal the caller ignores (nohup, a background job's SIGINT)
+         * stays ignored: it would not have ended the process */
+        if (saved_actions[i].sa_handler != SIG_IGN)
+            sigaction(fatal_signals[i], &sa, NULL);
+    }
+    return true;
+}
+
+static void unguard_tmp(void)
+{
+    for (int i = 0; i < NFATAL; i++)
+        if (saved_actions[i].sa_handler != SIG_IGN)
+            sigaction(fatal_signals[i], &saved_actions[i], NULL);
+    pending_set = 0;
+}
+
+int cli_out_open(cli_out *o, const char *cmd, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    if (!path || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return CLI_EXIT_OK;
+    }
+    o->path = path;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "collsynth %s: cannot write '%s': it is a directory\n", cmd, path);
+            return CLI_EXIT_USAGE;
+        }
+        o->f = fopen(path, "w");
+        if (!o->f) {
+            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+        return CLI_EXIT_OK;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t n = strlen(path) + 16;
+    o->tmp = malloc(n);
+    if (!o->tmp) {
+        fprintf(stderr, "collsynth %s: out of memory\n", cmd);
+        return CLI_EXIT_INTERNAL;
+    }
+    snprintf(o->tmp, n, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return CLI_EXIT_USAGE;
+    }
+    o->guarded = guard_tmp(o->tmp);
+    /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        if (o->guarded)
+            unguard_tmp();
+        free(o->tmp);
+        o->tmp = NULL;
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_out_close(cli_out *o, bool ok)
+{
+    int code = CLI_EXIT_OK;
+    const char *name = o->path ? o->path : "stdout";
+    if (!o->f)
+        return CLI_EXIT_OK;
+    if (ok && !o->error && (ferror(o->f) || fflush(o->f) != 0))
+        o->error = errno ? errno : EIO;
+    if (o->f != stdout && fclose(o->f) != 0 && ok && !o->error)
+        o->error = errno ? errno : EIO;
+    o->f = NULL;
+    if (ok && o->error) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s%s\n", o->cmd, name,
+                strerror(o->error), o->tmp ? " (the file was left as it was)" : "");
+        code = CLI_EXIT_USAGE;
+    }
+    if (o->error)
+        ok = false;
+    if (o->tmp) {
+        if (ok && rename(o->tmp, o->path) != 0) {
+            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
+                    strerror(errno));
+            code = CLI_EXIT_USAGE;
+            ok = false;
+        }
+        if (!ok)
+            unlink(o->tmp);
+        if (o->guarded)
+            unguard_tmp();
+        free(o->tmp);
+        o->tmp = NULL;
+    }
+    return code;
+}
+
+int cli_out_precheck(const char *cmd, const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return CLI_EXIT_OK;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "collsynth %s: cannot write '%s': it is a directory\n", cmd, path);
+            return CLI_EXIT_USAGE;
+        }
+        /* a pipe or a device: opening a FIFO would wait for its reader */
+        return CLI_EXIT_OK;
+    }
+    cli_out o;
+    int code = cli_out_open(&o, cmd, path);
+    if (code != CLI_EXIT_OK)
+        return code;
+    /* only the probe goes away: FILE is not created or touched */
+    o.error = ECANCELED;
+    return cli_out_close(&o, false);
+}
