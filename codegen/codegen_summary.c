@@ -509,8 +509,7 @@ static int refuse_switch_nodes(const cs_algorithm *a, const cs_topology *t, cs_e
             snprintf(name, sizeof name, "copy-capable switch node %d", node);
         return cs_error_set(err, CS_EUNSUPPORTED, "algorithm",
                             "send %ld (chunk %ld, %d->%d) goes through %s: MSCCL runtimes cannot "
-                            "express in-switch multicast (the switch holding a chunk and copying "
-                            "it to several ports); synthesize with options.codegen "
+                            "express in-switch multicast; synthesize with options.codegen "
                             "\"msccl-xml\" (CLI: --codegen msccl-xml), which uses copy-capable "
                             "switches as unicast, to generate code",
                             i, algorithm_send_chunk(a, i), src, dst, name);

@@ -115,20 +115,30 @@ static void run_case(const order_case *k)
         cs_hier_options ho;
         hier_options_default(&ho);
         ho.threads = 1;
+        /* "hierarchical+flat": the frontier also holds the flat TACOS
+         * schedule (timed) next to the compositions (stepped) */
+        if (strstr(k->method, "+flat"))
+            ho.flat_max_ranks = t->ranks;
         rc = hier_synthesize(t, &c, &ho, &res, &err);
     }
     ck_assert_msg(rc == CS_OK, "%s: %s", label, err.message);
     ck_assert_int_ge(res->nalgs, 1);
+    int timed = 0;
     for (int i = 0; i < res->nalgs; i++) {
         const cs_algorithm *a = res->algs[i];
         ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s: %s", label, err.message);
         /* TACOS and MCF are the timed sources; compositions are stepped */
-        ck_assert_int_eq(algorithm_is_timed(a), strcmp(k->method, "hierarchical") != 0);
+        timed += algorithm_is_timed(a);
+        if (!strstr(k->method, "+flat"))
+            ck_assert_int_eq(algorithm_is_timed(a), strcmp(k->method, "hierarchical") != 0);
         char al[200];
         snprintf(al, sizeof al, "%s, algorithm %d", label, i);
         generate_and_run(a, t, &c, CS_MSCCL_RUNTIME_MSCCL, al);
         generate_and_run(a, t, &c, CS_MSCCL_RUNTIME_EXECUTOR, al);
     }
+    if (strstr(k->method, "+flat")) /* one flat entry, the rest compositions */
+        ck_assert_msg(timed == 1 && res->nalgs >= 2, "%s: %d timed of %d", label, timed,
+                      res->nalgs);
     result_free(res);
     collective_free(&c);
     topology_free(t);
@@ -146,6 +156,7 @@ START_TEST(tacos_schedules_run_without_deadlock)
         {"dgx1", "tacos", "broadcast", 2},
         {"dgxh100:2", "tacos", "allgather", 2},
         {"dgxh100:2", "tacos", "reducescatter", 1},
+        {"ndv2:2", "tacos", "allreduce", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
@@ -160,6 +171,9 @@ START_TEST(hierarchical_schedules_run_without_deadlock)
         {"dgxh100:2", "hierarchical", "allreduce", 1},
         {"dgxh100:4", "hierarchical", "allgather", 1},
         {"dgxh100:4", "hierarchical", "broadcast", 1},
+        {"ndv2:2", "hierarchical", "allgather", 1},
+        {"dgxa100:2", "hierarchical", "reducescatter", 1},
+        {"dgxh100:2", "hierarchical+flat", "allgather", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);

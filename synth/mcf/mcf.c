@@ -1877,7 +1877,8 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
      * up to them, then the rest, so a chunk goes up once and comes down
      * everywhere before unicast takes the ports; even seeds keep the plain
      * order (on an all-to-all demand like allgather the ingress ports are the
-     * bottleneck either way, and the plain order avoids the extra hop), and
+     * bottleneck either way, and the plain order avoids the extra hop; they
+     * leave the nodes out, so they are the hyper-edge form's greedy), and
      * the shortest of all is kept. */
     int first_node = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
     bool nodes_first = t->node_view && t->nswitch_nodes > 0 && (seed & 1);
@@ -1903,6 +1904,10 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
             if (nodes_first && (n >= first_node ? 0 : m >= first_node ? 1 : 2) != pass)
+                continue;
+            /* even seeds: the hyper-edge form's greedy exactly (no node), so
+             * the copy form is never worse than it */
+            if (!nodes_first && (n >= first_node || m >= first_node))
                 continue;
             int gm = ng ? t->group_of[m] : -1;
             bool cross = ng && gm >= 0 && t->group_of[n] != gm;
@@ -3475,6 +3480,74 @@ static int switch_node_collective(const cs_collective *c, int P, int C, int node
     return rc;
 }
 
+/* How much a schedule through switch nodes buffers in them: the switch node
+ * is store-and-forward (docs/model.md "Copy-capable switches": it may hold a
+ * chunk between its arrival and its last copy, which TE-CCL's zero-buffer
+ * switch may not), so results say how long and how much it holds.  Chunk g
+ * is held at node j from its first arrival's end to its last copy's start;
+ * *hold_us is the longest such span, *peak the most chunks one node holds
+ * at once (spans shorter than 1e-6 us are forwarding, not holding). */
+typedef struct hold_span { double at; int delta; } hold_span;
+
+static int cmp_hold_span(const void *x, const void *y)
+{
+    const hold_span *a = x, *b = y;
+    if (a->at != b->at)
+        return a->at < b->at ? -1 : 1;
+    return a->delta - b->delta; /* an end before a start at the same time */
+}
+
+static int switch_buffer_use(const cs_algorithm *a, int P, int S, double *hold_us, int *peak)
+{
+    long G = a->global_chunks;
+    size_t n = (size_t)(G > 0 ? G : 1) * (size_t)S;
+    double *first = malloc(sizeof *first * n), *lastc = malloc(sizeof *lastc * n);
+    hold_span *ev = malloc(sizeof *ev * 2 * n);
+    if (!first || !lastc || !ev) {
+        free(first);
+        free(lastc);
+        free(ev);
+        return CS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        first[i] = INFINITY;
+        lastc[i] = -INFINITY;
+    }
+    for (long k = 0; k < a->nsends; k++) {
+        int src = algorithm_send_src(a, k), dst = algorithm_send_dst(a, k);
+        long g = algorithm_send_chunk(a, k);
+        if (dst >= P && dst - P < S && algorithm_send_end_us(a, k) < first[g * S + dst - P])
+            first[g * S + dst - P] = algorithm_send_end_us(a, k);
+        if (src >= P && src - P < S && algorithm_send_start_us(a, k) > lastc[g * S + src - P])
+            lastc[g * S + src - P] = algorithm_send_start_us(a, k);
+    }
+    *hold_us = 0;
+    *peak = 0;
+    for (int j = 0; j < S; j++) {
+        size_t ne = 0;
+        for (long g = 0; g < G; g++) {
+            double e = first[g * S + j], c = lastc[g * S + j];
+            if (!isfinite(e) || !isfinite(c) || c - e <= 1e-6)
+                continue;
+            if (c - e > *hold_us)
+                *hold_us = c - e;
+            ev[ne++] = (hold_span){e, 1};
+            ev[ne++] = (hold_span){c, -1};
+        }
+        qsort(ev, ne, sizeof *ev, cmp_hold_span);
+        int cur = 0;
+        for (size_t i = 0; i < ne; i++) {
+            cur += ev[i].delta;
+            if (cur > *peak)
+                *peak = cur;
+        }
+    }
+    free(first);
+    free(lastc);
+    free(ev);
+    return CS_OK;
+}
+
 /* One chunking, with copy-capable switches as TE-CCL's switch nodes: copy
  * demands are solved on the node view (each such switch a node with flow
  * and holding variables like a GPU, and no demand; its links to and from
@@ -3562,6 +3635,19 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
         algorithm_free(res->algs[i]);
         res->algs[i] = b;
     }
+    double hold_us = 0, chunk_bytes = 0;
+    int peak = 0;
+    for (int i = 0; rc == CS_OK && i < res->nalgs; i++) {
+        double h = 0;
+        int pk = 0;
+        if (switch_buffer_use(res->algs[i], P, S, &h, &pk) != CS_OK)
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        hold_us = h > hold_us ? h : hold_us;
+        if (pk > peak) {
+            peak = pk;
+            chunk_bytes = res->algs[i]->timed_chunk_bytes;
+        }
+    }
     if (rc == CS_OK) {
         int used = 0;
         for (int i = 0; i < res->nalgs; i++)
@@ -3569,6 +3655,10 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
                 used += algorithm_send_src(res->algs[i], k) >= P;
         json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
         json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        /* store-and-forward: what the schedule asks the switches to buffer */
+        json_object_set_new(res->stats, "switch_hold_us", json_real(hold_us));
+        json_object_set_new(res->stats, "switch_buffer_chunks", json_integer(peak));
+        json_object_set_new(res->stats, "switch_buffer_bytes", json_real(peak * chunk_bytes));
         *out = res;
     } else {
         result_free(res);
