@@ -46,6 +46,7 @@ typedef struct hier_trees {
     hier_tree spread[64];      /* m trees: local i to every other local rank */
     hier_tree nic[64];         /* k trees: NIC j to every other local rank */
     char how[160];             /* where the trees came from */
+    char balanced[96];         /* ring fabrics: what balance_nic_trees made of them */
 } hier_trees;
 
 static void shape_free(hier_shape *s)
@@ -412,12 +413,16 @@ int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error 
         return rc;
     bool ring = s.ring;
     shape_free(&s);
-    if (ring)
+    /* Ring fabrics are composed around the ring with NIC trees balanced to
+     * the node's lanes: on the hook's DGX-1 rings of 8-128 nodes that gives
+     * flat TACOS's simulated time for allgather and reducescatter, 0.88-1.0
+     * of it for allreduce and 0.04-0.23 for broadcast, in tens of steps
+     * instead of thousands (docs/BENCHMARKS.md, "Ring fabrics"), so auto
+     * takes it; alltoall has no ring composition. */
+    if (ring && c->kind == CS_COLL_ALLTOALL)
         return cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                            "a ring fabric: the composition's node trees cannot keep up with "
-                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
-                            "against TACOS's 0.78), so auto keeps the flat methods; method "
-                            "hierarchical composes it when asked");
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
     return CS_OK;
 }
 
@@ -1578,13 +1583,25 @@ static int ring_emit(const void *plan, emit_fn fn, void *ctx)
      * the next ceil((N-1)/2) nodes and backward to the previous
      * floor((N-1)/2), so every link carries about half the blocks */
     int fwd = s->ring_back ? N / 2 : N - 1, back = s->ring_back ? (N - 1) / 2 : 0;
+    /* with N even the node opposite is N/2 hops away both ways: half of
+     * each segment goes each way, so no link carries more than N/2 - 1/2
+     * segments (whole segments forward would give the forward links N/2,
+     * the backward ones N/2 - 1) */
+    bool halves = s->ring_back && N % 2 == 0;
     for (int h = 1; h <= fwd && rc == CS_OK; h++)
         for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
-            if (dir == 1 && h > back)
+            if (dir == 1 && h > back && !(halves && h == fwd))
                 continue;
             int sign = dir ? N - 1 : 1;   /* +1 or -1 mod N */
             for (int j = 0; j < k && rc == CS_OK; j++) {
                 int q0 = block * j / k, q1 = block * (j + 1) / k, nic = s->nic[j];
+                if (halves && h == fwd) {
+                    int mid = q0 + (q1 - q0 + 1) / 2;
+                    if (dir == 0)
+                        q1 = mid;
+                    else
+                        q0 = mid;
+                }
                 const hier_tree *tt = &tr->nic[j];
                 for (int q = q0; q < q1 && rc == CS_OK; q++)
                     for (int n = 0; n < N && rc == CS_OK; n++) {
@@ -1600,6 +1617,154 @@ static int ring_emit(const void *plan, emit_fn fn, void *ctx)
             }
         }
     return rc;
+}
+
+/* NIC trees for a ring fabric.  Around a ring both ways every NIC takes in
+ * two ring links' worth of chunks and spreads each along its tree: per hop
+ * one chunk per NIC per tree round, so a node link that k trees use
+ * carries k chunks per hop where its lanes carry `lanes`.  The NIC
+ * allgather SMT finds minimizes steps and rounds per step, not that load:
+ * on the hook's DGX-1 nodes its trees put two on a 1-lane NVLink, which
+ * halves what the ring can deliver (0.45 of the bound).  So the trees are
+ * re-chosen: every non-root rank of each tree picks a parent among its
+ * in-neighbours, by hill climbing from the SMT trees on (the worst link's
+ * trees per lane, then the deepest tree, the links at that load, the total
+ * depth), one parent change at a time, deterministic.  On the DGX-1 node:
+ * one tree per lane everywhere at depth 2. */
+typedef struct tree_load {
+    int m, k;
+    int par[64][64];            /* par[j][v]: parent of v in tree j (-1: root) */
+    int lanes[64][64];          /* node link u -> v lanes (0: none) */
+} tree_load;
+
+static int tree_depth_of(const tree_load *L, int j, int v)
+{
+    int d = 0;
+    for (int u = v; L->par[j][u] >= 0 && d <= L->m; u = L->par[j][u])
+        d++;
+    return d;   /* > m: a cycle */
+}
+
+/* The objective as a tuple, compared lexicographically: worst load (trees
+ * per lane, as a fraction num/den compared by cross-multiplying), deepest
+ * tree (each level adds a node-link time at the end of the ring: depth 4
+ * instead of 2 cost the hook's 8-node ring 0.70 of the bound instead of
+ * 0.78), links at that load, total depth.  cost[0..1] the fraction. */
+static void tree_cost(const tree_load *L, long cost[5])
+{
+    int use[64][64] = {{0}};
+    long depth_max = 0, depth_sum = 0;
+    for (int j = 0; j < L->k; j++)
+        for (int v = 0; v < L->m; v++) {
+            int p = L->par[j][v];
+            if (p < 0)
+                continue;
+            use[p][v]++;
+            long d = tree_depth_of(L, j, v);
+            depth_sum += d;
+            if (d > depth_max)
+                depth_max = d;
+        }
+    long num = 0, den = 1, at = 0;
+    for (int u = 0; u < L->m; u++)
+        for (int v = 0; v < L->m; v++) {
+            if (!use[u][v])
+                continue;
+            long n = use[u][v], d = L->lanes[u][v];
+            if (n * den > num * d) {
+                num = n;
+                den = d;
+                at = 1;
+            } else if (n * den == num * d) {
+                at++;
+            }
+        }
+    cost[0] = num;
+    cost[1] = den;
+    cost[2] = depth_max;
+    cost[3] = at;
+    cost[4] = depth_sum;
+}
+
+static bool cost_less(const long a[5], const long b[5])
+{
+    if (a[0] * b[1] != b[0] * a[1])
+        return a[0] * b[1] < b[0] * a[1];
+    for (int i = 2; i < 5; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i];
+    return false;
+}
+
+/* Rebuilds nic[0..k) of tr with balanced parents; steps = depth - 1, so a
+ * chunk leaves a rank the step after it arrived. */
+static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+{
+    tree_load *L = calloc(1, sizeof *L);
+    if (!L)
+        return;   /* the SMT trees stay: valid, only slower */
+    long before[5];
+    const cs_topology *node = s->node;
+    L->m = s->m;
+    L->k = s->k;
+    for (int l = 0; l < node->nlinks; l++)
+        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
+    for (int j = 0; j < s->k; j++) {
+        for (int v = 0; v < s->m; v++)
+            L->par[j][v] = -1;
+        for (int e = 0; e < tr->nic[j].n; e++)
+            L->par[j][tr->nic[j].dst[e]] = tr->nic[j].src[e];
+    }
+    long best[5], c[5];
+    tree_cost(L, best);
+    memcpy(before, best, sizeof before);
+    for (bool improved = true; improved;) {
+        improved = false;
+        for (int j = 0; j < s->k; j++)
+            for (int v = 0; v < s->m; v++) {
+                if (v == s->nic[j])
+                    continue;
+                int old = L->par[j][v];
+                for (int p = 0; p < s->m; p++) {
+                    if (p == old || p == v || !L->lanes[p][v])
+                        continue;
+                    L->par[j][v] = p;
+                    /* no cycle: p must not hang below v */
+                    bool cyc = tree_depth_of(L, j, p) > s->m;
+                    if (!cyc) {
+                        tree_cost(L, c);
+                        if (cost_less(c, best)) {
+                            memcpy(best, c, sizeof best);
+                            old = p;
+                            improved = true;
+                            continue;
+                        }
+                    }
+                    L->par[j][v] = old;
+                }
+                L->par[j][v] = old;
+            }
+    }
+    for (int j = 0; j < s->k; j++) {
+        hier_tree *tt = &tr->nic[j];
+        /* edges by depth, so a parent's send comes before its children's */
+        tt->n = 0;
+        tt->depth = 0;
+        for (int d = 1; d <= s->m; d++)
+            for (int v = 0; v < s->m; v++)
+                if (L->par[j][v] >= 0 && tree_depth_of(L, j, v) == d) {
+                    tt->src[tt->n] = L->par[j][v];
+                    tt->dst[tt->n] = v;
+                    tt->step[tt->n] = d - 1;
+                    if (d > tt->depth)
+                        tt->depth = d;
+                    tt->n++;
+                }
+    }
+    snprintf(tr->balanced, sizeof tr->balanced,
+             "NIC trees balanced to %ld/%ld per lane, depth %ld (smt's: %ld/%ld, depth %ld)",
+             best[0], best[1], best[2], before[0], before[1], before[2]);
+    free(L);
 }
 
 static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
@@ -1997,7 +2162,7 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   bool *renumbered, cs_error *err)
+                   bool *renumbered, bool *ring_fabric, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
@@ -2016,6 +2181,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
+    *ring_fabric = (need_fw && fw.s.ring) || (need_bw && bw.s.ring);
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
     bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
     if (ring && c->kind == CS_COLL_ALLTOALL) {
@@ -2029,10 +2195,24 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                  c->kind == CS_COLL_ALLREDUCE)) {
         /* around the ring of nodes; reducescatter inverted from the reversed
          * topology; allreduce = reducescatter + allgather */
-        if (need_fw)
-            rc = compose_ring_allgather(t, &fw.s, fw.tr, &ag, err);
-        if (rc == CS_OK && need_bw)
-            rc = compose_ring_allgather(bw.rt, &bw.s, bw.tr, &rag, err);
+        char balanced[96] = "";
+        hier_trees *btr = malloc(sizeof *btr);
+        if (!btr)
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        if (rc == CS_OK && need_fw) {
+            *btr = *fw.tr;
+            balance_nic_trees(&fw.s, btr);
+            snprintf(balanced, sizeof balanced, "%s", btr->balanced);
+            rc = compose_ring_allgather(t, &fw.s, btr, &ag, err);
+        }
+        if (rc == CS_OK && need_bw) {
+            *btr = *bw.tr;
+            balance_nic_trees(&bw.s, btr);
+            if (!need_fw)
+                snprintf(balanced, sizeof balanced, "%s", btr->balanced);
+            rc = compose_ring_allgather(bw.rt, &bw.s, btr, &rag, err);
+        }
+        free(btr);
         if (rc == CS_OK && need_bw)
             rc = algorithm_invert(rag, &rs, err);
         if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE)
@@ -2053,9 +2233,9 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         algorithm_free(rag);
         if (rc == CS_OK)
             snprintf(how, howlen,
-                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric, %s; %s; inter: node "
                      "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
-                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.nodes, any->s.m, any->s.k, balanced, any->tr->how,
                      any->s.ring_back ? " both ways" : "",
                      c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
                      : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
@@ -2228,10 +2408,10 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
-    bool renumbered = false;
+    bool renumbered = false, ring_fabric = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, &ring_fabric, err);
     cache_free(&cache);
     bool flat = false;
     if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
@@ -2276,7 +2456,8 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     /* said first: the dispatcher keeps only the head of this reason */
     cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
              renumbered ? "nodes matched up to renumbering inside them; " : "", how);
-    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
+    res->stats = json_pack("{s:s, s:b, s:s}", "composition", how, "nodes_renumbered", renumbered,
+                           "fabric", ring_fabric ? "ring" : "switched");
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;

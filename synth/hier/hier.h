@@ -10,7 +10,8 @@
  * switch per NIC (dgxa100:N, dgxh100:N) or one fabric switch joining all NICs
  * (the Slurm hook's clusters, ndv2:N); or a ring of nodes per NIC (the hook's
  * "ring" fabric: allgather, reducescatter, allreduce around the ring, both
- * ways where it has them; broadcast/reduce by chains).  Anything else is
+ * ways where it has them, with the NIC trees re-chosen so no node link
+ * carries more trees than it has lanes; broadcast/reduce by chains).  Anything else is
  * CS_EUNSUPPORTED with a message naming what is missing, so auto falls back
  * to the flat methods.
  *
@@ -79,8 +80,10 @@ void hier_options_default(cs_hier_options *opt);
  * why.  Cheap (no synthesis): what auto asks first. */
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
 
-/* hier_applicable, and what auto asks: also CS_EUNSUPPORTED for ring
- * fabrics, where the composition loses to flat TACOS (docs/hier.md). */
+/* hier_applicable, and what auto asks: also CS_EUNSUPPORTED for alltoall
+ * on a ring fabric (no composition there).  Other kinds on rings are
+ * accepted: with NIC trees balanced to the node's lanes the composition
+ * matches or beats flat TACOS (docs/hier.md, "Ring fabrics"). */
 int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
 
 /* A result (method "hierarchical") with a frontier of verified composed

@@ -1086,6 +1086,19 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
             cs_error_clear(&herr);
             if (hier_auto_applicable(t, &r->collective, &herr) == CS_OK) {
                 rc = run_hier(r, lim, hooks, out, &herr);
+                bool ring = rc == CS_OK && (*out)->stats &&
+                            json_is_string(json_object_get((*out)->stats, "fabric")) &&
+                            strcmp(json_string_value(json_object_get((*out)->stats, "fabric")),
+                                   "ring") == 0;
+                if (rc == CS_OK && ring) {
+                    /* why a ring is composed too: measured, docs/hier.md */
+                    snprintf(reason, sizeof reason,
+                             "auto: %d ranks in nodes on a ring fabric, too large for smt; "
+                             "hierarchical with NIC trees balanced to the lanes matches flat "
+                             "tacos around the ring (allgather) or beats it (allreduce, "
+                             "broadcast) in tens of steps; %.150s", t->ranks, (*out)->reason);
+                    break;
+                }
                 if (rc == CS_OK) {
                     snprintf(reason, sizeof reason, "auto: %d ranks in nodes, too large for "
                              "smt; %.180s", t->ranks, (*out)->reason);

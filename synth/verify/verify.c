@@ -165,15 +165,51 @@ typedef struct link_slot {
 
 #define BW_MANY_SETS (-2)
 
-/* Counts send i on shared set `set` in a step of `rounds` rounds. */
-static inline void count_set(step_slot *sslot, long *sover, int *stouch, int *ns, int set,
-                             long rounds, long i)
+/* Counts a send on shared set `set`, touching it first. */
+static inline void count_set(step_slot *sslot, int *stouch, int *ns, int set)
 {
-    step_slot *y = &sslot[set];
-    if (y->cnt++ == 0)
+    if (sslot[set].cnt++ == 0)
         stouch[(*ns)++] = set;
-    if (y->cnt == y->lanes * rounds + 1)
-        sover[set] = i;
+}
+
+/* Resources over capacity in one step (need 1) get the send that took them
+ * over, their (lanes x rounds + 1)-th in the step's order, in *over (need
+ * 2 then).  A second walk over the step's sends (order positions k0..k1),
+ * only for a step with a problem, so the counting walk does no capacity
+ * test per send. */
+typedef struct bw_over {
+    unsigned char *lneed, *sneed;
+    long *lover, *sover;
+} bw_over;
+
+static inline void over_count(unsigned char *need, long *over, long cap, long i)
+{
+    if (*need == 1 && ++*over == cap + 1) {
+        *over = i;
+        *need = 2;
+    }
+}
+
+static void find_over(const vctx *v, const uint32_t *ord, long k0, long k1, const link_slot *lslot,
+                      const step_slot *sslot, long rounds, bw_over *o)
+{
+    for (long k = k0; k < k1; k++) {
+        long i = ord ? ord[k] : k;
+        if (!is_valid(v, i))
+            continue;
+        int l = link_of(v, i);
+        const link_slot *x = &lslot[l];
+        over_count(&o->lneed[l], &o->lover[l], x->lanes * rounds, i);
+        if (x->set[0] >= 0) {
+            for (int q = 0; q < 2 && x->set[q] >= 0; q++)
+                over_count(&o->sneed[x->set[q]], &o->sover[x->set[q]],
+                           sslot[x->set[q]].lanes * rounds, i);
+        } else if (x->set[0] == BW_MANY_SETS) {
+            for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++)
+                over_count(&o->sneed[v->set_list[m]], &o->sover[v->set_list[m]],
+                           sslot[v->set_list[m]].lanes * rounds, i);
+        }
+    }
 }
 
 /* Per step, in step order: the sends over each link and shared set. */
@@ -182,12 +218,13 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
     const cs_topology *t = v->t;
     link_slot *lslot = calloc((size_t)t->nlinks + 1, sizeof *lslot);
     step_slot *sslot = calloc((size_t)t->nshared + 1, sizeof *sslot);
-    long *lover = malloc(sizeof(long) * (size_t)(t->nlinks + 1));
-    long *sover = malloc(sizeof(long) * (size_t)(t->nshared + 1));
+    bw_over o = {calloc((size_t)t->nlinks + 1, 1), calloc((size_t)t->nshared + 1, 1),
+                 malloc(sizeof(long) * (size_t)(t->nlinks + 1)),
+                 malloc(sizeof(long) * (size_t)(t->nshared + 1))};
     int *ltouch = malloc(sizeof(int) * (size_t)(t->nlinks + 1));
     int *stouch = malloc(sizeof(int) * (size_t)(t->nshared + 1));
     int rc = CS_OK;
-    if (!lslot || !sslot || !lover || !sover || !ltouch || !stouch) {
+    if (!lslot || !sslot || !o.lneed || !o.sneed || !o.lover || !o.sover || !ltouch || !stouch) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -207,7 +244,7 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
             continue;
         }
         int step = algorithm_send_step(v->a, i);
-        long rounds = v->a->rounds_per_step[step];
+        long rounds = v->a->rounds_per_step[step], k0 = k;
         int nl = 0, ns = 0;
         for (; k < n; k++) {
             i = ord ? ord[k] : k;
@@ -219,25 +256,43 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
             link_slot *x = &lslot[l];
             if (x->cnt++ == 0)
                 ltouch[nl++] = l;
-            if (x->cnt == x->lanes * rounds + 1)
-                lover[l] = i;
             if (x->set[0] >= 0) {
-                count_set(sslot, sover, stouch, &ns, x->set[0], rounds, i);
+                count_set(sslot, stouch, &ns, x->set[0]);
                 if (x->set[1] >= 0)
-                    count_set(sslot, sover, stouch, &ns, x->set[1], rounds, i);
+                    count_set(sslot, stouch, &ns, x->set[1]);
             } else if (x->set[0] == BW_MANY_SETS) {
                 for (int m = v->set_begin[l]; m < v->set_begin[l + 1]; m++)
-                    count_set(sslot, sover, stouch, &ns, v->set_list[m], rounds, i);
+                    count_set(sslot, stouch, &ns, v->set_list[m]);
             }
         }
+        bool over = false;
+        for (int j = 0; j < nl; j++) {
+            int l = ltouch[j];
+            if (lslot[l].cnt > lslot[l].lanes * rounds) {
+                o.lneed[l] = 1;
+                o.lover[l] = 0;
+                over = true;
+            }
+        }
+        for (int j = 0; j < ns; j++) {
+            int set = stouch[j];
+            if (sslot[set].cnt > sslot[set].lanes * rounds) {
+                o.sneed[set] = 1;
+                o.sover[set] = 0;
+                over = true;
+            }
+        }
+        if (over)
+            find_over(v, ord, k0, k, lslot, sslot, rounds, &o);
         for (int j = 0; j < nl; j++) {
             int l = ltouch[j];
             long cap = lslot[l].lanes * rounds, cnt = lslot[l].cnt;   /* not t->links: a miss */
             if (cnt > cap)
-                verify_send_problem(v, lover[l], "link %d->%d carries %ld chunks in step %d, more "
-                             "than %d lanes x %ld rounds", t->links[l].src, t->links[l].dst,
-                             cnt, step, t->links[l].lanes, rounds);
+                verify_send_problem(v, o.lover[l], "link %d->%d carries %ld chunks in step %d, "
+                                    "more than %d lanes x %ld rounds", t->links[l].src,
+                                    t->links[l].dst, cnt, step, t->links[l].lanes, rounds);
             lslot[l].cnt = 0;
+            o.lneed[l] = 0;
         }
         for (int j = 0; j < ns; j++) {
             int set = stouch[j];
@@ -245,18 +300,21 @@ static int check_bandwidth_steps(vctx *v, const uint32_t *ord, cs_error *err)
             if (cnt > cap) {
                 char desc[160];
                 describe_set(v, set, desc, sizeof desc);
-                verify_send_problem(v, sover[set], "%s carries %ld chunks in step %d, more than %d "
-                             "lanes x %ld rounds", desc, cnt, step, t->shared[set].lanes,
-                             rounds);
+                verify_send_problem(v, o.sover[set], "%s carries %ld chunks in step %d, more than "
+                                    "%d lanes x %ld rounds", desc, cnt, step, t->shared[set].lanes,
+                                    rounds);
             }
             sslot[set].cnt = 0;
+            o.sneed[set] = 0;
         }
     }
 done:
     free(lslot);
     free(sslot);
-    free(lover);
-    free(sover);
+    free(o.lneed);
+    free(o.sneed);
+    free(o.lover);
+    free(o.sover);
     free(ltouch);
     free(stouch);
     return rc;
