@@ -968,8 +968,9 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
     switch (r->method_kind) {
     case CS_SYNTH_SMT:
         rc = run_smt(r, lim, hooks, 0, -1, out, err);
-        snprintf(reason, sizeof reason, "method smt requested; %.200s",
-                 rc == CS_OK && *out ? (*out)->reason : "");
+        /* the SMT's own reason whole (it was cut at 200 characters) */
+        cs_text_printf(reason, sizeof reason, "method smt requested; %s",
+                       rc == CS_OK && *out ? (*out)->reason : "");
         break;
     case CS_SYNTH_TACOS:
         rc = run_tacos(r, lim, hooks, out, err);
@@ -1133,8 +1134,10 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
         /* the request's k: automatic unless given (smt.h, CS_SMT_K_AUTO) */
         rc = run_smt(r, lim, hooks, lim->smt_time_budget_s, -1, out, &serr);
         if (rc == CS_OK && *out && (*out)->nalgs > 0) {
-            snprintf(reason, sizeof reason,
-                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s); %.150s",
+            /* the SMT's own reason whole: cut at 150 characters, the README's
+             * dgx1 example ended "...; 4 unsat instances o" */
+            cs_text_printf(reason, sizeof reason,
+                     "auto: %d ranks <= %d and ~%ld smt variables <= %ld; smt (%s); %s",
                      t->ranks, lim->smt_max_ranks, vars, lim->smt_max_variables,
                      r->smt.steps > 0       ? "one instance decided"
                      : (*out)->complete     ? "frontier complete"
