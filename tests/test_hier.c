@@ -555,6 +555,48 @@ START_TEST(test_scatter_gather)
 }
 END_TEST
 
+/* Scatter and gather on the hook's 128 DGX-1 nodes: some frontier point
+ * lowers within both runtimes' limits (the node blocks: dealt by rank, the
+ * root's link to a NIC would need 255 steps of a thread block). */
+START_TEST(test_scatter_gather_msccl_fit)
+{
+    char msg[256];
+    json_t *doc = NULL;
+    json_t *name = cluster_hook_dgx1("lab", 128, 1, "switch", 12.5, &doc, msg, sizeof msg);
+    ck_assert_msg(name != NULL, "%s", msg);
+    json_decref(name);
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_from_json(doc, NULL, &t, &err), CS_OK);
+    json_decref(doc);
+    cs_coll_kind kinds[] = {CS_COLL_SCATTER, CS_COLL_GATHER};
+    for (int k = 0; k < 2; k++) {
+        cs_collective c;
+        collective_init(&c, kinds[k], 0);
+        cs_result *res = NULL;
+        ck_assert_msg(hier_synthesize(t, &c, NULL, &res, &err) == CS_OK, "%s", err.message);
+        ck_assert_int_eq(res->nalgs, 2);
+        int fits = 0;
+        for (int i = 0; i < res->nalgs; i++) {
+            ck_assert_msg(algorithm_verify(t, res->algs[i], &err) == CS_OK, "%s", err.message);
+            cs_msccl_options o;
+            msccl_options_default(&o);
+            char *xml = NULL;
+            size_t len = 0;
+            cs_msccl_check_stats st;
+            if (msccl_xml_generate(res->algs[i], t, &o, &xml, &len, &err) == CS_OK &&
+                msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err) == CS_OK)
+                fits++;
+            free(xml);
+        }
+        ck_assert_msg(fits >= 1, "%s: no frontier point fits the runtimes (%s)",
+                      collective_kind_name(kinds[k]), err.message);
+        result_free(res);
+    }
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     cs_topology *t = test_topology("dgxh100:2");
@@ -807,6 +849,7 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_ring_fabric);
     tcase_add_test(tc, test_ring_matches_tacos);
     tcase_add_test(tc, test_scatter_gather);
+    tcase_add_test(tc, test_scatter_gather_msccl_fit);
     tcase_add_test(tc, test_pipelined);
     tcase_add_test(tc, test_node_chunk_allreduce);
     tcase_add_test(tc, test_msccl_fits);

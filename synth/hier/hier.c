@@ -1559,7 +1559,12 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
 /* Scatter from the root (node nr, local ir), C = 1: chunk g goes to rank g.
  * Inside the root's node a chunk follows the root's allgather tree to its
  * destination.  A chunk for local rank i' of another node n' takes NIC
- * j = (i' + n') mod k: along the root's tree to NIC j of the root's node,
+ * j = (i' + n') mod k (by_node: n' mod k, so a node's chunks travel as one
+ * contiguous block that code generation merges into one step per link: the
+ * form whose per-rank programs fit the MSCCL runtimes at 128 nodes, where
+ * dealing by rank needs 255 steps on a root's link; dealing by rank spreads
+ * each node's chunks over all its NICs and is faster, 0.95-0.99 of the
+ * bound against 0.85-0.98): along the root's tree to NIC j of the root's node,
  * over the fabric to NIC j of node n' (one hop on a switched fabric; around
  * the ring the shorter way, hop by hop, half of the opposite node's chunks
  * each way on an even ring), and along NIC j's tree to i'.  Steps are
@@ -1571,6 +1576,7 @@ typedef struct scatter_plan {
     const hier_shape *s;
     const hier_trees *tr;
     int P, nr, ir, S1, H, S3, steps;
+    bool by_node;               /* NIC n mod k for all of node n's chunks, else (i' + n) mod k */
     int path_edges[64][8];      /* root's spread tree: the edges from ir to local `to` */
     int path_len[64];
     int nic_edges[64][64][8];   /* NIC tree jx: the edges from NIC jx to local `to` */
@@ -1616,7 +1622,7 @@ static int scatter_emit(const void *plan, emit_fn fn, void *ctx)
                     }
                     continue;
                 }
-                int jx = (i2 + n) % k, j = s->nic[jx];
+                int jx = p->by_node ? n % k : (i2 + n) % k, j = s->nic[jx];
                 for (int q = 0; q < p->path_len[j] && rc == CS_OK; q++) {
                     int e = p->path_edges[j][q];
                     rc = fn(ctx, g, rr[rt->src[e]], rr[rt->dst[e]], rt->step[e]);
@@ -1639,11 +1645,12 @@ static int scatter_emit(const void *plan, emit_fn fn, void *ctx)
 }
 
 static int compose_scatter(const cs_topology *t, const cs_collective *c, const hier_shape *s,
-                           const hier_trees *tr, cs_algorithm **out, cs_error *err)
+                           const hier_trees *tr, bool by_node, cs_algorithm **out, cs_error *err)
 {
     scatter_plan *p = calloc(1, sizeof *p);
     if (!p)
         return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->by_node = by_node;
     p->s = s;
     p->tr = tr;
     p->P = t->ranks;
@@ -2383,21 +2390,30 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         const side *sd = sc ? &fw : &bw;
         cs_collective sct;
         collective_init(&sct, CS_COLL_SCATTER, c->root);
-        cs_algorithm *b = NULL;
-        rc = compose_scatter(sc ? t : bw.rt, &sct, &sd->s, sd->tr, &b, err);
-        if (rc == CS_OK && !sc) {
-            rc = algorithm_invert(b, &a, err);
-            algorithm_free(b);
-            b = a;
-            a = NULL;
+        /* frontier: node blocks per NIC (code generation merges a block
+         * into one step per link: the form that fits the runtimes at 128
+         * nodes) and dealt by rank (the best simulated time); result_add
+         * orders them (steps, then rounds), and a cost-based choice
+         * (--size, ?size=) takes the faster where its programs fit */
+        for (int v = 0; v < 2 && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            bool by_node = v == 0;
+            rc = compose_scatter(sc ? t : bw.rt, &sct, &sd->s, sd->tr, by_node, &b, err);
+            if (rc == CS_OK && !sc) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, by_node ? "" : "bandwidth", 0, res, err);
         }
-        if (rc == CS_OK)
-            rc = finish(t, b, "bandwidth", 0, res, err);
         if (rc == CS_OK)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the root's node "
-                     "tree to NIC (destination + node) mod k, %s, that NIC's tree in the "
-                     "destination node; farthest nodes first, pipelined per chunk%s",
+                     "tree to NIC node mod k (node blocks) or (destination + node) mod k, %s, "
+                     "that NIC's tree in the destination node; farthest nodes first, pipelined "
+                     "per chunk%s",
                      sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched",
                      sd->tr->how, collective_kind_name(c->kind),
                      sd->s.ring ? "around the ring the shorter way" : "one fabric hop",
