@@ -1840,9 +1840,21 @@ static bool cost_less(const long a[5], const long b[5])
  * chunk leaves a rank the step after it arrived. */
 static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
 {
+    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
+     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
+     * past the budget the SMT trees stay (valid, possibly slower) */
+    long m = s->m, k = s->k;
+    if (k * m * m * (k * m + m * m) > 20000000L) {
+        snprintf(tr->balanced, sizeof tr->balanced,
+                 "NIC trees as smt gave them (%ld-rank nodes: too large to rebalance)", m);
+        return;
+    }
     tree_load *L = calloc(1, sizeof *L);
-    if (!L)
-        return;   /* the SMT trees stay: valid, only slower */
+    if (!L) {
+        /* the SMT trees stay: valid, only slower */
+        snprintf(tr->balanced, sizeof tr->balanced, "NIC trees as smt gave them (no memory)");
+        return;
+    }
     long before[5];
     const cs_topology *node = s->node;
     L->m = s->m;

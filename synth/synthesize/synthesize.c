@@ -1093,7 +1093,8 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                 bool ring = rc == CS_OK && (*out)->stats &&
                             json_is_string(json_object_get((*out)->stats, "fabric")) &&
                             strcmp(json_string_value(json_object_get((*out)->stats, "fabric")),
-                                   "ring") == 0;
+                                   "ring") == 0 &&
+                            strstr((*out)->reason, "NIC trees balanced") != NULL;
                 if (rc == CS_OK && ring) {
                     /* why a ring is composed too: measured, docs/hier.md */
                     snprintf(reason, sizeof reason,
