@@ -195,6 +195,9 @@ int main(int argc, char **argv)
         printf("  CPU %s %s: hierarchical %.3f s, tacos %.3f s (medians, process CPU time of "
                "all threads): %.1fx less\n", t->name, argv[2], hier_cpu, tcpu, tcpu / hier_cpu);
         result_free(tr);
+    } else {
+        printf("  CPU %s %s: hierarchical %.3f s (median, process CPU time of all threads)\n",
+               t->name, argv[2], hier_cpu);
     }
     free(secs);
     free(cpu);
