@@ -86,12 +86,27 @@ static enum MHD_Result unauthorized(req_state *rs)
 
 /* ---- health, topologies, metrics ------------------------------------------------------ */
 
+/* A failed store write keeps /v1/health degraded until this long passes
+ * without another (a one-off error does not stay reported for ever; a full
+ * disk fails again at every result, re-run or claim). */
+#define STORE_WRITE_HEALTH_WINDOW_S 60.0
+
 static enum MHD_Result handle_health(req_state *rs)
 {
     cs_server *s = rs->srv;
     cs_error err;
     cs_error_clear(&err);
     int rc = store_ping(s->store, &err);
+    /* A store that answers reads but fails every write (a full disk) cannot
+     * run or keep a job: jobs stay queued or are re-run until they fail as
+     * interrupted.  Say so here, where operators and health checks look. */
+    char werr[CS_ERROR_MESSAGE_MAX];
+    double ago = 0;
+    if (rc == CS_OK && store_write_failure(s->store, &ago, werr, sizeof werr) &&
+        ago <= STORE_WRITE_HEALTH_WINDOW_S)
+        rc = cs_error_set(&err, CS_EIO, "store",
+                          "writes to the store fail: the latest failed %.0f s ago: %s", ago,
+                          werr);
     json_t *store = json_pack("{s:s, s:b}", "engine", store_engine(s->store), "ok", rc == CS_OK);
     if (rc)
         json_object_set_new(store, "error", json_string(err.message));

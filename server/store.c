@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,41 @@ struct cs_store {
     int lock_fd;         /* store_lock_exclusive's lock file, -1 when none */
     cs_store_observer observe;
     void *observe_ctx;
+    /* The latest failed write (store_write_failure): a full disk fails the
+     * large writes (results) while small ones and reads, and so store_ping,
+     * may still succeed. */
+    pthread_mutex_t wlock;
+    double write_fail_at;
+    unsigned long write_failures;
+    char write_error[CS_ERROR_MESSAGE_MAX];
 };
+
+/* Records a failed write (statements, commits, body files). */
+static void note_write(cs_store *s, int rc, const cs_error *err)
+{
+    if (rc == CS_OK)
+        return;
+    pthread_mutex_lock(&s->wlock);
+    s->write_fail_at = cs_now();
+    s->write_failures++;
+    snprintf(s->write_error, sizeof s->write_error, "%s",
+             err && err->message[0] ? err->message : "write failed");
+    pthread_mutex_unlock(&s->wlock);
+}
+
+bool store_write_failure(cs_store *s, double *ago_s, char *msg, size_t n)
+{
+    pthread_mutex_lock(&s->wlock);
+    bool any = s->write_failures > 0;
+    if (any) {
+        if (ago_s)
+            *ago_s = cs_now() - s->write_fail_at;
+        if (msg && n)
+            snprintf(msg, n, "%s", s->write_error);
+    }
+    pthread_mutex_unlock(&s->wlock);
+    return any;
+}
 
 void store_set_observer(cs_store *s, cs_store_observer fn, void *ctx)
 {
@@ -46,11 +81,13 @@ void store_set_observer(cs_store *s, cs_store_observer fn, void *ctx)
 
 /* Reports a statement to the observer: reads are SELECTs, COMMIT ends a
  * transaction, everything else writes. */
-static void observed(cs_store *s, const char *sql, double t0, int rc)
+static void observed(cs_store *s, const char *sql, double t0, int rc, const cs_error *err)
 {
+    int op = !strncmp(sql, "SELECT", 6) ? 0 : !strncmp(sql, "COMMIT", 6) ? 2 : 1;
+    if (op != 0)
+        note_write(s, rc, err);
     if (!s->observe)
         return;
-    int op = !strncmp(sql, "SELECT", 6) ? 0 : !strncmp(sql, "COMMIT", 6) ? 2 : 1;
     s->observe(s->observe_ctx, op, cs_now() - t0, rc == CS_OK);
 }
 
@@ -240,12 +277,12 @@ static int run1(cs_store *s, const char *sql, int n, const char *const *params, 
     double t0 = cs_now();
     db_conn *c = s->engine->acquire(s->engine, err);
     if (!c) {
-        observed(s, sql, t0, CS_EIO);
+        observed(s, sql, t0, CS_EIO, err);
         return CS_EIO;
     }
     int rc = s->engine->query(c, sql, n, params, rows, err);
     s->engine->release(s->engine, c);
-    observed(s, sql, t0, rc);
+    observed(s, sql, t0, rc, err);
     return rc;
 }
 
@@ -281,6 +318,9 @@ static int mkdir_p(const char *dir, cs_error *err)
     if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
         return cs_error_set(err, CS_EIO, "data_dir", "cannot create %s: %s", tmp,
                             strerror(errno));
+    struct stat st;
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cs_error_set(err, CS_EIO, "data_dir", "%s is not a directory", tmp);
     return CS_OK;
 }
 
@@ -297,6 +337,14 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         rc = pg_engine_open(url, pool, &e, err);
     } else {
         if (url && *url) {
+            /* "mysql://...", "postgresq://..." (a typo): never a file name to
+             * create in the working directory */
+            const char *scheme_end = strstr(url, "://");
+            if (scheme_end && strncmp(url, "sqlite:", 7) != 0)
+                return cs_error_set(err, CS_EINVAL, "store",
+                                    "unknown store '%.*s://...' (sqlite:PATH, a path, or "
+                                    "postgresql://user@host:port/db)",
+                                    (int)(scheme_end - url), url);
             const char *p = strncmp(url, "sqlite:", 7) == 0 ? url + 7 : url;
             if (strncmp(p, "//", 2) == 0)
                 p += 2; /* sqlite:///abs/path */
@@ -319,6 +367,7 @@ int store_open(const char *url, const char *data_dir, int pool, cs_store **out, 
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
     s->engine = e;
+    pthread_mutex_init(&s->wlock, NULL);
     snprintf(s->body_dir, sizeof s->body_dir, "%s", body_dir);
     s->lock_fd = -1;
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -360,6 +409,7 @@ void store_close(cs_store *s)
         s->engine->close(s->engine);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the lock; the file stays for the next owner */
+    pthread_mutex_destroy(&s->wlock);
     free(s);
 }
 
@@ -418,12 +468,12 @@ static int run1_bin(cs_store *s, const char *sql, int n, const char *const *para
     double t0 = cs_now();
     db_conn *c = s->engine->acquire(s->engine, err);
     if (!c) {
-        observed(s, sql, t0, CS_EIO);
+        observed(s, sql, t0, CS_EIO, err);
         return CS_EIO;
     }
     int rc = s->engine->query_bin(c, sql, n, params, lengths, rows, err);
     s->engine->release(s->engine, c);
-    observed(s, sql, t0, rc);
+    observed(s, sql, t0, rc, err);
     return rc;
 }
 
@@ -544,8 +594,21 @@ static int fsync_path(const char *path, int flags)
 /* Writes a body file and makes it durable (file, then its directory) before
  * any row points at it.  The name is unique per write, so a second writer
  * of the same key never replaces the file the winning row names. */
+static int write_body_file_(cs_store *s, const char *key, const void *body, size_t len,
+                            char *rel, size_t reln, cs_error *err);
+
+/* write_body_file_ with its outcome recorded (a full disk fails these first:
+ * they are the largest writes). */
 static int write_body_file(cs_store *s, const char *key, const void *body, size_t len,
                            char *rel, size_t reln, cs_error *err)
+{
+    int rc = write_body_file_(s, key, body, len, rel, reln, err);
+    note_write(s, rc, err);
+    return rc;
+}
+
+static int write_body_file_(cs_store *s, const char *key, const void *body, size_t len,
+                            char *rel, size_t reln, cs_error *err)
 {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%.2s", s->body_dir, key);
@@ -751,7 +814,7 @@ static int txn_end(cs_store *s, db_conn *c, int rc, bool commit, cs_error *err)
     if (rc == CS_OK && commit) {
         double t0 = cs_now();
         rc = s->engine->query(c, "COMMIT", 0, NULL, NULL, err);
-        observed(s, "COMMIT", t0, rc);
+        observed(s, "COMMIT", t0, rc, err);
     }
     if (rc != CS_OK || !commit) {
         cs_error e2;
@@ -769,7 +832,7 @@ static int txn_q(cs_store *s, db_conn *c, const char *sql, int np, const char *c
     db_rows rows;
     double t0 = cs_now();
     int rc = s->engine->query(c, sql, np, params, &rows, err);
-    observed(s, sql, t0, rc);
+    observed(s, sql, t0, rc, err);
     if (rc)
         return rc;
     if (hit)

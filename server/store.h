@@ -132,6 +132,14 @@ const char *store_engine(const cs_store *s);   /* "sqlite" or "postgresql" */
 int store_lock_exclusive(cs_store *s, const char *owner, bool *exclusive, cs_error *err);
 /* A cheap round trip: CS_OK when the store answers. */
 int store_ping(cs_store *s, cs_error *err);
+/* Whether a write to the store (a statement, a commit or a result body
+ * file) has failed since it was opened; *ago_s gets how long ago the latest
+ * did, msg (n bytes) its error; either may be NULL.  Writes never fail in
+ * normal operation (every insert is ON CONFLICT DO NOTHING), so one that did
+ * means a full disk, a read-only file system or a lost database; a full
+ * disk fails the large writes (results) while small ones and reads (and so
+ * store_ping) may still succeed. */
+bool store_write_failure(cs_store *s, double *ago_s, char *msg, size_t n);
 
 /* ---- results and artifacts -------------------------------------------------- */
 

@@ -168,8 +168,12 @@ int sqlite_engine_open(const char *path, db_engine **out, cs_error *err)
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
-        int rc = cs_error_set(err, CS_EIO, "store", "cannot open sqlite database %s: %s", path,
-                              db ? sqlite3_errmsg(db) : "out of memory");
+        /* "unable to open database file" alone does not say why: the
+         * system's errno does (Permission denied, Not a directory, ...) */
+        int sys = db ? sqlite3_system_errno(db) : 0;
+        int rc = cs_error_set(err, CS_EIO, "store", "cannot open sqlite database %s: %s%s%s%s",
+                              path, db ? sqlite3_errmsg(db) : "out of memory",
+                              sys ? " (" : "", sys ? strerror(sys) : "", sys ? ")" : "");
         sqlite3_close(db);
         return rc;
     }

@@ -260,6 +260,15 @@ START_TEST(get_never_removes_the_file_it_was_asked_to_write)
     ck_assert_msg(key != NULL && strlen(key) == 64, "no key in: %.300s", out);
     free(out);
     free(err);
+    /* the summary writes the ratio's size as sizes are written ("at 64MiB",
+     * the default bound_bytes), not "at 6.71089e+07 bytes" */
+    snprintf(cmd, sizeof cmd, "%s --server %s submit ring:4 allgather --method ring", cli, d.url);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(out, "ratio_to_bound") && strstr(out, " at 64MiB\n"),
+                  "size not written as a size: %s", out);
+    free(out);
+    free(err);
     snprintf(cmd, sizeof cmd, "%s --server %s get %s --format msccl-xml -o '%s'", cli, d.url,
              key, path);
     json_decref(doc);
@@ -328,6 +337,45 @@ START_TEST(solve_help_states_the_librarys_trials_default)
 }
 END_TEST
 
+/* The report's reason line carries the SMT search's own reason whole: auto
+ * cut it at 150 characters and --method smt at 200, so the README's first
+ * `solve dgx1 allgather` ended "...; 4 unsat instances o".  The same search
+ * runs under both methods: the text after each method's prefix must agree,
+ * and it is the one smt.c writes (ends with "keep its frontier" when it
+ * counts unsat instances outside the class). */
+static char *solve_reason(const char *method)
+{
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "%s solve dgx1 allgather --method %s --quiet --json", cli, method);
+    char *out = NULL, *err = NULL;
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "solve --method %s: exit %d: %s", method, rc, err);
+    json_t *doc = json_loads(out, 0, NULL);
+    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+    char *reason = strdup(json_string_value(json_object_get(doc, "reason")));
+    json_decref(doc);
+    free(out);
+    free(err);
+    return reason;
+}
+
+START_TEST(the_reason_line_carries_the_smt_reason_whole)
+{
+    char *a = solve_reason("auto");
+    char *m = solve_reason("smt");
+    const char *sa = strstr(a, "); smt: ");
+    const char *sm = strstr(m, "requested; smt: ");
+    ck_assert_msg(sa && sm, "reasons without the SMT part:\n%s\n%s", a, m);
+    sa += strlen("); ");
+    sm += strlen("requested; ");
+    ck_assert_msg(strcmp(sa, sm) == 0, "the SMT reason differs:\nauto: %s\nsmt:  %s", sa, sm);
+    if (strstr(sa, "unsat instance"))
+        ck_assert_msg(strstr(sa, "keep its frontier") != NULL, "cut short: %s", sa);
+    free(a);
+    free(m);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -339,6 +387,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);
+    tcase_add_test(tc, the_reason_line_carries_the_smt_reason_whole);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -415,6 +415,33 @@ START_TEST(e2e_up_task_sees_msccl_environment_and_files)
 }
 END_TEST
 
+/* A node whose GPUs share a copy-capable switch (NVLS): the hook asks with
+ * options.codegen "msccl-xml", so mcf's allgather is one MSCCL can run and
+ * the task gets its files.  (Without the option mcf solves the copy form,
+ * whose schedules may copy in the switch, which has no XML.) */
+START_TEST(e2e_copy_switch_node_gets_msccl_files)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("copyswitch", "rc"), *out = record("copyswitch", "out"),
+         *err = record("copyswitch", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
+    ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
+    char *keys = env_value(out, "COLLSYNTH_RESULT_KEYS");
+    ck_assert_msg(strncmp(keys, "allgather=", 10) == 0, "keys: %s", keys);
+    const char *line = strstr(out, "FILE allgather-0.xml <algo");
+    ck_assert_msg(line != NULL, "no allgather XML:\n%s", out);
+    char *l = strndup(line, strcspn(line, "\n"));
+    ck_assert_uint_eq(attr_value(l, "ngpus"), 8);
+    ck_assert_ptr_nonnull(strstr(l, "coll=\"allgather\""));
+    free(l);
+    free(keys);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
 static void assert_unchanged_env(const char *out)
 {
     ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
@@ -618,6 +645,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_unreadable_cluster_file_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_refused_token_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_step_on_part_of_a_node_is_left_alone_with_a_warning);
+    tcase_add_test(e2e, e2e_copy_switch_node_gets_msccl_files);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);

@@ -245,6 +245,46 @@ START_TEST(switch_lowering_adds_links_and_sets)
 }
 END_TEST
 
+/* Two switches on ranks {0,1,2} and {1,2,3} both join the pair 1,2: it gets
+ * one link per direction, from the first switch (as TACOS' unwinding keeps
+ * the first), not one per switch: links stay unique per (src, dst).  Links:
+ * switch s: 0->1 1->0 0->2 2->0 1->2 2->1 (6); switch t: 1->3 3->1 2->3 3->2
+ * (4, the pair 1,2 left out); 10 in all.  Found by tests/fuzz/fuzz_topology. */
+START_TEST(switches_sharing_a_pair_join_it_once)
+{
+    cs_topology *t = parse_ok("{\"ranks\": 4, \"switches\": ["
+                              "{\"name\": \"s\", \"ranks\": [0, 1, 2], \"gbps\": 10, \"alpha_us\": 1},"
+                              "{\"name\": \"t\", \"ranks\": [1, 2, 3], \"gbps\": 20, \"alpha_us\": 2,"
+                              " \"copy\": true}]}");
+    ck_assert_int_eq(t->nlinks, 10);
+    for (int i = 1; i < t->nlinks; i++)
+        ck_assert_msg(t->links[i - 1].src < t->links[i].src ||
+                          (t->links[i - 1].src == t->links[i].src &&
+                           t->links[i - 1].dst < t->links[i].dst),
+                      "links %d and %d: %d->%d, %d->%d", i - 1, i, t->links[i - 1].src,
+                      t->links[i - 1].dst, t->links[i].src, t->links[i].dst);
+    int l12 = topology_find_link(t, 1, 2), l21 = topology_find_link(t, 2, 1);
+    ck_assert(l12 >= 0 && l21 >= 0);
+    ck_assert_int_eq(t->links[l12].switch_id, 0);
+    ck_assert(t->links[l12].gbps == 10.0 && t->links[l21].alpha_us == 1.0);
+    ck_assert_int_eq(t->links[topology_find_link(t, 1, 3)].switch_id, 1);
+    /* switch t's port sets hold only its own links */
+    for (int k = 0; k < t->nshared; k++)
+        for (int i = 0; i < t->shared[k].nlinks; i++)
+            ck_assert_int_eq(t->links[t->shared[k].links[i]].switch_id, t->shared[k].switch_id);
+    /* the copy-capable switch's node view, and the document, agree */
+    cs_topology *v = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_switch_nodes(t, &v, &err), CS_OK);
+    for (int i = 1; i < v->nlinks; i++)
+        ck_assert(v->links[i - 1].src < v->links[i].src ||
+                  (v->links[i - 1].src == v->links[i].src && v->links[i - 1].dst < v->links[i].dst));
+    topology_free(v);
+    assert_round_trip(t);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(shared_sets_resolve_and_cap)
 {
     /* star around 1 (PCIe-like): one set over 0->1, 2->1 with 1 lane */
@@ -766,6 +806,7 @@ static Suite *topology_suite(void)
     tcase_add_test(tc, add_link_checks_values);
     tcase_add_test(tc, finalize_reports_duplicates_and_disconnection);
     tcase_add_test(tc, switch_lowering_adds_links_and_sets);
+    tcase_add_test(tc, switches_sharing_a_pair_join_it_once);
     tcase_add_test(tc, shared_sets_resolve_and_cap);
     tcase_add_test(tc, json_errors_name_fields);
     tcase_add_test(tc, parse_limits_ranks_and_links);

@@ -218,9 +218,13 @@ static void print_result_summary(const json_t *res)
                json_array_size(json_object_get(a, "sends")), m ? " method " : "", m ? m : "",
                opt && opt[0] ? " " : "", opt && opt[0] ? opt : "");
         json_t *ratio = json_object_get(a, "ratio_to_bound");
-        if (json_is_number(ratio))
-            printf(" ratio_to_bound %.3f at %.6g bytes", json_number_value(ratio),
-                   json_number_value(json_object_get(a, "bound_bytes")));
+        if (json_is_number(ratio)) {
+            /* "at 64MiB", as the offline report writes sizes (not 6.71089e+07) */
+            char size[32];
+            cs_format_size(size, sizeof size,
+                           json_number_value(json_object_get(a, "bound_bytes")));
+            printf(" ratio_to_bound %.3f at %s", json_number_value(ratio), size);
+        }
         printf("\n");
     }
 }

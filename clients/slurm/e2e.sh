@@ -15,6 +15,10 @@
 #   badtoken    the daemon refuses the token (one warning, job runs)
 #   partial     a step on 2 of a DGX-1's 8 GPUs (one warning: MSCCL's ngpus
 #               must be the communicator size; job runs unchanged)
+#   copyswitch  collsynthd running, a GPU step on a node whose 8 GPUs share one
+#           copy-capable switch (NVLS), method=mcf allgather: the hook asks with
+#           options.codegen, so it gets a schedule MSCCL can run (without it mcf
+#           solves the copy form: in-switch copies, which have no XML)
 #   down    collsynthd stopped (the job still runs, one warning line)
 #   slow    a server that accepts and never answers, timeout=1
 #   multi   (run while collsynthd is up) a two-node step: both nodes build the
@@ -180,6 +184,16 @@ cat >"$D/etc/cluster-quad.json" <<EOF
   "fabric": {"kind": "switch", "gbps": 12.5, "alpha_us": 3.0}
 }
 EOF
+cat >"$D/etc/cluster-nvls.json" <<EOF
+{
+  "name": "e2e",
+  "node_types": { "nvls8": {"topology": {"name": "nvls8", "ranks": 8, "switches": [
+      {"name": "nvs", "ranks": [0, 1, 2, 3, 4, 5, 6, 7], "gbps": 150, "alpha_us": 0.7,
+       "copy": true}]}} },
+  "nodes": [ {"names": "n[1-2]", "type": "nvls8"} ],
+  "fabric": {"kind": "switch", "gbps": 12.5, "alpha_us": 3.0}
+}
+EOF
 echo "e2e-secret-token" >"$D/etc/token"
 echo "not-the-token" >"$D/etc/wrong-token"
 
@@ -228,6 +242,8 @@ run_step badcluster "server=$URL cluster=$D/etc/missing.json timeout=5" "$ONE --
 run_step badtoken "server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/wrong-token timeout=5" \
     "$ONE --gres=gpu:8"
 run_step partial "$COMMON timeout=5" "$ONE --gres=gpu:2"
+run_step copyswitch "server=$URL cluster=$D/etc/cluster-nvls.json token_file=$D/etc/token timeout=40 method=mcf collectives=allgather options={\"chunks\":2,\"min_chunks\":2,\"time_limit_s\":3}" \
+    "$ONE --gres=gpu:8"
 
 # the service is down: the job must run unchanged
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null

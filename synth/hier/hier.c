@@ -46,6 +46,7 @@ typedef struct hier_trees {
     hier_tree spread[64];      /* m trees: local i to every other local rank */
     hier_tree nic[64];         /* k trees: NIC j to every other local rank */
     char how[160];             /* where the trees came from */
+    char balanced[96];         /* ring fabrics: what balance_nic_trees made of them */
 } hier_trees;
 
 static void shape_free(hier_shape *s)
@@ -372,15 +373,17 @@ done:
 static bool kind_supported(cs_coll_kind k)
 {
     return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
-           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL ||
+           k == CS_COLL_SCATTER || k == CS_COLL_GATHER;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
                         "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
-                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
-                        "custom collectives); use tacos, mcf or auto",
+                        "reduce, alltoall, scatter and gather; %s has no composition (custom "
+                        "collectives: a pre- and postcondition per chunk have no node "
+                        "structure to compose); use tacos, mcf or auto",
                         collective_kind_name(c->kind));
 }
 
@@ -412,12 +415,16 @@ int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error 
         return rc;
     bool ring = s.ring;
     shape_free(&s);
-    if (ring)
+    /* Ring fabrics are composed around the ring with NIC trees balanced to
+     * the node's lanes: on the hook's DGX-1 rings of 8-128 nodes that gives
+     * flat TACOS's simulated time for allgather and reducescatter, 0.88-1.0
+     * of it for allreduce and 0.04-0.23 for broadcast, in tens of steps
+     * instead of thousands (docs/BENCHMARKS.md, "Ring fabrics"), so auto
+     * takes it; alltoall has no ring composition. */
+    if (ring && c->kind == CS_COLL_ALLTOALL)
         return cs_error_set(err, CS_EUNSUPPORTED, "topology",
-                            "a ring fabric: the composition's node trees cannot keep up with "
-                            "two ring links per NIC (8 hook DGX-1 nodes: 0.45 of the bound "
-                            "against TACOS's 0.78), so auto keeps the flat methods; method "
-                            "hierarchical composes it when asked");
+                            "hierarchical alltoall needs a switched fabric (its direct "
+                            "exchange); on a ring fabric use tacos or mcf");
     return CS_OK;
 }
 
@@ -1547,6 +1554,144 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
     return rc;
 }
 
+/* ---- scatter (and gather, its mirror) ------------------------------------------------ */
+
+/* Scatter from the root (node nr, local ir), C = 1: chunk g goes to rank g.
+ * Inside the root's node a chunk follows the root's allgather tree to its
+ * destination.  A chunk for local rank i' of another node n' takes NIC
+ * j = (i' + n') mod k (by_node: n' mod k, so a node's chunks travel as one
+ * contiguous block that code generation merges into one step per link: the
+ * form whose per-rank programs fit the MSCCL runtimes at 128 nodes, where
+ * dealing by rank needs 255 steps on a root's link; dealing by rank spreads
+ * each node's chunks over all its NICs and is faster, 0.95-0.99 of the
+ * bound against 0.85-0.98): along the root's tree to NIC j of the root's node,
+ * over the fabric to NIC j of node n' (one hop on a switched fabric; around
+ * the ring the shorter way, hop by hop, half of the opposite node's chunks
+ * each way on an even ring), and along NIC j's tree to i'.  Steps are
+ * numbered per chunk (tree steps, then one per fabric hop, then NIC-tree
+ * steps), so the phases pipeline chunk by chunk; the root sends the chunks
+ * of the farthest nodes first, the root's node's own last.  Gather is this
+ * built on the reversed topology and mirrored (algorithm_invert). */
+typedef struct scatter_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, nr, ir, S1, H, S3, steps;
+    bool by_node;               /* NIC n mod k for all of node n's chunks, else (i' + n) mod k */
+    int path_edges[64][8];      /* root's spread tree: the edges from ir to local `to` */
+    int path_len[64];
+    int nic_edges[64][64][8];   /* NIC tree jx: the edges from NIC jx to local `to` */
+    int nic_len[64][64];
+} scatter_plan;
+
+/* Fabric hops from the root's node to node n (and the direction: +1, -1). */
+static int scatter_hops(const scatter_plan *p, int n, int local, int *sign)
+{
+    const hier_shape *s = p->s;
+    int N = s->nodes, d = ((n - p->nr) % N + N) % N;
+    *sign = 1;
+    if (!s->ring)
+        return d == 0 ? 0 : 1;
+    if (!s->ring_back || 2 * d < N || (2 * d == N && local % 2 == 0))
+        return d;
+    *sign = -1;
+    return N - d;
+}
+
+static int scatter_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const scatter_plan *p = plan;
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    const int *rr = s->rank + (long)p->nr * m;
+    const hier_tree *rt = &tr->spread[p->ir];
+    /* farthest nodes first: hop counts from the largest down to 0 */
+    for (int far = p->H; far >= 0 && rc == CS_OK; far--)
+        for (int dn = 0; dn < N && rc == CS_OK; dn++) {
+            int n = (p->nr + dn) % N;
+            const int *nr = s->rank + (long)n * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int sign, h = scatter_hops(p, n, i2, &sign);
+                if (h != far || (n == p->nr && i2 == p->ir))
+                    continue;
+                long g = nr[i2];
+                if (n == p->nr) {
+                    for (int q = 0; q < p->path_len[i2] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i2][q];
+                        rc = fn(ctx, g, rr[rt->src[e]], rr[rt->dst[e]], rt->step[e]);
+                    }
+                    continue;
+                }
+                int jx = p->by_node ? n % k : (i2 + n) % k, j = s->nic[jx];
+                for (int q = 0; q < p->path_len[j] && rc == CS_OK; q++) {
+                    int e = p->path_edges[j][q];
+                    rc = fn(ctx, g, rr[rt->src[e]], rr[rt->dst[e]], rt->step[e]);
+                }
+                for (int hop = 0; hop < h && rc == CS_OK; hop++) {
+                    /* switched: straight to node n; ring: to the next node */
+                    int x = ((p->nr + sign * hop) % N + N) % N;
+                    int y = s->ring ? ((x + sign) % N + N) % N : n;
+                    rc = fn(ctx, g, s->rank[(long)x * m + j], s->rank[(long)y * m + j],
+                            p->S1 + hop);
+                }
+                const hier_tree *nt = &tr->nic[jx];
+                for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                    int e = p->nic_edges[jx][i2][q];
+                    rc = fn(ctx, g, nr[nt->src[e]], nr[nt->dst[e]], p->S1 + h + nt->step[e]);
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_scatter(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                           const hier_trees *tr, bool by_node, cs_algorithm **out, cs_error *err)
+{
+    scatter_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->by_node = by_node;
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k, N = s->nodes;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < m; i++)
+            if (s->rank[(long)n * m + i] == c->root) {
+                p->nr = n;
+                p->ir = i;
+            }
+    bool ok = true;
+    p->S1 = tr->spread[p->ir].depth;
+    for (int to = 0; to < m && ok; to++)
+        ok = to == p->ir ||
+             tree_path(&tr->spread[p->ir], p->ir, to, p->path_edges[to], &p->path_len[to]);
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "%s: intra paths longer than 8 hops",
+                            collective_kind_name(c->kind));
+    }
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < m; i++) {
+            int sign, h = scatter_hops(p, n, i, &sign);
+            if (h > p->H)
+                p->H = h;
+        }
+    p->steps = p->S1 + p->H + p->S3;
+    if (p->steps < 1)
+        p->steps = 1;
+    int rc = generated_algorithm(t, c, 1, p->steps, scatter_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
 /* ---- allgather on a ring fabric ------------------------------------------------------ */
 
 /* Node blocks travel around the ring of nodes, each block split into one
@@ -1578,13 +1723,25 @@ static int ring_emit(const void *plan, emit_fn fn, void *ctx)
      * the next ceil((N-1)/2) nodes and backward to the previous
      * floor((N-1)/2), so every link carries about half the blocks */
     int fwd = s->ring_back ? N / 2 : N - 1, back = s->ring_back ? (N - 1) / 2 : 0;
+    /* with N even the node opposite is N/2 hops away both ways: half of
+     * each segment goes each way, so no link carries more than N/2 - 1/2
+     * segments (whole segments forward would give the forward links N/2,
+     * the backward ones N/2 - 1) */
+    bool halves = s->ring_back && N % 2 == 0;
     for (int h = 1; h <= fwd && rc == CS_OK; h++)
         for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
-            if (dir == 1 && h > back)
+            if (dir == 1 && h > back && !(halves && h == fwd))
                 continue;
             int sign = dir ? N - 1 : 1;   /* +1 or -1 mod N */
             for (int j = 0; j < k && rc == CS_OK; j++) {
                 int q0 = block * j / k, q1 = block * (j + 1) / k, nic = s->nic[j];
+                if (halves && h == fwd) {
+                    int mid = q0 + (q1 - q0 + 1) / 2;
+                    if (dir == 0)
+                        q1 = mid;
+                    else
+                        q0 = mid;
+                }
                 const hier_tree *tt = &tr->nic[j];
                 for (int q = q0; q < q1 && rc == CS_OK; q++)
                     for (int n = 0; n < N && rc == CS_OK; n++) {
@@ -1600,6 +1757,166 @@ static int ring_emit(const void *plan, emit_fn fn, void *ctx)
             }
         }
     return rc;
+}
+
+/* NIC trees for a ring fabric.  Around a ring both ways every NIC takes in
+ * two ring links' worth of chunks and spreads each along its tree: per hop
+ * one chunk per NIC per tree round, so a node link that k trees use
+ * carries k chunks per hop where its lanes carry `lanes`.  The NIC
+ * allgather SMT finds minimizes steps and rounds per step, not that load:
+ * on the hook's DGX-1 nodes its trees put two on a 1-lane NVLink, which
+ * halves what the ring can deliver (0.45 of the bound).  So the trees are
+ * re-chosen: every non-root rank of each tree picks a parent among its
+ * in-neighbours, by hill climbing from the SMT trees on (the worst link's
+ * trees per lane, then the deepest tree, the links at that load, the total
+ * depth), one parent change at a time, deterministic.  On the DGX-1 node:
+ * one tree per lane everywhere at depth 2. */
+typedef struct tree_load {
+    int m, k;
+    int par[64][64];            /* par[j][v]: parent of v in tree j (-1: root) */
+    int lanes[64][64];          /* node link u -> v lanes (0: none) */
+} tree_load;
+
+static int tree_depth_of(const tree_load *L, int j, int v)
+{
+    int d = 0;
+    for (int u = v; L->par[j][u] >= 0 && d <= L->m; u = L->par[j][u])
+        d++;
+    return d;   /* > m: a cycle */
+}
+
+/* The objective as a tuple, compared lexicographically: worst load (trees
+ * per lane, as a fraction num/den compared by cross-multiplying), deepest
+ * tree (each level adds a node-link time at the end of the ring: depth 4
+ * instead of 2 cost the hook's 8-node ring 0.70 of the bound instead of
+ * 0.78), links at that load, total depth.  cost[0..1] the fraction. */
+static void tree_cost(const tree_load *L, long cost[5])
+{
+    int use[64][64] = {{0}};
+    long depth_max = 0, depth_sum = 0;
+    for (int j = 0; j < L->k; j++)
+        for (int v = 0; v < L->m; v++) {
+            int p = L->par[j][v];
+            if (p < 0)
+                continue;
+            use[p][v]++;
+            long d = tree_depth_of(L, j, v);
+            depth_sum += d;
+            if (d > depth_max)
+                depth_max = d;
+        }
+    long num = 0, den = 1, at = 0;
+    for (int u = 0; u < L->m; u++)
+        for (int v = 0; v < L->m; v++) {
+            if (!use[u][v])
+                continue;
+            long n = use[u][v], d = L->lanes[u][v];
+            if (n * den > num * d) {
+                num = n;
+                den = d;
+                at = 1;
+            } else if (n * den == num * d) {
+                at++;
+            }
+        }
+    cost[0] = num;
+    cost[1] = den;
+    cost[2] = depth_max;
+    cost[3] = at;
+    cost[4] = depth_sum;
+}
+
+static bool cost_less(const long a[5], const long b[5])
+{
+    if (a[0] * b[1] != b[0] * a[1])
+        return a[0] * b[1] < b[0] * a[1];
+    for (int i = 2; i < 5; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i];
+    return false;
+}
+
+/* Rebuilds nic[0..k) of tr with balanced parents; steps = depth - 1, so a
+ * chunk leaves a rank the step after it arrived. */
+static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+{
+    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
+     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
+     * past the budget the SMT trees stay (valid, possibly slower) */
+    long m = s->m, k = s->k;
+    if (k * m * m * (k * m + m * m) > 20000000L) {
+        snprintf(tr->balanced, sizeof tr->balanced,
+                 "NIC trees as smt gave them (%ld-rank nodes: too large to rebalance)", m);
+        return;
+    }
+    tree_load *L = calloc(1, sizeof *L);
+    if (!L) {
+        /* the SMT trees stay: valid, only slower */
+        snprintf(tr->balanced, sizeof tr->balanced, "NIC trees as smt gave them (no memory)");
+        return;
+    }
+    long before[5];
+    const cs_topology *node = s->node;
+    L->m = s->m;
+    L->k = s->k;
+    for (int l = 0; l < node->nlinks; l++)
+        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
+    for (int j = 0; j < s->k; j++) {
+        for (int v = 0; v < s->m; v++)
+            L->par[j][v] = -1;
+        for (int e = 0; e < tr->nic[j].n; e++)
+            L->par[j][tr->nic[j].dst[e]] = tr->nic[j].src[e];
+    }
+    long best[5], c[5];
+    tree_cost(L, best);
+    memcpy(before, best, sizeof before);
+    for (bool improved = true; improved;) {
+        improved = false;
+        for (int j = 0; j < s->k; j++)
+            for (int v = 0; v < s->m; v++) {
+                if (v == s->nic[j])
+                    continue;
+                int old = L->par[j][v];
+                for (int p = 0; p < s->m; p++) {
+                    if (p == old || p == v || !L->lanes[p][v])
+                        continue;
+                    L->par[j][v] = p;
+                    /* no cycle: p must not hang below v */
+                    bool cyc = tree_depth_of(L, j, p) > s->m;
+                    if (!cyc) {
+                        tree_cost(L, c);
+                        if (cost_less(c, best)) {
+                            memcpy(best, c, sizeof best);
+                            old = p;
+                            improved = true;
+                            continue;
+                        }
+                    }
+                    L->par[j][v] = old;
+                }
+                L->par[j][v] = old;
+            }
+    }
+    for (int j = 0; j < s->k; j++) {
+        hier_tree *tt = &tr->nic[j];
+        /* edges by depth, so a parent's send comes before its children's */
+        tt->n = 0;
+        tt->depth = 0;
+        for (int d = 1; d <= s->m; d++)
+            for (int v = 0; v < s->m; v++)
+                if (L->par[j][v] >= 0 && tree_depth_of(L, j, v) == d) {
+                    tt->src[tt->n] = L->par[j][v];
+                    tt->dst[tt->n] = v;
+                    tt->step[tt->n] = d - 1;
+                    if (d > tt->depth)
+                        tt->depth = d;
+                    tt->n++;
+                }
+    }
+    snprintf(tr->balanced, sizeof tr->balanced,
+             "NIC trees balanced to %ld/%ld per lane, depth %ld (smt's: %ld/%ld, depth %ld)",
+             best[0], best[1], best[2], before[0], before[1], before[2]);
+    free(L);
 }
 
 static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
@@ -1997,14 +2314,15 @@ static void side_close(side *sd)
 /* The compositions of c into res; `how` says what was composed from what. */
 static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cache,
                    const cs_hier_options *o, cs_result *res, char *how, size_t howlen,
-                   bool *renumbered, cs_error *err)
+                   bool *renumbered, bool *ring_fabric, cs_error *err)
 {
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
-    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE &&
+                   c->kind != CS_COLL_GATHER;
     bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
-                   c->kind != CS_COLL_ALLTOALL;
+                   c->kind != CS_COLL_ALLTOALL && c->kind != CS_COLL_SCATTER;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -2016,6 +2334,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     }
     const side *any = need_fw ? &fw : &bw;
     *renumbered = (need_fw && fw.s.renumbered) || (need_bw && bw.s.renumbered);
+    *ring_fabric = (need_fw && fw.s.ring) || (need_bw && bw.s.ring);
     int sample = any->s.k < any->s.nodes ? any->s.k : any->s.nodes;
     bool ring = any->s.ring || (need_fw && need_bw && (fw.s.ring || bw.s.ring));
     if (ring && c->kind == CS_COLL_ALLTOALL) {
@@ -2029,10 +2348,24 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                  c->kind == CS_COLL_ALLREDUCE)) {
         /* around the ring of nodes; reducescatter inverted from the reversed
          * topology; allreduce = reducescatter + allgather */
-        if (need_fw)
-            rc = compose_ring_allgather(t, &fw.s, fw.tr, &ag, err);
-        if (rc == CS_OK && need_bw)
-            rc = compose_ring_allgather(bw.rt, &bw.s, bw.tr, &rag, err);
+        char balanced[96] = "";
+        hier_trees *btr = malloc(sizeof *btr);
+        if (!btr)
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        if (rc == CS_OK && need_fw) {
+            *btr = *fw.tr;
+            balance_nic_trees(&fw.s, btr);
+            snprintf(balanced, sizeof balanced, "%s", btr->balanced);
+            rc = compose_ring_allgather(t, &fw.s, btr, &ag, err);
+        }
+        if (rc == CS_OK && need_bw) {
+            *btr = *bw.tr;
+            balance_nic_trees(&bw.s, btr);
+            if (!need_fw)
+                snprintf(balanced, sizeof balanced, "%s", btr->balanced);
+            rc = compose_ring_allgather(bw.rt, &bw.s, btr, &rag, err);
+        }
+        free(btr);
         if (rc == CS_OK && need_bw)
             rc = algorithm_invert(rag, &rs, err);
         if (rc == CS_OK && c->kind == CS_COLL_ALLREDUCE)
@@ -2053,12 +2386,50 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         algorithm_free(rag);
         if (rc == CS_OK)
             snprintf(how, howlen,
-                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s; inter: node "
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric, %s; %s; inter: node "
                      "blocks around the ring%s, a segment per NIC, pipelined hop by hop%s",
-                     any->s.nodes, any->s.m, any->s.k, any->tr->how,
+                     any->s.nodes, any->s.m, any->s.k, balanced, any->tr->how,
                      any->s.ring_back ? " both ways" : "",
                      c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
                      : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_SCATTER || c->kind == CS_COLL_GATHER) {
+        /* scatter on t; gather = scatter on the reversed topology, mirrored */
+        bool sc = c->kind == CS_COLL_SCATTER;
+        const side *sd = sc ? &fw : &bw;
+        cs_collective sct;
+        collective_init(&sct, CS_COLL_SCATTER, c->root);
+        /* frontier: node blocks per NIC (code generation merges a block
+         * into one step per link: the form that fits the runtimes at 128
+         * nodes) and dealt by rank (the best simulated time); result_add
+         * orders them (steps, then rounds), and a cost-based choice
+         * (--size, ?size=) takes the faster where its programs fit */
+        for (int v = 0; v < 2 && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            bool by_node = v == 0;
+            rc = compose_scatter(sc ? t : bw.rt, &sct, &sd->s, sd->tr, by_node, &b, err);
+            if (rc == CS_OK && !sc) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, by_node ? "" : "bandwidth", 0, res, err);
+        }
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the root's node "
+                     "tree to NIC node mod k (node blocks) or (destination + node) mod k, %s, "
+                     "that NIC's tree in the destination node; farthest nodes first, pipelined "
+                     "per chunk%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched",
+                     sd->tr->how, collective_kind_name(c->kind),
+                     sd->s.ring ? "around the ring the shorter way" : "one fabric hop",
+                     sc ? "" : " (built on the reversed topology, mirrored)");
         side_close(&fw);
         side_close(&bw);
         return rc;
@@ -2228,10 +2599,10 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     tree_cache cache = {0};
     cs_result *res = NULL;
     char how[CS_ERROR_MESSAGE_MAX] = "";
-    bool renumbered = false;
+    bool renumbered = false, ring_fabric = false;
     int rc = result_new("hierarchical", &res, err);
     if (rc == CS_OK)
-        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, err);
+        rc = compose(t, c, &cache, &o, res, how, sizeof how, &renumbered, &ring_fabric, err);
     cache_free(&cache);
     bool flat = false;
     if (rc == CS_OK && t->ranks <= o.flat_max_ranks) {
@@ -2276,7 +2647,8 @@ int hier_synthesize(const cs_topology *t, const cs_collective *c, const cs_hier_
     /* said first: the dispatcher keeps only the head of this reason */
     cs_text_printf(res->reason, sizeof res->reason, "hierarchical: %s%.230s",
              renumbered ? "nodes matched up to renumbering inside them; " : "", how);
-    res->stats = json_pack("{s:s, s:b}", "composition", how, "nodes_renumbered", renumbered);
+    res->stats = json_pack("{s:s, s:b, s:s}", "composition", how, "nodes_renumbered", renumbered,
+                           "fabric", ring_fabric ? "ring" : "switched");
     res->complete = false;
     res->synth_seconds = cs_now() - t0;
     *out = res;

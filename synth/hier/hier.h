@@ -10,7 +10,8 @@
  * switch per NIC (dgxa100:N, dgxh100:N) or one fabric switch joining all NICs
  * (the Slurm hook's clusters, ndv2:N); or a ring of nodes per NIC (the hook's
  * "ring" fabric: allgather, reducescatter, allreduce around the ring, both
- * ways where it has them; broadcast/reduce by chains).  Anything else is
+ * ways where it has them, with the NIC trees re-chosen so no node link
+ * carries more trees than it has lanes; broadcast/reduce by chains).  Anything else is
  * CS_EUNSUPPORTED with a message naming what is missing, so auto falls back
  * to the flat methods.
  *
@@ -46,8 +47,12 @@
  * trees when the node is symmetric); where SMT finds nothing within its
  * budget, shortest-path trees stand in and `reason` says so.
  *
- * Gather, scatter and custom collectives are CS_EUNSUPPORTED, naming what is
- * missing.
+ * Scatter: inside the root's node along the root's allgather tree; to
+ * local rank i' of node n' through NIC j = (i' + n') mod k of the root's
+ * node, one fabric hop (or around the ring the shorter way) to NIC j of n',
+ * then NIC j's tree; farthest nodes first, steps per chunk (pipelined).
+ * Gather is the scatter of the reversed topology, mirrored.  Custom
+ * collectives are CS_EUNSUPPORTED, naming what is missing.
  *
  * Every returned algorithm has passed algorithm_verify on the caller's
  * topology.  Thread safety: no shared state; call from many threads.
@@ -79,8 +84,10 @@ void hier_options_default(cs_hier_options *opt);
  * why.  Cheap (no synthesis): what auto asks first. */
 int hier_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
 
-/* hier_applicable, and what auto asks: also CS_EUNSUPPORTED for ring
- * fabrics, where the composition loses to flat TACOS (docs/hier.md). */
+/* hier_applicable, and what auto asks: also CS_EUNSUPPORTED for alltoall
+ * on a ring fabric (no composition there).  Other kinds on rings are
+ * accepted: with NIC trees balanced to the node's lanes the composition
+ * matches or beats flat TACOS (docs/hier.md, "Ring fabrics"). */
 int hier_auto_applicable(const cs_topology *t, const cs_collective *c, cs_error *err);
 
 /* A result (method "hierarchical") with a frontier of verified composed

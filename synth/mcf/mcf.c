@@ -1877,7 +1877,8 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
      * up to them, then the rest, so a chunk goes up once and comes down
      * everywhere before unicast takes the ports; even seeds keep the plain
      * order (on an all-to-all demand like allgather the ingress ports are the
-     * bottleneck either way, and the plain order avoids the extra hop), and
+     * bottleneck either way, and the plain order avoids the extra hop; they
+     * leave the nodes out, so they are the hyper-edge form's greedy), and
      * the shortest of all is kept. */
     int first_node = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
     bool nodes_first = t->node_view && t->nswitch_nodes > 0 && (seed & 1);
@@ -1903,6 +1904,10 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
             int l = (l0 + li) % L;
             int n = t->links[l].src, m = t->links[l].dst;
             if (nodes_first && (n >= first_node ? 0 : m >= first_node ? 1 : 2) != pass)
+                continue;
+            /* even seeds: the hyper-edge form's greedy exactly (no node), so
+             * the copy form is never worse than it */
+            if (!nodes_first && (n >= first_node || m >= first_node))
                 continue;
             int gm = ng ? t->group_of[m] : -1;
             bool cross = ng && gm >= 0 && t->group_of[n] != gm;

@@ -134,18 +134,19 @@ static void cut_free(cut_net *c)
  *
  * Why it is exact.  The network's cut function decomposes: given which
  * ranks are on the sink side, each switch's internal nodes are cut
- * independently, and for a switch whose members split into U (source side)
- * and W (sink side) the lowered form can pass exactly a maximum matching of
- * the bipartite graph U x W minus the pairs joined by a physical link (each
- * egress and ingress set carries 1 lane; a derived link exists for every
- * other ordered pair), where the hub passes min(|U|, |W|).  Let d be the
- * most physical links a member has to (or from) other members.  Hall's
+ * independently, and for a switch s whose members split into U (source
+ * side) and W (sink side) the lowered form can pass exactly a maximum
+ * matching of the bipartite graph U x W minus the pairs s derived no link
+ * for (each egress and ingress set carries 1 lane), where the hub passes
+ * min(|U|, |W|).  s derives a link for every ordered pair of members that
+ * no other link joins; let d be the most such other links (physical, or
+ * another switch's) a member has to, or from, other members.  Hall's
  * condition holds on the smaller side W whenever |U| >= 2d: a subset W' of
  * more than d ranks has every rank of U as a neighbour (a rank misses at
  * most d of them), and a smaller one misses at most d ranks of U (those
- * physically linked into any one of its ranks), leaving |U| - d >= d >=
- * |W'|; the same holds with the sides swapped.  With n >= 4d members the
- * larger side always has n/2 >= 2d, so both forms cut every rank
+ * missing a pair into any one of its ranks), leaving |U| - d >= d >= |W'|;
+ * the same holds with the sides swapped.  With n >= 4d members the larger
+ * side always has n/2 >= 2d, so both forms cut every rank
  * partition at the same capacity, give the same maximum flows and the same
  * (unique, minimal) sink side of a minimum cut: every bound and set found
  * is the one the lowered form gives.  Not used (the lowering stays) for
@@ -180,11 +181,13 @@ static unsigned char *hub_switches(const cs_topology *t)
                 break;
             }
             int out = 0, in = 0;
+            /* a pair joined by a link not derived from s (physical, or an
+             * earlier switch's) gets no derived link of s */
             for (int k = t->out_begin[a]; k < t->out_begin[a + 1]; k++)
-                out += t->links[k].switch_id < 0 && mark[t->links[k].dst] == s;
+                out += t->links[k].switch_id != s && mark[t->links[k].dst] == s;
             for (int k = t->in_begin[a]; k < t->in_begin[a + 1]; k++) {
                 const cs_link *l = &t->links[t->in_links[k]];
-                in += l->switch_id < 0 && mark[l->src] == s;
+                in += l->switch_id != s && mark[l->src] == s;
             }
             if (out > d)
                 d = out;

@@ -415,6 +415,55 @@ static int cmp_derived(const void *a, const void *b)
     return x->switch_id - y->switch_id;
 }
 
+/* The switches of each rank, ascending (built in switches[] order, so
+ * sorted by construction): of[begin[r] .. begin[r + 1]). */
+typedef struct switch_members {
+    int *begin, *of;
+} switch_members;
+
+static int switch_members_build(const cs_topology *t, long long ports, switch_members *m)
+{
+    m->begin = calloc((size_t)t->ranks + 1, sizeof(int));
+    m->of = malloc(sizeof(int) * (size_t)(ports > 0 ? ports : 1));
+    if (!m->begin || !m->of)
+        return CS_ENOMEM;
+    for (int s = 0; s < t->nswitches; s++)
+        for (int i = 0; i < t->switches[s].nranks; i++)
+            m->begin[t->switches[s].ranks[i] + 1]++;
+    for (int r = 0; r < t->ranks; r++)
+        m->begin[r + 1] += m->begin[r];
+    int *fill = malloc(sizeof(int) * ((size_t)t->ranks + 1));
+    if (!fill)
+        return CS_ENOMEM;
+    memcpy(fill, m->begin, sizeof(int) * ((size_t)t->ranks + 1));
+    for (int s = 0; s < t->nswitches; s++)
+        for (int i = 0; i < t->switches[s].nranks; i++)
+            m->of[fill[t->switches[s].ranks[i]]++] = s;
+    free(fill);
+    return CS_OK;
+}
+
+/* The first switch both a and b are on (INT_MAX: none). */
+static int first_common_switch(const switch_members *m, int a, int b)
+{
+    int i = m->begin[a], ie = m->begin[a + 1], j = m->begin[b], je = m->begin[b + 1];
+    while (i < ie && j < je) {
+        if (m->of[i] == m->of[j])
+            return m->of[i];
+        if (m->of[i] < m->of[j])
+            i++;
+        else
+            j++;
+    }
+    return INT_MAX;
+}
+
+/* A pair of ranks on several switches is joined once, by the first of them
+ * in switches[] order (the rule topology_unwind_switches follows too): links
+ * stay unique per (src, dst), as every consumer assumes (topology_find_link
+ * finds one link per pair; a duplicate would give SMT a second lane the
+ * verifier does not see).  The later switches' port sets leave the pair
+ * out, as they leave out a pair a physical link joins. */
 static int lower_switches(cs_topology *t, cs_error *err)
 {
     int nphys = t->nlinks;
@@ -430,9 +479,18 @@ static int lower_switches(cs_topology *t, cs_error *err)
                             derived + nphys, CS_TOPOLOGY_MAX_LINKS);
     if (ports == 0)
         return CS_OK;
-    derived_set *sets = calloc((size_t)(2 * ports), sizeof *sets);
-    if (!sets)
+    switch_members members = {0};
+    if (t->nswitches > 1 && switch_members_build(t, ports, &members) != CS_OK) {
+        free(members.begin);
+        free(members.of);
         return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+    }
+    derived_set *sets = calloc((size_t)(2 * ports), sizeof *sets);
+    if (!sets) {
+        free(members.begin);
+        free(members.of);
+        return cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
+    }
     int nsets = 0, rc = CS_OK;
     for (int s = 0; s < t->nswitches && rc == CS_OK; s++) {
         const cs_switch *sw = &t->switches[s];
@@ -454,6 +512,8 @@ static int lower_switches(cs_topology *t, cs_error *err)
                     int src = dir == 0 ? a : b, dst = dir == 0 ? b : a;
                     if (find_sorted(t->links, nphys, src, dst) >= 0)
                         continue;
+                    if (members.begin && first_common_switch(&members, a, b) < s)
+                        continue; /* an earlier switch joins them */
                     if (dir == 0 && push_link(t, src, dst, 1, sw->gbps, sw->alpha_us, s)) {
                         rc = cs_error_set(err, CS_ENOMEM, "switches", "out of memory");
                         break;
@@ -495,6 +555,8 @@ static int lower_switches(cs_topology *t, cs_error *err)
     for (; i < nsets; i++)
         free(sets[i].pairs);
     free(sets);
+    free(members.begin);
+    free(members.of);
     return rc;
 }
 

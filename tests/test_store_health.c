@@ -1,0 +1,156 @@
+/*
+ * collsynthd on a store it can read but not write (a full disk), against
+ * the real daemon.  The audit's reproducer (2026-11-26): collsynthd on a
+ * 1 MB tmpfs; once the disk was full every result failed to store
+ * (event=job_store_failed), jobs stayed "running" with no progress and were
+ * re-run until they failed as interrupted, queued ones were never claimed
+ * (event=claim_failed twice a second), and GET /v1/health answered 200
+ * "ok" throughout, since it only reads.
+ *
+ * A full disk without root: the daemon is started with a file-size limit
+ * (RLIMIT_FSIZE, SIGXFSZ ignored), so every write that would grow a file of
+ * the store past it fails with EFBIG, as ENOSPC would.  The store starts
+ * well inside the limit; a result of a few MB (a body file) does not fit.
+ */
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "clients_helpers.h"
+#include "cs_common.h"
+#include "daemon_check.h"
+#include "server_harness.h"
+
+/* Starts the daemon with every file it writes limited to limit_bytes. */
+static void start_with_file_limit(cs_daemon *d, rlim_t limit_bytes)
+{
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = limit_bytes;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN); /* EFBIG instead of a core dump */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = daemon_start(d, NULL, NULL, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    ck_assert_msg(rc == 0, "collsynthd did not start under a %lu-byte file limit",
+                  (unsigned long)limit_bytes);
+}
+
+START_TEST(health_reports_a_store_that_cannot_be_written)
+{
+    cs_daemon d;
+    start_with_file_limit(&d, 1u << 20);
+    long st = 0;
+    json_t *h = get_json(&d, "/v1/health", &st);
+    ck_assert_msg(st == 200, "health %ld before anything was written", st);
+    ck_assert_str_eq(json_str(h, "status"), "ok");
+    json_decref(h);
+
+    /* mesh2d:20x20 TACOS allgather: 160k sends, a result body of several MB */
+    json_t *doc = NULL;
+    long pst = post_synthesize(&d,
+                               "{\"topology\":\"mesh2d:20x20\",\"collective\":\"allgather\","
+                               "\"method\":\"tacos\",\"options\":{\"wait_s\":2}}",
+                               &doc);
+    json_decref(doc);
+    ck_assert_msg(pst != 200, "the result was stored under a 1 MB file limit (%ld)", pst);
+
+    /* the failed write shows in health within a few seconds */
+    const char *status = "";
+    json_t *store = NULL;
+    double until = cs_now() + 20;
+    do {
+        json_decref(h);
+        h = get_json(&d, "/v1/health", &st);
+        status = json_str(h, "status");
+        store = json_object_get(h, "store");
+        if (st == 503)
+            break;
+        usleep(200 * 1000);
+    } while (cs_now() < until);
+    ck_assert_msg(st == 503 && strcmp(status, "degraded") == 0,
+                  "health still %ld %s while the store cannot be written", st, status);
+    ck_assert_msg(json_is_false(json_object_get(store, "ok")), "store.ok is not false");
+    const char *why = json_str(store, "error");
+    ck_assert_msg(strstr(why, "writes to the store fail") != NULL &&
+                  (strstr(why, "File too large") || strstr(why, "full") ||
+                   strstr(why, "I/O")),
+                  "the cause is not named: %s", why);
+    json_decref(h);
+
+    /* reads still work: the list of results answers */
+    json_t *list = get_json(&d, "/v1/results", &st);
+    ck_assert_int_eq(st, 200);
+    json_decref(list);
+    daemon_stop(&d);
+}
+END_TEST
+
+/* A store that cannot be opened is named with its cause: an unknown URL
+ * scheme is refused (it used to become a SQLite file "mysql:" in the working
+ * directory, or "unable to open database file"), a data dir that is a file
+ * says so, and SQLite's bare "unable to open database file" gets the
+ * system's reason. */
+START_TEST(startup_names_why_the_store_cannot_be_opened)
+{
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-storeopen", dir, sizeof dir), 0);
+    char cmd[PATH_MAX + 1400], *out = NULL, *err = NULL;
+    char bin[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(cs_test_build_dir(), bin));
+    /* an unknown scheme, run in dir: nothing may be created there */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && %s/collsynthd --port 0 --store mysql://db.example/collsynth", dir, bin);
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc != 0, "started on mysql://");
+    ck_assert_msg(strstr(err, "unknown store 'mysql://...'") != NULL, "%s", err);
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+    cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(out[0] == '\0', "files created for mysql://: %s", out);
+    free(out);
+    free(err);
+    /* a data dir that is a file */
+    snprintf(cmd, sizeof cmd, "touch '%s/afile' && %s/collsynthd --port 0 --data-dir '%s/afile'",
+             dir, bin, dir);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err, "afile is not a directory") != NULL, "%s", err);
+    free(out);
+    free(err);
+    /* the database path is a directory: SQLite's message plus the reason */
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/d/collsynth.db' && %s/collsynthd --port 0 --data-dir '%s/d'", dir,
+             bin, dir);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err, "unable to open database file (") != NULL, "no reason: %s", err);
+    free(out);
+    free(err);
+    remove_tree(dir);
+}
+END_TEST
+
+static Suite *store_health_suite(void)
+{
+    Suite *s = suite_create("store_health");
+    TCase *tc = tcase_create("full disk");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, health_reports_a_store_that_cannot_be_written);
+    suite_add_tcase(s, tc);
+    TCase *open = tcase_create("opening");
+    tcase_set_timeout(open, 60);
+    tcase_add_test(open, startup_names_why_the_store_cannot_be_opened);
+    suite_add_tcase(s, open);
+    return s;
+}
+
+CS_CHECK_MAIN(store_health_suite)
