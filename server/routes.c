@@ -585,7 +585,10 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         return r;
     }
     json_error_t jerr;
-    json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
+    /* a body saved or sent with a UTF-8 byte-order mark (PowerShell, Windows
+     * editors): ignored, as RFC 8259 section 8.1 allows */
+    size_t bom = cs_utf8_bom_len(rs->body, rs->len);
+    json_t *doc = json_loadb(rs->body + bom, rs->len - bom, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc) {
         cs_error_set(&err, CS_EINVAL, "body", "malformed JSON at line %d column %d: %s",
                      jerr.line, jerr.column, jerr.text);
