@@ -6,7 +6,8 @@
  * (the culprit invisible in the message); the same body POSTed to
  * collsynthd (PowerShell adds the mark) got a 400.  RFC 8259 section 8.1
  * lets a parser ignore the mark; now both do.  And a directory given as a
- * file said only "error reading DIR".
+ * file said only "error reading DIR"; a POST to a route that takes none got
+ * 415 about its Content-Type instead of 405.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -77,6 +78,35 @@ START_TEST(a_byte_order_mark_is_ignored_in_a_request_body)
 }
 END_TEST
 
+/* `curl -XPOST localhost:8470/v1/health` (no body, no Content-Type) was
+ * answered 415 "send the body with Content-Type: application/json": the
+ * Content-Type guard ran for every POST.  A route without POST says 405 and
+ * the methods it takes; /v1/synthesize still wants JSON. */
+START_TEST(a_post_where_none_is_taken_is_405_not_415)
+{
+    cs_daemon d;
+    daemon_start_checked(&d, NULL, NULL);
+    const char *paths[] = {"/v1/health", "/v1/results", "/metrics", "/"};
+    const char *no_type[] = {"Content-Type:", NULL}; /* libcurl then sends none */
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        http_resp r;
+        ck_assert_int_eq(http_request(&d, "POST", paths[i], "", no_type, &r), 0);
+        char allow[128];
+        ck_assert_msg(r.status == 405, "POST %s: %ld %s", paths[i], r.status, r.body);
+        ck_assert_msg(http_header(&r, "Allow", allow, sizeof allow) != NULL &&
+                          strstr(allow, "GET") != NULL,
+                      "POST %s: no Allow header", paths[i]);
+        http_resp_free(&r);
+    }
+    const char *plain[] = {"Content-Type: text/plain", NULL};
+    http_resp r;
+    ck_assert_int_eq(http_request(&d, "POST", "/v1/synthesize", "{}", plain, &r), 0);
+    ck_assert_int_eq(r.status, 415);
+    http_resp_free(&r);
+    daemon_stop(&d);
+}
+END_TEST
+
 static Suite *text_inputs_suite(void)
 {
     Suite *s = suite_create("text_inputs");
@@ -84,6 +114,7 @@ static Suite *text_inputs_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_files);
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_a_request_body);
+    tcase_add_test(tc, a_post_where_none_is_taken_is_405_not_415);
     suite_add_tcase(s, tc);
     return s;
 }
