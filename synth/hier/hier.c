@@ -300,15 +300,27 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
      * ring: the Slurm hook's "ring" fabric) */
     {
         int miss_a = -1, miss_b = -1, miss_j = 0;
+        /* each NIC's out-neighbours marked once (k N^2 link searches were a
+         * millisecond on 128 nodes before anything runs in parallel) */
+        int *mark = calloc((size_t)t->ranks, sizeof *mark), stamp = 0;
+        if (!mark) {
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
         for (int j = 0; j < s->k && miss_a < 0; j++)
-            for (int a = 0; a < N && miss_a < 0; a++)
+            for (int a = 0; a < N && miss_a < 0; a++) {
+                int ra = s->rank[(long)a * m + s->nic[j]];
+                stamp++;
+                for (int x = t->out_begin[ra]; x < t->out_begin[ra + 1]; x++)
+                    mark[t->links[x].dst] = stamp;
                 for (int b = 0; b < N && miss_a < 0; b++)
-                    if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
-                                                     s->rank[(long)b * m + s->nic[j]]) < 0) {
+                    if (a != b && mark[s->rank[(long)b * m + s->nic[j]]] != stamp) {
                         miss_a = a;
                         miss_b = b;
                         miss_j = j;
                     }
+            }
+        free(mark);
         if (miss_a >= 0) {
             s->ring = true;
             for (int j = 0; j < s->k && s->ring; j++)
@@ -1237,6 +1249,8 @@ static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
  * (forward), or for a mirrored half at its step's last free place
  * (backward: the mirror reverses the order within a step too).  No list of
  * sends is kept: at a million sends, fresh memory is what costs time. */
+#define PLACER_BATCH 128
+
 typedef struct placer {
     cs_algorithm *a;
     long *pos;                 /* per step: next index (forward) or one past it (backward) */
@@ -1245,7 +1259,22 @@ typedef struct placer {
     bool counting;
     long *count;               /* per step */
     sample_fit *fit;           /* may be NULL: rounds counted as sends are placed */
+    /* sends placed but not yet stored: algorithm_put_sends takes them a
+     * batch at a time (placer_flush) */
+    int nbuf;
+    long bidx[PLACER_BATCH];
+    int32_t bchunk[PLACER_BATCH], bsrc[PLACER_BATCH], bdst[PLACER_BATCH], bstep[PLACER_BATCH];
+    unsigned char bred[PLACER_BATCH];
 } placer;
+
+static int placer_flush(placer *pl)
+{
+    int n = pl->nbuf;
+    pl->nbuf = 0;
+    return n ? algorithm_put_sends(pl->a, n, pl->bidx, pl->bchunk, pl->bsrc, pl->bdst, pl->bstep,
+                                   pl->bred)
+             : CS_OK;
+}
 
 static int place_send(void *ctx, long chunk, int src, int dst, int step)
 {
@@ -1266,7 +1295,16 @@ static int place_send(void *ctx, long chunk, int src, int dst, int step)
     long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
     if (pl->fit)
         sample_fit_add(pl->fit, src, dst, step);
-    return algorithm_put_send(pl->a, i, chunk, src, dst, step, op);
+    if (chunk != (int32_t)chunk)
+        return CS_ELIMIT;   /* what algorithm_put_send says of a chunk beyond 32 bits */
+    int b = pl->nbuf++;
+    pl->bidx[b] = i;
+    pl->bchunk[b] = (int32_t)chunk;
+    pl->bsrc[b] = src;
+    pl->bdst[b] = dst;
+    pl->bstep[b] = step;
+    pl->bred[b] = op == CS_OP_REDUCE;
+    return pl->nbuf == PLACER_BATCH ? placer_flush(pl) : CS_OK;
 }
 
 /* An algorithm of collective c (chunks, steps) holding the sends of up to two
@@ -1278,6 +1316,7 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
 {
     sample_fit fit = {0};
     bool fitting = false;
+    placer *up = NULL, *down = NULL;
     *fitted = false;
     int ms = mirror ? mirror->steps : 0, steps = ms + (fwd ? fwd->steps : 0);
     cs_algorithm *a = NULL;
@@ -1293,8 +1332,16 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     /* rounds_per_step sampled as the sends are placed (check() skips its
      * own walk); without memory for it, check() counts them afterwards */
     fitting = sample > 0 && sample < t->ngroups && sample_fit_init(&fit, t, sample, steps) == CS_OK;
-    placer up = {a, pos, 0, ms, false, count, fitting ? &fit : NULL},
-           down = {a, pos, ms, 0, false, count, fitting ? &fit : NULL};
+    up = calloc(2, sizeof *up);   /* with their batches: a few KB, not on the stack */
+    if (!up) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    down = up + 1;
+    *up = (placer){.a = a, .pos = pos, .shift = 0, .mirror_steps = ms, .count = count,
+                   .fit = fitting ? &fit : NULL};
+    *down = (placer){.a = a, .pos = pos, .shift = ms, .mirror_steps = 0, .count = count,
+                     .fit = fitting ? &fit : NULL};
     if (mirror)
         plan_count(mirror, count, 0, ms);
     if (fwd)
@@ -1314,8 +1361,10 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
         pos[st] = st < ms ? at + count[st] : at;   /* mirrored steps fill backward */
         at += count[st];
     }
-    if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
-        (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
+    if ((mirror && ((rc = plan_emit(mirror, place_send, up)) != CS_OK ||
+                    (rc = placer_flush(up)) != CS_OK)) ||
+        (fwd && ((rc = plan_emit(fwd, place_send, down)) != CS_OK ||
+                 (rc = placer_flush(down)) != CS_OK)))
         rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
     if (rc == CS_OK && fitting) {
         sample_fit_apply(&fit, a);
@@ -1323,6 +1372,7 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     }
 done:
     sample_fit_free(&fit);
+    free(up);
     free(count);
     free(pos);
     if (rc != CS_OK) {
@@ -1405,11 +1455,13 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
         return rc;
     long *count = calloc((size_t)steps + 1, sizeof *count);
     long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
-    placer pl = {a, pos, 0, 0, true, count, NULL};
-    if (!count || !pos)
+    placer *pl = calloc(1, sizeof *pl);
+    if (!count || !pos || !pl)
         rc = CS_ENOMEM;
+    else
+        *pl = (placer){.a = a, .pos = pos, .counting = true, .count = count};
     if (rc == CS_OK)
-        rc = gen(plan, place_send, &pl);
+        rc = gen(plan, place_send, pl);
     long total = 0;
     for (int st = 0; st < steps && rc == CS_OK; st++) {
         pos[st] = total;
@@ -1418,9 +1470,13 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
     if (rc == CS_OK)
         rc = algorithm_add_send_copies(a, total, a->global_chunks - 1, t->ranks - 1,
                                        t->ranks - 1, steps - 1, CS_OP_COPY);
-    pl.counting = false;
+    if (rc == CS_OK) {
+        pl->counting = false;
+        rc = gen(plan, place_send, pl);
+    }
     if (rc == CS_OK)
-        rc = gen(plan, place_send, &pl);
+        rc = placer_flush(pl);
+    free(pl);
     free(count);
     free(pos);
     if (rc != CS_OK) {
