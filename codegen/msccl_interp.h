@@ -28,7 +28,9 @@
  * chunks' worth (NCCL_STEPS 8 slots, a chunk per loop iteration being
  * MSCCL_CHUNKSTEPS 4 of them), so the default of one is stricter; a program
  * that completes with one completes with any larger FIFO (every block runs
- * a fixed sequence, and a step that can move stays able to until it does,
+ * a fixed sequence, each connection has one sending and one receiving block
+ * (the parser refuses two blocks of a rank sending, or receiving, on one
+ * peer and channel), and a step that can move stays able to until it does,
  * so a program either completes in every order of execution or in none).
  * Types s, r, rcs, rrs, rrc, rrcs, cpy, re, nop; reductions are sums on doubles
  * or wrapping sums on int64.  When no thread block can move and some are not

@@ -159,13 +159,12 @@ START_TEST(a_failed_write_leaves_the_old_file_and_no_temporary)
 }
 END_TEST
 
-/* Ctrl-C while the document is being written: the process dies of SIGINT
- * (the shell's 130), FILE keeps what it held, no temporary file stays.
- * ring:1024 TACOS is over a million sends (about 110 MB of JSON), so the
- * write lasts long enough to be caught in the act by polling. */
-START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
+/* Runs argv (the CLI) writing tmpdir/name over an old document, sends SIGINT
+ * once more than the old content exists under FILE or its temporary name,
+ * and checks the aftermath: the process died of SIGINT (the shell's 130),
+ * FILE keeps what it held, no temporary file stays. */
+static void interrupt_while_writing(const char *name, const char *const *argv)
 {
-    const char *name = "big.json";
     char path[400];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     write_text(path, "the old document\n");
@@ -178,11 +177,9 @@ START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
         dup2(null, 1);
         dup2(null, 2);
         signal(SIGINT, SIG_DFL);
-        execl(cli, cli, "solve", "ring:1024", "allgather", "--method", "tacos", "--quiet",
-              "--trials", "1", "-o", path, (char *)NULL);
+        execv(cli, (char *const *)argv);
         _exit(127);
     }
-    /* wait until more than the old content exists under either name */
     bool caught = false;
     struct timespec tick = {0, 500000};
     for (int i = 0; i < 120000 && !caught; i++) {
@@ -193,23 +190,55 @@ START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
         } else {
             int st;
             if (waitpid(pid, &st, WNOHANG) == pid)
-                ck_abort_msg("solve finished before it could be interrupted (exit %d)",
+                ck_abort_msg("%s finished before it could be interrupted (exit %d)", argv[1],
                              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
             nanosleep(&tick, NULL);
         }
     }
-    ck_assert_msg(caught, "the output never started");
+    ck_assert_msg(caught, "%s: the output never started", argv[1]);
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
-                  "not ended by SIGINT (status 0x%x)", status);
+                  "%s: not ended by SIGINT (status 0x%x)", argv[1], status);
     char *now = slurp(path);
     ck_assert_msg(now && strcmp(now, "the old document\n") == 0,
-                  "FILE was replaced by a partial document (%zu bytes)", now ? strlen(now) : 0);
+                  "%s: FILE was replaced by a partial document (%zu bytes)", argv[1],
+                  now ? strlen(now) : 0);
     free(now);
     char tmpname[300] = "";
     ck_assert_msg(leftover_temps(name, tmpname, sizeof tmpname) == 0,
-                  "temporary file %s left behind", tmpname);
+                  "%s: temporary file %s left behind", argv[1], tmpname);
+}
+
+/* Ctrl-C while solve -o writes its document.  ring:1024 TACOS is over a
+ * million sends (about 110 MB of JSON), so the write lasts long enough to
+ * be caught in the act by polling. */
+START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/big.json", tmpdir);
+    const char *argv[] = {cli,      "solve",   "ring:1024", "allgather", "--method", "tacos",
+                          "--quiet", "--trials", "1",        "-o",        path,       NULL};
+    interrupt_while_writing("big.json", argv);
+}
+END_TEST
+
+/* Ctrl-C while codegen -o streams MSCCL XML (62 MB for ring:512, generated
+ * as it is written): it left its ".FILE.XXXXXX" behind. */
+START_TEST(ctrl_c_during_codegen_leaves_no_temporary)
+{
+    char res[400], cmd[1200];
+    snprintf(res, sizeof res, "%s/r512.json", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s solve ring:512 allgather --method tacos --trials 1 --quiet -o '%s'",
+             cli, res);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 0);
+    free(out);
+    free(err);
+    char path[400];
+    snprintf(path, sizeof path, "%s/r512.xml", tmpdir);
+    const char *argv[] = {cli, "codegen", res, "--format", "msccl-xml", "-o", path, NULL};
+    interrupt_while_writing("r512.xml", argv);
 }
 END_TEST
 
@@ -258,6 +287,15 @@ START_TEST(get_never_removes_the_file_it_was_asked_to_write)
     ck_assert_msg(doc != NULL, "not JSON: %s", out);
     const char *key = json_string_value(json_object_get(doc, "key"));
     ck_assert_msg(key != NULL && strlen(key) == 64, "no key in: %.300s", out);
+    free(out);
+    free(err);
+    /* the summary writes the ratio's size as sizes are written ("at 64MiB",
+     * the default bound_bytes), not "at 6.71089e+07 bytes" */
+    snprintf(cmd, sizeof cmd, "%s --server %s submit ring:4 allgather --method ring", cli, d.url);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(out, "ratio_to_bound") && strstr(out, " at 64MiB\n"),
+                  "size not written as a size: %s", out);
     free(out);
     free(err);
     snprintf(cmd, sizeof cmd, "%s --server %s get %s --format msccl-xml -o '%s'", cli, d.url,
@@ -328,6 +366,45 @@ START_TEST(solve_help_states_the_librarys_trials_default)
 }
 END_TEST
 
+/* The report's reason line carries the SMT search's own reason whole: auto
+ * cut it at 150 characters and --method smt at 200, so the README's first
+ * `solve dgx1 allgather` ended "...; 4 unsat instances o".  The same search
+ * runs under both methods: the text after each method's prefix must agree,
+ * and it is the one smt.c writes (ends with "keep its frontier" when it
+ * counts unsat instances outside the class). */
+static char *solve_reason(const char *method)
+{
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "%s solve dgx1 allgather --method %s --quiet --json", cli, method);
+    char *out = NULL, *err = NULL;
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "solve --method %s: exit %d: %s", method, rc, err);
+    json_t *doc = json_loads(out, 0, NULL);
+    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+    char *reason = strdup(json_string_value(json_object_get(doc, "reason")));
+    json_decref(doc);
+    free(out);
+    free(err);
+    return reason;
+}
+
+START_TEST(the_reason_line_carries_the_smt_reason_whole)
+{
+    char *a = solve_reason("auto");
+    char *m = solve_reason("smt");
+    const char *sa = strstr(a, "); smt: ");
+    const char *sm = strstr(m, "requested; smt: ");
+    ck_assert_msg(sa && sm, "reasons without the SMT part:\n%s\n%s", a, m);
+    sa += strlen("); ");
+    sm += strlen("requested; ");
+    ck_assert_msg(strcmp(sa, sm) == 0, "the SMT reason differs:\nauto: %s\nsmt:  %s", sa, sm);
+    if (strstr(sa, "unsat instance"))
+        ck_assert_msg(strstr(sa, "keep its frontier") != NULL, "cut short: %s", sa);
+    free(a);
+    free(m);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -336,9 +413,11 @@ static Suite *cli_output_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_failed_write_leaves_the_old_file_and_no_temporary);
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
+    tcase_add_test(tc, ctrl_c_during_codegen_leaves_no_temporary);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);
+    tcase_add_test(tc, the_reason_line_carries_the_smt_reason_whole);
     suite_add_tcase(s, tc);
     return s;
 }
