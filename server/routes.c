@@ -377,6 +377,10 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
         const char *code = json_string_value(json_object_get(e, "code"));
         if (code && !strcmp(code, "timeout"))
             status = 504;
+        /* the service failed, not the request: a 4xx would tell the client
+         * (and the CLI's exit code 2) to fix its input */
+        if (code && (!strcmp(code, "store_failed") || !strcmp(code, "interrupted")))
+            status = 503;
         store_job_clear(&j);
         return respond_json(rs, status, json_pack("{s:o, s:s, s:s}", "error", e, "job",
                                                   rs->handle, "key", rs->key));

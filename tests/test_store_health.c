@@ -54,13 +54,17 @@ START_TEST(health_reports_a_store_that_cannot_be_written)
     ck_assert_str_eq(json_str(h, "status"), "ok");
     json_decref(h);
 
-    /* mesh2d:20x20 TACOS allgather: 160k sends, a result body of several MB */
+    /* mesh2d:20x20 TACOS allgather: 160k sends, a result body of several MB.
+     * The waiting POST hears the failure as the service's (503), not as a
+     * fault of its request (422, which the CLI turns into exit 2) */
     json_t *doc = NULL;
     long pst = post_synthesize(&d,
                                "{\"topology\":\"mesh2d:20x20\",\"collective\":\"allgather\","
-                               "\"method\":\"tacos\",\"options\":{\"wait_s\":2}}",
+                               "\"method\":\"tacos\",\"options\":{\"wait_s\":20}}",
                                &doc);
-    ck_assert_msg(pst != 200, "the result was stored under a 1 MB file limit (%ld)", pst);
+    ck_assert_msg(pst == 503, "POST answered %ld (want 503 store_failed): %s", pst,
+                  json_str(json_object_get(doc, "error"), "message"));
+    ck_assert_str_eq(json_str(json_object_get(doc, "error"), "code"), "store_failed");
     char job[64] = "";
     snprintf(job, sizeof job, "%s", json_str(doc, "job"));
     json_decref(doc);

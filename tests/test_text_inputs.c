@@ -74,6 +74,25 @@ START_TEST(a_byte_order_mark_is_ignored_in_a_request_body)
                   json_str(json_object_get(doc, "error"), "message"));
     ck_assert_str_eq(json_str(doc, "method"), "ring");
     json_decref(doc);
+    /* `collsynth submit FILE` reads the file as the offline commands do */
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-bom", dir, sizeof dir), 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/quad.json", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("\xEF\xBB\xBF", f);
+    fputs(topo_json, f);
+    fclose(f);
+    char cmd[1400], *out = NULL, *errs = NULL;
+    snprintf(cmd, sizeof cmd,
+             "%s/collsynth --server %s submit '%s' allgather --method ring --option wait_s=20",
+             cs_test_build_dir(), d.base_url, path);
+    int rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_msg(rc == 0, "submit of a file with a BOM: exit %d: %s", rc, errs);
+    free(out);
+    free(errs);
+    remove_tree(dir);
     daemon_stop(&d);
 }
 END_TEST
