@@ -2458,14 +2458,17 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         const side *sd = sc ? &fw : &bw;
         cs_collective sct;
         collective_init(&sct, CS_COLL_SCATTER, c->root);
-        /* frontier: node blocks per NIC (code generation merges a block
-         * into one step per link: the form that fits the runtimes at 128
-         * nodes) and dealt by rank (the best simulated time); result_add
-         * orders them (steps, then rounds), and a cost-based choice
-         * (--size, ?size=) takes the faster where its programs fit */
-        for (int v = 0; v < 2 && rc == CS_OK; v++) {
+        /* frontier: dealt by rank (the best simulated time) and, where a
+         * root's link to a NIC would carry more messages than the runtimes'
+         * 64 steps per thread block ((N-1) m / k of them), node blocks per
+         * NIC too (code generation merges a block into one step per link:
+         * the form that fits at 128 nodes).  result_add orders them (steps,
+         * then rounds); a cost-based choice (--size, ?size=) takes the
+         * faster where its programs fit */
+        bool blocks = (long)(sd->s.nodes - 1) * sd->s.m / sd->s.k > 63;
+        for (int v = 0; v < (blocks ? 2 : 1) && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
-            bool by_node = v == 0;
+            bool by_node = v == 1;
             rc = compose_scatter(sc ? t : bw.rt, &sct, &sd->s, sd->tr, by_node, &b, err);
             if (rc == CS_OK && !sc) {
                 rc = algorithm_invert(b, &a, err);
