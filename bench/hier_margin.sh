@@ -26,12 +26,15 @@ declare -A ratios
 for r in $(seq "$rounds"); do
     for b in "${builds[@]}"; do
         load=$(cut -d' ' -f1 /proc/loadavg)
-        line=$("$b/bench/hier_bench" "$spec" "$coll" "$hruns" "$truns" | grep SUMMARY)
+        out=$("$b/bench/hier_bench" "$spec" "$coll" "$hruns" "$truns")
+        line=$(echo "$out" | grep SUMMARY)
         x=$(echo "$line" | sed -n 's/.*: \([0-9.]*\)x faster.*/\1/p')
         h=$(echo "$line" | sed -n 's/.*hierarchical \([0-9.]*\) s.*/\1/p')
         t=$(echo "$line" | sed -n 's/.*tacos \([0-9.]*\) s.*/\1/p')
-        printf 'round %d  %-28s load %5s  hierarchical %6.3f s  tacos %6.3f s  %5.1fx\n' \
-            "$r" "$b" "$load" "$h" "$t" "$x"
+        # process CPU time (builds without the CPU line print "-")
+        cpu=$(echo "$out" | grep '^  CPU' | sed -n 's/.*hierarchical \([0-9.]*\) s, tacos \([0-9.]*\) s.*/\1 \2/p')
+        printf 'round %d  %-28s load %5s  hierarchical %6.3f s  tacos %6.3f s  %5.1fx  (CPU: %s)\n' \
+            "$r" "$b" "$load" "$h" "$t" "$x" "${cpu:--}"
         ratios[$b]+="$x "
     done
 done

@@ -220,6 +220,34 @@ static void finish(cs_jobs *j, const cs_store_job *job, cs_job_status st, const 
                   job_status_name(st), "error", err.message, NULL);
 }
 
+/* The store refused a job's result (a full disk, a read-only file system).
+ * Left to the reaper, the job stayed "running" without progress for
+ * --lease seconds, ran again (--max-attempts times, each refused the same
+ * way) and then failed as "interrupted", which blames a daemon that never
+ * stopped.  So it fails now, with the store's own words, when that (small)
+ * write goes through; true then.  When it does not either, the heartbeat
+ * stops and the job is reaped as before (a store that recovers in between
+ * gets the result on the next run). */
+static bool fail_unstored(cs_jobs *j, const cs_store_job *job, const char *secs_s,
+                          const cs_error *why)
+{
+    char msg[CS_ERROR_MESSAGE_MAX + 128];
+    snprintf(msg, sizeof msg,
+             "the result was synthesized (in %s s) but the store could not keep it: %s", secs_s,
+             why->message[0] ? why->message : "write failed");
+    char *ej = error_json("store_failed", msg, "");
+    if (!ej)
+        return false;
+    cs_error err;
+    cs_error_clear(&err);
+    int rc = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_FAILED, job->key,
+                              job->request, NULL, ej, &err);
+    free(ej);
+    log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error", why->message,
+              "job", rc == CS_OK ? "failed" : "left to the reaper", NULL);
+    return rc == CS_OK;
+}
+
 /* How often a job waiting for an isomorphic job looks at the index. */
 #define ISO_WAIT_POLL_US 100000
 
@@ -398,7 +426,8 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         cs_error serr;
         cs_error_clear(&serr);
         int src = delivery_save_result(j->env.store, j->env.cache, req, res, &serr);
-        if (src == CS_OK)
+        bool saved = src == CS_OK;
+        if (saved)
             src = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_DONE, job->key,
                                    job->request, NULL, NULL, &serr);
         if (src == CS_OK) {
@@ -413,6 +442,8 @@ static void run_job(cs_jobs *j, cs_store_job *job)
             log_event(j->env.log, LOG_INFO, "job_done", "id", job->id, "key", job->key,
                       "method", res->method, "algorithms", nalgs, "seconds", secs_s, "reason",
                       res->reason, NULL);
+        } else if (!saved && fail_unstored(j, job, secs_s, &serr)) {
+            atomic_fetch_add(&m->syntheses_failed, 1);
         } else {
             /* Not acknowledged: the heartbeat stops, the job is reaped and
              * runs again; nobody was told it was done. */
@@ -476,9 +507,15 @@ done:
     wake_job_waiters(j, job->id);
 }
 
+/* A failing claim (the store cannot be written) is retried every second by
+ * every worker: its log line once a minute, with the count left out. */
+#define CLAIM_FAILED_LOG_INTERVAL_S 60.0
+
 static void *worker_main(void *arg)
 {
     cs_jobs *j = arg;
+    cs_log_throttle claim_log;
+    log_throttle_reset(&claim_log);
     for (;;) {
         pthread_mutex_lock(&j->lock);
         bool stop = j->stopping;
@@ -490,8 +527,19 @@ static void *worker_main(void *arg)
         cs_error err;
         cs_error_clear(&err);
         int rc = store_job_claim(j->env.store, j->owner, &job, &claimed, &err);
-        if (rc)
-            log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
+        unsigned long skipped = 0;
+        if (!rc)
+            log_throttle_reset(&claim_log);
+        else if (log_throttle(&claim_log, err.message, cs_now(), CLAIM_FAILED_LOG_INTERVAL_S,
+                              &skipped)) {
+            char rep[32];
+            snprintf(rep, sizeof rep, "%lu", skipped);
+            if (skipped)
+                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message,
+                          "repeated", rep, NULL);
+            else
+                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
+        }
         if (claimed) {
             run_job(j, &job);
             store_job_clear(&job);

@@ -377,6 +377,10 @@ static enum MHD_Result answer_job(req_state *rs, bool coalesced)
         const char *code = json_string_value(json_object_get(e, "code"));
         if (code && !strcmp(code, "timeout"))
             status = 504;
+        /* the service failed, not the request: a 4xx would tell the client
+         * (and the CLI's exit code 2) to fix its input */
+        if (code && (!strcmp(code, "store_failed") || !strcmp(code, "interrupted")))
+            status = 503;
         store_job_clear(&j);
         return respond_json(rs, status, json_pack("{s:o, s:s, s:s}", "error", e, "job",
                                                   rs->handle, "key", rs->key));
@@ -585,7 +589,10 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         return r;
     }
     json_error_t jerr;
-    json_t *doc = json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, &jerr);
+    /* a body saved or sent with a UTF-8 byte-order mark (PowerShell, Windows
+     * editors): ignored, as RFC 8259 section 8.1 allows */
+    size_t bom = cs_utf8_bom_len(rs->body, rs->len);
+    json_t *doc = json_loadb(rs->body + bom, rs->len - bom, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc) {
         cs_error_set(&err, CS_EINVAL, "body", "malformed JSON at line %d column %d: %s",
                      jerr.line, jerr.column, jerr.text);

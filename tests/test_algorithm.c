@@ -120,6 +120,56 @@ END_TEST
 /* The builder path: n placeholder copies appended at once (after existing
  * sends, with reduce bits crossing byte boundaries), then written in place;
  * each send reads back as written and the earlier sends are untouched. */
+/* algorithm_put_sends stores a batch as the same algorithm_put_send calls in
+ * order would: in place over placeholders, a later write to an index
+ * winning, reduce bits across byte boundaries; and a batch holding a value
+ * wider than its column (or negative) widens it like a single put. */
+START_TEST(put_sends_equals_put_send_in_order)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLREDUCE, -1);
+    cs_algorithm *a = NULL, *b = NULL;
+    ck_assert_int_eq(algorithm_new(&c, "x", 300, 1, 20, &a, NULL), CS_OK);
+    ck_assert_int_eq(algorithm_new(&c, "x", 300, 1, 20, &b, NULL), CS_OK);
+    ck_assert_int_eq(algorithm_add_send_copies(a, 50, 299, 299, 298, 19, CS_OP_REDUCE), CS_OK);
+    ck_assert_int_eq(algorithm_add_send_copies(b, 50, 299, 299, 298, 19, CS_OP_REDUCE), CS_OK);
+    long idx[60];
+    int32_t ch[60], sr[60], ds[60], st[60];
+    unsigned char red[60];
+    for (int round = 0; round < 2; round++) {
+        int n = 60;
+        for (int j = 0; j < n; j++) {
+            idx[j] = (j * 7 + round) % 50;   /* some indices twice */
+            ch[j] = j + round;
+            sr[j] = (j * 3) % 300;
+            ds[j] = (j * 5 + 1) % 300;
+            st[j] = j % 20;
+            red[j] = (unsigned char)(j % 3 == 0);
+        }
+        if (round == 1) {
+            ch[17] = 70000;   /* wider than the chunk column */
+            sr[40] = -1;      /* negative: the src column becomes signed 4 bytes */
+        }
+        ck_assert_int_eq(algorithm_put_sends(a, n, idx, ch, sr, ds, st, red), CS_OK);
+        for (int j = 0; j < n; j++)
+            ck_assert_int_eq(algorithm_put_send(b, idx[j], ch[j], sr[j], ds[j], st[j],
+                                                red[j] ? CS_OP_REDUCE : CS_OP_COPY), CS_OK);
+        for (long i = 0; i < 50; i++) {
+            cs_send x = algorithm_send(a, i), y = algorithm_send(b, i);
+            ck_assert_int_eq(x.chunk, y.chunk);
+            ck_assert_int_eq(x.src, y.src);
+            ck_assert_int_eq(x.dst, y.dst);
+            ck_assert_int_eq(x.step, y.step);
+            ck_assert_int_eq(x.op, y.op);
+        }
+    }
+    ck_assert_int_eq(algorithm_send_src(a, (40 * 7 + 1) % 50), -1);   /* j = 40 of round 1 */
+    algorithm_free(a);
+    algorithm_free(b);
+    collective_free(&c);
+}
+END_TEST
+
 START_TEST(send_copies_then_put_in_place)
 {
     cs_collective c;
@@ -826,6 +876,7 @@ static Suite *algorithm_suite(void)
     tcase_add_test(tc, new_sets_header_fields);
     tcase_add_test(tc, add_send_grows_and_keeps_every_send);
     tcase_add_test(tc, send_copies_then_put_in_place);
+    tcase_add_test(tc, put_sends_equals_put_send_in_order);
     tcase_add_test(tc, storage_is_narrow_and_exact);
     tcase_add_test(tc, values_widen_refuse_beyond_32_bits_and_truncate);
     tcase_add_test(tc, steps_from_start_times_numbers_distinct_starts);

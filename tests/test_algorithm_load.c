@@ -400,6 +400,44 @@ START_TEST(odd_but_valid_documents)
 }
 END_TEST
 
+/* jansson judges the syntax of the whole file, so the loader must too, also
+ * in the arrays it skips and nothing reads back: a "sends" a later one
+ * replaces, the algorithms of a "frontier" a later one replaces, a Result's
+ * own "sends".  And "[,]" is not an empty array.  Found by
+ * tests/fuzz/fuzz_algorithm (each loaded before as if valid). */
+START_TEST(syntax_errors_in_arrays_nothing_reads)
+{
+    static const char frame[] =
+        "\"ranks\":2,\"topology\":\"line:2\",\"chunks\":1,\"steps\":1,"
+        "\"rounds_per_step\":[1],\"collective\":{\"kind\":\"broadcast\",\"root\":0}";
+    char doc[1024];
+    snprintf(doc, sizeof doc, "{\"sends\":[{\"ch\"}],%s,\"sends\":[]}", frame);
+    write_text(path_of("bad1.json"), doc);
+    assert_same(path_of("bad1.json"), CS_EINVAL);
+    snprintf(doc, sizeof doc, "{%s,\"sends\":[,]}", frame);
+    write_text(path_of("bad2.json"), doc);
+    assert_same(path_of("bad2.json"), CS_EINVAL);
+    snprintf(doc, sizeof doc,
+             "{\"method\":\"x\",\"frontier\":[{%s,\"sends\":[{\"chunk\" 0}]}],"
+             "\"frontier\":[{%s,\"sends\":[]}]}",
+             frame, frame);
+    write_text(path_of("bad3.json"), doc);
+    assert_same(path_of("bad3.json"), CS_EINVAL);
+    snprintf(doc, sizeof doc, "{\"method\":\"x\",\"sends\":[{]},\"frontier\":[{%s,\"sends\":[]}]}",
+             frame);
+    write_text(path_of("bad4.json"), doc);
+    assert_same(path_of("bad4.json"), CS_EINVAL);
+    /* the same documents with valid skipped arrays still load */
+    snprintf(doc, sizeof doc, "{\"sends\":[{\"chunk\":0}],%s,\"sends\":[]}", frame);
+    write_text(path_of("ok1.json"), doc);
+    assert_same(path_of("ok1.json"), CS_OK);
+    snprintf(doc, sizeof doc, "{\"method\":\"x\",\"sends\":[[],{}],\"frontier\":[{%s,\"sends\":[]}]}",
+             frame);
+    write_text(path_of("ok2.json"), doc);
+    assert_same(path_of("ok2.json"), CS_OK);
+}
+END_TEST
+
 static Suite *algorithm_load_suite(void)
 {
     Suite *s = suite_create("algorithm_load");
@@ -410,6 +448,7 @@ static Suite *algorithm_load_suite(void)
     tcase_add_test(tc, errors_are_those_of_the_dom_route);
     tcase_add_test(tc, syntax_errors_name_the_files_line);
     tcase_add_test(tc, odd_but_valid_documents);
+    tcase_add_test(tc, syntax_errors_in_arrays_nothing_reads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -159,13 +159,12 @@ START_TEST(a_failed_write_leaves_the_old_file_and_no_temporary)
 }
 END_TEST
 
-/* Ctrl-C while the document is being written: the process dies of SIGINT
- * (the shell's 130), FILE keeps what it held, no temporary file stays.
- * ring:1024 TACOS is over a million sends (about 110 MB of JSON), so the
- * write lasts long enough to be caught in the act by polling. */
-START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
+/* Runs argv (the CLI) writing tmpdir/name over an old document, sends SIGINT
+ * once more than the old content exists under FILE or its temporary name,
+ * and checks the aftermath: the process died of SIGINT (the shell's 130),
+ * FILE keeps what it held, no temporary file stays. */
+static void interrupt_while_writing(const char *name, const char *const *argv)
 {
-    const char *name = "big.json";
     char path[400];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     write_text(path, "the old document\n");
@@ -178,11 +177,9 @@ START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
         dup2(null, 1);
         dup2(null, 2);
         signal(SIGINT, SIG_DFL);
-        execl(cli, cli, "solve", "ring:1024", "allgather", "--method", "tacos", "--quiet",
-              "--trials", "1", "-o", path, (char *)NULL);
+        execv(cli, (char *const *)argv);
         _exit(127);
     }
-    /* wait until more than the old content exists under either name */
     bool caught = false;
     struct timespec tick = {0, 500000};
     for (int i = 0; i < 120000 && !caught; i++) {
@@ -193,23 +190,55 @@ START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
         } else {
             int st;
             if (waitpid(pid, &st, WNOHANG) == pid)
-                ck_abort_msg("solve finished before it could be interrupted (exit %d)",
+                ck_abort_msg("%s finished before it could be interrupted (exit %d)", argv[1],
                              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
             nanosleep(&tick, NULL);
         }
     }
-    ck_assert_msg(caught, "the output never started");
+    ck_assert_msg(caught, "%s: the output never started", argv[1]);
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
-                  "not ended by SIGINT (status 0x%x)", status);
+                  "%s: not ended by SIGINT (status 0x%x)", argv[1], status);
     char *now = slurp(path);
     ck_assert_msg(now && strcmp(now, "the old document\n") == 0,
-                  "FILE was replaced by a partial document (%zu bytes)", now ? strlen(now) : 0);
+                  "%s: FILE was replaced by a partial document (%zu bytes)", argv[1],
+                  now ? strlen(now) : 0);
     free(now);
     char tmpname[300] = "";
     ck_assert_msg(leftover_temps(name, tmpname, sizeof tmpname) == 0,
-                  "temporary file %s left behind", tmpname);
+                  "%s: temporary file %s left behind", argv[1], tmpname);
+}
+
+/* Ctrl-C while solve -o writes its document.  ring:1024 TACOS is over a
+ * million sends (about 110 MB of JSON), so the write lasts long enough to
+ * be caught in the act by polling. */
+START_TEST(ctrl_c_while_writing_leaves_no_truncated_file)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/big.json", tmpdir);
+    const char *argv[] = {cli,      "solve",   "ring:1024", "allgather", "--method", "tacos",
+                          "--quiet", "--trials", "1",        "-o",        path,       NULL};
+    interrupt_while_writing("big.json", argv);
+}
+END_TEST
+
+/* Ctrl-C while codegen -o streams MSCCL XML (62 MB for ring:512, generated
+ * as it is written): it left its ".FILE.XXXXXX" behind. */
+START_TEST(ctrl_c_during_codegen_leaves_no_temporary)
+{
+    char res[400], cmd[1200];
+    snprintf(res, sizeof res, "%s/r512.json", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s solve ring:512 allgather --method tacos --trials 1 --quiet -o '%s'",
+             cli, res);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 0);
+    free(out);
+    free(err);
+    char path[400];
+    snprintf(path, sizeof path, "%s/r512.xml", tmpdir);
+    const char *argv[] = {cli, "codegen", res, "--format", "msccl-xml", "-o", path, NULL};
+    interrupt_while_writing("r512.xml", argv);
 }
 END_TEST
 
@@ -384,6 +413,7 @@ static Suite *cli_output_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_failed_write_leaves_the_old_file_and_no_temporary);
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
+    tcase_add_test(tc, ctrl_c_during_codegen_leaves_no_temporary);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);

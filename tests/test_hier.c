@@ -487,19 +487,133 @@ START_TEST(test_auto_picks_hierarchical)
 }
 END_TEST
 
+/* Scatter and gather: the root's node tree to a NIC, one fabric hop (or
+ * around the ring), the NIC's tree in the destination node; gather is the
+ * scatter of the reversed topology mirrored.  Every algorithm verified, from
+ * a NIC root and from a root that is not a NIC, on switched fabrics (rails,
+ * the hook's fabric switch) and the ring cluster; on the hook's 8 DGX-1
+ * nodes faster than flat TACOS (whose one-chunk-at-a-time trees from the
+ * root reach about a quarter of the bound there); and auto takes it. */
+START_TEST(test_scatter_gather)
+{
+    const char *specs[] = {"dgxh100:4", "ndv2:3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        cs_topology *t = test_topology(specs[i]);
+        check_composed_root(t, CS_COLL_SCATTER, 0);
+        check_composed_root(t, CS_COLL_SCATTER, 13);
+        check_composed_root(t, CS_COLL_GATHER, 0);
+        check_composed_root(t, CS_COLL_GATHER, 13);
+        topology_free(t);
+    }
+    cs_topology *t = load_text(ring_cluster);
+    check_composed_root(t, CS_COLL_SCATTER, 7);
+    check_composed_root(t, CS_COLL_GATHER, 5);
+    topology_free(t);
+
+    char msg[256];
+    json_t *doc = NULL;
+    json_t *name = cluster_hook_dgx1("lab", 8, 1, "switch", 12.5, &doc, msg, sizeof msg);
+    ck_assert_msg(name != NULL, "%s", msg);
+    json_decref(name);
+    cs_error err;
+    ck_assert_int_eq(topology_from_json(doc, NULL, &t, &err), CS_OK);
+    json_decref(doc);
+    cs_coll_kind kinds[] = {CS_COLL_SCATTER, CS_COLL_GATHER};
+    for (int k = 0; k < 2; k++) {
+        check_composed_root(t, kinds[k], 3);
+        cs_collective c;
+        collective_init(&c, kinds[k], 3);
+        cs_result *h = NULL, *f = NULL;
+        ck_assert_msg(hier_synthesize(t, &c, NULL, &h, &err) == CS_OK, "%s", err.message);
+        cs_tacos_options to;
+        tacos_options_default(&to);
+        to.keep_sends = true;
+        ck_assert_msg(tacos_synthesize(t, &c, &to, &f, &err) == CS_OK, "%s", err.message);
+        double sizes[] = {1 << 20, 1 << 30};
+        for (int z = 0; z < 2; z++) {
+            double th = best_time_us(t, h, sizes[z]), tf = best_time_us(t, f, sizes[z]);
+            ck_assert_msg(th < tf, "%s at %g bytes: hierarchical %.1f us, tacos %.1f us",
+                          collective_kind_name(kinds[k]), sizes[z], th, tf);
+        }
+        result_free(h);
+        result_free(f);
+    }
+    topology_free(t);
+
+    const char *bodies[] = {
+        "{\"topology\":\"dgxh100:4\",\"collective\":{\"kind\":\"scatter\",\"root\":5}}",
+        "{\"topology\":\"dgxh100:4\",\"collective\":{\"kind\":\"gather\",\"root\":5}}",
+    };
+    for (int b = 0; b < 2; b++) {
+        cs_synth_request *req = NULL;
+        cs_result *r = run_request(bodies[b], &req);
+        ck_assert_str_eq(r->method, "hierarchical");
+        ck_assert_msg(strstr(r->reason, b ? "gather" : "scatter"), "%s", r->reason);
+        result_free(r);
+        synth_request_free(req);
+    }
+}
+END_TEST
+
+/* Scatter and gather on the hook's 128 DGX-1 nodes: some frontier point
+ * lowers within both runtimes' limits (the node blocks: dealt by rank, the
+ * root's link to a NIC would need 255 steps of a thread block). */
+START_TEST(test_scatter_gather_msccl_fit)
+{
+    char msg[256];
+    json_t *doc = NULL;
+    json_t *name = cluster_hook_dgx1("lab", 128, 1, "switch", 12.5, &doc, msg, sizeof msg);
+    ck_assert_msg(name != NULL, "%s", msg);
+    json_decref(name);
+    cs_topology *t = NULL;
+    cs_error err;
+    ck_assert_int_eq(topology_from_json(doc, NULL, &t, &err), CS_OK);
+    json_decref(doc);
+    cs_coll_kind kinds[] = {CS_COLL_SCATTER, CS_COLL_GATHER};
+    for (int k = 0; k < 2; k++) {
+        cs_collective c;
+        collective_init(&c, kinds[k], 0);
+        cs_result *res = NULL;
+        ck_assert_msg(hier_synthesize(t, &c, NULL, &res, &err) == CS_OK, "%s", err.message);
+        ck_assert_int_eq(res->nalgs, 2);
+        int fits = 0;
+        for (int i = 0; i < res->nalgs; i++) {
+            ck_assert_msg(algorithm_verify(t, res->algs[i], &err) == CS_OK, "%s", err.message);
+            cs_msccl_options o;
+            msccl_options_default(&o);
+            char *xml = NULL;
+            size_t len = 0;
+            cs_msccl_check_stats st;
+            if (msccl_xml_generate(res->algs[i], t, &o, &xml, &len, &err) == CS_OK &&
+                msccl_check_limits(xml, len, CS_MSCCL_RUNTIME_AUTO, &st, &err) == CS_OK)
+                fits++;
+            free(xml);
+        }
+        ck_assert_msg(fits >= 1, "%s: no frontier point fits the runtimes (%s)",
+                      collective_kind_name(kinds[k]), err.message);
+        result_free(res);
+    }
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     cs_topology *t = test_topology("dgxh100:2");
     cs_collective c;
-    collective_init(&c, CS_COLL_SCATTER, 1);
     cs_result *res = NULL;
     cs_error err;
+    /* custom collectives have no composition */
+    json_t *cdoc = json_loads("{\"kind\": \"custom\", \"global_chunks\": 1, \"pre\": [[0, 0]],"
+                              " \"post\": [[0, 9]]}", 0, NULL);
+    ck_assert_int_eq(collective_from_json(cdoc, &c, &err), CS_OK);
+    json_decref(cdoc);
+    ck_assert_int_eq(collective_validate(&c, 16, &err), CS_OK);
     ck_assert_int_eq(hier_synthesize(t, &c, NULL, &res, &err), CS_EUNSUPPORTED);
     ck_assert_ptr_null(res);
-    ck_assert_msg(strstr(err.message, "scatter"), "%s", err.message);
-    collective_init(&c, CS_COLL_GATHER, 0);
+    ck_assert_msg(strstr(err.message, "custom"), "%s", err.message);
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
+    collective_free(&c);
     topology_free(t);
 
     /* no nodes */
@@ -526,18 +640,12 @@ START_TEST(test_refusals)
 
     /* the service refuses method hierarchical for what it cannot compose */
     const char *body =
-        "{\"topology\":\"dgxh100:2\",\"collective\":{\"kind\":\"gather\",\"root\":0},"
-        "\"method\":\"hierarchical\"}";
+        "{\"topology\":\"dgxh100:2\",\"collective\":{\"kind\":\"custom\",\"global_chunks\":1,"
+        "\"pre\":[[0,0]],\"post\":[[0,9]]},\"method\":\"hierarchical\"}";
     cs_synth_request *req = NULL;
     ck_assert_int_eq(synth_request_parse(body, strlen(body), NULL, &req, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "gather"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "custom"), "%s", err.message);
     ck_assert_str_eq(err.field, "collective.kind");
-    /* and auto runs a flat method for it */
-    cs_result *r = run_request(
-        "{\"topology\":\"dgxh100:4\",\"collective\":{\"kind\":\"gather\",\"root\":0}}", &req);
-    ck_assert_str_ne(r->method, "hierarchical");
-    result_free(r);
-    synth_request_free(req);
 }
 END_TEST
 
@@ -740,6 +848,8 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_mixed_types_refused);
     tcase_add_test(tc, test_ring_fabric);
     tcase_add_test(tc, test_ring_matches_tacos);
+    tcase_add_test(tc, test_scatter_gather);
+    tcase_add_test(tc, test_scatter_gather_msccl_fit);
     tcase_add_test(tc, test_pipelined);
     tcase_add_test(tc, test_node_chunk_allreduce);
     tcase_add_test(tc, test_msccl_fits);

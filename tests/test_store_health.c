@@ -11,6 +11,7 @@
  * (RLIMIT_FSIZE, SIGXFSZ ignored), so every write that would grow a file of
  * the store past it fails with EFBIG, as ENOSPC would.  The store starts
  * well inside the limit; a result of a few MB (a body file) does not fit.
+ * The job that made it then fails at once with the store's words.
  */
 #include <jansson.h>
 #include <limits.h>
@@ -53,14 +54,20 @@ START_TEST(health_reports_a_store_that_cannot_be_written)
     ck_assert_str_eq(json_str(h, "status"), "ok");
     json_decref(h);
 
-    /* mesh2d:20x20 TACOS allgather: 160k sends, a result body of several MB */
+    /* mesh2d:20x20 TACOS allgather: 160k sends, a result body of several MB.
+     * The waiting POST hears the failure as the service's (503), not as a
+     * fault of its request (422, which the CLI turns into exit 2) */
     json_t *doc = NULL;
     long pst = post_synthesize(&d,
                                "{\"topology\":\"mesh2d:20x20\",\"collective\":\"allgather\","
-                               "\"method\":\"tacos\",\"options\":{\"wait_s\":2}}",
+                               "\"method\":\"tacos\",\"options\":{\"wait_s\":20}}",
                                &doc);
+    ck_assert_msg(pst == 503, "POST answered %ld (want 503 store_failed): %s", pst,
+                  json_str(json_object_get(doc, "error"), "message"));
+    ck_assert_str_eq(json_str(json_object_get(doc, "error"), "code"), "store_failed");
+    char job[64] = "";
+    snprintf(job, sizeof job, "%s", json_str(doc, "job"));
     json_decref(doc);
-    ck_assert_msg(pst != 200, "the result was stored under a 1 MB file limit (%ld)", pst);
 
     /* the failed write shows in health within a few seconds */
     const char *status = "";
@@ -84,6 +91,32 @@ START_TEST(health_reports_a_store_that_cannot_be_written)
                    strstr(why, "I/O")),
                   "the cause is not named: %s", why);
     json_decref(h);
+
+    /* the job says why at once: failed, in the store's words; not "running"
+     * for --lease seconds, three runs, then "interrupted" */
+    if (job[0]) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/jobs/%s", job);
+        json_t *jd = NULL;
+        until = cs_now() + 15;
+        for (;;) {
+            json_decref(jd);
+            jd = get_json(&d, path, &st);
+            if (strcmp(json_str(jd, "status"), "failed") == 0 || cs_now() > until)
+                break;
+            usleep(200 * 1000);
+        }
+        ck_assert_msg(strcmp(json_str(jd, "status"), "failed") == 0,
+                      "job %s still %s, attempts %lld", job, json_str(jd, "status"),
+                      json_integer_value(json_object_get(jd, "attempts")));
+        json_t *e = json_object_get(jd, "error");
+        ck_assert_str_eq(json_str(e, "code"), "store_failed");
+        ck_assert_msg(strstr(json_str(e, "message"), "the store could not keep it") != NULL,
+                      "%s", json_str(e, "message"));
+        json_decref(jd);
+    } else {
+        ck_abort_msg("the POST answered neither the result nor a job");
+    }
 
     /* reads still work: the list of results answers */
     json_t *list = get_json(&d, "/v1/results", &st);

@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_main.h"
+#include "clients_helpers.h"
 #include "daemon_check.h"
 #include "mcf.h"
 #include "msccl_xml.h"
@@ -821,6 +823,44 @@ START_TEST(codegen_option_keys_and_errors)
 }
 END_TEST
 
+/* The CLI: `solve --format msccl-xml` implies --codegen, so a broadcast on a
+ * copy-capable switch prints code (it printed the refusal before), and
+ * `--codegen` alone gives the unicast result document. */
+START_TEST(cli_solve_format_gives_code_on_copy_switches)
+{
+    char path[] = "/tmp/collsynth-star4c-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *doc = "{\"name\":\"star4c\",\"ranks\":4,\"switches\":[{\"name\":\"sw\","
+                      "\"ranks\":[0,1,2,3],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]}";
+    ck_assert_int_eq(write(fd, doc, strlen(doc)), (long)strlen(doc));
+    close(fd);
+    char cmd[512], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "%s/collsynth solve %s broadcast --size 1000 --format msccl-xml",
+             cs_test_build_dir(), path);
+    int code = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(code == 0, "exit %d: %s", code, err);
+    ck_assert_ptr_nonnull(strstr(out, "<algo"));
+    ck_assert_ptr_nonnull(strstr(out, "ngpus=\"4\""));
+    ck_assert_ptr_nonnull(strstr(err, "options.codegen"));
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "%s/collsynth solve %s broadcast --size 1000 --codegen msccl-xml "
+             "--json", cs_test_build_dir(), path);
+    code = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(code == 0, "exit %d: %s", code, err);
+    json_t *res = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(res);
+    json_t *alg = json_array_get(json_object_get(res, "frontier"), 0);
+    ck_assert_ptr_nonnull(alg);
+    ck_assert_ptr_null(json_object_get(alg, "switch_nodes"));
+    json_decref(res);
+    free(out);
+    free(err);
+    unlink(path);
+}
+END_TEST
+
 /* Through the daemon: the schedule is stored and served as JSON (its
  * switch-node sends intact), code generation is refused with the reason,
  * and the daemon keeps answering. */
@@ -915,6 +955,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
     tcase_add_test(tc, codegen_requests_get_unicast_through_copy_switches);
     tcase_add_test(tc, codegen_option_keys_and_errors);
+    tcase_add_test(tc, cli_solve_format_gives_code_on_copy_switches);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;

@@ -724,10 +724,31 @@ START_TEST(diameter_with_switches_is_all_pairs_bfs)
             for (int r = 0; r < t->ranks; r++)
                 want = dist[r] > want ? dist[r] : want;
         }
-        free(dist);
         int d = -1;
         ck_assert_int_eq(topology_diameter(t, &d, &err), CS_OK);
         ck_assert_msg(d == want, "%s: diameter %d, all-pairs BFS %d", specs[i], d, want);
+        /* the walker itself, both ways: forward against BFS over every link,
+         * backward against BFS on the reversed topology */
+        cs_hops *h = topology_hops_new(t);
+        ck_assert_ptr_nonnull(h);
+        cs_topology *rev = NULL;
+        ck_assert_int_eq(topology_reverse(t, &rev, &err), CS_OK);
+        int *hd = malloc(sizeof(int) * (size_t)t->ranks);
+        for (int src = 0; src < t->ranks; src++)
+            for (int back = 0; back < 2; back++) {
+                ck_assert_int_eq(topology_shortest_hops(back ? rev : t, src, dist, &err), CS_OK);
+                int far = topology_hops_from(h, src, back, hd), want_far = 0;
+                for (int r = 0; r < t->ranks; r++) {
+                    ck_assert_msg(hd[r] == dist[r], "%s: %s rank %d to %d: %d hops, BFS %d",
+                                  specs[i], back ? "into" : "from", src, r, hd[r], dist[r]);
+                    want_far = dist[r] > want_far ? dist[r] : want_far;
+                }
+                ck_assert_int_eq(far, want_far);
+            }
+        free(hd);
+        free(dist);
+        topology_free(rev);
+        topology_hops_free(h);
         topology_free(t);
     }
 }

@@ -107,9 +107,10 @@ typedef struct cli_out {
 } cli_out;
 /* Returns an exit code (the failure printed). */
 int cli_out_open(cli_out *o, const char *cmd, const char *path);
-/* With ok, flushes and puts FILE in place (a write error is printed here:
- * CLI_EXIT_USAGE); without, discards the temporary file (the caller printed
- * why).  Returns CLI_EXIT_OK or the exit code of the failure it printed. */
+/* With ok, flushes and puts FILE in place; without, discards the temporary
+ * file (the caller printed why).  A write error (o->error set by the
+ * caller, or found flushing) is printed here either way: CLI_EXIT_USAGE.
+ * Returns CLI_EXIT_OK or the exit code of the failure it printed. */
 int cli_out_close(cli_out *o, bool ok);
 /* Before a long computation: whether FILE can be written (its directory
  * exists and is writable, it is not a directory), without creating it.

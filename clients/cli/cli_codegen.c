@@ -60,66 +60,16 @@ static const char codegen_help[] =
  * was.  Standard output and files that are not regular (a pipe, /dev/null)
  * are written in place: there an error part way leaves a document without
  * its closing "</algo>", and the exit code says it failed. */
-typedef struct out_file {
-    const char *cmd;
-    const char *path;        /* as given; NULL: standard output */
-    char *tmp;               /* the temporary file, NULL when writing in place */
-    FILE *f;
-    int error;               /* errno of the first failed write, 0 */
-} out_file;
+typedef cli_out out_file;   /* cli_output.c: temp file + rename, Ctrl-C cleanup */
 
 #define OUT_BUFFER (1 << 20)
 
 static int out_open(out_file *o, const char *cmd, const char *path)
 {
-    memset(o, 0, sizeof *o);
-    o->cmd = cmd;
-    if (!path || strcmp(path, "-") == 0) {
-        o->f = stdout;
-        setvbuf(stdout, NULL, _IOFBF, OUT_BUFFER);
-        return CLI_EXIT_OK;
-    }
-    o->path = path;
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->f = fopen(path, "w");
-        if (!o->f) {
-            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
+    int code = cli_out_open(o, cmd, path);
+    if (code == CLI_EXIT_OK)
         setvbuf(o->f, NULL, _IOFBF, OUT_BUFFER);
-        return CLI_EXIT_OK;
-    }
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    size_t n = strlen(path) + 16;
-    o->tmp = malloc(n);
-    if (!o->tmp) {
-        fprintf(stderr, "collsynth %s: out of memory\n", cmd);
-        return CLI_EXIT_INTERNAL;
-    }
-    /* ".NAME.XXXXXX" next to NAME: the same file system, so rename is atomic */
-    snprintf(o->tmp, n, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
-        return CLI_EXIT_USAGE;
-    }
-    /* mkstemp makes it 0600; give the mode fopen(path, "w") would have */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
-        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
-        close(fd);
-        unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
-        return CLI_EXIT_USAGE;
-    }
-    setvbuf(o->f, NULL, _IOFBF, OUT_BUFFER);
-    return CLI_EXIT_OK;
+    return code;
 }
 
 /* cs_write_fn: the generators' output goes straight to the file. */
@@ -138,35 +88,7 @@ static int out_write(void *ctx, const char *data, size_t len)
 /* Finishes the output: with ok, flushes and puts the file in place (a write
  * error is reported here: CLI_EXIT_USAGE); without, discards the temporary
  * file.  Returns CLI_EXIT_OK or the exit code of the failure it reported. */
-static int out_close(out_file *o, bool ok)
-{
-    int code = CLI_EXIT_OK;
-    const char *name = o->path ? o->path : "stdout";
-    if (ok && !o->error && fflush(o->f) != 0)
-        o->error = errno ? errno : EIO;
-    if (o->f != stdout && fclose(o->f) != 0 && ok && !o->error)
-        o->error = errno ? errno : EIO;
-    o->f = NULL;
-    if (o->error) {
-        fprintf(stderr, "collsynth %s: cannot write '%s': %s%s\n", o->cmd, name,
-                strerror(o->error), o->tmp ? " (nothing was written to it)" : "");
-        code = CLI_EXIT_USAGE;
-        ok = false;
-    }
-    if (o->tmp) {
-        if (ok && rename(o->tmp, o->path) != 0) {
-            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
-                    strerror(errno));
-            code = CLI_EXIT_USAGE;
-            ok = false;
-        }
-        if (!ok)
-            unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
-    }
-    return code;
-}
+static int out_close(out_file *o, bool ok) { return cli_out_close(o, ok); }
 
 /* A whole text (CUDA sources: at most 64 ranks, small). */
 static int write_text(const char *cmd, const char *text, size_t len, const char *path)

@@ -142,13 +142,12 @@ int cli_out_close(cli_out *o, bool ok)
     if (o->f != stdout && fclose(o->f) != 0 && ok && !o->error)
         o->error = errno ? errno : EIO;
     o->f = NULL;
-    if (ok && o->error) {
+    if (o->error) {
         fprintf(stderr, "collsynth %s: cannot write '%s': %s%s\n", o->cmd, name,
                 strerror(o->error), o->tmp ? " (the file was left as it was)" : "");
         code = CLI_EXIT_USAGE;
-    }
-    if (o->error)
         ok = false;
+    }
     if (o->tmp) {
         if (ok && rename(o->tmp, o->path) != 0) {
             fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
@@ -184,6 +183,5 @@ int cli_out_precheck(const char *cmd, const char *path)
     if (code != CLI_EXIT_OK)
         return code;
     /* only the probe goes away: FILE is not created or touched */
-    o.error = ECANCELED;
     return cli_out_close(&o, false);
 }

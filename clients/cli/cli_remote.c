@@ -424,6 +424,27 @@ static int wait_for_job(const char *cmd, const cs_http_client *c, const char *jo
     }
 }
 
+/* A JSON document from a file, read as every input file is (cs_read_file:
+ * a Windows editor's byte-order mark is dropped). */
+static int json_file_arg(const char *cmd, const char *path, json_t **out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    if (cs_read_file(path, &text, &len, &err) != CS_OK) {
+        fprintf(stderr, "collsynth %s: %s\n", cmd, err.message);
+        return EXIT_USAGE;
+    }
+    json_error_t jerr;
+    *out = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (*out == NULL) {
+        fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, path, jerr.line, jerr.text);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 /* TOPO argument: builtin name, path to a JSON file, or JSON text. */
 static int topology_arg(const char *cmd, const char *arg, json_t **out)
 {
@@ -435,14 +456,8 @@ static int topology_arg(const char *cmd, const char *arg, json_t **out)
             return cli_usage_error(cmd, "topology is not valid JSON: %s", jerr.text);
         return EXIT_OK;
     }
-    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
-        *out = json_load_file(arg, 0, &jerr);
-        if (*out == NULL) {
-            fprintf(stderr, "collsynth %s: %s: line %d: %s\n", cmd, arg, jerr.line, jerr.text);
-            return EXIT_USAGE;
-        }
-        return EXIT_OK;
-    }
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode))
+        return json_file_arg(cmd, arg, out);
     if (strchr(arg, '/') != NULL || strstr(arg, ".json") != NULL) {
         fprintf(stderr, "collsynth %s: cannot read topology file %s: %s\n", cmd, arg,
                 strerror(errno));
@@ -463,14 +478,8 @@ static int collective_arg(const char *cmd, const char *arg, json_t **out)
             return cli_usage_error(cmd, "collective is not valid JSON: %s", jerr.text);
         return EXIT_OK;
     }
-    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
-        *out = json_load_file(arg, 0, &jerr);
-        if (*out == NULL) {
-            fprintf(stderr, "collsynth %s: %s: %s\n", cmd, arg, jerr.text);
-            return EXIT_USAGE;
-        }
-        return EXIT_OK;
-    }
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode))
+        return json_file_arg(cmd, arg, out);
     char kind[64];
     const char *colon = strchr(arg, ':');
     size_t n = colon ? (size_t)(colon - arg) : strlen(arg);

@@ -300,15 +300,27 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
      * ring: the Slurm hook's "ring" fabric) */
     {
         int miss_a = -1, miss_b = -1, miss_j = 0;
+        /* each NIC's out-neighbours marked once (k N^2 link searches were a
+         * millisecond on 128 nodes before anything runs in parallel) */
+        int *mark = calloc((size_t)t->ranks, sizeof *mark), stamp = 0;
+        if (!mark) {
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
         for (int j = 0; j < s->k && miss_a < 0; j++)
-            for (int a = 0; a < N && miss_a < 0; a++)
+            for (int a = 0; a < N && miss_a < 0; a++) {
+                int ra = s->rank[(long)a * m + s->nic[j]];
+                stamp++;
+                for (int x = t->out_begin[ra]; x < t->out_begin[ra + 1]; x++)
+                    mark[t->links[x].dst] = stamp;
                 for (int b = 0; b < N && miss_a < 0; b++)
-                    if (a != b && topology_find_link(t, s->rank[(long)a * m + s->nic[j]],
-                                                     s->rank[(long)b * m + s->nic[j]]) < 0) {
+                    if (a != b && mark[s->rank[(long)b * m + s->nic[j]]] != stamp) {
                         miss_a = a;
                         miss_b = b;
                         miss_j = j;
                     }
+            }
+        free(mark);
         if (miss_a >= 0) {
             s->ring = true;
             for (int j = 0; j < s->k && s->ring; j++)
@@ -373,15 +385,17 @@ done:
 static bool kind_supported(cs_coll_kind k)
 {
     return k == CS_COLL_ALLGATHER || k == CS_COLL_REDUCESCATTER || k == CS_COLL_ALLREDUCE ||
-           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL;
+           k == CS_COLL_BROADCAST || k == CS_COLL_REDUCE || k == CS_COLL_ALLTOALL ||
+           k == CS_COLL_SCATTER || k == CS_COLL_GATHER;
 }
 
 static int unsupported_kind(const cs_collective *c, cs_error *err)
 {
     return cs_error_set(err, CS_EUNSUPPORTED, "collective.kind",
                         "hierarchical composes allgather, reducescatter, allreduce, broadcast, "
-                        "reduce and alltoall; %s has no composition yet (gather, scatter and "
-                        "custom collectives); use tacos, mcf or auto",
+                        "reduce, alltoall, scatter and gather; %s has no composition (custom "
+                        "collectives: a pre- and postcondition per chunk have no node "
+                        "structure to compose); use tacos, mcf or auto",
                         collective_kind_name(c->kind));
 }
 
@@ -1235,6 +1249,8 @@ static int fit_rounds_sampled(cs_algorithm *a, const cs_topology *t, int sample)
  * (forward), or for a mirrored half at its step's last free place
  * (backward: the mirror reverses the order within a step too).  No list of
  * sends is kept: at a million sends, fresh memory is what costs time. */
+#define PLACER_BATCH 128
+
 typedef struct placer {
     cs_algorithm *a;
     long *pos;                 /* per step: next index (forward) or one past it (backward) */
@@ -1243,7 +1259,22 @@ typedef struct placer {
     bool counting;
     long *count;               /* per step */
     sample_fit *fit;           /* may be NULL: rounds counted as sends are placed */
+    /* sends placed but not yet stored: algorithm_put_sends takes them a
+     * batch at a time (placer_flush) */
+    int nbuf;
+    long bidx[PLACER_BATCH];
+    int32_t bchunk[PLACER_BATCH], bsrc[PLACER_BATCH], bdst[PLACER_BATCH], bstep[PLACER_BATCH];
+    unsigned char bred[PLACER_BATCH];
 } placer;
+
+static int placer_flush(placer *pl)
+{
+    int n = pl->nbuf;
+    pl->nbuf = 0;
+    return n ? algorithm_put_sends(pl->a, n, pl->bidx, pl->bchunk, pl->bsrc, pl->bdst, pl->bstep,
+                                   pl->bred)
+             : CS_OK;
+}
 
 static int place_send(void *ctx, long chunk, int src, int dst, int step)
 {
@@ -1264,7 +1295,16 @@ static int place_send(void *ctx, long chunk, int src, int dst, int step)
     long i = pl->mirror_steps > 0 ? --pl->pos[step] : pl->pos[step]++;
     if (pl->fit)
         sample_fit_add(pl->fit, src, dst, step);
-    return algorithm_put_send(pl->a, i, chunk, src, dst, step, op);
+    if (chunk != (int32_t)chunk)
+        return CS_ELIMIT;   /* what algorithm_put_send says of a chunk beyond 32 bits */
+    int b = pl->nbuf++;
+    pl->bidx[b] = i;
+    pl->bchunk[b] = (int32_t)chunk;
+    pl->bsrc[b] = src;
+    pl->bdst[b] = dst;
+    pl->bstep[b] = step;
+    pl->bred[b] = op == CS_OP_REDUCE;
+    return pl->nbuf == PLACER_BATCH ? placer_flush(pl) : CS_OK;
 }
 
 /* An algorithm of collective c (chunks, steps) holding the sends of up to two
@@ -1276,6 +1316,7 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
 {
     sample_fit fit = {0};
     bool fitting = false;
+    placer *up = NULL, *down = NULL;
     *fitted = false;
     int ms = mirror ? mirror->steps : 0, steps = ms + (fwd ? fwd->steps : 0);
     cs_algorithm *a = NULL;
@@ -1291,8 +1332,16 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     /* rounds_per_step sampled as the sends are placed (check() skips its
      * own walk); without memory for it, check() counts them afterwards */
     fitting = sample > 0 && sample < t->ngroups && sample_fit_init(&fit, t, sample, steps) == CS_OK;
-    placer up = {a, pos, 0, ms, false, count, fitting ? &fit : NULL},
-           down = {a, pos, ms, 0, false, count, fitting ? &fit : NULL};
+    up = calloc(2, sizeof *up);   /* with their batches: a few KB, not on the stack */
+    if (!up) {
+        rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    down = up + 1;
+    *up = (placer){.a = a, .pos = pos, .shift = 0, .mirror_steps = ms, .count = count,
+                   .fit = fitting ? &fit : NULL};
+    *down = (placer){.a = a, .pos = pos, .shift = ms, .mirror_steps = 0, .count = count,
+                     .fit = fitting ? &fit : NULL};
     if (mirror)
         plan_count(mirror, count, 0, ms);
     if (fwd)
@@ -1312,8 +1361,10 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
         pos[st] = st < ms ? at + count[st] : at;   /* mirrored steps fill backward */
         at += count[st];
     }
-    if ((mirror && (rc = plan_emit(mirror, place_send, &up)) != CS_OK) ||
-        (fwd && (rc = plan_emit(fwd, place_send, &down)) != CS_OK))
+    if ((mirror && ((rc = plan_emit(mirror, place_send, up)) != CS_OK ||
+                    (rc = placer_flush(up)) != CS_OK)) ||
+        (fwd && ((rc = plan_emit(fwd, place_send, down)) != CS_OK ||
+                 (rc = placer_flush(down)) != CS_OK)))
         rc = cs_error_set(err, rc, NULL, "cannot store %ld sends", total);
     if (rc == CS_OK && fitting) {
         sample_fit_apply(&fit, a);
@@ -1321,6 +1372,7 @@ static int plans_to_algorithm(const cs_topology *t, const cs_collective *c, int 
     }
 done:
     sample_fit_free(&fit);
+    free(up);
     free(count);
     free(pos);
     if (rc != CS_OK) {
@@ -1403,11 +1455,13 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
         return rc;
     long *count = calloc((size_t)steps + 1, sizeof *count);
     long *pos = malloc(sizeof *pos * ((size_t)steps + 1));
-    placer pl = {a, pos, 0, 0, true, count, NULL};
-    if (!count || !pos)
+    placer *pl = calloc(1, sizeof *pl);
+    if (!count || !pos || !pl)
         rc = CS_ENOMEM;
+    else
+        *pl = (placer){.a = a, .pos = pos, .counting = true, .count = count};
     if (rc == CS_OK)
-        rc = gen(plan, place_send, &pl);
+        rc = gen(plan, place_send, pl);
     long total = 0;
     for (int st = 0; st < steps && rc == CS_OK; st++) {
         pos[st] = total;
@@ -1416,9 +1470,13 @@ static int generated_algorithm(const cs_topology *t, const cs_collective *c, int
     if (rc == CS_OK)
         rc = algorithm_add_send_copies(a, total, a->global_chunks - 1, t->ranks - 1,
                                        t->ranks - 1, steps - 1, CS_OP_COPY);
-    pl.counting = false;
+    if (rc == CS_OK) {
+        pl->counting = false;
+        rc = gen(plan, place_send, pl);
+    }
     if (rc == CS_OK)
-        rc = gen(plan, place_send, &pl);
+        rc = placer_flush(pl);
+    free(pl);
     free(count);
     free(pos);
     if (rc != CS_OK) {
@@ -1548,6 +1606,144 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
     }
     p->steps = p->S1 + s->nodes - 1 + p->S3;
     int rc = generated_algorithm(t, c, 1, p->steps, a2a_emit, p, out, err);
+    free(p);
+    return rc;
+}
+
+/* ---- scatter (and gather, its mirror) ------------------------------------------------ */
+
+/* Scatter from the root (node nr, local ir), C = 1: chunk g goes to rank g.
+ * Inside the root's node a chunk follows the root's allgather tree to its
+ * destination.  A chunk for local rank i' of another node n' takes NIC
+ * j = (i' + n') mod k (by_node: n' mod k, so a node's chunks travel as one
+ * contiguous block that code generation merges into one step per link: the
+ * form whose per-rank programs fit the MSCCL runtimes at 128 nodes, where
+ * dealing by rank needs 255 steps on a root's link; dealing by rank spreads
+ * each node's chunks over all its NICs and is faster, 0.95-0.99 of the
+ * bound against 0.85-0.98): along the root's tree to NIC j of the root's node,
+ * over the fabric to NIC j of node n' (one hop on a switched fabric; around
+ * the ring the shorter way, hop by hop, half of the opposite node's chunks
+ * each way on an even ring), and along NIC j's tree to i'.  Steps are
+ * numbered per chunk (tree steps, then one per fabric hop, then NIC-tree
+ * steps), so the phases pipeline chunk by chunk; the root sends the chunks
+ * of the farthest nodes first, the root's node's own last.  Gather is this
+ * built on the reversed topology and mirrored (algorithm_invert). */
+typedef struct scatter_plan {
+    const hier_shape *s;
+    const hier_trees *tr;
+    int P, nr, ir, S1, H, S3, steps;
+    bool by_node;               /* NIC n mod k for all of node n's chunks, else (i' + n) mod k */
+    int path_edges[64][8];      /* root's spread tree: the edges from ir to local `to` */
+    int path_len[64];
+    int nic_edges[64][64][8];   /* NIC tree jx: the edges from NIC jx to local `to` */
+    int nic_len[64][64];
+} scatter_plan;
+
+/* Fabric hops from the root's node to node n (and the direction: +1, -1). */
+static int scatter_hops(const scatter_plan *p, int n, int local, int *sign)
+{
+    const hier_shape *s = p->s;
+    int N = s->nodes, d = ((n - p->nr) % N + N) % N;
+    *sign = 1;
+    if (!s->ring)
+        return d == 0 ? 0 : 1;
+    if (!s->ring_back || 2 * d < N || (2 * d == N && local % 2 == 0))
+        return d;
+    *sign = -1;
+    return N - d;
+}
+
+static int scatter_emit(const void *plan, emit_fn fn, void *ctx)
+{
+    const scatter_plan *p = plan;
+    const hier_shape *s = p->s;
+    const hier_trees *tr = p->tr;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    const int *rr = s->rank + (long)p->nr * m;
+    const hier_tree *rt = &tr->spread[p->ir];
+    /* farthest nodes first: hop counts from the largest down to 0 */
+    for (int far = p->H; far >= 0 && rc == CS_OK; far--)
+        for (int dn = 0; dn < N && rc == CS_OK; dn++) {
+            int n = (p->nr + dn) % N;
+            const int *nr = s->rank + (long)n * m;
+            for (int i2 = 0; i2 < m && rc == CS_OK; i2++) {
+                int sign, h = scatter_hops(p, n, i2, &sign);
+                if (h != far || (n == p->nr && i2 == p->ir))
+                    continue;
+                long g = nr[i2];
+                if (n == p->nr) {
+                    for (int q = 0; q < p->path_len[i2] && rc == CS_OK; q++) {
+                        int e = p->path_edges[i2][q];
+                        rc = fn(ctx, g, rr[rt->src[e]], rr[rt->dst[e]], rt->step[e]);
+                    }
+                    continue;
+                }
+                int jx = p->by_node ? n % k : (i2 + n) % k, j = s->nic[jx];
+                for (int q = 0; q < p->path_len[j] && rc == CS_OK; q++) {
+                    int e = p->path_edges[j][q];
+                    rc = fn(ctx, g, rr[rt->src[e]], rr[rt->dst[e]], rt->step[e]);
+                }
+                for (int hop = 0; hop < h && rc == CS_OK; hop++) {
+                    /* switched: straight to node n; ring: to the next node */
+                    int x = ((p->nr + sign * hop) % N + N) % N;
+                    int y = s->ring ? ((x + sign) % N + N) % N : n;
+                    rc = fn(ctx, g, s->rank[(long)x * m + j], s->rank[(long)y * m + j],
+                            p->S1 + hop);
+                }
+                const hier_tree *nt = &tr->nic[jx];
+                for (int q = 0; q < p->nic_len[jx][i2] && rc == CS_OK; q++) {
+                    int e = p->nic_edges[jx][i2][q];
+                    rc = fn(ctx, g, nr[nt->src[e]], nr[nt->dst[e]], p->S1 + h + nt->step[e]);
+                }
+            }
+        }
+    return rc;
+}
+
+static int compose_scatter(const cs_topology *t, const cs_collective *c, const hier_shape *s,
+                           const hier_trees *tr, bool by_node, cs_algorithm **out, cs_error *err)
+{
+    scatter_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+    p->by_node = by_node;
+    p->s = s;
+    p->tr = tr;
+    p->P = t->ranks;
+    int m = s->m, k = s->k, N = s->nodes;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < m; i++)
+            if (s->rank[(long)n * m + i] == c->root) {
+                p->nr = n;
+                p->ir = i;
+            }
+    bool ok = true;
+    p->S1 = tr->spread[p->ir].depth;
+    for (int to = 0; to < m && ok; to++)
+        ok = to == p->ir ||
+             tree_path(&tr->spread[p->ir], p->ir, to, p->path_edges[to], &p->path_len[to]);
+    for (int jx = 0; jx < k && ok; jx++) {
+        if (tr->nic[jx].depth > p->S3)
+            p->S3 = tr->nic[jx].depth;
+        for (int to = 0; to < m && ok; to++)
+            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
+                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
+    }
+    if (!ok) {
+        free(p);
+        return cs_error_set(err, CS_EUNSUPPORTED, NULL, "%s: intra paths longer than 8 hops",
+                            collective_kind_name(c->kind));
+    }
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < m; i++) {
+            int sign, h = scatter_hops(p, n, i, &sign);
+            if (h > p->H)
+                p->H = h;
+        }
+    p->steps = p->S1 + p->H + p->S3;
+    if (p->steps < 1)
+        p->steps = 1;
+    int rc = generated_algorithm(t, c, 1, p->steps, scatter_emit, p, out, err);
     free(p);
     return rc;
 }
@@ -1700,9 +1896,21 @@ static bool cost_less(const long a[5], const long b[5])
  * chunk leaves a rank the step after it arrived. */
 static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
 {
+    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
+     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
+     * past the budget the SMT trees stay (valid, possibly slower) */
+    long m = s->m, k = s->k;
+    if (k * m * m * (k * m + m * m) > 20000000L) {
+        snprintf(tr->balanced, sizeof tr->balanced,
+                 "NIC trees as smt gave them (%ld-rank nodes: too large to rebalance)", m);
+        return;
+    }
     tree_load *L = calloc(1, sizeof *L);
-    if (!L)
-        return;   /* the SMT trees stay: valid, only slower */
+    if (!L) {
+        /* the SMT trees stay: valid, only slower */
+        snprintf(tr->balanced, sizeof tr->balanced, "NIC trees as smt gave them (no memory)");
+        return;
+    }
     long before[5];
     const cs_topology *node = s->node;
     L->m = s->m;
@@ -2167,9 +2375,10 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
     side fw, bw;
     compose_info info = {0}, ninfo = {0};
     cs_algorithm *ag = NULL, *rs = NULL, *rag = NULL, *a = NULL;
-    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE;
+    bool need_fw = c->kind != CS_COLL_REDUCESCATTER && c->kind != CS_COLL_REDUCE &&
+                   c->kind != CS_COLL_GATHER;
     bool need_bw = c->kind != CS_COLL_ALLGATHER && c->kind != CS_COLL_BROADCAST &&
-                   c->kind != CS_COLL_ALLTOALL;
+                   c->kind != CS_COLL_ALLTOALL && c->kind != CS_COLL_SCATTER;
     int rc = CS_OK;
     memset(&fw, 0, sizeof fw);
     memset(&bw, 0, sizeof bw);
@@ -2239,6 +2448,47 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                      any->s.ring_back ? " both ways" : "",
                      c->kind == CS_COLL_ALLREDUCE ? "; allreduce = reducescatter + allgather"
                      : c->kind == CS_COLL_REDUCESCATTER ? "; reducescatter inverted" : "");
+        side_close(&fw);
+        side_close(&bw);
+        return rc;
+    }
+    if (c->kind == CS_COLL_SCATTER || c->kind == CS_COLL_GATHER) {
+        /* scatter on t; gather = scatter on the reversed topology, mirrored */
+        bool sc = c->kind == CS_COLL_SCATTER;
+        const side *sd = sc ? &fw : &bw;
+        cs_collective sct;
+        collective_init(&sct, CS_COLL_SCATTER, c->root);
+        /* frontier: dealt by rank (the best simulated time) and, where a
+         * root's link to a NIC would carry more messages than the runtimes'
+         * 64 steps per thread block ((N-1) m / k of them), node blocks per
+         * NIC too (code generation merges a block into one step per link:
+         * the form that fits at 128 nodes).  result_add orders them (steps,
+         * then rounds); a cost-based choice (--size, ?size=) takes the
+         * faster where its programs fit */
+        bool blocks = (long)(sd->s.nodes - 1) * sd->s.m / sd->s.k > 63;
+        for (int v = 0; v < (blocks ? 2 : 1) && rc == CS_OK; v++) {
+            cs_algorithm *b = NULL;
+            bool by_node = v == 1;
+            rc = compose_scatter(sc ? t : bw.rt, &sct, &sd->s, sd->tr, by_node, &b, err);
+            if (rc == CS_OK && !sc) {
+                rc = algorithm_invert(b, &a, err);
+                algorithm_free(b);
+                b = a;
+                a = NULL;
+            }
+            if (rc == CS_OK)
+                rc = finish(t, b, by_node ? "" : "bandwidth", 0, res, err);
+        }
+        if (rc == CS_OK)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the root's node "
+                     "tree to NIC node mod k (node blocks) or (destination + node) mod k, %s, "
+                     "that NIC's tree in the destination node; farthest nodes first, pipelined "
+                     "per chunk%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched",
+                     sd->tr->how, collective_kind_name(c->kind),
+                     sd->s.ring ? "around the ring the shorter way" : "one fabric hop",
+                     sc ? "" : " (built on the reversed topology, mirrored)");
         side_close(&fw);
         side_close(&bw);
         return rc;

@@ -47,8 +47,12 @@
  * trees when the node is symmetric); where SMT finds nothing within its
  * budget, shortest-path trees stand in and `reason` says so.
  *
- * Gather, scatter and custom collectives are CS_EUNSUPPORTED, naming what is
- * missing.
+ * Scatter: inside the root's node along the root's allgather tree; to
+ * local rank i' of node n' through NIC j = (i' + n') mod k of the root's
+ * node, one fabric hop (or around the ring the shorter way) to NIC j of n',
+ * then NIC j's tree; farthest nodes first, steps per chunk (pipelined).
+ * Gather is the scatter of the reversed topology, mirrored.  Custom
+ * collectives are CS_EUNSUPPORTED, naming what is missing.
  *
  * Every returned algorithm has passed algorithm_verify on the caller's
  * topology.  Thread safety: no shared state; call from many threads.

@@ -535,6 +535,55 @@ int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, in
     return store_send(a, i, chunk, src, dst, step, op, NAN, NAN);
 }
 
+/* v[0..n) into c at idx[0..n), the width dispatched once. */
+static void column_scatter(cs_column *c, int n, const long *idx, const int32_t *v)
+{
+    switch (c->width) {
+    case 1: for (int j = 0; j < n; j++) ((uint8_t *)c->data)[idx[j]] = (uint8_t)v[j]; break;
+    case 2: for (int j = 0; j < n; j++) ((uint16_t *)c->data)[idx[j]] = (uint16_t)v[j]; break;
+    default: for (int j = 0; j < n; j++) ((int32_t *)c->data)[idx[j]] = v[j]; break;
+    }
+}
+
+static bool column_holds_all(const cs_column *c, int n, const int32_t *v)
+{
+    uint32_t any = 0;
+    for (int j = 0; j < n; j++)
+        any |= (uint32_t)v[j];
+    /* a negative value sets the top bit: never held below 4 bytes */
+    return c->width == 4 ? true : any < (c->width == 1 ? 0x100u : 0x10000u);
+}
+
+int algorithm_put_sends(cs_algorithm *a, int n, const long *idx, const int32_t *chunk,
+                        const int32_t *src, const int32_t *dst, const int32_t *step,
+                        const unsigned char *reduce)
+{
+    cs_send_store *st = &a->store;
+    if (st->start.data || !column_holds_all(&st->chunk, n, chunk) ||
+        !column_holds_all(&st->src, n, src) || !column_holds_all(&st->dst, n, dst) ||
+        !column_holds_all(&st->step, n, step)) {
+        for (int j = 0; j < n; j++) {
+            int rc = algorithm_put_send(a, idx[j], chunk[j], src[j], dst[j], step[j],
+                                        reduce[j] ? CS_OP_REDUCE : CS_OP_COPY);
+            if (rc != CS_OK)
+                return rc;
+        }
+        return CS_OK;
+    }
+    column_scatter(&st->chunk, n, idx, chunk);
+    column_scatter(&st->src, n, idx, src);
+    column_scatter(&st->dst, n, idx, dst);
+    column_scatter(&st->step, n, idx, step);
+    for (int j = 0; j < n; j++) {
+        unsigned char bit = (unsigned char)(1u << (idx[j] & 7));
+        if (reduce[j])
+            st->reduce[idx[j] >> 3] |= bit;
+        else
+            st->reduce[idx[j] >> 3] &= (unsigned char)~bit;
+    }
+    return CS_OK;
+}
+
 /* Values at..at+n-1 of c all equal to value at (by doubling copies). */
 static void fill_copies(cs_column *c, long at, long n)
 {

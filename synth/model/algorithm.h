@@ -222,6 +222,13 @@ int algorithm_add_send_copies(cs_algorithm *a, long n, long chunk, int src, int 
  * time bookkeeping when the algorithm has no time columns (a builder's
  * million-send fill).  Same results and errors as algorithm_set_send. */
 int algorithm_put_send(cs_algorithm *a, long i, long chunk, int src, int dst, int step, cs_op op);
+/* algorithm_put_send of n untimed sends (send idx[j] := chunk[j], src[j],
+ * dst[j], step[j], reduce[j] ? reduce : copy, in j order): one call and one
+ * width dispatch per column for a builder's batch.  Same results and errors
+ * as the n calls. */
+int algorithm_put_sends(cs_algorithm *a, int n, const long *idx, const int32_t *chunk,
+                        const int32_t *src, const int32_t *dst, const int32_t *step,
+                        const unsigned char *reduce);
 /* Makes room for n sends in all, so a builder that knows its count grows the
  * columns once (and to the exact size).  CS_OK or CS_ENOMEM. */
 int algorithm_reserve_sends(cs_algorithm *a, long n);

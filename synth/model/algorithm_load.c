@@ -127,13 +127,34 @@ typedef struct loader {
     text skeleton;
     sends_range *ranges;
     int nranges, cap;
+    /* Skipped arrays no algorithm reads: those a duplicate key or a later
+     * "frontier" replaced.  jansson judges the syntax of the whole file, so
+     * these are parsed too (check_unread), their elements thrown away. */
+    sends_range *unread;
+    int nunread, unread_cap;
     json_error_t *jerr;
 } loader;
+
+static bool add_unread(loader *l, const sends_range *r)
+{
+    if (l->nunread == l->unread_cap) {
+        int cap = l->unread_cap ? 2 * l->unread_cap : 8;
+        sends_range *n = realloc(l->unread, (size_t)cap * sizeof *n);
+        if (!n)
+            return false;
+        l->unread = n;
+        l->unread_cap = cap;
+    }
+    l->unread[l->nunread++] = *r;
+    return true;
+}
 
 static int add_range(loader *l, int index, off_t start, long line)
 {
     for (int i = 0; i < l->nranges; i++)
         if (l->ranges[i].index == index) {   /* a duplicate key: the last one counts */
+            if (!add_unread(l, &l->ranges[i]))
+                return -1;
             l->ranges[i].start = start;
             l->ranges[i].line = line;
             return i;
@@ -223,6 +244,7 @@ static bool skip_array(reader *r, text *out, long *count, bool *oom)
         case ',':
             if (depth == 0)
                 commas++;
+            any = true;    /* "[,]" is not empty: jansson refuses it */
             break;
         case ' ':
         case '\t':
@@ -313,6 +335,8 @@ static int scan(loader *l, cs_error *err)
                     for (int i = 0; i < l->nranges; i++)
                         if (l->ranges[i].index < 0)
                             l->ranges[kept++] = l->ranges[i];
+                        else if (!add_unread(l, &l->ranges[i]))
+                            goto oom;
                     l->nranges = kept;
                 } else if (role[top] == ROLE_FRONTIER && c == '{') {
                     nr = ROLE_ALG;
@@ -480,6 +504,57 @@ static int sends_from_file(void *ctx, int index, const json_t *doc, cs_algorithm
     return rc;
 }
 
+static int cmp_range_start(const void *a, const void *b)
+{
+    const sends_range *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The syntax of the skipped arrays nothing reads (l->unread, in file order,
+ * so the first error is the one jansson would name): each is parsed a batch
+ * at a time like the sends, and thrown away. */
+static int check_unread(loader *l, cs_error *err)
+{
+    qsort(l->unread, (size_t)l->nunread, sizeof *l->unread, cmp_range_start);
+    reader *r = &l->rd;
+    text batch = {0};
+    int rc = CS_OK;
+    for (int i = 0; i < l->nunread && rc == CS_OK; i++) {
+        const sends_range *range = &l->unread[i];
+        if (rd_seek(r, range->start, range->line) != 0) {
+            rc = cs_error_set(err, CS_EIO, "", "cannot seek in %s: %s", l->path,
+                              strerror(errno));
+            break;
+        }
+        bool done = false;
+        long elements = 0;
+        while (!done && rc == CS_OK) {
+            long first_line = r->line;
+            int got = read_batch(r, &batch, &done);
+            if (got == BATCH_OOM) {
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", l->path);
+            } else if (got == BATCH_EOF) {
+                rc = r->failed ? read_error(l, err)
+                               : syntax_error(l, range->line, "the file ends inside this "
+                                              "array (did it change while it was read?)", err);
+            } else if (got == BATCH_EMPTY && elements > 0) {
+                rc = syntax_error(l, first_line, "',' before ']' in an array", err);
+            } else if (got == BATCH_OK) {
+                json_error_t je;
+                json_t *arr = json_loadb(batch.s, batch.len, 0, &je);
+                if (!arr) {
+                    rc = syntax_error(l, first_line + je.line - 1, je.text, err);
+                    break;
+                }
+                elements += (long)json_array_size(arr);
+                json_decref(arr);
+            }
+        }
+    }
+    free(batch.s);
+    return rc;
+}
+
 int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **res,
                             bool *is_result, json_error_t *jerr, cs_error *err)
 {
@@ -549,6 +624,14 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
     bool result = json_is_object(doc) && json_object_get(doc, "frontier");
     if (is_result)
         *is_result = result;
+    /* a Result's own "sends" (not an algorithm's) is read by nothing either */
+    for (int i = 0; result && i < l.nranges; i++)
+        if (l.ranges[i].index < 0 && !add_unread(&l, &l.ranges[i])) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+            goto out;
+        }
+    if (l.nunread && (rc = check_unread(&l, err)) != CS_OK)
+        goto out;
     if (result)
         rc = result_from_json_with(doc, sends_from_file, &l, res, err);
     else
@@ -557,6 +640,7 @@ out:
     json_decref(doc);
     free(l.skeleton.s);
     free(l.ranges);
+    free(l.unread);
     free(l.rd.buf);
     fclose(l.rd.f);
     free(mem);

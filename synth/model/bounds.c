@@ -722,9 +722,14 @@ static void per_rank_bounds(const cs_topology *t, const cs_collective *c, rpc_bo
 
 /* ---- steps ----------------------------------------------------------------------------- */
 
-/* Max over targets of dist(src, .) (forward) or dist(., src) (backward). */
-static int eccentricity(const cs_topology *t, int src, bool backward, int *dist, int *queue)
+/* Max over targets of dist(src, .) (forward) or dist(., src) (backward);
+ * with hops (topology_hops_new) switches are walked as one hop, not as
+ * their derived links: the same distances. */
+static int eccentricity(const cs_topology *t, int src, bool backward, int *dist, int *queue,
+                        cs_hops *hops)
 {
+    if (hops)
+        return topology_hops_from(hops, src, backward, dist);
     for (int r = 0; r < t->ranks; r++)
         dist[r] = -1;
     int head = 0, tail = 0, ecc = 0;
@@ -749,12 +754,14 @@ static int eccentricity(const cs_topology *t, int src, bool backward, int *dist,
 
 /* The diameter, or for huge topologies (P * (P + links) > 2e8) a double-sweep
  * lower bound on it (exact on meshes and tori). */
-static int diameter_bound(const cs_topology *t, int *dist, int *queue)
+static int diameter_bound(const cs_topology *t, int *dist, int *queue, cs_hops *hops)
 {
     int best = 0;
+    /* the choice stays on the links' count (results as before); the hop
+     * walk only makes each BFS cheaper */
     if ((long)t->ranks * ((long)t->ranks + t->nlinks) <= BOUNDS_DIAMETER_WORK) {
         for (int s = 0; s < t->ranks; s++) {
-            int e = eccentricity(t, s, false, dist, queue);
+            int e = eccentricity(t, s, false, dist, queue, hops);
             if (e > best)
                 best = e;
         }
@@ -762,7 +769,7 @@ static int diameter_bound(const cs_topology *t, int *dist, int *queue)
     }
     int s = 0;
     for (int sweep = 0; sweep < 4; sweep++) {
-        int e = eccentricity(t, s, false, dist, queue);
+        int e = eccentricity(t, s, false, dist, queue, hops);
         if (e > best)
             best = e;
         int far = s;
@@ -853,17 +860,18 @@ static int direct_bounds(const cs_topology *t, const cs_collective *c, int *step
         free(queue);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
     }
+    cs_hops *hops = topology_hops_new(t);   /* NULL: walk the links */
     switch (c->kind) {
     case CS_COLL_ALLGATHER:
     case CS_COLL_ALLTOALL:
-        *steps = diameter_bound(t, dist, queue);
+        *steps = diameter_bound(t, dist, queue, hops);
         break;
     case CS_COLL_BROADCAST:
     case CS_COLL_SCATTER:
-        *steps = eccentricity(t, c->root, false, dist, queue);
+        *steps = eccentricity(t, c->root, false, dist, queue, hops);
         break;
     case CS_COLL_GATHER:
-        *steps = eccentricity(t, c->root, true, dist, queue);
+        *steps = eccentricity(t, c->root, true, dist, queue, hops);
         break;
     case CS_COLL_CUSTOM:
         *steps = custom_steps(t, c, dist, queue);
@@ -871,6 +879,7 @@ static int direct_bounds(const cs_topology *t, const cs_collective *c, int *step
     default:
         *steps = 0;
     }
+    topology_hops_free(hops);
     free(dist);
     free(queue);
     if (P < 2)

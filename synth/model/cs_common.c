@@ -158,6 +158,14 @@ int cs_cpu_count(void)
     return n >= 1 ? (int)n : 1;
 }
 
+size_t cs_utf8_bom_len(const char *text, size_t len)
+{
+    return len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
+                   (unsigned char)text[2] == 0xBF
+               ? 3
+               : 0;
+}
+
 int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
 {
     FILE *f = fopen(path, "rb");
@@ -185,11 +193,16 @@ int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
         if (got == 0)
             break;
     }
-    int failed = ferror(f);
+    int failed = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (failed) {
         free(buf);
-        return cs_error_set(err, CS_EIO, "", "error reading %s", path);
+        return cs_error_set(err, CS_EIO, "", "error reading %s: %s", path, strerror(failed));
+    }
+    size_t bom = cs_utf8_bom_len(buf, n);
+    if (bom) {
+        memmove(buf, buf + bom, n - bom);
+        n -= bom;
     }
     buf[n] = '\0';
     *out = buf;

@@ -98,8 +98,13 @@ double cs_now(void);
 struct timespec cs_deadline_after(double seconds);
 /* Number of online CPUs (>= 1). */
 int cs_cpu_count(void);
-/* Reads a whole file; *out is NUL-terminated, caller frees. */
+/* Reads a whole file; *out is NUL-terminated, caller frees.  The files read
+ * are text inputs (JSON documents, tokens): a leading UTF-8 byte-order mark,
+ * which Windows editors write, is dropped (RFC 8259 section 8.1 lets a JSON
+ * parser ignore it; jansson does not). */
 int cs_read_file(const char *path, char **out, size_t *len, cs_error *err);
+/* The length of a UTF-8 byte-order mark at text[0..len): 3 or 0. */
+size_t cs_utf8_bom_len(const char *text, size_t len);
 /* The name in names[0..n) nearest to `word` (case-insensitive edit distance,
  * a transposition counting one), or NULL when none is close enough to be a
  * plausible typo (at most 2 edits, and fewer than half of the word): what

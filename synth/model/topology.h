@@ -187,8 +187,24 @@ const cs_builtin_info *topology_builtin_list(int *count);
 int topology_find_link(const cs_topology *t, int src, int dst);
 /* BFS hop distances from src into dist[ranks] (-1 unreachable). */
 int topology_shortest_hops(const cs_topology *t, int src, int *dist, cs_error *err);
-/* Maximum over pairs of the hop distance. O(ranks * links). */
+/* Maximum over pairs of the hop distance.  O(ranks * (physical links +
+ * switch ports)): switches are walked as one hop (topology_hops_new). */
 int topology_diameter(const cs_topology *t, int *diameter, cs_error *err);
+/* Hop distances for many sources on a topology with switches, without
+ * walking the derived links: every ordered pair of a switch's members is
+ * one hop apart (a derived link, or the link that replaced it), so the
+ * first member a BFS reaches gives the others its distance + 1.  The same
+ * distances as a BFS over every link at O(ranks + physical links + switch
+ * ports) per source instead of O(ranks + links): a 512-port switch is
+ * 261,632 derived links.  NULL when the topology has no switches, is a node
+ * view (switch nodes as ranks), or memory runs out: walk the links then. */
+typedef struct cs_hops cs_hops;
+cs_hops *topology_hops_new(const cs_topology *t);
+void topology_hops_free(cs_hops *h);
+/* BFS from src over out-links (backward: into src over in-links, dist[r] =
+ * hops from r to src); dist[ranks] gets -1 where unreachable.  Returns the
+ * largest distance found. */
+int topology_hops_from(cs_hops *h, int src, bool backward, int *dist);
 /* Shortest path src->dst as link indices (BFS, ties broken by lowest link
  * index so results are deterministic).  *path has room for ranks entries;
  * returns the hop count in *nhops. */

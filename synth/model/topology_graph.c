@@ -54,109 +54,129 @@ static int bfs(const cs_topology *t, int src, int *dist, int *pred, cs_error *er
     return CS_OK;
 }
 
-/* Hop distances only, with each switch as one step: every ordered pair of a
- * switch's members is one hop apart (a derived link, or the physical link
- * that replaced it), so the first member a BFS takes from its queue gives
- * every other member its distance + 1, and the derived links (n(n-1) per
- * switch: 261,632 for a 512-port fabric switch) need not be walked.  The
- * same distances as bfs() at O(ranks + physical links + switch ports) per
- * source.  Node views (copy-capable switches as ranks) walk every link. */
-typedef struct hop_walker {
-    int *phys_begin, *phys_dst;      /* rank -> its physical links' dst (CSR) */
-    int *switch_begin, *switch_of;   /* rank -> the switches it is on (CSR) */
+/* topology_hops_new (topology.h): the physical links in both directions
+ * (CSR) and the switches each rank is on. */
+struct cs_hops {
+    const cs_topology *t;
+    int *out_begin, *out_dst;        /* rank -> its physical out-links' dst */
+    int *in_begin, *in_src;          /* rank -> its physical in-links' src */
+    int *switch_begin, *switch_of;   /* rank -> the switches it is on */
     unsigned char *switch_done;
     int *queue;
-} hop_walker;
+};
 
-static void hop_walker_free(hop_walker *w)
+void topology_hops_free(cs_hops *h)
 {
-    free(w->phys_begin);
-    free(w->phys_dst);
-    free(w->switch_begin);
-    free(w->switch_of);
-    free(w->switch_done);
-    free(w->queue);
+    if (!h)
+        return;
+    free(h->out_begin);
+    free(h->out_dst);
+    free(h->in_begin);
+    free(h->in_src);
+    free(h->switch_begin);
+    free(h->switch_of);
+    free(h->switch_done);
+    free(h->queue);
+    free(h);
 }
 
-/* false when the shortcut does not apply (plain bfs() then) or memory ran out */
-static bool hop_walker_init(const cs_topology *t, hop_walker *w)
+cs_hops *topology_hops_new(const cs_topology *t)
 {
-    memset(w, 0, sizeof *w);
-    if (t->nswitches <= 0 || t->ranks <= 0 || t->node_view)
-        return false;
+    if (!t || !t->finalized || t->nswitches <= 0 || t->ranks <= 0 || t->node_view)
+        return NULL;
+    cs_hops *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->t = t;
+    size_t n = (size_t)(unsigned)t->ranks;
     long ports = 0, phys = 0;
     for (int s = 0; s < t->nswitches; s++)
         ports += t->switches[s].nranks;
     for (int i = 0; i < t->nlinks; i++)
         phys += t->links[i].switch_id < 0;
-    w->phys_begin = malloc(sizeof(int) * ((size_t)(unsigned)t->ranks + 1));
-    w->phys_dst = malloc(sizeof(int) * (size_t)(phys > 0 ? phys : 1));
-    w->switch_begin = calloc((size_t)t->ranks + 1, sizeof(int));
-    w->switch_of = malloc(sizeof(int) * (size_t)(ports > 0 ? ports : 1));
-    w->switch_done = malloc((size_t)(unsigned)t->nswitches);
-    w->queue = malloc(sizeof(int) * (size_t)(unsigned)t->ranks);
-    if (!w->phys_begin || !w->phys_dst || !w->switch_begin || !w->switch_of ||
-        !w->switch_done || !w->queue) {
-        hop_walker_free(w);
-        return false;
+    h->out_begin = calloc(n + 1, sizeof(int));
+    h->in_begin = calloc(n + 1, sizeof(int));
+    h->out_dst = malloc(sizeof(int) * (size_t)(phys > 0 ? phys : 1));
+    h->in_src = malloc(sizeof(int) * (size_t)(phys > 0 ? phys : 1));
+    h->switch_begin = calloc(n + 1, sizeof(int));
+    h->switch_of = malloc(sizeof(int) * (size_t)(ports > 0 ? ports : 1));
+    h->switch_done = malloc((size_t)(unsigned)t->nswitches);
+    h->queue = malloc(sizeof(int) * n);
+    int *fill = malloc(sizeof(int) * n);
+    if (!h->out_begin || !h->in_begin || !h->out_dst || !h->in_src || !h->switch_begin ||
+        !h->switch_of || !h->switch_done || !h->queue || !fill) {
+        free(fill);
+        topology_hops_free(h);
+        return NULL;
     }
-    int np = 0;
-    for (int r = 0; r < t->ranks; r++) {
-        w->phys_begin[r] = np;
-        for (int i = t->out_begin[r]; i < t->out_begin[r + 1]; i++)
-            if (t->links[i].switch_id < 0)
-                w->phys_dst[np++] = t->links[i].dst;
-    }
-    w->phys_begin[t->ranks] = np;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].switch_id < 0) {
+            h->out_begin[t->links[i].src + 1]++;
+            h->in_begin[t->links[i].dst + 1]++;
+        }
     for (int s = 0; s < t->nswitches; s++)
         for (int i = 0; i < t->switches[s].nranks; i++)
-            w->switch_begin[t->switches[s].ranks[i] + 1]++;
-    for (int r = 0; r < t->ranks; r++)
-        w->switch_begin[r + 1] += w->switch_begin[r];
-    int *fill = malloc(sizeof(int) * (size_t)t->ranks);
-    if (!fill) {
-        hop_walker_free(w);
-        return false;
+            h->switch_begin[t->switches[s].ranks[i] + 1]++;
+    for (size_t r = 0; r < n; r++) {
+        h->out_begin[r + 1] += h->out_begin[r];
+        h->in_begin[r + 1] += h->in_begin[r];
+        h->switch_begin[r + 1] += h->switch_begin[r];
     }
-    memcpy(fill, w->switch_begin, sizeof(int) * (size_t)t->ranks);
+    /* links are sorted by (src, dst): each rank's lists come out in order */
+    memcpy(fill, h->in_begin, sizeof(int) * n);
+    int no = 0;
+    for (int i = 0; i < t->nlinks; i++)
+        if (t->links[i].switch_id < 0) {
+            h->out_dst[no++] = t->links[i].dst;
+            h->in_src[fill[t->links[i].dst]++] = t->links[i].src;
+        }
+    memcpy(fill, h->switch_begin, sizeof(int) * n);
     for (int s = 0; s < t->nswitches; s++)
         for (int i = 0; i < t->switches[s].nranks; i++)
-            w->switch_of[fill[t->switches[s].ranks[i]]++] = s;
+            h->switch_of[fill[t->switches[s].ranks[i]]++] = s;
     free(fill);
-    return true;
+    return h;
 }
 
-static void hop_bfs(const cs_topology *t, hop_walker *w, int src, int *dist)
+int topology_hops_from(cs_hops *h, int src, bool backward, int *dist)
 {
+    const cs_topology *t = h->t;
+    const int *begin = backward ? h->in_begin : h->out_begin;
+    const int *peer = backward ? h->in_src : h->out_dst;
     for (int r = 0; r < t->ranks; r++)
         dist[r] = -1;
-    memset(w->switch_done, 0, (size_t)t->nswitches);
-    int head = 0, tail = 0;
+    memset(h->switch_done, 0, (size_t)(unsigned)t->nswitches);
+    int head = 0, tail = 0, far = 0;
     dist[src] = 0;
-    w->queue[tail++] = src;
+    h->queue[tail++] = src;
     while (head < tail) {
-        int r = w->queue[head++];
-        for (int i = w->phys_begin[r]; i < w->phys_begin[r + 1]; i++) {
-            int d = w->phys_dst[i];   /* derived links: their switch below */
-            if (dist[d] < 0) {
-                dist[d] = dist[r] + 1;
-                w->queue[tail++] = d;
+        int r = h->queue[head++], d = dist[r] + 1;
+        for (int i = begin[r]; i < begin[r + 1]; i++) {
+            int v = peer[i];   /* derived links: their switch below */
+            if (dist[v] < 0) {
+                dist[v] = d;
+                far = d;
+                h->queue[tail++] = v;
             }
         }
-        for (int k = w->switch_begin[r]; k < w->switch_begin[r + 1]; k++) {
-            int s = w->switch_of[k];
-            if (w->switch_done[s])
+        /* a switch joins every ordered pair of its members: the same one hop
+         * both ways */
+        for (int k = h->switch_begin[r]; k < h->switch_begin[r + 1]; k++) {
+            int s = h->switch_of[k];
+            if (h->switch_done[s])
                 continue;
-            w->switch_done[s] = 1;
+            h->switch_done[s] = 1;
             for (int i = 0; i < t->switches[s].nranks; i++) {
-                int d = t->switches[s].ranks[i];
-                if (dist[d] < 0) {
-                    dist[d] = dist[r] + 1;
-                    w->queue[tail++] = d;
+                int v = t->switches[s].ranks[i];
+                if (dist[v] < 0) {
+                    dist[v] = d;
+                    far = d;
+                    h->queue[tail++] = v;
                 }
             }
         }
     }
+    return far;
 }
 
 int topology_shortest_hops(const cs_topology *t, int src, int *dist, cs_error *err)
@@ -182,13 +202,12 @@ int topology_diameter(const cs_topology *t, int *diameter, cs_error *err)
     int *dist = malloc(sizeof(int) * (size_t)t->ranks);
     if (!dist)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
-    hop_walker w;
-    bool hops = hop_walker_init(t, &w);
+    cs_hops *hops = topology_hops_new(t);
     int best = 0;
     for (int s = 0; s < t->ranks; s++) {
         int rc = CS_OK;
         if (hops)
-            hop_bfs(t, &w, s, dist);
+            topology_hops_from(hops, s, false, dist);
         else
             rc = bfs(t, s, dist, NULL, err);
         if (rc) {
@@ -200,8 +219,7 @@ int topology_diameter(const cs_topology *t, int *diameter, cs_error *err)
                 best = dist[r];
     }
     free(dist);
-    if (hops)
-        hop_walker_free(&w);
+    topology_hops_free(hops);
     __atomic_store_n(&((cs_topology *)t)->diameter_cache, best, __ATOMIC_RELEASE);
     *diameter = best;
     return CS_OK;

@@ -780,8 +780,11 @@ static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double bu
 }
 
 /* The budget of auto's unicast broadcast on copy-capable switches
- * (run_mcf_unicast_best), split evenly among its chunkings. */
-#define SYNTH_UNICAST_BUDGET_S 3.0
+ * (run_mcf_unicast_best), split evenly among its chunkings: 0.3 s each is
+ * ample for the greedy (milliseconds), and the whole stays within the Slurm
+ * hook's default 5 s (3 s slices gave the same schedules on dgx2 at 64 KiB,
+ * 1 MiB and 64 MiB; docs/BENCHMARKS.md). */
+#define SYNTH_UNICAST_BUDGET_S 1.5
 
 /* A broadcast on copy-capable switches whose result must become code
  * (options.codegen): mcf on the unicast instance, the best of chunkings
@@ -852,7 +855,7 @@ static int run_mcf_unicast_best(const cs_synth_request *r, const cs_synth_limits
         return last.code != CS_OK ? last.code : CS_ETIMEOUT;
     }
     snprintf(note, notelen, "mcf unicast: %d chunk%s end%s at %.1f us, the best of chunkings "
-             "%s of the same bytes within %.0f s", best_c, best_c == 1 ? "" : "s",
+             "%s of the same bytes within %.1f s", best_c, best_c == 1 ? "" : "s",
              best_c == 1 ? "s" : "", best_us, tried, budget);
     *out = best;
     return CS_OK;
@@ -1090,7 +1093,8 @@ int synth_run(const cs_synth_request *r, const cs_synth_limits *lim_in,
                 bool ring = rc == CS_OK && (*out)->stats &&
                             json_is_string(json_object_get((*out)->stats, "fabric")) &&
                             strcmp(json_string_value(json_object_get((*out)->stats, "fabric")),
-                                   "ring") == 0;
+                                   "ring") == 0 &&
+                            strstr((*out)->reason, "NIC trees balanced") != NULL;
                 if (rc == CS_OK && ring) {
                     /* why a ring is composed too: measured, docs/hier.md */
                     snprintf(reason, sizeof reason,

@@ -889,8 +889,12 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
     }
     if (!sim) {
         rc = v.timed ? check_bandwidth_timed(&v, ord, err) : check_bandwidth_steps(&v, ord, err);
-        free(ord);
-        ord = NULL;
+        if (rc == CS_OK && verify_replay_dense_fits(&v))
+            v.ord = ord;   /* the dense replay walks the sends in this order too */
+        else {
+            free(ord);
+            ord = NULL;
+        }
         if (rc == CS_OK)
             rc = verify_replay_values(&v, err);
     } else {

@@ -69,6 +69,7 @@ typedef struct vctx {
     value **all_blocks;         /* every value ever allocated, for freeing */
     long nblocks, cap_blocks;
     bool oom;
+    const uint32_t *ord;        /* processing order for the dense replay (NULL: index order) */
     long pre_g;                 /* the chunk pre_one is for (-1: none) */
     int pre_one;
     /* custom postconditions: chunk -> ranks */
@@ -117,6 +118,10 @@ bool verify_reasons_full(const vctx *v);
 /* Replays values chunk by chunk (the valid sends) and checks the
  * postcondition of every chunk. */
 int verify_replay_values(vctx *v, cs_error *err);
+/* Whether verify_replay_values may first try the dense replay (see
+ * verify_values.c): a non-combining, untimed, builtin collective with at
+ * most VERIFY_DENSE_MAX (chunk, node) pairs, verified without simulating. */
+bool verify_replay_dense_fits(const vctx *v);
 /* Builds the chunk -> ranks index of a custom collective's postcondition. */
 int verify_build_custom_post(vctx *v, cs_error *err);
 /* Checks that the verifier's reading of the postcondition matches collective.h. */

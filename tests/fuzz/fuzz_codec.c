@@ -198,7 +198,7 @@ static cs_result *build_result(cursor *c)
         int nodes = P + a->switch_nodes;
         /* many sends (past a block and a rank group: CS_CODEC_BLOCK_SENDS,
          * CS_CODEC_GROUP_SENDS) only now and then: a second a run */
-        long n = (flags & 0x18) == 0x18 && h % 16 == 0
+        long n = (flags & 0x18) == 0x18 && h % 64 == 0 && k == 0
                      ? CS_CODEC_BLOCK_SENDS + 1 + (long)take(c) * 16
                      : (long)take(c) * 4;
         bool timed = flags & 0x20, mixed = flags & 0x40;
