@@ -507,9 +507,15 @@ done:
     wake_job_waiters(j, job->id);
 }
 
+/* A failing claim (the store cannot be written) is retried every second by
+ * every worker: its log line once a minute, with the count left out. */
+#define CLAIM_FAILED_LOG_INTERVAL_S 60.0
+
 static void *worker_main(void *arg)
 {
     cs_jobs *j = arg;
+    cs_log_throttle claim_log;
+    log_throttle_reset(&claim_log);
     for (;;) {
         pthread_mutex_lock(&j->lock);
         bool stop = j->stopping;
@@ -521,8 +527,19 @@ static void *worker_main(void *arg)
         cs_error err;
         cs_error_clear(&err);
         int rc = store_job_claim(j->env.store, j->owner, &job, &claimed, &err);
-        if (rc)
-            log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
+        unsigned long skipped = 0;
+        if (!rc)
+            log_throttle_reset(&claim_log);
+        else if (log_throttle(&claim_log, err.message, cs_now(), CLAIM_FAILED_LOG_INTERVAL_S,
+                              &skipped)) {
+            char rep[32];
+            snprintf(rep, sizeof rep, "%lu", skipped);
+            if (skipped)
+                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message,
+                          "repeated", rep, NULL);
+            else
+                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
+        }
         if (claimed) {
             run_job(j, &job);
             store_job_clear(&job);

@@ -162,3 +162,23 @@ void log_event(const cs_logger *lg, cs_log_level level, const char *event, ...)
     ssize_t w = write(lg->fd, l.b, l.n);
     (void)w;
 }
+
+bool log_throttle(cs_log_throttle *t, const char *msg, double now, double interval_s,
+                  unsigned long *skipped)
+{
+    *skipped = 0;
+    if (!msg)
+        msg = "";
+    bool same = t->logged_at > 0 && strncmp(t->last, msg, sizeof t->last - 1) == 0;
+    if (same && now - t->logged_at < interval_s) {
+        t->suppressed++;
+        return false;
+    }
+    *skipped = same ? t->suppressed : 0;
+    snprintf(t->last, sizeof t->last, "%s", msg);
+    t->logged_at = now;
+    t->suppressed = 0;
+    return true;
+}
+
+void log_throttle_reset(cs_log_throttle *t) { memset(t, 0, sizeof *t); }

@@ -32,4 +32,20 @@ int log_reopen(const cs_logger *lg, cs_error *err);
 void log_event(const cs_logger *lg, cs_log_level level, const char *event, ...)
     __attribute__((sentinel));
 
+/* One failure that repeats (a full disk fails each worker's claim every
+ * second, for hours): logged the first time, then at most once per
+ * interval_s with how many were left out, and again at once when the
+ * message changes.  One per logging site and thread, zeroed to start. */
+typedef struct cs_log_throttle {
+    char last[256];              /* the message last logged */
+    double logged_at;            /* when */
+    unsigned long suppressed;    /* repeats since, not logged */
+} cs_log_throttle;
+/* True when this occurrence of msg is to be logged; *skipped then gets the
+ * repeats left out before it (0 for a new message). */
+bool log_throttle(cs_log_throttle *t, const char *msg, double now, double interval_s,
+                  unsigned long *skipped);
+/* The failure is over (the claim succeeded): the next one logs at once. */
+void log_throttle_reset(cs_log_throttle *t);
+
 #endif
