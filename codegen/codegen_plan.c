@@ -440,6 +440,68 @@ static int cmp_timed(const void *x, const void *y)
     return a->idx < b->idx ? -1 : (a->idx > b->idx);
 }
 
+/* Untimed: the transfers that run eagerly, sent before the step's receives
+ * on both ends of their channel (codegen_plan.h, "Eager exchanges"): in one
+ * step on one channel between two ranks, the only message each way.  Then
+ * both ends send first and the exchange is full duplex, where the transfer
+ * order would have one end receive before it sends.  Both links of the pair
+ * are in every plan that has one of the two ranks core, so every window
+ * decides alike.  order: transfers grouped by link (each in step order),
+ * end[l]: where link l's group ends. */
+#define EAGER_GROUP_MAX 64
+/* Marks an eager transfer in its minor (which the key reads anyway: no
+ * extra array to touch per send when keys are made). */
+#define CG_EAGER_BIT (1L << 62)
+
+static void mark_eager(builder *b, const int *lid, const long *end, const long *order)
+{
+    const cg_summary *sum = b->sum;
+    for (int l = 0; l < sum->nlinks; l++) {
+        int src = sum->links[l].src, dst = sum->links[l].dst;
+        int r = src < dst ? cg_summary_link(sum, dst, src) : -1;
+        if (r < 0)
+            continue;
+        long i = l ? end[l - 1] : 0, ie = end[l];
+        long j = r ? end[r - 1] : 0, je = end[r];
+        if (i == ie || lid[order[i]] != l || j == je || lid[order[j]] != r)
+            continue; /* a link without transfers in this plan */
+        while (i < ie && j < je) {
+            int si = b->xi[order[i]].step, sj = b->xi[order[j]].step;
+            if (si != sj) {
+                while (i < ie && b->xi[order[i]].step < sj)
+                    i++;
+                while (j < je && b->xi[order[j]].step < si)
+                    j++;
+                continue;
+            }
+            long i1 = i, j1 = j;
+            while (i1 < ie && b->xi[order[i1]].step == si)
+                i1++;
+            while (j1 < je && b->xi[order[j1]].step == si)
+                j1++;
+            if (i1 - i <= EAGER_GROUP_MAX && j1 - j <= EAGER_GROUP_MAX) {
+                for (long q = i; q < i1; q++) {
+                    long x = order[q], mate = -1;
+                    int same = 0, rev = 0;
+                    for (long q2 = i; q2 < i1; q2++)
+                        same += b->chan[order[q2]] == b->chan[x];
+                    for (long q2 = j; q2 < j1; q2++)
+                        if (b->chan[order[q2]] == b->chan[x]) {
+                            rev++;
+                            mate = order[q2];
+                        }
+                    if (same == 1 && rev == 1) {
+                        b->minor[x] |= CG_EAGER_BIT;
+                        b->minor[mate] |= CG_EAGER_BIT;
+                    }
+                }
+            }
+            i = i1;
+            j = j1;
+        }
+    }
+}
+
 /* Every link of a transfer in the plan has all its sends in the plan (they
  * are selected by endpoint), so dealing it here gives the same channels as
  * the summary's pass over all sends.  Transfers are grouped by link with a
@@ -553,6 +615,8 @@ static int assign_channels(builder *b, const cs_topology *t)
         cg_lane_free(&ls);
         k = e;
     }
+    if (rc == CS_OK && !p->timed)
+        mark_eager(b, lid, begin, order);
 done:
     free(ord);
     free(lead);
@@ -589,7 +653,7 @@ static int cmp_event(const void *x, const void *y)
 
 static long untimed_minor(const builder *b, long x)
 {
-    return ((long)b->xi[x].src << CG_MINOR_SENDER_SHIFT) + b->minor[x];
+    return ((long)b->xi[x].src << CG_MINOR_SENDER_SHIFT) + (b->minor[x] & ~CG_EAGER_BIT);
 }
 
 static cg_key send_key(const builder *b, long x)
@@ -597,7 +661,9 @@ static cg_key send_key(const builder *b, long x)
     long i = b->p->xfers[x];
     if (b->p->timed)
         return (cg_key){b->rt[x], 0, 1, i};
-    return (cg_key){b->xi[x].step, untimed_minor(b, x), 0, i};
+    /* an eager send comes before everything of its step (minors are >= 0) */
+    return (cg_key){b->xi[x].step, (b->minor[x] & CG_EAGER_BIT) ? -1 : untimed_minor(b, x), 0,
+                    i};
 }
 
 static cg_key recv_key(const builder *b, long x)

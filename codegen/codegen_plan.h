@@ -115,6 +115,22 @@
  *    merged transfers (the usual case: a channel used both ways alternates
  *    directions message by message, so nothing is consecutive) documents
  *    are as before.
+ *  - Eager exchanges (untimed).  In transfer-key order the two ends of a
+ *    channel run a step's exchange "send x, receive y" and "receive x, send
+ *    y": the second end receives before it sends, so an exchange that the
+ *    schedule meant to be full duplex takes two transfer times on the
+ *    runtimes.  So where, in one step on one channel between two ranks,
+ *    each way carries exactly one message, the two are eager: each send's
+ *    key is (step, -1, ...), before everything of its step, and both ends
+ *    send first (mark_eager; a minor bit marks them, so the keys read no
+ *    extra array).  Such a send reads what earlier steps wrote, never
+ *    merges, and its connection's previous message is from an earlier
+ *    step.  The argument still holds: run a step's eager sends first (each
+ *    finds its connection empty and its dependencies done), then the rest
+ *    of the step in transfer-key order, an eager receive at its own key
+ *    (its message is in the connection).  Where a step moves several
+ *    messages each way on a channel the transfer order stays: eager sends
+ *    of several messages would need room for all of them.
  *  - Untimed order, merged steps and why the sender is in the key: the emitter
  *    merges a run of messages that are consecutive in both ends' thread
  *    blocks into one step of cnt chunks, and such a step streams through the

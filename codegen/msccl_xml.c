@@ -396,8 +396,12 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
     const cg_lop *r1 = &p->lops[lead_r];
     long ks = k, kr = rk;
     /* the key the run runs at (untimed: both leaders'; timed: just before
-     * the receive leader's) */
+     * the receive leader's).  Untimed eager transfers (their sends have
+     * minor key -1, codegen_plan.h) are a step each: a merged step is a
+     * rendezvous */
     const cg_key *vkey = p->timed ? &r1->key : &s1->key;
+    if (!p->timed && s1->key.minor < 0)
+        return;
     while (Ls->lop_cnt[k] < max_cnt) {
         long ks2 = Ls->lop_next[ks], kr2 = Lr->lop_next[kr];
         /* a message already leading (or in) another run stays there */
@@ -410,6 +414,8 @@ static void grow_run(const cg_plan *p, const long *rank_index, rank_layout *layo
             recv_of[s2->xfer] != p->rank_lops[p->rank_begin[s1->peer] + kr2])
             break;
         const cg_lop *r2 = &p->lops[recv_of[s2->xfer]];
+        if (!p->timed && s2->key.minor < 0)
+            break;
         int c = Ls->lop_cnt[k];
         if ((!p->merge_steps &&
              (s2->key.major != s1->key.major || r2->key.major != r1->key.major)) ||
@@ -477,19 +483,24 @@ static int run_cmp(bool timed, run_at x, run_at y)
 }
 
 /* The messages a block sends form one connection (rank, peer, channel).
- * They must be received in the order they are sent, untimed with the same
- * transfer key at both ends, timed each receive before the next send (so a
- * one-chunk connection is empty whenever a send reaches it). */
-static bool fifo_order(const cg_plan *p, const cg_lop *prev_send, const cg_lop *l,
-                       const long *recv_of)
+ * They must be received in the order they are sent, and each transfer is
+ * either a rendezvous (untimed, the same transfer key at both ends) or eager
+ * (its send's key before its receive's: one chunk, not merged, and the
+ * previous message received before the send, so a one-chunk connection is
+ * empty whenever the send reaches it).  Timed transfers are all eager or in
+ * merged runs (run_key). */
+static bool fifo_order(const cg_plan *p, const rank_layout *L, long k, const cg_lop *prev_send,
+                       const cg_lop *l, const long *recv_of)
 {
     const cg_lop *rv = &p->lops[recv_of[l->xfer]];
-    if (!p->timed && cg_transfer_cmp(&l->key, &rv->key) != 0)
+    bool rendezvous = !p->timed && cg_transfer_cmp(&l->key, &rv->key) == 0;
+    if (!rendezvous && (cg_key_cmp(&l->key, &rv->key) >= 0 ||
+                        (!p->timed && L->lop_cnt[L->lop_leader[k]] != 1)))
         return false;
     if (!prev_send || recv_of[prev_send->xfer] < 0)
         return true;
     const cg_key *pk = &p->lops[recv_of[prev_send->xfer]].key;
-    return cg_key_cmp(pk, &rv->key) < 0 && (!p->timed || cg_key_cmp(pk, &l->key) < 0);
+    return cg_key_cmp(pk, &rv->key) < 0 && (rendezvous || cg_key_cmp(pk, &l->key) < 0);
 }
 
 /* Checks on the steps as laid out, merged runs included, what the argument
@@ -510,7 +521,7 @@ static int check_order(const cg_plan *p, const rank_layout *L, int r, const long
         const cg_lop *l = &p->lops[p->rank_lops[lo + k]];
         if (l->kind != CG_SEND || recv_of[l->xfer] < 0)
             continue;
-        if (!fifo_order(p, last[L->lop_tb[k]], l, recv_of))
+        if (!fifo_order(p, L, k, last[L->lop_tb[k]], l, recv_of))
             rc = cs_error_set(err, CS_EINTERNAL, "", "rank %d thread block %d: send %ld is "
                               "out of FIFO order on its connection to rank %d (channel %d)", r,
                               L->lop_tb[k], p->xfers[l->xfer], l->peer, l->chan);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "check_main.h"
 #include "codegen_testutil.h"
 #include "hier.h"
@@ -435,6 +436,63 @@ START_TEST(missing_message_is_no_cycle)
 }
 END_TEST
 
+/* The step types of rank r's block to peer (channel 0), in order, as a
+ * string of type names separated by spaces ("s r"). */
+static void block_types(const char *xml, int r, int peer, char *out, size_t n)
+{
+    char gpu[64], tb[64];
+    snprintf(gpu, sizeof gpu, "<gpu id=\"%d\"", r);
+    snprintf(tb, sizeof tb, "send=\"%d\" recv=\"%d\" chan=\"0\">", peer, peer);
+    const char *g = strstr(xml, gpu);
+    ck_assert_ptr_nonnull(g);
+    const char *t = strstr(g, tb), *end = strstr(g, "</gpu>");
+    ck_assert_msg(t && t < end, "rank %d has no block to %d", r, peer);
+    const char *tend = strstr(t, "</tb>");
+    size_t len = 0;
+    out[0] = 0;
+    for (const char *q = strstr(t, "type=\""); q && q < tend; q = strstr(q + 1, "type=\"")) {
+        const char *v = q + 6, *e = strchr(v, '"');
+        len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? " " : "", (int)(e - v), v);
+    }
+}
+
+/* Step schedules: in a step, the only message each way on a channel between
+ * two ranks is exchanged eagerly, both ends sending first (full duplex on
+ * the runtimes), where the transfer order would have one end receive
+ * first.  Recursive doubling on fc:4: step 0 swaps one chunk with rank
+ * r ^ 1 (eager), step 1 two chunks with rank r ^ 2 (two messages each way:
+ * one transfer order on both ends, as before). */
+START_TEST(step_exchanges_send_first_on_both_ends)
+{
+    cs_topology *t;
+    cs_error err;
+    ck_assert_int_eq(topology_load("fc:4", NULL, &t, &err), CS_OK);
+    cs_collective c;
+    collective_init(&c, CS_COLL_ALLGATHER, -1);
+    ck_assert_int_eq(collective_validate(&c, 4, &err), CS_OK);
+    cs_algorithm *a;
+    ck_assert_msg(baseline_generate("recursive-doubling", t, &c, NULL, &a, &err) == CS_OK, "%s",
+                  err.message);
+    char *xml;
+    size_t len;
+    ck_assert_int_eq(msccl_xml_generate(a, t, NULL, &xml, &len, &err), CS_OK);
+    char types[128];
+    for (int r = 0; r < 4; r++) {
+        block_types(xml, r, r ^ 1, types, sizeof types);
+        ck_assert_msg(!strcmp(types, "s r"), "rank %d with %d: %s", r, r ^ 1, types);
+        block_types(xml, r, r ^ 2, types, sizeof types);
+        ck_assert_msg(!strcmp(types, r < (r ^ 2) ? "s s r r" : "r r s s"), "rank %d with %d: %s",
+                      r, r ^ 2, types);
+    }
+    free(xml);
+    generate_and_run(a, t, &c, CS_MSCCL_RUNTIME_MSCCL, "recursive doubling on fc:4");
+    generate_and_run(a, t, &c, CS_MSCCL_RUNTIME_EXECUTOR, "recursive doubling on fc:4");
+    algorithm_free(a);
+    collective_free(&c);
+    topology_free(t);
+}
+END_TEST
+
 static Suite *codegen_order_suite(void)
 {
     Suite *s = suite_create("codegen_order");
@@ -443,6 +501,7 @@ static Suite *codegen_order_suite(void)
     tcase_add_test(tc, crossing_merged_steps_deadlock_with_a_cycle_of_two);
     tcase_add_test(tc, ring_receiving_first_deadlocks_with_a_cycle_through_flags);
     tcase_add_test(tc, missing_message_is_no_cycle);
+    tcase_add_test(tc, step_exchanges_send_first_on_both_ends);
     tcase_add_test(tc, timed_merged_steps_run_without_deadlock);
     tcase_add_test(tc, tacos_schedules_run_without_deadlock);
     tcase_add_test(tc, hierarchical_schedules_run_without_deadlock);

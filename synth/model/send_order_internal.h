@@ -87,14 +87,18 @@ static inline void send_array_delete(void *p, size_t bytes)
  * table (link_finder_densify): one byte per (src, dst) pair, the link's
  * position among src's out-links, when that stays small (at most 2048
  * ranks: 4 MB; 1 MB for 1024 ranks, in L2) and pays for itself (no more
- * pairs than 8 lookups per pair). */
+ * pairs than 8 lookups per pair); two bytes per pair (pos16) where a rank
+ * has 255 or more out-links (a fabric switch joining 512 NICs). */
 typedef struct link_finder {
     const cs_topology *t;
     const int *begin;           /* t->out_begin */
     uint16_t *dst;              /* per link; NULL: fall back */
     unsigned ranks;
     uint8_t *pos;               /* dense: [src * ranks + dst], LINK_FINDER_NONE: no link */
+    uint16_t *pos16;            /* the same at 2 bytes, LINK_FINDER_NONE16 (pos NULL then) */
 } link_finder;
+
+#define LINK_FINDER_NONE16 0xffff
 
 #define LINK_FINDER_NONE 0xff
 #define LINK_FINDER_DENSE_MAX_RANKS 2048
@@ -107,6 +111,7 @@ static inline int link_finder_init(link_finder *f, const cs_topology *t)
     f->ranks = (unsigned)t->ranks;
     f->dst = NULL;
     f->pos = NULL;
+    f->pos16 = NULL;
     if (t->ranks > 65536)
         return CS_OK;
     f->dst = malloc(sizeof *f->dst * (size_t)(t->nlinks > 0 ? t->nlinks : 1));
@@ -118,28 +123,45 @@ static inline int link_finder_init(link_finder *f, const cs_topology *t)
 }
 
 /* Adds the dense table for about `lookups` lookups when the size limits
- * above allow it and every rank has fewer than 255 out-links; else (or
- * without memory for it) lookups keep the binary search. */
+ * above allow it: a byte per pair when every rank has fewer than 255
+ * out-links, else two when fewer than 65535; else (or without memory for
+ * it) lookups keep the binary search. */
 static inline void link_finder_densify(link_finder *f, long lookups)
 {
     const cs_topology *t = f->t;
     long P = t->ranks;
-    if (f->pos || P < 1 || P > LINK_FINDER_DENSE_MAX_RANKS || P * P > 8 * lookups)
+    int maxdeg = 0;
+    if (f->pos || f->pos16 || !f->dst || P < 1 || P > LINK_FINDER_DENSE_MAX_RANKS ||
+        P * P > 8 * lookups)
         return;
     for (int r = 0; r < P; r++)
-        if (t->out_begin[r + 1] - t->out_begin[r] >= LINK_FINDER_NONE)
+        if (t->out_begin[r + 1] - t->out_begin[r] > maxdeg)
+            maxdeg = t->out_begin[r + 1] - t->out_begin[r];
+    if (maxdeg < LINK_FINDER_NONE) {
+        uint8_t *pos = malloc((size_t)(P * P));
+        if (!pos)
             return;
-    uint8_t *pos = malloc((size_t)(P * P));
-    if (!pos)
-        return;
-    memset(pos, LINK_FINDER_NONE, (size_t)(P * P));
-    for (int r = 0; r < P; r++)
-        for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++) {
-            uint8_t *x = &pos[(long)r * P + t->links[l].dst];
-            if (*x == LINK_FINDER_NONE)    /* the first, as the search finds */
-                *x = (uint8_t)(l - t->out_begin[r]);
-        }
-    f->pos = pos;
+        memset(pos, LINK_FINDER_NONE, (size_t)(P * P));
+        for (int r = 0; r < P; r++)
+            for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++) {
+                uint8_t *x = &pos[(long)r * P + t->links[l].dst];
+                if (*x == LINK_FINDER_NONE)    /* the first, as the search finds */
+                    *x = (uint8_t)(l - t->out_begin[r]);
+            }
+        f->pos = pos;
+    } else if (maxdeg < LINK_FINDER_NONE16) {
+        uint16_t *pos = malloc(sizeof *pos * (size_t)(P * P));
+        if (!pos)
+            return;
+        memset(pos, 0xff, sizeof *pos * (size_t)(P * P));
+        for (int r = 0; r < P; r++)
+            for (int l = t->out_begin[r]; l < t->out_begin[r + 1]; l++) {
+                uint16_t *x = &pos[(long)r * P + t->links[l].dst];
+                if (*x == LINK_FINDER_NONE16)
+                    *x = (uint16_t)(l - t->out_begin[r]);
+            }
+        f->pos16 = pos;
+    }
 }
 
 static inline void link_finder_free(link_finder *f)
@@ -148,6 +170,8 @@ static inline void link_finder_free(link_finder *f)
     f->dst = NULL;
     free(f->pos);
     f->pos = NULL;
+    free(f->pos16);
+    f->pos16 = NULL;
 }
 
 /* topology_find_link(t, src, dst): the link's index, or -1. */
@@ -160,6 +184,10 @@ static inline int link_finder_find(const link_finder *f, int src, int dst)
     if (f->pos) {
         unsigned p = f->pos[(size_t)src * f->ranks + (unsigned)dst];
         return p == LINK_FINDER_NONE ? -1 : f->begin[src] + (int)p;
+    }
+    if (f->pos16) {
+        unsigned p = f->pos16[(size_t)src * f->ranks + (unsigned)dst];
+        return p == LINK_FINDER_NONE16 ? -1 : f->begin[src] + (int)p;
     }
     int lo = f->begin[src], end = f->begin[src + 1], hi = end;
     uint16_t d = (uint16_t)dst;

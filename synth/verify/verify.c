@@ -10,8 +10,8 @@
  * bandwidth sweep walk the sends in processing order, which producers emit,
  * so both are sequential passes (an index of 4 bytes per send is built only
  * for schedules out of order).  Each send's link is looked up once (a byte
- * per rank pair up to 2048 ranks, else a binary search over the source's
- * out-links) and kept for the bandwidth sweep up to 2^23 sends (looked up
+ * or two per rank pair up to 2048 ranks, else a binary search over the
+ * source's out-links) and kept for the bandwidth sweep up to 2^23 sends (looked up
  * again above).  The value replay
  * (verify_values.c) walks one chunk at a time over batches gathered by
  * streaming over the columns, with per-rank state stamped by the chunk's

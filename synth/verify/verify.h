@@ -22,8 +22,8 @@
  * Working memory is about 5 bytes per send on top of the algorithm (a bit per
  * send and batches of a quarter of the sends, chunk by chunk; up to 2^23
  * sends also each send's link, 4 bytes, found once, and below 2^20 the
- * sends' indices bucketed by batch, 4 bytes; up to 2048 ranks a byte per
- * rank pair for the link lookups; non-combining untimed collectives of at
+ * sends' indices bucketed by batch, 4 bytes; up to 2048 ranks a byte (or two)
+ * per rank pair for the link lookups; non-combining untimed collectives of at
  * most 2^22 (chunk, node) pairs first try a replay with a byte or two per
  * pair, in the sends' processing order, before the chunk-by-chunk one),
  * so it also checks
