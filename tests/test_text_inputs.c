@@ -126,6 +126,45 @@ START_TEST(a_post_where_none_is_taken_is_405_not_415)
 }
 END_TEST
 
+/* `collsynth --server URL --token-file F submit ...`: the connection
+ * options written before the command, as --server is, were refused
+ * ("unknown option '--token-file'"); they apply to the remote command. */
+START_TEST(connection_options_before_the_command)
+{
+    cs_test_daemon d;
+    char *why = NULL;
+    ck_assert_msg(cs_test_daemon_start(&d, "t0ken", &why) == 0, "daemon: %s", why ? why : "");
+    free(why);
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-tok", dir, sizeof dir), 0);
+    char tok[400];
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    FILE *f = fopen(tok, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("t0ken\n", f);
+    fclose(f);
+    char cmd[1400], *out = NULL, *errs = NULL;
+    snprintf(cmd, sizeof cmd,
+             "env -u COLLSYNTH_TOKEN %s/collsynth --server %s --token-file '%s' --timeout 30 "
+             "submit ring:4 allgather --method ring --option wait_s=20",
+             cs_test_build_dir(), d.url, tok);
+    int rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, errs);
+    ck_assert_msg(strstr(out, "key: ") != NULL, "%s", out);
+    free(out);
+    free(errs);
+    /* an offline command says they do not apply to it */
+    snprintf(cmd, sizeof cmd, "%s/collsynth --timeout 5 topo show ring:4", cs_test_build_dir());
+    rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(errs, "applies to the remote commands") != NULL, "%s", errs);
+    free(out);
+    free(errs);
+    remove_tree(dir);
+    cs_test_daemon_stop(&d);
+}
+END_TEST
+
 static Suite *text_inputs_suite(void)
 {
     Suite *s = suite_create("text_inputs");
@@ -134,6 +173,7 @@ static Suite *text_inputs_suite(void)
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_files);
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_a_request_body);
     tcase_add_test(tc, a_post_where_none_is_taken_is_405_not_415);
+    tcase_add_test(tc, connection_options_before_the_command);
     suite_add_tcase(s, tc);
     return s;
 }
