@@ -526,6 +526,14 @@ int send_processing_order(const cs_algorithm *a, const uint32_t *trank, uint32_t
     uint32_t n = (uint32_t)a->nsends;
     order_ctx o = {a, trank};
     uint32_t k = 1;
+    if (!trank) {   /* the step column at its width: no dispatch per send */
+        const cs_column *c = &a->store.step;
+        switch (c->width) {
+        case 1: { const uint8_t *x = c->data; while (k < n && x[k - 1] <= x[k]) k++; } break;
+        case 2: { const uint16_t *x = c->data; while (k < n && x[k - 1] <= x[k]) k++; } break;
+        default: { const int32_t *x = c->data; while (k < n && x[k - 1] <= x[k]) k++; } break;
+        }
+    }
     while (k < n && in_order(&o, k - 1, k))
         k++;
     if (k >= n)
