@@ -405,6 +405,50 @@ START_TEST(the_reason_line_carries_the_smt_reason_whole)
 }
 END_TEST
 
+/* Ctrl-C during an SMT search ends `collsynth solve` at once.  Z3 installed
+ * its own SIGINT handler around each check, which cancelled only that
+ * instance: the search went on with the next one, and the audit's Ctrl-C
+ * at 3 s of torus2d:6x6 took effect never (the run ended by itself after
+ * 156 s, exit 0).  No -o FILE appears. */
+START_TEST(ctrl_c_stops_an_smt_search)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/smt.json", tmpdir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        signal(SIGINT, SIG_DFL);
+        execl(cli, cli, "solve", "torus2d:6x6", "allgather", "--method", "smt", "--max-chunks",
+              "8", "--k", "6", "--quiet", "-o", path, (char *)NULL);
+        _exit(127);
+    }
+    struct timespec two = {2, 0}, tick = {0, 50000000};
+    nanosleep(&two, NULL);
+    kill(pid, SIGINT);
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 200 && !ended; i++) { /* 10 s */
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            ended = true;
+        else
+            nanosleep(&tick, NULL);
+    }
+    if (!ended) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ck_abort_msg("solve still searching 10 s after Ctrl-C");
+    }
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
+                  "not ended by SIGINT (status 0x%x)", status);
+    ck_assert_msg(access(path, F_OK) != 0, "an output file appeared");
+    ck_assert_int_eq(leftover_temps("smt.json", NULL, 0), 0);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -414,6 +458,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, a_failed_write_leaves_the_old_file_and_no_temporary);
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
     tcase_add_test(tc, ctrl_c_during_codegen_leaves_no_temporary);
+    tcase_add_test(tc, ctrl_c_stops_an_smt_search);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);

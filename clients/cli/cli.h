@@ -103,7 +103,7 @@ typedef struct cli_out {
     char *tmp;         /* the temporary file, NULL when written in place */
     FILE *f;           /* write here */
     int error;         /* errno of a failed write the caller noticed, 0 */
-    bool guarded;      /* a fatal signal removes tmp */
+    int guard;         /* cli_remove_on_signal's slot for tmp, -1 none */
 } cli_out;
 /* Returns an exit code (the failure printed). */
 int cli_out_open(cli_out *o, const char *cmd, const char *path);
@@ -112,6 +112,12 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path);
  * caller, or found flushing) is printed here either way: CLI_EXIT_USAGE.
  * Returns CLI_EXIT_OK or the exit code of the failure it printed. */
 int cli_out_close(cli_out *o, bool ok);
+/* A temporary file of the command's own that a fatal signal (SIGINT,
+ * SIGTERM, SIGHUP, SIGXFSZ) must remove before the process dies of it.
+ * Returns a slot for cli_keep_on_signal, -1 when none is free. */
+int cli_remove_on_signal(const char *path);
+/* The file is no longer the signal's to remove (renamed, or removed). */
+void cli_keep_on_signal(int slot);
 /* Before a long computation: whether FILE can be written (its directory
  * exists and is writable, it is not a directory), without creating it.
  * Returns an exit code (the failure printed). */

@@ -13,10 +13,9 @@
  * A fatal signal while the temporary file is open (SIGINT, SIGTERM, SIGHUP,
  * SIGXFSZ) removes it before the process dies of that signal, as it would
  * have: the exit status still says "interrupted".  The handler needs the
- * path outside any stack frame, hence the one static slot below: the CLI
- * writes one output file at a time (codegen --frontier-dir writes its files
- * one after another), and a second open while one is pending simply is not
- * covered by the handler (it is still renamed or discarded normally).
+ * paths outside any stack frame, hence the static slots below (the CLI has a
+ * temporary file or two at a time; one that finds no free slot is still
+ * renamed or discarded normally, only not on a signal).
  *
  * Standard output, "-", and paths that exist but are not regular files (a
  * pipe, /dev/null, /dev/stdout) are written in place: they cannot be renamed
@@ -32,53 +31,72 @@
 
 #include "cli.h"
 
-/* The temporary file a fatal signal must remove (see above). */
-static char pending_tmp[4096];
-static volatile sig_atomic_t pending_set;
+/* The temporary files a fatal signal must remove (see above): a few slots,
+ * since `solve --format` keeps its intermediate result file while the
+ * result is written through a temporary beside it. */
+#define NSLOTS 8
+static char pending_path[NSLOTS][4096];
+static volatile sig_atomic_t pending_set[NSLOTS];
+static int pending_count;
 static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
 #define NFATAL ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
 static struct sigaction saved_actions[NFATAL];
 
 static void remove_pending_and_die(int sig)
 {
-    if (pending_set)
-        unlink(pending_tmp); /* async-signal-safe */
-    pending_set = 0;
+    for (int i = 0; i < NSLOTS; i++)
+        if (pending_set[i]) {
+            unlink(pending_path[i]); /* async-signal-safe */
+            pending_set[i] = 0;
+        }
     signal(sig, SIG_DFL);
     raise(sig); /* die of the signal itself: the caller's shell sees 130 for ^C */
 }
 
-static bool guard_tmp(const char *tmp)
+int cli_remove_on_signal(const char *path)
 {
-    if (pending_set || strlen(tmp) >= sizeof pending_tmp)
-        return false;
-    memcpy(pending_tmp, tmp, strlen(tmp) + 1);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = remove_pending_and_die;
-    sigemptyset(&sa.sa_mask);
-    pending_set = 1;
-    for (int i = 0; i < NFATAL; i++) {
-        sigaction(fatal_signals[i], NULL, &saved_actions[i]);
-        /* a signal the caller ignores (nohup, a background job's SIGINT)
-         * stays ignored: it would not have ended the process */
-        if (saved_actions[i].sa_handler != SIG_IGN)
-            sigaction(fatal_signals[i], &sa, NULL);
+    size_t n = strlen(path);
+    if (n >= sizeof pending_path[0])
+        return -1;
+    int slot = -1;
+    for (int i = 0; i < NSLOTS && slot < 0; i++)
+        if (!pending_set[i])
+            slot = i;
+    if (slot < 0)
+        return -1;
+    memcpy(pending_path[slot], path, n + 1);
+    if (pending_count++ == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = remove_pending_and_die;
+        sigemptyset(&sa.sa_mask);
+        for (int i = 0; i < NFATAL; i++) {
+            sigaction(fatal_signals[i], NULL, &saved_actions[i]);
+            /* a signal the caller ignores (nohup, a background job's SIGINT)
+             * stays ignored: it would not have ended the process */
+            if (saved_actions[i].sa_handler != SIG_IGN)
+                sigaction(fatal_signals[i], &sa, NULL);
+        }
     }
-    return true;
+    pending_set[slot] = 1;
+    return slot;
 }
 
-static void unguard_tmp(void)
+void cli_keep_on_signal(int slot)
 {
-    for (int i = 0; i < NFATAL; i++)
-        if (saved_actions[i].sa_handler != SIG_IGN)
-            sigaction(fatal_signals[i], &saved_actions[i], NULL);
-    pending_set = 0;
+    if (slot < 0 || slot >= NSLOTS || !pending_set[slot])
+        return;
+    pending_set[slot] = 0;
+    if (--pending_count == 0)
+        for (int i = 0; i < NFATAL; i++)
+            if (saved_actions[i].sa_handler != SIG_IGN)
+                sigaction(fatal_signals[i], &saved_actions[i], NULL);
 }
 
 int cli_out_open(cli_out *o, const char *cmd, const char *path)
 {
     memset(o, 0, sizeof *o);
+    o->guard = -1;
     o->cmd = cmd;
     if (!path || strcmp(path, "-") == 0) {
         o->f = stdout;
@@ -114,7 +132,7 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         o->tmp = NULL;
         return CLI_EXIT_USAGE;
     }
-    o->guarded = guard_tmp(o->tmp);
+    o->guard = cli_remove_on_signal(o->tmp);
     /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have */
     mode_t mask = umask(0);
     umask(mask);
@@ -122,8 +140,7 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
         close(fd);
         unlink(o->tmp);
-        if (o->guarded)
-            unguard_tmp();
+        cli_keep_on_signal(o->guard);
         free(o->tmp);
         o->tmp = NULL;
         return CLI_EXIT_USAGE;
@@ -157,8 +174,7 @@ int cli_out_close(cli_out *o, bool ok)
         }
         if (!ok)
             unlink(o->tmp);
-        if (o->guarded)
-            unguard_tmp();
+        cli_keep_on_signal(o->guard);
         free(o->tmp);
         o->tmp = NULL;
     }

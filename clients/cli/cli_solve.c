@@ -797,6 +797,8 @@ static int solve_then_codegen(int argc, char **argv, const char *format, const c
         return cli_usage_error(CMD, "cannot create a temporary file in /tmp: %s",
                                strerror(errno));
     close(fd);
+    /* Ctrl-C during the synthesis must not leave it in /tmp */
+    int slot = cli_remove_on_signal(tmp);
     char **sargv = calloc((size_t)argc + 6, sizeof *sargv);
     char **cargv = calloc((size_t)argc + 6, sizeof *cargv);
     int code = CLI_EXIT_INTERNAL;
@@ -841,6 +843,7 @@ static int solve_then_codegen(int argc, char **argv, const char *format, const c
         code = cli_cmd_codegen(cc, cargv, g);
 out:
     unlink(tmp);
+    cli_keep_on_signal(slot);
     free(sargv);
     free(cargv);
     return code;

@@ -961,6 +961,11 @@ int smt_encode_solve(const smt_problem *p, int S, int R, const smt_encode_config
                                cfg->card_solver);
         if (cfg->seed)
             Z3_params_set_uint(ctx, prm, Z3_mk_string_symbol(ctx, "random_seed"), cfg->seed);
+        /* Z3 otherwise installs its own SIGINT handler around every check,
+         * which only cancels that one instance: the search went on with the
+         * next, and Ctrl-C never stopped `collsynth solve` (a library must
+         * not take the process's signals; cancellation is live->interrupted) */
+        Z3_params_set_bool(ctx, prm, Z3_mk_string_symbol(ctx, "ctrl_c"), false);
         Z3_solver_set_params(ctx, solver, prm);
         Z3_params_dec_ref(ctx, prm);
     }

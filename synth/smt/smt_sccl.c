@@ -32,11 +32,14 @@ int smt_sccl_solve(const smt_problem *p, int S, int R, double time_limit_s, cs_a
     Z3_set_error_handler(ctx, z3_quiet);
     Z3_solver sol = Z3_mk_solver(ctx);
     Z3_solver_inc_ref(ctx, sol);
-    if (time_limit_s > 0) {
+    {
         Z3_params prm = Z3_mk_params(ctx);
         Z3_params_inc_ref(ctx, prm);
-        Z3_params_set_uint(ctx, prm, Z3_mk_string_symbol(ctx, "timeout"),
-                           (unsigned)(time_limit_s * 1000));
+        if (time_limit_s > 0)
+            Z3_params_set_uint(ctx, prm, Z3_mk_string_symbol(ctx, "timeout"),
+                               (unsigned)(time_limit_s * 1000));
+        /* no SIGINT handler of Z3's own (smt_encode.c says why) */
+        Z3_params_set_bool(ctx, prm, Z3_mk_string_symbol(ctx, "ctrl_c"), false);
         Z3_solver_set_params(ctx, sol, prm);
         Z3_params_dec_ref(ctx, prm);
     }
