@@ -13,9 +13,16 @@
  *    replaced), every rank slice must hold exactly the sends its ranks take
  *    part in, in order; then the blob is damaged at places the input names,
  *    and the damaged blob must be refused or decode to the same result
- *    ("never decoded into wrong sends", result_codec.h).
+ *    ("never decoded into wrong sends", result_codec.h);
+ *  - odd, and resealed: the frames of that blob are decompressed, changed
+ *    where the input says, recompressed, and every offset, length and CRC
+ *    made consistent again (directory fields changed too), so the decoder
+ *    reads wrong data in a valid container - what the CRCs otherwise keep
+ *    the first mode from reaching.  It must refuse or decode, never misbehave.
  */
 #include <math.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "fuzz_common.h"
 #include "result_codec.h"
@@ -196,11 +203,11 @@ static cs_result *build_result(cursor *c)
         unsigned flags = take(c);
         a->switch_nodes = (int)(flags % 3);
         int nodes = P + a->switch_nodes;
-        /* many sends (past a block and a rank group: CS_CODEC_BLOCK_SENDS,
-         * CS_CODEC_GROUP_SENDS) only now and then: a second a run */
-        long n = (flags & 0x18) == 0x18 && h % 64 == 0 && k == 0
-                     ? CS_CODEC_BLOCK_SENDS + 1 + (long)take(c) * 16
-                     : (long)take(c) * 4;
+        /* up to about a thousand sends: results of several order blocks and
+         * rank groups (CS_CODEC_BLOCK_SENDS) take seconds each here and
+         * crowded out everything else; test_codec's
+         * roundtrip_blocks_groups_reals covers them */
+        long n = (long)take(c) * 4;
         bool timed = flags & 0x20, mixed = flags & 0x40;
         fuzz_rng rng = {0x9e3779b97f4a7c15ull ^ (uint64_t)take(c) << 8 ^ (uint64_t)k};
         for (long i = 0; i < n; i++) {
@@ -274,6 +281,132 @@ static char *stream(const cs_codec_view *v, cs_error *err)
     return rc == CS_OK ? text : NULL;
 }
 
+/* ---- resealed blobs (the container layout of result_codec.c) ---------------- */
+
+#define FOOTER_LEN 40
+#define DIR_ENTRY_LEN 48
+#define BLOCK_ENTRY_LEN 32
+#define GROUP_ENTRY_LEN 40
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+static void set32(uint8_t *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+static void set64(uint8_t *p, uint64_t v)
+{
+    set32(p, (uint32_t)v);
+    set32(p + 4, (uint32_t)(v >> 32));
+}
+static uint32_t crc_of(const uint8_t *p, size_t n) { return (uint32_t)crc32(0L, p, (uInt)n); }
+
+/* blob (from result_codec_encode, so well formed) with its frames' raw bytes
+ * and some directory fields changed where the input says, everything
+ * resealed.  NULL when the input asks for nothing. */
+static uint8_t *reseal(const uint8_t *blob, size_t len, cursor *c, size_t *out_len)
+{
+    const uint8_t *f = blob + len - FOOTER_LEN;
+    size_t hend = (size_t)get64(f) + get32(f + 8);
+    size_t dir_off = (size_t)get64(f + 16), dir_len = get32(f + 24);
+    uint32_t nalgs = get32(blob + dir_off);
+    fuzz_buf out = {0};
+    fuzz_buf_add(&out, blob, hend);
+    uint8_t *dir = malloc(dir_len);
+    if (!dir)
+        abort();
+    memcpy(dir, blob + dir_off, dir_len);
+    fuzz_buf tables = {0};
+    fuzz_buf_add(&tables, "", 0);
+    unsigned changes = 1 + take(c) % 6;
+    for (uint32_t a = 0; a < nalgs; a++) {
+        uint8_t *de = dir + 4 + (size_t)a * DIR_ENTRY_LEN;
+        uint32_t nblocks = get32(de + 16), ngroups = get32(de + 20);
+        const uint8_t *tab = blob + get64(de + 24);
+        size_t tab_start = tables.n;
+        for (uint32_t k = 0; k < nblocks + ngroups; k++) {
+            size_t elen = k < nblocks ? BLOCK_ENTRY_LEN : GROUP_ENTRY_LEN;
+            const uint8_t *te = k < nblocks ? tab + (size_t)k * BLOCK_ENTRY_LEN
+                                            : tab + (size_t)nblocks * BLOCK_ENTRY_LEN +
+                                                  (size_t)(k - nblocks) * GROUP_ENTRY_LEN;
+            uint8_t e[GROUP_ENTRY_LEN];
+            memcpy(e, te, elen);
+            size_t raw_len = get32(e + 12);
+            uint8_t *raw = malloc(raw_len + 16);
+            if (!raw)
+                abort();
+            size_t got = ZSTD_decompress(raw, raw_len, blob + get64(e), get32(e + 8));
+            FUZZ_CHECK(!ZSTD_isError(got) && got == raw_len, "frame %u of algorithm %u", k, a);
+            /* the raw bytes: flips, a cut, or bytes added */
+            unsigned what = take(c);
+            for (unsigned m = 0; raw_len && m < (what & 3); m++)
+                raw[(take(c) | take(c) << 8) % raw_len] ^= (uint8_t)(take(c) | 1);
+            if (what & 4)
+                raw_len -= raw_len ? take(c) % (raw_len + 1) : 0;
+            else if (what & 8)
+                for (unsigned m = 0; m < 16; m++)
+                    raw[raw_len++] = (uint8_t)take(c);
+            if (what & 16) { /* the entry's own fields: nsends, a group's rank range */
+                static const int at[] = {16, 24, 28};
+                int k2 = at[elen == GROUP_ENTRY_LEN ? take(c) % 3 : 0];
+                set32(e + k2, get32(e + k2) ^ (uint32_t)(take(c) | take(c) << 8));
+            }
+            size_t bound = ZSTD_compressBound(raw_len);
+            uint8_t *z = malloc(bound);
+            if (!z)
+                abort();
+            size_t zl = ZSTD_compress(z, bound, raw, raw_len, 1);
+            FUZZ_CHECK(!ZSTD_isError(zl), "recompress");
+            set64(e, out.n);
+            set32(e + 8, (uint32_t)zl);
+            set32(e + 12, (uint32_t)raw_len);
+            set32(e + 20, crc_of(z, zl));
+            fuzz_buf_add(&out, z, zl);
+            fuzz_buf_add(&tables, e, elen);
+            free(z);
+            free(raw);
+        }
+        /* the table's place and CRC are fixed below, once the frames are out */
+        set64(de + 24, tab_start);
+    }
+    /* directory fields: sends, flags, ranks, counts, switch nodes */
+    static const int fields[] = {0, 8, 12, 16, 20, 36};
+    while (changes-- && nalgs) {
+        unsigned which = take(c);
+        if (!(which & 1))
+            continue;
+        uint8_t *de = dir + 4 + (size_t)(take(c) % nalgs) * DIR_ENTRY_LEN;
+        int at = fields[take(c) % 6];
+        set32(de + at, get32(de + at) ^ (uint32_t)(take(c) | take(c) << 8 | take(c) << 24));
+    }
+    size_t tabs_at = out.n;
+    fuzz_buf_add(&out, tables.p, tables.n);
+    for (uint32_t a = 0; a < nalgs; a++) {
+        uint8_t *de = dir + 4 + (size_t)a * DIR_ENTRY_LEN;
+        size_t at = (size_t)get64(de + 24);
+        size_t tlen = (size_t)get32(de + 16) * BLOCK_ENTRY_LEN +
+                      (size_t)get32(de + 20) * GROUP_ENTRY_LEN;
+        set64(de + 24, tabs_at + at);
+        if (at + tlen <= tables.n)
+            set32(de + 32, crc_of((const uint8_t *)tables.p + at, tlen));
+    }
+    size_t new_dir = out.n;
+    fuzz_buf_add(&out, dir, dir_len);
+    uint8_t foot[FOOTER_LEN];
+    memcpy(foot, f, FOOTER_LEN);
+    set64(foot + 16, new_dir);
+    set32(foot + 28, crc_of(dir, dir_len));
+    fuzz_buf_add(&out, foot, FOOTER_LEN);
+    free(dir);
+    free(tables.p);
+    *out_len = out.n;
+    return (uint8_t *)out.p;
+}
+
 static void fuzz_roundtrip(cursor *c)
 {
     cs_result *res = build_result(c);
@@ -331,6 +464,21 @@ static void fuzz_roundtrip(cursor *c)
         result_codec_close(bv);
     }
     free(bad);
+
+    /* wrong data in a valid container */
+    if (take(c) & 1) {
+        size_t rlen = 0;
+        uint8_t *re = reseal(blob, len, c, &rlen);
+        cs_codec_view *rv = NULL;
+        cs_error_clear(&err);
+        if (result_codec_open(re, rlen, &rv, &err) == CS_OK) {
+            exercise_view(rv);
+            result_codec_close(rv);
+        } else {
+            FUZZ_CHECK(err.message[0], "open refused without a message");
+        }
+        free(re);
+    }
     free(got);
     free(want);
     free(blob);
