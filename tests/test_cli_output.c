@@ -449,6 +449,35 @@ START_TEST(ctrl_c_stops_an_smt_search)
 }
 END_TEST
 
+/* A FILE its owner made read-only is not replaced: fopen("w") refused it,
+ * and the temporary-file-and-rename writer must not quietly replace it
+ * (rename ignores the file's own mode).  As root every file is writable,
+ * so the CLI runs as nobody then. */
+START_TEST(a_read_only_file_is_not_replaced)
+{
+    char path[400], cmd[2600];
+    snprintf(path, sizeof path, "%s/ro.json", tmpdir);
+    write_text(path, "the old document\n");
+    char *out = NULL, *err = NULL;
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof cmd, "chmod 777 '%s' && chown nobody '%s' && chmod 444 '%s' && "
+                 "runuser -u nobody -- %s baseline ring ring:4 allgather -o '%s'",
+                 tmpdir, path, path, cli, path);
+    } else {
+        snprintf(cmd, sizeof cmd, "chmod 444 '%s' && %s baseline ring ring:4 allgather -o '%s'",
+                 path, cli, path);
+    }
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "Permission denied") != NULL, "%s", err);
+    char *now = slurp(path);
+    ck_assert_msg(now && strcmp(now, "the old document\n") == 0, "the read-only FILE was replaced");
+    free(now);
+    free(out);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -459,6 +488,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
     tcase_add_test(tc, ctrl_c_during_codegen_leaves_no_temporary);
     tcase_add_test(tc, ctrl_c_stops_an_smt_search);
+    tcase_add_test(tc, a_read_only_file_is_not_replaced);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);

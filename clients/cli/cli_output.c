@@ -116,6 +116,12 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         }
         return CLI_EXIT_OK;
     }
+    /* a FILE its owner made read-only stays protected, as fopen("w") kept
+     * it (rename(2) would replace it regardless) */
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
     size_t n = strlen(path) + 16;
