@@ -122,6 +122,14 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
         return CLI_EXIT_USAGE;
     }
+    /* a symbolic link to a file: the file it names is replaced (as
+     * fopen("w") wrote through the link), not the link itself */
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        o->real = realpath(path, NULL);
+        if (o->real)
+            path = o->real;
+    }
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
     size_t n = strlen(path) + 16;
@@ -136,6 +144,8 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
+        free(o->real);
+        o->real = NULL;
         return CLI_EXIT_USAGE;
     }
     o->guard = cli_remove_on_signal(o->tmp);
@@ -149,6 +159,8 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         cli_keep_on_signal(o->guard);
         free(o->tmp);
         o->tmp = NULL;
+        free(o->real);
+        o->real = NULL;
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -172,7 +184,7 @@ int cli_out_close(cli_out *o, bool ok)
         ok = false;
     }
     if (o->tmp) {
-        if (ok && rename(o->tmp, o->path) != 0) {
+        if (ok && rename(o->tmp, o->real ? o->real : o->path) != 0) {
             fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
                     strerror(errno));
             code = CLI_EXIT_USAGE;
@@ -184,6 +196,8 @@ int cli_out_close(cli_out *o, bool ok)
         free(o->tmp);
         o->tmp = NULL;
     }
+    free(o->real);
+    o->real = NULL;
     return code;
 }
 
