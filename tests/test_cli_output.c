@@ -479,7 +479,8 @@ START_TEST(a_read_only_file_is_not_replaced)
 END_TEST
 
 /* -o onto a symbolic link writes the file it names (as fopen("w") did),
- * keeping the link: algos/current.xml -> v3.xml stays a link. */
+ * keeping the link: algos/current.xml -> v3.xml stays a link; and an
+ * existing file keeps its mode. */
 START_TEST(a_symbolic_link_is_written_through)
 {
     char target[400], link[400], cmd[1400];
@@ -498,6 +499,15 @@ START_TEST(a_symbolic_link_is_written_through)
     ck_assert_msg(doc != NULL, "the linked file does not hold the new document");
     json_decref(doc);
     ck_assert_int_eq(leftover_temps("v3.json", NULL, 0), 0);
+    free(out);
+    free(err);
+    /* a private FILE stays private when it is replaced */
+    ck_assert_int_eq(chmod(target, 0600), 0);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_int_eq(stat(target, &st), 0);
+    ck_assert_msg((st.st_mode & 0777) == 0600, "mode %o after -o (was 0600)",
+                  (unsigned)(st.st_mode & 0777));
     free(out);
     free(err);
 }

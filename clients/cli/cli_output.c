@@ -149,10 +149,14 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         return CLI_EXIT_USAGE;
     }
     o->guard = cli_remove_on_signal(o->tmp);
-    /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have */
+    /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have:
+     * an existing FILE's own (a private 0600 file stays private), else
+     * 0666 less the umask */
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    struct stat old;
+    mode_t mode = stat(path, &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask);
+    if (fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
         close(fd);
         unlink(o->tmp);
