@@ -165,6 +165,30 @@ START_TEST(connection_options_before_the_command)
 }
 END_TEST
 
+/* Malformed seconds are usage errors, said before any connection: `wait
+ * JOB --max abc` and `submit ... --wait=abc` read "abc" as 0 (atof), and
+ * `--timeout 5x` was reported as "option 5x needs a value". */
+START_TEST(malformed_seconds_are_usage_errors)
+{
+    const char *cases[][2] = {
+        {"wait 0123456789abcdef0123456789abcdef --max abc", "--max wants seconds"},
+        {"submit ring:4 allgather --wait=abc", "--wait=S wants seconds"},
+        {"status 0123456789abcdef0123456789abcdef --timeout 5x", "--timeout needs a value"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char cmd[800], *out = NULL, *errs = NULL;
+        /* an unreachable server: a usage error must come first (exit 2, not 3) */
+        snprintf(cmd, sizeof cmd, "%s/collsynth --server http://127.0.0.1:1 %s",
+                 cs_test_build_dir(), cases[k][0]);
+        int rc = cs_test_sh(cmd, &out, &errs);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", cases[k][0], rc, errs);
+        ck_assert_msg(strstr(errs, cases[k][1]) != NULL, "%s: %s", cases[k][0], errs);
+        free(out);
+        free(errs);
+    }
+}
+END_TEST
+
 static Suite *text_inputs_suite(void)
 {
     Suite *s = suite_create("text_inputs");
@@ -174,6 +198,7 @@ static Suite *text_inputs_suite(void)
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_a_request_body);
     tcase_add_test(tc, a_post_where_none_is_taken_is_405_not_415);
     tcase_add_test(tc, connection_options_before_the_command);
+    tcase_add_test(tc, malformed_seconds_are_usage_errors);
     suite_add_tcase(s, tc);
     return s;
 }
