@@ -189,6 +189,32 @@ START_TEST(malformed_seconds_are_usage_errors)
 }
 END_TEST
 
+/* `collsynth wait` on a job its caller let go of said "job ID cancelled:
+ * error cancelled: cancelled: every client that asked for it detached":
+ * a message that starts with its code says it once. */
+START_TEST(a_cancelled_job_says_cancelled_once)
+{
+    cs_test_daemon d;
+    char *why = NULL;
+    ck_assert_msg(cs_test_daemon_start(&d, NULL, &why) == 0, "daemon: %s", why ? why : "");
+    free(why);
+    char cmd[1400], *out = NULL, *errs = NULL;
+    /* SMT on torus2d:6x6 with a wide class: still running when cancelled */
+    snprintf(cmd, sizeof cmd,
+             "B=%s/collsynth; S=%s; J=$($B --server $S submit torus2d:6x6 allgather --method smt "
+             "--option max_chunks=8 --option k=6 | sed -n 's/^job: //p'); "
+             "$B --server $S cancel $J >/dev/null && $B --server $S wait $J --max 30",
+             cs_test_build_dir(), d.url);
+    int rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, errs);
+    ck_assert_msg(strstr(errs, "cancelled") != NULL, "%s", errs);
+    ck_assert_msg(strstr(errs, "cancelled: cancelled") == NULL, "said twice: %s", errs);
+    free(out);
+    free(errs);
+    cs_test_daemon_stop(&d);
+}
+END_TEST
+
 static Suite *text_inputs_suite(void)
 {
     Suite *s = suite_create("text_inputs");
@@ -199,6 +225,7 @@ static Suite *text_inputs_suite(void)
     tcase_add_test(tc, a_post_where_none_is_taken_is_405_not_415);
     tcase_add_test(tc, connection_options_before_the_command);
     tcase_add_test(tc, malformed_seconds_are_usage_errors);
+    tcase_add_test(tc, a_cancelled_job_says_cancelled_once);
     suite_add_tcase(s, tc);
     return s;
 }

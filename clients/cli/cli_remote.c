@@ -418,8 +418,15 @@ static int wait_for_job(const char *cmd, const cs_http_client *c, const char *jo
                 const char *emsg = json_string_value(json_object_get(e, "message"));
                 const char *efield = json_string_value(json_object_get(e, "field"));
                 fprintf(stderr, "collsynth %s: job %s %s", cmd, job_id, status);
-                if (emsg != NULL)
-                    fprintf(stderr, ": error %s: %s", ecode ? ecode : "", emsg);
+                if (emsg != NULL) {
+                    /* "cancelled: cancelled: every client ...": a message that
+                     * starts with its code says it once */
+                    size_t cl = ecode ? strlen(ecode) : 0;
+                    if (cl && strncmp(emsg, ecode, cl) == 0 && emsg[cl] == ':')
+                        fprintf(stderr, ": error %s", emsg);
+                    else
+                        fprintf(stderr, ": error %s: %s", ecode ? ecode : "", emsg);
+                }
                 if (efield != NULL && efield[0])
                     fprintf(stderr, " (field %s)", efield);
                 fputc('\n', stderr);
