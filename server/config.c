@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -183,14 +184,16 @@ static int set_option_raw(cs_server_config *c, const opt_def *o, const char *val
         snprintf(p, o->size, "%s", value);
         return CS_OK;
     case OPT_BOOL:
-        if (!strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "yes") ||
-            !strcmp(value, "on"))
+        /* in any case: environments write TRUE, False, On as often */
+        if (!strcmp(value, "1") || !strcasecmp(value, "true") || !strcasecmp(value, "yes") ||
+            !strcasecmp(value, "on"))
             *(bool *)p = true;
-        else if (!strcmp(value, "0") || !strcmp(value, "false") || !strcmp(value, "no") ||
-                 !strcmp(value, "off"))
+        else if (!strcmp(value, "0") || !strcasecmp(value, "false") ||
+                 !strcasecmp(value, "no") || !strcasecmp(value, "off"))
             *(bool *)p = false;
         else
-            return cs_error_set(err, CS_EINVAL, o->flag, "--%s: expected true or false, got %s",
+            return cs_error_set(err, CS_EINVAL, o->flag,
+                                "--%s: expected true or false (also 1/0, yes/no, on/off), got %s",
                                 o->flag, value);
         return CS_OK;
     default: {

@@ -735,6 +735,9 @@ void server_stop(cs_server *s)
 {
     if (!s || atomic_exchange(&s->stopping, true))
         return;
+    /* a daemon that never served (start-up failed part way) has nothing to
+     * announce: its caller logs why it did not start */
+    bool served = s->acceptor_running;
     /* stop accepting first (MHD has no listen socket of its own: nothing to
      * quiesce); the socket stays open, so new connections wait in the
      * backlog rather than being refused, until it closes at the end */
@@ -745,9 +748,11 @@ void server_stop(cs_server *s)
         pthread_join(s->acceptor, NULL);
         s->acceptor_running = false;
     }
-    char grace[32];
-    snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
-    log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
+    if (served) {
+        char grace[32];
+        snprintf(grace, sizeof grace, "%g", s->cfg.shutdown_grace_s);
+        log_event(&s->log, LOG_INFO, "shutdown", "grace_s", grace, NULL);
+    }
     /* requests being parsed finish (and may park on a job) before the jobs
      * stop, which answers every parked request */
     workpool_stop(s->parse_pool);

@@ -449,6 +449,70 @@ START_TEST(ctrl_c_stops_an_smt_search)
 }
 END_TEST
 
+/* A FILE its owner made read-only is not replaced: fopen("w") refused it,
+ * and the temporary-file-and-rename writer must not quietly replace it
+ * (rename ignores the file's own mode).  As root every file is writable,
+ * so the CLI runs as nobody then. */
+START_TEST(a_read_only_file_is_not_replaced)
+{
+    char path[400], cmd[2600];
+    snprintf(path, sizeof path, "%s/ro.json", tmpdir);
+    write_text(path, "the old document\n");
+    char *out = NULL, *err = NULL;
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof cmd, "chmod 777 '%s' && chown nobody '%s' && chmod 444 '%s' && "
+                 "runuser -u nobody -- %s baseline ring ring:4 allgather -o '%s'",
+                 tmpdir, path, path, cli, path);
+    } else {
+        snprintf(cmd, sizeof cmd, "chmod 444 '%s' && %s baseline ring ring:4 allgather -o '%s'",
+                 path, cli, path);
+    }
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "Permission denied") != NULL, "%s", err);
+    char *now = slurp(path);
+    ck_assert_msg(now && strcmp(now, "the old document\n") == 0, "the read-only FILE was replaced");
+    free(now);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* -o onto a symbolic link writes the file it names (as fopen("w") did),
+ * keeping the link: algos/current.xml -> v3.xml stays a link; and an
+ * existing file keeps its mode. */
+START_TEST(a_symbolic_link_is_written_through)
+{
+    char target[400], link[400], cmd[1400];
+    snprintf(target, sizeof target, "%s/v3.json", tmpdir);
+    snprintf(link, sizeof link, "%s/current.json", tmpdir);
+    write_text(target, "the old document\n");
+    ck_assert_int_eq(symlink("v3.json", link), 0);
+    snprintf(cmd, sizeof cmd, "%s baseline ring ring:4 allgather -o '%s'", cli, link);
+    char *out = NULL, *err = NULL;
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced by a file");
+    json_t *doc = json_load_file(target, 0, NULL);
+    ck_assert_msg(doc != NULL, "the linked file does not hold the new document");
+    json_decref(doc);
+    ck_assert_int_eq(leftover_temps("v3.json", NULL, 0), 0);
+    free(out);
+    free(err);
+    /* a private FILE stays private when it is replaced */
+    ck_assert_int_eq(chmod(target, 0600), 0);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_int_eq(stat(target, &st), 0);
+    ck_assert_msg((st.st_mode & 0777) == 0600, "mode %o after -o (was 0600)",
+                  (unsigned)(st.st_mode & 0777));
+    free(out);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -459,6 +523,8 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, ctrl_c_while_writing_leaves_no_truncated_file);
     tcase_add_test(tc, ctrl_c_during_codegen_leaves_no_temporary);
     tcase_add_test(tc, ctrl_c_stops_an_smt_search);
+    tcase_add_test(tc, a_read_only_file_is_not_replaced);
+    tcase_add_test(tc, a_symbolic_link_is_written_through);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);

@@ -53,6 +53,15 @@ START_TEST(config_flags_env_and_errors)
     char *bad_env[] = {"COLLSYNTH_MAX_QUEUED=-4", NULL};
     ck_assert_int_eq(config_from_env(&c, bad_env, &err), CS_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "COLLSYNTH_MAX_QUEUED"));
+    /* booleans in any case (COLLSYNTH_ISO_CACHE=False was refused while
+     * "off" and "0" were taken) */
+    char *bool_env[] = {"COLLSYNTH_ISO_CACHE=False", "COLLSYNTH_ACCESS_LOG=TRUE", NULL};
+    ck_assert_int_eq(config_from_env(&c, bool_env, &err), CS_OK);
+    ck_assert(!c.iso_cache);
+    ck_assert(c.access_log);
+    char *bad_bool[] = {"COLLSYNTH_ISO_CACHE=maybe", NULL};
+    ck_assert_int_eq(config_from_env(&c, bad_bool, &err), CS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "yes/no"));
     char *h[] = {"collsynthd", "--help", NULL};
     ck_assert_int_eq(config_from_args(&c, 2, h, &help, &err), CS_OK);
     ck_assert(help);

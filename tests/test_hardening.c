@@ -151,6 +151,8 @@ START_TEST(second_daemon_on_same_sqlite_store_is_refused)
     char *log = read_file_text(a.log_path);
     ck_assert_msg(strstr(log, "in use by another collsynthd") != NULL,
                   "the refusal does not say why: %.2000s", log);
+    /* a daemon that never served announces no shutdown before its error */
+    ck_assert_msg(strstr(log, "event=shutdown") == NULL, "%.2000s", log);
     free(log);
     ck_assert_int_eq(daemon_stop(&a), 0);
 }

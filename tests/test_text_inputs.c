@@ -126,6 +126,95 @@ START_TEST(a_post_where_none_is_taken_is_405_not_415)
 }
 END_TEST
 
+/* `collsynth --server URL --token-file F submit ...`: the connection
+ * options written before the command, as --server is, were refused
+ * ("unknown option '--token-file'"); they apply to the remote command. */
+START_TEST(connection_options_before_the_command)
+{
+    cs_test_daemon d;
+    char *why = NULL;
+    ck_assert_msg(cs_test_daemon_start(&d, "t0ken", &why) == 0, "daemon: %s", why ? why : "");
+    free(why);
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-tok", dir, sizeof dir), 0);
+    char tok[400];
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    FILE *f = fopen(tok, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("t0ken\n", f);
+    fclose(f);
+    char cmd[1400], *out = NULL, *errs = NULL;
+    snprintf(cmd, sizeof cmd,
+             "env -u COLLSYNTH_TOKEN %s/collsynth --server %s --token-file '%s' --timeout 30 "
+             "submit ring:4 allgather --method ring --option wait_s=20",
+             cs_test_build_dir(), d.url, tok);
+    int rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, errs);
+    ck_assert_msg(strstr(out, "key: ") != NULL, "%s", out);
+    free(out);
+    free(errs);
+    /* an offline command says they do not apply to it */
+    snprintf(cmd, sizeof cmd, "%s/collsynth --timeout 5 topo show ring:4", cs_test_build_dir());
+    rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(errs, "applies to the remote commands") != NULL, "%s", errs);
+    free(out);
+    free(errs);
+    remove_tree(dir);
+    cs_test_daemon_stop(&d);
+}
+END_TEST
+
+/* Malformed seconds are usage errors, said before any connection: `wait
+ * JOB --max abc` and `submit ... --wait=abc` read "abc" as 0 (atof), and
+ * `--timeout 5x` was reported as "option 5x needs a value". */
+START_TEST(malformed_seconds_are_usage_errors)
+{
+    const char *cases[][2] = {
+        {"wait 0123456789abcdef0123456789abcdef --max abc", "--max wants seconds"},
+        {"submit ring:4 allgather --wait=abc", "--wait=S wants seconds"},
+        {"status 0123456789abcdef0123456789abcdef --timeout 5x", "--timeout needs a value"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char cmd[800], *out = NULL, *errs = NULL;
+        /* an unreachable server: a usage error must come first (exit 2, not 3) */
+        snprintf(cmd, sizeof cmd, "%s/collsynth --server http://127.0.0.1:1 %s",
+                 cs_test_build_dir(), cases[k][0]);
+        int rc = cs_test_sh(cmd, &out, &errs);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", cases[k][0], rc, errs);
+        ck_assert_msg(strstr(errs, cases[k][1]) != NULL, "%s: %s", cases[k][0], errs);
+        free(out);
+        free(errs);
+    }
+}
+END_TEST
+
+/* `collsynth wait` on a job its caller let go of said "job ID cancelled:
+ * error cancelled: cancelled: every client that asked for it detached":
+ * a message that starts with its code says it once. */
+START_TEST(a_cancelled_job_says_cancelled_once)
+{
+    cs_test_daemon d;
+    char *why = NULL;
+    ck_assert_msg(cs_test_daemon_start(&d, NULL, &why) == 0, "daemon: %s", why ? why : "");
+    free(why);
+    char cmd[1400], *out = NULL, *errs = NULL;
+    /* SMT on torus2d:6x6 with a wide class: still running when cancelled */
+    snprintf(cmd, sizeof cmd,
+             "B=%s/collsynth; S=%s; J=$($B --server $S submit torus2d:6x6 allgather --method smt "
+             "--option max_chunks=8 --option k=6 | sed -n 's/^job: //p'); "
+             "$B --server $S cancel $J >/dev/null && $B --server $S wait $J --max 30",
+             cs_test_build_dir(), d.url);
+    int rc = cs_test_sh(cmd, &out, &errs);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, errs);
+    ck_assert_msg(strstr(errs, "cancelled") != NULL, "%s", errs);
+    ck_assert_msg(strstr(errs, "cancelled: cancelled") == NULL, "said twice: %s", errs);
+    free(out);
+    free(errs);
+    cs_test_daemon_stop(&d);
+}
+END_TEST
+
 static Suite *text_inputs_suite(void)
 {
     Suite *s = suite_create("text_inputs");
@@ -134,6 +223,9 @@ static Suite *text_inputs_suite(void)
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_files);
     tcase_add_test(tc, a_byte_order_mark_is_ignored_in_a_request_body);
     tcase_add_test(tc, a_post_where_none_is_taken_is_405_not_415);
+    tcase_add_test(tc, connection_options_before_the_command);
+    tcase_add_test(tc, malformed_seconds_are_usage_errors);
+    tcase_add_test(tc, a_cancelled_job_says_cancelled_once);
     suite_add_tcase(s, tc);
     return s;
 }

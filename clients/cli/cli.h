@@ -101,6 +101,7 @@ typedef struct cli_out {
     const char *cmd;
     const char *path;  /* as given; NULL: standard output */
     char *tmp;         /* the temporary file, NULL when written in place */
+    char *real;        /* the file a symbolic link FILE names, NULL otherwise */
     FILE *f;           /* write here */
     int error;         /* errno of a failed write the caller noticed, 0 */
     int guard;         /* cli_remove_on_signal's slot for tmp, -1 none */

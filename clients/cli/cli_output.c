@@ -116,6 +116,20 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         }
         return CLI_EXIT_OK;
     }
+    /* a FILE its owner made read-only stays protected, as fopen("w") kept
+     * it (rename(2) would replace it regardless) */
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    /* a symbolic link to a file: the file it names is replaced (as
+     * fopen("w") wrote through the link), not the link itself */
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        o->real = realpath(path, NULL);
+        if (o->real)
+            path = o->real;
+    }
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
     size_t n = strlen(path) + 16;
@@ -130,19 +144,27 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
+        free(o->real);
+        o->real = NULL;
         return CLI_EXIT_USAGE;
     }
     o->guard = cli_remove_on_signal(o->tmp);
-    /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have */
+    /* mkstemp makes it 0600; give FILE the mode fopen(path, "w") would have:
+     * an existing FILE's own (a private 0600 file stays private), else
+     * 0666 less the umask */
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    struct stat old;
+    mode_t mode = stat(path, &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask);
+    if (fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
         close(fd);
         unlink(o->tmp);
         cli_keep_on_signal(o->guard);
         free(o->tmp);
         o->tmp = NULL;
+        free(o->real);
+        o->real = NULL;
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -166,7 +188,7 @@ int cli_out_close(cli_out *o, bool ok)
         ok = false;
     }
     if (o->tmp) {
-        if (ok && rename(o->tmp, o->path) != 0) {
+        if (ok && rename(o->tmp, o->real ? o->real : o->path) != 0) {
             fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
                     strerror(errno));
             code = CLI_EXIT_USAGE;
@@ -178,6 +200,8 @@ int cli_out_close(cli_out *o, bool ok)
         free(o->tmp);
         o->tmp = NULL;
     }
+    free(o->real);
+    o->real = NULL;
     return code;
 }
 

@@ -50,11 +50,33 @@ typedef struct remote_opts {
     const char *token_file;
     double timeout_s;
     bool json;
+    const char *bad_option;  /* take_common_option: the option whose value is bad */
 } remote_opts;
+
+/* A number of seconds >= 0 ("30", "1.5"), whole: "abc" or "5s" are refused,
+ * not read as 0 by atof. */
+static bool parse_seconds(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : -1;
+    if (!s || !*s || errno || *end != '\0' || !(v >= 0) || v > 1e9)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The usage error for o->bad_option. */
+static int bad_option_error(const char *cmd, const remote_opts *o)
+{
+    const char *name = o->bad_option ? o->bad_option : "option";
+    return cli_usage_error(cmd, "%s needs a value%s", name,
+                           strcmp(name, "--timeout") == 0 ? " (seconds >= 0)" : "");
+}
 
 
 /* Consumes a common option at argv[*i]; true when it was one.  *bad is set
- * when the option lacks its value. */
+ * (and o->bad_option) when the option lacks its value or it is malformed. */
 static bool take_common_option(int argc, char **argv, int *i, remote_opts *o, bool *bad)
 {
     const char *a = argv[*i];
@@ -73,6 +95,7 @@ static bool take_common_option(int argc, char **argv, int *i, remote_opts *o, bo
                 val = argv[++*i];
             } else {
                 *bad = true;
+                o->bad_option = names[k];
                 return true;
             }
             if (k == 0)
@@ -80,10 +103,10 @@ static bool take_common_option(int argc, char **argv, int *i, remote_opts *o, bo
             else if (k == 1)
                 o->token_file = val;
             else {
-                char *end;
-                o->timeout_s = strtod(val, &end);
-                if (*end != '\0' || o->timeout_s < 0)
+                if (!parse_seconds(val, &o->timeout_s)) {
                     *bad = true;
+                    o->bad_option = names[k];
+                }
             }
             return true;
         }
@@ -395,8 +418,15 @@ static int wait_for_job(const char *cmd, const cs_http_client *c, const char *jo
                 const char *emsg = json_string_value(json_object_get(e, "message"));
                 const char *efield = json_string_value(json_object_get(e, "field"));
                 fprintf(stderr, "collsynth %s: job %s %s", cmd, job_id, status);
-                if (emsg != NULL)
-                    fprintf(stderr, ": error %s: %s", ecode ? ecode : "", emsg);
+                if (emsg != NULL) {
+                    /* "cancelled: cancelled: every client ...": a message that
+                     * starts with its code says it once */
+                    size_t cl = ecode ? strlen(ecode) : 0;
+                    if (cl && strncmp(emsg, ecode, cl) == 0 && emsg[cl] == ':')
+                        fprintf(stderr, ": error %s", emsg);
+                    else
+                        fprintf(stderr, ": error %s: %s", ecode ? ecode : "", emsg);
+                }
                 if (efield != NULL && efield[0])
                     fprintf(stderr, " (field %s)", efield);
                 fputc('\n', stderr);
@@ -600,7 +630,7 @@ int cli_cmd_submit(int argc, char **argv, const cli_globals *g)
         bool bad = false;
         if (take_common_option(argc, argv, &i, &o, &bad)) {
             if (bad)
-                ec = cli_usage_error(cmd, "option %s needs a value", argv[i]);
+                ec = bad_option_error(cmd, &o);
         } else if (strcmp(argv[i], "--method") == 0 || strcmp(argv[i], "-m") == 0) {
             if (i + 1 >= argc)
                 ec = cli_usage_error(cmd, "--method needs a value");
@@ -615,7 +645,8 @@ int cli_cmd_submit(int argc, char **argv, const cli_globals *g)
             wait = true;
         } else if (strncmp(argv[i], "--wait=", 7) == 0) {
             wait = true;
-            wait_max = atof(argv[i] + 7);
+            if (!parse_seconds(argv[i] + 7, &wait_max))
+                ec = cli_usage_error(cmd, "--wait=S wants seconds >= 0, got '%s'", argv[i] + 7);
         } else if (argv[i][0] == '-' && argv[i][1] != '\0' && argv[i][1] != '{') {
             ec = cli_usage_error(cmd, "unknown option %s", argv[i]);
         } else if (npos < 2) {
@@ -697,9 +728,10 @@ static int one_id_command(const char *cmd, int argc, char **argv, const cli_glob
         bool bad = false;
         if (take_common_option(argc, argv, &i, o, &bad)) {
             if (bad)
-                return cli_usage_error(cmd, "option %s needs a value", argv[i]);
+                return bad_option_error(cmd, o);
         } else if (max_s != NULL && strcmp(argv[i], "--max") == 0 && i + 1 < argc) {
-            *max_s = atof(argv[++i]);
+            if (!parse_seconds(argv[++i], max_s))
+                return cli_usage_error(cmd, "--max wants seconds >= 0, got '%s'", argv[i]);
         } else if (argv[i][0] == '-') {
             return cli_usage_error(cmd, "unknown option %s", argv[i]);
         } else if (*id == NULL) {
@@ -839,7 +871,7 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
         const char *a = argv[i];
         if (take_common_option(argc, argv, &i, &o, &bad)) {
             if (bad)
-                ec = cli_usage_error(cmd, "option %s needs a value", a);
+                ec = bad_option_error(cmd, &o);
         } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (i + 1 >= argc)
                 ec = cli_usage_error(cmd, "--format needs json, msccl-xml or cuda");
@@ -1011,7 +1043,7 @@ int cli_cmd_topologies(int argc, char **argv, const cli_globals *g)
         bool bad = false;
         if (take_common_option(argc, argv, &i, &o, &bad)) {
             if (bad)
-                return cli_usage_error(cmd, "option %s needs a value", argv[i]);
+                return bad_option_error(cmd, &o);
         } else if (argv[i][0] == '-') {
             return cli_usage_error(cmd, "unknown option %s", argv[i]);
         } else if (name == NULL) {

@@ -55,6 +55,9 @@ static void usage(FILE *f)
             "Global options:\n"
             "  --server URL  the collsynthd to talk to (remote commands; default\n"
             "                $COLLSYNTH_SERVER)\n"
+            "  --token-file FILE, --timeout S\n"
+            "                the remote commands' token and per-request timeout,\n"
+            "                here or after the command\n"
             "  -h, --help    this help; 'collsynth COMMAND --help' for a command\n"
             "\n"
             "Topologies: a builtin name (ring:8, dgx1, torus2d:4x4, ...; see\n"
@@ -72,11 +75,29 @@ static const cli_command *find_command(const char *name)
     return NULL;
 }
 
+/* The remote commands' connection options, which people write before the
+ * command like --server ("collsynth --server URL --token-file F submit
+ * ..."): given there, they are handed to the command as its own options. */
+static const char *const connection_options[] = {"--token-file", "--timeout"};
+
+static bool is_remote_command(const char *name)
+{
+    static const char *const remote[] = {"submit", "status", "wait", "get", "cancel",
+                                         "topologies"};
+    for (size_t k = 0; k < sizeof remote / sizeof *remote; k++)
+        if (strcmp(name, remote[k]) == 0)
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     cli_globals g = {argv[0], getenv("COLLSYNTH_SERVER")};
     if (g.server && !*g.server)
         g.server = NULL;
+    /* global connection options, as "--name" "value" pairs */
+    const char *forward[2 * (sizeof connection_options / sizeof *connection_options)];
+    int nforward = 0;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *v = NULL;
@@ -91,6 +112,20 @@ int main(int argc, char **argv)
             g.server = v;
             continue;
         }
+        bool taken = false;
+        for (size_t k = 0; k < sizeof connection_options / sizeof *connection_options; k++) {
+            m = cli_option(NULL, argc, argv, &i, connection_options[k], &v);
+            if (m < 0)
+                return CLI_EXIT_USAGE;
+            if (m > 0 && nforward + 2 <= (int)(sizeof forward / sizeof *forward)) {
+                forward[nforward++] = connection_options[k];
+                forward[nforward++] = v;
+                taken = true;
+                break;
+            }
+        }
+        if (taken)
+            continue;
         fprintf(stderr, "collsynth: unknown option '%s'\n", argv[i]);
         fprintf(stderr, "Try 'collsynth --help'.\n");
         return CLI_EXIT_USAGE;
@@ -128,5 +163,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "Try 'collsynth --help'.\n");
         return CLI_EXIT_USAGE;
     }
-    return c->fn(argc - i, argv + i, &g);
+    if (nforward == 0)
+        return c->fn(argc - i, argv + i, &g);
+    if (!is_remote_command(c->name)) {
+        fprintf(stderr, "collsynth: %s applies to the remote commands (submit, status, wait, "
+                        "get, cancel, topologies), not to '%s'\n", forward[0], c->name);
+        fprintf(stderr, "Try 'collsynth --help'.\n");
+        return CLI_EXIT_USAGE;
+    }
+    /* COMMAND, the forwarded options, then the command's own arguments */
+    int n = argc - i;
+    char **cargv = calloc((size_t)(n + nforward + 1), sizeof *cargv);
+    if (!cargv) {
+        fprintf(stderr, "collsynth: out of memory\n");
+        return CLI_EXIT_INTERNAL;
+    }
+    int k = 0;
+    cargv[k++] = argv[i];
+    for (int f = 0; f < nforward; f++)
+        cargv[k++] = (char *)forward[f];
+    for (int a = i + 1; a < argc; a++)
+        cargv[k++] = argv[a];
+    int rc = c->fn(k, cargv, &g);
+    free(cargv);
+    return rc;
 }
