@@ -1527,6 +1527,23 @@ static bool tree_path(const hier_tree *tt, int root, int to, int *edges, int *le
     return true;
 }
 
+/* The paths of every NIC's in-node tree from its NIC to each local rank
+ * (alltoall and scatter both walk them); *depth grows to the deepest tree.
+ * false when a path is longer than the 8 hops the plans hold. */
+static bool nic_tree_paths(const hier_shape *s, const hier_trees *tr, int edges[64][64][8],
+                           int len[64][64], int *depth)
+{
+    for (int jx = 0; jx < s->k; jx++) {
+        if (tr->nic[jx].depth > *depth)
+            *depth = tr->nic[jx].depth;
+        for (int to = 0; to < s->m; to++)
+            if (to != s->nic[jx] &&
+                !tree_path(&tr->nic[jx], s->nic[jx], to, edges[jx][to], &len[jx][to]))
+                return false;
+    }
+    return true;
+}
+
 static int a2a_emit(const void *plan, emit_fn fn, void *ctx)
 {
     const a2a_plan *p = plan;
@@ -1583,7 +1600,7 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
     p->s = s;
     p->tr = tr;
     p->P = t->ranks;
-    int m = s->m, k = s->k;
+    int m = s->m;
     bool ok = true;
     for (int i = 0; i < m && ok; i++) {
         if (tr->spread[i].depth > p->S1)
@@ -1592,13 +1609,7 @@ static int compose_alltoall(const cs_topology *t, const cs_collective *c, const 
             ok = to == i || tree_path(&tr->spread[i], i, to, p->path_edges[i][to],
                                       &p->path_len[i][to]);
     }
-    for (int jx = 0; jx < k && ok; jx++) {
-        if (tr->nic[jx].depth > p->S3)
-            p->S3 = tr->nic[jx].depth;
-        for (int to = 0; to < m && ok; to++)
-            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
-                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
-    }
+    ok = ok && nic_tree_paths(s, tr, p->nic_edges, p->nic_len, &p->S3);
     if (!ok) {
         free(p);
         return cs_error_set(err, CS_EUNSUPPORTED, NULL, "alltoall: intra paths longer than 8 "
@@ -1710,7 +1721,7 @@ static int compose_scatter(const cs_topology *t, const cs_collective *c, const h
     p->s = s;
     p->tr = tr;
     p->P = t->ranks;
-    int m = s->m, k = s->k, N = s->nodes;
+    int m = s->m, N = s->nodes;
     for (int n = 0; n < N; n++)
         for (int i = 0; i < m; i++)
             if (s->rank[(long)n * m + i] == c->root) {
@@ -1722,13 +1733,7 @@ static int compose_scatter(const cs_topology *t, const cs_collective *c, const h
     for (int to = 0; to < m && ok; to++)
         ok = to == p->ir ||
              tree_path(&tr->spread[p->ir], p->ir, to, p->path_edges[to], &p->path_len[to]);
-    for (int jx = 0; jx < k && ok; jx++) {
-        if (tr->nic[jx].depth > p->S3)
-            p->S3 = tr->nic[jx].depth;
-        for (int to = 0; to < m && ok; to++)
-            ok = to == s->nic[jx] || tree_path(&tr->nic[jx], s->nic[jx], to,
-                                               p->nic_edges[jx][to], &p->nic_len[jx][to]);
-    }
+    ok = ok && nic_tree_paths(s, tr, p->nic_edges, p->nic_len, &p->S3);
     if (!ok) {
         free(p);
         return cs_error_set(err, CS_EUNSUPPORTED, NULL, "%s: intra paths longer than 8 hops",
