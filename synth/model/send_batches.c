@@ -254,6 +254,22 @@ static void batch_scan_run(batch_scan *job, int parts)
 /* The gathering of batch j from its bucket (b->bucket): its sends only,
  * in index order, each to the next position of its chunk; or (pairs) the
  * write-back of their results. */
+/* Makes the scratch records hold at least `need` (a batch of one chunk
+ * larger than the scratch).  Nothing in them is kept: a batch's records are
+ * gathered after this. */
+static int recs_hold(send_batches *b, long need)
+{
+    if (need <= b->cap)
+        return CS_OK;
+    send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
+    b->cap = 0;
+    b->recs = send_array_new(sizeof *b->recs * (size_t)need);
+    if (!b->recs)
+        return CS_ENOMEM;
+    b->cap = need;
+    return CS_OK;
+}
+
 static void bucket_scan(send_batches *b, uint32_t j, uint32_t *fill, const uint32_t *pairs,
                         uint32_t *col0, uint32_t *col1)
 {
@@ -279,14 +295,8 @@ static int next_dense(send_batches *b, send_batch *out)
         g1 = b->batch_g0[j + 1];
         uint32_t nch = g1 - g0, base = b->begin[g0];
         long need = b->begin[g1] - base;
-        if (need > b->cap) {    /* one chunk larger than the scratch: as below */
-            send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
-            b->cap = 0;
-            b->recs = send_array_new(sizeof *b->recs * (size_t)need);
-            if (!b->recs)
-                return CS_ENOMEM;
-            b->cap = need;
-        }
+        if (recs_hold(b, need) != CS_OK) /* one chunk larger than the scratch */
+            return CS_ENOMEM;
         if (nch > b->fill_cap) {
             uint32_t *f = realloc(b->fill, sizeof *f * nch);
             if (!f)
@@ -309,14 +319,9 @@ static int next_dense(send_batches *b, send_batch *out)
     while (g1 < b->G && b->begin[g1 + 1] - b->begin[g0] <= (uint64_t)b->cap)
         g1++;
     if (g1 == g0) {
-        long need = b->begin[g0 + 1] - b->begin[g0];
-        /* nothing to keep: the records are gathered after this */
-        send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
-        b->cap = 0;
-        b->recs = send_array_new(sizeof *b->recs * (size_t)need);
-        if (!b->recs)
+        /* one chunk larger than the scratch */
+        if (recs_hold(b, (long)(b->begin[g0 + 1] - b->begin[g0])) != CS_OK)
             return CS_ENOMEM;
-        b->cap = need;
         g1 = g0 + 1;
     }
     uint32_t nch = g1 - g0, base = b->begin[g0];
@@ -364,14 +369,8 @@ static int next_sparse(send_batches *b, send_batch *out)
         k1 = e;
         nch++;
     }
-    if (k1 - k0 > b->cap) {
-        send_array_delete(b->recs, sizeof *b->recs * (size_t)b->cap);
-        b->cap = 0;
-        b->recs = send_array_new(sizeof *b->recs * (size_t)(k1 - k0));
-        if (!b->recs)
-            return CS_ENOMEM;
-        b->cap = k1 - k0;
-    }
+    if (recs_hold(b, k1 - k0) != CS_OK)
+        return CS_ENOMEM;
     uint32_t *sb = realloc(b->sparse_begin, sizeof *sb * ((size_t)nch + 1));
     if (!sb)
         return CS_ENOMEM;
