@@ -93,6 +93,21 @@ void cli_keep_on_signal(int slot)
                 sigaction(fatal_signals[i], &saved_actions[i], NULL);
 }
 
+/* Lets go of the temporary file (renamed into place when `kept`, else
+ * removed) and of the names. */
+static void out_release(cli_out *o, bool kept)
+{
+    if (o->tmp) {
+        if (!kept)
+            unlink(o->tmp);
+        cli_keep_on_signal(o->guard);
+        free(o->tmp);
+        o->tmp = NULL;
+    }
+    free(o->real);
+    o->real = NULL;
+}
+
 int cli_out_open(cli_out *o, const char *cmd, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -159,12 +174,7 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
     if (fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
         fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", cmd, o->tmp, strerror(errno));
         close(fd);
-        unlink(o->tmp);
-        cli_keep_on_signal(o->guard);
-        free(o->tmp);
-        o->tmp = NULL;
-        free(o->real);
-        o->real = NULL;
+        out_release(o, false);
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -187,21 +197,13 @@ int cli_out_close(cli_out *o, bool ok)
         code = CLI_EXIT_USAGE;
         ok = false;
     }
-    if (o->tmp) {
-        if (ok && rename(o->tmp, o->real ? o->real : o->path) != 0) {
-            fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
-                    strerror(errno));
-            code = CLI_EXIT_USAGE;
-            ok = false;
-        }
-        if (!ok)
-            unlink(o->tmp);
-        cli_keep_on_signal(o->guard);
-        free(o->tmp);
-        o->tmp = NULL;
+    if (o->tmp && ok && rename(o->tmp, o->real ? o->real : o->path) != 0) {
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
+                strerror(errno));
+        code = CLI_EXIT_USAGE;
+        ok = false;
     }
-    free(o->real);
-    o->real = NULL;
+    out_release(o, ok);
     return code;
 }
 
