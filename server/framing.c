@@ -90,7 +90,6 @@ enum head_phase { H_NAME, H_BLANKS, H_VALUE, H_SKIP };
 #define PENDING_CAP 64 /* held-back output: digits, a line end, a terminator */
 
 struct cs_framing {
-    int fd;
     unsigned char state;
     /* head */
     unsigned char phase;       /* head_phase */
@@ -693,7 +692,6 @@ cs_framing *framing_new(uint64_t drop_limit, uint64_t drain_cap)
     cs_framing *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->fd = -1;
     f->drop_limit = drop_limit;
     f->drain_cap = drain_cap;
     f->state = F_HEAD;
@@ -748,7 +746,7 @@ static void table_init(void)
     atomic_store_explicit(&table.n, table.slots ? n : 0, memory_order_release);
 }
 
-static cs_framing *framing_for_fd(int fd)
+cs_framing *framing_of(int fd)
 {
     if (fd < 0 || (size_t)fd >= atomic_load_explicit(&table.n, memory_order_acquire))
         return NULL;
@@ -763,7 +761,6 @@ bool framing_attach(int fd, uint64_t drop_limit, uint64_t drain_cap)
     cs_framing *f = framing_new(drop_limit, drain_cap);
     if (!f)
         return false;
-    f->fd = fd;
     /* a leftover would mean MHD closed a socket without telling: replace it */
     cs_framing *old = atomic_exchange_explicit(&table.slots[fd], f, memory_order_acq_rel);
     framing_free(old);
@@ -777,8 +774,6 @@ void framing_detach(int fd)
     framing_free(atomic_exchange_explicit(&table.slots[fd], NULL, memory_order_acq_rel));
 }
 
-cs_framing *framing_of(int fd) { return framing_for_fd(fd); }
-
 /* libmicrohttpd's reads.  Only registered sockets are filtered; flags other
  * than 0 (MHD passes none) and every other descriptor go to the kernel.
  *
@@ -787,7 +782,7 @@ cs_framing *framing_of(int fd) { return framing_for_fd(fd); }
  * kernel had no more: while dropped bytes leave room, it reads again. */
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    cs_framing *f = flags == 0 && len > 0 ? framing_for_fd(fd) : NULL;
+    cs_framing *f = flags == 0 && len > 0 ? framing_of(fd) : NULL;
     if (!f)
         return recvfrom(fd, buf, len, flags, NULL, NULL);
     char *b = buf;
