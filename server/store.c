@@ -881,6 +881,22 @@ int store_job_submit(cs_store *s, const char *new_id, const char *key, const cha
                    " ELSE cancel_requested END"
                    " WHERE key = $1 AND status IN ('queued', 'running') RETURNING id",
                    2, pj, &joined, job, 1, err);
+        /* Not joined: the job of the key may have finished between the check
+         * above and the UPDATE.  Its result and its 'done' commit together, so
+         * looking again inside this transaction sees the result whenever the
+         * UPDATE no longer saw the job (a new job here would only redo it). */
+        bool cached = false;
+        if (!rc && !joined) {
+            const char *pk[] = {key};
+            rc = txn_q(s, c, "SELECT key FROM results WHERE key = $1", 1, pk, &cached, NULL, 0,
+                       err);
+            if (!rc && cached) {
+                txn_end(s, c, CS_OK, false, err);
+                out->outcome = CS_SUBMIT_CACHED;
+                out->handle_id[0] = '\0';
+                return CS_OK;
+            }
+        }
         bool inserted = false;
         if (!rc && !joined && max_queued > 0) {
             char n[1][64] = {"0"};
