@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "algorithm.h"
 #include "baseline.h"
@@ -411,7 +412,16 @@ static int load_topology_and_algorithms(const char *cmd, const char *const pos[2
     *t = NULL;
     if (npos == 0)
         return cli_usage_error(cmd, "missing ALGORITHM (a JSON file)");
-    /* one argument: the ALGORITHM, on the topology it carries */
+    /* one argument: the ALGORITHM, on the topology it carries; a builtin
+     * name that is no file is a TOPOLOGY without its ALGORITHM */
+    cs_topology *probe = NULL;
+    cs_error perr;
+    if (npos == 1 && strcmp(pos[0], "-") != 0 && access(pos[0], F_OK) != 0 &&
+        topology_builtin(pos[0], &probe, &perr) == CS_OK) {
+        topology_free(probe);
+        return cli_usage_error(cmd, "missing ALGORITHM (a JSON file) after TOPOLOGY '%s'",
+                               pos[0]);
+    }
     int code = npos == 1 ? CLI_EXIT_OK : cli_load_topology(cmd, pos[0], t);
     if (code == CLI_EXIT_OK)
         code = load_algorithms(cmd, pos[npos - 1], index, l, npos == 1 ? t : NULL);
