@@ -182,6 +182,61 @@ START_TEST(example_cluster_description_builds)
 }
 END_TEST
 
+/* A cluster file saved by a Windows editor starts with a UTF-8 byte-order
+ * mark: the hook refused it ("'[' or '{' expected near '<BOM>'") while
+ * every other JSON input of collsynth takes it.  And a file that is not a
+ * description says so with its name and line. */
+START_TEST(cluster_file_with_a_byte_order_mark_loads)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    ck_assert_int_eq(cs_read_file("clients/slurm/cluster.example.json", &text, &len, &err), CS_OK);
+    char dir[] = "/tmp/test_slurm_bom_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("\xEF\xBB\xBF", f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    char msg[256] = "";
+    json_t *cluster = cluster_load_file(path, msg, sizeof msg);
+    ck_assert_msg(cluster != NULL, "%s", msg);
+    json_t *want = json_loadb(text, len, 0, NULL);
+    ck_assert(json_equal(cluster, want));
+    char *nodes[] = {"gpu007", "edge3"};
+    json_t *topo, *expanded;
+    ck_assert_msg(cluster_build_topology(cluster, nodes, 2, fetch_any, NULL, &topo, &expanded,
+                                         msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 12);
+    json_decref(topo);
+    json_decref(expanded);
+    json_decref(cluster);
+    json_decref(want);
+    /* what is not a description names the file and the problem */
+    f = fopen(path, "wb");
+    fputs("{\n\"nodes\": [}\n", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "line 2") != NULL, "%s", msg);
+    f = fopen(path, "wb");
+    fputs("[1, 2]", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, "not a JSON object") != NULL, "%s", msg);
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "No such file") != NULL, "%s", msg);
+    remove(path);
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    remove(path);
+    rmdir(dir);
+    free(text);
+}
+END_TEST
+
 static json_t *alg(int steps, int rounds, int chunks)
 {
     return json_pack("{s:i, s:i, s:i}", "steps", steps, "rounds", rounds, "chunks", chunks);
@@ -804,6 +859,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(unit, two_nodes_on_a_switch_fabric);
     tcase_add_test(unit, three_nodes_on_a_ring_fabric);
     tcase_add_test(unit, example_cluster_description_builds);
+    tcase_add_test(unit, cluster_file_with_a_byte_order_mark_loads);
     tcase_add_test(unit, frontier_ranges_split_at_the_crossover);
     tcase_add_test(unit, xml_byte_range_replaces_existing_attributes);
     suite_add_tcase(s, unit);

@@ -285,11 +285,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     cluster_doc = NULL;
     cluster_problem[0] = '\0';
     if (cfg.cluster[0] != '\0') {
-        json_error_t jerr;
-        cluster_doc = json_load_file(cfg.cluster, 0, &jerr);
-        if (cluster_doc == NULL)
-            fmt_into(cluster_problem, sizeof cluster_problem,
-                     "cluster description %s: line %d: %s", cfg.cluster, jerr.line, jerr.text);
+        cluster_doc = cluster_load_file(cfg.cluster, cluster_problem, sizeof cluster_problem);
     }
     return 0;
 }
