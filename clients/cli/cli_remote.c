@@ -154,9 +154,16 @@ static int report_http_error(const char *cmd, const cs_http_response *r)
             fprintf(stderr, " (field %s)", field);
         fprintf(stderr, " [HTTP %ld]\n", r->status);
     } else {
-        fprintf(stderr, "collsynth %s: server answered HTTP %ld", cmd, r->status);
-        if (r->body != NULL && r->body[0] != '\0')
-            fprintf(stderr, ": %.300s", r->body);
+        /* not the contract's error object: something in front of the daemon
+         * answered (a proxy's 404 for a wrong path prefix, a login page) */
+        fprintf(stderr, "collsynth %s: server answered HTTP %ld, not in collsynthd's error form "
+                "(a proxy in front of it? check the --server URL and its path prefix)", cmd,
+                r->status);
+        if (r->body != NULL && r->body[0] != '\0') {
+            fprintf(stderr, ": ");
+            for (size_t i = 0; i < r->len && i < 300 && r->body[i]; i++) /* one line */
+                fputc(r->body[i] == '\n' || r->body[i] == '\r' ? ' ' : r->body[i], stderr);
+        }
         fprintf(stderr, "\n");
     }
     if (r->status == 400 || r->status == 413 || r->status == 422)
