@@ -182,6 +182,61 @@ START_TEST(example_cluster_description_builds)
 }
 END_TEST
 
+/* A cluster file saved by a Windows editor starts with a UTF-8 byte-order
+ * mark: the hook refused it ("'[' or '{' expected near '<BOM>'") while
+ * every other JSON input of collsynth takes it.  And a file that is not a
+ * description says so with its name and line. */
+START_TEST(cluster_file_with_a_byte_order_mark_loads)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    ck_assert_int_eq(cs_read_file("clients/slurm/cluster.example.json", &text, &len, &err), CS_OK);
+    char dir[] = "/tmp/test_slurm_bom_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("\xEF\xBB\xBF", f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    char msg[256] = "";
+    json_t *cluster = cluster_load_file(path, msg, sizeof msg);
+    ck_assert_msg(cluster != NULL, "%s", msg);
+    json_t *want = json_loadb(text, len, 0, NULL);
+    ck_assert(json_equal(cluster, want));
+    char *nodes[] = {"gpu007", "edge3"};
+    json_t *topo, *expanded;
+    ck_assert_msg(cluster_build_topology(cluster, nodes, 2, fetch_any, NULL, &topo, &expanded,
+                                         msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 12);
+    json_decref(topo);
+    json_decref(expanded);
+    json_decref(cluster);
+    json_decref(want);
+    /* what is not a description names the file and the problem */
+    f = fopen(path, "wb");
+    fputs("{\n\"nodes\": [}\n", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "line 2") != NULL, "%s", msg);
+    f = fopen(path, "wb");
+    fputs("[1, 2]", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, "not a JSON object") != NULL, "%s", msg);
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "No such file") != NULL, "%s", msg);
+    remove(path);
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    remove(path);
+    rmdir(dir);
+    free(text);
+}
+END_TEST
+
 static json_t *alg(int steps, int rounds, int chunks)
 {
     return json_pack("{s:i, s:i, s:i}", "steps", steps, "rounds", rounds, "chunks", chunks);
@@ -692,6 +747,28 @@ START_TEST(e2e_malformed_root_option_is_refused_by_srun)
 }
 END_TEST
 
+/* plugstack gpu_sms=1: the hook asks for documents for a GPU with one SM (2
+ * thread blocks per rank); the daemon refuses every entry of the DGX-1
+ * allgather for both runtimes, so the job runs unchanged with one warning
+ * that names the limit. */
+START_TEST(e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("fewsms", "rc"), *out = record("fewsms", "out");
+    char *err = record("fewsms", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "&gpu_sms=1: HTTP 422") != NULL &&
+                      strstr(err, "on a GPU with gpu_sms=1") != NULL &&
+                      strstr(err, "at most 2") != NULL,
+                  "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
 START_TEST(e2e_unreadable_cluster_file_job_runs_with_one_warning)
 {
     ck_assert_int_eq(e2e_status, 0);
@@ -782,6 +859,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(unit, two_nodes_on_a_switch_fabric);
     tcase_add_test(unit, three_nodes_on_a_ring_fabric);
     tcase_add_test(unit, example_cluster_description_builds);
+    tcase_add_test(unit, cluster_file_with_a_byte_order_mark_loads);
     tcase_add_test(unit, frontier_ranges_split_at_the_crossover);
     tcase_add_test(unit, xml_byte_range_replaces_existing_attributes);
     suite_add_tcase(s, unit);
@@ -802,6 +880,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_rooted_two_nodes_use_the_plugstack_root);
     tcase_add_test(e2e, e2e_root_outside_the_step_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_malformed_root_option_is_refused_by_srun);
+    tcase_add_test(e2e, e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);
