@@ -274,6 +274,52 @@ START_TEST(a_limit_found_while_lowering_leaves_the_file_as_it_was)
 }
 END_TEST
 
+/* --gpu-sms N (codegen, and solve --format): the target GPU's SMs cap a
+ * rank's thread blocks at 2N.  A broadcast from rank 0 straight to 99 peers
+ * on a 100-rank switch needs 100 blocks at the root: the same document as
+ * without the flag on a GPU with 50 SMs, refused on one with 40 (exit 2,
+ * naming the SMs and the limit, no file); a bad count is a usage error. */
+START_TEST(gpu_sms_flag_caps_thread_blocks)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL;
+    cs_error e;
+    ck_assert_int_eq(algorithm_new(&c, "star", 100, 1, 1, &a, &e), CS_OK);
+    for (int r = 1; r < 100; r++)
+        ck_assert_int_eq(algorithm_add_send(a, 0, 0, r, 0, CS_OP_COPY), CS_OK);
+    json_t *doc = algorithm_to_json(a);
+    char path[128];
+    snprintf(path, sizeof path, "%s/star.json", dir);
+    ck_assert_int_eq(json_dump_file(doc, path, JSON_COMPACT), 0);
+    json_decref(doc);
+    algorithm_free(a);
+    ck_assert_int_eq(sh(NULL, "\"$CLI\" codegen star.json --format msccl-xml -o plain.xml"), 0);
+    ck_assert_int_eq(sh(NULL, "\"$CLI\" codegen star.json --format msccl-xml --gpu-sms 50 "
+                        "-o fifty.xml"), 0);
+    size_t len = 0;
+    char *plain = slurp("plain.xml", &len);
+    ck_assert_ptr_nonnull(plain);
+    assert_file_is("fifty.xml", plain, len);
+    free(plain);
+    char *err = NULL;
+    int rc = sh(&err, "\"$CLI\" codegen star.json --format msccl-xml --gpu-sms 40 -o forty.xml");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(err, "rank 0 needs 100 thread blocks") && strstr(err, "gpu_sms=40") &&
+                      strstr(err, "at most 80"), "%s", err);
+    free(err);
+    ck_assert_ptr_null(slurp("forty.xml", NULL));
+    const char *bad[] = {"--format msccl-xml --gpu-sms 0", "--format msccl-xml --gpu-sms x",
+                         "--format cuda --gpu-sms 80"};
+    for (int i = 0; i < 3; i++) {
+        rc = sh(&err, "\"$CLI\" codegen star.json %s", bad[i]);
+        ck_assert_int_eq(rc, 2);
+        ck_assert_msg(strstr(err, "--gpu-sms"), "%s: %s", bad[i], err);
+        free(err);
+    }
+}
+END_TEST
+
 /* verify and simulate read their input through the same loader: from a
  * file, from a pipe (read into memory first: the sends are read in a second
  * pass) and from a redirected file, with the same verdicts. */
@@ -407,6 +453,7 @@ static Suite *cli_codegen_suite(void)
     tcase_add_test(tc, output_is_the_generators_document);
     tcase_add_test(tc, write_errors_fail_clearly_and_leave_no_partial_file);
     tcase_add_test(tc, a_limit_found_while_lowering_leaves_the_file_as_it_was);
+    tcase_add_test(tc, gpu_sms_flag_caps_thread_blocks);
     tcase_add_test(tc, verify_and_simulate_read_results_from_files_and_pipes);
     tcase_add_test(tc, a_result_is_checked_on_its_own_topology);
     suite_add_tcase(s, tc);

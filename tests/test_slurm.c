@@ -747,6 +747,28 @@ START_TEST(e2e_malformed_root_option_is_refused_by_srun)
 }
 END_TEST
 
+/* plugstack gpu_sms=1: the hook asks for documents for a GPU with one SM (2
+ * thread blocks per rank); the daemon refuses every entry of the DGX-1
+ * allgather for both runtimes, so the job runs unchanged with one warning
+ * that names the limit. */
+START_TEST(e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("fewsms", "rc"), *out = record("fewsms", "out");
+    char *err = record("fewsms", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "&gpu_sms=1: HTTP 422") != NULL &&
+                      strstr(err, "on a GPU with gpu_sms=1") != NULL &&
+                      strstr(err, "at most 2") != NULL,
+                  "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
 START_TEST(e2e_unreadable_cluster_file_job_runs_with_one_warning)
 {
     ck_assert_int_eq(e2e_status, 0);
@@ -858,6 +880,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_rooted_two_nodes_use_the_plugstack_root);
     tcase_add_test(e2e, e2e_root_outside_the_step_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_malformed_root_option_is_refused_by_srun);
+    tcase_add_test(e2e, e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);

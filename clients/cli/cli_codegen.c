@@ -36,6 +36,9 @@ static const char codegen_help[] =
     "  --max-bytes N      msccl-xml: largest buffer (default 0 = no limit)\n"
     "  --proto P          msccl-xml: Simple (default), LL or LL128\n"
     "  --name NAME        msccl-xml: the algo name attribute\n"
+    "  --gpu-sms N        msccl-xml: the target GPU's SMs; at most 2N thread blocks\n"
+    "                     per rank (all must be resident at once; default: the\n"
+    "                     runtime's own limit, 216 in the NCCL fork = an A100's 108)\n"
     "  --elem TYPE        cuda: float (default), double or int32\n"
     "  --prefix P         cuda: prefix of the generated identifiers (default collsynth_)\n"
     "  --index K          Result input: the K-th frontier algorithm (default 0)\n"
@@ -351,7 +354,7 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     const char *path = NULL, *format = NULL, *topo_spec = NULL, *runtime = NULL;
     const char *min_s = NULL, *max_s = NULL, *proto = NULL, *name = NULL, *elem = NULL;
     const char *prefix = NULL, *index_s = NULL, *size_s = NULL, *out_path = NULL;
-    const char *frontier_dir = NULL, *ranks_s = NULL;
+    const char *frontier_dir = NULL, *ranks_s = NULL, *sms_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -366,7 +369,8 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
                     {"--min-bytes", &min_s}, {"--max-bytes", &max_s},   {"--proto", &proto},
                     {"--name", &name},       {"--elem", &elem},         {"--prefix", &prefix},
                     {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path},
-                    {"--frontier-dir", &frontier_dir}, {"--ranks", &ranks_s}};
+                    {"--frontier-dir", &frontier_dir}, {"--ranks", &ranks_s},
+                    {"--gpu-sms", &sms_s}};
         bool matched = false;
         for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !matched; k++) {
             m = cli_option(cmd, argc, argv, &i, opts[k].name, &v);
@@ -394,9 +398,9 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     bool xml = strcmp(format, "msccl-xml") == 0;
     if (!xml && strcmp(format, "cuda") != 0)
         return cli_usage_error(cmd, "--format must be msccl-xml or cuda, not '%s'", format);
-    if (!xml && (runtime || min_s || max_s || proto || name))
-        return cli_usage_error(cmd, "--runtime, --min-bytes, --max-bytes, --proto and --name "
-                               "apply to --format msccl-xml");
+    if (!xml && (runtime || min_s || max_s || proto || name || sms_s))
+        return cli_usage_error(cmd, "--runtime, --min-bytes, --max-bytes, --proto, --name and "
+                               "--gpu-sms apply to --format msccl-xml");
     if (xml && (elem || prefix))
         return cli_usage_error(cmd, "--elem and --prefix apply to --format cuda");
     cs_error err;
@@ -418,6 +422,8 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
             return cli_usage_error(cmd, "--max-bytes '%s' is not a size", max_s);
         mo.max_bytes = (long long)bytes;
     }
+    if (sms_s && (!cli_parse_int(sms_s, &mo.gpu_sms) || mo.gpu_sms < 1 || mo.gpu_sms > 4096))
+        return cli_usage_error(cmd, "--gpu-sms '%s' is not a GPU's SM count (1..4096)", sms_s);
     mo.proto = proto;
     mo.name = name;
     if (elem && cuda_elem_from_name(elem, &co.elem, &err) != CS_OK)

@@ -599,10 +599,11 @@ static const char *const usage_wait =
 static const char *const usage_get =
     "Usage: collsynth get KEY [--format json|msccl-xml|cuda] [--size BYTES | --alg N]\n"
     "                     [--rank R | --ranks A-B] [--summary]\n"
-    "                     [--runtime auto|msccl|msccl-executor] [-o FILE]\n"
+    "                     [--runtime auto|msccl|msccl-executor] [--gpu-sms N] [-o FILE]\n"
     "Fetches a stored result.  --size picks the frontier algorithm fastest for that\n"
     "buffer size (1048576, 1MiB, 4M); --alg picks frontier entry N; --runtime picks\n"
-    "the MSCCL runtime the XML is for.  --rank/--ranks fetch one rank's (one node's)\n"
+    "the MSCCL runtime the XML is for; --gpu-sms N the target GPU's SMs (at most 2N\n"
+    "thread blocks per rank; default: the runtime's own limit).  --rank/--ranks fetch one rank's (one node's)\n"
     "slice: the sends those ranks take part in, or their <gpu> elements.  --summary\n"
     "(JSON) leaves the sends out.  -o writes to FILE instead of stdout; the answer is\n"
     "written as it arrives, so results of any size fit.\n";
@@ -870,7 +871,7 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
     const char *cmd = "get";
     remote_opts o = {0};
     const char *key = NULL, *format = "json", *outfile = NULL, *size = NULL;
-    const char *alg = NULL, *runtime = NULL, *rank = NULL, *ranks = NULL;
+    const char *alg = NULL, *runtime = NULL, *rank = NULL, *ranks = NULL, *sms = NULL;
     bool summary = false;
     int ec = EXIT_OK;
     for (int i = 1; i < argc && ec == EXIT_OK; i++) {
@@ -893,6 +894,11 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
                 size = argv[++i];
         } else if (strncmp(a, "--size=", 7) == 0) {
             size = a + 7;
+        } else if (strcmp(a, "--gpu-sms") == 0) {
+            if (i + 1 >= argc)
+                ec = cli_usage_error(cmd, "--gpu-sms needs a value");
+            else
+                sms = argv[++i];
         } else if (strcmp(a, "--alg") == 0 || strcmp(a, "--runtime") == 0) {
             if (i + 1 >= argc)
                 ec = cli_usage_error(cmd, "%s needs a value", a);
@@ -959,6 +965,12 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
         char *resc = cs_http_escape(runtime);
         n += snprintf(path + n, sizeof path - (size_t)n, "&runtime=%s", resc ? resc : "");
         free(resc);
+    }
+    if (sms != NULL) {
+        int v;
+        if (!cli_parse_int(sms, &v) || v < 1 || v > 4096)
+            return cli_usage_error(cmd, "bad --gpu-sms '%s' (a GPU's SM count, 1..4096)", sms);
+        n += snprintf(path + n, sizeof path - (size_t)n, "&gpu_sms=%d", v);
     }
     if (rank != NULL && ranks != NULL)
         return cli_usage_error(cmd, "give --rank or --ranks, not both");

@@ -42,7 +42,7 @@
  *   optional /usr/lib/collsynth/collsynth_spank.so server=http://host:7878 \
  *       cluster=/etc/collsynth/cluster.json token_file=/etc/collsynth/token \
  *       collectives=allgather,reducescatter,allreduce timeout=5 method=auto gpus=auto \
- *       options={"smt":{"max_chunks":4}} root=0
+ *       options={"smt":{"max_chunks":4}} root=0 gpu_sms=108
  *
  * State: static variables, which is right here: slurmstepd serves one step and
  * calls the hooks from one thread.
@@ -81,6 +81,7 @@ typedef struct hook_config {
     int gpus_mode; /* 0 auto (only steps with GPUs), 1 always */
     char options[1024]; /* JSON object merged into the request's options, "" none */
     long root;          /* plugstack root=, the site's default root (0 without it) */
+    int gpu_sms;        /* plugstack gpu_sms=: the nodes' GPUs' SMs for codegen; 0: not sent */
     char config_problem[256];
 } hook_config;
 
@@ -235,6 +236,14 @@ static void parse_args(int ac, char **av)
             if (cfg.root < 0)
                 fmt_into(cfg.config_problem, sizeof cfg.config_problem,
                          "root=%s is not a rank (an integer >= 0)", v);
+        } else if (kl == 7 && strncmp(a, "gpu_sms", kl) == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (v[0] == '\0' || *end != '\0' || n < 1 || n > 4096)
+                fmt_into(cfg.config_problem, sizeof cfg.config_problem,
+                         "gpu_sms=%s is not a GPU's SM count (1..4096)", v);
+            else
+                cfg.gpu_sms = (int)n;
         } else if (kl == 4 && strncmp(a, "gpus", kl) == 0)
             cfg.gpus_mode = strcmp(v, "always") == 0 ? 1 : 0;
         else
@@ -475,6 +484,10 @@ static int write_xml(exchange *x, const char *esc_key, int coll, const size_rang
     char path[1024];
     int n = fmt_into(path, sizeof path, "/v1/results/%s?format=msccl-xml&alg=%d&runtime=%s",
                      esc_key, r->index, runtime_names[rt]);
+    /* a GPU with fewer SMs than an A100 holds fewer thread blocks per rank:
+     * an entry that does not fit is refused (422, field "runtime") and skipped */
+    if (cfg.gpu_sms > 0)
+        n += fmt_into(path + n, sizeof path - (size_t)n, "&gpu_sms=%d", cfg.gpu_sms);
     bool slice = st.rank_first >= 0 && !st.slices_refused;
     if (slice)
         fmt_into(path + n, sizeof path - (size_t)n, "&ranks=%d-%d", st.rank_first, st.rank_last);

@@ -28,6 +28,9 @@
 #   badroot srun --collsynth-root=8 on an 8-rank step (one warning naming the
 #           option, job runs unchanged)
 #   badrootsyntax  srun --collsynth-root=abc: srun refuses its command line
+#   fewsms  gpu_sms=1 (2 thread blocks per rank): the daemon refuses every
+#           entry of the cached DGX-1 allgather for both runtimes, so the job
+#           runs unchanged with one warning naming the limit
 #   down    collsynthd stopped (the job still runs, one warning line)
 #   slow    a server that accepts and never answers, timeout=1
 #   multi   (run while collsynthd is up) a two-node step: both nodes build the
@@ -273,6 +276,7 @@ run_step rootedmulti "server=$URL cluster=$D/etc/cluster-quad.json token_file=$D
 fetch_results rootedmulti
 run_step badroot "$COMMON timeout=5 collectives=allgather,broadcast" "$ONE --gres=gpu:8 --collsynth-root=8"
 run_step badrootsyntax "$COMMON timeout=5 collectives=broadcast" "$ONE --gres=gpu:8 --collsynth-root=abc"
+run_step fewsms "$COMMON ${E2E_UP_ARGS:-$UP_DEFAULT} collectives=allgather gpu_sms=1" "$ONE --gres=gpu:8"
 
 # the service is down: the job must run unchanged
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
