@@ -1390,6 +1390,89 @@ START_TEST(sighup_reopens_the_log_file)
 }
 END_TEST
 
+/* The announcement on stdout (what the harness and scripts wait for) comes
+ * after the log line: a reader that reacts to either finds the log saying
+ * where the daemon listens.  The daemon's stdout is a full pipe, so it
+ * blocks writing its announcement; the URL file, written just before that,
+ * says it got there.  (CI: the log was read right after the announcement
+ * and had no event=listening yet.) */
+START_TEST(log_says_listening_before_the_announcement)
+{
+    char dir[256], logf[300], url_file[300], bin[4096];
+    ck_assert_int_eq(make_temp_dir("collsynth-announce", dir, sizeof dir), 0);
+    snprintf(logf, sizeof logf, "%s/collsynthd.log", dir);
+    snprintf(url_file, sizeof url_file, "%s/url", dir);
+    daemon_binary(bin, sizeof bin);
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    /* fill the pipe: the announcement's write blocks until the test reads */
+    ck_assert_int_eq(fcntl(pfd[1], F_SETFL, O_NONBLOCK), 0);
+    static char filler[4096];
+    memset(filler, '.', sizeof filler);
+    size_t filled = 0;
+    for (;;) {
+        ssize_t w = write(pfd[1], filler, sizeof filler);
+        if (w > 0) {
+            filled += (size_t)w;
+            continue;
+        }
+        ck_assert_int_eq(errno, EAGAIN);
+        ssize_t w1 = write(pfd[1], filler, 1); /* the last bytes below a page */
+        if (w1 == 1) {
+            filled++;
+            continue;
+        }
+        break;
+    }
+    ck_assert_int_eq(fcntl(pfd[1], F_SETFL, 0), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execl(bin, bin, "--listen", "127.0.0.1", "--port", "0", "--data-dir", dir,
+              "--log-file", logf, "--url-file", url_file, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    double until = cs_now() + 30;
+    while (access(url_file, F_OK) != 0 && cs_now() < until && waitpid(pid, NULL, WNOHANG) == 0)
+        usleep(20000);
+    /* the daemon is blocked on (or just before) its announcement */
+    bool have_url = access(url_file, F_OK) == 0;
+    char *log = read_file_text(logf);
+    bool logged = strstr(log, "event=listening") != NULL;
+    if (!have_url || !logged)
+        kill(pid, SIGKILL); /* it would wait on the pipe for ever */
+    ck_assert_msg(have_url, "the daemon wrote no URL file");
+    ck_assert_msg(logged, "the URL file is there but the log has no event=listening: %.1500s",
+                  log);
+    free(log);
+    /* let it announce: the filler, then its line */
+    FILE *f = fdopen(pfd[0], "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 17];
+    size_t got = 0;
+    while (got < filled) {
+        size_t r = fread(buf, 1, filled - got < sizeof buf ? filled - got : sizeof buf, f);
+        ck_assert_uint_gt(r, 0);
+        got += r;
+    }
+    char line[512] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_msg(strstr(line, "listening on http://") != NULL, "%s", line);
+    fclose(f);
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -1439,6 +1522,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(obs, access_log_quiet_at_info);
     tcase_add_test(obs, access_log_is_debug_or_sampled);
     tcase_add_test(obs, sighup_reopens_the_log_file);
+    tcase_add_test(obs, log_says_listening_before_the_announcement);
     suite_add_tcase(s, obs);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 120);
