@@ -18,13 +18,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: herd_topology CLUSTER.json HOSTLIST\n");
         return 2;
     }
-    json_error_t jerr;
-    json_t *cluster = json_load_file(argv[1], 0, &jerr);
+    char msg[512];
+    json_t *cluster = cluster_load_file(argv[1], msg, sizeof msg);
     if (!cluster) {
-        fprintf(stderr, "%s: line %d: %s\n", argv[1], jerr.line, jerr.text);
+        fprintf(stderr, "%s\n", msg);
         return 1;
     }
-    char msg[512];
     char **nodes;
     int n = hostlist_expand(argv[2], &nodes, msg, sizeof msg);
     if (n < 0) {

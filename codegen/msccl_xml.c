@@ -40,6 +40,9 @@
 #define EXECUTOR_MAX_TB 1024
 #define EXECUTOR_MAX_STEPS 64
 #define EXECUTOR_MAX_CHANNELS 32
+/* The NCCL fork's 216 = 108 SMs (an A100) x 2: resident blocks per SM */
+#define TB_PER_SM 2
+#define MAX_GPU_SMS 4096
 #define UNLIMITED_BYTES 4611686018427387904LL /* 2^62: "no limit" in both runtimes */
 /* A window's ranks and peers may touch about this many sends (counted once
  * per endpoint) unless opt->window_sends says otherwise: it bounds a
@@ -777,6 +780,7 @@ typedef struct doc {
     const cs_topology *t;
     const cs_msccl_options *opt;
     cg_limits lim;
+    char owner[160];        /* lim.owner when the GPU's SMs lower the block limit */
     cg_summary *sum;
     int i_chunks, o_chunks, nchunksperloop;
     int ndoc_gpus;
@@ -818,7 +822,19 @@ static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, c
                          (unsigned char)*c < 0x20) ? '_' : *c;
         name[k] = 0;
     }
+    if (opt->gpu_sms < 0 || opt->gpu_sms > MAX_GPU_SMS)
+        return cs_error_set(err, CS_EINVAL, "gpu_sms",
+                            "gpu_sms=%d is not a GPU's SM count (1..%d, or 0 for the "
+                            "runtime's own thread-block limit)", opt->gpu_sms, MAX_GPU_SMS);
     d->lim = runtime_limits(opt->runtime);
+    if (opt->gpu_sms > 0 && TB_PER_SM * opt->gpu_sms < d->lim.max_tb) {
+        /* every block of a rank must be resident at once (they spin on each
+         * other): a GPU with fewer SMs holds fewer of them */
+        snprintf(d->owner, sizeof d->owner, "%s on a GPU with gpu_sms=%d (%d thread blocks per SM)",
+                 d->lim.owner, opt->gpu_sms, TB_PER_SM);
+        d->lim.owner = d->owner;
+        d->lim.max_tb = TB_PER_SM * opt->gpu_sms;
+    }
     /* without merged steps every message is its own unit when dealing */
     cg_limits slim = d->lim;
     if (opt->single_chunk_steps)

@@ -46,6 +46,8 @@
  *  - CS_MSCCL_RUNTIME_EXECUTOR: msccl-executor (MSCCL_ALGO_DIR).  coll names
  *    reducescatter, gather, scatter; s < 64, thread blocks <= 1024, channels
  *    <= 32; no custom collectives (CS_EUNSUPPORTED).
+ *  - Either, on a GPU with fewer SMs than an A100 (opt->gpu_sms): at most 2
+ *    thread blocks per SM per rank.
  *  - CS_MSCCL_RUNTIME_AUTO (default): a form both accept: the stricter limit
  *    of each; the collective names both know (allreduce, allgather, reduce,
  *    broadcast, alltoall); for reducescatter, gather and scatter no common
@@ -79,6 +81,14 @@ typedef struct cs_msccl_options {
                                every node) small windows redo most of the work: the whole
                                document of a 1M-send dgxh100:128 allgather takes ~35 s at
                                2^19 and ~5 s at 2^22 (one window, ~460 MB more peak). */
+    int gpu_sms;            /* the target GPU's SMs (0: no limit beyond the runtime's own).
+                               All of a rank's thread blocks must be resident at once (they
+                               wait on each other's progress); the NCCL fork's 216 is its
+                               authors' 2 blocks per SM of an A100 (108 SMs).  N > 0 caps
+                               every runtime at 2N blocks per rank (V100: 80 SMs, 160),
+                               never above the runtime's own limit; 1..4096, else
+                               CS_EINVAL.  A schedule that does not fit is CS_ELIMIT
+                               naming the SMs. */
     int limit_gpus;         /* msccl_xml_write_ranks: <gpu> elements the per-rank element
                                limit counts (0: those written).  1 checks every rank as a
                                one-rank slice; a caller cutting wider slices from the

@@ -298,6 +298,31 @@ static int split_listen(cs_server_config *c, cs_error *err)
     return CS_OK;
 }
 
+/* An option that is not in the table: the nearest flag, when one is close
+ * enough to be a typo (cs_nearest_name, as the CLI suggests topologies and
+ * collectives), is named.  name[0..nlen) is the word without its dashes; a
+ * "no-" prefix is kept for the booleans' negated forms. */
+static int unknown_option(const char *arg, const char *name, size_t nlen, cs_error *err)
+{
+    const char *names[2 * NOPTIONS + 1];
+    char negated[NOPTIONS][48];
+    int n = 0;
+    for (size_t k = 0; k < NOPTIONS; k++) {
+        names[n++] = options[k].flag;
+        if (options[k].type == OPT_BOOL) {
+            snprintf(negated[k], sizeof negated[k], "no-%s", options[k].flag);
+            names[n++] = negated[k];
+        }
+    }
+    names[n++] = "help";
+    const char *near = cs_nearest_name(name, nlen, names, n);
+    int shown = (int)(name - arg + (ptrdiff_t)nlen);
+    if (near)
+        return cs_error_set(err, CS_EINVAL, arg, "unknown option %.*s: did you mean --%s? "
+                            "(see --help)", shown, arg, near);
+    return cs_error_set(err, CS_EINVAL, arg, "unknown option %.*s (see --help)", shown, arg);
+}
+
 int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_error *err)
 {
     *help = false;
@@ -307,6 +332,8 @@ int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_
             *help = true;
             return CS_OK;
         }
+        if (a[0] == '-' && a[1] != '-' && a[1] != '\0')
+            return unknown_option(a, a + 1, strcspn(a + 1, "="), err);   /* -workers */
         if (strncmp(a, "--", 2) != 0)
             return cs_error_set(err, CS_EINVAL, a, "unexpected argument %s (see --help)", a);
         const char *name = a + 2;
@@ -325,8 +352,7 @@ int config_from_args(cs_server_config *c, int argc, char **argv, bool *help, cs_
             negated = o != NULL;
         }
         if (!o)
-            return cs_error_set(err, CS_EINVAL, a, "unknown option %.*s (see --help)",
-                                (int)nlen + 2, a);
+            return unknown_option(a, name, nlen, err);
         const char *value;
         if (eq)
             value = eq + 1;

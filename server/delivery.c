@@ -381,6 +381,7 @@ typedef struct rep_req {
     bool summary;
     cs_msccl_runtime runtime;
     const char *proto;
+    int gpu_sms;                 /* 0: the runtime's own thread-block limit */
     cs_cuda_elem elem;
     const char *elem_s;
     cs_encoding enc;
@@ -494,6 +495,17 @@ static bool parse_rep(req_state *rs, rep_req *r, bool json_only, enum MHD_Result
     if (r->xml && r->proto && strcmp(r->proto, "Simple") && strcmp(r->proto, "LL") &&
         strcmp(r->proto, "LL128"))
         BAD("proto", "proto must be Simple, LL or LL128");
+    const char *sms_s = arg(rs, "gpu_sms");
+    if (sms_s) {
+        char *end;
+        errno = 0;
+        long v = strtol(sms_s, &end, 10);
+        if (!r->xml)
+            BAD("gpu_sms", "gpu_sms applies to format=msccl-xml");
+        if (errno || end == sms_s || *end || v < 1 || v > 4096)
+            BAD("gpu_sms", "gpu_sms must be the target GPU's SM count (1..4096)");
+        r->gpu_sms = (int)v;
+    }
     r->elem = CS_CUDA_FLOAT;
     r->elem_s = arg(rs, "elem");
     if (r->cuda && r->elem_s && cuda_elem_from_name(r->elem_s, &r->elem, &err) != CS_OK)
@@ -512,11 +524,17 @@ static bool parse_rep(req_state *rs, rep_req *r, bool json_only, enum MHD_Result
         at = cat(r->id, sizeof r->id, at, "|proto=");
         at = cat(r->id, sizeof r->id, at, r->proto ? r->proto : "Simple");
     }
+    int n = (int)at;
+    /* only when given: the documents (and ETags, artifacts) without it stay
+     * what they were */
+    if (r->gpu_sms > 0)
+        n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|gpu_sms=%d", r->gpu_sms);
+    at = (size_t)n;
     if (r->cuda) {
         at = cat(r->id, sizeof r->id, at, "|elem=");
         at = cat(r->id, sizeof r->id, at, r->elem_s ? r->elem_s : "float");
     }
-    int n = (int)at;
+    n = (int)at;
     if (r->has_size)
         n += snprintf(r->id + n, sizeof r->id - (size_t)n, "|size=%.17g", r->size);
     if (r->alg >= 0)
@@ -1167,6 +1185,7 @@ static int generate_code(cs_server *s, rdoc *d, const rep_req *r, int idx, char 
         mo.runtime = r->runtime;
         if (r->proto)
             mo.proto = r->proto;
+        mo.gpu_sms = r->gpu_sms;
         /* the whole document at once where that is one window: cluster
          * ranks have so many peers that small windows plan most sends many
          * times (msccl_xml.h, window_sends) */

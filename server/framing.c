@@ -75,7 +75,7 @@ enum framing_state {
     F_DATA_END_CR, /* ... its CR seen */
     F_TRAILER,     /* trailer lines, dropped; an empty line ends the body */
     F_PASS,        /* not rewriting this connection any more */
-    F_CLOSED,      /* refused past the drain cap: everything is thrown away */
+    F_CLOSED,      /* given up on (past the drain cap, ...): everything is thrown away */
 };
 
 /* Where a head line is: its name (compared as it comes against the two
@@ -171,12 +171,26 @@ static void release_pending(filter_run *r, size_t limit)
     }
 }
 
-static void refuse(cs_framing *f, int status, const char *fmt, ...)
+static bool refuse(filter_run *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void refuse(cs_framing *f, int status, const char *fmt, ...)
+/* Records why this request is refused, for the access handler.  One
+ * refusal waits at a time: when an earlier request's refusal is still
+ * waiting (pipelined requests: the parser runs ahead of the handler),
+ * overwriting it would let that request's cut-short body be answered as if
+ * it were whole.  This one is then left to MHD instead: it gets a chunk
+ * line it calls malformed (at a chunk-size line or a trailer line, where
+ * every refusal is made, MHD answers its own 400 and closes), and nothing
+ * after it.  Returns false then (the connection is closed for good). */
+static bool refuse(filter_run *r, int status, const char *fmt, ...)
 {
+    cs_framing *f = r->f;
     if (f->refusal_status && f->refusal_seq == f->seq_parsed)
-        return; /* this request's first reason stands */
+        return true; /* this request's first reason stands */
+    if (f->refusal_status) {
+        emit_str(r, "x\r\n", 3);
+        f->state = F_CLOSED;
+        return false;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->refusal, sizeof f->refusal, fmt, ap);
@@ -184,6 +198,7 @@ static void refuse(cs_framing *f, int status, const char *fmt, ...)
     f->refusal_status = status;
     f->refusal_close = false;
     f->refusal_seq = f->seq_parsed;
+    return true;
 }
 
 /* The body MHD sees ends here: the last chunk (unless it went out already)
@@ -195,12 +210,13 @@ static void emit_body_end(filter_run *r)
     emit_str(r, "\r\n", 2);
 }
 
-static void count_dropped(cs_framing *f, uint64_t n)
+static void count_dropped(filter_run *r, uint64_t n)
 {
+    cs_framing *f = r->f;
     f->dropped += n;
     if (!f->discard && f->dropped > f->drop_limit) {
         f->discard = true;
-        refuse(f, 400,
+        refuse(r, 400,
                "chunked body: chunk extensions, leading zeros and trailer fields add up to more "
                "than %llu bytes (the limit for one request; RFC 9112 7.1.1)",
                (unsigned long long)f->drop_limit);
@@ -560,16 +576,17 @@ static void chunk_bytes(filter_run *r)
         case F_SIZE:
             if (c == '0' && f->ndigits == 0) {
                 if (f->zero_seen)
-                    count_dropped(f, 1);
+                    count_dropped(r, 1);
                 f->zero_seen = true;
             } else if (is_hex(c)) {
                 if (f->ndigits == DIGITS_CAP) {
                     /* more than 64 bits: MHD would answer 413; the body's end
                      * cannot be found past it */
-                    refuse(f, 413, "chunked body: a chunk size of more than %d hex "
-                           "digits (2^64 bytes or more)", DIGITS_CAP);
-                    f->discard = true;
-                    give_up_body(r);
+                    if (refuse(r, 413, "chunked body: a chunk size of more than %d hex "
+                               "digits (2^64 bytes or more)", DIGITS_CAP)) {
+                        f->discard = true;
+                        give_up_body(r);
+                    }
                     return;
                 }
                 f->digits[f->ndigits++] = c;
@@ -577,7 +594,7 @@ static void chunk_bytes(filter_run *r)
                 chunk_line_malformed(r, &c, 1); /* no digits at all */
             } else if (c == ';') {
                 f->state = F_EXT;
-                count_dropped(f, 1);
+                count_dropped(r, 1);
             } else if (c == '\r') {
                 f->state = F_SIZE_CR;
             } else if (c == '\n') {
@@ -601,10 +618,10 @@ static void chunk_bytes(filter_run *r)
             }
             /* a CR counts once it turns out not to end the line */
             if (f->line_cr)
-                count_dropped(f, 1);
+                count_dropped(r, 1);
             f->line_cr = c == '\r';
             if (!f->line_cr)
-                count_dropped(f, 1);
+                count_dropped(r, 1);
             break;
         case F_DATA_END:
         case F_DATA_END_CR:
@@ -637,10 +654,10 @@ static void chunk_bytes(filter_run *r)
                 f->line_cr = true;
             } else {
                 if (!f->line_has_content && f->line_cr)
-                    count_dropped(f, 1); /* the CR that began it */
+                    count_dropped(r, 1); /* the CR that began it */
                 f->line_has_content = true;
                 f->line_cr = c == '\r';
-                count_dropped(f, 1);
+                count_dropped(r, 1);
             }
             break;
         default:
@@ -711,7 +728,16 @@ size_t framing_take_pending(cs_framing *f, char *buf, size_t cap)
     return k;
 }
 
-unsigned long long framing_request_begins(cs_framing *f) { return f ? ++f->seq_handled : 0; }
+unsigned long long framing_request_begins(cs_framing *f)
+{
+    if (!f)
+        return 0;
+    /* a refusal for a request the handler is past was never taken (MHD
+     * answered that request another way): it must not hold up a later one */
+    if (f->refusal_status && f->refusal_seq <= f->seq_handled)
+        f->refusal_status = 0;
+    return ++f->seq_handled;
+}
 
 bool framing_take_refusal(cs_framing *f, unsigned long long seq, int *status, bool *close,
                           char *msg, size_t cap)
@@ -800,6 +826,14 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
         if (got <= 0)
             return out > 0 ? (ssize_t)out : got; /* errno is recvfrom's */
         out += f->state == F_PASS ? (size_t)got : framing_filter(f, b + out, (size_t)got, want);
+        if (f->state == F_CLOSED) {
+            /* given up on in this read: MHD has the body's end, and the rest
+             * is not read (as above) */
+            if (out > 0)
+                return (ssize_t)out;
+            errno = EAGAIN;
+            return -1;
+        }
         if ((size_t)got < want) {
             if (out > 0)
                 return (ssize_t)out;

@@ -137,7 +137,7 @@ START_TEST(global_help_lists_commands_and_exit_codes)
     run_free(&r);
     r = run("help", "verify");
     ck_assert_int_eq(r.code, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "verify TOPOLOGY"));
+    ck_assert_ptr_nonnull(strstr(r.out, "verify [TOPOLOGY] ALGORITHM"));
     run_free(&r);
 }
 END_TEST

@@ -274,6 +274,52 @@ START_TEST(a_limit_found_while_lowering_leaves_the_file_as_it_was)
 }
 END_TEST
 
+/* --gpu-sms N (codegen, and solve --format): the target GPU's SMs cap a
+ * rank's thread blocks at 2N.  A broadcast from rank 0 straight to 99 peers
+ * on a 100-rank switch needs 100 blocks at the root: the same document as
+ * without the flag on a GPU with 50 SMs, refused on one with 40 (exit 2,
+ * naming the SMs and the limit, no file); a bad count is a usage error. */
+START_TEST(gpu_sms_flag_caps_thread_blocks)
+{
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_algorithm *a = NULL;
+    cs_error e;
+    ck_assert_int_eq(algorithm_new(&c, "star", 100, 1, 1, &a, &e), CS_OK);
+    for (int r = 1; r < 100; r++)
+        ck_assert_int_eq(algorithm_add_send(a, 0, 0, r, 0, CS_OP_COPY), CS_OK);
+    json_t *doc = algorithm_to_json(a);
+    char path[128];
+    snprintf(path, sizeof path, "%s/star.json", dir);
+    ck_assert_int_eq(json_dump_file(doc, path, JSON_COMPACT), 0);
+    json_decref(doc);
+    algorithm_free(a);
+    ck_assert_int_eq(sh(NULL, "\"$CLI\" codegen star.json --format msccl-xml -o plain.xml"), 0);
+    ck_assert_int_eq(sh(NULL, "\"$CLI\" codegen star.json --format msccl-xml --gpu-sms 50 "
+                        "-o fifty.xml"), 0);
+    size_t len = 0;
+    char *plain = slurp("plain.xml", &len);
+    ck_assert_ptr_nonnull(plain);
+    assert_file_is("fifty.xml", plain, len);
+    free(plain);
+    char *err = NULL;
+    int rc = sh(&err, "\"$CLI\" codegen star.json --format msccl-xml --gpu-sms 40 -o forty.xml");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(err, "rank 0 needs 100 thread blocks") && strstr(err, "gpu_sms=40") &&
+                      strstr(err, "at most 80"), "%s", err);
+    free(err);
+    ck_assert_ptr_null(slurp("forty.xml", NULL));
+    const char *bad[] = {"--format msccl-xml --gpu-sms 0", "--format msccl-xml --gpu-sms x",
+                         "--format cuda --gpu-sms 80"};
+    for (int i = 0; i < 3; i++) {
+        rc = sh(&err, "\"$CLI\" codegen star.json %s", bad[i]);
+        ck_assert_int_eq(rc, 2);
+        ck_assert_msg(strstr(err, "--gpu-sms"), "%s: %s", bad[i], err);
+        free(err);
+    }
+}
+END_TEST
+
 /* verify and simulate read their input through the same loader: from a
  * file, from a pipe (read into memory first: the sends are read in a second
  * pass) and from a redirected file, with the same verdicts. */
@@ -300,6 +346,104 @@ START_TEST(verify_and_simulate_read_results_from_files_and_pipes)
 }
 END_TEST
 
+/* `solve TOPO.json -o res.json` writes the Topology JSON into the Result
+ * (its top-level "topology"), and `collsynth codegen res.json` still said
+ * "topology 'quad' is not a builtin; the algorithm is not verified": it
+ * looked only at the algorithms' names.  The Result's own topology is now
+ * used (and named on stderr) by codegen, and verify and simulate take the
+ * ALGORITHM alone, on the topology it carries. */
+START_TEST(a_result_is_checked_on_its_own_topology)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/quad.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"name\": \"quad\", \"ranks\": 4, \"links\": ["
+          "{\"src\": 0, \"dst\": 1, \"bidirectional\": true},"
+          "{\"src\": 1, \"dst\": 2, \"bidirectional\": true},"
+          "{\"src\": 2, \"dst\": 3, \"bidirectional\": true},"
+          "{\"src\": 3, \"dst\": 0, \"bidirectional\": true}]}\n", f);
+    fclose(f);
+    char *err = NULL;
+    int rc = sh(&err, "\"$CLI\" solve quad.json allgather --method smt --quiet -o res.json");
+    ck_assert_msg(rc == 0, "solve: %s", err);
+    free(err);
+    /* codegen: verified on the result's topology, the same document as with
+     * --topology given */
+    rc = sh(&err, "\"$CLI\" codegen res.json --format msccl-xml -o own.xml");
+    ck_assert_msg(rc == 0, "codegen: exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "not verified") == NULL, "%s", err);
+    ck_assert_msg(strstr(err, "topology 'quad' (4 ranks): the result's own") != NULL, "%s", err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" codegen res.json --format msccl-xml --topology quad.json -o given.xml");
+    ck_assert_msg(rc == 0, "codegen --topology: exit %d: %s", rc, err);
+    free(err);
+    size_t n1 = 0, n2 = 0;
+    char *own = slurp("own.xml", &n1), *given = slurp("given.xml", &n2);
+    ck_assert_ptr_nonnull(own);
+    ck_assert_ptr_nonnull(given);
+    ck_assert_msg(n1 == n2 && memcmp(own, given, n1) == 0, "the documents differ");
+    free(own);
+    free(given);
+    /* verify and simulate with the ALGORITHM alone */
+    rc = sh(&err, "\"$CLI\" verify res.json");
+    ck_assert_msg(rc == 0, "verify: exit %d: %s", rc, err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" simulate res.json --size 1MiB");
+    ck_assert_msg(rc == 0, "simulate: exit %d: %s", rc, err);
+    free(err);
+    /* the check really runs on the carried topology: without the link 0-1
+     * the schedule is invalid, for all three */
+    char rpath[128];
+    snprintf(rpath, sizeof rpath, "%s/res.json", dir);
+    json_t *doc = json_load_file(rpath, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert(json_is_object(json_object_get(doc, "topology")));
+    ck_assert_int_eq(json_array_remove(json_object_get(json_object_get(doc, "topology"), "links"),
+                                       0), 0);
+    snprintf(rpath, sizeof rpath, "%s/line.json", dir);
+    ck_assert_int_eq(json_dump_file(doc, rpath, 0), 0);
+    json_decref(doc);
+    rc = sh(&err, "\"$CLI\" codegen line.json --format msccl-xml -o line.xml");
+    ck_assert_msg(rc == 1 && strstr(err, "not valid") != NULL, "exit %d: %s", rc, err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" verify line.json");
+    ck_assert_msg(rc == 1, "verify: exit %d: %s", rc, err);
+    free(err);
+    /* a topology given on the command line still wins */
+    rc = sh(&err, "\"$CLI\" verify quad.json line.json");
+    ck_assert_msg(rc == 0, "verify quad.json: exit %d: %s", rc, err);
+    free(err);
+    /* an Algorithm names its topology only: a builtin is used, another name
+     * is a missing TOPOLOGY for verify, an unverified note for codegen */
+    rc = sh(&err, "\"$CLI\" baseline ring quad.json allgather -o alg.json");
+    ck_assert_msg(rc == 0, "baseline: %s", err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" verify alg.json");
+    ck_assert_msg(rc == 2 && strstr(err, "missing TOPOLOGY") != NULL &&
+                      strstr(err, "'quad' is not a builtin") != NULL, "exit %d: %s", rc, err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" codegen alg.json --format msccl-xml -o alg.xml");
+    ck_assert_msg(rc == 0 && strstr(err, "not verified") != NULL, "exit %d: %s", rc, err);
+    free(err);
+    rc = sh(&err, "\"$CLI\" baseline ring ring:4 allgather -o ring.json && \"$CLI\" verify ring.json");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "note") == NULL, "%s", err);
+    free(err);
+    /* a Result whose topology cannot be used says so */
+    snprintf(rpath, sizeof rpath, "%s/res.json", dir);
+    doc = json_load_file(rpath, 0, NULL);
+    json_object_set_new(json_object_get(doc, "topology"), "ranks", json_integer(-3));
+    snprintf(rpath, sizeof rpath, "%s/broken.json", dir);
+    ck_assert_int_eq(json_dump_file(doc, rpath, 0), 0);
+    json_decref(doc);
+    rc = sh(&err, "\"$CLI\" codegen broken.json --format cuda");
+    ck_assert_msg(rc == 2 && strstr(err, "the result's own topology") != NULL &&
+                      strstr(err, "ranks") != NULL, "exit %d: %s", rc, err);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_codegen_suite(void)
 {
     Suite *s = suite_create("cli_codegen");
@@ -309,7 +453,9 @@ static Suite *cli_codegen_suite(void)
     tcase_add_test(tc, output_is_the_generators_document);
     tcase_add_test(tc, write_errors_fail_clearly_and_leave_no_partial_file);
     tcase_add_test(tc, a_limit_found_while_lowering_leaves_the_file_as_it_was);
+    tcase_add_test(tc, gpu_sms_flag_caps_thread_blocks);
     tcase_add_test(tc, verify_and_simulate_read_results_from_files_and_pipes);
+    tcase_add_test(tc, a_result_is_checked_on_its_own_topology);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -82,6 +82,38 @@ END_TEST
 
 
 /* --listen takes host:port too (and says how when it cannot parse it). */
+/* collsynthd --wokers 4 said only "unknown option --wokers": the nearest
+ * option is named (cs_nearest_name, as the CLI does for topologies), also
+ * for a negated boolean and a single dash; nothing close, no guess. */
+START_TEST(unknown_options_suggest_the_nearest)
+{
+    struct {
+        const char *arg, *want;
+    } cases[] = {
+        {"--wokers", "unknown option --wokers: did you mean --workers?"},
+        {"--wokers=4", "unknown option --wokers: did you mean --workers?"},
+        {"--max-queue", "did you mean --max-queued?"},
+        {"--no-acess-log", "did you mean --no-access-log?"},
+        {"--auth-tokn", "did you mean --auth-token?"},
+        {"-port", "unknown option -port: did you mean --port?"},
+        {"--frobnicate", "unknown option --frobnicate (see --help)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cs_server_config c;
+        config_defaults(&c);
+        char *argv[] = {"collsynthd", (char *)cases[i].arg, "4", NULL};
+        bool help = false;
+        cs_error err;
+        cs_error_clear(&err);
+        ck_assert_int_eq(config_from_args(&c, 3, argv, &help, &err), CS_EINVAL);
+        ck_assert_msg(strstr(err.message, cases[i].want) != NULL, "%s: %s", cases[i].arg,
+                      err.message);
+        if (i == sizeof cases / sizeof cases[0] - 1)
+            ck_assert_msg(strstr(err.message, "did you mean") == NULL, "%s", err.message);
+    }
+}
+END_TEST
+
 START_TEST(listen_takes_host_and_port)
 {
     struct { const char *listen, *port, *want_addr; int want_port; } ok[] = {
@@ -231,6 +263,7 @@ static Suite *units_suite(void)
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, config_flags_env_and_errors);
     tcase_add_test(tc, listen_takes_host_and_port);
+    tcase_add_test(tc, unknown_options_suggest_the_nearest);
     tcase_add_test(tc, cache_lru_and_refcounts);
     tcase_add_test(tc, metrics_render_prometheus);
     tcase_add_test(tc, log_lines_escape_client_strings);

@@ -953,6 +953,62 @@ START_TEST(msccl_slices_are_cut_from_the_whole_document)
 }
 END_TEST
 
+/* ?gpu_sms=N (format=msccl-xml): the target GPU's SMs cap a rank's thread
+ * blocks at 2N.  A document that fits is the same bytes as without it (but
+ * its own representation: another ETag); one that does not is a 422 naming
+ * the SMs, with field "runtime" like every runtime limit (the Slurm hook
+ * skips such an entry); a bad value is a 400 naming gpu_sms. */
+START_TEST(gpu_sms_limits_msccl_documents)
+{
+    cs_daemon d;
+    start(&d, NULL, NULL);
+    char key[65];
+    synthesize(&d, "{\"topology\":\"dgx1\",\"collective\":\"allgather\",\"method\":\"ring\","
+                   "\"options\":{\"wait_s\":60}}",
+               key);
+    char path[300];
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl", key);
+    http_resp plain = get(&d, path, NULL);
+    ck_assert_msg(plain.status == 200, "%ld %s", plain.status, plain.body);
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&runtime=msccl&gpu_sms=80", key);
+    http_resp v100 = get(&d, path, NULL);
+    ck_assert_msg(v100.status == 200, "%ld %s", v100.status, v100.body);
+    ck_assert_uint_eq(v100.len, plain.len);
+    ck_assert(memcmp(v100.body, plain.body, plain.len) == 0);
+    char e1[128], e2[128];
+    ck_assert_ptr_nonnull(http_header(&plain, "ETag", e1, sizeof e1));
+    ck_assert_ptr_nonnull(http_header(&v100, "ETag", e2, sizeof e2));
+    ck_assert_str_ne(e1, e2);
+    http_resp_free(&v100);
+    http_resp_free(&plain);
+    /* one SM: 2 blocks, fewer than a DGX-1 ring rank's peers' blocks */
+    snprintf(path, sizeof path, "/v1/results/%s?format=msccl-xml&gpu_sms=1&ranks=0-3", key);
+    http_resp r = get(&d, path, NULL);
+    ck_assert_msg(r.status == 422, "%ld %s", r.status, r.body);
+    json_t *doc = resp_json(&r);
+    json_t *e = json_object_get(doc, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "field")), "runtime");
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    ck_assert_msg(strstr(msg, "gpu_sms=1") && strstr(msg, "at most 2"), "%s", msg);
+    json_decref(doc);
+    http_resp_free(&r);
+    const char *bad[] = {"?format=msccl-xml&gpu_sms=0", "?format=msccl-xml&gpu_sms=8x",
+                         "?format=msccl-xml&gpu_sms=5000", "?format=json&gpu_sms=80",
+                         "?format=cuda&gpu_sms=80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(path, sizeof path, "/v1/results/%s%s", key, bad[i]);
+        r = get(&d, path, NULL);
+        ck_assert_msg(r.status == 400, "%s gave %ld", bad[i], r.status);
+        doc = resp_json(&r);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "error"), "field")),
+                         "gpu_sms");
+        json_decref(doc);
+        http_resp_free(&r);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(code_refusals_are_remembered)
 {
     cs_daemon d;
@@ -1053,6 +1109,7 @@ static Suite *delivery_suite(void)
     tcase_add_test(tc, failed_keys_are_remembered);
     tcase_add_test(tc, job_document_carries_the_result);
     tcase_add_test(tc, code_refusals_are_remembered);
+    tcase_add_test(tc, gpu_sms_limits_msccl_documents);
     tcase_add_test(tc, msccl_slices_are_cut_from_the_whole_document);
     tcase_add_test(tc, concurrent_first_slices_generate_once);
     suite_add_tcase(s, tc);

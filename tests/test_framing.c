@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -485,6 +486,95 @@ START_TEST(short_reads_only_when_the_socket_is_drained)
 }
 END_TEST
 
+/* Two refused requests in one pipelined stream: the parser refuses the
+ * second before the handler has taken the first one's refusal.  The first
+ * must still be refused (its body reached MHD cut short: answering it as if
+ * it were whole would act on a body the client did not send), and the
+ * second must not reach MHD as a whole request either. */
+START_TEST(pipelined_refusals_are_not_lost)
+{
+    char ext[LIMIT + 2];
+    memset(ext, 'x', sizeof ext - 1);
+    ext[sizeof ext - 1] = '\0';
+    char in[1024];
+    int n = snprintf(in, sizeof in,
+                     "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n4;%s\r\ndefg\r\n0\r\n\r\n"
+                     "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "2\r\nhi\r\n4;%s\r\nwxyz\r\n0\r\n\r\n"
+                     "GET /c HTTP/1.1\r\n\r\n",
+                     ext, ext);
+    /* the second request's body reaches MHD with a chunk line it calls
+     * malformed (MHD answers its own 400 and closes); nothing after it */
+    static const char want[] = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                               "3\r\nabc\r\n0\r\n\r\n"
+                               "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                               "2\r\nhi\r\nx\r\n";
+    check_stream(in, (size_t)n, want, sizeof want - 1);
+    cs_framing *f = framing_new(LIMIT, DRAIN);
+    text out = mhd_reads(f, in, (size_t)n, 4096, (size_t)n); /* all of it in one read */
+    free(out.p);
+    int status = 0;
+    bool close = false;
+    char msg[256];
+    ck_assert(framing_take_refusal(f, framing_request_begins(f), &status, &close, msg,
+                                   sizeof msg));
+    ck_assert_int_eq(status, 400);
+    framing_free(f);
+
+    /* a refusal the handler never took (MHD answered that request another
+     * way) does not stand in the way of a later one */
+    const char *b_body = strstr(in, "2\r\nhi");
+    size_t first = (size_t)(b_body - in);
+    f = framing_new(LIMIT, DRAIN);
+    out = mhd_reads(f, in, first, 4096, first); /* /a and /b's head */
+    free(out.p);
+    framing_request_begins(f); /* /a, answered without looking */
+    unsigned long long b = framing_request_begins(f);
+    out = mhd_reads(f, b_body, (size_t)n - first, 4096, (size_t)n - first);
+    static const char b_want[] = "2\r\nhi\r\n0\r\n\r\nGET /c HTTP/1.1\r\n\r\n";
+    ck_assert_msg(out.n == sizeof b_want - 1 && !memcmp(out.p, b_want, out.n), "[%.*s]",
+                  (int)out.n, out.p);
+    free(out.p);
+    ck_assert(framing_take_refusal(f, b, &status, &close, msg, sizeof msg));
+    ck_assert_int_eq(status, 400);
+    framing_free(f);
+}
+END_TEST
+
+/* Once a connection is given up on (past the drain cap), one recv() call
+ * returns what MHD needs (the body's end) and reads nothing more: a client
+ * that keeps sending must not hold the worker thread in a loop of reads
+ * that are all thrown away. */
+START_TEST(given_up_connection_is_not_read_on)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    ck_assert(framing_attach(sv[0], LIMIT, DRAIN));
+    text in = {0};
+    text_puts(&in, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;");
+    while (in.n < 96 * 1024)
+        text_puts(&in, "xxxxxxxxxxxxxxxx");
+    ck_assert_int_eq(write(sv[1], in.p, in.n), (ssize_t)in.n);
+    char buf[16384];
+    ssize_t got = recv(sv[0], buf, sizeof buf, 0);
+    static const char want[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    ck_assert_int_eq(got, (ssize_t)(sizeof want - 1));
+    ck_assert(!memcmp(buf, want, sizeof want - 1));
+    /* most of what the client sent is still in the kernel, unread */
+    int queued = 0;
+    ck_assert_int_eq(ioctl(sv[0], FIONREAD, &queued), 0);
+    ck_assert_int_gt(queued, 64 * 1024);
+    errno = 0;
+    ck_assert_int_eq(recv(sv[0], buf, sizeof buf, 0), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    framing_detach(sv[0]);
+    close(sv[0]);
+    close(sv[1]);
+    free(in.p);
+}
+END_TEST
+
 static Suite *framing_suite(void)
 {
     Suite *s = suite_create("framing");
@@ -500,6 +590,8 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, long_extension_under_the_daemons_limit);
     tcase_add_test(tc, any_stream_split_anywhere_reads_the_same);
     tcase_add_test(tc, short_reads_only_when_the_socket_is_drained);
+    tcase_add_test(tc, pipelined_refusals_are_not_lost);
+    tcase_add_test(tc, given_up_connection_is_not_read_on);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -578,6 +578,67 @@ static int count_pieces(void *ctx, const char *data, size_t len)
     return p->calls == p->fail_at ? CS_EIO : CS_OK;
 }
 
+/* gpu_sms: all of a rank's thread blocks must be resident at once, 2 per SM
+ * (the NCCL fork's 216 is an A100's 108 x 2).  A hub with 169 peers needs
+ * 170 blocks (one per peer, one for its own chunk's copy): it fits the
+ * default and a GPU with 85 SMs (170 blocks) with the same document, and
+ * is refused on a V100 (80 SMs: 160) for both runtimes, naming the SMs. */
+START_TEST(gpu_sms_caps_thread_blocks_per_rank)
+{
+    cs_error err;
+    cs_algorithm *a = star_gather(170);
+    cs_msccl_options o;
+    char *dflt = NULL, *x = NULL;
+    msccl_options_default(&o);
+    o.runtime = CS_MSCCL_RUNTIME_MSCCL;
+    ck_assert_msg(msccl_xml_generate(a, NULL, &o, &dflt, NULL, &err) == CS_OK, "%s", err.message);
+    cs_msccl_check_stats st;
+    limits_ok(dflt, CS_MSCCL_RUNTIME_MSCCL, &st);
+    ck_assert_int_eq(st.max_tbs, 170);
+    const int same[] = {85, 108, 132};
+    for (int i = 0; i < 3; i++) {
+        o.gpu_sms = same[i];
+        ck_assert_msg(msccl_xml_generate(a, NULL, &o, &x, NULL, &err) == CS_OK, "%d SMs: %s",
+                      same[i], err.message);
+        ck_assert_str_eq(x, dflt);
+        free(x);
+    }
+    const cs_msccl_runtime rts[] = {CS_MSCCL_RUNTIME_MSCCL, CS_MSCCL_RUNTIME_EXECUTOR,
+                                    CS_MSCCL_RUNTIME_AUTO};
+    for (int i = 0; i < 3; i++) {
+        o.runtime = rts[i];
+        o.gpu_sms = 80;
+        x = NULL;
+        ck_assert_int_eq(msccl_xml_generate(a, NULL, &o, &x, NULL, &err), CS_ELIMIT);
+        ck_assert_ptr_null(x);
+        ck_assert_str_eq(err.field, "runtime");
+        ck_assert_msg(strstr(err.message, "rank 0 needs 170 thread blocks") &&
+                          strstr(err.message, "gpu_sms=80") && strstr(err.message, "at most 160"),
+                      "%s", err.message);
+        /* the streaming writer refuses before writing anything */
+        pieces pc = {0, 0, 0};
+        ck_assert_int_eq(msccl_xml_write_ranks(a, NULL, &o, 0, a->ranks - 1, count_pieces, &pc,
+                                               &err), CS_ELIMIT);
+        ck_assert_int_eq(pc.calls, 0);
+    }
+    /* the executor's own limit is 1024: gpu_sms=108 lowers it to 216 */
+    free(dflt);
+    algorithm_free(a);
+    a = star_gather(230);
+    o.runtime = CS_MSCCL_RUNTIME_EXECUTOR;
+    o.gpu_sms = 0;
+    ck_assert_int_eq(msccl_xml_generate(a, NULL, &o, &x, NULL, &err), CS_OK);
+    free(x);
+    o.gpu_sms = 108;
+    ck_assert_int_eq(msccl_xml_generate(a, NULL, &o, &x, NULL, &err), CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "at most 216"), "%s", err.message);
+    o.gpu_sms = -1;
+    ck_assert_int_eq(msccl_xml_generate(a, NULL, &o, &x, NULL, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "gpu_sms");
+    algorithm_free(a);
+}
+END_TEST
+
 START_TEST(rank_slices_hold_the_same_algo_and_their_gpus)
 {
     cs_topology *t;
@@ -1374,6 +1435,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, step_limits_spread_channels_then_merge_then_give_elimit);
     tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
+    tcase_add_test(tc, gpu_sms_caps_thread_blocks_per_rank);
     tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
     tcase_add_test(tc, channels_widen_when_the_estimate_is_short);
     tcase_add_test(tc, channels_widen_when_runs_cannot_merge);

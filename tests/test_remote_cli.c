@@ -8,11 +8,16 @@
  * the summary the CLI printed; the offline topology list (this build's
  * library) against the server's; exit codes against docs/clients.md.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -80,6 +85,216 @@ static bool is_hex64(const char *s)
 
 /* A request quick for SMT: the frontier search bounded to 2 chunks. */
 #define QUICK_OPTS "--option 'smt={\"max_chunks\":2}'"
+
+/* ---- a daemon behind a reverse proxy under a path prefix ---------------------- */
+
+/* A reverse proxy as nginx's `location /collsynth/ { proxy_pass
+ * http://daemon/; }`: requests under PREFIX/ go to the daemon without the
+ * prefix, one connection at a time (the CLI makes one request at a time);
+ * anything else gets the proxy's own 404 page.  Every request line it saw
+ * is kept, to check the CLI put every route under the prefix. */
+typedef struct prefix_proxy {
+    int lfd, port, backend_port;
+    const char *prefix;
+    pthread_t thread;
+    volatile bool stop;
+    char seen[8192];   /* "METHOD PATH\n" per request */
+} prefix_proxy;
+
+static bool send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static void proxy_one(prefix_proxy *px, int cfd)
+{
+    char req[65536];
+    size_t len = 0;
+    char *end = NULL;
+    while (!end && len + 1 < sizeof req) {
+        ssize_t r = recv(cfd, req + len, sizeof req - 1 - len, 0);
+        if (r <= 0)
+            return;
+        len += (size_t)r;
+        req[len] = '\0';
+        end = strstr(req, "\r\n\r\n");
+    }
+    if (!end)
+        return;
+    char method[16], path[2048];
+    if (sscanf(req, "%15s %2047s", method, path) != 2)
+        return;
+    size_t sl = strlen(px->seen);
+    snprintf(px->seen + sl, sizeof px->seen - sl, "%s %s\n", method, path);
+    size_t pl = strlen(px->prefix);
+    if (strncmp(path, px->prefix, pl) != 0 || path[pl] != '/') {
+        static const char page[] = "<html>\r\n<head><title>404 Not Found</title></head>\r\n"
+                                   "<body>not here</body>\r\n</html>\r\n";
+        char head[256];
+        int n = snprintf(head, sizeof head, "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n", sizeof page - 1);
+        send_all(cfd, head, (size_t)n);
+        send_all(cfd, page, sizeof page - 1);
+        return;
+    }
+    /* the body: Content-Length bytes after the headers */
+    size_t body_len = 0;
+    for (char *h = strstr(req, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n"))
+        if (strncasecmp(h + 2, "Content-Length:", 15) == 0)
+            body_len = strtoul(h + 17, NULL, 10);
+    size_t head_len = (size_t)(end + 4 - req);
+    char *body = malloc(body_len + 1);
+    size_t have = len - head_len;
+    memcpy(body, req + head_len, have);
+    while (have < body_len) {
+        ssize_t r = recv(cfd, body + have, body_len - have, 0);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+    }
+    /* the request line without the prefix, Connection: close */
+    char out[70000];
+    size_t o = (size_t)snprintf(out, sizeof out, "%s %s HTTP/1.1\r\n", method, path + pl);
+    for (char *h = strstr(req, "\r\n") + 2; h < end + 2;) {
+        char *eol = strstr(h, "\r\n");
+        if (strncasecmp(h, "Connection:", 11) != 0)
+            o += (size_t)snprintf(out + o, sizeof out - o, "%.*s\r\n", (int)(eol - h), h);
+        h = eol + 2;
+    }
+    o += (size_t)snprintf(out + o, sizeof out - o, "Connection: close\r\n\r\n");
+    int bfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)px->backend_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(bfd, (struct sockaddr *)&a, sizeof a) == 0 && send_all(bfd, out, o) &&
+        send_all(bfd, body, have)) {
+        char buf[65536];
+        ssize_t r;
+        while ((r = recv(bfd, buf, sizeof buf, 0)) > 0 && send_all(cfd, buf, (size_t)r))
+            ;
+    }
+    close(bfd);
+    free(body);
+}
+
+static void *proxy_main(void *arg)
+{
+    prefix_proxy *px = arg;
+    while (!px->stop) {
+        struct pollfd p = {.fd = px->lfd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int cfd = accept(px->lfd, NULL, NULL);
+        if (cfd < 0)
+            continue;
+        proxy_one(px, cfd);
+        close(cfd);
+    }
+    return NULL;
+}
+
+static void proxy_start(prefix_proxy *px, const char *prefix)
+{
+    memset(px, 0, sizeof *px);
+    px->prefix = prefix;
+    ck_assert_int_eq(sscanf(daemon_.url, "http://127.0.0.1:%d", &px->backend_port), 1);
+    px->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    ck_assert_int_eq(bind(px->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(px->lfd, 16), 0);
+    ck_assert_int_eq(getsockname(px->lfd, (struct sockaddr *)&a, &al), 0);
+    px->port = ntohs(a.sin_port);
+    ck_assert_int_eq(pthread_create(&px->thread, NULL, proxy_main, px), 0);
+}
+
+static void proxy_stop(prefix_proxy *px)
+{
+    px->stop = true;
+    pthread_join(px->thread, NULL);
+    close(px->lfd);
+}
+
+/* Runs the CLI against `server` (the token set); returns the exit code. */
+static int run_at(const char *server, const char *args, char **out, char **err)
+{
+    ck_assert_msg(daemon_up, "collsynthd did not start:\n%s", daemon_why);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "env COLLSYNTH_TOKEN=%s %s --server '%s' %s", TOKEN, cli, server,
+             args);
+    return cs_test_sh(cmd, out, err);
+}
+
+/* `--server http://gw/collsynth` (a daemon behind a reverse proxy under a
+ * path prefix): every route goes under the prefix, submit/wait/get work
+ * through it; a wrong prefix gets the proxy's page, which the CLI says is
+ * not collsynthd's answer; what cannot be a base URL is refused by name. */
+START_TEST(a_daemon_behind_a_proxy_under_a_path_prefix)
+{
+    prefix_proxy px;
+    proxy_start(&px, "/collsynth");
+    char base[128], upper[128], wrong[128], url[256];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d/collsynth", px.port);
+    snprintf(upper, sizeof upper, "HTTP://127.0.0.1:%d/collsynth/", px.port);
+    snprintf(wrong, sizeof wrong, "http://127.0.0.1:%d/wrong", px.port);
+    char *out, *err;
+    int rc = run_at(base, "topologies", &out, &err);
+    ck_assert_msg(rc == 0 && strstr(out, "ring:N") != NULL, "exit %d: %s", rc, err);
+    free(out); free(err);
+    rc = run_at(upper, "submit ring:4 allgather --method ring --wait", &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    char *key = line_value(out, "key");
+    ck_assert_msg(is_hex64(key), "no key in:\n%s", out);
+    free(out); free(err);
+    char args[256];
+    snprintf(args, sizeof args, "get %s --format msccl-xml", key);
+    rc = run_at(base, args, &out, &err);
+    ck_assert_msg(rc == 0 && strstr(out, "<algo") != NULL, "exit %d: %s", rc, err);
+    free(out); free(err);
+    free(key);
+    /* every request went under the prefix */
+    ck_assert_msg(strstr(px.seen, "POST /collsynth/v1/synthesize\n") != NULL, "%s", px.seen);
+    for (const char *l = px.seen; *l; l = strchr(l, '\n') + 1) {
+        const char *path = strchr(l, ' ') + 1;
+        ck_assert_msg(strncmp(path, "/collsynth/v1/", 14) == 0, "outside the prefix: %s", l);
+    }
+    /* a wrong prefix: the proxy's 404, on one line, named as not the daemon's */
+    rc = run_at(wrong, "topologies", &out, &err);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "HTTP 404, not in collsynthd's error form") != NULL &&
+                      strstr(err, "path prefix") != NULL, "%s", err);
+    ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
+    free(out); free(err);
+    proxy_stop(&px);
+    /* base URLs that cannot be: refused before any request, naming why */
+    struct {
+        const char *fmt, *want;
+    } bad[] = {
+        {"http://127.0.0.1:%d/collsynth/v1", "without /v1 (the routes are PREFIX/v1/...): "
+                                             "http://127.0.0.1:%d/collsynth"},
+        {"http://127.0.0.1:%d/collsynth?x=1", "has a query or a fragment"},
+        {"http://user:pw@127.0.0.1:%d/", "--token-file"},
+        {"ftp://127.0.0.1:%d/", "must start with http:// or https://"},
+        {"http:///collsynth", "names no host"},
+        {"http://127.0.0.1:%d/my prefix", "%%20"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[256];
+        snprintf(url, sizeof url, bad[i].fmt, px.port);
+        snprintf(want, sizeof want, bad[i].want, px.port);
+        rc = run_at(url, "topologies", &out, &err);
+        ck_assert_msg(rc == 2 && strstr(err, want) != NULL, "%s: exit %d: %s", url, rc, err);
+        free(out); free(err);
+    }
+}
+END_TEST
 
 START_TEST(topologies_remote_matches_this_builds_library)
 {
@@ -434,6 +649,7 @@ static Suite *remote_cli_suite(void)
     tcase_add_test(tc, server_errors_are_shown_with_their_exit_codes);
     tcase_add_test(tc, status_and_cancel_a_running_job);
     tcase_add_test(tc, wait_shows_a_bar_on_a_terminal_and_lines_otherwise);
+    tcase_add_test(tc, a_daemon_behind_a_proxy_under_a_path_prefix);
     suite_add_tcase(s, tc);
     return s;
 }

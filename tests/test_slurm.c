@@ -182,6 +182,61 @@ START_TEST(example_cluster_description_builds)
 }
 END_TEST
 
+/* A cluster file saved by a Windows editor starts with a UTF-8 byte-order
+ * mark: the hook refused it ("'[' or '{' expected near '<BOM>'") while
+ * every other JSON input of collsynth takes it.  And a file that is not a
+ * description says so with its name and line. */
+START_TEST(cluster_file_with_a_byte_order_mark_loads)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    ck_assert_int_eq(cs_read_file("clients/slurm/cluster.example.json", &text, &len, &err), CS_OK);
+    char dir[] = "/tmp/test_slurm_bom_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("\xEF\xBB\xBF", f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    char msg[256] = "";
+    json_t *cluster = cluster_load_file(path, msg, sizeof msg);
+    ck_assert_msg(cluster != NULL, "%s", msg);
+    json_t *want = json_loadb(text, len, 0, NULL);
+    ck_assert(json_equal(cluster, want));
+    char *nodes[] = {"gpu007", "edge3"};
+    json_t *topo, *expanded;
+    ck_assert_msg(cluster_build_topology(cluster, nodes, 2, fetch_any, NULL, &topo, &expanded,
+                                         msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(json_integer_value(json_object_get(topo, "ranks")), 12);
+    json_decref(topo);
+    json_decref(expanded);
+    json_decref(cluster);
+    json_decref(want);
+    /* what is not a description names the file and the problem */
+    f = fopen(path, "wb");
+    fputs("{\n\"nodes\": [}\n", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "line 2") != NULL, "%s", msg);
+    f = fopen(path, "wb");
+    fputs("[1, 2]", f);
+    fclose(f);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, "not a JSON object") != NULL, "%s", msg);
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    ck_assert_ptr_null(cluster_load_file(path, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, "No such file") != NULL, "%s", msg);
+    remove(path);
+    snprintf(path, sizeof path, "%s/cluster.json", dir);
+    remove(path);
+    rmdir(dir);
+    free(text);
+}
+END_TEST
+
 static json_t *alg(int steps, int rounds, int chunks)
 {
     return json_pack("{s:i, s:i, s:i}", "steps", steps, "rounds", rounds, "chunks", chunks);
@@ -540,6 +595,180 @@ START_TEST(e2e_limit_refusal_skips_the_entry_without_whole_documents)
 }
 END_TEST
 
+/* A stored result the e2e run fetched (OUT/<scenario>.<kind>.json). */
+static json_t *record_json(const char *scenario, const char *kind)
+{
+    char ext[64];
+    snprintf(ext, sizeof ext, "%s.json", kind);
+    char *text = record(scenario, ext);
+    json_error_t jerr;
+    json_t *doc = json_loads(text, 0, &jerr);
+    ck_assert_msg(doc != NULL, "%s.%s: %s", scenario, ext, jerr.text);
+    free(text);
+    return doc;
+}
+
+/* The result is for the root asked for, and its schedules really start (a
+ * broadcast) or end (a reduce) there: the first sends of a broadcast leave
+ * the root (nothing else holds the data), and every rank's contribution of a
+ * reduce reaches the root. */
+static void assert_rooted_result(json_t *res, const char *kind, int root, int ranks)
+{
+    json_t *coll = json_object_get(res, "collective");
+    ck_assert_str_eq(json_string_value(json_object_get(coll, "kind")), kind);
+    ck_assert_int_eq(json_integer_value(json_object_get(coll, "root")), root);
+    json_t *frontier = json_object_get(res, "frontier");
+    ck_assert_int_gt(json_array_size(frontier), 0);
+    size_t i;
+    json_t *alg;
+    json_array_foreach(frontier, i, alg) {
+        ck_assert_int_eq(json_integer_value(json_object_get(alg, "ranks")), ranks);
+        json_t *sends = json_object_get(alg, "sends");
+        ck_assert_int_gt(json_array_size(sends), 0);
+        long first = -1;
+        size_t j;
+        json_t *snd;
+        json_array_foreach(sends, j, snd) {
+            long step = (long)json_integer_value(json_object_get(snd, "step"));
+            if (first < 0 || step < first)
+                first = step;
+        }
+        int into_root = 0, from_root_first = 0, first_sends = 0;
+        json_array_foreach(sends, j, snd) {
+            int src = (int)json_integer_value(json_object_get(snd, "src"));
+            int dst = (int)json_integer_value(json_object_get(snd, "dst"));
+            if ((long)json_integer_value(json_object_get(snd, "step")) == first) {
+                first_sends++;
+                from_root_first += src == root;
+            }
+            into_root += dst == root;
+        }
+        if (strcmp(kind, "broadcast") == 0) {
+            ck_assert_msg(from_root_first == first_sends,
+                          "%s root %d: %d of the %d first sends leave another rank", kind, root,
+                          first_sends - from_root_first, first_sends);
+        } else {
+            ck_assert_msg(into_root > 0, "%s root %d: nothing reaches the root", kind, root);
+        }
+    }
+}
+
+/* collectives=broadcast,reduce with plugstack root=2 and srun
+ * --collsynth-root=5: the job's option wins; the task gets each collective's
+ * files and the results are rooted at 5. */
+START_TEST(e2e_rooted_collectives_use_the_jobs_root)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("rooted", "rc"), *out = record("rooted", "out"), *err = record("rooted", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
+    ck_assert_ptr_nonnull(strstr(out, "TASK_RAN"));
+    const char *kinds[] = {"broadcast", "reduce"};
+    for (int k = 0; k < 2; k++) {
+        char tag[64], coll[64];
+        snprintf(tag, sizeof tag, "FILE %s-0.xml <algo", kinds[k]);
+        const char *line = strstr(out, tag);
+        ck_assert_msg(line != NULL, "no %s XML:\n%s", kinds[k], out);
+        char *l = strndup(line, strcspn(line, "\n"));
+        snprintf(coll, sizeof coll, "coll=\"%s\"", kinds[k]);
+        ck_assert_msg(strstr(l, coll) != NULL, "%s", l);
+        ck_assert_uint_eq(attr_value(l, "ngpus"), 8);
+        free(l);
+        json_t *res = record_json("rooted", kinds[k]);
+        assert_rooted_result(res, kinds[k], 5, 8);
+        json_decref(res);
+    }
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* A two-node step (8 ranks) with plugstack root=6 only: a root on the second
+ * node, numbered node by node; both nodes ask for (and get) the same result. */
+START_TEST(e2e_rooted_two_nodes_use_the_plugstack_root)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("rootedmulti", "rc"), *out = record("rootedmulti", "out");
+    char *err = record("rootedmulti", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    ck_assert_msg(strstr(err, "collsynth: warning") == NULL, "warning: %s", err);
+    char *key0 = labeled_value(out, 0, "COLLSYNTH_RESULT_KEYS");
+    char *key1 = labeled_value(out, 1, "COLLSYNTH_RESULT_KEYS");
+    ck_assert_msg(strncmp(key0, "broadcast=", 10) == 0, "keys: %s", key0);
+    ck_assert_str_eq(key0, key1);
+    for (int r = 0; r < 2; r++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%d: FILE broadcast-0.xml <algo", r);
+        ck_assert_msg(strstr(out, tag) != NULL, "no broadcast file on node %d:\n%s", r, out);
+    }
+    json_t *res = record_json("rootedmulti", "broadcast");
+    assert_rooted_result(res, "broadcast", 6, 8);
+    json_decref(res);
+    free(key0);
+    free(key1);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* srun --collsynth-root=8 on an 8-rank step: one warning that names the
+ * option and the step's ranks; the job runs unchanged. */
+START_TEST(e2e_root_outside_the_step_job_runs_with_one_warning)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("badroot", "rc"), *out = record("badroot", "out");
+    char *err = record("badroot", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "--collsynth-root=8 is not a rank of this step: it has 8 ranks "
+                              "(0..7)") != NULL, "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* srun --collsynth-root=abc: srun refuses its own command line, naming the
+ * option, before any job exists (no task ran). */
+START_TEST(e2e_malformed_root_option_is_refused_by_srun)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("badrootsyntax", "rc"), *out = record("badrootsyntax", "out");
+    char *err = record("badrootsyntax", "err");
+    ck_assert_int_ne(atoi(rc), 0);
+    ck_assert_ptr_null(strstr(out, "TASK_RAN"));
+    ck_assert_msg(strstr(err, "--collsynth-root=abc is not a rank") != NULL, "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* plugstack gpu_sms=1: the hook asks for documents for a GPU with one SM (2
+ * thread blocks per rank); the daemon refuses every entry of the DGX-1
+ * allgather for both runtimes, so the job runs unchanged with one warning
+ * that names the limit. */
+START_TEST(e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone)
+{
+    ck_assert_int_eq(e2e_status, 0);
+    char *rc = record("fewsms", "rc"), *out = record("fewsms", "out");
+    char *err = record("fewsms", "err");
+    ck_assert_int_eq(atoi(rc), 0);
+    assert_unchanged_env(out);
+    ck_assert_int_eq(count_lines_with(err, "collsynth: warning"), 1);
+    ck_assert_msg(strstr(err, "&gpu_sms=1: HTTP 422") != NULL &&
+                      strstr(err, "on a GPU with gpu_sms=1") != NULL &&
+                      strstr(err, "at most 2") != NULL,
+                  "%s", err);
+    free(rc);
+    free(out);
+    free(err);
+}
+END_TEST
+
 START_TEST(e2e_unreadable_cluster_file_job_runs_with_one_warning)
 {
     ck_assert_int_eq(e2e_status, 0);
@@ -630,6 +859,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(unit, two_nodes_on_a_switch_fabric);
     tcase_add_test(unit, three_nodes_on_a_ring_fabric);
     tcase_add_test(unit, example_cluster_description_builds);
+    tcase_add_test(unit, cluster_file_with_a_byte_order_mark_loads);
     tcase_add_test(unit, frontier_ranges_split_at_the_crossover);
     tcase_add_test(unit, xml_byte_range_replaces_existing_attributes);
     suite_add_tcase(s, unit);
@@ -646,6 +876,11 @@ static Suite *slurm_suite(void)
     tcase_add_test(e2e, e2e_refused_token_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_step_on_part_of_a_node_is_left_alone_with_a_warning);
     tcase_add_test(e2e, e2e_copy_switch_node_gets_msccl_files);
+    tcase_add_test(e2e, e2e_rooted_collectives_use_the_jobs_root);
+    tcase_add_test(e2e, e2e_rooted_two_nodes_use_the_plugstack_root);
+    tcase_add_test(e2e, e2e_root_outside_the_step_job_runs_with_one_warning);
+    tcase_add_test(e2e, e2e_malformed_root_option_is_refused_by_srun);
+    tcase_add_test(e2e, e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone);
     tcase_add_test(e2e, e2e_daemon_down_job_runs_with_one_warning);
     tcase_add_test(e2e, e2e_hanging_server_costs_only_the_timeout);
     suite_add_tcase(s, e2e);

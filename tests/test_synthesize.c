@@ -75,6 +75,45 @@ static void expect_error(const char *text, int code, const char *field)
     ck_assert_ptr_null(r);
 }
 
+/* A misspelled member of the request body ("colective") was reported as
+ * "unknown option colective": the client looked for it under "options".
+ * Members of the request are members; inside "options" they stay options;
+ * both name the nearest known key when it looks like a typo. */
+static void expect_message(const char *text, const char *field, const char *want,
+                           const char *unwanted)
+{
+    cs_synth_request *r = NULL;
+    cs_error err;
+    cs_error_clear(&err);
+    ck_assert_int_eq(synth_request_parse(text, strlen(text), NULL, &r, &err), CS_EINVAL);
+    ck_assert_ptr_null(r);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_msg(strstr(err.message, want) != NULL, "%s: %s", text, err.message);
+    ck_assert_msg(!unwanted || strstr(err.message, unwanted) == NULL, "%s: %s", text,
+                  err.message);
+}
+
+START_TEST(unknown_members_and_options_are_named_as_such)
+{
+    expect_message("{\"topology\":\"ring:4\",\"colective\":{\"kind\":\"allgather\"}}",
+                   "colective", "unknown member colective: did you mean collective?",
+                   "unknown option");
+    expect_message("{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"zzz\":1}", "zzz",
+                   "unknown member zzz: a request has topology, collective",
+                   "unknown option");
+    expect_message("{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smt\","
+                   "\"options\":{\"chunkz\":2}}",
+                   "options.chunkz", "unknown option options.chunkz: did you mean "
+                   "options.chunks?", "member");
+    expect_message("{\"topology\":\"ring:4\",\"collective\":\"allgather\",\"method\":\"smt\","
+                   "\"options\":{\"zzz\":2}}",
+                   "options.zzz", "unknown option options.zzz: not an smt option", NULL);
+    expect_message("{\"topology\":\"ring:4\",\"collective\":\"allgather\","
+                   "\"options\":{\"smt\":{\"max_chunk\":2}}}",
+                   "options.smt.max_chunk", "did you mean options.smt.max_chunks?", NULL);
+}
+END_TEST
+
 START_TEST(key_is_stable_across_spellings)
 {
     /* ring:4 as a builtin, as its expanded document with links shuffled and
@@ -567,6 +606,7 @@ static Suite *synthesize_suite(void)
     tcase_add_test(tc, sha256_matches_fips_vectors);
     tcase_add_test(tc, sizes_are_written_for_people);
     tcase_add_test(tc, key_is_stable_across_spellings);
+    tcase_add_test(tc, unknown_members_and_options_are_named_as_such);
     tcase_add_test(tc, key_changes_with_meaning);
     tcase_add_test(tc, canonical_request_parses_to_same_key);
     tcase_add_test(tc, errors_name_their_field);

@@ -78,6 +78,16 @@ bool cli_parse_int(const char *s, int *out);
 bool cli_parse_size(const char *s, double *bytes);
 /* topology_load with the CLI's messages; returns an exit code. */
 int cli_load_topology(const char *cmd, const char *spec, cs_topology **out);
+/* The topology a document carries when none was given on the command line:
+ * a Result's own "topology" (the builtin name or the Topology JSON `solve -o`
+ * and the service write), else the algorithm's "topology" name when it is a
+ * builtin.  A Topology JSON taken from a Result is named on stderr ("note:
+ * topology 'quad' (4 ranks): the result's own"), so the user sees what the
+ * check ran on.  Returns an exit code (a Result whose topology is not usable
+ * is an input error); *out stays NULL when the document carries none that
+ * can be used (*why then says so, for the caller's message). */
+int cli_document_topology(const char *cmd, const cs_result *r, const cs_algorithm *a,
+                          cs_topology **out, char *why, size_t why_len);
 /* A collective from a kind name, "KIND:ROOT" (broadcast:3), or a JSON document
  * (or a path to one); root < -1 means "not given".  Returns an exit code. */
 int cli_load_collective(const char *cmd, const char *spec, int root, cs_collective *out);

@@ -3,7 +3,8 @@
  * algorithm of a Result's frontier) to MSCCL XML or to a CUDA source.
  *
  * The algorithm is verified first whenever its topology is known (from
- * --topology or the algorithm's own "topology" name), so a file edited by
+ * --topology, a Result's own "topology", or the algorithm's "topology" name
+ * when it is a builtin), so a file edited by
  * hand cannot turn into a document that hangs a training job.
  */
 #include <errno.h>
@@ -26,14 +27,18 @@ static const char codegen_help[] =
     "Result the frontier algorithm is chosen with --index or --size.\n"
     "\n"
     "  --format F         msccl-xml (MSCCL algorithm XML) or cuda (.cu source)\n"
-    "  --topology T       topology (builtin name, JSON file or text); default: the\n"
-    "                     algorithm's own \"topology\" name when it is a builtin\n"
+    "  --topology T       topology (builtin name, JSON file or text); default: a\n"
+    "                     Result's own \"topology\", else the algorithm's\n"
+    "                     \"topology\" name when it is a builtin\n"
     "  --runtime R        msccl-xml: auto (default: a form both runtimes accept),\n"
     "                     msccl (NCCL fork) or msccl-executor\n"
     "  --min-bytes N      msccl-xml: smallest buffer this algorithm is used for (default 0)\n"
     "  --max-bytes N      msccl-xml: largest buffer (default 0 = no limit)\n"
     "  --proto P          msccl-xml: Simple (default), LL or LL128\n"
     "  --name NAME        msccl-xml: the algo name attribute\n"
+    "  --gpu-sms N        msccl-xml: the target GPU's SMs; at most 2N thread blocks\n"
+    "                     per rank (all must be resident at once; default: the\n"
+    "                     runtime's own limit, 216 in the NCCL fork = an A100's 108)\n"
     "  --elem TYPE        cuda: float (default), double or int32\n"
     "  --prefix P         cuda: prefix of the generated identifiers (default collsynth_)\n"
     "  --index K          Result input: the K-th frontier algorithm (default 0)\n"
@@ -140,9 +145,25 @@ static int load_doc(const char *cmd, const char *path, cs_algorithm **alg, cs_re
     return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
 }
 
-/* Loads an Algorithm, or picks one out of a Result. */
-static int load_input(const char *cmd, const char *path, const cs_topology *t, int index,
-                      double size, cs_algorithm **out)
+/* The topology of the document when --topology is not given: the one it
+ * carries (cli_document_topology); without one the algorithm cannot be
+ * verified, which a note says. */
+static int document_topology(const char *cmd, const cs_result *r, const cs_algorithm *a,
+                             cs_topology **t)
+{
+    char why[400] = "";
+    int code = cli_document_topology(cmd, r, a, t, why, sizeof why);
+    if (code == CLI_EXIT_OK && !*t)
+        fprintf(stderr, "collsynth %s: note: %s; the algorithm is not verified and every link "
+                        "gets one channel (give --topology)\n", cmd, why);
+    return code;
+}
+
+/* Loads an Algorithm, or picks one out of a Result, and its topology: the
+ * one given (--topology, already in *t), else the one the document carries,
+ * else none (*t NULL). */
+static int load_input(const char *cmd, const char *path, int index, double size,
+                      cs_algorithm **out, cs_topology **t)
 {
     cs_error err;
     cs_error_clear(&err);
@@ -151,14 +172,19 @@ static int load_input(const char *cmd, const char *path, const cs_topology *t, i
     int rc = load_doc(cmd, path, &alg, &r, &err);
     if (rc != CLI_EXIT_OK)
         return rc;
+    if (!*t && (rc = document_topology(cmd, r, alg, t)) != CLI_EXIT_OK) {
+        algorithm_free(alg);
+        result_free(r);
+        return rc;
+    }
     if (r) {
         const cs_algorithm *pick = NULL;
         if (size > 0) {
-            if (!t) {
+            if (!*t) {
                 result_free(r);
                 return cli_usage_error(cmd, "--size needs the topology (--topology)");
             }
-            pick = result_best_for_size(r, t, size);
+            pick = result_best_for_size(r, *t, size);
         } else if (index >= 0 && index < r->nalgs) {
             pick = r->algs[index];
         }
@@ -236,12 +262,22 @@ static int write_frontier(const char *cmd, const char *path, const char *topo_sp
     }
     cs_topology *t = NULL;
     int code = CLI_EXIT_OK;
-    const char *spec = topo_spec ? topo_spec : r->nalgs ? r->algs[0]->topology : "";
     if (r->nalgs == 0) {
         result_free(r);
         return cli_usage_error(cmd, "the result's frontier is empty");
     }
-    if ((code = cli_load_topology(cmd, spec, &t)) != CLI_EXIT_OK) {
+    /* the size ranges need the topology's costs: the one given, else the
+     * result's own */
+    if (topo_spec) {
+        code = cli_load_topology(cmd, topo_spec, &t);
+    } else {
+        char why[400] = "";
+        code = cli_document_topology(cmd, r, NULL, &t, why, sizeof why);
+        if (code == CLI_EXIT_OK && !t)
+            code = cli_usage_error(cmd, "--frontier-dir needs the topology: %s (give "
+                                   "--topology)", why);
+    }
+    if (code != CLI_EXIT_OK) {
         result_free(r);
         return code;
     }
@@ -318,7 +354,7 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     const char *path = NULL, *format = NULL, *topo_spec = NULL, *runtime = NULL;
     const char *min_s = NULL, *max_s = NULL, *proto = NULL, *name = NULL, *elem = NULL;
     const char *prefix = NULL, *index_s = NULL, *size_s = NULL, *out_path = NULL;
-    const char *frontier_dir = NULL, *ranks_s = NULL;
+    const char *frontier_dir = NULL, *ranks_s = NULL, *sms_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -333,7 +369,8 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
                     {"--min-bytes", &min_s}, {"--max-bytes", &max_s},   {"--proto", &proto},
                     {"--name", &name},       {"--elem", &elem},         {"--prefix", &prefix},
                     {"--index", &index_s},   {"--size", &size_s},       {"-o", &out_path},
-                    {"--frontier-dir", &frontier_dir}, {"--ranks", &ranks_s}};
+                    {"--frontier-dir", &frontier_dir}, {"--ranks", &ranks_s},
+                    {"--gpu-sms", &sms_s}};
         bool matched = false;
         for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !matched; k++) {
             m = cli_option(cmd, argc, argv, &i, opts[k].name, &v);
@@ -361,9 +398,9 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     bool xml = strcmp(format, "msccl-xml") == 0;
     if (!xml && strcmp(format, "cuda") != 0)
         return cli_usage_error(cmd, "--format must be msccl-xml or cuda, not '%s'", format);
-    if (!xml && (runtime || min_s || max_s || proto || name))
-        return cli_usage_error(cmd, "--runtime, --min-bytes, --max-bytes, --proto and --name "
-                               "apply to --format msccl-xml");
+    if (!xml && (runtime || min_s || max_s || proto || name || sms_s))
+        return cli_usage_error(cmd, "--runtime, --min-bytes, --max-bytes, --proto, --name and "
+                               "--gpu-sms apply to --format msccl-xml");
     if (xml && (elem || prefix))
         return cli_usage_error(cmd, "--elem and --prefix apply to --format cuda");
     cs_error err;
@@ -385,6 +422,8 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
             return cli_usage_error(cmd, "--max-bytes '%s' is not a size", max_s);
         mo.max_bytes = (long long)bytes;
     }
+    if (sms_s && (!cli_parse_int(sms_s, &mo.gpu_sms) || mo.gpu_sms < 1 || mo.gpu_sms > 4096))
+        return cli_usage_error(cmd, "--gpu-sms '%s' is not a GPU's SM count (1..4096)", sms_s);
     mo.proto = proto;
     mo.name = name;
     if (elem && cuda_elem_from_name(elem, &co.elem, &err) != CS_OK)
@@ -423,18 +462,9 @@ int cli_cmd_codegen(int argc, char **argv, const cli_globals *g)
     if (topo_spec && (code = cli_load_topology(cmd, topo_spec, &t)) != CLI_EXIT_OK)
         return code;
     cs_algorithm *a = NULL;
-    if ((code = load_input(cmd, path, t, index, size, &a)) != CLI_EXIT_OK) {
+    if ((code = load_input(cmd, path, index, size, &a, &t)) != CLI_EXIT_OK) {
         topology_free(t);
         return code;
-    }
-    if (!t && a->topology[0]) {
-        cs_error terr;
-        if (topology_load(a->topology, NULL, &t, &terr) != CS_OK) {
-            t = NULL;
-            fprintf(stderr, "collsynth %s: note: topology '%s' is not a builtin; the algorithm is "
-                            "not verified and every link gets one channel (give --topology)\n",
-                    cmd, a->topology);
-        }
     }
     int rc = CS_OK;
     if (t) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "algorithm.h"
 #include "baseline.h"
@@ -146,6 +147,36 @@ int cli_load_topology(const char *cmd, const char *spec, cs_topology **out)
         snprintf(what, sizeof what, "topology '%s'", spec);
         int code = cli_report_error(cmd, what, rc, &err);
         return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_document_topology(const char *cmd, const cs_result *r, const cs_algorithm *a,
+                          cs_topology **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    cs_error err;
+    cs_error_clear(&err);
+    if (r && r->topology) {
+        int rc = result_topology(r, out, &err);
+        if (rc != CS_OK) {
+            int code = cli_report_error(cmd, "the result's own topology", rc, &err);
+            return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+        }
+        if (json_is_object(r->topology))
+            fprintf(stderr, "collsynth %s: note: topology '%s' (%d ranks): the result's own\n",
+                    cmd, (*out)->name, (*out)->ranks);
+        return CLI_EXIT_OK;
+    }
+    const char *name = a ? a->topology : r && r->nalgs ? r->algs[0]->topology : "";
+    if (!name[0]) {
+        snprintf(why, why_len, "the %s names no topology", r ? "result" : "algorithm");
+        return CLI_EXIT_OK;
+    }
+    if (topology_builtin(name, out, &err) != CS_OK) {
+        *out = NULL;
+        snprintf(why, why_len, "the %s's topology '%s' is not a builtin%s", r ? "result" : "algorithm",
+                 name, r ? " and the result does not carry it" : "");
     }
     return CLI_EXIT_OK;
 }
@@ -296,7 +327,10 @@ static void alg_list_free(alg_list *l)
     memset(l, 0, sizeof *l);
 }
 
-static int load_algorithms(const char *cmd, const char *path, int index, alg_list *out)
+/* With t (where *t is NULL: no TOPOLOGY argument), the topology comes from
+ * the document (cli_document_topology); none usable is a usage error. */
+static int load_algorithms(const char *cmd, const char *path, int index, alg_list *out,
+                           cs_topology **t)
 {
     cs_error err;
     cs_error_clear(&err);
@@ -318,6 +352,18 @@ static int load_algorithms(const char *cmd, const char *path, int index, alg_lis
         }
         int code = cli_report_error(cmd, what, rc, &err);
         return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
+    }
+    if (t && !*t) {
+        char why[400] = "";
+        int code = cli_document_topology(cmd, r, a, t, why, sizeof why);
+        if (code == CLI_EXIT_OK && !*t)
+            code = cli_usage_error(cmd, "missing TOPOLOGY: %s (give it: collsynth %s TOPOLOGY "
+                                   "%s)", why, cmd, path);
+        if (code != CLI_EXIT_OK) {
+            algorithm_free(a);
+            result_free(r);
+            return code;
+        }
     }
     if (r) {
         if (r->nalgs == 0 || index >= r->nalgs) {
@@ -363,12 +409,22 @@ static int load_algorithms(const char *cmd, const char *path, int index, alg_lis
 static int load_topology_and_algorithms(const char *cmd, const char *const pos[2], int npos,
                                         int index, cs_topology **t, alg_list *l)
 {
-    if (npos < 2)
-        return cli_usage_error(cmd, npos == 0 ? "missing TOPOLOGY and ALGORITHM"
-                                              : "missing ALGORITHM (a JSON file)");
-    int code = cli_load_topology(cmd, pos[0], t);
+    *t = NULL;
+    if (npos == 0)
+        return cli_usage_error(cmd, "missing ALGORITHM (a JSON file)");
+    /* one argument: the ALGORITHM, on the topology it carries; a builtin
+     * name that is no file is a TOPOLOGY without its ALGORITHM */
+    cs_topology *probe = NULL;
+    cs_error perr;
+    if (npos == 1 && strcmp(pos[0], "-") != 0 && access(pos[0], F_OK) != 0 &&
+        topology_builtin(pos[0], &probe, &perr) == CS_OK) {
+        topology_free(probe);
+        return cli_usage_error(cmd, "missing ALGORITHM (a JSON file) after TOPOLOGY '%s'",
+                               pos[0]);
+    }
+    int code = npos == 1 ? CLI_EXIT_OK : cli_load_topology(cmd, pos[0], t);
     if (code == CLI_EXIT_OK)
-        code = load_algorithms(cmd, pos[1], index, l);
+        code = load_algorithms(cmd, pos[npos - 1], index, l, npos == 1 ? t : NULL);
     if (code != CLI_EXIT_OK) {
         topology_free(*t);
         *t = NULL;
@@ -542,13 +598,15 @@ int cli_cmd_topo(int argc, char **argv, const cli_globals *g)
 /* ---- verify ------------------------------------------------------------------------------ */
 
 static const char verify_help[] =
-    "Usage: collsynth verify TOPOLOGY ALGORITHM.json [--index K] [--json]\n"
+    "Usage: collsynth verify [TOPOLOGY] ALGORITHM.json [--index K] [--json]\n"
     "\n"
     "Replays the algorithm on the topology and checks links, causality,\n"
     "bandwidth, values and the postcondition.  Prints the verdict and the\n"
     "reasons; ALGORITHM may be - for stdin.  ALGORITHM is an Algorithm or a\n"
     "Result (what `solve -o` and the service write): every algorithm of its\n"
-    "frontier is checked, or only the K-th with --index K.\n"
+    "frontier is checked, or only the K-th with --index K.  Without TOPOLOGY,\n"
+    "the one the document carries: a Result's own \"topology\", else the\n"
+    "algorithm's \"topology\" name when it is a builtin.\n"
     "  --index K  a Result's K-th frontier algorithm (0 = the first)\n"
     "  --json     print {\"valid\": ..., \"problems\": N, \"reasons\": [...]} (a Result\n"
     "             adds \"algorithms\": one such object per algorithm, with its index)\n"
@@ -662,7 +720,7 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
 /* ---- simulate ------------------------------------------------------------------------------ */
 
 static const char simulate_help[] =
-    "Usage: collsynth simulate TOPOLOGY ALGORITHM.json [--size BYTES] [--index K]\n"
+    "Usage: collsynth simulate [TOPOLOGY] ALGORITHM.json [--size BYTES] [--index K]\n"
     "                          [--all-links] [--json]\n"
     "\n"
     "Runs the congestion-aware simulator: completion time, the cut-aware time\n"
@@ -672,7 +730,8 @@ static const char simulate_help[] =
     "the total time), util that over the total time.  The TACOS paper's ideal\n"
     "is printed under its own name (it is not a lower bound).  ALGORITHM is an\n"
     "Algorithm or a Result: every algorithm of its frontier is simulated, or\n"
-    "only the K-th with --index K.\n"
+    "only the K-th with --index K.  Without TOPOLOGY, the one the document\n"
+    "carries (as for verify).\n"
     "  --size BYTES   per-rank buffer size (default 1MiB); suffixes K, M, G\n"
     "                 (powers of 1000) and KiB, MiB, GiB (powers of 1024)\n"
     "  --index K      a Result's K-th frontier algorithm (0 = the first)\n"

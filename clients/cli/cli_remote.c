@@ -154,9 +154,16 @@ static int report_http_error(const char *cmd, const cs_http_response *r)
             fprintf(stderr, " (field %s)", field);
         fprintf(stderr, " [HTTP %ld]\n", r->status);
     } else {
-        fprintf(stderr, "collsynth %s: server answered HTTP %ld", cmd, r->status);
-        if (r->body != NULL && r->body[0] != '\0')
-            fprintf(stderr, ": %.300s", r->body);
+        /* not the contract's error object: something in front of the daemon
+         * answered (a proxy's 404 for a wrong path prefix, a login page) */
+        fprintf(stderr, "collsynth %s: server answered HTTP %ld, not in collsynthd's error form "
+                "(a proxy in front of it? check the --server URL and its path prefix)", cmd,
+                r->status);
+        if (r->body != NULL && r->body[0] != '\0') {
+            fprintf(stderr, ": ");
+            for (size_t i = 0; i < r->len && i < 300 && r->body[i]; i++) /* one line */
+                fputc(r->body[i] == '\n' || r->body[i] == '\r' ? ' ' : r->body[i], stderr);
+        }
         fprintf(stderr, "\n");
     }
     if (r->status == 400 || r->status == 413 || r->status == 422)
@@ -592,10 +599,11 @@ static const char *const usage_wait =
 static const char *const usage_get =
     "Usage: collsynth get KEY [--format json|msccl-xml|cuda] [--size BYTES | --alg N]\n"
     "                     [--rank R | --ranks A-B] [--summary]\n"
-    "                     [--runtime auto|msccl|msccl-executor] [-o FILE]\n"
+    "                     [--runtime auto|msccl|msccl-executor] [--gpu-sms N] [-o FILE]\n"
     "Fetches a stored result.  --size picks the frontier algorithm fastest for that\n"
     "buffer size (1048576, 1MiB, 4M); --alg picks frontier entry N; --runtime picks\n"
-    "the MSCCL runtime the XML is for.  --rank/--ranks fetch one rank's (one node's)\n"
+    "the MSCCL runtime the XML is for; --gpu-sms N the target GPU's SMs (at most 2N\n"
+    "thread blocks per rank; default: the runtime's own limit).  --rank/--ranks fetch one rank's (one node's)\n"
     "slice: the sends those ranks take part in, or their <gpu> elements.  --summary\n"
     "(JSON) leaves the sends out.  -o writes to FILE instead of stdout; the answer is\n"
     "written as it arrives, so results of any size fit.\n";
@@ -863,7 +871,7 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
     const char *cmd = "get";
     remote_opts o = {0};
     const char *key = NULL, *format = "json", *outfile = NULL, *size = NULL;
-    const char *alg = NULL, *runtime = NULL, *rank = NULL, *ranks = NULL;
+    const char *alg = NULL, *runtime = NULL, *rank = NULL, *ranks = NULL, *sms = NULL;
     bool summary = false;
     int ec = EXIT_OK;
     for (int i = 1; i < argc && ec == EXIT_OK; i++) {
@@ -886,6 +894,11 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
                 size = argv[++i];
         } else if (strncmp(a, "--size=", 7) == 0) {
             size = a + 7;
+        } else if (strcmp(a, "--gpu-sms") == 0) {
+            if (i + 1 >= argc)
+                ec = cli_usage_error(cmd, "--gpu-sms needs a value");
+            else
+                sms = argv[++i];
         } else if (strcmp(a, "--alg") == 0 || strcmp(a, "--runtime") == 0) {
             if (i + 1 >= argc)
                 ec = cli_usage_error(cmd, "%s needs a value", a);
@@ -952,6 +965,12 @@ int cli_cmd_get(int argc, char **argv, const cli_globals *g)
         char *resc = cs_http_escape(runtime);
         n += snprintf(path + n, sizeof path - (size_t)n, "&runtime=%s", resc ? resc : "");
         free(resc);
+    }
+    if (sms != NULL) {
+        int v;
+        if (!cli_parse_int(sms, &v) || v < 1 || v > 4096)
+            return cli_usage_error(cmd, "bad --gpu-sms '%s' (a GPU's SM count, 1..4096)", sms);
+        n += snprintf(path + n, sizeof path - (size_t)n, "&gpu_sms=%d", v);
     }
     if (rank != NULL && ranks != NULL)
         return cli_usage_error(cmd, "give --rank or --ranks, not both");

@@ -770,6 +770,7 @@ out:
 static const char *const codegen_options[] = {
     "--format", "--runtime", "--min-bytes", "--max-bytes", "--proto", "--name", "--elem",
     "--prefix", "--index", "--frontier-dir", "--size", "--ranks", "-o", "--output",
+    "--gpu-sms",
 };
 
 static bool is_codegen_option(const char *arg)

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -23,9 +24,18 @@ static void global_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 void cs_http_global_init(void) { pthread_once(&global_once, global_init_once); }
 
+/* libcurl without a TLS backend cannot speak https (a minimal build). */
+static bool curl_has_tls(void)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    return v != NULL && (v->features & CURL_VERSION_SSL) != 0;
+}
+
 int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
                         double timeout_s, cs_error *err)
 {
+    static const char form[] = "http://HOST:PORT, or http://HOST/PREFIX for a daemon behind a "
+                               "reverse proxy";
     memset(c, 0, sizeof *c);
     if (base == NULL || base[0] == '\0')
         return cs_error_set(err, CS_EINVAL, "server",
@@ -33,20 +43,52 @@ int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
     size_t n = strlen(base);
     if (n >= sizeof c->base_url)
         return cs_error_set(err, CS_EINVAL, "server", "server URL is too long (%zu bytes)", n);
-    if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0) {
-        /* "host:port" is accepted and means plain http */
-        if (strstr(base, "://") != NULL)
-            return cs_error_set(err, CS_EINVAL, "server",
-                                "server URL '%s' must start with http:// or https://", base);
-        if (n + 7 >= sizeof c->base_url)
-            return cs_error_set(err, CS_EINVAL, "server", "server URL is too long");
-        snprintf(c->base_url, sizeof c->base_url, "http://%s", base);
-    } else {
-        memcpy(c->base_url, base, n + 1);
+    for (const char *p = base; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return cs_error_set(err, CS_EINVAL, "server", "server URL '%s' has a blank or a "
+                                "control character (write a space in the prefix as %%20)", base);
+    /* the scheme, in any case; "host:port" alone means plain http */
+    const char *rest = base;
+    bool tls = false;
+    if (strncasecmp(base, "http://", 7) == 0) {
+        rest = base + 7;
+    } else if (strncasecmp(base, "https://", 8) == 0) {
+        rest = base + 8;
+        tls = true;
+    } else if (strstr(base, "://") != NULL) {
+        return cs_error_set(err, CS_EINVAL, "server",
+                            "server URL '%s' must start with http:// or https://", base);
     }
-    n = strlen(c->base_url);
-    while (n > 0 && c->base_url[n - 1] == '/')
-        c->base_url[--n] = '\0';
+    if (tls && !curl_has_tls())
+        return cs_error_set(err, CS_EINVAL, "server",
+                            "server URL '%s': this build's libcurl has no TLS, so https:// is not "
+                            "supported; reach the daemon through a local TLS proxy (stunnel, "
+                            "nginx) listening on http://127.0.0.1:PORT and give that URL", base);
+    /* authority, then the path prefix every route goes under (PREFIX/v1/...) */
+    size_t alen = strcspn(rest, "/?#");
+    if (alen == 0)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL '%s' names no host (%s)", base,
+                            form);
+    if (memchr(rest, '@', alen) != NULL)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL '%s' carries credentials, "
+                            "which collsynth does not send: give the token with --token-file "
+                            "or COLLSYNTH_TOKEN", base);
+    const char *prefix = rest + alen;
+    if (strpbrk(prefix, "?#") != NULL)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL '%s' has a query or a "
+                            "fragment; give the daemon's base URL (%s)", base, form);
+    size_t plen = strlen(prefix);
+    while (plen > 0 && prefix[plen - 1] == '/')
+        plen--;
+    if (plen >= 3 && strncmp(prefix + plen - 3, "/v1", 3) == 0)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL '%s' ends in /v1: give the "
+                            "prefix the daemon is served under, without /v1 (the routes are "
+                            "PREFIX/v1/...): %.*s%.*s", base, (int)(prefix - base), base,
+                            (int)(plen - 3), prefix);
+    int w = snprintf(c->base_url, sizeof c->base_url, "%s://%.*s%.*s", tls ? "https" : "http",
+                     (int)alen, rest, (int)plen, prefix);
+    if (w < 0 || (size_t)w >= sizeof c->base_url)
+        return cs_error_set(err, CS_EINVAL, "server", "server URL is too long");
     if (token != NULL) {
         size_t tl = strlen(token);
         while (tl > 0 && (token[tl - 1] == '\n' || token[tl - 1] == '\r' || token[tl - 1] == ' '))

@@ -26,7 +26,7 @@
 #include "cs_common.h"
 
 typedef struct cs_http_client {
-    char base_url[512];   /* "http://127.0.0.1:8080", no trailing slash */
+    char base_url[512];   /* "http://127.0.0.1:8080" or "http://gw/prefix", no trailing slash */
     char token[512];      /* bearer token, "" for none */
     double timeout_s;     /* whole-request limit; 0 = 60 s */
     double connect_timeout_s; /* 0 = 5 s */
@@ -45,7 +45,14 @@ typedef struct cs_http_response {
 /* curl_global_init once per process (safe to call more than once). */
 void cs_http_global_init(void);
 
-/* Fills c from base (trailing slashes removed) and token (may be NULL). */
+/* Fills c from base and token (may be NULL).  base is http://HOST[:PORT],
+ * https://... (when libcurl has TLS; refused, naming the reason and a local
+ * TLS proxy as the way round, when not), or HOST:PORT (plain http), with an
+ * optional path prefix for a daemon behind a reverse proxy
+ * (http://gw/collsynth: every route is then /collsynth/v1/...; trailing
+ * slashes dropped).  Refused with a message naming the problem: another
+ * scheme, no host, credentials in the URL (the token goes in --token-file),
+ * a query or fragment, a prefix ending in /v1 (the routes add it), blanks. */
 int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
                         double timeout_s, cs_error *err);
 

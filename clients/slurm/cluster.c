@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_common.h"
+
 static int cluster_fail(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int cluster_fail(char *msg, size_t n, const char *fmt, ...)
@@ -27,6 +29,33 @@ static int cluster_fail(char *msg, size_t n, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
+}
+
+/* ---- the cluster description file ------------------------------------------------ */
+
+json_t *cluster_load_file(const char *path, char *msg, size_t msglen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    if (cs_read_file(path, &text, &len, &err) != CS_OK) {
+        cluster_fail(msg, msglen, "cluster description: %s", err.message);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (doc == NULL) {
+        cluster_fail(msg, msglen, "cluster description %s: line %d column %d: %s", path,
+                     jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        cluster_fail(msg, msglen, "cluster description %s: not a JSON object", path);
+        return NULL;
+    }
+    return doc;
 }
 
 /* ---- host lists ------------------------------------------------------------------- */

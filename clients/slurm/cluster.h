@@ -35,6 +35,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* Reads a cluster description file as the hook does: a leading UTF-8
+ * byte-order mark (a Windows editor's) is dropped, as by every JSON input of
+ * collsynth (cs_read_file).  Returns the document (new reference), or NULL
+ * with msg naming the file and the problem (unreadable, the JSON's line and
+ * column, not an object). */
+json_t *cluster_load_file(const char *path, char *msg, size_t msglen);
+
 /* Expands "gpu[01-03,7],login1" into a NUL-separated list of names.  Returns
  * the count (>= 0) or -1 on a malformed list (msg filled).  *out is malloc'd
  * as an array of malloc'd strings; free with hostlist_free. */

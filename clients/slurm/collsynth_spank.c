@@ -22,6 +22,14 @@
  * and in slurm_spank_task_init export MSCCL_XML_FILES, NCCL_ALGO and
  * MSCCL_ALGO_DIR into each task.
  *
+ * Rooted collectives (broadcast, reduce, gather, scatter) need a root rank,
+ * which is a choice of the job, not of the site: plugstack.conf's `root=R`
+ * is the site's default (0 without it) and `srun --collsynth-root=R` the
+ * job's own.  The root is a rank of the step (node by node, as the topology
+ * numbers them), so it is checked against the step's ranks once the topology
+ * is built: a root outside them is a warning naming the option, and the job
+ * runs without synthesized collectives like on every other failure.
+ *
  * The rule that shapes everything: a launch hook must never block or fail a
  * job.  Every hook returns 0 on every path; the whole exchange with the server
  * is bounded by `timeout=` seconds (default 5); anything that goes wrong
@@ -34,7 +42,7 @@
  *   optional /usr/lib/collsynth/collsynth_spank.so server=http://host:7878 \
  *       cluster=/etc/collsynth/cluster.json token_file=/etc/collsynth/token \
  *       collectives=allgather,reducescatter,allreduce timeout=5 method=auto gpus=auto \
- *       options={"smt":{"max_chunks":4}}
+ *       options={"smt":{"max_chunks":4}} root=0 gpu_sms=108
  *
  * State: static variables, which is right here: slurmstepd serves one step and
  * calls the hooks from one thread.
@@ -72,6 +80,8 @@ typedef struct hook_config {
     double timeout_s;
     int gpus_mode; /* 0 auto (only steps with GPUs), 1 always */
     char options[1024]; /* JSON object merged into the request's options, "" none */
+    long root;          /* plugstack root=, the site's default root (0 without it) */
+    int gpu_sms;        /* plugstack gpu_sms=: the nodes' GPUs' SMs for codegen; 0: not sent */
     char config_problem[256];
 } hook_config;
 
@@ -157,6 +167,26 @@ static void load_token_file(const char *path)
         cfg.token[--n] = '\0';
 }
 
+/* A root rank as typed: a decimal integer >= 0 (the step's size is checked
+ * once the topology is built).  Returns -1 for anything else. */
+static long parse_root(const char *v)
+{
+    char *end;
+    errno = 0;
+    long r = strtol(v, &end, 10);
+    if (v[0] == '\0' || *end != '\0' || errno != 0 || r < 0 || r > 0x7fffffff)
+        return -1;
+    return r;
+}
+
+/* The broadcast, reduce, gather and scatter of the contract: the plugin links
+ * only the HTTP client and cluster.c, not the model, so it keeps its own list. */
+static bool kind_is_rooted(const char *kind)
+{
+    return strcmp(kind, "broadcast") == 0 || strcmp(kind, "reduce") == 0 ||
+           strcmp(kind, "gather") == 0 || strcmp(kind, "scatter") == 0;
+}
+
 static void parse_args(int ac, char **av)
 {
     memset(&cfg, 0, sizeof cfg);
@@ -201,6 +231,19 @@ static void parse_args(int ac, char **av)
             else
                 set_str(cfg.options, sizeof cfg.options, v);
             json_decref(o);
+        } else if (kl == 4 && strncmp(a, "root", kl) == 0) {
+            cfg.root = parse_root(v);
+            if (cfg.root < 0)
+                fmt_into(cfg.config_problem, sizeof cfg.config_problem,
+                         "root=%s is not a rank (an integer >= 0)", v);
+        } else if (kl == 7 && strncmp(a, "gpu_sms", kl) == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (v[0] == '\0' || *end != '\0' || n < 1 || n > 4096)
+                fmt_into(cfg.config_problem, sizeof cfg.config_problem,
+                         "gpu_sms=%s is not a GPU's SM count (1..4096)", v);
+            else
+                cfg.gpu_sms = (int)n;
         } else if (kl == 4 && strncmp(a, "gpus", kl) == 0)
             cfg.gpus_mode = strcmp(v, "always") == 0 ? 1 : 0;
         else
@@ -208,6 +251,28 @@ static void parse_args(int ac, char **av)
                      "unknown plugstack argument '%.*s'", (int)kl, a);
     }
 }
+
+/* srun --collsynth-root=R: the job's own root.  In srun (local context) a
+ * value that is not a rank number refuses the command line, as srun does for
+ * its own malformed options, before any job exists; in slurmstepd (remote)
+ * the hook never fails, and prepare() reads the value with
+ * spank_option_getopt, whatever order Slurm calls things in. */
+static int root_option_cb(int val, const char *optarg, int remote)
+{
+    (void)val;
+    if (remote || parse_root(optarg != NULL ? optarg : "") >= 0)
+        return 0;
+    slurm_error("collsynth: --collsynth-root=%s is not a rank (an integer >= 0)",
+                optarg != NULL ? optarg : "");
+    return -1;
+}
+
+struct spank_option spank_options[] = {
+    {"collsynth-root", "RANK",
+     "root rank of the rooted collectives (broadcast, reduce, gather, scatter) collsynth "
+     "synthesizes for this step (default: plugstack.conf's root=, else 0)",
+     1, 0, root_option_cb},
+    SPANK_OPTIONS_TABLE_END};
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
@@ -220,11 +285,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     cluster_doc = NULL;
     cluster_problem[0] = '\0';
     if (cfg.cluster[0] != '\0') {
-        json_error_t jerr;
-        cluster_doc = json_load_file(cfg.cluster, 0, &jerr);
-        if (cluster_doc == NULL)
-            fmt_into(cluster_problem, sizeof cluster_problem,
-                     "cluster description %s: line %d: %s", cfg.cluster, jerr.line, jerr.text);
+        cluster_doc = cluster_load_file(cfg.cluster, cluster_problem, sizeof cluster_problem);
     }
     return 0;
 }
@@ -340,8 +401,8 @@ static json_t *fetch_builtin(void *ctx, const char *name, char *msg, size_t msgl
 }
 
 /* Synthesizes one collective within the budget; returns the result object. */
-static json_t *synthesize(exchange *x, const json_t *topology, const char *kind, char *why,
-                          size_t whylen)
+static json_t *synthesize(exchange *x, const json_t *topology, const char *kind, long root,
+                          char *why, size_t whylen)
 {
     json_t *options = cfg.options[0] ? json_loads(cfg.options, 0, NULL) : NULL;
     if (!json_is_object(options)) {
@@ -356,6 +417,8 @@ static json_t *synthesize(exchange *x, const json_t *topology, const char *kind,
     json_object_set_new(options, "codegen", json_string("msccl-xml"));
     json_t *req = json_pack("{s:O, s:{s:s}, s:s, s:o}", "topology", topology, "collective",
                             "kind", kind, "method", cfg.method, "options", options);
+    if (kind_is_rooted(kind))
+        json_object_set_new(json_object_get(req, "collective"), "root", json_integer(root));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     long status = 0;
@@ -421,6 +484,10 @@ static int write_xml(exchange *x, const char *esc_key, int coll, const size_rang
     char path[1024];
     int n = fmt_into(path, sizeof path, "/v1/results/%s?format=msccl-xml&alg=%d&runtime=%s",
                      esc_key, r->index, runtime_names[rt]);
+    /* a GPU with fewer SMs than an A100 holds fewer thread blocks per rank:
+     * an entry that does not fit is refused (422, field "runtime") and skipped */
+    if (cfg.gpu_sms > 0)
+        n += fmt_into(path + n, sizeof path - (size_t)n, "&gpu_sms=%d", cfg.gpu_sms);
     bool slice = st.rank_first >= 0 && !st.slices_refused;
     if (slice)
         fmt_into(path + n, sizeof path - (size_t)n, "&ranks=%d-%d", st.rank_first, st.rank_last);
@@ -594,6 +661,20 @@ static void remove_files(void)
     st.created_dir = false;
 }
 
+/* The root the step's rooted collectives get, and the option that set it
+ * (for the warning when it is not a rank of the step): the job's
+ * --collsynth-root wins over plugstack.conf's root=. */
+static long step_root(spank_t sp, char *source, size_t sourcelen)
+{
+    char *optarg = NULL;
+    if (spank_option_getopt(sp, &spank_options[0], &optarg) == ESPANK_SUCCESS && optarg != NULL) {
+        fmt_into(source, sourcelen, "--collsynth-root=%s", optarg);
+        return parse_root(optarg); /* -1: malformed (srun normally refuses it first) */
+    }
+    fmt_into(source, sourcelen, "plugstack.conf root=%ld", cfg.root);
+    return cfg.root;
+}
+
 static void prepare(spank_t sp)
 {
     if (cfg.config_problem[0] != '\0') {
@@ -650,6 +731,24 @@ static void prepare(spank_t sp)
                  have, want);
         goto fail;
     }
+    /* the root must be one of the step's ranks (numbered node by node) */
+    bool rooted = false;
+    for (int c = 0; c < cfg.ncollectives; c++)
+        rooted = rooted || kind_is_rooted(cfg.collectives[c]);
+    char root_source[128];
+    long root = step_root(sp, root_source, sizeof root_source);
+    long ranks = (long)json_integer_value(json_object_get(expanded, "ranks"));
+    if (rooted && (root < 0 || root >= ranks)) {
+        if (root < 0)
+            fmt_into(why, sizeof why, "%s is not a rank (an integer >= 0)", root_source);
+        else
+            fmt_into(why, sizeof why, "%s is not a rank of this step: it has %ld ranks (0..%ld)",
+                     root_source, ranks, ranks - 1);
+        goto fail;
+    }
+    if (!rooted && root != cfg.root)
+        slurm_info("collsynth: %s is unused: collectives= names no rooted collective",
+                   root_source);
     st.rank_first = st.rank_last = -1;
     if (nnodes > 1 &&
         cluster_node_ranks(expanded, (int)nodeid, &st.rank_first, &st.rank_last) != 0)
@@ -679,7 +778,7 @@ static void prepare(spank_t sp)
     }
 
     for (int c = 0; c < cfg.ncollectives; c++) {
-        json_t *res = synthesize(&x, topology, cfg.collectives[c], why, sizeof why);
+        json_t *res = synthesize(&x, topology, cfg.collectives[c], root, why, sizeof why);
         if (res == NULL)
             goto fail;
         int rc = write_collective(&x, expanded, c, res, why, sizeof why);

@@ -19,6 +19,18 @@
 #           copy-capable switch (NVLS), method=mcf allgather: the hook asks with
 #           options.codegen, so it gets a schedule MSCCL can run (without it mcf
 #           solves the copy form: in-switch copies, which have no XML)
+#   rooted  collsynthd running, collectives=broadcast,reduce with plugstack
+#           root=2 and srun --collsynth-root=5 (the job's option wins); the
+#           results the task's COLLSYNTH_RESULT_KEYS name are saved as
+#           OUT/rooted.<kind>.json (GET /v1/results/KEY)
+#   rootedmulti  a two-node step (8 ranks), broadcast with plugstack root=6
+#           only: a root on the second node; result in OUT/rootedmulti.broadcast.json
+#   badroot srun --collsynth-root=8 on an 8-rank step (one warning naming the
+#           option, job runs unchanged)
+#   badrootsyntax  srun --collsynth-root=abc: srun refuses its command line
+#   fewsms  gpu_sms=1 (2 thread blocks per rank): the daemon refuses every
+#           entry of the cached DGX-1 allgather for both runtimes, so the job
+#           runs unchanged with one warning naming the limit
 #   down    collsynthd stopped (the job still runs, one warning line)
 #   slow    a server that accepts and never answers, timeout=1
 #   multi   (run while collsynthd is up) a two-node step: both nodes build the
@@ -244,6 +256,27 @@ run_step badtoken "server=$URL cluster=$D/etc/cluster.json token_file=$D/etc/wro
 run_step partial "$COMMON timeout=5" "$ONE --gres=gpu:2"
 run_step copyswitch "server=$URL cluster=$D/etc/cluster-nvls.json token_file=$D/etc/token timeout=40 method=mcf collectives=allgather options={\"chunks\":2,\"min_chunks\":2,\"time_limit_s\":3}" \
     "$ONE --gres=gpu:8"
+
+fetch_results() {  # scenario: each result its COLLSYNTH_RESULT_KEYS names, as OUT/<scenario>.<kind>.json
+    local name=$1 keys pair
+    keys=$(grep -m1 -o 'COLLSYNTH_RESULT_KEYS=.*' "$OUT/$name.out" | sed 's/^COLLSYNTH_RESULT_KEYS=//')
+    for pair in $(echo "$keys" | tr ',' ' '); do
+        python3 -c 'import sys, urllib.request
+req = urllib.request.Request(sys.argv[1] + "/v1/results/" + sys.argv[2],
+                             headers={"Authorization": "Bearer e2e-secret-token"})
+sys.stdout.write(urllib.request.urlopen(req, timeout=10).read().decode())' \
+            "$URL" "${pair#*=}" >"$OUT/$name.${pair%%=*}.json" || log "$name: cannot fetch $pair"
+    done
+}
+run_step rooted "$COMMON timeout=40 method=smt options={\"max_chunks\":2,\"k\":0} collectives=broadcast,reduce root=2" \
+    "$ONE --gres=gpu:8 --collsynth-root=5"
+fetch_results rooted
+run_step rootedmulti "server=$URL cluster=$D/etc/cluster-quad.json token_file=$D/etc/token timeout=40 method=tacos collectives=broadcast root=6" \
+    "-N2 -n2 --gres=gpu:4 --label"
+fetch_results rootedmulti
+run_step badroot "$COMMON timeout=5 collectives=allgather,broadcast" "$ONE --gres=gpu:8 --collsynth-root=8"
+run_step badrootsyntax "$COMMON timeout=5 collectives=broadcast" "$ONE --gres=gpu:8 --collsynth-root=abc"
+run_step fewsms "$COMMON ${E2E_UP_ARGS:-$UP_DEFAULT} collectives=allgather gpu_sms=1" "$ONE --gres=gpu:8"
 
 # the service is down: the job must run unchanged
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null

@@ -1897,57 +1897,29 @@ static bool cost_less(const long a[5], const long b[5])
     return false;
 }
 
-/* Rebuilds nic[0..k) of tr with balanced parents; steps = depth - 1, so a
- * chunk leaves a rank the step after it arrived. */
-static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+/* Hill climbing on L from its current parents: one parent change at a
+ * time, kept when the cost (tree_cost) drops; best = the final cost. */
+static void climb(tree_load *L, const int *roots, long best[5])
 {
-    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
-     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
-     * past the budget the SMT trees stay (valid, possibly slower) */
-    long m = s->m, k = s->k;
-    if (k * m * m * (k * m + m * m) > 20000000L) {
-        snprintf(tr->balanced, sizeof tr->balanced,
-                 "NIC trees as smt gave them (%ld-rank nodes: too large to rebalance)", m);
-        return;
-    }
-    tree_load *L = calloc(1, sizeof *L);
-    if (!L) {
-        /* the SMT trees stay: valid, only slower */
-        snprintf(tr->balanced, sizeof tr->balanced, "NIC trees as smt gave them (no memory)");
-        return;
-    }
-    long before[5];
-    const cs_topology *node = s->node;
-    L->m = s->m;
-    L->k = s->k;
-    for (int l = 0; l < node->nlinks; l++)
-        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
-    for (int j = 0; j < s->k; j++) {
-        for (int v = 0; v < s->m; v++)
-            L->par[j][v] = -1;
-        for (int e = 0; e < tr->nic[j].n; e++)
-            L->par[j][tr->nic[j].dst[e]] = tr->nic[j].src[e];
-    }
-    long best[5], c[5];
+    long c[5];
     tree_cost(L, best);
-    memcpy(before, best, sizeof before);
     for (bool improved = true; improved;) {
         improved = false;
-        for (int j = 0; j < s->k; j++)
-            for (int v = 0; v < s->m; v++) {
-                if (v == s->nic[j])
+        for (int j = 0; j < L->k; j++)
+            for (int v = 0; v < L->m; v++) {
+                if (v == roots[j])
                     continue;
                 int old = L->par[j][v];
-                for (int p = 0; p < s->m; p++) {
+                for (int p = 0; p < L->m; p++) {
                     if (p == old || p == v || !L->lanes[p][v])
                         continue;
                     L->par[j][v] = p;
                     /* no cycle: p must not hang below v */
-                    bool cyc = tree_depth_of(L, j, p) > s->m;
+                    bool cyc = tree_depth_of(L, j, p) > L->m;
                     if (!cyc) {
                         tree_cost(L, c);
                         if (cost_less(c, best)) {
-                            memcpy(best, c, sizeof best);
+                            memcpy(best, c, sizeof c);
                             old = p;
                             improved = true;
                             continue;
@@ -1958,8 +1930,93 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
                 L->par[j][v] = old;
             }
     }
+}
+
+/* A random spanning tree per root on L's links (deterministic: the caller's
+ * seed), each grown from its root by random links out of the tree, links
+ * with lanes left over by the trees before it first: a start for climb
+ * away from the local minimum a single parent change cannot leave (on the
+ * DGX-1 node four trees from rank 0 need two of them to reach rank 4
+ * around its 2-lane link from 0, through 5, 6 or 7, which hang below 4 in
+ * every tree a single change starts from). */
+static void random_trees(tree_load *L, const int *roots, unsigned long *seed)
+{
+    int use[64][64] = {{0}};
+    for (int j = 0; j < L->k; j++) {
+        unsigned char in[64] = {0};
+        for (int v = 0; v < L->m; v++)
+            L->par[j][v] = -1;
+        in[roots[j]] = 1;
+        for (int added = 1; added < L->m; added++) {
+            int cand[64 * 64][2], nc = 0;
+            for (int pass = 0; pass < 2 && nc == 0; pass++)
+                for (int u = 0; u < L->m; u++)
+                    for (int v = 0; u < L->m && in[u] && v < L->m; v++)
+                        if (!in[v] && L->lanes[u][v] && (pass || use[u][v] < L->lanes[u][v])) {
+                            cand[nc][0] = u;
+                            cand[nc++][1] = v;
+                        }
+            if (nc == 0)
+                return;   /* not connected from the root: climb keeps it as is */
+            *seed = *seed * 6364136223846793005UL + 1442695040888963407UL;
+            int x = (int)((*seed >> 33) % (unsigned long)nc);
+            L->par[j][cand[x][1]] = cand[x][0];
+            use[cand[x][0]][cand[x][1]]++;
+            in[cand[x][1]] = 1;
+        }
+    }
+}
+
+/* Re-chooses the parents of k trees (tree j rooted at roots[j], spanning
+ * the node) by hill climbing from trees[0..k), and where that leaves a link
+ * with more trees than lanes, from random starts too (the best kept);
+ * steps = depth - 1, so a chunk leaves a rank the step after it arrived.
+ * before and best: the cost of the given and of the returned trees.  false
+ * (trees unchanged) when the node is too large to search or memory runs
+ * out. */
+static bool balance_trees(const hier_shape *s, const int *roots, hier_tree *trees,
+                          long before[5], long best[5])
+{
+    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
+     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
+     * past the budget the given trees stay (valid, possibly slower) */
+    long m = s->m, k = s->k, pass = k * m * m * (k * m + m * m);
+    if (pass > 20000000L)
+        return false;
+    tree_load *L = calloc(2, sizeof *L);
+    if (!L)
+        return false;
+    const cs_topology *node = s->node;
+    L->m = s->m;
+    L->k = s->k;
+    for (int l = 0; l < node->nlinks; l++)
+        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
     for (int j = 0; j < s->k; j++) {
-        hier_tree *tt = &tr->nic[j];
+        for (int v = 0; v < s->m; v++)
+            L->par[j][v] = -1;
+        for (int e = 0; e < trees[j].n; e++)
+            L->par[j][trees[j].dst[e]] = trees[j].src[e];
+    }
+    tree_cost(L, before);
+    climb(L, roots, best);
+    /* restarts while a link carries more trees than lanes: ~20M steps of
+     * work at most (64 starts on the DGX-1 node, ~20 ms) */
+    long starts = 20000000L / (pass * 4);
+    if (starts > 64)
+        starts = 64;
+    unsigned long seed = 0x9e3779b97f4a7c15UL;
+    for (long r = 0; r < starts && best[0] > best[1]; r++) {
+        long c[5];
+        L[1] = L[0];
+        random_trees(&L[1], roots, &seed);
+        climb(&L[1], roots, c);
+        if (cost_less(c, best)) {
+            L[0] = L[1];
+            memcpy(best, c, sizeof c);
+        }
+    }
+    for (int j = 0; j < s->k; j++) {
+        hier_tree *tt = &trees[j];
         /* edges by depth, so a parent's send comes before its children's */
         tt->n = 0;
         tt->depth = 0;
@@ -1974,10 +2031,23 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
                     tt->n++;
                 }
     }
+    free(L);
+    return true;
+}
+
+/* Rebuilds nic[0..k) of tr with balanced parents (balance_trees). */
+static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+{
+    long before[5], best[5];
+    if (!balance_trees(s, s->nic, tr->nic, before, best)) {
+        snprintf(tr->balanced, sizeof tr->balanced,
+                 "NIC trees as smt gave them (%d-rank nodes: too large to rebalance, or no "
+                 "memory)", s->m);
+        return;
+    }
     snprintf(tr->balanced, sizeof tr->balanced,
              "NIC trees balanced to %ld/%ld per lane, depth %ld (smt's: %ld/%ld, depth %ld)",
              best[0], best[1], best[2], before[0], before[1], before[2]);
-    free(L);
 }
 
 static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
@@ -2004,19 +2074,48 @@ static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
  * the bandwidth end, per > 1) or a binomial tree of nodes (the latency end,
  * per = 1); at every other node a chunk spreads from the NIC it arrived at
  * along that NIC's tree. */
+/* Across nodes: a binomial tree (direct links), a chain of nodes, and on
+ * rings with links both ways two shapes of their own (bc_mode). */
+typedef enum bc_mode {
+    BC_BINOMIAL,
+    BC_CHAIN,
+    /* Ring, both ways, the bandwidth end: the chunks split in two halves,
+     * one going forward all around the ring and one backward (each N - 1
+     * hops), so every node takes half of the data on each of its two ring
+     * links: each link carries B / 2k instead of the chain's B / k, and the
+     * time tends to the node's in-cut bound (B over 2k links) as the
+     * chunks per stream grow; the fill is N - 2 chunk times. */
+    BC_RING2,
+    /* Ring, both ways, the latency end: every chunk goes forward to the
+     * next ceil((N-1)/2) nodes and backward to the previous floor((N-1)/2):
+     * N/2 hops instead of N - 1, each link carrying all of its NIC's data. */
+    BC_HALVES,
+} bc_mode;
+
 typedef struct bc_plan {
     const hier_shape *s;
     const hier_trees *tr;
     int n0, i0, per, rounds, S1, S3, steps;
     bool chain;
+    bc_mode mode;
+    /* rings both ways: the root's node feeds its k NICs 2k ring links'
+     * worth of data, so chunk c spreads there along a tree of its own, tree
+     * c mod k rooted at the root, the k trees balanced to the lanes (the
+     * root's single tree put NIC 2's and NIC 6's chunks on one 1-lane
+     * NVLink of the DGX-1 node: 0.33 of the bound); else the root's
+     * allgather tree to the NIC, then the NIC's tree */
+    bool root_trees;
+    hier_tree rt[64];
 } bc_plan;
 
-static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bool chain,
+static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bc_mode mode,
                     int per)
 {
+    bool chain = mode != BC_BINOMIAL;
     memset(b, 0, sizeof *b);
     b->s = s;
     b->tr = tr;
+    b->mode = mode;
     for (long x = 0; x < (long)s->nodes * s->m; x++)
         if (s->rank[x] == root) {
             b->n0 = (int)(x / s->m);
@@ -2025,6 +2124,23 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->chain = chain;
     b->per = chain ? per : 1;
     b->S1 = tr->spread[b->i0].depth;
+    if (mode == BC_RING2 || mode == BC_HALVES) {
+        int roots[64] = {0};
+        long before[5], best[5];
+        for (int j = 0; j < s->k; j++) {
+            roots[j] = b->i0;
+            b->rt[j] = tr->spread[b->i0];
+        }
+        b->root_trees = balance_trees(s, roots, b->rt, before, best);
+        if (b->root_trees) {
+            /* ring sends leave NIC j the step after the deepest tree's
+             * last: a uniform start keeps each ring link's chunks in order */
+            b->S1 = 0;
+            for (int j = 0; j < s->k; j++)
+                if (b->rt[j].depth > b->S1)
+                    b->S1 = b->rt[j].depth;
+        }
+    }
     for (int j = 0; j < s->k; j++)
         if (tr->nic[j].depth > b->S3)
             b->S3 = tr->nic[j].depth;
@@ -2033,7 +2149,10 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->rounds = 0;
     while ((1L << b->rounds) < s->nodes)
         b->rounds++;
-    b->steps = b->S1 + (chain ? b->per + s->nodes - 2 : b->rounds) + b->S3;
+    int hops = mode == BC_HALVES ? s->nodes / 2 : s->nodes - 1;
+    b->steps = b->S1 + (chain ? b->per + hops - 1 : b->rounds) + b->S3;
+    if (mode == BC_RING2)   /* half-hop grid (bc_emit): last ring send, +2, NIC tree */
+        b->steps = b->S1 + 2 * (b->per - 1 + hops - 1) + 1 + 2 + b->S3;
     if (b->steps < root_node_steps)
         b->steps = root_node_steps;
 }
@@ -2042,7 +2161,8 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
 {
     const bc_plan *b = plan;
     const hier_shape *s = b->s;
-    int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    int C = k * b->per * (b->mode == BC_RING2 ? 2 : 1);
     const int *r0 = s->rank + (long)b->n0 * m;
     const hier_tree *sp = &b->tr->spread[b->i0];
     /* the root's node: each chunk goes from the root to its NIC along the
@@ -2053,7 +2173,18 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
         parent_edge[i] = -1;
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
-    for (int c = 0; c < C && rc == CS_OK; c++) {
+    /* the root's trees, a chunk per step per tree (RING2: in the order the
+     * ring sends take them): steps only order the sends, but a link's
+     * lanes are never backfilled, so with every chunk at its tree step a
+     * 2-lane link that two trees use at different steps carried all of one
+     * tree's chunks before the other's (0.65 of the bound on DGX-1) */
+    for (int c = 0; c < C && rc == CS_OK && b->root_trees; c++) {
+        const hier_tree *tt = &b->rt[c % k];
+        int base = c / k;
+        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+            rc = fn(ctx, c, r0[tt->src[e]], r0[tt->dst[e]], base + tt->step[e]);
+    }
+    for (int c = 0; c < C && rc == CS_OK && !b->root_trees; c++) {
         int j = c % k, nic = s->nic[j];
         unsigned char has[64] = {0};
         has[b->i0] = 1;
@@ -2075,6 +2206,38 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
     for (int c = 0; c < C && rc == CS_OK; c++) {
         int j = c % k, t = c / k, nic = s->nic[j];
         const hier_tree *tt = &b->tr->nic[j];
+        if (b->mode == BC_RING2 || b->mode == BC_HALVES) {
+            /* RING2: stream (j, direction) = chunk c's (c mod k, c / k mod
+             * 2), its t-th chunk; HALVES: every chunk both ways, half way */
+            int dirs = b->mode == BC_HALVES ? 2 : 1, dir0 = b->mode == BC_RING2 ? t % 2 : 0;
+            if (b->mode == BC_RING2)
+                t /= 2;
+            for (int dd = 0; dd < dirs && rc == CS_OK; dd++) {
+                int dir = dir0 + dd;
+                int hops = b->mode == BC_RING2 ? N - 1 : dir == 0 ? N / 2 : (N - 1) / 2;
+                for (int h = 1; h <= hops && rc == CS_OK; h++) {
+                    /* RING2 on a grid of half ring-hop times (an NVLink
+                     * chunk time where the node links are twice the ring
+                     * links), so a NIC tree's link takes the two streams'
+                     * chunks in the order they arrive: with whole steps a
+                     * forward and a backward chunk shared a step in chunk
+                     * order, not arrival order, and since each NIC tree
+                     * link is as busy as the two ring links feeding it,
+                     * every wait for the later one was lost for good (0.65
+                     * of the bound at any chunk count) */
+                    int at = b->mode == BC_RING2 ? b->S1 + 2 * (t + h - 1) + dir
+                                                 : b->S1 + t + h - 1;
+                    int land = b->mode == BC_RING2 ? at + 2 : at + 1;
+                    long sign = dir ? N - 1 : 1;
+                    const int *fr = s->rank + (long)((b->n0 + (h - 1) * sign) % N) * m;
+                    const int *xr = s->rank + (long)((b->n0 + h * sign) % N) * m;
+                    rc = fn(ctx, c, fr[nic], xr[nic], at);
+                    for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                        rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], land + tt->step[e]);
+                }
+            }
+            continue;
+        }
         for (int x = 1; x < N && rc == CS_OK; x++) {
             /* node x (relative to the root's) receives from `from` at step `at` */
             int from, at;
@@ -2230,14 +2393,25 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     return rc;
 }
 
-/* Broadcast on t from c->root (chain or binomial across nodes). */
+/* Chunks per stream for the both-ways ring broadcast's bandwidth end:
+ * ratio to the in-cut bound ~ per / (per + N - 2 + intra fill), so 2N
+ * gives ~2/3 at any N; capped so the algorithm stays below ~4M sends on the
+ * hook's 128 nodes (2 k per chunks, each to every rank). */
+static int ring2_per(int nodes)
+{
+    int per = 4 * nodes;
+    return per > 1024 ? 1024 : per;
+}
+
+/* Broadcast on t from c->root (across nodes as `mode` says). */
 static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
-                             const hier_trees *tr, bool chain, int per, cs_algorithm **out,
+                             const hier_trees *tr, bc_mode mode, int per, cs_algorithm **out,
                              cs_error *err)
 {
     bc_plan b;
-    bc_init(&b, s, tr, c->root, chain, per);
-    return generated_algorithm(t, c, s->k * b.per, b.steps, bc_emit, &b, out, err);
+    bc_init(&b, s, tr, c->root, mode, per);
+    return generated_algorithm(t, c, s->k * b.per * (mode == BC_RING2 ? 2 : 1), b.steps,
+                               bc_emit, &b, out, err);
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -2518,18 +2692,60 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
          * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
         bool bcast = c->kind == CS_COLL_BROADCAST;
         const side *sd = bcast ? &fw : &bw;
+        /* around a ring both ways every NIC takes in two ring links'
+         * worth, as in the ring allgather: the NIC trees balanced to the
+         * lanes */
+        hier_trees *btr = NULL;
+        const hier_trees *use = sd->tr;
+        if (sd->s.ring && sd->s.ring_back) {
+            if (!(btr = malloc(sizeof *btr))) {
+                side_close(&fw);
+                side_close(&bw);
+                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            }
+            *btr = *sd->tr;
+            balance_nic_trees(&sd->s, btr);
+            use = btr;
+        }
         cs_collective bc;
         collective_init(&bc, CS_COLL_BROADCAST, c->root);
-        static const int pers[3] = {1, 4, 16};
-        for (int v = 0; v < 4 && rc == CS_OK; v++) {
+        /* the variants: (mode, chunks per NIC stream); BC_CHAIN + -1 is
+         * the scatter + allgather */
+        typedef struct { bc_mode mode; int per; const char *opt; } bc_variant;
+        bc_variant vs[8];
+        int nv = 0;
+        if (!sd->s.ring) {
+            vs[nv++] = (bc_variant){BC_BINOMIAL, 1, "latency"};
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, ""};
+            if (sd->s.nodes - 1 >= sd->s.k)
+                vs[nv++] = (bc_variant){BC_CHAIN, -1, "bandwidth"};
+        } else if (!sd->s.ring_back) {
+            /* one way round: chains (a binomial tree and the scatter need
+             * direct links) */
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, "bandwidth"};
+        } else {
+            /* both ways: half way round each way (latency), and the two
+             * halves all the way round, pipelined in 4, 16 and ~2N chunks
+             * per stream: the fill is N - 2 chunk times against `per`
+             * chunk times of work, so per ~ 2N keeps ~2/3 of the in-cut
+             * bound at any ring size (ring2_per) */
+            int big = ring2_per(sd->s.nodes);
+            vs[nv++] = (bc_variant){BC_HALVES, 1, "latency"};
+            vs[nv++] = (bc_variant){BC_HALVES, 4, ""};
+            vs[nv++] = (bc_variant){BC_HALVES, 16, ""};
+            vs[nv++] = (bc_variant){BC_RING2, 4, ""};
+            vs[nv++] = (bc_variant){BC_RING2, 16, big > 16 ? "" : "bandwidth"};
+            if (big > 16)
+                vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth"};
+        }
+        for (int v = 0; v < nv && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
-            if (v == 3 && sd->s.nodes - 1 < sd->s.k)
-                break;
-            if (sd->s.ring && (v == 0 || v == 3))
-                continue;   /* a binomial tree and the scatter need direct links */
-            rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
-                        : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
-                                            pers[v], &b, err);
+            rc = vs[v].per < 0
+                     ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, use, &b, err)
+                     : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, use, vs[v].mode,
+                                         vs[v].per, &b, err);
             if (rc == CS_OK && !bcast) {
                 rc = algorithm_invert(b, &a, err);
                 algorithm_free(b);
@@ -2537,18 +2753,31 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                 a = NULL;
             }
             if (rc == CS_OK)
-                rc = finish(t, b, v == 0 ? "latency" : v == 3 ? "bandwidth" : "", 0, res,
-                            err);
+                rc = finish(t, b, vs[v].opt, 0, res, err);
         }
-        if (rc == CS_OK)
+        if (rc == CS_OK && sd->s.ring && sd->s.ring_back)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s around the ring "
+                     "both ways: k trees from the root balanced to its node's lanes, each "
+                     "NIC's chunks half way round each way (k x 1, 4, 16 chunks) or half the "
+                     "data all the way round each way (2k x 4, 16, %d chunks), pipelined, then "
+                     "the NIC trees (%.64s); %.80s%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, collective_kind_name(c->kind),
+                     ring2_per(sd->s.nodes), use->balanced, sd->tr->how,
+                     bcast ? "" : "; built on the reversed topology, inverted");
+        else if (rc == CS_OK)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the "
-                     "root's node tree, then each NIC's chunks across nodes by a binomial tree "
-                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
-                     "to the nodes + node-level allgather (a chunk per node)%s",
+                     "root's node tree, then each NIC's chunks across nodes by %s, then the "
+                     "NIC trees%s%s",
                      sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched", sd->tr->how,
                      collective_kind_name(c->kind),
+                     sd->s.ring ? "a chain (4k, 16k chunks)"
+                                : "a binomial tree (k chunks) or a chain (4k, 16k chunks)",
+                     sd->s.ring ? "" : "; and scatter to the nodes + node-level allgather (a "
+                                       "chunk per node)",
                      bcast ? "" : " (built on the reversed topology, inverted)");
+        free(btr);
         side_close(&fw);
         side_close(&bw);
         return rc;

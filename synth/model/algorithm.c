@@ -1563,6 +1563,7 @@ void result_free(cs_result *r)
         algorithm_free(r->algs[i]);
     free(r->algs);
     json_decref(r->stats);
+    json_decref(r->topology);
     free(r);
 }
 
@@ -1687,10 +1688,37 @@ int result_from_json_with(const json_t *doc, algorithm_sends_fn sends, void *ctx
     json_t *st = json_object_get(doc, "stats");
     if (st && json_is_object(st))
         r->stats = json_deep_copy(st);
+    json_t *topo = json_object_get(doc, "topology");
+    if (topo && !json_is_null(topo)) {
+        if (!json_is_string(topo) && !json_is_object(topo)) {
+            rc = cs_error_set(err, CS_EINVAL, "topology", "topology must be a builtin name or "
+                              "a Topology JSON object");
+            goto fail;
+        }
+        /* a copy: the document is the caller's, and may change or go */
+        if (!(r->topology = json_deep_copy(topo))) {
+            rc = cs_error_set(err, CS_ENOMEM, "topology", "out of memory");
+            goto fail;
+        }
+    }
     *out = r;
     return CS_OK;
 fail:
     result_free(r);
+    return rc;
+}
+
+int result_topology(const cs_result *r, cs_topology **out, cs_error *err)
+{
+    *out = NULL;
+    if (!r->topology)
+        return cs_error_set(err, CS_EINVAL, "topology", "the result does not carry its "
+                            "topology");
+    int rc = json_is_string(r->topology)
+                 ? topology_builtin(json_string_value(r->topology), out, err)
+                 : topology_from_json(r->topology, NULL, out, err);
+    if (rc != CS_OK)
+        prefix_field(err, "topology");
     return rc;
 }
 

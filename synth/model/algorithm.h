@@ -302,6 +302,13 @@ typedef struct cs_result {
     double synth_seconds;
     bool complete;             /* the search proved the frontier (no limit cut it short) */
     json_t *stats;             /* method-specific figures (object, owned), may be NULL */
+    /* The topology the Result document was synthesized for, as its top-level
+     * "topology" carries it (a builtin name, or a Topology JSON object when
+     * the request gave one), read by result_from_json (owned, may be NULL):
+     * so a Result is usable on its own (`collsynth codegen RESULT.json`)
+     * after the file it came from is gone.  result_to_json leaves it out:
+     * the caller writes the canonical request's. */
+    json_t *topology;
 } cs_result;
 
 int result_new(const char *method, cs_result **out, cs_error *err);
@@ -314,6 +321,11 @@ json_t *result_to_json(const cs_result *r);
 /* result_to_json with every algorithm's "sends": [] (algorithm_to_json_frame). */
 json_t *result_to_json_frame(const cs_result *r);
 int result_from_json(const json_t *doc, cs_result **out, cs_error *err);
+/* The topology r carries (r->topology): a builtin name is expanded (never
+ * read as a file path: the name comes from a document), a Topology JSON
+ * object parsed.  CS_EINVAL, field "topology", when r carries none or it is
+ * not usable. */
+int result_topology(const cs_result *r, cs_topology **out, cs_error *err);
 /* An Algorithm document or a Result (a JSON object with "frontier") read
  * from a file without holding it as a DOM: jansson takes ~0.8 KB per send,
  * so a 1M-send result is 1.7 GB as a DOM and a few MB as columns.  The

@@ -606,6 +606,16 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
     }
     int rc = CS_OK;
     json_t *doc = NULL;
+    /* a leading UTF-8 byte-order mark (a Windows editor's) is dropped, as
+     * cs_read_file drops it for the other JSON inputs: the scan starts past
+     * it, and every offset stays the file's */
+    char head[3];
+    size_t bom = cs_utf8_bom_len(head, fread(head, 1, sizeof head, l.rd.f));
+    if (fseeko(l.rd.f, (off_t)bom, SEEK_SET) != 0) {
+        rc = cs_error_set(err, CS_EIO, "", "cannot seek in %s: %s", path, strerror(errno));
+        goto out;
+    }
+    l.rd.base = (off_t)bom;
     l.rd.buf = malloc(READ_BUF);
     if (!l.rd.buf) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);

@@ -83,22 +83,32 @@ static int opt_double(const json_t *obj, const char *key, const char *prefix, do
     return CS_OK;
 }
 
-/* Rejects keys outside `allowed` (NULL-terminated), naming the first. */
+/* Rejects keys outside `allowed` (NULL-terminated), naming the first, and
+ * the allowed key nearest to it when it looks like a typo (cs_nearest_name,
+ * as the CLI suggests names).  `what` is "member" for the request object's
+ * own keys and "option" inside "options": a client that misspells
+ * "collective" must not be told its request had an unknown option. */
 static int opt_check_keys(const json_t *obj, const char *prefix, const char *const *allowed,
-                          const char *hint, cs_error *err)
+                          const char *what, const char *hint, cs_error *err)
 {
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)obj, key, v) {
         bool ok = false;
-        for (int i = 0; allowed[i]; i++)
-            if (strcmp(key, allowed[i]) == 0)
+        int n = 0;
+        for (; allowed[n]; n++)
+            if (strcmp(key, allowed[n]) == 0)
                 ok = true;
         if (!ok) {
             char field[CS_ERROR_FIELD_MAX];
             snprintf(field, sizeof field, "%s%s", prefix, key);
-            return cs_error_set(err, CS_EINVAL, field, "unknown option %s%s%s", field,
-                                hint ? ": " : "", hint ? hint : "");
+            const char *near = cs_nearest_name(key, strlen(key), allowed, n);
+            char mean[96] = "";
+            if (near)
+                snprintf(mean, sizeof mean, ": did you mean %s%s?", prefix, near);
+            return cs_error_set(err, CS_EINVAL, field, "unknown %s %s%s%s%s%s", what, field, mean,
+                                hint ? (near ? " (" : ": ") : "", hint ? hint : "",
+                                hint && near ? ")" : "");
         }
     }
     return CS_OK;
@@ -374,8 +384,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
         return cs_error_set(err, CS_EINVAL, "", "the request must be a JSON object");
     static const char *const top_keys[] = {"topology", "collective", "method", "options", "v",
                                            NULL};
-    int rc = opt_check_keys(doc, "", top_keys, "expected topology, collective, method, options",
-                            err);
+    int rc = opt_check_keys(doc, "", top_keys, "member",
+                            "a request has topology, collective, method and options", err);
     if (rc)
         return rc;
     /* "v": the canonical form's version, accepted so a canonical request parses */
@@ -494,7 +504,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
     if (!rc) {
         switch (r->method_kind) {
         case CS_SYNTH_SMT:
-            rc = opt_check_keys(flat, "options.", smt_keys, "not an smt option", err);
+            rc = opt_check_keys(flat, "options.", smt_keys, "option", "not an smt option", err);
             if (!rc)
                 rc = parse_smt_options(flat, "options.", lim, &r->smt, err);
             r->smt.max_ranks = lim->smt_limit_ranks;
@@ -504,12 +514,13 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                                   "options");
             break;
         case CS_SYNTH_TACOS:
-            rc = opt_check_keys(flat, "options.", tacos_keys, "not a tacos option", err);
+            rc = opt_check_keys(flat, "options.", tacos_keys, "option", "not a tacos option", err);
             if (!rc)
                 rc = parse_tacos_options(flat, "options.", lim, &r->tacos, err);
             break;
         case CS_SYNTH_BASELINE:
-            rc = opt_check_keys(flat, "options.", baseline_keys, "baselines take only chunks",
+            rc = opt_check_keys(flat, "options.", baseline_keys, "option",
+                                "baselines take only chunks",
                                 err);
             if (!rc)
                 rc = opt_int(flat, "chunks", "options.", 0, lim->max_chunks,
@@ -520,7 +531,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                                   collective_kind_name(r->collective.kind));
             break;
         case CS_SYNTH_MCF:
-            rc = opt_check_keys(flat, "options.", mcf_keys, "not an mcf option", err);
+            rc = opt_check_keys(flat, "options.", mcf_keys, "option", "not an mcf option", err);
             if (!rc)
                 rc = parse_mcf_options(flat, "options.", lim, &r->mcf, err);
             if (!rc)
@@ -529,7 +540,8 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                                   "options");
             break;
         case CS_SYNTH_HIER:
-            rc = opt_check_keys(flat, "options.", hier_keys, "not a hierarchical option", err);
+            rc = opt_check_keys(flat, "options.", hier_keys, "option",
+                                "not a hierarchical option", err);
             if (!rc)
                 rc = opt_double(flat, "smt_time_limit_s", "options.", 0.01, 600,
                                 &r->hier.smt_time_limit_s, err);
@@ -541,7 +553,7 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
             break;
         case CS_SYNTH_AUTO: {
             static const char *const auto_keys[] = {"smt", "tacos", "mcf", NULL};
-            rc = opt_check_keys(flat, "options.", auto_keys,
+            rc = opt_check_keys(flat, "options.", auto_keys, "option",
                                 "with method auto, put SMT options under options.smt, "
                                 "TACOS options under options.tacos and mcf options under "
                                 "options.mcf",
@@ -554,18 +566,21 @@ int synth_request_from_json(const json_t *doc, const cs_synth_limits *lim_in,
                 rc = cs_error_set(err, CS_EINVAL, "options.tacos",
                                   "options.tacos must be an object");
             if (!rc && so)
-                rc = opt_check_keys(so, "options.smt.", smt_keys, "not an smt option", err);
+                rc = opt_check_keys(so, "options.smt.", smt_keys, "option",
+                                    "not an smt option", err);
             if (!rc && so)
                 rc = parse_smt_options(so, "options.smt.", lim, &r->smt, err);
             if (!rc && to)
-                rc = opt_check_keys(to, "options.tacos.", tacos_keys, "not a tacos option", err);
+                rc = opt_check_keys(to, "options.tacos.", tacos_keys, "option",
+                                    "not a tacos option", err);
             if (!rc && to)
                 rc = parse_tacos_options(to, "options.tacos.", lim, &r->tacos, err);
             const json_t *mo = json_object_get(flat, "mcf");
             if (!rc && mo && !json_is_object(mo))
                 rc = cs_error_set(err, CS_EINVAL, "options.mcf", "options.mcf must be an object");
             if (!rc && mo)
-                rc = opt_check_keys(mo, "options.mcf.", mcf_keys, "not an mcf option", err);
+                rc = opt_check_keys(mo, "options.mcf.", mcf_keys, "option",
+                                    "not an mcf option", err);
             if (!rc && mo)
                 rc = parse_mcf_options(mo, "options.mcf.", lim, &r->mcf, err);
             break;
