@@ -536,6 +536,85 @@ START_TEST(over_limit_body_is_answered_not_reset)
 END_TEST
 
 
+/* A chunked body past the drain cap (16 MB here): the daemon stops reading
+ * it, and the client that keeps writing still reads the 413 while it writes
+ * (libmicrohttpd 0.9.75 queues no answer in the middle of a body: the
+ * daemon's attempt made it close the connection with "Application reported
+ * internal error", and the client saw a reset). */
+START_TEST(chunked_body_past_the_drain_cap_is_answered)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-body-bytes", "65536", NULL};
+    daemon_start_checked(&d, NULL, extra);
+    int fd = connect_from(NULL, d.port);
+    ck_assert_int_ge(fd, 0);
+    static const char head[] = "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "Content-Type: application/json\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n";
+    ck_assert_int_eq(send_all(fd, head, sizeof head - 1), 0);
+    ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+    /* 64 MB in 64 KB chunks, written as the socket takes them; read meanwhile */
+    size_t csize = 65536, total = (size_t)64 << 20;
+    char *chunk = malloc(csize + 32);
+    int hl = snprintf(chunk, 32, "%zx\r\n", csize);
+    memset(chunk + hl, ' ', csize);
+    memcpy(chunk + hl + csize, "\r\n", 2);
+    size_t clen = (size_t)hl + csize + 2, sent = 0, off = 0;
+    char resp[4096];
+    size_t got = 0;
+    bool eof = false;
+    double until = cs_now() + 60;
+    while (!eof && got < sizeof resp - 1 && cs_now() < until) {
+        struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
+        if (poll(&p, 1, 1000) <= 0)
+            continue;
+        if (p.revents & POLLIN) {
+            ssize_t r = recv(fd, resp + got, sizeof resp - 1 - got, 0);
+            if (r <= 0)
+                eof = true;
+            else
+                got += (size_t)r;
+            if (got >= 12 && strstr(resp, "\r\n\r\n") && strchr(resp, '}'))
+                break;
+            continue;
+        }
+        if (p.revents & (POLLERR | POLLHUP)) {
+            eof = true;
+            continue;
+        }
+        ssize_t w = send(fd, chunk + off, clen - off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            break; /* reset: read what came */
+        }
+        off += (size_t)w;
+        if (off == clen) {
+            off = 0;
+            sent += csize;
+        }
+    }
+    /* what arrived before a reset is still there to read */
+    for (int i = 0; i < 20 && got < sizeof resp - 1; i++) {
+        ssize_t r = recv(fd, resp + got, sizeof resp - 1 - got, 0);
+        if (r > 0)
+            got += (size_t)r;
+        else if (r == 0 || errno != EAGAIN)
+            break;
+        else
+            usleep(50000);
+    }
+    resp[got] = '\0';
+    ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "after %zu bytes sent: [%.300s]", sent,
+                  resp);
+    ck_assert_ptr_nonnull(strstr(resp, "\"too_large\""));
+    ck_assert_msg(sent < total, "the whole 64 MB was read (sent %zu)", sent);
+    free(chunk);
+    close(fd);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- 4. slow connections ------------------------------------------------------------------ */
 
 /* Seconds until the daemon closes fd (EOF or reset), at most limit_s; while
@@ -1510,6 +1589,7 @@ static Suite *hardening_suite(void)
     TCase *wire = tcase_create("wire");
     tcase_set_timeout(wire, 60);
     tcase_add_test(wire, over_limit_body_is_answered_not_reset);
+    tcase_add_test(wire, chunked_body_past_the_drain_cap_is_answered);
     tcase_add_test(wire, slow_headers_meet_a_deadline);
     tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
     tcase_add_test(wire, connections_over_the_limit_wait_their_turn);
