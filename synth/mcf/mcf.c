@@ -34,6 +34,10 @@
 #define MCF_IMPROVE_BUDGET_S 30.0
 /* Seeded greedy runs tried on copy demands before the MILP. */
 #define MCF_GREEDY_TRIES 16
+/* The least time the best-of-chunkings search gives a chunking when the
+ * time limit is shared, so every chunking is at least started (the search
+ * may then overrun a limit below this times the chunkings). */
+#define MCF_MIN_SHARE_S 0.25
 
 void mcf_options_default(cs_mcf_options *opt)
 {
@@ -3696,14 +3700,225 @@ static double stats_schedule_us(const cs_result *r)
     return json_number_value(json_object_get(r->stats, "schedule_us"));
 }
 
+/* A lower bound (us) on the end of every schedule mcf can return for the
+ * chunking o->chunks (chunk = o->bytes / o->chunks), on the view mcf solves
+ * it on (synthesize_nodes): the largest of
+ *  - the cut bound (bounds.h; chunk-independent except for custom demands);
+ *  - the farthest needed pair in continuous time: a chunk crosses each hop
+ *    of its path in alpha + chunk / bw of that link (Floyd-Warshall);
+ *  - when every send is a whole number of epochs (exact: flooring any
+ *    schedule's start times gives an epoch schedule), the epoch model's
+ *    horizon floor (horizon_floor: the sources' egress and the ranks'
+ *    ingress, counted in sends) as time.
+ * The best-of-chunkings search skips a chunking whose floor is no better
+ * than a schedule already found ("proved unable to win").  *exact says
+ * whether the epoch floor applied.  Returns 0 when nothing is known. */
+static double chunking_floor_us(const cs_topology *t, const cs_collective *c,
+                                const cs_mcf_options *o, const cs_time_bound *tb, bool *exact)
+{
+    *exact = false;
+    double floor_us = tb ? time_bound_us(tb, o->bytes, o->chunks) : 0;
+    if (!isfinite(floor_us))
+        floor_us = 0;
+    cs_topology *nv = NULL;
+    cs_collective nc;
+    const cs_topology *vt = t;
+    const cs_collective *vc = c;
+    bool view = t->nswitch_nodes > 0 && !t->node_view &&
+                !mcf_collective_is_pairwise(c, t->ranks, o->chunks);
+    if (view) {
+        if (topology_switch_nodes(t, &nv, NULL) != CS_OK)
+            return floor_us;
+        if (switch_node_collective(c, t->ranks, o->chunks, nv->ranks, &nc, NULL) != CS_OK) {
+            topology_free(nv);
+            return floor_us;
+        }
+        vt = nv;
+        vc = &nc;
+    }
+    cs_mcf_options fo = *o;
+    fo.no_symmetry = true; /* the floor needs no orbits */
+    inst in;
+    if (inst_init(&in, vt, vc, &fo, NULL) == CS_OK) {
+        int P = in.P;
+        double *d = malloc(sizeof *d * (size_t)P * (size_t)P);
+        if (d) {
+            for (long i = 0; i < (long)P * P; i++)
+                d[i] = INFINITY;
+            for (int r = 0; r < P; r++)
+                d[(long)r * P + r] = 0;
+            for (int l = 0; l < in.L; l++) {
+                long at = (long)vt->links[l].src * P + vt->links[l].dst;
+                if (in.send_us[l] < d[at])
+                    d[at] = in.send_us[l];
+            }
+            for (int k = 0; k < P; k++)
+                for (int i = 0; i < P; i++) {
+                    double dik = d[(long)i * P + k];
+                    if (!isfinite(dik))
+                        continue;
+                    for (int j = 0; j < P; j++)
+                        if (dik + d[(long)k * P + j] < d[(long)i * P + j])
+                            d[(long)i * P + j] = dik + d[(long)k * P + j];
+                }
+            for (long q = 0; q < in.ncomm; q++)
+                for (int n = 0; n < P; n++) {
+                    double v = INFINITY;
+                    if (in.pairwise) {
+                        if (in.supply[q * P + n] > 0)
+                            v = d[(long)n * P + q];
+                    } else if (in.need[q * P + n]) {
+                        for (int s = 0; s < P; s++)
+                            if (in.pre[q * P + s] && d[(long)s * P + n] < v)
+                                v = d[(long)s * P + n];
+                    }
+                    if (isfinite(v) && v > floor_us)
+                        floor_us = v;
+                }
+            free(d);
+        }
+        bool whole = true;
+        for (int l = 0; l < in.L; l++)
+            if (fabs(in.send_us[l] - in.kappa[l] * in.tau) > 1e-9 * in.tau)
+                whole = false;
+        if (whole) {
+            double e = horizon_time_bound(&in, horizon_floor(&in));
+            *exact = true;
+            if (e > floor_us)
+                floor_us = e;
+        }
+    }
+    inst_free(&in);
+    if (view) {
+        collective_free(&nc);
+        topology_free(nv);
+    }
+    return floor_us;
+}
+
+/* One chunking's trial in the best-of search. */
+typedef struct chunk_trial {
+    int chunks;
+    double floor_us;    /* chunking_floor_us */
+    bool floor_exact;
+    cs_result *res;     /* its schedule, or NULL */
+    json_t *entry;      /* what stats.chunking.tried says about it */
+    double seconds;     /* spent on it, all passes */
+    bool cut;           /* a share of the budget stopped it (no schedule, or one not proved) */
+    bool pruned;        /* its floor cannot beat a schedule found */
+} chunk_trial;
+
+static int cmp_trial_floor(const void *x, const void *y)
+{
+    const chunk_trial *a = x, *b = y;
+    if (a->floor_us < b->floor_us - 1e-9)
+        return -1;
+    if (a->floor_us > b->floor_us + 1e-9)
+        return 1;
+    return a->chunks - b->chunks; /* cheaper models first among equals */
+}
+
+/* Appends "a, b, c" of the chunk counts of trials with flag set to buf. */
+static void list_trials(char *buf, size_t n, const chunk_trial *tr, int nt, int which)
+{
+    size_t at = strlen(buf);
+    bool first = true;
+    for (int i = 0; i < nt && at + 8 < n; i++) {
+        bool on = which == 0 ? tr[i].pruned : tr[i].cut;
+        if (!on)
+            continue;
+        at += (size_t)snprintf(buf + at, n - at, "%s%d", first ? "" : ", ", tr[i].chunks);
+        first = false;
+    }
+}
+
+/* Runs chunking tr->chunks with `share` seconds (0: no limit). */
+static int run_trial(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                     chunk_trial *tr, double share, int pass, cs_error *err)
+{
+    cs_mcf_options oc = *o;
+    oc.chunks = tr->chunks;
+    oc.min_chunks = tr->chunks;
+    oc.max_chunks = 0;
+    oc.time_limit_s = share;
+    cs_result *one = NULL;
+    cs_error e1;
+    cs_error_clear(&e1);
+    double t1 = cs_now();
+    int rc = synthesize_nodes(t, c, &oc, &one, &e1);
+    tr->seconds += cs_now() - t1;
+    json_t *e = json_pack("{s:i, s:f, s:b, s:i, s:f}", "chunks", tr->chunks, "floor_us",
+                          tr->floor_us, "floor_exact", tr->floor_exact, "pass", pass,
+                          "share_s", share);
+    if (rc != CS_OK) {
+        if (tr->res) { /* a rerun that failed: the first pass's schedule stands */
+            json_object_set_new(tr->entry, "rerun_error", json_string(e1.message));
+            json_decref(e);
+            if (err)
+                *err = e1;
+            return rc;
+        }
+        json_object_set_new(e, "error", json_string(e1.message));
+        /* no schedule within its share: cut short (a later pass may retry) */
+        tr->cut = rc == CS_ETIMEOUT;
+        json_object_set_new(e, "outcome", json_string(tr->cut ? "cut short: no schedule "
+                                                                "within its share"
+                                                              : "error"));
+        json_decref(tr->entry);
+        tr->entry = e;
+        if (err)
+            *err = e1;
+        return rc;
+    }
+    double us = stats_schedule_us(one);
+    json_t *lp = json_object_get(one->stats, "mcf_lp");
+    json_object_set_new(e, "chunk_bytes", json_real(o->bytes / tr->chunks));
+    json_object_set_new(e, "schedule_us", json_real(us));
+    json_object_set(e, "status", json_object_get(one->stats, "status"));
+    json_object_set(e, "lp_time_us", json_object_get(lp, "time_us") ? json_object_get(lp,
+                                                                                      "time_us")
+                                                                   : json_null());
+    json_object_set_new(e, "seconds", json_real(one->synth_seconds));
+    /* a limited trial that proved nothing was cut short by its share;
+     * a proved one, or one whose heuristic ran to its end, was not */
+    tr->cut = !one->complete && share > 0 && one->synth_seconds >= 0.9 * share;
+    json_object_set_new(e, "outcome",
+                        json_string(one->complete ? "optimal"
+                                    : tr->cut     ? "cut short: schedule not proved optimal "
+                                                    "within its share"
+                                                  : "schedule (not proved optimal)"));
+    json_decref(tr->entry);
+    tr->entry = e;
+    /* keep the faster of this pass's and an earlier pass's schedule */
+    if (tr->res && stats_schedule_us(tr->res) <= us + 1e-9) {
+        result_free(one);
+    } else {
+        result_free(tr->res);
+        tr->res = one;
+    }
+    return CS_OK;
+}
+
 /* options.chunks = C with min_chunks < C: the same bytes in lo..C chunks,
- * smallest models first, and the schedule that ends first is returned (ties
- * go to more chunks).  Fewer, larger chunks pay alpha fewer times; more,
- * smaller ones pipeline better; which wins depends on the size, so the
- * choice is measured, not guessed.  Each chunking's schedule is optimal in
- * its epoch model when its status says so, so the result is at least as fast
- * as any schedule of the epoch model with lo..C chunks (the SMT frontier's
- * k-synchronous schedules among them, where the epoch model is exact). */
+ * and the schedule that ends first is returned (ties go to more chunks).
+ * Fewer, larger chunks pay alpha fewer times; more, smaller ones pipeline
+ * better; which wins depends on the size, so the choice is measured, not
+ * guessed.  Each chunking's schedule is optimal in its epoch model when its
+ * status says so, so the result is at least as fast as any schedule of the
+ * epoch model with lo..C chunks (the SMT frontier's k-synchronous schedules
+ * among them, where the epoch model is exact).
+ *
+ * The time limit is shared, not spent first come first served (one
+ * chunking's MILP could use it all: dgx2 broadcast, 8 chunks, 60 s proved
+ * 2 chunks and never tried 3..8).  Each chunking gets a lower bound first
+ * (chunking_floor_us); they run in the order of their floors (the most
+ * promising first; equal floors: fewer chunks, the smaller model), each
+ * with an even share of what is left (time_limit / chunkings left: what one
+ * leaves unused carries forward), and a chunking whose floor is no better
+ * than the best schedule found is not run: it cannot win.  Time left after
+ * every chunking ran goes to a second pass over the ones their share cut
+ * short and that can still win.  stats.chunking.tried says, per chunking,
+ * its floor, share, pass and outcome. */
 static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c,
                                     const cs_mcf_options *o, cs_result **out, cs_error *err)
 {
@@ -3711,80 +3926,124 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     int cand[48];
     int nc = chunking_candidates(lo, hi, cand);
     double t0 = cs_now();
-    cs_result *best = NULL;
-    int best_c = -1;
-    bool complete = true;
-    json_t *tried = json_array();
-    char skipped[96] = "";
+    bool limited = o->time_limit_s > 0;
+    cs_time_bound tb;
+    bool have_tb = collective_time_bound(t, c, &tb, NULL) == CS_OK;
+    chunk_trial tr[48];
+    memset(tr, 0, sizeof tr);
     for (int i = 0; i < nc; i++) {
         cs_mcf_options oc = *o;
         oc.chunks = cand[i];
-        oc.min_chunks = cand[i];
-        oc.max_chunks = 0;
-        if (o->time_limit_s > 0) {
-            double left = o->time_limit_s - (cs_now() - t0);
-            if (left <= 0.05) {
-                snprintf(skipped, sizeof skipped, "; %d..%d chunks not tried (time limit)",
-                         cand[i], hi);
-                complete = false;
-                break;
+        tr[i].chunks = cand[i];
+        tr[i].floor_us = chunking_floor_us(t, c, &oc, have_tb ? &tb : NULL,
+                                           &tr[i].floor_exact);
+    }
+    qsort(tr, (size_t)nc, sizeof *tr, cmp_trial_floor);
+    int best = -1, rc = CS_OK;
+    cs_error last_err;
+    cs_error_clear(&last_err);
+    bool any_unknown = false; /* a chunking neither run to a schedule nor pruned */
+    for (int pass = 1; pass <= 2 && rc == CS_OK; pass++) {
+        /* pass 2: the chunkings cut short that can still win, when the
+         * time left gives each more than it had */
+        int todo = 0;
+        for (int i = 0; i < nc; i++)
+            todo += pass == 1 || tr[i].cut;
+        if (pass == 2 && (!limited || todo == 0))
+            break;
+        for (int i = 0; i < nc; i++) {
+            if (pass == 2 && !tr[i].cut)
+                continue;
+            if (best >= 0 && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+                /* cannot end before the best: proved unable to win */
+                todo--;
+                if (pass == 1) {
+                    tr[i].pruned = true;
+                    tr[i].entry = json_pack("{s:i, s:f, s:b, s:s, s:i, s:f}", "chunks",
+                                            tr[i].chunks, "floor_us", tr[i].floor_us,
+                                            "floor_exact", tr[i].floor_exact, "outcome",
+                                            "not run: its floor cannot beat the best",
+                                            "best_chunks", tr[best].chunks, "best_us",
+                                            stats_schedule_us(tr[best].res));
+                } else {
+                    json_object_set_new(tr[i].entry, "cannot_win", json_true());
+                }
+                tr[i].cut = false;
+                continue;
             }
-            oc.time_limit_s = left;
-        }
-        cs_result *one = NULL;
-        cs_error e1;
-        cs_error_clear(&e1);
-        int rc = synthesize_nodes(t, c, &oc, &one, &e1);
-        if (rc != CS_OK) {
-            json_array_append_new(tried, json_pack("{s:i, s:s}", "chunks", cand[i], "error",
-                                                   e1.message));
-            if (rc == CS_ECANCELLED || (!best && i == nc - 1) ||
-                (rc != CS_ETIMEOUT && rc != CS_ELIMIT && rc != CS_EUNSAT)) {
-                if (err)
-                    *err = e1;
-                result_free(best);
-                json_decref(tried);
-                return rc;
+            double share = 0;
+            if (limited) {
+                double left = o->time_limit_s - (cs_now() - t0);
+                share = left / (todo > 0 ? todo : 1);
+                if (pass == 2 && share < 1.5 * json_number_value(json_object_get(tr[i].entry,
+                                                                                  "share_s")))
+                    break; /* no more than it had: a rerun would end the same */
+                /* every chunking is at least started (its cheapest schedule:
+                 * the greedy, the LP rounded), even when the ones before
+                 * overran their shares */
+                if (share < MCF_MIN_SHARE_S)
+                    share = MCF_MIN_SHARE_S;
             }
-            complete = false;
-            if (rc == CS_ETIMEOUT) { /* larger chunkings take longer still */
-                snprintf(skipped, sizeof skipped, "; %d chunks and up timed out", cand[i]);
-                if (!best) {
+            todo--;
+            cs_error e1;
+            int r1 = run_trial(t, c, o, &tr[i], share, pass, &e1);
+            if (r1 != CS_OK) {
+                last_err = e1;
+                if (r1 == CS_ECANCELLED ||
+                    (r1 != CS_ETIMEOUT && r1 != CS_ELIMIT && r1 != CS_EUNSAT)) {
                     if (err)
                         *err = e1;
-                    json_decref(tried);
-                    return rc;
+                    rc = r1;
+                    break;
                 }
-                break;
+                continue;
             }
-            continue;
-        }
-        double us = stats_schedule_us(one);
-        json_t *lp = json_object_get(one->stats, "mcf_lp");
-        json_array_append_new(
-            tried, json_pack("{s:i, s:f, s:f, s:O, s:O, s:f}", "chunks", cand[i], "chunk_bytes",
-                             o->bytes / cand[i], "schedule_us", us, "status",
-                             json_object_get(one->stats, "status"), "lp_time_us",
-                             json_object_get(lp, "time_us") ? json_object_get(lp, "time_us")
-                                                            : json_null(),
-                             "seconds", one->synth_seconds));
-        complete &= one->complete;
-        if (!best || us < stats_schedule_us(best) - 1e-9 ||
-            (us <= stats_schedule_us(best) + 1e-9 && cand[i] > best_c)) {
-            result_free(best);
-            best = one;
-            best_c = cand[i];
-        } else {
-            result_free(one);
+            double us = stats_schedule_us(tr[i].res);
+            if (best < 0 || us < stats_schedule_us(tr[best].res) - 1e-9 ||
+                (us <= stats_schedule_us(tr[best].res) + 1e-9 && tr[i].chunks > tr[best].chunks))
+                best = i;
         }
     }
-    if (!best) {
+    /* a chunking cut short whose floor cannot beat the best could not have
+     * won with more time either */
+    for (int i = 0; best >= 0 && i < nc; i++)
+        if (i != best && tr[i].cut && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+            tr[i].cut = false;
+            json_object_set_new(tr[i].entry, "cannot_win", json_true());
+        }
+    json_t *tried = json_array();
+    for (int i = 0; i < nc; i++) {
+        any_unknown |= !tr[i].res && !tr[i].pruned &&
+                       !json_is_true(json_object_get(tr[i].entry, "cannot_win"));
+        if (tr[i].entry)
+            json_array_append_new(tried, tr[i].entry);
+        tr[i].entry = NULL;
+    }
+    if (rc != CS_OK || best < 0) {
+        for (int i = 0; i < nc; i++)
+            result_free(tr[i].res);
         json_decref(tried);
+        if (rc != CS_OK)
+            return rc;
+        if (last_err.code != CS_OK) {
+            if (err)
+                *err = last_err;
+            return last_err.code;
+        }
         return cs_error_set(err, CS_EUNSAT, "options.chunks",
                             "mcf found no schedule for any chunking %d..%d", lo, hi);
     }
+    cs_result *res = tr[best].res;
+    tr[best].res = NULL;
+    int best_c = tr[best].chunks;
+    bool complete = res->complete && !any_unknown;
+    for (int i = 0; i < nc; i++) {
+        if (tr[i].res)
+            complete &= tr[i].res->complete;
+        result_free(tr[i].res);
+    }
     /* why this chunking: against the requested one, or the runner-up */
-    double bus = stats_schedule_us(best), other_us = NAN;
+    double bus = stats_schedule_us(res), other_us = NAN;
     int other_c = -1;
     for (size_t i = 0; i < json_array_size(tried); i++) {
         json_t *e = json_array_get(tried, i);
@@ -3799,7 +4058,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     }
     char why[160];
     if (other_c < 0)
-        snprintf(why, sizeof why, "the only chunking that found a schedule");
+        snprintf(why, sizeof why, "the only chunking run to a schedule");
     else if (best_c == hi)
         snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
@@ -3809,18 +4068,45 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                  other_c == 1 ? "" : "s", other_c == 1 ? "s" : "", other_us,
                  best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
                                   : "more, smaller chunks pipeline better");
+    /* which chunkings could not win, and which a share cut short */
+    char notes[200] = "";
+    int npruned = 0, ncut = 0;
+    for (int i = 0; i < nc; i++) {
+        npruned += tr[i].pruned;
+        ncut += tr[i].cut;
+    }
+    if (npruned) {
+        snprintf(notes, sizeof notes, "; not run (their floors cannot beat %.4g us): ", bus);
+        list_trials(notes, sizeof notes, tr, nc, 0);
+    }
+    if (ncut) {
+        size_t at = strlen(notes);
+        snprintf(notes + at, sizeof notes - at, "; cut short by their share of %.3g s: ",
+                 o->time_limit_s);
+        list_trials(notes, sizeof notes, tr, nc, 1);
+    }
     char chunk_size[32];
     cs_format_size(chunk_size, sizeof chunk_size, o->bytes / best_c);
-    cs_text_printf(best->reason, sizeof best->reason,
-             "mcf: %d chunk%s of %s end at %.4g us, the best of chunkings %d..%d of "
-             "the same bytes; %s%s",
-             best_c, best_c == 1 ? "" : "s", chunk_size, bus, lo, hi, why, skipped);
-    json_object_set_new(best->stats, "chunking",
-                        json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
-                                  "chosen", best_c, "tried", tried, "reason", best->reason));
-    best->complete = complete;
-    best->synth_seconds = cs_now() - t0;
-    *out = best;
+    cs_text_printf(res->reason, sizeof res->reason,
+                   "mcf: %d chunk%s of %s end at %.4g us, the best of chunkings %d..%d of "
+                   "the same bytes; %s%s",
+                   best_c, best_c == 1 ? "" : "s", chunk_size, bus, lo, hi, why, notes);
+    json_t *order = json_array(), *pruned = json_array(), *cut = json_array();
+    for (int i = 0; i < nc; i++) {
+        json_array_append_new(order, json_integer(tr[i].chunks));
+        if (tr[i].pruned)
+            json_array_append_new(pruned, json_integer(tr[i].chunks));
+        if (tr[i].cut)
+            json_array_append_new(cut, json_integer(tr[i].chunks));
+    }
+    json_object_set_new(res->stats, "chunking",
+                        json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:s}", "requested",
+                                  hi, "min", lo, "chosen", best_c, "tried", tried, "order",
+                                  order, "pruned", pruned, "cut_short", cut, "time_limit_s",
+                                  o->time_limit_s, "reason", res->reason));
+    res->complete = complete;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
     return CS_OK;
 }
 

@@ -61,6 +61,10 @@
  * says so), and the epoch model is exact when every send is a whole number
  * of epochs, so the result is then no slower than any schedule with 1..C
  * chunks of the same bytes (SMT's k-synchronous ones included).
+ * A time limit is shared among the chunkings: each gets a floor (a lower
+ * bound on its schedules) first, they run most promising first with an even
+ * share of the time left each, and one whose floor cannot beat the best
+ * schedule found is not run (stats.chunking: order, pruned, cut_short).
  * min_chunks = C keeps C.  options.max_chunks instead returns one algorithm
  * per chunking C..max_chunks (a frontier).
  *
