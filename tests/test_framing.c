@@ -569,22 +569,22 @@ START_TEST(the_handler_can_end_a_chunked_body)
      * (a chunk whose size line is not complete yet is not begun) */
     for (size_t cut = 0; cut <= 14; cut++) {
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text in = {0};
-        text_add(&in, head, hn);
-        text_add(&in, rest, cut);
-        text a = mhd_reads(f, in.p, in.n, 4096, in.n);
+        cs_buf in = {0};
+        ck_assert(cs_buf_append(&in, head, hn));
+        ck_assert(cs_buf_append(&in, rest, cut));
+        cs_buf a = mhd_reads(f, in.s, in.len, 4096, in.len);
         unsigned long long seq = framing_request_begins(f);
         ck_assert(framing_end_body(f, seq));
-        text b = mhd_reads(f, rest + cut, rn - cut, 4096, rn - cut);
-        text_add(&a, b.p, b.n);
+        cs_buf b = mhd_reads(f, rest + cut, rn - cut, 4096, rn - cut);
+        ck_assert(cs_buf_append(&a, b.s, b.len));
         const char *want = cut < 7 ? "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
                                     : "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                       "5\r\nhello\r\n0\r\n\r\n";
-        ck_assert_msg(a.n == strlen(want) && !memcmp(a.p, want, a.n), "cut %zu: [%.*s]", cut,
-                      (int)a.n, a.p);
-        free(a.p);
-        free(b.p);
-        free(in.p);
+        ck_assert_msg(a.len == strlen(want) && !memcmp(a.s, want, a.len), "cut %zu: [%.*s]", cut,
+                      (int)a.len, a.s);
+        cs_buf_free(&a);
+        cs_buf_free(&b);
+        cs_buf_free(&in);
         framing_free(f);
     }
     /* a chunk with more than the drain cap to come, a Content-Length body,
@@ -596,9 +596,9 @@ START_TEST(the_handler_can_end_a_chunked_body)
     };
     for (size_t i = 0; i < sizeof cannot / sizeof *cannot; i++) {
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text a = mhd_reads(f, cannot[i], strlen(cannot[i]), 4096, strlen(cannot[i]));
+        cs_buf a = mhd_reads(f, cannot[i], strlen(cannot[i]), 4096, strlen(cannot[i]));
         ck_assert_msg(!framing_end_body(f, framing_request_begins(f)), "%s", cannot[i]);
-        free(a.p);
+        cs_buf_free(&a);
         framing_free(f);
     }
 }

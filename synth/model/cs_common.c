@@ -172,43 +172,26 @@ int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
     FILE *f = fopen(path, "rb");
     if (!f)
         return cs_error_set(err, CS_EIO, "", "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
+    cs_buf b = {0};
+    for (size_t got = 1; got > 0 && cs_buf_reserve(&b, 4096); b.len += got)
+        got = fread(b.s + b.len, 1, b.cap - b.len - 1, f);
     int failed = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
+    if (b.failed) {
+        cs_buf_free(&b);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+    }
     if (failed) {
-        free(buf);
+        cs_buf_free(&b);
         return cs_error_set(err, CS_EIO, "", "error reading %s: %s", path, strerror(failed));
     }
-    size_t bom = cs_utf8_bom_len(buf, n);
+    size_t bom = cs_utf8_bom_len(b.s, b.len);
     if (bom) {
-        memmove(buf, buf + bom, n - bom);
-        n -= bom;
+        memmove(b.s, b.s + bom, b.len - bom);
+        b.len -= bom;
     }
-    buf[n] = '\0';
-    *out = buf;
-    if (len)
-        *len = n;
+    b.s[b.len] = '\0';
+    *out = cs_buf_take(&b, len);
     return CS_OK;
 }
 
