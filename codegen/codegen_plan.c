@@ -369,6 +369,9 @@ static int add_reader(builder *b, long st, long lop)
     return CS_OK;
 }
 
+/* a 1024-rank document's window holds millions of these (codegen_plan.h) */
+_Static_assert(sizeof(long) != 8 || sizeof(cg_lop) <= 104, "cg_lop grew: mind the padding");
+
 static int new_lop(builder *b, long *id)
 {
     cg_plan *p = b->p;
