@@ -115,6 +115,7 @@ struct cs_framing {
     bool last_chunk_sent;      /* "0" + line end reached MHD */
     uint64_t dropped;          /* this request's dropped bytes */
     bool discard;              /* refused: the rest of the body is thrown away */
+    bool end_body;             /* the handler wants the body's end (framing_end_body) */
     uint64_t drained;
     uint64_t drop_limit, drain_cap;
     /* output that did not fit where it was made */
@@ -304,6 +305,7 @@ static void head_done(cs_framing *f)
     f->dropped = 0;
     f->drained = 0;
     f->discard = false;
+    f->end_body = false;
     f->last_chunk_sent = false;
     f->remaining = len;
     chunk_line_reset(f);
@@ -535,10 +537,21 @@ static void chunk_line_done(filter_run *r, bool crlf)
     }
 }
 
+/* MHD is at the start of a chunk-size line (nothing of the line went out):
+ * the body's end can be given there. */
+static bool at_chunk_line(const cs_framing *f)
+{
+    return f->state == F_SIZE || f->state == F_SIZE_CR || f->state == F_EXT;
+}
+
 static void chunk_bytes(filter_run *r)
 {
     cs_framing *f = r->f;
     while (r->in < r->n) {
+        if (f->end_body && at_chunk_line(f)) {
+            give_up_body(r);
+            return;
+        }
         switch (f->state) {
         case F_DATA: {
             size_t avail = r->n - r->in;
@@ -751,6 +764,30 @@ bool framing_take_refusal(cs_framing *f, unsigned long long seq, int *status, bo
     return true;
 }
 
+bool framing_end_body(cs_framing *f, unsigned long long seq)
+{
+    if (!f || f->seq_parsed < seq)
+        return false; /* a request this parser did not follow (F_PASS) */
+    if (f->seq_parsed > seq || f->state == F_HEAD || f->state == F_CLOSED ||
+        f->state == F_TRAILER)
+        return true; /* MHD has the body's end, or gets it with the trailer's end */
+    if (f->state == F_PASS || f->state == F_BODY ||
+        (f->state == F_DATA && f->remaining > f->drain_cap))
+        return false;
+    f->end_body = true; /* at the next chunk-size line (framing_end_due, chunk_bytes) */
+    return true;
+}
+
+/* A body end the handler asked for, when MHD is at a chunk-size line now:
+ * into the held-back output, before anything more is read. */
+static void framing_end_due(cs_framing *f)
+{
+    if (f->end_body && at_chunk_line(f)) {
+        filter_run r = {.f = f};
+        give_up_body(&r);
+    }
+}
+
 /* ---- the descriptor table and recv() ---------------------------------------------------- */
 
 static struct {
@@ -812,11 +849,14 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     if (!f)
         return recvfrom(fd, buf, len, flags, NULL, NULL);
     char *b = buf;
+    framing_end_due(f);
     size_t out = framing_take_pending(f, b, len);
-    if (out == 0 && f->state == F_CLOSED) {
+    if (f->state == F_CLOSED) {
         /* MHD has the body's end and closes after its answer: what the client
          * still sends is never read (reading it all here could go on for as
          * long as a client keeps sending, on a thread other connections share) */
+        if (out > 0)
+            return (ssize_t)out;
         errno = EAGAIN;
         return -1;
     }

@@ -48,6 +48,28 @@ typedef struct local_job {
     struct local_job *next;
 } local_job;
 
+/* A job whose outcome is known here but the store refused to record (a
+ * full disk, a read-only file system): FAILED with the store_failed error
+ * when its result could not be kept, or DONE when the result is stored but
+ * the job's done state was refused.  Left as it was, the job looked alive
+ * ("running") until its lease ran out, was re-run --max-attempts times
+ * (each refused the same way) and ended "interrupted", blaming a daemon
+ * that never stopped.  Instead the monitor keeps its heartbeat going (the
+ * job stays ours, nobody re-runs it) and records the outcome at the first
+ * write the store takes; GET shows the outcome meanwhile as the job's
+ * progress.  A daemon stopped before that leaves the job "running" in the
+ * store: the next start re-queues it (it runs again; nothing is lost). */
+typedef struct unrecorded {
+    char id[40];
+    char key[65];
+    char *request;        /* the canonical request (store_job_finish DONE needs it) */
+    cs_job_status status; /* CS_JOB_FAILED or CS_JOB_DONE */
+    char *error;          /* FAILED: the error JSON */
+    char *progress;       /* what GET and the heartbeat show meanwhile */
+    double since;
+    struct unrecorded *next;
+} unrecorded;
+
 typedef struct waiter {
     char id[40];
     double deadline;
@@ -70,6 +92,7 @@ struct cs_jobs {
     local_job *running;
     waiter *waiters;
     long nrunning;
+    unrecorded *unrecorded;     /* added by workers, removed by the monitor only */
 };
 
 static void fmt_num(char *b, size_t n, double v) { snprintf(b, n, "%.3f", v); }
@@ -220,14 +243,58 @@ static void finish(cs_jobs *j, const cs_store_job *job, cs_job_status st, const 
                   job_status_name(st), "error", err.message, NULL);
 }
 
+/* Keeps an outcome the store refused (see `unrecorded`) for the monitor to
+ * record.  False when even that fails (out of memory): the job is then left
+ * to the reaper, as it was before. */
+static bool hold_unrecorded(cs_jobs *j, const cs_store_job *job, cs_job_status status,
+                            const char *error, const char *why)
+{
+    unrecorded *u = calloc(1, sizeof *u);
+    json_t *p = json_pack("{s:s, s:s, s:s}", "outcome",
+                          status == CS_JOB_DONE ? "done_unrecorded" : "store_failed", "message",
+                          why, "recording", "the store refused the job's final state; it is "
+                          "retried every second");
+    if (u) {
+        u->request = strdup(job->request ? job->request : "");
+        u->error = error ? strdup(error) : NULL;
+        u->progress = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    }
+    json_decref(p);
+    if (!u || !u->request || (error && !u->error) || !u->progress) {
+        if (u) {
+            free(u->request);
+            free(u->error);
+            free(u->progress);
+            free(u);
+        }
+        return false;
+    }
+    snprintf(u->id, sizeof u->id, "%s", job->id);
+    snprintf(u->key, sizeof u->key, "%s", job->key);
+    u->status = status;
+    u->since = cs_now();
+    pthread_mutex_lock(&j->lock);
+    u->next = j->unrecorded;
+    j->unrecorded = u;
+    pthread_mutex_unlock(&j->lock);
+    return true;
+}
+
+static void unrecorded_free(unrecorded *u)
+{
+    free(u->request);
+    free(u->error);
+    free(u->progress);
+    free(u);
+}
+
 /* The store refused a job's result (a full disk, a read-only file system).
  * Left to the reaper, the job stayed "running" without progress for
  * --lease seconds, ran again (--max-attempts times, each refused the same
  * way) and then failed as "interrupted", which blames a daemon that never
- * stopped.  So it fails now, with the store's own words, when that (small)
- * write goes through; true then.  When it does not either, the heartbeat
- * stops and the job is reaped as before (a store that recovers in between
- * gets the result on the next run). */
+ * stopped.  So it fails now, with the store's own words; when that (small)
+ * write is refused too, the failure is held until the store takes it
+ * (hold_unrecorded).  True when the job's outcome is settled either way. */
 static bool fail_unstored(cs_jobs *j, const cs_store_job *job, const char *secs_s,
                           const cs_error *why)
 {
@@ -242,10 +309,19 @@ static bool fail_unstored(cs_jobs *j, const cs_store_job *job, const char *secs_
     cs_error_clear(&err);
     int rc = store_job_finish(j->env.store, job->id, j->owner, CS_JOB_FAILED, job->key,
                               job->request, NULL, ej, &err);
+    bool held = rc != CS_OK && hold_unrecorded(j, job, CS_JOB_FAILED, ej, msg);
     free(ej);
-    log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error", why->message,
-              "job", rc == CS_OK ? "failed" : "left to the reaper", NULL);
-    return rc == CS_OK;
+    if (rc == CS_OK)
+        log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error",
+                  why->message, "job", "failed", NULL);
+    else
+        log_event(j->env.log, LOG_ERROR, "job_store_failed", "id", job->id, "error",
+                  why->message, "job",
+                  held ? "failed; the store refused that state too: recorded as soon as it "
+                         "takes writes (the job keeps its lease meanwhile)"
+                       : "left to the reaper",
+                  "record_error", err.message, NULL);
+    return rc == CS_OK || held;
 }
 
 /* How often a job waiting for an isomorphic job looks at the index. */
@@ -444,6 +520,15 @@ static void run_job(cs_jobs *j, cs_store_job *job)
                       res->reason, NULL);
         } else if (!saved && fail_unstored(j, job, secs_s, &serr)) {
             atomic_fetch_add(&m->syntheses_failed, 1);
+        } else if (saved && hold_unrecorded(j, job, CS_JOB_DONE, NULL,
+                                            "the result is stored; the store refused the job's "
+                                            "done state")) {
+            /* the result is durable: the job is done, whenever the store
+             * takes that; running it again would only make it again */
+            atomic_fetch_add(&m->syntheses_done, 1);
+            log_event(j->env.log, LOG_ERROR, "job_finish_failed", "id", job->id, "status",
+                      "done", "error", serr.message, "job", "done (its result is stored); "
+                      "recorded as soon as the store takes writes", NULL);
         } else {
             /* Not acknowledged: the heartbeat stops, the job is reaped and
              * runs again; nobody was told it was done. */
@@ -613,6 +698,62 @@ static void monitor_heartbeats(cs_jobs *j)
     free(items);
 }
 
+/* Records the outcomes the store refused (see `unrecorded`), or, while it
+ * still refuses them, keeps their jobs' heartbeat (so no reaper re-runs
+ * them).  A job the store gave to another daemon (its lease ran out while
+ * even heartbeats failed) is dropped here: it runs there. */
+static void monitor_unrecorded(cs_jobs *j, bool final)
+{
+    pthread_mutex_lock(&j->lock);
+    unrecorded *list = j->unrecorded;
+    pthread_mutex_unlock(&j->lock);
+    /* only this thread removes entries, so the list after its head stays */
+    for (unrecorded *u = list, *next; u; u = next) {
+        next = u->next;
+        cs_error err;
+        cs_error_clear(&err);
+        const char *outcome = NULL;
+        int rc = store_job_finish(j->env.store, u->id, j->owner, u->status, u->key, u->request,
+                                  NULL, u->error, &err);
+        if (rc == CS_OK) {
+            outcome = "recorded";
+        } else if (!final) {
+            int cancel = CS_CANCEL_NONE;
+            bool owner = true;
+            cs_error herr;
+            if (store_job_heartbeat(j->env.store, u->id, j->owner, u->progress, &cancel, &owner,
+                                    &herr) == CS_OK &&
+                !owner)
+                outcome = "dropped: the store gave the job to another daemon, which runs it";
+        }
+        char after[32];
+        fmt_num(after, sizeof after, cs_now() - u->since);
+        if (!outcome) {
+            if (final)
+                log_event(j->env.log, LOG_ERROR, "job_outcome_unrecorded", "id", u->id,
+                          "status", job_status_name(u->status), "error", err.message, "job",
+                          "still running in the store: the next start re-queues it", NULL);
+            else
+                continue;
+        } else {
+            log_event(j->env.log, rc == CS_OK ? LOG_WARN : LOG_ERROR, "job_outcome_recorded",
+                      "id", u->id, "status", job_status_name(u->status), "after_s", after, "job",
+                      outcome, NULL);
+        }
+        pthread_mutex_lock(&j->lock);
+        for (unrecorded **pp = &j->unrecorded; *pp; pp = &(*pp)->next)
+            if (*pp == u) {
+                *pp = u->next;
+                break;
+            }
+        pthread_mutex_unlock(&j->lock);
+        char id[40];
+        snprintf(id, sizeof id, "%s", u->id);
+        unrecorded_free(u);
+        wake_job_waiters(j, id);
+    }
+}
+
 static void monitor_deadlines(cs_jobs *j, double now)
 {
     pthread_mutex_lock(&j->lock);
@@ -637,6 +778,8 @@ static void monitor_remote_waiters(cs_jobs *j)
             dup |= !strcmp(ids[i], w->id);
         for (local_job *lj = j->running; lj; lj = lj->next)
             local |= !strcmp(lj->id, w->id);
+        for (unrecorded *u = j->unrecorded; u; u = u->next)
+            local |= !strcmp(u->id, w->id);
         if (!dup && !local)
             snprintf(ids[n++], sizeof ids[0], "%s", w->id);
     }
@@ -704,6 +847,7 @@ static void *monitor_main(void *arg)
         if (now - last_hb >= hb_every) {
             last_hb = now;
             monitor_heartbeats(j);
+            monitor_unrecorded(j, false);
         }
         if (have_waiters && now - last_remote >= 0.1) {
             last_remote = now;
@@ -778,6 +922,9 @@ json_t *jobs_local_progress(cs_jobs *j, const char *id)
             p = progress_json(lj, NULL);
             break;
         }
+    for (unrecorded *u = j->unrecorded; u && !p; u = u->next)
+        if (!strcmp(u->id, id))
+            p = json_loads(u->progress, 0, NULL);
     pthread_mutex_unlock(&j->lock);
     return p;
 }
@@ -822,6 +969,7 @@ void jobs_stop(cs_jobs *j, double grace_s)
     take_waiters(j, NULL, 0, &all);
     pthread_mutex_unlock(&j->lock);
     pthread_join(j->monitor, NULL);
+    monitor_unrecorded(j, true);   /* a last try; what stays is named in the log */
     fire(all);
     /* waiters registered while the monitor stopped were fired by jobs_wait */
 }
@@ -830,6 +978,11 @@ void jobs_free(cs_jobs *j)
 {
     if (!j)
         return;
+    while (j->unrecorded) {   /* jobs_stop logged them */
+        unrecorded *u = j->unrecorded;
+        j->unrecorded = u->next;
+        unrecorded_free(u);
+    }
     pthread_mutex_destroy(&j->lock);
     pthread_cond_destroy(&j->work);
     pthread_cond_destroy(&j->tick);

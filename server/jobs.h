@@ -10,9 +10,16 @@
  * requested through another daemon), reaps jobs whose daemon died, and wakes
  * waiters whose job finished (here or elsewhere) or whose wait ran out.
  *
+ * An outcome the store refuses to record (a full disk: the result cannot be
+ * kept, and not even the job's failed state) is held by the monitor, which
+ * keeps the job's lease and records it at the first write the store takes;
+ * GET shows it as the job's progress meanwhile (jobs_local_progress).
+ *
  * Shutdown (jobs_stop): stop claiming, give running jobs `grace` seconds,
  * then cancel them and hand them back to the queue, so the next start (or
- * another daemon of the fleet) runs them again.
+ * another daemon of the fleet) runs them again.  A held outcome the store
+ * still refuses stays a running job in the store, which the next start
+ * re-queues.
  */
 #ifndef CS_SERVER_JOBS_H
 #define CS_SERVER_JOBS_H

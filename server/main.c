@@ -58,6 +58,11 @@ int main(int argc, char **argv)
     snprintf(port, sizeof port, "%d", server_port(srv));
     snprintf(workers, sizeof workers, "%d", cfg.workers);
     bool v6 = strchr(cfg.listen, ':') != NULL;
+    /* The log line first, then the URL file, then the line on stdout: whoever
+     * reacts to an announcement (the tests, a script that then reads the log)
+     * finds the log saying where the daemon listens, and never races it. */
+    log_event(&log, LOG_INFO, "listening", "addr", cfg.listen, "port", port, "workers", workers,
+              "instance", server_instance(srv), NULL);
     if (cfg.url_file[0]) {
         /* Written before the announcement, and renamed into place, so that
          * whoever waits for either never reads a missing or partial file. A
@@ -86,8 +91,6 @@ int main(int argc, char **argv)
            cfg.store[0] && strncmp(cfg.store, "postgres", 8) == 0 ? "postgresql" : "sqlite",
            server_instance(srv));
     fflush(stdout);
-    log_event(&log, LOG_INFO, "listening", "addr", cfg.listen, "port", port, "workers", workers,
-              "instance", server_instance(srv), NULL);
 
     int sig = 0;
     for (;;) {

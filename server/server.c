@@ -336,8 +336,20 @@ static enum MHD_Result request_body(req_state *rs, const char *data, size_t n)
     }
     if (rs->refusal_status) {
         rs->drained += n;
-        /* past the cap: answer now and let the connection close */
-        return rs->drained > drain_cap(s) && !rs->responded ? respond_refusal(rs) : MHD_YES;
+        if (rs->drained <= drain_cap(s) || rs->responded)
+            return MHD_YES;
+        /* Past the cap: the answer goes now and the connection closes.  MHD
+         * (0.9.75) queues a response only before the body or after it (in
+         * between MHD_queue_response fails, and MHD resets the connection as
+         * an "internal error"), so a chunked body is ended early by the
+         * framing parser, at its next chunk-size line; the answer then goes
+         * at the handler's last call.  Where that cannot be, the connection
+         * closes unanswered. */
+        if (framing_end_body(rs->framing, rs->framing_seq)) {
+            rs->close_after = true;
+            return MHD_YES;
+        }
+        return respond_refusal(rs);
     }
     if (rs->len + n + 1 > rs->cap) {
         size_t ncap = (rs->len + n + 1) * 2;

@@ -152,6 +152,12 @@ unsigned long long framing_request_begins(cs_framing *f);
 /* The refusal the parser made for request `seq`, if any (taken once). */
 bool framing_take_refusal(cs_framing *f, unsigned long long seq, int *status, bool *close,
                           char *msg, size_t cap);
+/* The handler refused request `seq` and reads no more of its body: the
+ * parser gives MHD the body's end at the next chunk-size line and the
+ * connection is read no further (MHD 0.9.75 queues an answer only before a
+ * body or after it).  false where it cannot: not a chunked body it follows,
+ * or the chunk in progress has more than the drain cap still to come. */
+bool framing_end_body(cs_framing *f, unsigned long long seq);
 /* The parser itself, for tests: filters n bytes in place (cap >= n bytes of
  * room) and returns how many bytes are output; output that did not fit
  * waits in the state (framing_take_pending). */

@@ -62,8 +62,7 @@ int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* <dir of the test binary>/../collsynthd, else $BUILD/collsynthd, else build/collsynthd. */
-static void daemon_binary(char *out, size_t n)
+void daemon_binary(char *out, size_t n)
 {
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);

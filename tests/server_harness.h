@@ -39,6 +39,9 @@ typedef struct cs_daemon {
  * /v1/health. */
 int daemon_start(cs_daemon *d, const char *store, const char *data_dir,
                  const char *const *extra);
+/* The daemon the tests run: <dir of the test binary>/../collsynthd, else
+ * $BUILD/collsynthd, else build/collsynthd. */
+void daemon_binary(char *out, size_t n);
 /* SIGTERM and wait (up to timeout_s, then SIGKILL); returns the exit status
  * (or -1 when it had to be killed).  Keeps the dir when keep_dir. */
 int daemon_stop_ex(cs_daemon *d, double timeout_s, bool keep_dir);

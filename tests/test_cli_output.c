@@ -513,6 +513,34 @@ START_TEST(a_symbolic_link_is_written_through)
 }
 END_TEST
 
+/* A link whose file does not exist yet (out.json -> results/out.json, the
+ * first run): fopen("w") created the named file through the link, and so
+ * must -o, keeping the link (it was replaced by a regular file, and the
+ * named file never appeared). */
+START_TEST(a_dangling_link_is_written_through)
+{
+    char dir[400], target[400], link[400], cmd[1400];
+    snprintf(dir, sizeof dir, "%s/results", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(target, sizeof target, "%s/results/new.json", tmpdir);
+    snprintf(link, sizeof link, "%s/new.json", tmpdir);
+    ck_assert_int_eq(symlink("results/new.json", link), 0);
+    snprintf(cmd, sizeof cmd, "%s baseline ring ring:4 allgather -o '%s'", cli, link);
+    char *out = NULL, *err = NULL;
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced by a file");
+    json_t *doc = json_load_file(target, 0, NULL);
+    ck_assert_msg(doc != NULL, "the linked file was not written");
+    json_decref(doc);
+    ck_assert_int_eq(leftover_temps("new.json", NULL, 0), 0);
+    free(out);
+    free(err);
+}
+END_TEST
+
 static Suite *cli_output_suite(void)
 {
     Suite *s = suite_create("cli_output");
@@ -525,6 +553,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, ctrl_c_stops_an_smt_search);
     tcase_add_test(tc, a_read_only_file_is_not_replaced);
     tcase_add_test(tc, a_symbolic_link_is_written_through);
+    tcase_add_test(tc, a_dangling_link_is_written_through);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);

@@ -575,6 +575,81 @@ START_TEST(given_up_connection_is_not_read_on)
 }
 END_TEST
 
+/* The handler refused a request and reads no more of its body (past the
+ * drain cap): the parser gives MHD the body's end at the next chunk-size
+ * line - after the chunk in progress, never inside it - and then nothing. */
+START_TEST(the_handler_can_end_a_chunked_body)
+{
+    static const char head[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    static const char rest[] = "5;e=1\r\nhello\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    size_t hn = sizeof head - 1, rn = sizeof rest - 1;
+    /* asked at every point of the body: MHD sees whole chunks, then the end
+     * (a chunk whose size line is not complete yet is not begun) */
+    for (size_t cut = 0; cut <= 14; cut++) {
+        cs_framing *f = framing_new(LIMIT, DRAIN);
+        text in = {0};
+        text_add(&in, head, hn);
+        text_add(&in, rest, cut);
+        text a = mhd_reads(f, in.p, in.n, 4096, in.n);
+        unsigned long long seq = framing_request_begins(f);
+        ck_assert(framing_end_body(f, seq));
+        text b = mhd_reads(f, rest + cut, rn - cut, 4096, rn - cut);
+        text_add(&a, b.p, b.n);
+        const char *want = cut < 7 ? "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                                    : "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                      "5\r\nhello\r\n0\r\n\r\n";
+        ck_assert_msg(a.n == strlen(want) && !memcmp(a.p, want, a.n), "cut %zu: [%.*s]", cut,
+                      (int)a.n, a.p);
+        free(a.p);
+        free(b.p);
+        free(in.p);
+        framing_free(f);
+    }
+    /* a chunk with more than the drain cap to come, a Content-Length body,
+     * a connection left to MHD: the parser cannot end them */
+    const char *cannot[] = {
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffff\r\nabc",
+        "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+    };
+    for (size_t i = 0; i < sizeof cannot / sizeof *cannot; i++) {
+        cs_framing *f = framing_new(LIMIT, DRAIN);
+        text a = mhd_reads(f, cannot[i], strlen(cannot[i]), 4096, strlen(cannot[i]));
+        ck_assert_msg(!framing_end_body(f, framing_request_begins(f)), "%s", cannot[i]);
+        free(a.p);
+        framing_free(f);
+    }
+}
+END_TEST
+
+/* On a socket: the body's end comes at the next read even when the client
+ * sends nothing more, and what it did send after is not read. */
+START_TEST(an_ended_body_needs_no_more_input)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    ck_assert(framing_attach(sv[0], LIMIT, DRAIN));
+    static const char in[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n";
+    ck_assert_int_eq(write(sv[1], in, sizeof in - 1), (ssize_t)(sizeof in - 1));
+    char buf[256];
+    ck_assert_int_eq(recv(sv[0], buf, sizeof buf, 0), (ssize_t)(sizeof in - 1));
+    cs_framing *f = framing_of(sv[0]);
+    ck_assert(framing_end_body(f, framing_request_begins(f)));
+    ck_assert_int_eq(recv(sv[0], buf, sizeof buf, 0), 5);
+    ck_assert(!memcmp(buf, "0\r\n\r\n", 5));
+    ck_assert_int_eq(write(sv[1], "3\r\nabc\r\n", 8), 8);
+    errno = 0;
+    ck_assert_int_eq(recv(sv[0], buf, sizeof buf, 0), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    int queued = 0;
+    ck_assert_int_eq(ioctl(sv[0], FIONREAD, &queued), 0);
+    ck_assert_int_eq(queued, 8);
+    framing_detach(sv[0]);
+    close(sv[0]);
+    close(sv[1]);
+}
+END_TEST
+
 static Suite *framing_suite(void)
 {
     Suite *s = suite_create("framing");
@@ -592,6 +667,8 @@ static Suite *framing_suite(void)
     tcase_add_test(tc, short_reads_only_when_the_socket_is_drained);
     tcase_add_test(tc, pipelined_refusals_are_not_lost);
     tcase_add_test(tc, given_up_connection_is_not_read_on);
+    tcase_add_test(tc, the_handler_can_end_a_chunked_body);
+    tcase_add_test(tc, an_ended_body_needs_no_more_input);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -232,6 +232,57 @@ static double mcf_sim(const cs_topology *t, const cs_collective *c, const cs_mcf
     return us;
 }
 
+/* Every entry of stats.chunking.tried, checked against what the loop
+ * promises: each candidate chunking appears once and was run (a schedule,
+ * or cut short by its share) or not run because its floor cannot beat the
+ * chosen schedule; a schedule is never faster than its own floor (the
+ * floor is a lower bound); the chosen chunking is the fastest schedule.
+ * Returns the number of pruned chunkings. */
+static int check_chunking_trials(const cs_result *r, int lo, int hi)
+{
+    json_t *ch = json_object_get(r->stats, "chunking");
+    ck_assert_ptr_nonnull(ch);
+    json_t *tried = json_object_get(ch, "tried");
+    int chosen = (int)json_integer_value(json_object_get(ch, "chosen"));
+    ck_assert_int_eq(chosen, r->algs[0]->chunks);
+    double chosen_us = json_number_value(json_object_get(r->stats, "schedule_us"));
+    ck_assert_int_eq((int)json_array_size(tried), hi - lo + 1);
+    bool seen[64] = {false};
+    int npruned = 0;
+    double prev_floor = -1;
+    for (size_t i = 0; i < json_array_size(tried); i++) {
+        json_t *e = json_array_get(tried, i);
+        int C = (int)json_integer_value(json_object_get(e, "chunks"));
+        ck_assert(C >= lo && C <= hi && !seen[C]);
+        seen[C] = true;
+        double floor_us = json_number_value(json_object_get(e, "floor_us"));
+        ck_assert(floor_us > 0);
+        ck_assert_msg(floor_us >= prev_floor - 1e-9, "tried in the order of their floors");
+        prev_floor = floor_us;
+        const char *outcome = json_string_value(json_object_get(e, "outcome"));
+        ck_assert_ptr_nonnull(outcome);
+        json_t *us = json_object_get(e, "schedule_us");
+        if (strncmp(outcome, "not run", 7) == 0) {
+            /* proved unable to win: its floor is no better than the chosen */
+            ck_assert_ptr_null(us);
+            ck_assert_msg(floor_us >= chosen_us - 1e-9, "%d chunks pruned at floor %.4f < %.4f",
+                          C, floor_us, chosen_us);
+            npruned++;
+            continue;
+        }
+        ck_assert_msg(strncmp(outcome, "not tried", 9) != 0, "%d chunks not tried", C);
+        if (us) {
+            ck_assert_msg(json_number_value(us) >= floor_us - 1e-6,
+                          "%d chunks: schedule %.4f us below its floor %.4f", C,
+                          json_number_value(us), floor_us);
+            ck_assert(json_number_value(us) >= chosen_us - 1e-9);
+        } else {
+            ck_assert_msg(strncmp(outcome, "cut short", 9) == 0, "%d chunks: %s", C, outcome);
+        }
+    }
+    return npruned;
+}
+
 START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
 {
     /* dgx1 alltoall, 100 KB per pair share asked in 4 chunks.  By default mcf
@@ -268,6 +319,7 @@ START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
     ck_assert_int_eq(chosen, r->algs[0]->chunks);
     ck_assert_int_lt(chosen, 4);
     ck_assert_int_eq((int)json_array_size(json_object_get(ch, "tried")), 4);
+    check_chunking_trials(r, 1, 4);
     ck_assert_ptr_nonnull(strstr(r->reason, "fewer, larger chunks"));
     result_free(r);
     /* min_chunks = chunks keeps the requested chunking */
@@ -275,6 +327,72 @@ START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
     ck_assert_double_eq_tol(mcf_sim(t, &c, &o, &r), fixed[4], 1e-6);
     ck_assert_int_eq(r->algs[0]->chunks, 4);
     ck_assert_ptr_null(json_object_get(r->stats, "chunking"));
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(best_chunking_prunes_what_cannot_win)
+{
+    /* broadcast from 0 on ring:4 (1000 B/us, no alpha) of L = 4000 bytes in
+     * 1..4 chunks.  One chunk reaches rank 2 after two hops of 4 us: 8 us,
+     * its floor.  Four chunks of 1000 bytes pipeline both ways round the
+     * ring in 3 us (epoch 0: chunks a, b out both ways; 1: c, d out, a, b
+     * forwarded; 2: c, d forwarded... the egress floor: 8 first hops over
+     * 2 lanes), far below 8 us, and they are tried first (lowest floor),
+     * so one chunk is never run. */
+    cs_topology *t = test_topology("ring:4,gbps=1,alpha=0");
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 4;
+    o.bytes = 4000;
+    cs_result *r = NULL;
+    double best = mcf_sim(t, &c, &o, &r);
+    ck_assert(best < 8.0 - 1e-6);
+    ck_assert_int_ge(check_chunking_trials(r, 1, 4), 1);
+    json_t *ch = json_object_get(r->stats, "chunking");
+    bool one_pruned = false;
+    for (size_t i = 0; i < json_array_size(json_object_get(ch, "pruned")); i++)
+        one_pruned |= json_integer_value(json_array_get(json_object_get(ch, "pruned"), i)) == 1;
+    ck_assert(one_pruned);
+    ck_assert_ptr_nonnull(strstr(r->reason, "not run (their floors cannot beat"));
+    ck_assert(r->complete);
+    result_free(r);
+    /* the pruning is sound: one chunk on its own is no faster than its floor */
+    o.chunks = 1;
+    o.min_chunks = 1;
+    ck_assert(mcf_sim(t, &c, &o, NULL) >= 8.0 - 1e-6);
+    topology_free(t);
+}
+END_TEST
+
+START_TEST(best_chunking_shares_a_small_budget)
+{
+    /* dgx2 (16 GPUs on one NVSwitch) broadcast at 64 MiB in up to 8 chunks
+     * with 4 s for everything.  Proving one chunking's MILP takes far longer
+     * (2 chunks: 26 s), and the loop used to give the whole budget to the
+     * first chunkings and never try the others.  Shared, every chunking
+     * 1..8 is run with its part of the budget (a schedule or cut short) or
+     * proved unable to win; nothing here depends on how fast the machine is:
+     * a slow one cuts more chunkings short, it does not skip them. */
+    cs_topology *t = test_topology("dgx2");
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 8;
+    o.bytes = 64.0 * 1024 * 1024;
+    o.time_limit_s = 4;
+    cs_result *r = NULL;
+    mcf_sim(t, &c, &o, &r);
+    check_chunking_trials(r, 1, 8);
+    json_t *ch = json_object_get(r->stats, "chunking");
+    ck_assert_int_eq((int)json_array_size(json_object_get(ch, "order")), 8);
+    /* the budget ran out before any MILP was proved: the result says so */
+    ck_assert(!r->complete);
+    ck_assert_ptr_nonnull(strstr(r->reason, "cut short"));
     result_free(r);
     topology_free(t);
 }
@@ -640,6 +758,15 @@ START_TEST(refuses_combining_and_bad_options)
     o.min_chunks = -1;
     ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
     ck_assert_str_eq(err.field, "options.min_chunks");
+    mcf_options_default(&o);
+    o.zero_buffer = 2;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.zero_buffer");
+    /* A* rounds do not enforce it: refused, not ignored */
+    o.zero_buffer = 1;
+    o.astar = 1;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EUNSUPPORTED);
+    ck_assert_str_eq(err.field, "options.zero_buffer");
     topology_free(t);
 }
 END_TEST
@@ -850,6 +977,8 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, milp_reports_cbc_progress);
     tcase_add_test(tc, max_chunks_gives_a_frontier_over_chunkings);
     tcase_add_test(tc, best_chunking_is_never_slower_than_a_fixed_one);
+    tcase_add_test(tc, best_chunking_prunes_what_cannot_win);
+    tcase_add_test(tc, best_chunking_shares_a_small_budget);
     tcase_add_test(tc, compaction_removes_the_epoch_padding);
     tcase_add_test(tc, symmetry_beyond_rotations);
     tcase_add_test(tc, astar_rounds_are_valid_and_close);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,205 @@ START_TEST(startup_names_why_the_store_cannot_be_opened)
 }
 END_TEST
 
+/* ---- a store that refuses a job's outcome, not just its result ---------------------
+ *
+ * The audit's case (2026-11-26): the result cannot be stored (a full disk),
+ * and the job's failed state (store_failed) is refused as well.  The job
+ * then stayed "running" until its lease ran out, ran again --max-attempts
+ * times on the same live daemon (each refused the same way) and ended
+ * "interrupted: the daemon running it stopped 3 times".  Now the daemon
+ * holds the outcome, keeps the job's lease (no re-run), shows the outcome
+ * as the job's progress, and records it once the store takes writes; a
+ * daemon stopped before that says so in its log, and the next start
+ * re-queues the job, which then completes.
+ *
+ * The refusals are injected with SQLite triggers added to the daemon's
+ * database from outside (the store's own code unchanged): a result row
+ * cannot be inserted, and a job cannot move to "failed" or "done"; the
+ * heartbeat (an update that keeps the status) still goes through, as small
+ * writes do on a nearly full disk.  Dropping the triggers frees the disk. */
+
+static void store_sql(const cs_daemon *d, const char *sql)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/collsynth.db", d->dir);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_close(db);
+}
+
+static const char refuse_outcomes[] =
+    "CREATE TRIGGER full_results BEFORE INSERT ON results"
+    " BEGIN SELECT RAISE(FAIL, 'database or disk is full (injected)'); END;"
+    "CREATE TRIGGER full_jobs BEFORE UPDATE OF status ON jobs"
+    " WHEN NEW.status IN ('failed', 'done')"
+    " BEGIN SELECT RAISE(FAIL, 'database or disk is full (injected)'); END;";
+static const char take_outcomes[] =
+    "DROP TRIGGER full_results; DROP TRIGGER full_jobs;";
+
+/* Submits body (no waiting) and returns its job id (static buffer). */
+static const char *submit_job(const cs_daemon *d, const char *body)
+{
+    static char job[64];
+    json_t *doc = NULL;
+    long st = post_synthesize(d, body, &doc);
+    ck_assert_msg(st == 202, "POST answered %ld: %s", st,
+                  json_str(json_object_get(doc, "error"), "message"));
+    snprintf(job, sizeof job, "%s", json_str(doc, "job"));
+    json_decref(doc);
+    return job;
+}
+
+/* GET /v1/jobs/ID until pred holds or timeout_s passes; the last answer
+ * (caller decrefs). */
+static json_t *poll_job(const cs_daemon *d, const char *job, double timeout_s,
+                        bool (*pred)(const json_t *))
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    json_t *jd = NULL;
+    double until = cs_now() + timeout_s;
+    for (;;) {
+        long st = 0;
+        json_decref(jd);
+        jd = get_json(d, path, &st);
+        if ((jd && pred(jd)) || cs_now() > until)
+            return jd;
+        usleep(100 * 1000);
+    }
+}
+
+static bool shows_refused_outcome(const json_t *jd)
+{
+    const char *o = json_str(json_object_get(jd, "progress"), "outcome");
+    return strcmp(o, "store_failed") == 0;
+}
+
+static bool has_ended(const json_t *jd)
+{
+    const char *st = json_str(jd, "status");
+    return strcmp(st, "failed") == 0 || strcmp(st, "done") == 0;
+}
+
+static char *daemon_log(const cs_daemon *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    ck_assert_int_eq(cs_read_file(d->log_path, &text, &len, &err), CS_OK);
+    return text;
+}
+
+START_TEST(a_refused_failed_state_is_held_then_recorded)
+{
+    cs_daemon d;
+    const char *extra[] = {"--lease", "1", "--max-attempts", "2", NULL};
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    store_sql(&d, refuse_outcomes);
+    const char *job = submit_job(&d, "{\"topology\":\"ring:4\",\"collective\":\"allgather\","
+                                     "\"method\":\"ring\"}");
+    char id[64];
+    snprintf(id, sizeof id, "%s", job);
+    json_t *jd = poll_job(&d, id, 15, shows_refused_outcome);
+    ck_assert_msg(shows_refused_outcome(jd), "the job does not show why: %s",
+                  json_dumps(jd, 0));
+    ck_assert_str_eq(json_str(jd, "status"), "running");
+    ck_assert_msg(strstr(json_str(json_object_get(jd, "progress"), "message"),
+                         "the store could not keep it") != NULL, "%s", json_dumps(jd, 0));
+    json_decref(jd);
+    /* several leases later: not re-run, not "interrupted" */
+    usleep(3500 * 1000);
+    jd = poll_job(&d, id, 0, shows_refused_outcome);
+    ck_assert_msg(strcmp(json_str(jd, "status"), "running") == 0 &&
+                      json_integer_value(json_object_get(jd, "attempts")) == 1,
+                  "the job was re-run or reaped: %s", json_dumps(jd, 0));
+    json_decref(jd);
+    /* the disk is freed: the failure is recorded, in the store's words */
+    store_sql(&d, take_outcomes);
+    jd = poll_job(&d, id, 10, has_ended);
+    ck_assert_msg(strcmp(json_str(jd, "status"), "failed") == 0, "%s", json_dumps(jd, 0));
+    json_t *e = json_object_get(jd, "error");
+    ck_assert_str_eq(json_str(e, "code"), "store_failed");
+    ck_assert_msg(strstr(json_str(e, "message"), "database or disk is full") != NULL, "%s",
+                  json_str(e, "message"));
+    ck_assert_int_eq(json_integer_value(json_object_get(jd, "attempts")), 1);
+    json_decref(jd);
+    char *log = daemon_log(&d);
+    ck_assert_msg(strstr(log, "job_store_failed") && strstr(log, "refused that state too"),
+                  "%s", log);
+    ck_assert_msg(strstr(log, "job_outcome_recorded") != NULL, "%s", log);
+    ck_assert_msg(strstr(log, "interrupted") == NULL, "%s", log);
+    free(log);
+    daemon_stop(&d);
+}
+END_TEST
+
+START_TEST(a_refused_outcome_at_shutdown_is_requeued_at_the_next_start)
+{
+    char dir[256];
+    ck_assert_int_eq(make_temp_dir("collsynth-unrecorded", dir, sizeof dir), 0);
+    cs_daemon d;
+    ck_assert_int_eq(daemon_start(&d, NULL, dir, NULL), 0);
+    store_sql(&d, refuse_outcomes);
+    const char *job = submit_job(&d, "{\"topology\":\"ring:6\",\"collective\":\"allgather\","
+                                     "\"method\":\"ring\"}");
+    char id[64];
+    snprintf(id, sizeof id, "%s", job);
+    json_t *jd = poll_job(&d, id, 15, shows_refused_outcome);
+    ck_assert_msg(shows_refused_outcome(jd), "%s", json_dumps(jd, 0));
+    json_decref(jd);
+    daemon_stop_ex(&d, 20, true);
+    char *log = daemon_log(&d);
+    ck_assert_msg(strstr(log, "job_outcome_unrecorded") != NULL &&
+                      strstr(log, "the next start re-queues it") != NULL, "%s", log);
+    free(log);
+    /* the disk is freed while the daemon is down; the next start runs the
+     * job again and it completes */
+    store_sql(&d, take_outcomes);
+    ck_assert_int_eq(daemon_start(&d, NULL, dir, NULL), 0);
+    jd = poll_job(&d, id, 20, has_ended);
+    ck_assert_msg(strcmp(json_str(jd, "status"), "done") == 0, "%s", json_dumps(jd, 0));
+    ck_assert_int_eq(json_integer_value(json_object_get(jd, "attempts")), 2);
+    json_decref(jd);
+    daemon_stop(&d);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(a_refused_done_state_is_recorded_without_a_rerun)
+{
+    cs_daemon d;
+    const char *extra[] = {"--lease", "1", NULL};
+    ck_assert_int_eq(daemon_start(&d, NULL, NULL, extra), 0);
+    /* the result goes in; only the job's move to done is refused */
+    store_sql(&d, "CREATE TRIGGER full_jobs BEFORE UPDATE OF status ON jobs"
+                  " WHEN NEW.status = 'done'"
+                  " BEGIN SELECT RAISE(FAIL, 'database or disk is full (injected)'); END;");
+    const char *job = submit_job(&d, "{\"topology\":\"ring:5\",\"collective\":\"allgather\","
+                                     "\"method\":\"ring\"}");
+    char id[64];
+    snprintf(id, sizeof id, "%s", job);
+    usleep(3000 * 1000);
+    json_t *jd = poll_job(&d, id, 0, has_ended);
+    ck_assert_msg(strcmp(json_str(jd, "status"), "running") == 0 &&
+                      json_integer_value(json_object_get(jd, "attempts")) == 1,
+                  "%s", json_dumps(jd, 0));
+    ck_assert_str_eq(json_str(json_object_get(jd, "progress"), "outcome"), "done_unrecorded");
+    json_decref(jd);
+    store_sql(&d, "DROP TRIGGER full_jobs;");
+    jd = poll_job(&d, id, 10, has_ended);
+    ck_assert_msg(strcmp(json_str(jd, "status"), "done") == 0 &&
+                      json_integer_value(json_object_get(jd, "attempts")) == 1,
+                  "%s", json_dumps(jd, 0));
+    json_decref(jd);
+    daemon_stop(&d);
+}
+END_TEST
+
 static Suite *store_health_suite(void)
 {
     Suite *s = suite_create("store_health");
@@ -180,6 +380,12 @@ static Suite *store_health_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, health_reports_a_store_that_cannot_be_written);
     suite_add_tcase(s, tc);
+    TCase *held = tcase_create("refused outcomes");
+    tcase_set_timeout(held, 120);
+    tcase_add_test(held, a_refused_failed_state_is_held_then_recorded);
+    tcase_add_test(held, a_refused_outcome_at_shutdown_is_requeued_at_the_next_start);
+    tcase_add_test(held, a_refused_done_state_is_recorded_without_a_rerun);
+    suite_add_tcase(s, held);
     TCase *open = tcase_create("opening");
     tcase_set_timeout(open, 60);
     tcase_add_test(open, startup_names_why_the_store_cannot_be_opened);

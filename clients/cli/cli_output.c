@@ -108,6 +108,36 @@ static void out_release(cli_out *o, bool kept)
     o->real = NULL;
 }
 
+/* The file a chain of symbolic links ends at, when that file does not exist
+ * (realpath(3) fails then): each link's text read and, when relative, taken
+ * from the link's directory.  NULL on a loop (40 links, as the kernel) or an
+ * error: the link itself is written then. */
+static char *link_target(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur;
+        char buf[4096];
+        ssize_t n = readlink(cur, buf, sizeof buf - 1);
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        const char *slash = strrchr(cur, '/');
+        size_t dirlen = buf[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(dirlen + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, dirlen);
+            memcpy(next + dirlen, buf, (size_t)n + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    free(cur);
+    return NULL;
+}
+
 int cli_out_open(cli_out *o, const char *cmd, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -142,6 +172,8 @@ int cli_out_open(cli_out *o, const char *cmd, const char *path)
     struct stat lst;
     if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
         o->real = realpath(path, NULL);
+        if (!o->real) /* dangling: fopen("w") created the file it names */
+            o->real = link_target(path);
         if (o->real)
             path = o->real;
     }

@@ -122,8 +122,9 @@ static int group_keys(const cs_topology *t, const int *loc, const int *swg, int 
     return CS_OK;
 }
 
-static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
-                           bool *groups_ok, cs_error *err);
+static int detect_in_order(const cs_topology *t, const int *order, const int *gorder,
+                           hier_shape *s, bool *groups_ok, cs_error *err);
+static bool ring_align(const cs_topology *t, const int *canon, int *gorder, int *key);
 
 static int rank_order_cmp(const void *pa, const void *pb, void *ctx)
 {
@@ -151,7 +152,7 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
     cs_error first;
     cs_error_clear(&first);
     bool groups_ok = false;
-    int rc = detect_in_order(t, NULL, s, &groups_ok, &first);
+    int rc = detect_in_order(t, NULL, NULL, s, &groups_ok, &first);
     if (rc != CS_EUNSUPPORTED || !groups_ok) {
         if (rc != CS_OK && err)
             *err = first;
@@ -173,7 +174,21 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
             *err = first;
         return rc;
     }
-    rc = detect_in_order(t, canon, s, &groups_ok, &second);
+    rc = detect_in_order(t, canon, NULL, s, &groups_ok, &second);
+    if (rc == CS_EUNSUPPORTED) {
+        /* nodes on a ring of links attach to no fabric element alike, so
+         * the canonical order does not line them up: walk the ring */
+        int *gorder = malloc(sizeof *gorder * (size_t)t->ngroups);
+        int *key = malloc(sizeof *key * (size_t)t->ranks);
+        if (gorder && key && ring_align(t, canon, gorder, key)) {
+            cs_error third;
+            cs_error_clear(&third);
+            if (detect_in_order(t, key, gorder, s, &groups_ok, &third) == CS_OK)
+                rc = CS_OK;
+        }
+        free(gorder);
+        free(key);
+    }
     free(canon);
     if (rc == CS_OK) {
         s->renumbered = true;
@@ -184,8 +199,8 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
         return cs_error_set(err, rc, first.field,
                             "%.300s; nodes compared up to renumbering inside each node too "
                             "(each node in the canonical order, which lines up isomorphic "
-                            "nodes attached alike to fabric switches, not nodes on a ring of "
-                            "links)", first.message);
+                            "nodes attached alike to fabric switches, and nodes walked around "
+                            "a ring of links from node 0)", first.message);
     if (err)
         *err = second;
     return rc;
@@ -195,8 +210,8 @@ static int hier_detect(const cs_topology *t, hier_shape *s, cs_error *err)
  * as the groups list them).  *groups_ok is set once the checks no
  * renumbering can change (group sizes, every rank in a node, shared sets)
  * have passed. */
-static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s,
-                           bool *groups_ok, cs_error *err)
+static int detect_in_order(const cs_topology *t, const int *order, const int *gorder,
+                           hier_shape *s, bool *groups_ok, cs_error *err)
 {
     memset(s, 0, sizeof *s);
     *groups_ok = false;
@@ -238,9 +253,11 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
     }
     s->nodes = N;
     s->m = m;
+    /* node g of the shape is group G(g): gorder (a ring's order) or g */
+#define G(g) (gorder ? gorder[g] : (g))
     for (int g = 0; g < N; g++) {
         int *nr = s->rank + (long)g * m;
-        memcpy(nr, t->groups[g].ranks, sizeof *nr * (size_t)m);
+        memcpy(nr, t->groups[G(g)].ranks, sizeof *nr * (size_t)m);
         if (order)
             qsort_r(nr, (size_t)m, sizeof *nr, rank_order_cmp, (void *)order);
         for (int i = 0; i < m; i++)
@@ -249,14 +266,14 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
     for (int w = 0; w < t->nswitches; w++)
         swg[w] = switch_group(t, w);
     /* one node type */
-    if ((rc = group_keys(t, loc, swg, 0, &k0, &n0)) != CS_OK) {
+    if ((rc = group_keys(t, loc, swg, G(0), &k0, &n0)) != CS_OK) {
         rc = cs_error_set(err, rc, NULL, "out of memory");
         goto done;
     }
     for (int g = 1; g < N; g++) {
         free(kg);
         kg = NULL;
-        if ((rc = group_keys(t, loc, swg, g, &kg, &ng)) != CS_OK) {
+        if ((rc = group_keys(t, loc, swg, G(g), &kg, &ng)) != CS_OK) {
             rc = cs_error_set(err, rc, NULL, "out of memory");
             goto done;
         }
@@ -274,12 +291,12 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
         int r0 = s->rank[i];
         bool nic0 = false;
         for (int l = t->out_begin[r0]; l < t->out_begin[r0 + 1] && !nic0; l++)
-            nic0 = t->group_of[t->links[l].dst] != 0;
+            nic0 = t->group_of[t->links[l].dst] != G(0);
         for (int g = 1; g < N; g++) {
             int r = s->rank[(long)g * m + i];
             bool nic = false;
             for (int l = t->out_begin[r]; l < t->out_begin[r + 1] && !nic; l++)
-                nic = t->group_of[t->links[l].dst] != g;
+                nic = t->group_of[t->links[l].dst] != G(g);
             if (nic != nic0) {
                 rc = cs_error_set(err, CS_EUNSUPPORTED, "topology",
                                   "hierarchical needs the same NIC ranks in every node: local "
@@ -358,7 +375,7 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
                 rc = topology_add_link(s->node, k0[q].a, k0[q].b, k0[q].lanes, k0[q].gbps,
                                        k0[q].alpha, false, err);
         for (int w = 0; w < t->nswitches && rc == CS_OK; w++) {
-            if (swg[w] != 0)
+            if (swg[w] != G(0))
                 continue;
             const cs_switch *sw = &t->switches[w];
             int lr[64];
@@ -372,6 +389,7 @@ static int detect_in_order(const cs_topology *t, const int *order, hier_shape *s
                               "hierarchical needs connected nodes: node 0 of %s alone is not a "
                               "valid topology (%.200s)", t->name, err ? err->message : "");
     }
+#undef G
 done:
     free(loc);
     free(swg);
@@ -380,6 +398,168 @@ done:
     if (rc != CS_OK)
         shape_free(s);
     return rc;
+}
+
+/* ---- ring clusters numbered their own way ----------------------------------------- */
+
+/* The physical (not switch-lowered) link a -> b, or -1. */
+static int phys_link(const cs_topology *t, int a, int b)
+{
+    for (int x = t->out_begin[a]; x < t->out_begin[a + 1]; x++)
+        if (t->links[x].dst == b && t->links[x].switch_id < 0)
+            return x;
+    return -1;
+}
+
+static bool same_link(const cs_topology *t, int x, int y)
+{
+    if (x < 0 || y < 0)
+        return x == y;
+    const cs_link *a = &t->links[x], *b = &t->links[y];
+    return a->lanes == b->lanes && a->gbps == b->gbps && a->alpha_us == b->alpha_us;
+}
+
+/* Extends map (local -> rank of group g, -1 where open) to a bijection under
+ * which g's physical links are node 0's (ref: local -> rank of node 0), by
+ * backtracking in local order; *budget bounds the pairs tried. */
+static bool extend_map(const cs_topology *t, const int *ref, int m, int g, int *map,
+                       unsigned char *used, int i, long *budget)
+{
+    while (i < m && map[i] >= 0)
+        i++;
+    if (i == m)
+        return true;
+    const cs_group *gr = &t->groups[g];
+    for (int q = 0; q < m; q++) {
+        if (used[q] || --*budget < 0)
+            continue;
+        int r = gr->ranks[q];
+        bool ok = true;
+        for (int j = 0; j < m && ok; j++) {
+            int x = j == i ? r : map[j];
+            if (x < 0)
+                continue;
+            ok = same_link(t, phys_link(t, ref[i], ref[j]), phys_link(t, r, x)) &&
+                 same_link(t, phys_link(t, ref[j], ref[i]), phys_link(t, x, r));
+        }
+        if (!ok)
+            continue;
+        map[i] = r;
+        used[q] = 1;
+        if (extend_map(t, ref, m, g, map, used, i + 1, budget))
+            return true;
+        map[i] = -1;
+        used[q] = 0;
+    }
+    return false;
+}
+
+/* Ring clusters numbered their own way (ranks shuffled inside nodes, nodes
+ * listed in any order): no fabric element is attached to alike by two
+ * nodes, so the canonical labelling does not line them up; the ring itself
+ * does.  From node 0 (the canonical labelling's first node, in its order),
+ * walk the ring the way NIC 0's lower-labelled fabric link points: in the next
+ * node, local rank nic j is the rank NIC j's fabric link reaches (exactly
+ * one link into that node), and the other local ranks are matched by
+ * backtracking so the node's links are node 0's; every node must be met
+ * once and the walk must close on node 0's own NICs.  Out: gorder (position
+ * -> group) and key (rank -> local index), for detect_in_order, which then
+ * checks everything again.  false: not a ring this walk lines up. */
+static bool ring_align(const cs_topology *t, const int *canon, int *gorder, int *key)
+{
+    int N = t->ngroups, m = t->groups[0].nranks, nic[64], k = 0;
+    if (m > 64 || N < 3)
+        return false;
+    /* the start, by the canonical labelling (so every numbering of one
+     * cluster gets the same node type and trees): the node of the rank
+     * labelled first, its ranks in label order */
+    int first = 0;
+    for (int r = 1; r < t->ranks; r++)
+        if (canon[r] < canon[first])
+            first = r;
+    int g0 = t->group_of[first], ref[64];
+    memcpy(ref, t->groups[g0].ranks, sizeof *ref * (size_t)m);
+    qsort_r(ref, (size_t)m, sizeof *ref, rank_order_cmp, (void *)canon);
+    for (int i = 0; i < m; i++) {
+        int r = ref[i];
+        for (int x = t->out_begin[r]; x < t->out_begin[r + 1]; x++)
+            if (t->group_of[t->links[x].dst] != g0) {
+                nic[k++] = i;
+                break;
+            }
+    }
+    if (k == 0)
+        return false;
+    unsigned char *seen = calloc((size_t)N, 1);
+    if (!seen)
+        return false;
+    int cur[64], nxt[64], prev = -1, g = g0;
+    memcpy(cur, ref, sizeof *cur * (size_t)m);
+    bool ok = true;
+    long budget = 2000000;
+    for (int pos = 0; ok; pos++) {
+        seen[g] = 1;
+        gorder[pos] = g;
+        for (int i = 0; i < m; i++)
+            key[cur[i]] = i;
+        /* the next group: NIC 0's fabric neighbour that is not where we came
+         * from (first step: the one its link with the lower label reaches) */
+        int next = -1, r0 = cur[nic[0]], via = -1;
+        for (int x = t->out_begin[r0]; x < t->out_begin[r0 + 1]; x++) {
+            int d = t->links[x].dst, h = t->group_of[d];
+            if (h == g || h == prev)
+                continue;
+            if (prev >= 0 && next >= 0 && h != next) {
+                ok = false;   /* more than one way on: not a ring */
+                break;
+            }
+            if (next < 0 || canon[d] < canon[via]) {
+                next = h;
+                via = d;
+            }
+        }
+        if (!ok || next < 0) {
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < m; i++)
+            nxt[i] = -1;
+        unsigned char used[64] = {0};
+        for (int j = 0; j < k && ok; j++) {
+            int r = cur[nic[j]], hit = -1, hits = 0;
+            for (int x = t->out_begin[r]; x < t->out_begin[r + 1]; x++)
+                if (t->group_of[t->links[x].dst] == next) {
+                    hit = t->links[x].dst;
+                    hits++;
+                }
+            ok = hits == 1;
+            for (int q = 0; ok && q < m; q++)
+                if (t->groups[next].ranks[q] == hit) {
+                    ok = !used[q];
+                    used[q] = 1;
+                }
+            nxt[nic[j]] = hit;
+        }
+        if (!ok)
+            break;
+        if (next == g0) {
+            /* closing: back on node 0's own NICs, every node met */
+            for (int j = 0; j < k && ok; j++)
+                ok = nxt[nic[j]] == ref[nic[j]];
+            for (int h = 0; h < N && ok; h++)
+                ok = seen[h];
+            break;
+        }
+        if (seen[next] || !extend_map(t, ref, m, next, nxt, used, 0, &budget)) {
+            ok = false;
+            break;
+        }
+        prev = g;
+        g = next;
+        memcpy(cur, nxt, sizeof *cur * (size_t)m);
+    }
+    free(seen);
+    return ok;
 }
 
 static bool kind_supported(cs_coll_kind k)
@@ -1763,7 +1943,49 @@ typedef struct ring_plan {
     const hier_shape *s;
     const hier_trees *tr;
     int P, C, S1, S3, steps;
+    /* block position -> local rank: NIC j's segment is its own chunk and
+     * those of the ranks nearest it (ring_segments) */
+    int seg[64];
 } ring_plan;
+
+/* The block's order for C = 1: segment j (positions [m j / k, m (j+1) / k))
+ * starts with NIC j's own rank, then the other ranks go greedily to the
+ * NIC with the most lanes to them (ties: lower local index).  NIC j sends
+ * its segment first, so its ranks' chunks should reach it in one hop; by
+ * position alone (local ranks 2j, 2j+1) that held only where the node's
+ * numbering pairs NICs with their neighbours: the hook's DGX-1 as built,
+ * not a renumbered ring cluster (0.70 of the bound instead of 0.78). */
+static void ring_segments(const hier_shape *s, int *seg)
+{
+    int m = s->m, k = s->k, fill[64], lanes[64][64] = {{0}};
+    unsigned char taken[64] = {0};
+    for (int l = 0; l < s->node->nlinks; l++)
+        lanes[s->node->links[l].src][s->node->links[l].dst] += s->node->links[l].lanes;
+    for (int j = 0; j < k; j++) {
+        seg[m * j / k] = s->nic[j];
+        fill[j] = 1;
+        taken[s->nic[j]] = 1;
+    }
+    for (int left = m - k; left > 0; left--) {
+        int bj = -1, bv = -1, bl = -1;
+        for (int j = 0; j < k; j++) {
+            if (fill[j] >= m * (j + 1) / k - m * j / k)
+                continue;
+            for (int v = 0; v < m; v++) {
+                if (taken[v])
+                    continue;
+                int l = lanes[s->nic[j]][v] + lanes[v][s->nic[j]];
+                if (l > bl) {
+                    bl = l;
+                    bj = j;
+                    bv = v;
+                }
+            }
+        }
+        seg[m * bj / k + fill[bj]++] = bv;
+        taken[bv] = 1;
+    }
+}
 
 static int ring_emit(const void *plan, emit_fn fn, void *ctx)
 {
@@ -1809,7 +2031,7 @@ static int ring_emit(const void *plan, emit_fn fn, void *ctx)
                         const int *nr = s->rank + (long)n * m;
                         const int *xr = s->rank + (long)((n + (long)(h - 1) * sign) % N) * m;
                         const int *yr = s->rank + (long)((n + (long)h * sign) % N) * m;
-                        long g = (long)(q / m) * P + nr[q % m];
+                        long g = (long)(q / m) * P + nr[p->seg[q % m]];
                         rc = fn(ctx, g, xr[nic], yr[nic], p->S1 + h - 1);
                         for (int e = 0; e < tt->n && rc == CS_OK; e++)
                             rc = fn(ctx, g, yr[tt->src[e]], yr[tt->dst[e]],
@@ -1897,57 +2119,29 @@ static bool cost_less(const long a[5], const long b[5])
     return false;
 }
 
-/* Rebuilds nic[0..k) of tr with balanced parents; steps = depth - 1, so a
- * chunk leaves a rank the step after it arrived. */
-static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+/* Hill climbing on L from its current parents: one parent change at a
+ * time, kept when the cost (tree_cost) drops; best = the final cost. */
+static void climb(tree_load *L, const int *roots, long best[5])
 {
-    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
-     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
-     * past the budget the SMT trees stay (valid, possibly slower) */
-    long m = s->m, k = s->k;
-    if (k * m * m * (k * m + m * m) > 20000000L) {
-        snprintf(tr->balanced, sizeof tr->balanced,
-                 "NIC trees as smt gave them (%ld-rank nodes: too large to rebalance)", m);
-        return;
-    }
-    tree_load *L = calloc(1, sizeof *L);
-    if (!L) {
-        /* the SMT trees stay: valid, only slower */
-        snprintf(tr->balanced, sizeof tr->balanced, "NIC trees as smt gave them (no memory)");
-        return;
-    }
-    long before[5];
-    const cs_topology *node = s->node;
-    L->m = s->m;
-    L->k = s->k;
-    for (int l = 0; l < node->nlinks; l++)
-        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
-    for (int j = 0; j < s->k; j++) {
-        for (int v = 0; v < s->m; v++)
-            L->par[j][v] = -1;
-        for (int e = 0; e < tr->nic[j].n; e++)
-            L->par[j][tr->nic[j].dst[e]] = tr->nic[j].src[e];
-    }
-    long best[5], c[5];
+    long c[5];
     tree_cost(L, best);
-    memcpy(before, best, sizeof before);
     for (bool improved = true; improved;) {
         improved = false;
-        for (int j = 0; j < s->k; j++)
-            for (int v = 0; v < s->m; v++) {
-                if (v == s->nic[j])
+        for (int j = 0; j < L->k; j++)
+            for (int v = 0; v < L->m; v++) {
+                if (v == roots[j])
                     continue;
                 int old = L->par[j][v];
-                for (int p = 0; p < s->m; p++) {
+                for (int p = 0; p < L->m; p++) {
                     if (p == old || p == v || !L->lanes[p][v])
                         continue;
                     L->par[j][v] = p;
                     /* no cycle: p must not hang below v */
-                    bool cyc = tree_depth_of(L, j, p) > s->m;
+                    bool cyc = tree_depth_of(L, j, p) > L->m;
                     if (!cyc) {
                         tree_cost(L, c);
                         if (cost_less(c, best)) {
-                            memcpy(best, c, sizeof best);
+                            memcpy(best, c, sizeof c);
                             old = p;
                             improved = true;
                             continue;
@@ -1958,8 +2152,122 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
                 L->par[j][v] = old;
             }
     }
+}
+
+/* A random shortest-path tree per root on L's links (deterministic: the
+ * caller's seed): each rank's parent drawn among its in-neighbours one hop
+ * nearer the root, those with lanes left over by the trees before it
+ * first.  A start for climb away from the local minimum a single parent
+ * change cannot leave (on the DGX-1 node four trees from rank 0 need two
+ * of them to reach rank 4 around its 2-lane link from 0, through 5, 6 or
+ * 7, which hang below 4 in every tree a single change starts from; and
+ * SMT's trees of the node labelled another way climbed to depth 3-4). */
+static void random_trees(tree_load *L, const int *roots, unsigned long *seed)
+{
+    int use[64][64] = {{0}};
+    for (int j = 0; j < L->k; j++) {
+        int dist[64], order[64], qh = 0, qt = 0;
+        for (int v = 0; v < L->m; v++) {
+            L->par[j][v] = -1;
+            dist[v] = -1;
+        }
+        dist[roots[j]] = 0;
+        order[qt++] = roots[j];
+        while (qh < qt) {
+            int u = order[qh++];
+            for (int v = 0; v < L->m; v++)
+                if (L->lanes[u][v] && dist[v] < 0) {
+                    dist[v] = dist[u] + 1;
+                    order[qt++] = v;
+                }
+        }
+        for (int q = 1; q < qt; q++) {
+            int v = order[q], cand[64], nc = 0;
+            for (int pass = 0; pass < 2 && nc == 0; pass++)
+                for (int u = 0; u < L->m; u++)
+                    if (L->lanes[u][v] && dist[u] == dist[v] - 1 &&
+                        (pass || use[u][v] < L->lanes[u][v]))
+                        cand[nc++] = u;
+            *seed = *seed * 6364136223846793005UL + 1442695040888963407UL;
+            int u = cand[(int)((*seed >> 33) % (unsigned long)nc)];
+            L->par[j][v] = u;
+            use[u][v]++;
+        }
+    }
+}
+
+/* Re-chooses the parents of k trees (tree j rooted at roots[j], spanning
+ * the node) by hill climbing from trees[0..k), and where that leaves a link
+ * with more trees than lanes, from random starts too (the best kept);
+ * steps = depth - 1, so a chunk leaves a rank the step after it arrived.
+ * before and best: the cost of the given and of the returned trees.  false
+ * (trees unchanged) when the node is too large to search or memory runs
+ * out. */
+static bool balance_trees(const hier_shape *s, const int *roots, hier_tree *trees,
+                          long before[5], long best[5])
+{
+    /* a pass tries k*m*m parent changes at O(k*m + m*m) each: milliseconds
+     * for DGX-like nodes (m = 8), minutes for 64-rank nodes with 8 NICs;
+     * past the budget the given trees stay (valid, possibly slower) */
+    long m = s->m, k = s->k, pass = k * m * m * (k * m + m * m);
+    if (pass > 20000000L)
+        return false;
+    tree_load *L = calloc(2, sizeof *L);
+    if (!L)
+        return false;
+    const cs_topology *node = s->node;
+    L->m = s->m;
+    L->k = s->k;
+    for (int l = 0; l < node->nlinks; l++)
+        L->lanes[node->links[l].src][node->links[l].dst] += node->links[l].lanes;
     for (int j = 0; j < s->k; j++) {
-        hier_tree *tt = &tr->nic[j];
+        for (int v = 0; v < s->m; v++)
+            L->par[j][v] = -1;
+        for (int e = 0; e < trees[j].n; e++)
+            L->par[j][trees[j].dst[e]] = trees[j].src[e];
+    }
+    tree_cost(L, before);
+    climb(L, roots, best);
+    /* restarts while a link carries more trees than lanes: ~20M steps of
+     * work at most (64 starts on the DGX-1 node, ~20 ms) */
+    long starts = 20000000L / (pass * 4);
+    if (starts > 64)
+        starts = 64;
+    /* ... or while the deepest tree is deeper than its root's eccentricity
+     * (a lower bound on its depth): single changes from SMT's trees of a
+     * node labelled another way (a renumbered ring cluster) stalled at
+     * depth 4 on DGX-1, 0.70 of the bound instead of 0.78 */
+    long ecc = 0;
+    for (int j = 0; j < s->k; j++) {
+        int dist[64], queue[64], qh = 0, qt = 0;
+        for (int v = 0; v < s->m; v++)
+            dist[v] = -1;
+        dist[roots[j]] = 0;
+        queue[qt++] = roots[j];
+        while (qh < qt) {
+            int u = queue[qh++];
+            for (int v = 0; v < s->m; v++)
+                if (L->lanes[u][v] && dist[v] < 0) {
+                    dist[v] = dist[u] + 1;
+                    queue[qt++] = v;
+                    if (dist[v] > ecc)
+                        ecc = dist[v];
+                }
+        }
+    }
+    unsigned long seed = 0x9e3779b97f4a7c15UL;
+    for (long r = 0; r < starts && (best[0] > best[1] || best[2] > ecc); r++) {
+        long c[5];
+        L[1] = L[0];
+        random_trees(&L[1], roots, &seed);
+        climb(&L[1], roots, c);
+        if (cost_less(c, best)) {
+            L[0] = L[1];
+            memcpy(best, c, sizeof c);
+        }
+    }
+    for (int j = 0; j < s->k; j++) {
+        hier_tree *tt = &trees[j];
         /* edges by depth, so a parent's send comes before its children's */
         tt->n = 0;
         tt->depth = 0;
@@ -1974,16 +2282,30 @@ static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
                     tt->n++;
                 }
     }
+    free(L);
+    return true;
+}
+
+/* Rebuilds nic[0..k) of tr with balanced parents (balance_trees). */
+static void balance_nic_trees(const hier_shape *s, hier_trees *tr)
+{
+    long before[5], best[5];
+    if (!balance_trees(s, s->nic, tr->nic, before, best)) {
+        snprintf(tr->balanced, sizeof tr->balanced,
+                 "NIC trees as smt gave them (%d-rank nodes: too large to rebalance, or no "
+                 "memory)", s->m);
+        return;
+    }
     snprintf(tr->balanced, sizeof tr->balanced,
              "NIC trees balanced to %ld/%ld per lane, depth %ld (smt's: %ld/%ld, depth %ld)",
              best[0], best[1], best[2], before[0], before[1], before[2]);
-    free(L);
 }
 
 static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
                                   const hier_trees *tr, cs_algorithm **out, cs_error *err)
 {
-    ring_plan p = {s, tr, t->ranks, 1, 0, 0, 0};
+    ring_plan p = {s, tr, t->ranks, 1, 0, 0, 0, {0}};
+    ring_segments(s, p.seg);
     for (int i = 0; i < s->m; i++)
         if (tr->spread[i].depth > p.S1)
             p.S1 = tr->spread[i].depth;
@@ -2004,19 +2326,48 @@ static int compose_ring_allgather(const cs_topology *t, const hier_shape *s,
  * the bandwidth end, per > 1) or a binomial tree of nodes (the latency end,
  * per = 1); at every other node a chunk spreads from the NIC it arrived at
  * along that NIC's tree. */
+/* Across nodes: a binomial tree (direct links), a chain of nodes, and on
+ * rings with links both ways two shapes of their own (bc_mode). */
+typedef enum bc_mode {
+    BC_BINOMIAL,
+    BC_CHAIN,
+    /* Ring, both ways, the bandwidth end: the chunks split in two halves,
+     * one going forward all around the ring and one backward (each N - 1
+     * hops), so every node takes half of the data on each of its two ring
+     * links: each link carries B / 2k instead of the chain's B / k, and the
+     * time tends to the node's in-cut bound (B over 2k links) as the
+     * chunks per stream grow; the fill is N - 2 chunk times. */
+    BC_RING2,
+    /* Ring, both ways, the latency end: every chunk goes forward to the
+     * next ceil((N-1)/2) nodes and backward to the previous floor((N-1)/2):
+     * N/2 hops instead of N - 1, each link carrying all of its NIC's data. */
+    BC_HALVES,
+} bc_mode;
+
 typedef struct bc_plan {
     const hier_shape *s;
     const hier_trees *tr;
     int n0, i0, per, rounds, S1, S3, steps;
     bool chain;
+    bc_mode mode;
+    /* rings both ways: the root's node feeds its k NICs 2k ring links'
+     * worth of data, so chunk c spreads there along a tree of its own, tree
+     * c mod k rooted at the root, the k trees balanced to the lanes (the
+     * root's single tree put NIC 2's and NIC 6's chunks on one 1-lane
+     * NVLink of the DGX-1 node: 0.33 of the bound); else the root's
+     * allgather tree to the NIC, then the NIC's tree */
+    bool root_trees;
+    hier_tree rt[64];
 } bc_plan;
 
-static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bool chain,
+static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bc_mode mode,
                     int per)
 {
+    bool chain = mode != BC_BINOMIAL;
     memset(b, 0, sizeof *b);
     b->s = s;
     b->tr = tr;
+    b->mode = mode;
     for (long x = 0; x < (long)s->nodes * s->m; x++)
         if (s->rank[x] == root) {
             b->n0 = (int)(x / s->m);
@@ -2025,6 +2376,23 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->chain = chain;
     b->per = chain ? per : 1;
     b->S1 = tr->spread[b->i0].depth;
+    if (mode == BC_RING2 || mode == BC_HALVES) {
+        int roots[64] = {0};
+        long before[5], best[5];
+        for (int j = 0; j < s->k; j++) {
+            roots[j] = b->i0;
+            b->rt[j] = tr->spread[b->i0];
+        }
+        b->root_trees = balance_trees(s, roots, b->rt, before, best);
+        if (b->root_trees) {
+            /* ring sends leave NIC j the step after the deepest tree's
+             * last: a uniform start keeps each ring link's chunks in order */
+            b->S1 = 0;
+            for (int j = 0; j < s->k; j++)
+                if (b->rt[j].depth > b->S1)
+                    b->S1 = b->rt[j].depth;
+        }
+    }
     for (int j = 0; j < s->k; j++)
         if (tr->nic[j].depth > b->S3)
             b->S3 = tr->nic[j].depth;
@@ -2033,7 +2401,10 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->rounds = 0;
     while ((1L << b->rounds) < s->nodes)
         b->rounds++;
-    b->steps = b->S1 + (chain ? b->per + s->nodes - 2 : b->rounds) + b->S3;
+    int hops = mode == BC_HALVES ? s->nodes / 2 : s->nodes - 1;
+    b->steps = b->S1 + (chain ? b->per + hops - 1 : b->rounds) + b->S3;
+    if (mode == BC_RING2)   /* half-hop grid (bc_emit): last ring send, +2, NIC tree */
+        b->steps = b->S1 + 2 * (b->per - 1 + hops - 1) + 1 + 2 + b->S3;
     if (b->steps < root_node_steps)
         b->steps = root_node_steps;
 }
@@ -2042,7 +2413,8 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
 {
     const bc_plan *b = plan;
     const hier_shape *s = b->s;
-    int N = s->nodes, m = s->m, k = s->k, C = k * b->per, rc = CS_OK;
+    int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
+    int C = k * b->per * (b->mode == BC_RING2 ? 2 : 1);
     const int *r0 = s->rank + (long)b->n0 * m;
     const hier_tree *sp = &b->tr->spread[b->i0];
     /* the root's node: each chunk goes from the root to its NIC along the
@@ -2053,7 +2425,18 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
         parent_edge[i] = -1;
     for (int e = 0; e < sp->n; e++)
         parent_edge[sp->dst[e]] = e;
-    for (int c = 0; c < C && rc == CS_OK; c++) {
+    /* the root's trees, a chunk per step per tree (RING2: in the order the
+     * ring sends take them): steps only order the sends, but a link's
+     * lanes are never backfilled, so with every chunk at its tree step a
+     * 2-lane link that two trees use at different steps carried all of one
+     * tree's chunks before the other's (0.65 of the bound on DGX-1) */
+    for (int c = 0; c < C && rc == CS_OK && b->root_trees; c++) {
+        const hier_tree *tt = &b->rt[c % k];
+        int base = c / k;
+        for (int e = 0; e < tt->n && rc == CS_OK; e++)
+            rc = fn(ctx, c, r0[tt->src[e]], r0[tt->dst[e]], base + tt->step[e]);
+    }
+    for (int c = 0; c < C && rc == CS_OK && !b->root_trees; c++) {
         int j = c % k, nic = s->nic[j];
         unsigned char has[64] = {0};
         has[b->i0] = 1;
@@ -2075,6 +2458,38 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
     for (int c = 0; c < C && rc == CS_OK; c++) {
         int j = c % k, t = c / k, nic = s->nic[j];
         const hier_tree *tt = &b->tr->nic[j];
+        if (b->mode == BC_RING2 || b->mode == BC_HALVES) {
+            /* RING2: stream (j, direction) = chunk c's (c mod k, c / k mod
+             * 2), its t-th chunk; HALVES: every chunk both ways, half way */
+            int dirs = b->mode == BC_HALVES ? 2 : 1, dir0 = b->mode == BC_RING2 ? t % 2 : 0;
+            if (b->mode == BC_RING2)
+                t /= 2;
+            for (int dd = 0; dd < dirs && rc == CS_OK; dd++) {
+                int dir = dir0 + dd;
+                int hops = b->mode == BC_RING2 ? N - 1 : dir == 0 ? N / 2 : (N - 1) / 2;
+                for (int h = 1; h <= hops && rc == CS_OK; h++) {
+                    /* RING2 on a grid of half ring-hop times (an NVLink
+                     * chunk time where the node links are twice the ring
+                     * links), so a NIC tree's link takes the two streams'
+                     * chunks in the order they arrive: with whole steps a
+                     * forward and a backward chunk shared a step in chunk
+                     * order, not arrival order, and since each NIC tree
+                     * link is as busy as the two ring links feeding it,
+                     * every wait for the later one was lost for good (0.65
+                     * of the bound at any chunk count) */
+                    int at = b->mode == BC_RING2 ? b->S1 + 2 * (t + h - 1) + dir
+                                                 : b->S1 + t + h - 1;
+                    int land = b->mode == BC_RING2 ? at + 2 : at + 1;
+                    long sign = dir ? N - 1 : 1;
+                    const int *fr = s->rank + (long)((b->n0 + (h - 1) * sign) % N) * m;
+                    const int *xr = s->rank + (long)((b->n0 + h * sign) % N) * m;
+                    rc = fn(ctx, c, fr[nic], xr[nic], at);
+                    for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                        rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], land + tt->step[e]);
+                }
+            }
+            continue;
+        }
         for (int x = 1; x < N && rc == CS_OK; x++) {
             /* node x (relative to the root's) receives from `from` at step `at` */
             int from, at;
@@ -2230,14 +2645,25 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     return rc;
 }
 
-/* Broadcast on t from c->root (chain or binomial across nodes). */
+/* Chunks per stream for the both-ways ring broadcast's bandwidth end:
+ * ratio to the in-cut bound ~ per / (per + N - 2 + intra fill), so 2N
+ * gives ~2/3 at any N; capped so the algorithm stays below ~4M sends on the
+ * hook's 128 nodes (2 k per chunks, each to every rank). */
+static int ring2_per(int nodes)
+{
+    int per = 4 * nodes;
+    return per > 1024 ? 1024 : per;
+}
+
+/* Broadcast on t from c->root (across nodes as `mode` says). */
 static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
-                             const hier_trees *tr, bool chain, int per, cs_algorithm **out,
+                             const hier_trees *tr, bc_mode mode, int per, cs_algorithm **out,
                              cs_error *err)
 {
     bc_plan b;
-    bc_init(&b, s, tr, c->root, chain, per);
-    return generated_algorithm(t, c, s->k * b.per, b.steps, bc_emit, &b, out, err);
+    bc_init(&b, s, tr, c->root, mode, per);
+    return generated_algorithm(t, c, s->k * b.per * (mode == BC_RING2 ? 2 : 1), b.steps,
+                               bc_emit, &b, out, err);
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -2518,18 +2944,60 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
          * frontier: binomial across nodes (k chunks), chains (4k, 16k) */
         bool bcast = c->kind == CS_COLL_BROADCAST;
         const side *sd = bcast ? &fw : &bw;
+        /* around a ring both ways every NIC takes in two ring links'
+         * worth, as in the ring allgather: the NIC trees balanced to the
+         * lanes */
+        hier_trees *btr = NULL;
+        const hier_trees *use = sd->tr;
+        if (sd->s.ring && sd->s.ring_back) {
+            if (!(btr = malloc(sizeof *btr))) {
+                side_close(&fw);
+                side_close(&bw);
+                return cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
+            }
+            *btr = *sd->tr;
+            balance_nic_trees(&sd->s, btr);
+            use = btr;
+        }
         cs_collective bc;
         collective_init(&bc, CS_COLL_BROADCAST, c->root);
-        static const int pers[3] = {1, 4, 16};
-        for (int v = 0; v < 4 && rc == CS_OK; v++) {
+        /* the variants: (mode, chunks per NIC stream); BC_CHAIN + -1 is
+         * the scatter + allgather */
+        typedef struct { bc_mode mode; int per; const char *opt; } bc_variant;
+        bc_variant vs[8];
+        int nv = 0;
+        if (!sd->s.ring) {
+            vs[nv++] = (bc_variant){BC_BINOMIAL, 1, "latency"};
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, ""};
+            if (sd->s.nodes - 1 >= sd->s.k)
+                vs[nv++] = (bc_variant){BC_CHAIN, -1, "bandwidth"};
+        } else if (!sd->s.ring_back) {
+            /* one way round: chains (a binomial tree and the scatter need
+             * direct links) */
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, "bandwidth"};
+        } else {
+            /* both ways: half way round each way (latency), and the two
+             * halves all the way round, pipelined in 4, 16 and ~2N chunks
+             * per stream: the fill is N - 2 chunk times against `per`
+             * chunk times of work, so per ~ 2N keeps ~2/3 of the in-cut
+             * bound at any ring size (ring2_per) */
+            int big = ring2_per(sd->s.nodes);
+            vs[nv++] = (bc_variant){BC_HALVES, 1, "latency"};
+            vs[nv++] = (bc_variant){BC_HALVES, 4, ""};
+            vs[nv++] = (bc_variant){BC_HALVES, 16, ""};
+            vs[nv++] = (bc_variant){BC_RING2, 4, ""};
+            vs[nv++] = (bc_variant){BC_RING2, 16, big > 16 ? "" : "bandwidth"};
+            if (big > 16)
+                vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth"};
+        }
+        for (int v = 0; v < nv && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
-            if (v == 3 && sd->s.nodes - 1 < sd->s.k)
-                break;
-            if (sd->s.ring && (v == 0 || v == 3))
-                continue;   /* a binomial tree and the scatter need direct links */
-            rc = v == 3 ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, &b, err)
-                        : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, sd->tr, v > 0,
-                                            pers[v], &b, err);
+            rc = vs[v].per < 0
+                     ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, use, &b, err)
+                     : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, use, vs[v].mode,
+                                         vs[v].per, &b, err);
             if (rc == CS_OK && !bcast) {
                 rc = algorithm_invert(b, &a, err);
                 algorithm_free(b);
@@ -2537,18 +3005,31 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                 a = NULL;
             }
             if (rc == CS_OK)
-                rc = finish(t, b, v == 0 ? "latency" : v == 3 ? "bandwidth" : "", 0, res,
-                            err);
+                rc = finish(t, b, vs[v].opt, 0, res, err);
         }
-        if (rc == CS_OK)
+        if (rc == CS_OK && sd->s.ring && sd->s.ring_back)
+            snprintf(how, howlen,
+                     "%d nodes x %d ranks, %d NICs each on a ring fabric; %s around the ring "
+                     "both ways: k trees from the root balanced to its node's lanes, each "
+                     "NIC's chunks half way round each way (k x 1, 4, 16 chunks) or half the "
+                     "data all the way round each way (2k x 4, 16, %d chunks), pipelined, then "
+                     "the NIC trees (%.64s); %.80s%s",
+                     sd->s.nodes, sd->s.m, sd->s.k, collective_kind_name(c->kind),
+                     ring2_per(sd->s.nodes), use->balanced, sd->tr->how,
+                     bcast ? "" : "; built on the reversed topology, inverted");
+        else if (rc == CS_OK)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a %s fabric; %s; %s: the "
-                     "root's node tree, then each NIC's chunks across nodes by a binomial tree "
-                     "(k chunks) or a chain (4k, 16k chunks), then the NIC trees; and scatter "
-                     "to the nodes + node-level allgather (a chunk per node)%s",
+                     "root's node tree, then each NIC's chunks across nodes by %s, then the "
+                     "NIC trees%s%s",
                      sd->s.nodes, sd->s.m, sd->s.k, sd->s.ring ? "ring" : "switched", sd->tr->how,
                      collective_kind_name(c->kind),
+                     sd->s.ring ? "a chain (4k, 16k chunks)"
+                                : "a binomial tree (k chunks) or a chain (4k, 16k chunks)",
+                     sd->s.ring ? "" : "; and scatter to the nodes + node-level allgather (a "
+                                       "chunk per node)",
                      bcast ? "" : " (built on the reversed topology, inverted)");
+        free(btr);
         side_close(&fw);
         side_close(&bw);
         return rc;

@@ -11,7 +11,9 @@
  * (the Slurm hook's clusters, ndv2:N); or a ring of nodes per NIC (the hook's
  * "ring" fabric: allgather, reducescatter, allreduce around the ring, both
  * ways where it has them, with the NIC trees re-chosen so no node link
- * carries more trees than it has lanes; broadcast/reduce by chains).  Anything else is
+ * carries more trees than it has lanes; broadcast/reduce with half the
+ * data all the way round each way, fed by k root trees balanced to the
+ * node's lanes, pipelined; chains where the ring goes one way).  Anything else is
  * CS_EUNSUPPORTED with a message naming what is missing, so auto falls back
  * to the flat methods.
  *

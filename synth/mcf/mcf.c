@@ -34,6 +34,10 @@
 #define MCF_IMPROVE_BUDGET_S 30.0
 /* Seeded greedy runs tried on copy demands before the MILP. */
 #define MCF_GREEDY_TRIES 16
+/* The least time the best-of-chunkings search gives a chunking when the
+ * time limit is shared, so every chunking is at least started (the search
+ * may then overrun a limit below this times the chunkings). */
+#define MCF_MIN_SHARE_S 0.25
 
 void mcf_options_default(cs_mcf_options *opt)
 {
@@ -68,6 +72,15 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.astar",
                             "astar must be -1 (never), 0 (by model size) or 1 (always), got %d",
                             o->astar);
+    if (o->zero_buffer < 0 || o->zero_buffer > 1)
+        return cs_error_set(err, CS_EINVAL, "options.zero_buffer",
+                            "zero_buffer must be 0 (store-and-forward switch nodes) or 1 "
+                            "(what enters a switch node leaves in the same epoch), got %d",
+                            o->zero_buffer);
+    if (o->zero_buffer && o->astar == 1)
+        return cs_error_set(err, CS_EUNSUPPORTED, "options.zero_buffer",
+                            "zero_buffer is not enforced by A* rounds (astar 1): leave astar "
+                            "at 0 or -1");
     if (o->astar_epochs < 0 || o->astar_epochs > 1024)
         return cs_error_set(err, CS_EINVAL, "options.astar_epochs",
                             "astar_epochs must be in 0..1024 (0: 8), got %d", o->astar_epochs);
@@ -114,6 +127,12 @@ typedef struct inst {
     double *send_us;    /* per link: alpha + chunk / bw */
     int *dist;          /* P x P kappa-weighted shortest distances (FAR: none) */
     bool pairwise;
+    /* Copy-capable switches on the node view: ranks node0.. are the switch
+     * nodes (node0 = P without them); zero_buffer: they hold nothing from
+     * one epoch to the next (options.zero_buffer, TE-CCL's switch buffer of
+     * zero): a copy out of a node leaves in the epoch its chunk arrives. */
+    int node0;
+    bool zero_buffer;
     /* pairwise: per chunk its source and the one rank that needs it (-1: none) */
     int *gsrc, *gdst;
     long *supply;       /* P x P: supply[d * P + s] = chunks s must deliver to d */
@@ -206,6 +225,8 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     in->G = collective_global_chunks(c, in->P, in->C);
     in->chunk_bytes = o->bytes / o->chunks;
     in->no_symmetry = o->no_symmetry;
+    in->node0 = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    in->zero_buffer = o->zero_buffer && in->node0 < t->ranks;
     int P = in->P, L = in->L;
     in->kappa = malloc(sizeof *in->kappa * (size_t)L);
     in->send_us = malloc(sizeof *in->send_us * (size_t)L);
@@ -1233,7 +1254,9 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
                     continue;
                 int row = mcf_lp_add_row(&m->lp, -INFINITY, 0);
                 mcf_lp_add_coef(&m->lp, row, h, 1.0);
-                int hp = m->hcol[hidx(in, K, g, n, k - 1)];
+                /* a zero-buffer switch node holds at k only what arrives at k */
+                int hp = in->zero_buffer && n >= in->node0 ? -1
+                                                           : m->hcol[hidx(in, K, g, n, k - 1)];
                 if (hp >= 0)
                     mcf_lp_add_coef(&m->lp, row, hp, -1.0);
                 for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
@@ -1627,6 +1650,106 @@ static int decompose_copy(const inst *in, const model *m, const double *x, sendb
     return rc;
 }
 
+/* decompose_copy with zero-buffer switch nodes (in->zero_buffer): a node
+ * holds a chunk only in the epoch it arrives, so each copy out of it at
+ * epoch k needs an upload arriving at k (the model has one: H(g, node, k)
+ * <= the arrivals at k).  Ranks keep their first arrival as above; per
+ * node and epoch one arriving upload is kept, and only when a kept copy
+ * leaves then.  Usefulness flows back, latest epoch first, through the
+ * ranks' first arrivals and the nodes' uploads. */
+static int decompose_copy_zb(const inst *in, const model *m, const double *x, sendbuf *out,
+                             cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, K = m->K, L = in->L, N0 = in->node0, S = P - N0;
+    size_t nk = (size_t)S * (size_t)(K + 1);
+    int *first = malloc(sizeof *first * (size_t)P), *first_l = malloc(sizeof *first_l * (size_t)P);
+    int *first_k = malloc(sizeof *first_k * (size_t)P);
+    unsigned char *useful = malloc((size_t)P);
+    int *up_l = malloc(sizeof *up_l * (nk ? nk : 1));      /* node x arrival epoch: upload link */
+    unsigned char *up_need = malloc(nk ? nk : 1);
+    int rc = CS_OK;
+    if (!first || !first_l || !first_k || !useful || !up_l || !up_need) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (long g = 0; g < in->G && rc == CS_OK; g++) {
+        for (int n = 0; n < P; n++) {
+            first[n] = in->pre[g * P + n] ? 0 : FAR;
+            first_l[n] = -1;
+            useful[n] = in->need[g * P + n];
+        }
+        for (size_t i = 0; i < nk; i++) {
+            up_l[i] = -1;
+            up_need[i] = 0;
+        }
+        for (int k = 0; k < K; k++)
+            for (int l = 0; l < L; l++) {
+                int col = m->fcol[fidx(in, K, g, l, k)];
+                if (col < 0 || x[col] < 0.5)
+                    continue;
+                int dst = t->links[l].dst, arr = k + in->kappa[l];
+                if (dst >= N0) {
+                    if (arr <= K && up_l[(size_t)(dst - N0) * (K + 1) + arr] < 0)
+                        up_l[(size_t)(dst - N0) * (K + 1) + arr] = l;
+                    continue;
+                }
+                if (in->pre[g * P + dst] || arr >= first[dst])
+                    continue;
+                first[dst] = arr;
+                first_l[dst] = l;
+                first_k[dst] = k;
+            }
+        for (int k = K - 1; k >= 0; k--) {
+            /* ranks' first arrivals sent at k */
+            for (int n = 0; n < N0; n++) {
+                if (first_l[n] < 0 || first_k[n] != k || !useful[n])
+                    continue;
+                int src = t->links[first_l[n]].src;
+                if (src < N0) {
+                    useful[src] = 1;
+                } else if (up_l[(size_t)(src - N0) * (K + 1) + k] >= 0) {
+                    up_need[(size_t)(src - N0) * (K + 1) + k] = 1;
+                } else {
+                    rc = cs_error_set(err, CS_EINTERNAL, "", "zero-buffer decomposition: a "
+                                      "copy out of node %d at epoch %d without an arrival",
+                                      src, k);
+                    break;
+                }
+            }
+            /* uploads sent at k that a kept copy needs */
+            for (int j = 0; rc == CS_OK && j < S; j++)
+                for (int a = k + 1; a <= K; a++) {
+                    int l = up_l[(size_t)j * (K + 1) + a];
+                    if (l >= 0 && a - in->kappa[l] == k && up_need[(size_t)j * (K + 1) + a])
+                        useful[t->links[l].src] = 1;
+                }
+            if (rc)
+                break;
+        }
+        for (int n = 0; rc == CS_OK && n < N0; n++)
+            if (first_l[n] >= 0 && useful[n] && push_send(out, g, first_l[n], first_k[n]))
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (int j = 0; rc == CS_OK && j < S; j++)
+            for (int a = 0; a <= K; a++) {
+                int l = up_l[(size_t)j * (K + 1) + a];
+                if (l >= 0 && up_need[(size_t)j * (K + 1) + a] &&
+                    push_send(out, g, l, a - in->kappa[l])) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    break;
+                }
+            }
+    }
+out:
+    free(first);
+    free(first_l);
+    free(first_k);
+    free(useful);
+    free(up_l);
+    free(up_need);
+    return rc;
+}
+
 /* ---- rounding a fractional pairwise solution ----------------------------------
  * For pairwise instances too large for the MILP: follow the LP's flows in
  * time.  Each (destination, link) accumulates the LP's flow as credit; at
@@ -1918,7 +2041,13 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
                 long g = order[i % G];
                 if (cross && i < G && ghas[g * ng + gm] > 0)
                     continue;
-                if (ready[g * P + n] > k || ready[g * P + m] < FAR)
+                /* a zero-buffer node copies a chunk only in the epoch it
+                 * arrives, and may get it again once that epoch passed */
+                bool zn = in->zero_buffer && n >= in->node0;
+                bool zm = in->zero_buffer && m >= in->node0;
+                if (zn ? ready[g * P + n] != k : ready[g * P + n] > k)
+                    continue;
+                if (zm ? ready[g * P + m] < FAR && ready[g * P + m] >= k : ready[g * P + m] < FAR)
                     continue;
                 int arr = k + in->kappa[l];
                 int re = in->reach[g * P + m];
@@ -2127,6 +2256,246 @@ out:
     return rc;
 }
 
+/* Zero-buffer switch nodes (in->zero_buffer): compaction moves an upload to
+ * a node and the copies that leave the node when it arrives (same chunk,
+ * the copies' epoch = the upload's arrival epoch) as one unit: the upload
+ * starts at T and every copy at T + its send time, so the node never holds
+ * the chunk in continuous time either.  T is the earliest time at which the
+ * chunk is at the uploader and the upload's and every copy's link and sets
+ * have a lane free, and at the latest the grid's, with the upload aligned
+ * to end at its arrival epoch's boundary (inside the epochs the model
+ * counts it in flight).  Uploads no copy leaves with are dead ends and are
+ * dropped (keep[i] false).  If a unit finds no time by its grid time, the
+ * whole schedule keeps the grid's times (uploads aligned to their arrival
+ * boundary): the epoch model's schedule, valid as it is. */
+static bool zb_fits(const inst *in, ivlist *res, const occ *oc, int l, double tt, double d)
+{
+    const cs_topology *t = in->t;
+    if (!ivl_fits(&res[l], t->links[l].lanes, tt, d))
+        return false;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        if (!ivl_fits(&res[in->L + oc->set_of[k]], t->shared[oc->set_of[k]].lanes, tt, d))
+            return false;
+    return true;
+}
+
+static int zb_take(const inst *in, ivlist *res, const occ *oc, int l, double tt, double d)
+{
+    if (ivl_push(&res[l], tt, tt + d))
+        return CS_ENOMEM;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        if (ivl_push(&res[in->L + oc->set_of[k]], tt, tt + d))
+            return CS_ENOMEM;
+    return CS_OK;
+}
+
+/* Takes back the last zb_take on l (its link's and sets' last intervals). */
+static void zb_untake(const inst *in, ivlist *res, const occ *oc, int l)
+{
+    res[l].n--;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        res[in->L + oc->set_of[k]].n--;
+}
+
+/* First index of sb (sorted by cmp_send) at or after (epoch, chunk). */
+static long sends_lower_bound(const sendbuf *sb, int epoch, long chunk)
+{
+    long lo = 0, hi = sb->n;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        const msend *y = &sb->v[mid];
+        if (y->epoch < epoch || (y->epoch == epoch && y->chunk < chunk))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int compact_zero_buffer(const inst *in, const sendbuf *sb, double *start, bool *keep)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L, N0 = in->node0;
+    long G = in->G, n = sb->n;
+    int ns = t->nshared;
+    double *arr = malloc(sizeof *arr * (size_t)(G ? G : 1) * P);
+    long *up_of = malloc(sizeof *up_of * (size_t)(n ? n : 1)); /* copy -> its upload, or -1 */
+    long *cbeg = calloc((size_t)n + 1, sizeof *cbeg);           /* CSR: an upload's copies */
+    long *clist = malloc(sizeof *clist * (size_t)(n ? n : 1));
+    ivlist *res = calloc((size_t)L + ns, sizeof *res);
+    double *cand = NULL;
+    long cand_cap = 0;
+    occ oc;
+    int rc = occ_init(in, 1, &oc);
+    if (rc || !arr || !up_of || !cbeg || !clist || !res) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    bool fallback = false;
+    /* pair each copy out of a node with the first upload of its chunk that
+     * arrives at that node in the copy's epoch */
+    for (long i = 0; i < n; i++) {
+        keep[i] = true;
+        up_of[i] = -1;
+    }
+    for (long i = 0; i < n; i++) {
+        const msend *y = &sb->v[i];
+        int dst = t->links[y->link].dst;
+        if (dst < N0)
+            continue;
+        int a = y->epoch + in->kappa[y->link];
+        for (long j = sends_lower_bound(sb, a, y->chunk);
+             j < n && sb->v[j].epoch == a && sb->v[j].chunk == y->chunk; j++)
+            if (t->links[sb->v[j].link].src == dst && up_of[j] < 0)
+                up_of[j] = i;
+    }
+    for (long i = 0; i < n; i++) {
+        if (t->links[sb->v[i].link].src >= N0 && up_of[i] < 0)
+            fallback = true; /* cannot happen: the model and the greedy pair them */
+        if (up_of[i] >= 0)
+            cbeg[up_of[i] + 1]++;
+    }
+    for (long i = 0; i < n; i++)
+        cbeg[i + 1] += cbeg[i];
+    {
+        long *fill = calloc((size_t)(n ? n : 1), sizeof *fill);
+        if (!fill) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        for (long i = 0; i < n; i++)
+            if (up_of[i] >= 0)
+                clist[cbeg[up_of[i]] + fill[up_of[i]]++] = i;
+        free(fill);
+    }
+    for (long i = 0; i < n; i++)
+        if (t->links[sb->v[i].link].dst >= N0 && cbeg[i + 1] == cbeg[i])
+            keep[i] = false; /* a dead end: nothing leaves with it */
+    for (long i = 0; i < G * P; i++)
+        arr[i] = INFINITY;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++)
+            if (in->pre[g * P + r])
+                arr[g * P + r] = 0;
+    for (long i = 0; i < n && !fallback; i++) {
+        const msend *x = &sb->v[i];
+        int l = x->link, src = t->links[l].src, dst = t->links[l].dst;
+        if (!keep[i] || src >= N0)
+            continue; /* copies go with their upload */
+        double d = in->send_us[l], ready = arr[x->chunk * P + src];
+        bool up = dst >= N0;
+        double grid = up ? (x->epoch + in->kappa[l]) * in->tau - d : x->epoch * in->tau;
+        if (!(ready <= grid + 1e-9)) {
+            fallback = true;
+            break;
+        }
+        /* candidate starts: ready, every end on the upload's resources, and
+         * every end on a copy's resources less the upload's time */
+        long need = 1;
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
+            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
+            need += res[lj].n;
+            for (int k = oc.set_begin[lj]; k < oc.set_begin[lj + 1]; k++)
+                need += res[L + oc.set_of[k]].n;
+        }
+        if (need > cand_cap) {
+            double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
+            if (!c2) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            cand = c2;
+            cand_cap = need;
+        }
+        long nc = 0;
+        cand[nc++] = ready;
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
+            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
+            double off = c < 0 ? 0 : d;
+            for (int k = -1; k < oc.set_begin[lj + 1] - oc.set_begin[lj]; k++) {
+                const ivlist *r = k < 0 ? &res[lj] : &res[L + oc.set_of[oc.set_begin[lj] + k]];
+                for (int e = 0; e < r->n; e++)
+                    if (r->e[e] - off > ready)
+                        cand[nc++] = r->e[e] - off;
+            }
+        }
+        qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
+        double s0 = INFINITY;
+        for (long c = 0; c < nc && !isfinite(s0); c++) {
+            double tt = cand[c];
+            if (tt > grid + 1e-9)
+                break;
+            if (!zb_fits(in, res, &oc, l, tt, d))
+                continue;
+            /* the copies, each taken while the next is checked (two copies
+             * may share a set), then all taken back */
+            long taken = 0;
+            bool ok = true;
+            for (long q = cbeg[i]; ok && q < cbeg[i + 1]; q++) {
+                int lj = sb->v[clist[q]].link;
+                ok = zb_fits(in, res, &oc, lj, tt + d, in->send_us[lj]);
+                if (ok) {
+                    if (zb_take(in, res, &oc, lj, tt + d, in->send_us[lj])) {
+                        rc = CS_ENOMEM;
+                        goto out;
+                    }
+                    taken++;
+                }
+            }
+            for (long q = cbeg[i] + taken - 1; q >= cbeg[i]; q--)
+                zb_untake(in, res, &oc, sb->v[clist[q]].link);
+            if (ok)
+                s0 = tt;
+        }
+        if (!isfinite(s0)) {
+            fallback = true;
+            break;
+        }
+        start[i] = s0;
+        if (zb_take(in, res, &oc, l, s0, d)) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        if (!up) {
+            if (s0 + d < arr[x->chunk * P + dst])
+                arr[x->chunk * P + dst] = s0 + d;
+            continue;
+        }
+        for (long q = cbeg[i]; q < cbeg[i + 1]; q++) {
+            long j = clist[q];
+            int lj = sb->v[j].link, r = t->links[lj].dst;
+            start[j] = s0 + d;
+            if (zb_take(in, res, &oc, lj, s0 + d, in->send_us[lj])) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            if (s0 + d + in->send_us[lj] < arr[sb->v[j].chunk * P + r])
+                arr[sb->v[j].chunk * P + r] = s0 + d + in->send_us[lj];
+        }
+    }
+    if (fallback)
+        for (long i = 0; i < n; i++) {
+            const msend *x = &sb->v[i];
+            bool up = t->links[x->link].dst >= N0;
+            start[i] = up ? (x->epoch + in->kappa[x->link]) * in->tau - in->send_us[x->link]
+                          : x->epoch * in->tau;
+        }
+out:
+    if (res)
+        for (int i = 0; i < L + ns; i++) {
+            free(res[i].s);
+            free(res[i].e);
+        }
+    free(res);
+    free(cand);
+    free(arr);
+    free(up_of);
+    free(cbeg);
+    free(clist);
+    occ_free(&oc);
+    return rc;
+}
+
 /* The schedule as a timed algorithm, its sends compacted (above); *end_us
  * gets the compacted completion time. */
 static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double *end_us,
@@ -2134,9 +2503,23 @@ static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double 
 {
     qsort(sb->v, (size_t)sb->n, sizeof *sb->v, cmp_send);
     double *start = malloc(sizeof *start * (size_t)(sb->n ? sb->n : 1));
-    if (!start || compact_asap(in, sb, start) != CS_OK) {
+    bool *keep = in->zero_buffer ? malloc(sizeof *keep * (size_t)(sb->n ? sb->n : 1)) : NULL;
+    if (!start || (in->zero_buffer && !keep) ||
+        (in->zero_buffer ? compact_zero_buffer(in, sb, start, keep)
+                         : compact_asap(in, sb, start)) != CS_OK) {
         free(start);
+        free(keep);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    if (keep) { /* the dead ends out */
+        long w = 0;
+        for (long i = 0; i < sb->n; i++)
+            if (keep[i]) {
+                start[w] = start[i];
+                sb->v[w++] = sb->v[i];
+            }
+        sb->n = w;
+        free(keep);
     }
     int steps = sb->n ? sb->v[sb->n - 1].epoch + 1 : 1;
     cs_algorithm *a = NULL;
@@ -3293,8 +3676,9 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             milp_obj = sol.objective;
             milp_bound = sol.bound;
             milp_status = sol.status;
-            rc = in.pairwise ? decompose_pairwise(&in, &m, sol.x, &sb, err)
-                             : decompose_copy(&in, &m, sol.x, &sb, err);
+            rc = in.pairwise      ? decompose_pairwise(&in, &m, sol.x, &sb, err)
+                 : in.zero_buffer ? decompose_copy_zb(&in, &m, sol.x, &sb, err)
+                                  : decompose_copy(&in, &m, sol.x, &sb, err);
             used_k = k;
         }
         progress(&r, sol.x ? (sol.status == MCF_OPTIMAL ? "optimal" : "incumbent") : "infeasible",
@@ -3655,6 +4039,9 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
                 used += algorithm_send_src(res->algs[i], k) >= P;
         json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
         json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        /* options.zero_buffer: the model, the greedy and the compaction kept
+         * every copy leaving a node as its chunk arrived */
+        json_object_set_new(res->stats, "switch_zero_buffer", json_boolean(o->zero_buffer));
         /* store-and-forward: what the schedule asks the switches to buffer */
         json_object_set_new(res->stats, "switch_hold_us", json_real(hold_us));
         json_object_set_new(res->stats, "switch_buffer_chunks", json_integer(peak));
@@ -3696,14 +4083,225 @@ static double stats_schedule_us(const cs_result *r)
     return json_number_value(json_object_get(r->stats, "schedule_us"));
 }
 
+/* A lower bound (us) on the end of every schedule mcf can return for the
+ * chunking o->chunks (chunk = o->bytes / o->chunks), on the view mcf solves
+ * it on (synthesize_nodes): the largest of
+ *  - the cut bound (bounds.h; chunk-independent except for custom demands);
+ *  - the farthest needed pair in continuous time: a chunk crosses each hop
+ *    of its path in alpha + chunk / bw of that link (Floyd-Warshall);
+ *  - when every send is a whole number of epochs (exact: flooring any
+ *    schedule's start times gives an epoch schedule), the epoch model's
+ *    horizon floor (horizon_floor: the sources' egress and the ranks'
+ *    ingress, counted in sends) as time.
+ * The best-of-chunkings search skips a chunking whose floor is no better
+ * than a schedule already found ("proved unable to win").  *exact says
+ * whether the epoch floor applied.  Returns 0 when nothing is known. */
+static double chunking_floor_us(const cs_topology *t, const cs_collective *c,
+                                const cs_mcf_options *o, const cs_time_bound *tb, bool *exact)
+{
+    *exact = false;
+    double floor_us = tb ? time_bound_us(tb, o->bytes, o->chunks) : 0;
+    if (!isfinite(floor_us))
+        floor_us = 0;
+    cs_topology *nv = NULL;
+    cs_collective nc;
+    const cs_topology *vt = t;
+    const cs_collective *vc = c;
+    bool view = t->nswitch_nodes > 0 && !t->node_view &&
+                !mcf_collective_is_pairwise(c, t->ranks, o->chunks);
+    if (view) {
+        if (topology_switch_nodes(t, &nv, NULL) != CS_OK)
+            return floor_us;
+        if (switch_node_collective(c, t->ranks, o->chunks, nv->ranks, &nc, NULL) != CS_OK) {
+            topology_free(nv);
+            return floor_us;
+        }
+        vt = nv;
+        vc = &nc;
+    }
+    cs_mcf_options fo = *o;
+    fo.no_symmetry = true; /* the floor needs no orbits */
+    inst in;
+    if (inst_init(&in, vt, vc, &fo, NULL) == CS_OK) {
+        int P = in.P;
+        double *d = malloc(sizeof *d * (size_t)P * (size_t)P);
+        if (d) {
+            for (long i = 0; i < (long)P * P; i++)
+                d[i] = INFINITY;
+            for (int r = 0; r < P; r++)
+                d[(long)r * P + r] = 0;
+            for (int l = 0; l < in.L; l++) {
+                long at = (long)vt->links[l].src * P + vt->links[l].dst;
+                if (in.send_us[l] < d[at])
+                    d[at] = in.send_us[l];
+            }
+            for (int k = 0; k < P; k++)
+                for (int i = 0; i < P; i++) {
+                    double dik = d[(long)i * P + k];
+                    if (!isfinite(dik))
+                        continue;
+                    for (int j = 0; j < P; j++)
+                        if (dik + d[(long)k * P + j] < d[(long)i * P + j])
+                            d[(long)i * P + j] = dik + d[(long)k * P + j];
+                }
+            for (long q = 0; q < in.ncomm; q++)
+                for (int n = 0; n < P; n++) {
+                    double v = INFINITY;
+                    if (in.pairwise) {
+                        if (in.supply[q * P + n] > 0)
+                            v = d[(long)n * P + q];
+                    } else if (in.need[q * P + n]) {
+                        for (int s = 0; s < P; s++)
+                            if (in.pre[q * P + s] && d[(long)s * P + n] < v)
+                                v = d[(long)s * P + n];
+                    }
+                    if (isfinite(v) && v > floor_us)
+                        floor_us = v;
+                }
+            free(d);
+        }
+        bool whole = true;
+        for (int l = 0; l < in.L; l++)
+            if (fabs(in.send_us[l] - in.kappa[l] * in.tau) > 1e-9 * in.tau)
+                whole = false;
+        if (whole) {
+            double e = horizon_time_bound(&in, horizon_floor(&in));
+            *exact = true;
+            if (e > floor_us)
+                floor_us = e;
+        }
+    }
+    inst_free(&in);
+    if (view) {
+        collective_free(&nc);
+        topology_free(nv);
+    }
+    return floor_us;
+}
+
+/* One chunking's trial in the best-of search. */
+typedef struct chunk_trial {
+    int chunks;
+    double floor_us;    /* chunking_floor_us */
+    bool floor_exact;
+    cs_result *res;     /* its schedule, or NULL */
+    json_t *entry;      /* what stats.chunking.tried says about it */
+    double seconds;     /* spent on it, all passes */
+    bool cut;           /* a share of the budget stopped it (no schedule, or one not proved) */
+    bool pruned;        /* its floor cannot beat a schedule found */
+} chunk_trial;
+
+static int cmp_trial_floor(const void *x, const void *y)
+{
+    const chunk_trial *a = x, *b = y;
+    if (a->floor_us < b->floor_us - 1e-9)
+        return -1;
+    if (a->floor_us > b->floor_us + 1e-9)
+        return 1;
+    return a->chunks - b->chunks; /* cheaper models first among equals */
+}
+
+/* Appends "a, b, c" of the chunk counts of trials with flag set to buf. */
+static void list_trials(char *buf, size_t n, const chunk_trial *tr, int nt, int which)
+{
+    size_t at = strlen(buf);
+    bool first = true;
+    for (int i = 0; i < nt && at + 8 < n; i++) {
+        bool on = which == 0 ? tr[i].pruned : tr[i].cut;
+        if (!on)
+            continue;
+        at += (size_t)snprintf(buf + at, n - at, "%s%d", first ? "" : ", ", tr[i].chunks);
+        first = false;
+    }
+}
+
+/* Runs chunking tr->chunks with `share` seconds (0: no limit). */
+static int run_trial(const cs_topology *t, const cs_collective *c, const cs_mcf_options *o,
+                     chunk_trial *tr, double share, int pass, cs_error *err)
+{
+    cs_mcf_options oc = *o;
+    oc.chunks = tr->chunks;
+    oc.min_chunks = tr->chunks;
+    oc.max_chunks = 0;
+    oc.time_limit_s = share;
+    cs_result *one = NULL;
+    cs_error e1;
+    cs_error_clear(&e1);
+    double t1 = cs_now();
+    int rc = synthesize_nodes(t, c, &oc, &one, &e1);
+    tr->seconds += cs_now() - t1;
+    json_t *e = json_pack("{s:i, s:f, s:b, s:i, s:f}", "chunks", tr->chunks, "floor_us",
+                          tr->floor_us, "floor_exact", tr->floor_exact, "pass", pass,
+                          "share_s", share);
+    if (rc != CS_OK) {
+        if (tr->res) { /* a rerun that failed: the first pass's schedule stands */
+            json_object_set_new(tr->entry, "rerun_error", json_string(e1.message));
+            json_decref(e);
+            if (err)
+                *err = e1;
+            return rc;
+        }
+        json_object_set_new(e, "error", json_string(e1.message));
+        /* no schedule within its share: cut short (a later pass may retry) */
+        tr->cut = rc == CS_ETIMEOUT;
+        json_object_set_new(e, "outcome", json_string(tr->cut ? "cut short: no schedule "
+                                                                "within its share"
+                                                              : "error"));
+        json_decref(tr->entry);
+        tr->entry = e;
+        if (err)
+            *err = e1;
+        return rc;
+    }
+    double us = stats_schedule_us(one);
+    json_t *lp = json_object_get(one->stats, "mcf_lp");
+    json_object_set_new(e, "chunk_bytes", json_real(o->bytes / tr->chunks));
+    json_object_set_new(e, "schedule_us", json_real(us));
+    json_object_set(e, "status", json_object_get(one->stats, "status"));
+    json_object_set(e, "lp_time_us", json_object_get(lp, "time_us") ? json_object_get(lp,
+                                                                                      "time_us")
+                                                                   : json_null());
+    json_object_set_new(e, "seconds", json_real(one->synth_seconds));
+    /* a limited trial that proved nothing was cut short by its share;
+     * a proved one, or one whose heuristic ran to its end, was not */
+    tr->cut = !one->complete && share > 0 && one->synth_seconds >= 0.9 * share;
+    json_object_set_new(e, "outcome",
+                        json_string(one->complete ? "optimal"
+                                    : tr->cut     ? "cut short: schedule not proved optimal "
+                                                    "within its share"
+                                                  : "schedule (not proved optimal)"));
+    json_decref(tr->entry);
+    tr->entry = e;
+    /* keep the faster of this pass's and an earlier pass's schedule */
+    if (tr->res && stats_schedule_us(tr->res) <= us + 1e-9) {
+        result_free(one);
+    } else {
+        result_free(tr->res);
+        tr->res = one;
+    }
+    return CS_OK;
+}
+
 /* options.chunks = C with min_chunks < C: the same bytes in lo..C chunks,
- * smallest models first, and the schedule that ends first is returned (ties
- * go to more chunks).  Fewer, larger chunks pay alpha fewer times; more,
- * smaller ones pipeline better; which wins depends on the size, so the
- * choice is measured, not guessed.  Each chunking's schedule is optimal in
- * its epoch model when its status says so, so the result is at least as fast
- * as any schedule of the epoch model with lo..C chunks (the SMT frontier's
- * k-synchronous schedules among them, where the epoch model is exact). */
+ * and the schedule that ends first is returned (ties go to more chunks).
+ * Fewer, larger chunks pay alpha fewer times; more, smaller ones pipeline
+ * better; which wins depends on the size, so the choice is measured, not
+ * guessed.  Each chunking's schedule is optimal in its epoch model when its
+ * status says so, so the result is at least as fast as any schedule of the
+ * epoch model with lo..C chunks (the SMT frontier's k-synchronous schedules
+ * among them, where the epoch model is exact).
+ *
+ * The time limit is shared, not spent first come first served (one
+ * chunking's MILP could use it all: dgx2 broadcast, 8 chunks, 60 s proved
+ * 2 chunks and never tried 3..8).  Each chunking gets a lower bound first
+ * (chunking_floor_us); they run in the order of their floors (the most
+ * promising first; equal floors: fewer chunks, the smaller model), each
+ * with an even share of what is left (time_limit / chunkings left: what one
+ * leaves unused carries forward), and a chunking whose floor is no better
+ * than the best schedule found is not run: it cannot win.  Time left after
+ * every chunking ran goes to a second pass over the ones their share cut
+ * short and that can still win.  stats.chunking.tried says, per chunking,
+ * its floor, share, pass and outcome. */
 static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c,
                                     const cs_mcf_options *o, cs_result **out, cs_error *err)
 {
@@ -3711,80 +4309,124 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     int cand[48];
     int nc = chunking_candidates(lo, hi, cand);
     double t0 = cs_now();
-    cs_result *best = NULL;
-    int best_c = -1;
-    bool complete = true;
-    json_t *tried = json_array();
-    char skipped[96] = "";
+    bool limited = o->time_limit_s > 0;
+    cs_time_bound tb;
+    bool have_tb = collective_time_bound(t, c, &tb, NULL) == CS_OK;
+    chunk_trial tr[48];
+    memset(tr, 0, sizeof tr);
     for (int i = 0; i < nc; i++) {
         cs_mcf_options oc = *o;
         oc.chunks = cand[i];
-        oc.min_chunks = cand[i];
-        oc.max_chunks = 0;
-        if (o->time_limit_s > 0) {
-            double left = o->time_limit_s - (cs_now() - t0);
-            if (left <= 0.05) {
-                snprintf(skipped, sizeof skipped, "; %d..%d chunks not tried (time limit)",
-                         cand[i], hi);
-                complete = false;
-                break;
+        tr[i].chunks = cand[i];
+        tr[i].floor_us = chunking_floor_us(t, c, &oc, have_tb ? &tb : NULL,
+                                           &tr[i].floor_exact);
+    }
+    qsort(tr, (size_t)nc, sizeof *tr, cmp_trial_floor);
+    int best = -1, rc = CS_OK;
+    cs_error last_err;
+    cs_error_clear(&last_err);
+    bool any_unknown = false; /* a chunking neither run to a schedule nor pruned */
+    for (int pass = 1; pass <= 2 && rc == CS_OK; pass++) {
+        /* pass 2: the chunkings cut short that can still win, when the
+         * time left gives each more than it had */
+        int todo = 0;
+        for (int i = 0; i < nc; i++)
+            todo += pass == 1 || tr[i].cut;
+        if (pass == 2 && (!limited || todo == 0))
+            break;
+        for (int i = 0; i < nc; i++) {
+            if (pass == 2 && !tr[i].cut)
+                continue;
+            if (best >= 0 && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+                /* cannot end before the best: proved unable to win */
+                todo--;
+                if (pass == 1) {
+                    tr[i].pruned = true;
+                    tr[i].entry = json_pack("{s:i, s:f, s:b, s:s, s:i, s:f}", "chunks",
+                                            tr[i].chunks, "floor_us", tr[i].floor_us,
+                                            "floor_exact", tr[i].floor_exact, "outcome",
+                                            "not run: its floor cannot beat the best",
+                                            "best_chunks", tr[best].chunks, "best_us",
+                                            stats_schedule_us(tr[best].res));
+                } else {
+                    json_object_set_new(tr[i].entry, "cannot_win", json_true());
+                }
+                tr[i].cut = false;
+                continue;
             }
-            oc.time_limit_s = left;
-        }
-        cs_result *one = NULL;
-        cs_error e1;
-        cs_error_clear(&e1);
-        int rc = synthesize_nodes(t, c, &oc, &one, &e1);
-        if (rc != CS_OK) {
-            json_array_append_new(tried, json_pack("{s:i, s:s}", "chunks", cand[i], "error",
-                                                   e1.message));
-            if (rc == CS_ECANCELLED || (!best && i == nc - 1) ||
-                (rc != CS_ETIMEOUT && rc != CS_ELIMIT && rc != CS_EUNSAT)) {
-                if (err)
-                    *err = e1;
-                result_free(best);
-                json_decref(tried);
-                return rc;
+            double share = 0;
+            if (limited) {
+                double left = o->time_limit_s - (cs_now() - t0);
+                share = left / (todo > 0 ? todo : 1);
+                if (pass == 2 && share < 1.5 * json_number_value(json_object_get(tr[i].entry,
+                                                                                  "share_s")))
+                    break; /* no more than it had: a rerun would end the same */
+                /* every chunking is at least started (its cheapest schedule:
+                 * the greedy, the LP rounded), even when the ones before
+                 * overran their shares */
+                if (share < MCF_MIN_SHARE_S)
+                    share = MCF_MIN_SHARE_S;
             }
-            complete = false;
-            if (rc == CS_ETIMEOUT) { /* larger chunkings take longer still */
-                snprintf(skipped, sizeof skipped, "; %d chunks and up timed out", cand[i]);
-                if (!best) {
+            todo--;
+            cs_error e1;
+            int r1 = run_trial(t, c, o, &tr[i], share, pass, &e1);
+            if (r1 != CS_OK) {
+                last_err = e1;
+                if (r1 == CS_ECANCELLED ||
+                    (r1 != CS_ETIMEOUT && r1 != CS_ELIMIT && r1 != CS_EUNSAT)) {
                     if (err)
                         *err = e1;
-                    json_decref(tried);
-                    return rc;
+                    rc = r1;
+                    break;
                 }
-                break;
+                continue;
             }
-            continue;
-        }
-        double us = stats_schedule_us(one);
-        json_t *lp = json_object_get(one->stats, "mcf_lp");
-        json_array_append_new(
-            tried, json_pack("{s:i, s:f, s:f, s:O, s:O, s:f}", "chunks", cand[i], "chunk_bytes",
-                             o->bytes / cand[i], "schedule_us", us, "status",
-                             json_object_get(one->stats, "status"), "lp_time_us",
-                             json_object_get(lp, "time_us") ? json_object_get(lp, "time_us")
-                                                            : json_null(),
-                             "seconds", one->synth_seconds));
-        complete &= one->complete;
-        if (!best || us < stats_schedule_us(best) - 1e-9 ||
-            (us <= stats_schedule_us(best) + 1e-9 && cand[i] > best_c)) {
-            result_free(best);
-            best = one;
-            best_c = cand[i];
-        } else {
-            result_free(one);
+            double us = stats_schedule_us(tr[i].res);
+            if (best < 0 || us < stats_schedule_us(tr[best].res) - 1e-9 ||
+                (us <= stats_schedule_us(tr[best].res) + 1e-9 && tr[i].chunks > tr[best].chunks))
+                best = i;
         }
     }
-    if (!best) {
+    /* a chunking cut short whose floor cannot beat the best could not have
+     * won with more time either */
+    for (int i = 0; best >= 0 && i < nc; i++)
+        if (i != best && tr[i].cut && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+            tr[i].cut = false;
+            json_object_set_new(tr[i].entry, "cannot_win", json_true());
+        }
+    json_t *tried = json_array();
+    for (int i = 0; i < nc; i++) {
+        any_unknown |= !tr[i].res && !tr[i].pruned &&
+                       !json_is_true(json_object_get(tr[i].entry, "cannot_win"));
+        if (tr[i].entry)
+            json_array_append_new(tried, tr[i].entry);
+        tr[i].entry = NULL;
+    }
+    if (rc != CS_OK || best < 0) {
+        for (int i = 0; i < nc; i++)
+            result_free(tr[i].res);
         json_decref(tried);
+        if (rc != CS_OK)
+            return rc;
+        if (last_err.code != CS_OK) {
+            if (err)
+                *err = last_err;
+            return last_err.code;
+        }
         return cs_error_set(err, CS_EUNSAT, "options.chunks",
                             "mcf found no schedule for any chunking %d..%d", lo, hi);
     }
+    cs_result *res = tr[best].res;
+    tr[best].res = NULL;
+    int best_c = tr[best].chunks;
+    bool complete = res->complete && !any_unknown;
+    for (int i = 0; i < nc; i++) {
+        if (tr[i].res)
+            complete &= tr[i].res->complete;
+        result_free(tr[i].res);
+    }
     /* why this chunking: against the requested one, or the runner-up */
-    double bus = stats_schedule_us(best), other_us = NAN;
+    double bus = stats_schedule_us(res), other_us = NAN;
     int other_c = -1;
     for (size_t i = 0; i < json_array_size(tried); i++) {
         json_t *e = json_array_get(tried, i);
@@ -3799,7 +4441,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     }
     char why[160];
     if (other_c < 0)
-        snprintf(why, sizeof why, "the only chunking that found a schedule");
+        snprintf(why, sizeof why, "the only chunking run to a schedule");
     else if (best_c == hi)
         snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
@@ -3809,18 +4451,45 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                  other_c == 1 ? "" : "s", other_c == 1 ? "s" : "", other_us,
                  best_c < other_c ? "fewer, larger chunks pay alpha fewer times"
                                   : "more, smaller chunks pipeline better");
+    /* which chunkings could not win, and which a share cut short */
+    char notes[200] = "";
+    int npruned = 0, ncut = 0;
+    for (int i = 0; i < nc; i++) {
+        npruned += tr[i].pruned;
+        ncut += tr[i].cut;
+    }
+    if (npruned) {
+        snprintf(notes, sizeof notes, "; not run (their floors cannot beat %.4g us): ", bus);
+        list_trials(notes, sizeof notes, tr, nc, 0);
+    }
+    if (ncut) {
+        size_t at = strlen(notes);
+        snprintf(notes + at, sizeof notes - at, "; cut short by their share of %.3g s: ",
+                 o->time_limit_s);
+        list_trials(notes, sizeof notes, tr, nc, 1);
+    }
     char chunk_size[32];
     cs_format_size(chunk_size, sizeof chunk_size, o->bytes / best_c);
-    cs_text_printf(best->reason, sizeof best->reason,
-             "mcf: %d chunk%s of %s end at %.4g us, the best of chunkings %d..%d of "
-             "the same bytes; %s%s",
-             best_c, best_c == 1 ? "" : "s", chunk_size, bus, lo, hi, why, skipped);
-    json_object_set_new(best->stats, "chunking",
-                        json_pack("{s:i, s:i, s:i, s:o, s:s}", "requested", hi, "min", lo,
-                                  "chosen", best_c, "tried", tried, "reason", best->reason));
-    best->complete = complete;
-    best->synth_seconds = cs_now() - t0;
-    *out = best;
+    cs_text_printf(res->reason, sizeof res->reason,
+                   "mcf: %d chunk%s of %s end at %.4g us, the best of chunkings %d..%d of "
+                   "the same bytes; %s%s",
+                   best_c, best_c == 1 ? "" : "s", chunk_size, bus, lo, hi, why, notes);
+    json_t *order = json_array(), *pruned = json_array(), *cut = json_array();
+    for (int i = 0; i < nc; i++) {
+        json_array_append_new(order, json_integer(tr[i].chunks));
+        if (tr[i].pruned)
+            json_array_append_new(pruned, json_integer(tr[i].chunks));
+        if (tr[i].cut)
+            json_array_append_new(cut, json_integer(tr[i].chunks));
+    }
+    json_object_set_new(res->stats, "chunking",
+                        json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:s}", "requested",
+                                  hi, "min", lo, "chosen", best_c, "tried", tried, "order",
+                                  order, "pruned", pruned, "cut_short", cut, "time_limit_s",
+                                  o->time_limit_s, "reason", res->reason));
+    res->complete = complete;
+    res->synth_seconds = cs_now() - t0;
+    *out = res;
     return CS_OK;
 }
 

@@ -38,7 +38,7 @@
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
  *   baseline: chunks                                       (cs_baseline_options)
  *   mcf:      chunks, max_chunks, min_chunks, epochs, max_epochs, bytes,
- *             epoch_split, gap, milp_max_columns, astar, astar_epochs
+ *             epoch_split, gap, milp_max_columns, astar, astar_epochs, zero_buffer
  *             (cs_mcf_options)
  *   hierarchical: smt_time_limit_s (per node-type SMT search; default 2)
  *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}

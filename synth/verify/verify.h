@@ -64,4 +64,24 @@ int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
 int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
                               cs_sim_result *sim, double *verify_s, cs_error *err);
 
+/* How long copy-capable switch nodes hold chunks in a timed schedule through
+ * them (algorithm switch_nodes > 0; docs/model.md, "Copy-capable switches"):
+ * each copy out of a node is matched with the latest arrival of its chunk at
+ * that node that ends by the copy's start (within 1e-6 us, the verifier's
+ * causality slack), and waits from that end to its start.  TE-CCL's switch
+ * has no buffer (what enters leaves at once): a schedule realizable on it
+ * has held_copies 0.  Independent of the method that made the schedule (mcf
+ * reports its own figures); run algorithm_verify first: a copy with no
+ * arrival before it is CS_EVERIFY here.  All zero for schedules without
+ * nodes. */
+typedef struct cs_switch_hold {
+    long copies;        /* sends out of switch nodes */
+    long held_copies;   /* of them, those that waited more than 1e-6 us */
+    double max_hold_us; /* the longest wait */
+    int peak_chunks;    /* the most arrivals one node held at once (each from its end
+                           to the last copy that used it) */
+} cs_switch_hold;
+int algorithm_switch_hold(const cs_topology *t, const cs_algorithm *a, cs_switch_hold *out,
+                          cs_error *err);
+
 #endif
