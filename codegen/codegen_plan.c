@@ -19,64 +19,6 @@
 #include "codegen_channels.h"
 #include "codegen_plan.h"
 
-/* ---- growable string ----------------------------------------------------- */
-
-static bool buf_reserve(cg_buf *b, size_t extra)
-{
-    if (b->failed)
-        return false;
-    if (b->len + extra + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->failed = true;
-        return false;
-    }
-    b->s = s;
-    b->cap = cap;
-    return true;
-}
-
-void cg_printf(cg_buf *b, const char *fmt, ...)
-{
-    char small[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->failed = true;
-        return;
-    }
-    if (!buf_reserve(b, (size_t)n))
-        return;
-    if ((size_t)n < sizeof small) {
-        memcpy(b->s + b->len, small, (size_t)n + 1);
-    } else {
-        va_start(ap, fmt);
-        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    b->len += (size_t)n;
-}
-
-void cg_append(cg_buf *b, const char *data, size_t n)
-{
-    if (!buf_reserve(b, n))
-        return;
-    memcpy(b->s + b->len, data, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-void cg_puts(cg_buf *b, const char *s)
-{
-    cg_append(b, s, strlen(s));
-}
-
 /* ---- layouts ------------------------------------------------------------- */
 
 int codegen_in_offset(cs_coll_kind kind, int P, int C, long g, int rank)

@@ -336,15 +336,4 @@ int cg_transfer_cmp(const cg_key *x, const cg_key *y);
 int codegen_in_offset(cs_coll_kind kind, int ranks, int chunks, long g, int rank);
 int codegen_out_offset(cs_coll_kind kind, int ranks, int chunks, long g, int rank);
 
-/* A growable string for the emitters. */
-typedef struct cg_buf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} cg_buf;
-
-void cg_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cg_puts(cg_buf *b, const char *s);
-void cg_append(cg_buf *b, const char *data, size_t len);
-
 #endif

@@ -163,9 +163,14 @@ int cli_document_topology(const char *cmd, const cs_result *r, const cs_algorith
             int code = cli_report_error(cmd, "the result's own topology", rc, &err);
             return code == CLI_EXIT_NEGATIVE ? CLI_EXIT_USAGE : code;
         }
-        if (json_is_object(r->topology))
+        /* named when it is not what the name alone would give (a file's
+         * topology, carried in the result) */
+        cs_topology *named = NULL;
+        cs_error nerr;
+        if (json_is_object(r->topology) && topology_builtin((*out)->name, &named, &nerr) != CS_OK)
             fprintf(stderr, "collsynth %s: note: topology '%s' (%d ranks): the result's own\n",
                     cmd, (*out)->name, (*out)->ranks);
+        topology_free(named);
         return CLI_EXIT_OK;
     }
     const char *name = a ? a->topology : r && r->nalgs ? r->algs[0]->topology : "";
