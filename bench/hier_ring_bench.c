@@ -8,9 +8,9 @@
  *   hier_ring_bench TOPO COLLECTIVE [RUNS] [links]
  *
  * TOPO: dgx1ring:N (N hook DGX-1 nodes, NICs on local ranks 0/2/4/6, ring
- * fabric at 12.5 GB/s both ways), dgx1ringrenum:N (the same, every node's
- * ranks relabelled by a per-node rotation so nodes are not contiguous in
- * the usual sense) or any topology spec.  Root 0.  Per method: median
+ * fabric at 12.5 GB/s both ways), dgx1ringrenum:N (the same relabelled:
+ * node g's ranks become node (3g + 1) mod N's, rotated by g inside the
+ * node; see relabel) or any topology spec.  Root 0.  Per method: median
  * synthesis seconds over RUNS (default 3; TACOS and baselines once) and the
  * best frontier point's simulated time and ratio_to_bound at 1 MiB and
  * 1 GiB.  "links": also the five busiest links of hierarchical's best
@@ -31,9 +31,24 @@
 #include "../tests/bench_stats.h"
 #include "../tests/cluster_testutil.h"
 
-/* Relabels rank r of node g (8 ranks each) to g*8 + (r + g) mod 8: nodes
- * keep their groups but each numbers its GPUs its own way. */
-static json_t *renumber(json_t *doc)
+/* Relabels rank r of node g (8 ranks each, N nodes) to pi(g) * 8 + (r + g)
+ * mod 8 with pi(g) = (3g + 1) mod N (N not a multiple of 3): nodes keep
+ * their groups, listed in ascending rank order as a Slurm allocation lists
+ * them, but neither the nodes' numbers follow the ring nor does any node
+ * number its GPUs like another. */
+static int relabel(int r, int N)
+{
+    int g = r / 8;
+    return ((3 * g + 1) % N) * 8 + (r % 8 + g) % 8;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static json_t *renumber(json_t *doc, int N)
 {
     json_t *links = json_object_get(doc, "links"), *l;
     size_t i;
@@ -41,20 +56,22 @@ static json_t *renumber(json_t *doc)
         for (int e = 0; e < 2; e++) {
             const char *key = e ? "dst" : "src";
             int r = (int)json_integer_value(json_object_get(l, key));
-            int g = r / 8;
-            json_object_set_new(l, key, json_integer(g * 8 + (r % 8 + g) % 8));
+            json_object_set_new(l, key, json_integer(relabel(r, N)));
         }
     }
     json_t *groups = json_object_get(doc, "groups"), *gr;
     json_array_foreach(groups, i, gr) {
         json_t *ranks = json_is_object(gr) ? json_object_get(gr, "ranks") : gr;
+        int v[64], n = 0;
         json_t *rv;
         size_t q;
-        json_array_foreach(ranks, q, rv) {
-            int r = (int)json_integer_value(rv);
-            int g = r / 8;
-            json_array_set_new(ranks, q, json_integer(g * 8 + (r % 8 + g) % 8));
-        }
+        json_array_foreach(ranks, q, rv)
+            if (n < 64)
+                v[n++] = relabel((int)json_integer_value(rv), N);
+        qsort(v, (size_t)n, sizeof *v, cmp_int);
+        json_array_clear(ranks);
+        for (int x = 0; x < n; x++)
+            json_array_append_new(ranks, json_integer(v[x]));
     }
     return doc;
 }
@@ -75,7 +92,7 @@ static cs_topology *load_topology(const char *spec)
             exit(1);
         }
         if (renum)
-            renumber(expanded);
+            renumber(expanded, nodes);
         cs_topology_parse_options po = {0};
         if (topology_from_json(expanded, &po, &t, &err) != CS_OK) {
             fprintf(stderr, "cluster topology: %s\n", err.message);

@@ -9,6 +9,7 @@
  * locations and slot states live in hash maps, not dense tables, so large
  * TACOS schedules lower without materializing ranks x chunks arrays.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,64 +19,6 @@
 
 #include "codegen_channels.h"
 #include "codegen_plan.h"
-
-/* ---- growable string ----------------------------------------------------- */
-
-static bool buf_reserve(cg_buf *b, size_t extra)
-{
-    if (b->failed)
-        return false;
-    if (b->len + extra + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->failed = true;
-        return false;
-    }
-    b->s = s;
-    b->cap = cap;
-    return true;
-}
-
-void cg_printf(cg_buf *b, const char *fmt, ...)
-{
-    char small[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->failed = true;
-        return;
-    }
-    if (!buf_reserve(b, (size_t)n))
-        return;
-    if ((size_t)n < sizeof small) {
-        memcpy(b->s + b->len, small, (size_t)n + 1);
-    } else {
-        va_start(ap, fmt);
-        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    b->len += (size_t)n;
-}
-
-void cg_append(cg_buf *b, const char *data, size_t n)
-{
-    if (!buf_reserve(b, n))
-        return;
-    memcpy(b->s + b->len, data, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-void cg_puts(cg_buf *b, const char *s)
-{
-    cg_append(b, s, strlen(s));
-}
 
 /* ---- layouts ------------------------------------------------------------- */
 
@@ -368,6 +311,9 @@ static int add_reader(builder *b, long st, long lop)
     return CS_OK;
 }
 
+/* a 1024-rank document's window holds millions of these (codegen_plan.h) */
+_Static_assert(sizeof(long) != 8 || sizeof(cg_lop) <= 104, "cg_lop grew: mind the padding");
+
 static int new_lop(builder *b, long *id)
 {
     cg_plan *p = b->p;
@@ -402,9 +348,9 @@ static int add_task(builder *b, long lop, long recv_lop, int exec_rank, int flag
     cg_plan *p = b->p;
     GROW(p->tasks, p->ntasks, b->captasks, cg_task);
     p->tasks[p->ntasks] = (cg_task){lop, recv_lop, exec_rank, flag_rank};
-    p->lops[lop].task = p->ntasks;
+    p->lops[lop].task = (int)p->ntasks; /* make_tasks checked: fewer than INT_MAX */
     if (recv_lop >= 0)
-        p->lops[recv_lop].task = p->ntasks;
+        p->lops[recv_lop].task = (int)p->ntasks;
     p->ntasks++;
     return CS_OK;
 }
@@ -938,7 +884,12 @@ static int order_ranks(builder *b)
     for (long k = 0; k < p->nlops; k++)
         p->rank_lops[fill[p->lops[k].rank]++] = k;
     free(fill);
-    lop_rec *rec = malloc((size_t)(p->nlops ? p->nlops : 1) * sizeof *rec);
+    /* one rank sorted at a time: room for the largest rank's operations */
+    long most = 1;
+    for (int r = 0; r < p->ranks; r++)
+        if (p->rank_begin[r + 1] - p->rank_begin[r] > most)
+            most = p->rank_begin[r + 1] - p->rank_begin[r];
+    lop_rec *rec = malloc((size_t)most * sizeof *rec);
     if (!rec)
         return CS_ENOMEM;
     for (int r = 0; r < p->ranks; r++) {
@@ -1048,9 +999,29 @@ static int select_transfers(builder *b)
     return CS_OK;
 }
 
+/* The lowering's state (per transfer, per rank being lowered); free(NULL)
+ * and a second call are no-ops. */
+static void free_lowering_state(builder *b)
+{
+#define RELEASE(field) (free(b->field), b->field = NULL)
+    RELEASE(xi), RELEASE(chan), RELEASE(minor), RELEASE(rt), RELEASE(wt);
+    RELEASE(send_lop), RELEASE(recv_lop), RELEASE(landed), RELEASE(run_lead);
+    RELEASE(run_pos), RELEASE(run_len), RELEASE(run_off), RELEASE(run_first);
+    RELEASE(loc), RELEASE(locs), RELEASE(touched), RELEASE(states), RELEASE(stouched);
+    RELEASE(readers);
+#undef RELEASE
+    cg_hmap_free(&b->locmap);
+}
+
 /* Per-rank event lists: a core rank gets the read and the landing of each
- * of its sends and the write of each of its receives. */
-static int rank_events(builder *b, long **begin_out, event **ev_out)
+ * of its sends and the write of each of its receives.  Kept as transfer
+ * numbers (xw: transfer * 2 + 1 for the landing), 8 bytes an event; each
+ * rank's events are made and sorted only when it is lowered (lower_rank),
+ * into one buffer of the largest rank's size: three 32-byte events per
+ * transfer for every rank at once were a fifth of a 1024-rank document's
+ * peak memory.  make_event depends only on what assign_channels settled,
+ * so an event made later is the same event. */
+static int rank_events(builder *b, long **begin_out, long **ev_out)
 {
     cg_plan *p = b->p;
     long *begin = calloc((size_t)p->ranks + 1, sizeof(long));
@@ -1066,7 +1037,7 @@ static int rank_events(builder *b, long **begin_out, event **ev_out)
     for (int r = 0; r < p->ranks; r++)
         begin[r + 1] += begin[r];
     long n = begin[p->ranks];
-    event *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
+    long *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
     long *fill = malloc((size_t)p->ranks * sizeof(long));
     if (!ev || !fill) {
         free(begin);
@@ -1078,11 +1049,11 @@ static int rank_events(builder *b, long **begin_out, event **ev_out)
     for (long x = 0; x < p->nxfers; x++) {
         int src = b->xi[x].src, dst = b->xi[x].dst;
         if (p->core[src]) {
-            ev[fill[src]++] = make_event(b, x, 0);
-            ev[fill[src]++] = make_event(b, x, 1);
+            ev[fill[src]++] = 2 * x;
+            ev[fill[src]++] = 2 * x + 1;
         }
         if (p->core[dst])
-            ev[fill[dst]++] = make_event(b, x, 1);
+            ev[fill[dst]++] = 2 * x + 1;
     }
     free(fill);
     *begin_out = begin;
@@ -1096,6 +1067,10 @@ static int make_tasks(builder *b)
 {
     cg_plan *p = b->p;
     long n = p->nxfers;
+    /* a task per transfer and per copy: at most one per operation */
+    if (p->nlops >= INT_MAX)
+        return cs_error_set(b->err, CS_ELIMIT, "sends", "%ld operations: a full plan (CUDA) "
+                            "holds fewer than %d", p->nlops, INT_MAX);
     event *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
     if (!ev)
         return CS_ENOMEM;
@@ -1140,8 +1115,8 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
         return rc;
     }
     cg_plan *p = calloc(1, sizeof *p);
-    event *ev = NULL;
-    long *ev_begin = NULL;
+    long *ev = NULL, *ev_begin = NULL;
+    event *rank_ev = NULL;
     b.p = p;
     if (!p)
         goto nomem;
@@ -1215,11 +1190,22 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
         goto fail;
     if (rank_events(&b, &ev_begin, &ev) != CS_OK)
         goto nomem;
+    long most = 1;
+    for (int r = 0; r < p->ranks; r++)
+        if (ev_begin[r + 1] - ev_begin[r] > most)
+            most = ev_begin[r + 1] - ev_begin[r];
+    if (!(rank_ev = malloc((size_t)most * sizeof *rank_ev)))
+        goto nomem;
     for (int r = 0; r < p->ranks && rc == CS_OK; r++) {
         if (!p->core[r])
             continue;
         b.cur = r;
-        rc = lower_rank(&b, ev + ev_begin[r], ev_begin[r + 1] - ev_begin[r]);
+        long nev = ev_begin[r + 1] - ev_begin[r];
+        for (long k = 0; k < nev; k++) {
+            long xw = ev[ev_begin[r] + k];
+            rank_ev[k] = make_event(&b, xw / 2, (int)(xw & 1));
+        }
+        rc = lower_rank(&b, rank_ev, nev);
     }
     /* each side of a transfer learns the other's slot */
     for (long x = 0; x < n && rc == CS_OK; x++) {
@@ -1228,8 +1214,17 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
         p->lops[b.recv_lop[x]].src = p->lops[b.send_lop[x]].src;
         p->lops[b.send_lop[x]].dst = p->lops[b.recv_lop[x]].dst;
     }
-    if (rc == CS_OK && b.full && make_tasks(&b) != CS_OK)
-        rc = CS_ENOMEM;
+    if (rc == CS_OK && b.full)
+        rc = make_tasks(&b);
+    /* order_ranks needs only the plan: the lowering's per-transfer state
+     * (about as large as the operations) goes first, so the peak stays the
+     * lowering's */
+    free(ev);
+    free(ev_begin);
+    free(rank_ev);
+    ev = ev_begin = NULL;
+    rank_ev = NULL;
+    free_lowering_state(&b);
     if (rc == CS_OK)
         rc = order_ranks(&b);
     if (rc != CS_OK)
@@ -1245,26 +1240,8 @@ fail:
 done:
     free(ev);
     free(ev_begin);
-    free(b.xi);
-    free(b.chan);
-    free(b.minor);
-    free(b.rt);
-    free(b.wt);
-    free(b.send_lop);
-    free(b.recv_lop);
-    free(b.landed);
-    free(b.run_lead);
-    free(b.run_pos);
-    free(b.run_len);
-    free(b.run_off);
-    free(b.run_first);
-    free(b.loc);
-    cg_hmap_free(&b.locmap);
-    free(b.locs);
-    free(b.touched);
-    free(b.states);
-    free(b.stouched);
-    free(b.readers);
+    free(rank_ev);
+    free_lowering_state(&b);
     collective_free(&b.coll);
     *out = p;
     return rc;

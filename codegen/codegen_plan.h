@@ -267,23 +267,26 @@ typedef struct cg_key {
 
 enum { CG_SEND = 0, CG_RECV = 1, CG_COPY = 2 };
 
+/* About two per send, so a 1024-rank document's window holds millions: the
+ * fields are ordered (and kind/op narrowed) so nothing is padding; 104
+ * bytes, was 120. */
 typedef struct cg_lop {
-    int kind;          /* CG_SEND, CG_RECV, CG_COPY */
+    cg_key key;
+    long xfer;         /* index into plan->xfers; -1 for copies */
+    double land;       /* when the transfer lands (the receive's key major); +inf for copies */
+    long dep_begin;    /* into plan->deps: local ops on the same rank */
+    int task;          /* push-model task executing this op (full plans; < 2^31, checked) */
     int rank;
     int peer;          /* the other rank; -1 for copies */
     int chan;          /* channel; 0 for copies */
-    int op;            /* CS_OP_COPY or CS_OP_REDUCE (receives) */
-    long xfer;         /* index into plan->xfers; -1 for copies */
-    cg_key key;
+    int ndeps;
     /* SEND: src = local slot read, dst = the receiver's slot written.
      * RECV: src = the sender's slot, dst = local slot written, red = local slot
      *       combined (op reduce), red.buf 0 otherwise.
      * COPY: src -> dst, both local. */
     cg_slot src, dst, red;
-    double land;       /* when the transfer lands (the receive's key major); +inf for copies */
-    long dep_begin;    /* into plan->deps: local ops on the same rank */
-    int ndeps;
-    long task;         /* push-model task executing this op (full plans) */
+    unsigned char kind; /* CG_SEND, CG_RECV, CG_COPY */
+    unsigned char op;   /* CS_OP_COPY or CS_OP_REDUCE (receives) */
 } cg_lop;
 
 typedef struct cg_task {
@@ -335,16 +338,5 @@ int cg_transfer_cmp(const cg_key *x, const cg_key *y);
  * and, independently re-derived, by the tests). */
 int codegen_in_offset(cs_coll_kind kind, int ranks, int chunks, long g, int rank);
 int codegen_out_offset(cs_coll_kind kind, int ranks, int chunks, long g, int rank);
-
-/* A growable string for the emitters. */
-typedef struct cg_buf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} cg_buf;
-
-void cg_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cg_puts(cg_buf *b, const char *s);
-void cg_append(cg_buf *b, const char *data, size_t len);
 
 #endif

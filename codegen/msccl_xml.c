@@ -640,7 +640,7 @@ static char *put_lit(char *o, const char *s)
     return o + n;
 }
 
-static void put_step(cg_buf *b, long s, const char *type, cg_slot src, cg_slot dst, int cnt,
+static void put_step(cs_buf *b, long s, const char *type, cg_slot src, cg_slot dst, int cnt,
                      int depid, long deps, int hasdep)
 {
     char line[320], *o = line;
@@ -665,14 +665,14 @@ static void put_step(cg_buf *b, long s, const char *type, cg_slot src, cg_slot d
     o = put_lit(o, "\" hasdep=\"");
     o = put_num(o, hasdep);
     o = put_lit(o, "\"/>\n");
-    cg_append(b, line, (size_t)(o - line));
+    cs_buf_append(b, line, (size_t)(o - line));
 }
 
-static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
+static int emit_rank(cs_buf *b, const cg_plan *p, int r, const rank_layout *L,
                      const long *rank_index, int i_chunks, int o_chunks)
 {
     long lo = p->rank_begin[r], n = p->rank_begin[r + 1] - lo;
-    cg_printf(b, "  <gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"%d\">\n", r,
+    cs_buf_printf(b, "  <gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"%d\">\n", r,
               i_chunks, o_chunks, p->s_chunks[r]);
     size_t ntb = (size_t)(L->ntb ? L->ntb : 1);
     int *dep_tb = malloc(sizeof(int) * ntb);
@@ -690,7 +690,7 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
         first[L->lop_tb[k]] = k;
     for (int t = 0; t < L->ntb; t++) {
         const tb_info *tb = &L->tbs[t];
-        cg_printf(b, "    <tb id=\"%d\" send=\"%d\" recv=\"%d\" chan=\"%d\">\n", t,
+        cs_buf_printf(b, "    <tb id=\"%d\" send=\"%d\" recv=\"%d\" chan=\"%d\">\n", t,
                   tb->sends ? tb->peer : -1, tb->recvs ? tb->peer : -1, tb->chan);
         for (long k = first[t]; k >= 0; k = L->lop_next[k]) {
             if (L->lop_leader[k] != k)
@@ -738,12 +738,12 @@ static int emit_rank(cg_buf *b, const cg_plan *p, int r, const rank_layout *L,
                 break;
             }
         }
-        cg_puts(b, "    </tb>\n");
+        cs_buf_puts(b, "    </tb>\n");
     }
     free(first);
     free(dep_tb);
     free(dep_pos);
-    cg_puts(b, "  </gpu>\n");
+    cs_buf_puts(b, "  </gpu>\n");
     return CS_OK;
 }
 
@@ -788,7 +788,7 @@ typedef struct doc {
     void *ctx;
 } doc;
 
-static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, cg_buf *header,
+static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, cs_buf *header,
                    int min_spread, cs_error *err)
 {
     if (opt->runtime < CS_MSCCL_RUNTIME_AUTO || opt->runtime > CS_MSCCL_RUNTIME_EXECUTOR)
@@ -875,7 +875,7 @@ static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, c
                    a->collective.kind == CS_COLL_REDUCESCATTER ||
                    a->collective.kind == CS_COLL_ALLREDUCE ||
                    a->collective.kind == CS_COLL_BROADCAST || a->collective.kind == CS_COLL_REDUCE;
-    cg_printf(header, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
+    cs_buf_printf(header, "<algo name=\"%s\" proto=\"%s\" nchannels=\"%d\" nchunksperloop=\"%d\" "
               "ngpus=\"%d\" coll=\"%s\" inplace=\"%d\" outofplace=\"1\" minBytes=\"%lld\" "
               "maxBytes=\"%lld\" redop=\"sum\">\n",
               name, proto, d->sum->nchannels, d->nchunksperloop, P, coll, inplace ? 1 : 0,
@@ -883,7 +883,7 @@ static int prepare(doc *d, const cs_algorithm *a, const cs_msccl_options *opt, c
     return header->failed ? cs_error_set(err, CS_ENOMEM, "", "out of memory") : CS_OK;
 }
 
-static int put(const doc *d, cg_buf *b, cs_error *err)
+static int put(const doc *d, cs_buf *b, cs_error *err)
 {
     if (b->failed)
         return cs_error_set(err, CS_ENOMEM, "", "out of memory writing the document");
@@ -916,7 +916,7 @@ static int emit_window(const doc *d, int lo, int hi, unsigned char *core, unsign
         return rc;
     long *rank_index = build_rank_index(p);
     rank_layout *layouts = calloc((size_t)P, sizeof *layouts);
-    cg_buf b = {0};
+    cs_buf b = {0};
     if (!rank_index || !layouts) {
         rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
         goto done;
@@ -976,7 +976,7 @@ done:
  * fail: the writer then refuses with the rank and the value.  The decision is a function of the whole algorithm,
  * the same for the whole document and every slice. */
 static int settle_spread(doc *d, const cs_algorithm *a, const cs_msccl_options *opt,
-                         cg_buf *header, cs_error *err)
+                         cs_buf *header, cs_error *err)
 {
     int P = a->ranks, rc = CS_OK;
     unsigned char *core = malloc((size_t)P), *window = malloc((size_t)P);
@@ -1004,7 +1004,7 @@ static int settle_spread(doc *d, const cs_algorithm *a, const cs_msccl_options *
             break; /* the writer reports the limit with the rank and the value */
         doc d2 = *d;
         d2.sum = NULL;
-        cg_buf h2 = {0};
+        cs_buf h2 = {0};
         cs_error_clear(&e2);
         if (prepare(&d2, a, opt, &h2, next, &e2) != CS_OK || d2.sum->spread < next) {
             codegen_summary_free(d2.sum);
@@ -1067,7 +1067,7 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
              .ndoc_gpus = opt->limit_gpus > 0 ? opt->limit_gpus : rank_hi - rank_lo + 1,
              .write = write,
              .ctx = ctx};
-    cg_buf b = {0};
+    cs_buf b = {0};
     int rc = prepare(&d, a, opt, &b, 0, err);
     if (rc == CS_OK)
         rc = settle_spread(&d, a, opt, &b, err);
@@ -1087,7 +1087,7 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
         lo = hi + 1;
     }
     if (rc == CS_OK) {
-        cg_puts(&b, "</algo>\n");
+        cs_buf_puts(&b, "</algo>\n");
         rc = put(&d, &b, err);
     }
     free(core);
@@ -1099,8 +1099,8 @@ int msccl_xml_write_ranks(const cs_algorithm *a, const cs_topology *t, const cs_
 
 static int append(void *ctx, const char *data, size_t len)
 {
-    cg_buf *b = ctx;
-    cg_append(b, data, len);
+    cs_buf *b = ctx;
+    cs_buf_append(b, data, len);
     return b->failed ? CS_ENOMEM : CS_OK;
 }
 
@@ -1111,7 +1111,7 @@ int msccl_xml_generate_ranks(const cs_algorithm *a, const cs_topology *t,
     *out = NULL;
     if (len)
         *len = 0;
-    cg_buf b = {0};
+    cs_buf b = {0};
     int rc = msccl_xml_write_ranks(a, t, opt, rank_lo, rank_hi, append, &b, err);
     if (rc != CS_OK) {
         free(b.s);

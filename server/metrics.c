@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cs_common.h"
+
 static const char *const route_names[ROUTE_COUNT] = {
     "health", "topologies", "topology", "synthesize", "job_get", "job_delete",
     "result", "metrics",    "static",   "preflight",  "results_list", "jobs_list", "other"};
@@ -185,38 +187,10 @@ void metrics_observe_request(cs_metrics *m, cs_route route, int status, double s
     atomic_fetch_add_explicit(&m->latency_count[route], 1, memory_order_relaxed);
 }
 
-typedef struct text_buf {
-    char *s;
-    size_t n, cap;
-} text_buf;
-
-static void tb_printf(text_buf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb_printf(text_buf *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0)
-            return;
-        if (t->s && t->n + (size_t)w < t->cap) {
-            t->n += (size_t)w;
-            return;
-        }
-        size_t ncap = (t->cap ? t->cap * 2 : 8192) + (size_t)w;
-        char *ns = realloc(t->s, ncap);
-        if (!ns)
-            return;
-        t->s = ns;
-        t->cap = ncap;
-    }
-}
-
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
 /* One histogram's series; labels is "" or 'a="b",' (with the trailing comma). */
-static void render_hist(text_buf *t, const char *name, const char *labels, const cs_hist *hc,
+static void render_hist(cs_buf *t, const char *name, const char *labels, const cs_hist *hc,
                         const double *bounds)
 {
     cs_hist *h = (cs_hist *)hc;
@@ -224,21 +198,21 @@ static void render_hist(text_buf *t, const char *name, const char *labels, const
     for (int b = 0; b < METRICS_HIST_BUCKETS; b++) {
         cum += LOAD(h->bucket[b]);
         if (b == METRICS_HIST_BUCKETS - 1)
-            tb_printf(t, "%s_bucket{%sle=\"+Inf\"} %lu\n", name, labels, cum);
+            cs_buf_printf(t, "%s_bucket{%sle=\"+Inf\"} %lu\n", name, labels, cum);
         else
-            tb_printf(t, "%s_bucket{%sle=\"%g\"} %lu\n", name, labels, bounds[b], cum);
+            cs_buf_printf(t, "%s_bucket{%sle=\"%g\"} %lu\n", name, labels, bounds[b], cum);
     }
     size_t ll = strlen(labels);
     /* sum and count carry the labels without the trailing comma */
-    tb_printf(t, "%s_sum%s%.*s%s %.6f\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
+    cs_buf_printf(t, "%s_sum%s%.*s%s %.6f\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
               ll ? "}" : "", (double)LOAD(h->sum_us) * 1e-6);
-    tb_printf(t, "%s_count%s%.*s%s %lu\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
+    cs_buf_printf(t, "%s_count%s%.*s%s %lu\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
               ll ? "}" : "", LOAD(h->count));
 }
 
-static void render_observability(text_buf *t, cs_metrics *m, const cs_metrics_gauges *g)
+static void render_observability(cs_buf *t, cs_metrics *m, const cs_metrics_gauges *g)
 {
-    tb_printf(t, "# HELP collsynth_synthesis_seconds Time a synthesis took, by the method that "
+    cs_buf_printf(t, "# HELP collsynth_synthesis_seconds Time a synthesis took, by the method that "
                  "ran and how it ended.\n# TYPE collsynth_synthesis_seconds histogram\n");
     int nm = atomic_load(&m->nmethods);
     for (int i = 0; i < nm && i < METRICS_NMETHODS; i++)
@@ -251,10 +225,10 @@ static void render_observability(text_buf *t, cs_metrics *m, const cs_metrics_ga
             render_hist(t, "collsynth_synthesis_seconds", labels, &m->synthesis[i][o],
                         synthesis_bounds);
         }
-    tb_printf(t, "# HELP collsynth_queue_wait_seconds Time jobs this daemon ran spent queued.\n"
+    cs_buf_printf(t, "# HELP collsynth_queue_wait_seconds Time jobs this daemon ran spent queued.\n"
                  "# TYPE collsynth_queue_wait_seconds histogram\n");
     render_hist(t, "collsynth_queue_wait_seconds", "", &m->queue_wait, queue_bounds);
-    tb_printf(t, "# HELP collsynth_store_seconds Store statements, by kind (read, write, "
+    cs_buf_printf(t, "# HELP collsynth_store_seconds Store statements, by kind (read, write, "
                  "commit), including the wait for a connection.\n"
                  "# TYPE collsynth_store_seconds histogram\n");
     for (int o = 0; o < STORE_OPS; o++) {
@@ -262,16 +236,16 @@ static void render_observability(text_buf *t, cs_metrics *m, const cs_metrics_ga
         snprintf(labels, sizeof labels, "op=\"%s\",", store_op_names[o]);
         render_hist(t, "collsynth_store_seconds", labels, &m->store[o], store_bounds);
     }
-    tb_printf(t, "# HELP collsynth_store_errors_total Store statements that failed.\n"
+    cs_buf_printf(t, "# HELP collsynth_store_errors_total Store statements that failed.\n"
                  "# TYPE collsynth_store_errors_total counter\ncollsynth_store_errors_total %lu\n",
               LOAD(m->store_errors));
-    tb_printf(t, "# HELP collsynth_build_info The daemon's version and what it was built with.\n"
+    cs_buf_printf(t, "# HELP collsynth_build_info The daemon's version and what it was built with.\n"
                  "# TYPE collsynth_build_info gauge\n"
                  "collsynth_build_info{version=\"%s\",compiler=\"%s\",libmicrohttpd=\"%s\","
                  "jansson=\"%s\"} 1\n",
               g->version ? g->version : "", __VERSION__, g->mhd_version ? g->mhd_version : "",
               JANSSON_VERSION);
-    tb_printf(t, "# HELP process_resident_memory_bytes Resident memory.\n"
+    cs_buf_printf(t, "# HELP process_resident_memory_bytes Resident memory.\n"
                  "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n"
                  "# HELP process_virtual_memory_bytes Virtual memory.\n"
                  "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n"
@@ -292,8 +266,8 @@ static void render_observability(text_buf *t, cs_metrics *m, const cs_metrics_ga
 char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
 {
     cs_metrics *m = (cs_metrics *)mc;
-    text_buf t = {0};
-    tb_printf(&t, "# HELP collsynth_http_requests_total HTTP requests by route and status.\n"
+    cs_buf t = {0};
+    cs_buf_printf(&t, "# HELP collsynth_http_requests_total HTTP requests by route and status.\n"
                   "# TYPE collsynth_http_requests_total counter\n");
     for (int r = 0; r < ROUTE_COUNT; r++)
         for (int s = 0; s < METRICS_NSTATUS; s++) {
@@ -301,14 +275,14 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
             if (!v)
                 continue;
             if (status_codes[s] > 0)
-                tb_printf(&t, "collsynth_http_requests_total{route=\"%s\",status=\"%d\"} %lu\n",
+                cs_buf_printf(&t, "collsynth_http_requests_total{route=\"%s\",status=\"%d\"} %lu\n",
                           route_names[r], status_codes[s], v);
             else
-                tb_printf(&t,
+                cs_buf_printf(&t,
                           "collsynth_http_requests_total{route=\"%s\",status=\"other\"} %lu\n",
                           route_names[r], v);
         }
-    tb_printf(&t, "# HELP collsynth_http_request_duration_seconds Time to answer, by route.\n"
+    cs_buf_printf(&t, "# HELP collsynth_http_request_duration_seconds Time to answer, by route.\n"
                   "# TYPE collsynth_http_request_duration_seconds histogram\n");
     for (int r = 0; r < ROUTE_COUNT; r++) {
         unsigned long count = LOAD(m->latency_count[r]);
@@ -318,38 +292,38 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
         for (int b = 0; b < METRICS_NBUCKETS; b++) {
             cum += LOAD(m->latency_bucket[r][b]);
             if (b == METRICS_NBUCKETS - 1)
-                tb_printf(&t,
+                cs_buf_printf(&t,
                           "collsynth_http_request_duration_seconds_bucket{route=\"%s\","
                           "le=\"+Inf\"} %lu\n",
                           route_names[r], cum);
             else
-                tb_printf(&t,
+                cs_buf_printf(&t,
                           "collsynth_http_request_duration_seconds_bucket{route=\"%s\","
                           "le=\"%g\"} %lu\n",
                           route_names[r], buckets[b], cum);
         }
-        tb_printf(&t, "collsynth_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
+        cs_buf_printf(&t, "collsynth_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
                   route_names[r], (double)LOAD(m->latency_sum_us[r]) * 1e-6);
-        tb_printf(&t, "collsynth_http_request_duration_seconds_count{route=\"%s\"} %lu\n",
+        cs_buf_printf(&t, "collsynth_http_request_duration_seconds_count{route=\"%s\"} %lu\n",
                   route_names[r], count);
     }
     static const char *const job_states[5] = {"queued", "running", "done", "failed",
                                               "cancelled"};
-    tb_printf(&t, "# HELP collsynth_jobs Jobs by state in the store (every daemon sharing it).\n"
+    cs_buf_printf(&t, "# HELP collsynth_jobs Jobs by state in the store (every daemon sharing it).\n"
                   "# TYPE collsynth_jobs gauge\n");
     for (int i = 0; i < 5; i++)
         if (g->jobs[i] >= 0)
-            tb_printf(&t, "collsynth_jobs{state=\"%s\"} %ld\n", job_states[i], g->jobs[i]);
-    tb_printf(&t, "# HELP collsynth_queue_depth Jobs waiting for a worker.\n"
+            cs_buf_printf(&t, "collsynth_jobs{state=\"%s\"} %ld\n", job_states[i], g->jobs[i]);
+    cs_buf_printf(&t, "# HELP collsynth_queue_depth Jobs waiting for a worker.\n"
                   "# TYPE collsynth_queue_depth gauge\ncollsynth_queue_depth %ld\n",
               g->jobs[0] >= 0 ? g->jobs[0] : 0);
-    tb_printf(&t, "# HELP collsynth_jobs_running_local Jobs running on this daemon.\n"
+    cs_buf_printf(&t, "# HELP collsynth_jobs_running_local Jobs running on this daemon.\n"
                   "# TYPE collsynth_jobs_running_local gauge\ncollsynth_jobs_running_local %ld\n",
               (long)LOAD(m->running));
-    tb_printf(&t, "# HELP collsynth_workers Synthesis worker threads.\n"
+    cs_buf_printf(&t, "# HELP collsynth_workers Synthesis worker threads.\n"
                   "# TYPE collsynth_workers gauge\ncollsynth_workers %d\n",
               g->workers);
-    tb_printf(&t, "# HELP collsynth_syntheses_total Syntheses this daemon ran, by outcome.\n"
+    cs_buf_printf(&t, "# HELP collsynth_syntheses_total Syntheses this daemon ran, by outcome.\n"
                   "# TYPE collsynth_syntheses_total counter\n"
                   "collsynth_syntheses_total{outcome=\"started\"} %lu\n"
                   "collsynth_syntheses_total{outcome=\"done\"} %lu\n"
@@ -358,11 +332,11 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "collsynth_syntheses_total{outcome=\"requeued\"} %lu\n",
               LOAD(m->syntheses_started), LOAD(m->syntheses_done), LOAD(m->syntheses_failed),
               LOAD(m->syntheses_cancelled), LOAD(m->syntheses_requeued));
-    tb_printf(&t, "# HELP collsynth_solver_seconds_total Wall time spent synthesizing.\n"
+    cs_buf_printf(&t, "# HELP collsynth_solver_seconds_total Wall time spent synthesizing.\n"
                   "# TYPE collsynth_solver_seconds_total counter\n"
                   "collsynth_solver_seconds_total %.6f\n",
               (double)LOAD(m->solver_us) * 1e-6);
-    tb_printf(&t, "# HELP collsynth_cache_hits_total Requests answered from stored results.\n"
+    cs_buf_printf(&t, "# HELP collsynth_cache_hits_total Requests answered from stored results.\n"
                   "# TYPE collsynth_cache_hits_total counter\ncollsynth_cache_hits_total %lu\n"
                   "# HELP collsynth_cache_misses_total Requests whose result was not stored.\n"
                   "# TYPE collsynth_cache_misses_total counter\n"
@@ -371,7 +345,7 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# TYPE collsynth_cache_memory_hits_total counter\n"
                   "collsynth_cache_memory_hits_total %lu\n",
               LOAD(m->cache_hits), LOAD(m->cache_misses), LOAD(m->memory_hits));
-    tb_printf(&t, "# HELP collsynth_iso_total Requests checked against isomorphic requests'"
+    cs_buf_printf(&t, "# HELP collsynth_iso_total Requests checked against isomorphic requests'"
                   " results (docs/iso.md), by outcome: hit (relabelled, verified, no"
                   " synthesis), miss (synthesized), waited (waited for an isomorphic job),"
                   " rejected (the verifier refused the relabelled schedule), error.\n"
@@ -391,7 +365,7 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
               LOAD(m->iso_hits), LOAD(m->iso_misses), LOAD(m->iso_waits), LOAD(m->iso_rejected),
               LOAD(m->iso_errors), (double)LOAD(m->iso_canon_us) * 1e-6,
               LOAD(m->iso_canon_count));
-    tb_printf(&t, "# HELP collsynth_coalesced_total Submissions joined to an identical job.\n"
+    cs_buf_printf(&t, "# HELP collsynth_coalesced_total Submissions joined to an identical job.\n"
                   "# TYPE collsynth_coalesced_total counter\ncollsynth_coalesced_total %lu\n"
                   "# HELP collsynth_rejected_total Submissions refused: queue full.\n"
                   "# TYPE collsynth_rejected_total counter\n"
@@ -404,7 +378,7 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "collsynth_codegen_waits_total %lu\n",
               LOAD(m->coalesced), LOAD(m->rejected_queue_full), LOAD(m->codegen_total),
               LOAD(m->generation_waits));
-    tb_printf(&t, "# HELP collsynth_representations_total Result documents and code served,"
+    cs_buf_printf(&t, "# HELP collsynth_representations_total Result documents and code served,"
                   " by where they came from.\n"
                   "# TYPE collsynth_representations_total counter\n"
                   "collsynth_representations_total{source=\"memory\"} %lu\n"
@@ -419,13 +393,13 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "collsynth_refusals_remembered_total %lu\n",
               LOAD(m->rep_memory), LOAD(m->rep_store), LOAD(m->rep_generated),
               LOAD(m->not_modified), LOAD(m->refusals_remembered));
-    tb_printf(&t, "# HELP collsynth_http_timeouts_total Connections cut off because a request's "
+    cs_buf_printf(&t, "# HELP collsynth_http_timeouts_total Connections cut off because a request's "
                   "headers or body did not arrive within their deadline.\n"
                   "# TYPE collsynth_http_timeouts_total counter\n"
                   "collsynth_http_timeouts_total{phase=\"headers\"} %lu\n"
                   "collsynth_http_timeouts_total{phase=\"body\"} %lu\n",
               LOAD(m->http_timeouts[0]), LOAD(m->http_timeouts[1]));
-    tb_printf(&t, "# HELP collsynth_results Results in the store.\n"
+    cs_buf_printf(&t, "# HELP collsynth_results Results in the store.\n"
                   "# TYPE collsynth_results gauge\ncollsynth_results %ld\n"
                   "# HELP collsynth_cache_entries Results and code held in memory.\n"
                   "# TYPE collsynth_cache_entries gauge\ncollsynth_cache_entries %ld\n"
@@ -435,5 +409,5 @@ char *metrics_render(const cs_metrics *mc, const cs_metrics_gauges *g)
                   "# TYPE collsynth_uptime_seconds gauge\ncollsynth_uptime_seconds %.3f\n",
               g->results, g->cache_entries, g->cache_bytes, g->uptime_s);
     render_observability(&t, m, g);
-    return t.s;
+    return cs_buf_take(&t, NULL); /* NULL when memory ran out */
 }

@@ -38,31 +38,6 @@ void e2e_options_default(e2e_options *o)
 
 /* ---- HTTP on one keep-alive connection --------------------------------------------------- */
 
-typedef struct e2e_buf {
-    char *s;
-    size_t len, cap;
-} e2e_buf;
-
-static size_t e2e_write(char *p, size_t sz, size_t n, void *ud)
-{
-    e2e_buf *b = ud;
-    size_t add = sz * n;
-    if (b->len + add + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->len + add + 1)
-            cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns)
-            return 0;
-        b->s = ns;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, p, add);
-    b->len += add;
-    b->s[b->len] = '\0';
-    return add;
-}
-
 typedef struct e2e_http {
     CURL *c;
     const char *base;
@@ -71,15 +46,13 @@ typedef struct e2e_http {
 /* Sends one request; the body lands in *b (reset first).  Returns the HTTP
  * status, or -1 on a transport error; *ms gets the total time. */
 static long e2e_req(e2e_http *h, const char *method, const char *path, const char *body,
-                    e2e_buf *b, double *ms)
+                    cs_buf *b, double *ms)
 {
     char url[2048];
     snprintf(url, sizeof url, "%s%s", h->base, path);
-    b->len = 0;
-    if (b->s)
-        b->s[0] = '\0';
+    cs_buf_reset(b);
     curl_easy_setopt(h->c, CURLOPT_URL, url);
-    curl_easy_setopt(h->c, CURLOPT_WRITEFUNCTION, e2e_write);
+    curl_easy_setopt(h->c, CURLOPT_WRITEFUNCTION, cs_buf_write);
     curl_easy_setopt(h->c, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(h->c, CURLOPT_TIMEOUT, 900L);
     struct curl_slist *hdr = NULL;
@@ -105,15 +78,14 @@ static long e2e_req(e2e_http *h, const char *method, const char *path, const cha
         curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, NULL);
     if (rc != CURLE_OK) {
         /* the transport error as the body, for the report */
-        b->len = 0;
-        e2e_write(ebuf[0] ? ebuf : (char *)curl_easy_strerror(rc), 1,
-                  strlen(ebuf[0] ? ebuf : curl_easy_strerror(rc)), b);
+        cs_buf_reset(b);
+        cs_buf_puts(b, ebuf[0] ? ebuf : curl_easy_strerror(rc));
         return -1;
     }
     long status = 0;
     curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
     if (!b->s)
-        e2e_write("", 1, 0, b);
+        cs_buf_puts(b, "");
     return status;
 }
 
@@ -185,7 +157,7 @@ static void e2e_check_runtime(const e2e_options *o, e2e_http *h, const char *key
     double *cold = calloc((size_t)n, sizeof *cold);
     char **slices = calloc((size_t)ranks, sizeof *slices);
     size_t *lens = calloc((size_t)ranks, sizeof *lens);
-    e2e_buf b = {0};
+    cs_buf b = {0};
     char path[512];
     int nc = 0;
     for (int r = 0; r < ranks; r += stride) {
@@ -233,10 +205,7 @@ static void e2e_check_runtime(const e2e_options *o, e2e_http *h, const char *key
                 e2e_problem(rt, "rank %d: the slice has no <gpu id=\"%d\">", r, r);
             msccl_doc_free(doc);
         }
-        slices[r] = b.s;
-        lens[r] = b.len;
-        b.s = NULL;
-        b.len = b.cap = 0;
+        slices[r] = cs_buf_take(&b, &lens[r]);
         if (o->log && (r / stride) % 128 == 127)
             fprintf(o->log, "    %s: %d/%d slices, last %.1f ms\n", runtime, r + 1, ranks, ms);
     }
@@ -351,7 +320,7 @@ static void e2e_check_runtime(const e2e_options *o, e2e_http *h, const char *key
     free(slices);
     free(lens);
     free(cold);
-    free(b.s);
+    cs_buf_free(&b);
 }
 
 /* ---- the whole case -------------------------------------------------------------------------- */
@@ -369,7 +338,7 @@ int e2e_run(const e2e_options *o, const char *topology, const char *collective, 
         snprintf(rep->error, sizeof rep->error, "curl_easy_init failed");
         return -1;
     }
-    e2e_buf b = {0};
+    cs_buf b = {0};
     size_t blen = strlen(topology) + 256;
     char *body = malloc(blen);
     snprintf(body, blen,
@@ -458,7 +427,7 @@ int e2e_run(const e2e_options *o, const char *topology, const char *collective, 
 out:
     json_decref(res);
     json_decref(doc);
-    free(b.s);
+    cs_buf_free(&b);
     curl_easy_cleanup(h.c);
     return rc;
 }

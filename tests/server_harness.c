@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cs_common.h"
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -86,29 +88,6 @@ void daemon_binary(char *out, size_t n)
 
 /* ---- HTTP ---------------------------------------------------------------------- */
 
-typedef struct growbuf {
-    char *p;
-    size_t n, cap;
-} growbuf;
-
-static size_t on_body(char *data, size_t sz, size_t nm, void *arg)
-{
-    growbuf *g = arg;
-    size_t add = sz * nm;
-    if (g->n + add + 1 > g->cap) {
-        size_t nc = (g->n + add + 1) * 2;
-        char *np = realloc(g->p, nc);
-        if (!np)
-            return 0;
-        g->p = np;
-        g->cap = nc;
-    }
-    memcpy(g->p + g->n, data, add);
-    g->n += add;
-    g->p[g->n] = '\0';
-    return add;
-}
-
 static size_t on_header(char *data, size_t sz, size_t nm, void *arg)
 {
     http_resp *r = arg;
@@ -131,7 +110,7 @@ int http_request_url(const char *url, const char *method, const char *body,
     CURL *c = curl_easy_init();
     if (!c)
         return -1;
-    growbuf g = {0};
+    cs_buf g = {0};
     struct curl_slist *hl = NULL;
     bool own_type = false; /* the caller's Content-Type (or "Content-Type:" for none) wins */
     for (int i = 0; headers && headers[i]; i++)
@@ -150,7 +129,7 @@ int http_request_url(const char *url, const char *method, const char *body,
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cs_buf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &g);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
@@ -162,9 +141,8 @@ int http_request_url(const char *url, const char *method, const char *body,
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);
-    out->body = g.p ? g.p : strdup("");
-    out->len = g.n;
-    return rc == CURLE_OK ? 0 : -1;
+    out->body = cs_buf_take(&g, &out->len);
+    return rc == CURLE_OK && out->body ? 0 : -1;
 }
 
 int http_request(const cs_daemon *d, const char *method, const char *path, const char *body,

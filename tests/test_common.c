@@ -1,5 +1,7 @@
 /* Tests of cs_common: error values and cancellation tokens. */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +96,100 @@ START_TEST(deadline_after_is_that_far_in_realtime)
 }
 END_TEST
 
+/* cs_buf, the growable text buffer every module shares: what it holds is
+ * exactly what was appended, whichever way, across its growth. */
+START_TEST(buf_holds_what_was_appended)
+{
+    cs_buf b = {0};
+    ck_assert_uint_eq(b.len, 0);
+    size_t len = 99;
+    char *t = cs_buf_take(&b, &len);   /* nothing added: "" */
+    ck_assert_str_eq(t, "");
+    ck_assert_uint_eq(len, 0);
+    free(t);
+    /* every way of appending, mixed, past several doublings (4 KiB, 8, ...) */
+    static char want[200000];
+    size_t w = 0;
+    for (int i = 0; w < 150000; i++) {
+        switch (i % 4) {
+        case 0:
+            ck_assert(cs_buf_putc(&b, (char)('a' + i % 26)));
+            want[w++] = (char)('a' + i % 26);
+            break;
+        case 1:
+            ck_assert(cs_buf_puts(&b, "<tb id=\"7\">"));
+            memcpy(want + w, "<tb id=\"7\">", 11);
+            w += 11;
+            break;
+        case 2:
+            ck_assert(cs_buf_printf(&b, "[%d:%.3f]", i, i / 8.0));
+            w += (size_t)snprintf(want + w, sizeof want - w, "[%d:%.3f]", i, i / 8.0);
+            break;
+        default:
+            ck_assert(cs_buf_append(&b, "xyz", 2));
+            memcpy(want + w, "xy", 2);
+            w += 2;
+        }
+        ck_assert_uint_eq(b.len, w);
+        ck_assert_int_eq(b.s[b.len], '\0');
+    }
+    ck_assert(memcmp(b.s, want, w) == 0);
+    /* one printf longer than any free space and than a small stack buffer */
+    char big[3000];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    size_t before = b.len;
+    ck_assert(cs_buf_printf(&b, "%s|%d", big, 42));
+    ck_assert_uint_eq(b.len, before + sizeof big - 1 + 3);
+    ck_assert_str_eq(b.s + before + sizeof big - 1, "|42");
+    /* bytes, NULs included, as libcurl hands them over */
+    before = b.len;
+    ck_assert_uint_eq(cs_buf_write("a\0b", 1, 3, &b), 3);
+    ck_assert_uint_eq(b.len, before + 3);
+    ck_assert(memcmp(b.s + before, "a\0b", 3) == 0);
+    /* reset keeps the memory */
+    size_t cap = b.cap;
+    cs_buf_reset(&b);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_str_eq(b.s, "");
+    ck_assert_uint_eq(b.cap, cap);
+    ck_assert(cs_buf_printf(&b, "%s", ""));
+    ck_assert(cs_buf_puts(&b, "again"));
+    t = cs_buf_take(&b, &len);
+    ck_assert_str_eq(t, "again");
+    ck_assert_uint_eq(len, 5);
+    ck_assert_ptr_null(b.s);
+    ck_assert_uint_eq(b.cap, 0);
+    free(t);
+    cs_buf_free(&b);
+}
+END_TEST
+
+/* An allocation that cannot be made: failed is set, every later append
+ * refuses, libcurl's sink says 0, and the text is given back as NULL. */
+START_TEST(buf_failure_is_sticky_and_reported)
+{
+    cs_buf b = {0};
+    ck_assert(cs_buf_puts(&b, "kept so far"));
+    ck_assert(!cs_buf_reserve(&b, (size_t)-1 / 2));
+    ck_assert(b.failed);
+    ck_assert(!cs_buf_putc(&b, 'x'));
+    ck_assert(!cs_buf_append(&b, "x", 1));
+    ck_assert(!cs_buf_printf(&b, "%d", 1));
+    ck_assert_uint_eq(cs_buf_write("abc", 1, 3, &b), 0);
+    ck_assert_str_eq(b.s, "kept so far");   /* nothing half-written */
+    size_t len = 7;
+    ck_assert_ptr_null(cs_buf_take(&b, &len));
+    ck_assert_uint_eq(len, 0);
+    ck_assert_ptr_null(b.s);
+    ck_assert(!b.failed);
+    /* a reset buffer takes appends again */
+    ck_assert(cs_buf_putc(&b, 'y'));
+    ck_assert_str_eq(b.s, "y");
+    cs_buf_free(&b);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -103,6 +199,8 @@ static Suite *common_suite(void)
     tcase_add_test(tc, cancel_is_seen_across_threads);
     tcase_add_test(tc, read_file_reports_missing_path);
     tcase_add_test(tc, deadline_after_is_that_far_in_realtime);
+    tcase_add_test(tc, buf_holds_what_was_appended);
+    tcase_add_test(tc, buf_failure_is_sticky_and_reported);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,24 +21,6 @@
 #define LIMIT 64
 #define DRAIN 4096
 
-typedef struct text {
-    char *p;
-    size_t n, cap;
-} text;
-
-static void text_add(text *t, const char *s, size_t n)
-{
-    if (t->n + n + 1 > t->cap) {
-        t->cap = (t->n + n + 1) * 2;
-        t->p = realloc(t->p, t->cap);
-        ck_assert_ptr_nonnull(t->p);
-    }
-    memcpy(t->p + t->n, s, n);
-    t->n += n;
-    t->p[t->n] = '\0';
-}
-
-static void text_puts(text *t, const char *s) { text_add(t, s, strlen(s)); }
 
 static unsigned long long rng_state = 88172645463325252ull;
 static unsigned rnd(unsigned n)
@@ -53,9 +35,9 @@ static unsigned rnd(unsigned n)
  * buffer of `len` bytes (0: random 1..64), the held-back output comes
  * first, then at most what is left of the buffer is read from the stream
  * (`piece` bytes at most, 0: random) and filtered. */
-static text mhd_reads(cs_framing *f, const char *in, size_t n, size_t len, size_t piece)
+static cs_buf mhd_reads(cs_framing *f, const char *in, size_t n, size_t len, size_t piece)
 {
-    text out = {0};
+    cs_buf out = {0};
     size_t pos = 0;
     char buf[16384];
     for (int idle = 0; idle < 4;) {
@@ -72,11 +54,11 @@ static text mhd_reads(cs_framing *f, const char *in, size_t n, size_t len, size_
             got += framing_filter(f, buf + got, k, l - got);
         }
         if (got)
-            text_add(&out, buf, got);
+            ck_assert(cs_buf_append(&out, buf, got));
         idle = (pos == n && got == 0) ? idle + 1 : 0;
     }
-    if (!out.p)
-        text_puts(&out, "");
+    if (!out.s)
+        ck_assert(cs_buf_puts(&out, ""));
     return out;
 }
 
@@ -88,11 +70,11 @@ static void check_stream(const char *in, size_t n, const char *want, size_t want
     size_t pieces[] = {0, 1, 1, 2, 0, 0, 0};
     for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text out = mhd_reads(f, in, n, lens[i], i == 0 ? n : pieces[i]);
-        ck_assert_msg(out.n == want_n && !memcmp(out.p, want, want_n),
+        cs_buf out = mhd_reads(f, in, n, lens[i], i == 0 ? n : pieces[i]);
+        ck_assert_msg(out.len == want_n && !memcmp(out.s, want, want_n),
                       "run %zu (len %zu): got %zu bytes [%.*s], want %zu [%.*s]", i, lens[i],
-                      out.n, (int)out.n, out.p, want_n, (int)want_n, want);
-        free(out.p);
+                      out.len, (int)out.len, out.s, want_n, (int)want_n, want);
+        cs_buf_free(&out);
         framing_free(f);
     }
 }
@@ -206,8 +188,8 @@ START_TEST(over_the_limit_the_body_ends_and_the_request_is_refused)
     check_stream(in, (size_t)n, want, (size_t)w);
 
     cs_framing *f = framing_new(LIMIT, DRAIN);
-    text out = mhd_reads(f, in, (size_t)n, 0, 0);
-    free(out.p);
+    cs_buf out = mhd_reads(f, in, (size_t)n, 0, 0);
+    cs_buf_free(&out);
     int status = 0;
     bool close = true;
     char msg[256];
@@ -229,20 +211,20 @@ END_TEST
 START_TEST(small_extensions_add_up_and_trailers_count)
 {
     /* 20 chunks with a 4-byte extension each: 80 > 64 dropped bytes */
-    text in = {0}, want = {0};
+    cs_buf in = {0}, want = {0};
     const char *head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-    text_puts(&in, head);
-    text_puts(&want, head);
+    ck_assert(cs_buf_puts(&in, head));
+    ck_assert(cs_buf_puts(&want, head));
     for (int i = 0; i < 20; i++) {
-        text_puts(&in, "1;abc\r\nz\r\n");
+        ck_assert(cs_buf_puts(&in, "1;abc\r\nz\r\n"));
         if ((i + 1) * 4 <= LIMIT)
-            text_puts(&want, "1\r\nz\r\n");
+            ck_assert(cs_buf_puts(&want, "1\r\nz\r\n"));
     }
-    text_puts(&in, "0\r\n\r\n");
-    text_puts(&want, "0\r\n\r\n");
-    check_stream(in.p, in.n, want.p, want.n);
-    free(in.p);
-    free(want.p);
+    ck_assert(cs_buf_puts(&in, "0\r\n\r\n"));
+    ck_assert(cs_buf_puts(&want, "0\r\n\r\n"));
+    check_stream(in.s, in.len, want.s, want.len);
+    cs_buf_free(&in);
+    cs_buf_free(&want);
 
     /* trailer fields over the limit: the last chunk went out already */
     char trailer[512];
@@ -257,8 +239,8 @@ START_TEST(small_extensions_add_up_and_trailers_count)
                                 "2\r\nok\r\n0\r\n\r\n";
     check_stream(trailer, (size_t)n, twant, sizeof twant - 1);
     cs_framing *f = framing_new(LIMIT, DRAIN);
-    text out = mhd_reads(f, trailer, (size_t)n, 0, 0);
-    free(out.p);
+    cs_buf out = mhd_reads(f, trailer, (size_t)n, 0, 0);
+    cs_buf_free(&out);
     int status;
     bool close;
     char msg[256];
@@ -273,18 +255,18 @@ END_TEST
  * connection is thrown away, and the answer closes it. */
 START_TEST(past_the_drain_cap_the_connection_closes)
 {
-    text in = {0};
+    cs_buf in = {0};
     const char *head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;";
-    text_puts(&in, head);
+    ck_assert(cs_buf_puts(&in, head));
     for (int i = 0; i < DRAIN / 8 + LIMIT; i++)
-        text_puts(&in, "xxxxxxxx");
-    text_puts(&in, "\r\nz\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        ck_assert(cs_buf_puts(&in, "xxxxxxxx"));
+    ck_assert(cs_buf_puts(&in, "\r\nz\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n"));
     static const char want[] =
         "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
-    check_stream(in.p, in.n, want, sizeof want - 1);
+    check_stream(in.s, in.len, want, sizeof want - 1);
     cs_framing *f = framing_new(LIMIT, DRAIN);
-    text out = mhd_reads(f, in.p, in.n, 0, 0);
-    free(out.p);
+    cs_buf out = mhd_reads(f, in.s, in.len, 0, 0);
+    cs_buf_free(&out);
     int status;
     bool close = false;
     char msg[256];
@@ -293,7 +275,7 @@ START_TEST(past_the_drain_cap_the_connection_closes)
     ck_assert_int_eq(status, 400);
     ck_assert(close);
     framing_free(f);
-    free(in.p);
+    cs_buf_free(&in);
 
     /* a size beyond 64 bits: MHD's 413, and the body's end cannot be found */
     static const char big[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -303,7 +285,7 @@ START_TEST(past_the_drain_cap_the_connection_closes)
     CHECK(big, big_want);
     f = framing_new(LIMIT, DRAIN);
     out = mhd_reads(f, big, sizeof big - 1, 0, 0);
-    free(out.p);
+    cs_buf_free(&out);
     ck_assert(framing_take_refusal(f, framing_request_begins(f), &status, &close, msg,
                                    sizeof msg));
     ck_assert_int_eq(status, 413);
@@ -317,13 +299,13 @@ END_TEST
 START_TEST(random_chunked_streams)
 {
     for (int round = 0; round < 300; round++) {
-        text in = {0}, want = {0};
+        cs_buf in = {0}, want = {0};
         int requests = 1 + (int)rnd(3);
         for (int q = 0; q < requests; q++) {
             const char *head = rnd(2) ? "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                       : "POST /b HTTP/1.1\ntransfer-encoding:chunked\n\n";
-            text_puts(&in, head);
-            text_puts(&want, head);
+            ck_assert(cs_buf_puts(&in, head));
+            ck_assert(cs_buf_puts(&want, head));
             int chunks = (int)rnd(4);
             size_t budget = LIMIT;
             for (int c = 0; c <= chunks; c++) {
@@ -347,27 +329,27 @@ START_TEST(random_chunked_streams)
                 /* a CR that ends the extension makes the LF a CRLF */
                 bool crlf = !strcmp(eol, "\r\n") || (ext && line[k - 1] == '\r');
                 k += snprintf(line + k, sizeof line - (size_t)k, "%s", eol);
-                text_add(&in, line, (size_t)k);
+                ck_assert(cs_buf_append(&in, line, (size_t)k));
                 char canon[32];
                 int ck = snprintf(canon, sizeof canon, "%zx%s", size, crlf ? "\r\n" : "\n");
-                text_add(&want, canon, (size_t)ck);
+                ck_assert(cs_buf_append(&want, canon, (size_t)ck));
                 if (size) {
                     char data[64];
                     for (size_t d = 0; d < size; d++)
                         data[d] = "0;\r\nxyz"[rnd(7)];
-                    text_add(&in, data, size);
-                    text_add(&want, data, size);
-                    text_puts(&in, eol);
-                    text_puts(&want, eol);
+                    ck_assert(cs_buf_append(&in, data, size));
+                    ck_assert(cs_buf_append(&want, data, size));
+                    ck_assert(cs_buf_puts(&in, eol));
+                    ck_assert(cs_buf_puts(&want, eol));
                 }
             }
             const char *end = rnd(2) ? "\r\n" : "\n";
-            text_puts(&in, end);
-            text_puts(&want, end);
+            ck_assert(cs_buf_puts(&in, end));
+            ck_assert(cs_buf_puts(&want, end));
         }
-        check_stream(in.p, in.n, want.p, want.n);
-        free(in.p);
-        free(want.p);
+        check_stream(in.s, in.len, want.s, want.len);
+        cs_buf_free(&in);
+        cs_buf_free(&want);
     }
 }
 END_TEST
@@ -376,29 +358,29 @@ END_TEST
  * reads of any size, and the request goes on. */
 START_TEST(long_extension_under_the_daemons_limit)
 {
-    text in = {0};
+    cs_buf in = {0};
     const char *head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;e=";
-    text_puts(&in, head);
+    ck_assert(cs_buf_puts(&in, head));
     for (int i = 0; i < 3000; i++)
-        text_puts(&in, "0123456789");
-    text_puts(&in, "\r\nhello\r\n0\r\n\r\n");
+        ck_assert(cs_buf_puts(&in, "0123456789"));
+    ck_assert(cs_buf_puts(&in, "\r\nhello\r\n0\r\n\r\n"));
     static const char want[] =
         "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
     size_t lens[] = {4096, 16384, 1, 7};
     for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
         cs_framing *f = framing_new(FRAMING_DROP_LIMIT, 1 << 20);
-        text out = mhd_reads(f, in.p, in.n, lens[i], lens[i] > 64 ? 65536 : 1);
-        ck_assert_msg(out.n == sizeof want - 1 && !memcmp(out.p, want, out.n),
-                      "len %zu: got %zu bytes [%.*s]", lens[i], out.n, (int)out.n, out.p);
+        cs_buf out = mhd_reads(f, in.s, in.len, lens[i], lens[i] > 64 ? 65536 : 1);
+        ck_assert_msg(out.len == sizeof want - 1 && !memcmp(out.s, want, out.len),
+                      "len %zu: got %zu bytes [%.*s]", lens[i], out.len, (int)out.len, out.s);
         int status;
         bool close;
         char msg[256];
         ck_assert(!framing_take_refusal(f, framing_request_begins(f), &status, &close, msg,
                                         sizeof msg));
-        free(out.p);
+        cs_buf_free(&out);
         framing_free(f);
     }
-    free(in.p);
+    cs_buf_free(&in);
 }
 END_TEST
 
@@ -414,27 +396,27 @@ START_TEST(any_stream_split_anywhere_reads_the_same)
     };
     size_t ntok = sizeof tokens / sizeof *tokens;
     for (int round = 0; round < 2000; round++) {
-        text in = {0};
+        cs_buf in = {0};
         int k = 1 + (int)rnd(60);
         for (int i = 0; i < k; i++) {
             const char *t = tokens[rnd((unsigned)ntok)];
-            text_puts(&in, t);
+            ck_assert(cs_buf_puts(&in, t));
         }
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text whole = mhd_reads(f, in.p, in.n, 4096, in.n);
+        cs_buf whole = mhd_reads(f, in.s, in.len, 4096, in.len);
         framing_free(f);
-        ck_assert_uint_le(whole.n, in.n + 8);
+        ck_assert_uint_le(whole.len, in.len + 8);
         for (int split = 0; split < 3; split++) {
             f = framing_new(LIMIT, DRAIN);
-            text part = mhd_reads(f, in.p, in.n, split == 0 ? 1 : 0, split == 0 ? 1 : 0);
-            ck_assert_msg(part.n == whole.n && !memcmp(part.p, whole.p, whole.n),
+            cs_buf part = mhd_reads(f, in.s, in.len, split == 0 ? 1 : 0, split == 0 ? 1 : 0);
+            ck_assert_msg(part.len == whole.len && !memcmp(part.s, whole.s, whole.len),
                           "round %d split %d: [%.*s] vs [%.*s] from [%.*s]", round, split,
-                          (int)part.n, part.p, (int)whole.n, whole.p, (int)in.n, in.p);
-            free(part.p);
+                          (int)part.len, part.s, (int)whole.len, whole.s, (int)in.len, in.s);
+            cs_buf_free(&part);
             framing_free(f);
         }
-        free(whole.p);
-        free(in.p);
+        cs_buf_free(&whole);
+        cs_buf_free(&in);
     }
 }
 END_TEST
@@ -447,22 +429,22 @@ START_TEST(short_reads_only_when_the_socket_is_drained)
     int sv[2];
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     ck_assert(framing_attach(sv[0], FRAMING_DROP_LIMIT, 1 << 20));
-    text in = {0};
-    text_puts(&in, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;e=");
+    cs_buf in = {0};
+    ck_assert(cs_buf_puts(&in, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;e="));
     for (int i = 0; i < 3000; i++)
-        text_puts(&in, "0123456789");
-    text_puts(&in, "\r\nhello\r\n0\r\n\r\n");
-    ck_assert_int_eq(write(sv[1], in.p, in.n), (ssize_t)in.n);
-    text out = {0};
+        ck_assert(cs_buf_puts(&in, "0123456789"));
+    ck_assert(cs_buf_puts(&in, "\r\nhello\r\n0\r\n\r\n"));
+    ck_assert_int_eq(write(sv[1], in.s, in.len), (ssize_t)in.len);
+    cs_buf out = {0};
     char buf[16384];
     for (;;) {
-        size_t len = out.n == 0 ? sizeof buf : 100;
+        size_t len = out.len == 0 ? sizeof buf : 100;
         ssize_t got = recv(sv[0], buf, len, 0);
         if (got < 0) {
             ck_assert_int_eq(errno, EAGAIN);
             break;
         }
-        text_add(&out, buf, (size_t)got);
+        ck_assert(cs_buf_append(&out, buf, (size_t)got));
         if ((size_t)got < len) {
             char peek;
             ck_assert_int_eq(recvfrom(sv[0], &peek, 1, MSG_PEEK | MSG_DONTWAIT, NULL, NULL), -1);
@@ -472,8 +454,8 @@ START_TEST(short_reads_only_when_the_socket_is_drained)
     }
     static const char want[] =
         "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
-    ck_assert_uint_eq(out.n, sizeof want - 1);
-    ck_assert(!memcmp(out.p, want, out.n));
+    ck_assert_uint_eq(out.len, sizeof want - 1);
+    ck_assert(!memcmp(out.s, want, out.len));
     /* a socket that is not registered reads as the kernel has it */
     framing_detach(sv[0]);
     ck_assert_int_eq(write(sv[1], "5;e\r\n", 5), 5);
@@ -481,8 +463,8 @@ START_TEST(short_reads_only_when_the_socket_is_drained)
     ck_assert(!memcmp(buf, "5;e\r\n", 5));
     close(sv[0]);
     close(sv[1]);
-    free(in.p);
-    free(out.p);
+    cs_buf_free(&in);
+    cs_buf_free(&out);
 }
 END_TEST
 
@@ -512,8 +494,8 @@ START_TEST(pipelined_refusals_are_not_lost)
                                "2\r\nhi\r\nx\r\n";
     check_stream(in, (size_t)n, want, sizeof want - 1);
     cs_framing *f = framing_new(LIMIT, DRAIN);
-    text out = mhd_reads(f, in, (size_t)n, 4096, (size_t)n); /* all of it in one read */
-    free(out.p);
+    cs_buf out = mhd_reads(f, in, (size_t)n, 4096, (size_t)n); /* all of it in one read */
+    cs_buf_free(&out);
     int status = 0;
     bool close = false;
     char msg[256];
@@ -528,14 +510,14 @@ START_TEST(pipelined_refusals_are_not_lost)
     size_t first = (size_t)(b_body - in);
     f = framing_new(LIMIT, DRAIN);
     out = mhd_reads(f, in, first, 4096, first); /* /a and /b's head */
-    free(out.p);
+    cs_buf_free(&out);
     framing_request_begins(f); /* /a, answered without looking */
     unsigned long long b = framing_request_begins(f);
     out = mhd_reads(f, b_body, (size_t)n - first, 4096, (size_t)n - first);
     static const char b_want[] = "2\r\nhi\r\n0\r\n\r\nGET /c HTTP/1.1\r\n\r\n";
-    ck_assert_msg(out.n == sizeof b_want - 1 && !memcmp(out.p, b_want, out.n), "[%.*s]",
-                  (int)out.n, out.p);
-    free(out.p);
+    ck_assert_msg(out.len == sizeof b_want - 1 && !memcmp(out.s, b_want, out.len), "[%.*s]",
+                  (int)out.len, out.s);
+    cs_buf_free(&out);
     ck_assert(framing_take_refusal(f, b, &status, &close, msg, sizeof msg));
     ck_assert_int_eq(status, 400);
     framing_free(f);
@@ -551,11 +533,11 @@ START_TEST(given_up_connection_is_not_read_on)
     int sv[2];
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     ck_assert(framing_attach(sv[0], LIMIT, DRAIN));
-    text in = {0};
-    text_puts(&in, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;");
-    while (in.n < 96 * 1024)
-        text_puts(&in, "xxxxxxxxxxxxxxxx");
-    ck_assert_int_eq(write(sv[1], in.p, in.n), (ssize_t)in.n);
+    cs_buf in = {0};
+    ck_assert(cs_buf_puts(&in, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;"));
+    while (in.len < 96 * 1024)
+        ck_assert(cs_buf_puts(&in, "xxxxxxxxxxxxxxxx"));
+    ck_assert_int_eq(write(sv[1], in.s, in.len), (ssize_t)in.len);
     char buf[16384];
     ssize_t got = recv(sv[0], buf, sizeof buf, 0);
     static const char want[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
@@ -571,7 +553,7 @@ START_TEST(given_up_connection_is_not_read_on)
     framing_detach(sv[0]);
     close(sv[0]);
     close(sv[1]);
-    free(in.p);
+    cs_buf_free(&in);
 }
 END_TEST
 
@@ -587,22 +569,22 @@ START_TEST(the_handler_can_end_a_chunked_body)
      * (a chunk whose size line is not complete yet is not begun) */
     for (size_t cut = 0; cut <= 14; cut++) {
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text in = {0};
-        text_add(&in, head, hn);
-        text_add(&in, rest, cut);
-        text a = mhd_reads(f, in.p, in.n, 4096, in.n);
+        cs_buf in = {0};
+        ck_assert(cs_buf_append(&in, head, hn));
+        ck_assert(cs_buf_append(&in, rest, cut));
+        cs_buf a = mhd_reads(f, in.s, in.len, 4096, in.len);
         unsigned long long seq = framing_request_begins(f);
         ck_assert(framing_end_body(f, seq));
-        text b = mhd_reads(f, rest + cut, rn - cut, 4096, rn - cut);
-        text_add(&a, b.p, b.n);
+        cs_buf b = mhd_reads(f, rest + cut, rn - cut, 4096, rn - cut);
+        ck_assert(cs_buf_append(&a, b.s, b.len));
         const char *want = cut < 7 ? "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
                                     : "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                       "5\r\nhello\r\n0\r\n\r\n";
-        ck_assert_msg(a.n == strlen(want) && !memcmp(a.p, want, a.n), "cut %zu: [%.*s]", cut,
-                      (int)a.n, a.p);
-        free(a.p);
-        free(b.p);
-        free(in.p);
+        ck_assert_msg(a.len == strlen(want) && !memcmp(a.s, want, a.len), "cut %zu: [%.*s]", cut,
+                      (int)a.len, a.s);
+        cs_buf_free(&a);
+        cs_buf_free(&b);
+        cs_buf_free(&in);
         framing_free(f);
     }
     /* a chunk with more than the drain cap to come, a Content-Length body,
@@ -614,9 +596,9 @@ START_TEST(the_handler_can_end_a_chunked_body)
     };
     for (size_t i = 0; i < sizeof cannot / sizeof *cannot; i++) {
         cs_framing *f = framing_new(LIMIT, DRAIN);
-        text a = mhd_reads(f, cannot[i], strlen(cannot[i]), 4096, strlen(cannot[i]));
+        cs_buf a = mhd_reads(f, cannot[i], strlen(cannot[i]), 4096, strlen(cannot[i]));
         ck_assert_msg(!framing_end_body(f, framing_request_begins(f)), "%s", cannot[i]);
-        free(a.p);
+        cs_buf_free(&a);
         framing_free(f);
     }
 }

@@ -311,6 +311,9 @@ END_TEST
 
 static cs_result *run_request(const char *body, cs_synth_request **req_out);
 static char *shuffled_in_nodes(const char *doc, unsigned seed);
+static char *shuffled_nodes(const char *doc, unsigned seed, bool nodes_too);
+static bool nodes_alike_as_listed(const cs_topology *t);
+static double best_buffer_us(const cs_topology *t, const cs_result *res, double bytes);
 
 /* The Slurm hook's ring fabric (NIC i of node k to NIC i of node k+1, both
  * ways): composed around the ring when asked; alltoall refused; auto keeps
@@ -357,16 +360,46 @@ START_TEST(test_ring_fabric)
     ck_assert_int_eq(hier_applicable(t, &c, &err), CS_OK);
     ck_assert_int_eq(hier_auto_applicable(t, &c, &err), CS_OK);
     topology_free(t);
-    /* numbered differently inside each node: the canonical order does not
-     * line up nodes on a ring of links (no fabric switch they attach to
-     * alike), so it is refused, saying renumbering was tried and why */
-    char *shuf = shuffled_in_nodes(text, 3);
-    t = load_text(shuf);
-    free(shuf);
-    ck_assert_int_eq(hier_applicable(t, &c, &err), CS_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.message, "up to renumbering") && strstr(err.message, "ring"), "%s",
-                  err.message);
-    topology_free(t);
+    /* numbered differently inside each node, and nodes listed out of ring
+     * order: the canonical order does not line up nodes on a ring of
+     * links (no fabric switch they attach to alike), the walk around the
+     * ring does; composed like the original, in the same simulated time */
+    double first_us[5] = {0};
+    for (int nodes_too = 0; nodes_too < 2; nodes_too++) {
+        char *shuf = shuffled_nodes(text, 3 + 8 * (unsigned)nodes_too, nodes_too);
+        t = load_text(shuf);
+        free(shuf);
+        ck_assert_int_eq(hier_applicable(t, &c, &err), CS_OK);
+        cs_topology *orig = load_text(text);
+        cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE,
+                                CS_COLL_BROADCAST, CS_COLL_REDUCE};
+        for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+            bool rooted = collective_kind_is_rooted(kinds[q]);
+            check_composed_root(t, kinds[q], rooted ? 5 : -1);
+            cs_collective cc;
+            cs_result *r1 = NULL, *r0 = NULL;
+            /* the root: a NIC in both numberings (local 0 of its node) */
+            collective_init(&cc, kinds[q], rooted ? t->groups[0].ranks[0] : -1);
+            ck_assert_msg(hier_synthesize(t, &cc, NULL, &r1, &err) == CS_OK, "%s", err.message);
+            ck_assert_msg(strstr(r1->reason, "renumbering"), "%s", r1->reason);
+            collective_init(&cc, kinds[q], rooted ? 0 : -1);
+            ck_assert_int_eq(hier_synthesize(orig, &cc, NULL, &r0, &err), CS_OK);
+            double t1 = best_buffer_us(t, r1, 1 << 30), t0 = best_buffer_us(orig, r0, 1 << 30);
+            /* every numbering the same (the walk starts from the canonical
+             * labelling); against the groups' own order within 5% (the
+             * node type's labels differ, so SMT's trees may: 4.5% here) */
+            if (nodes_too == 0)
+                first_us[q] = t1;
+            ck_assert_msg(fabs(t1 - first_us[q]) <= 1e-9 * t1, "%s: %.1f us, other numbering "
+                          "%.1f us", collective_kind_name(kinds[q]), t1, first_us[q]);
+            ck_assert_msg(t1 <= t0 * 1.05, "%s renumbered: %.1f us, as built: %.1f us",
+                          collective_kind_name(kinds[q]), t1, t0);
+            result_free(r1);
+            result_free(r0);
+        }
+        topology_free(orig);
+        topology_free(t);
+    }
     /* auto on it (20 ranks: beyond smt) composes around the ring and says why */
     char body[4096];
     snprintf(body, sizeof body, "{\"topology\":%s,\"collective\":\"allgather\"}", text);
@@ -510,6 +543,55 @@ START_TEST(test_ring_broadcast_both_ways)
             result_free(f);
         }
     topology_free(t);
+}
+END_TEST
+
+/* The hook's 8 DGX-1 nodes on its ring fabric, numbered like an
+ * allocation (nodes out of ring order, GPUs shuffled inside each): the
+ * walk around the ring matches the nodes up, and every collective takes
+ * the same simulated time as on the cluster as built. */
+START_TEST(test_ring_renumbered_hook)
+{
+    char msg[256];
+    json_t *doc = NULL;
+    json_t *name = cluster_hook_dgx1("lab", 8, 1, "ring", 12.5, &doc, msg, sizeof msg);
+    ck_assert_msg(name != NULL, "%s", msg);
+    json_decref(name);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    char *shuf = shuffled_nodes(text, 5, true);
+    cs_topology *t = load_text(text), *u = load_text(shuf);
+    ck_assert_msg(!nodes_alike_as_listed(u), "the shuffle left the nodes alike");
+    cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_REDUCESCATTER, CS_COLL_ALLREDUCE,
+                            CS_COLL_BROADCAST, CS_COLL_REDUCE};
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+        bool rooted = collective_kind_is_rooted(kinds[q]);
+        cs_collective c;
+        cs_result *r0 = NULL, *r1 = NULL;
+        cs_error err;
+        collective_init(&c, kinds[q], rooted ? 0 : -1);
+        ck_assert_int_eq(hier_synthesize(t, &c, NULL, &r0, &err), CS_OK);
+        /* the root: local 0 of its node (a NIC) in both */
+        collective_init(&c, kinds[q], rooted ? u->groups[0].ranks[0] : -1);
+        ck_assert_msg(hier_synthesize(u, &c, NULL, &r1, &err) == CS_OK, "%s: %s",
+                      collective_kind_name(kinds[q]), err.message);
+        ck_assert_msg(strstr(r1->reason, "renumbering") && strstr(r1->reason, "ring fabric"),
+                      "%s", r1->reason);
+        for (int i = 0; i < r1->nalgs; i++)
+            ck_assert_msg(algorithm_verify(u, r1->algs[i], &err) == CS_OK, "%s", err.message);
+        double sizes[] = {1 << 20, 1 << 30};
+        for (int z = 0; z < 2; z++) {
+            double t0 = best_buffer_us(t, r0, sizes[z]), t1 = best_buffer_us(u, r1, sizes[z]);
+            ck_assert_msg(fabs(t1 - t0) <= 1e-6 * t0, "%s at %g: renumbered %.1f us, as built "
+                          "%.1f us", collective_kind_name(kinds[q]), sizes[z], t1, t0);
+        }
+        result_free(r0);
+        result_free(r1);
+    }
+    topology_free(t);
+    topology_free(u);
+    free(text);
+    free(shuf);
 }
 END_TEST
 
@@ -752,6 +834,14 @@ static int cmp_json_int(const void *a, const void *b)
  * groups' order says nothing about which GPU is which. */
 static char *shuffled_in_nodes(const char *doc, unsigned seed)
 {
+    return shuffled_nodes(doc, seed, false);
+}
+
+/* shuffled_in_nodes, and with nodes_too node g's ranks also become node
+ * (3g + 1) mod N's (N not a multiple of 3), so the groups' order is not
+ * the fabric's */
+static char *shuffled_nodes(const char *doc, unsigned seed, bool nodes_too)
+{
     cs_topology *t = load_text(doc);
     int *map = malloc(sizeof *map * (size_t)t->ranks);
     for (int r = 0; r < t->ranks; r++)
@@ -767,8 +857,9 @@ static char *shuffled_in_nodes(const char *doc, unsigned seed)
             p[i] = p[j];
             p[j] = x;
         }
+        const cs_group *to = nodes_too ? &t->groups[(3 * g + 1) % t->ngroups] : gr;
         for (int i = 0; i < gr->nranks; i++)
-            map[gr->ranks[i]] = gr->ranks[p[i]];
+            map[gr->ranks[i]] = to->ranks[p[i]];
     }
     cs_topology *u = NULL;
     cs_error err;
@@ -924,6 +1015,7 @@ static Suite *hier_suite(void)
     tcase_add_test(tc, test_ring_fabric);
     tcase_add_test(tc, test_ring_matches_tacos);
     tcase_add_test(tc, test_ring_broadcast_both_ways);
+    tcase_add_test(tc, test_ring_renumbered_hook);
     tcase_add_test(tc, test_scatter_gather);
     tcase_add_test(tc, test_scatter_gather_msccl_fit);
     tcase_add_test(tc, test_pipelined);

@@ -758,6 +758,15 @@ START_TEST(refuses_combining_and_bad_options)
     o.min_chunks = -1;
     ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
     ck_assert_str_eq(err.field, "options.min_chunks");
+    mcf_options_default(&o);
+    o.zero_buffer = 2;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EINVAL);
+    ck_assert_str_eq(err.field, "options.zero_buffer");
+    /* A* rounds do not enforce it: refused, not ignored */
+    o.zero_buffer = 1;
+    o.astar = 1;
+    ck_assert_int_eq(mcf_synthesize(t, &c, &o, &r, &err), CS_EUNSUPPORTED);
+    ck_assert_str_eq(err.field, "options.zero_buffer");
     topology_free(t);
 }
 END_TEST

@@ -237,6 +237,35 @@ START_TEST(cluster_file_with_a_byte_order_mark_loads)
 }
 END_TEST
 
+/* plugstack.conf is the hook's configuration file: a misspelled key was
+ * only "unknown plugstack argument 'clustr'"; the nearest key is named, as
+ * collsynthd does for its flags.  Every key the hook documents is known. */
+START_TEST(plugstack_arguments_name_the_nearest_key)
+{
+    static const char *const known[] = {"server", "token_file", "cluster", "collectives",
+                                        "timeout", "method", "tmpdir", "options", "gpus",
+                                        "root", "gpu_sms"};
+    char msg[256], arg[64];
+    const char *v = NULL;
+    bool seen[CLUSTER_ARG_COUNT] = {false};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        snprintf(arg, sizeof arg, "%s=x%zu", known[i], i);
+        int k = cluster_plugstack_arg(arg, &v, msg, sizeof msg);
+        ck_assert_msg(k >= 0 && k < CLUSTER_ARG_COUNT && !seen[k], "%s: %d", arg, k);
+        seen[k] = true;
+        ck_assert_str_eq(v, strchr(arg, '=') + 1);
+    }
+    ck_assert_int_eq(cluster_plugstack_arg("clustr=/etc/c.json", &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "unknown plugstack argument 'clustr' (did you mean cluster?)");
+    ck_assert_int_eq(cluster_plugstack_arg("tokenfile=/etc/t", &v, msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "did you mean token_file?") != NULL, "%s", msg);
+    ck_assert_int_eq(cluster_plugstack_arg("frobnicate=1", &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "unknown plugstack argument 'frobnicate'");
+    ck_assert_int_eq(cluster_plugstack_arg("server", &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "plugstack argument 'server' is not key=value");
+}
+END_TEST
+
 static json_t *alg(int steps, int rounds, int chunks)
 {
     return json_pack("{s:i, s:i, s:i}", "steps", steps, "rounds", rounds, "chunks", chunks);
@@ -860,6 +889,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(unit, three_nodes_on_a_ring_fabric);
     tcase_add_test(unit, example_cluster_description_builds);
     tcase_add_test(unit, cluster_file_with_a_byte_order_mark_loads);
+    tcase_add_test(unit, plugstack_arguments_name_the_nearest_key);
     tcase_add_test(unit, frontier_ranges_split_at_the_crossover);
     tcase_add_test(unit, xml_byte_range_replaces_existing_attributes);
     suite_add_tcase(s, unit);

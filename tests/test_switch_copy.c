@@ -608,6 +608,133 @@ START_TEST(mcf_leaves_no_dead_ends_in_the_switch)
 }
 END_TEST
 
+/* algorithm_switch_hold (verify.h) on hand-made timed schedules: a copy that
+ * leaves as its chunk arrives waits 0; one that leaves later waits the gap;
+ * a copy before any arrival is refused. */
+START_TEST(switch_hold_measures_what_a_node_waits)
+{
+    cs_topology *t = star(4, true, 4, NULL);
+    cs_error err;
+    cs_switch_hold h;
+    cs_algorithm *a = bcast_through_switch(4, true);
+    assert_valid(t, a);
+    ck_assert_int_eq(algorithm_switch_hold(t, a, &h, &err), CS_OK);
+    ck_assert_int_eq(h.copies, 3);
+    ck_assert_int_eq(h.held_copies, 0);
+    ck_assert_double_eq_tol(h.max_hold_us, 0, 1e-12);
+    ck_assert_int_eq(h.peak_chunks, 0);
+    algorithm_free(a);
+    /* at the switch from 1 us, copied at 1 us and again at 5 us: two copies
+     * waited 4 us, one chunk held */
+    a = bcast(4, 2);
+    a->timed_chunk_bytes = 1000;
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 0, CS_OP_COPY, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 1, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 2, 1, CS_OP_COPY, 5, 6), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 3, 1, CS_OP_COPY, 5, 6), CS_OK);
+    assert_valid(t, a);
+    ck_assert_int_eq(algorithm_switch_hold(t, a, &h, &err), CS_OK);
+    ck_assert_int_eq(h.copies, 3);
+    ck_assert_int_eq(h.held_copies, 2);
+    ck_assert_double_eq_tol(h.max_hold_us, 4.0, 1e-9);
+    ck_assert_int_eq(h.peak_chunks, 1);
+    algorithm_free(a);
+    /* a second upload at 5 us: the copies at 5 us leave as it arrives */
+    a = bcast(4, 3);
+    a->timed_chunk_bytes = 1000;
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 0, CS_OP_COPY, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 1, 1, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 1, CS_OP_COPY, 4, 5), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 2, 2, CS_OP_COPY, 5, 6), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 3, 2, CS_OP_COPY, 5, 6), CS_OK);
+    assert_valid(t, a);
+    ck_assert_int_eq(algorithm_switch_hold(t, a, &h, &err), CS_OK);
+    ck_assert_int_eq(h.held_copies, 0);
+    algorithm_free(a);
+    /* a copy out of the node before the chunk reached it */
+    a = bcast(4, 2);
+    a->timed_chunk_bytes = 1000;
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 0, 4, 0, CS_OP_COPY, 1, 2), CS_OK);
+    ck_assert_int_eq(algorithm_add_timed_send(a, 0, 4, 1, 1, CS_OP_COPY, 0, 1), CS_OK);
+    ck_assert_int_eq(algorithm_switch_hold(t, a, &h, &err), CS_EVERIFY);
+    algorithm_free(a);
+    topology_free(t);
+}
+END_TEST
+
+/* options.zero_buffer: TE-CCL's switch without a buffer.  mcf's schedules
+ * through the nodes are checked by the verifier's algorithm_switch_hold,
+ * not by mcf's own figures: no copy waits at a node.  The instances take
+ * each path that makes a schedule: the greedy (dgx2 broadcast, 8 chunks:
+ * its pipeline meets the egress floor; 4 ranks below), and the MILP
+ * (dgxa100:2 broadcast, 2 chunks). */
+START_TEST(mcf_zero_buffer_switches_hold_nothing)
+{
+    struct {
+        const char *topo;
+        cs_coll_kind kind;
+        int chunks;
+        double bytes;
+    } cases[] = {
+        {"dgx2,copy=1", CS_COLL_BROADCAST, 8, 64.0 * 1024 * 1024},
+        {"dgxa100:2,copy=1", CS_COLL_BROADCAST, 2, 64.0 * 1024 * 1024},
+        {NULL, CS_COLL_CUSTOM, 1, 1000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cs_topology *t = NULL;
+        cs_error err;
+        cs_collective c;
+        if (cases[i].topo) {
+            ck_assert_int_eq(topology_builtin(cases[i].topo, &t, &err), CS_OK);
+            collective_init(&c, cases[i].kind,
+                            collective_kind_is_rooted(cases[i].kind) ? 0 : -1);
+        } else {
+            /* 4 ranks on a copy switch (1000 B/us, no alpha): chunk 0 at rank 0
+             * for ranks 2 and 3; chunks 1, 2, 3 at rank 3 for rank 0, rank 1,
+             * and ranks 0, 1, 2.  Rank 3's port sends each of its three
+             * chunks at least once: >= 3 us, and 3 us is reached without
+             * holding (the store-and-forward greedy holds chunk 0 in the
+             * switch 1 us here; zero-buffer sends it 0 -> 2 directly). */
+            t = star(4, true, 4, NULL);
+            const char *doc = "{\"kind\":\"custom\",\"global_chunks\":4,"
+                              "\"pre\":[[0,0],[1,3],[2,3],[3,3]],"
+                              "\"post\":[[0,2],[0,3],[1,0],[2,1],[3,0],[3,1],[3,2]]}";
+            json_error_t je;
+            json_t *j = json_loads(doc, 0, &je);
+            ck_assert_ptr_nonnull(j);
+            ck_assert_int_eq(collective_from_json(j, &c, &err), CS_OK);
+            json_decref(j);
+            ck_assert_int_eq(collective_validate(&c, 4, &err), CS_OK);
+        }
+        cs_mcf_options o;
+        mcf_options_default(&o);
+        o.chunks = o.min_chunks = cases[i].chunks;
+        o.bytes = cases[i].bytes;
+        o.time_limit_s = 60;
+        o.zero_buffer = 1;
+        cs_result *r = NULL;
+        int rc = mcf_synthesize(t, &c, &o, &r, &err);
+        ck_assert_msg(rc == CS_OK, "%s: %s", t->name, err.message);
+        const cs_algorithm *a = r->algs[0];
+        assert_valid(t, a);
+        cs_switch_hold h;
+        ck_assert_int_eq(algorithm_switch_hold(t, a, &h, &err), CS_OK);
+        ck_assert_msg(h.copies > 0, "%s: no copy through the switch", t->name);
+        ck_assert_msg(h.held_copies == 0, "%s: %ld copies wait, up to %.4g us", t->name,
+                      h.held_copies, h.max_hold_us);
+        ck_assert(json_is_true(json_object_get(r->stats, "switch_zero_buffer")));
+        cs_sim_result sr;
+        ck_assert_int_eq(simulate_algorithm(t, a, o.bytes, &sr, &err), CS_OK);
+        if (!cases[i].topo)
+            ck_assert_double_eq_tol(sr.time_us, 3.0, 1e-6);
+        sim_result_free(&sr);
+        result_free(r);
+        collective_free(&c);
+        topology_free(t);
+    }
+}
+END_TEST
+
 /* The other methods ignore the flag: they use unicast through the switch,
  * which a copy-capable switch still allows, so they find the same schedule
  * on star8 with and without copy, and it verifies on both. */
@@ -951,6 +1078,8 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, mcf_copies_in_the_switch_where_it_helps);
     tcase_add_test(tc, mcf_leaves_no_dead_ends_in_the_switch);
     tcase_add_test(tc, mcf_reports_what_the_switch_buffers);
+    tcase_add_test(tc, switch_hold_measures_what_a_node_waits);
+    tcase_add_test(tc, mcf_zero_buffer_switches_hold_nothing);
     tcase_add_test(tc, other_methods_ignore_the_flag);
     tcase_add_test(tc, auto_uses_mcf_for_broadcast_on_copy_switches);
     tcase_add_test(tc, codegen_requests_get_unicast_through_copy_switches);

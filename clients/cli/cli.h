@@ -81,9 +81,9 @@ int cli_load_topology(const char *cmd, const char *spec, cs_topology **out);
 /* The topology a document carries when none was given on the command line:
  * a Result's own "topology" (the builtin name or the Topology JSON `solve -o`
  * and the service write), else the algorithm's "topology" name when it is a
- * builtin.  A Topology JSON taken from a Result is named on stderr ("note:
- * topology 'quad' (4 ranks): the result's own"), so the user sees what the
- * check ran on.  Returns an exit code (a Result whose topology is not usable
+ * builtin.  A Topology JSON taken from a Result whose name is not a builtin
+ * is named on stderr ("note: topology 'quad' (4 ranks): the result's own"),
+ * so the user sees what the check ran on.  Returns an exit code (a Result whose topology is not usable
  * is an input error); *out stays NULL when the document carries none that
  * can be used (*why then says so, for the caller's message). */
 int cli_document_topology(const char *cmd, const cs_result *r, const cs_algorithm *a,

@@ -102,6 +102,8 @@ static void solve_usage(FILE *f)
             "  --astar N             A* rounds: 1 always, -1 never, 0 for pairwise demands\n"
             "                        whose full model is too large (default)\n"
             "  --astar-epochs R      epochs per A* round (default 8)\n"
+            "  --zero-buffer         copy-capable switch nodes hold nothing: a copy leaves\n"
+            "                        as its chunk arrives (TE-CCL's switch buffer of zero)\n"
             "  --epochs K            horizon (default: the smallest the LP allows)\n"
             "  --epoch-split N       epoch = fastest link's chunk time / N (default 1)\n"
             "  --gap G               stop the MILP at relative gap G (0.3 = 30%%)\n"
@@ -450,6 +452,9 @@ static int parse_args(int argc, char **argv, solve_args *a)
             if ((rc = int_opt("--astar", v, -1, &x)) == CLI_EXIT_OK)
                 json_object_set_new(a->mcf, "astar", json_integer(x));
             applies(a, "--astar", M_MCF);
+        } else if (!strcmp(argv[i], "--zero-buffer")) {
+            json_object_set_new(a->mcf, "zero_buffer", json_integer(1));
+            applies(a, "--zero-buffer", M_MCF);
         } else if (OPT("--astar-epochs")) {
             NEED();
             if ((rc = int_opt("--astar-epochs", v, 1, &x)) == CLI_EXIT_OK)
@@ -787,7 +792,8 @@ static bool follows_option_value(char **argv, int i)
 {
     const char *prev = argv[i - 1];
     return i > 1 && prev[0] == '-' && strcmp(prev, "--json") && strcmp(prev, "--quiet") &&
-           strcmp(prev, "--stats-only") && strcmp(prev, "--progress");
+           strcmp(prev, "--stats-only") && strcmp(prev, "--progress") &&
+           strcmp(prev, "--zero-buffer");
 }
 
 static int solve_then_codegen(int argc, char **argv, const char *format, const cli_globals *g)

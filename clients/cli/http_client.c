@@ -3,7 +3,7 @@
  *
  * Kept deliberately small: one easy handle per request (the CLI makes a
  * handful of requests per run, so connection reuse is not worth the state),
- * the body collected into a growing buffer, the token sent as
+ * the body collected into a cs_buf (cs_common.h), the token sent as
  * "Authorization: Bearer ...".  The distinction that matters to callers is
  * between "no answer" (curl error: refused, resolve, timeout), which the CLI
  * reports as exit code 3, and "an answer with an error status", which carries
@@ -102,40 +102,12 @@ int cs_http_client_init(cs_http_client *c, const char *base, const char *token,
     return CS_OK;
 }
 
-typedef struct body_buf {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} body_buf;
-
-static size_t collect_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    body_buf *b = ud;
-    size_t n = size * nmemb;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return 0;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 /* 2xx bodies of a download go to a file as they arrive; anything else is
  * collected (it is an error object the caller prints). */
 typedef struct sink {
     CURL *h;
     FILE *out;
-    body_buf *b;
+    cs_buf *b;
     bool to_file, decided, write_failed;
     size_t written;
     char last;
@@ -151,7 +123,7 @@ static size_t to_sink(char *ptr, size_t size, size_t nmemb, void *ud)
         k->decided = true;
     }
     if (!k->to_file)
-        return collect_body(ptr, size, nmemb, k->b);
+        return cs_buf_write(ptr, size, nmemb, k->b);
     size_t n = size * nmemb;
     if (fwrite(ptr, 1, n, k->out) != n) {
         k->write_failed = true;
@@ -194,7 +166,7 @@ static int perform(const cs_http_client *c, const char *method, const char *path
         free(url);
         return cs_error_set(err, CS_ENOMEM, NULL, "curl_easy_init failed");
     }
-    body_buf b = {0};
+    cs_buf b = {0};
     struct curl_slist *headers = NULL;
     char auth[600];
     headers = curl_slist_append(headers, "Accept: application/json");
@@ -217,7 +189,7 @@ static int perform(const cs_http_client *c, const char *method, const char *path
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_sink);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &k);
     } else {
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cs_buf_write);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     }
     /* every coding this libcurl decodes (gzip, zstd): results compress 10x */
@@ -232,7 +204,7 @@ static int perform(const cs_http_client *c, const char *method, const char *path
     }
     CURLcode cc = curl_easy_perform(h);
     int rc = CS_OK;
-    if (b.oom) {
+    if (b.failed) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory reading the answer");
     } else if (k.write_failed) {
         rc = cs_error_set(err, CS_EIO, "output", "cannot write the answer: out of disk space?");
@@ -245,18 +217,13 @@ static int perform(const cs_http_client *c, const char *method, const char *path
         char *ct = NULL;
         if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct != NULL)
             snprintf(resp->content_type, sizeof resp->content_type, "%s", ct);
-        if (b.data == NULL) {
-            b.data = calloc(1, 1);
-            if (b.data == NULL)
-                rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
-        }
-        resp->body = b.data;
-        resp->len = b.len;
+        resp->body = cs_buf_take(&b, &resp->len);
+        if (resp->body == NULL)
+            rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");
         resp->downloaded = k.written;
         resp->ends_in_newline = k.last == '\n';
-        b.data = NULL;
     }
-    free(b.data);
+    cs_buf_free(&b);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
     free(url);

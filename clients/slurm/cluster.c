@@ -31,6 +31,33 @@ static int cluster_fail(char *msg, size_t n, const char *fmt, ...)
     return -1;
 }
 
+/* ---- plugstack.conf arguments ------------------------------------------------------ */
+
+int cluster_plugstack_arg(const char *arg, const char **value, char *msg, size_t msglen)
+{
+    static const char *const keys[CLUSTER_ARG_COUNT] = {
+        [CLUSTER_ARG_SERVER] = "server",       [CLUSTER_ARG_TOKEN_FILE] = "token_file",
+        [CLUSTER_ARG_CLUSTER] = "cluster",     [CLUSTER_ARG_COLLECTIVES] = "collectives",
+        [CLUSTER_ARG_TIMEOUT] = "timeout",     [CLUSTER_ARG_METHOD] = "method",
+        [CLUSTER_ARG_TMPDIR] = "tmpdir",       [CLUSTER_ARG_OPTIONS] = "options",
+        [CLUSTER_ARG_GPUS] = "gpus",           [CLUSTER_ARG_ROOT] = "root",
+        [CLUSTER_ARG_GPU_SMS] = "gpu_sms"};
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL)
+        return cluster_fail(msg, msglen, "plugstack argument '%s' is not key=value", arg);
+    size_t kl = (size_t)(eq - arg);
+    for (int k = 0; k < CLUSTER_ARG_COUNT; k++)
+        if (strlen(keys[k]) == kl && strncmp(arg, keys[k], kl) == 0) {
+            *value = eq + 1;
+            return k;
+        }
+    const char *near = cs_nearest_name(arg, kl, keys, CLUSTER_ARG_COUNT);
+    if (near != NULL)
+        return cluster_fail(msg, msglen, "unknown plugstack argument '%.*s' (did you mean %s?)",
+                            (int)kl, arg, near);
+    return cluster_fail(msg, msglen, "unknown plugstack argument '%.*s'", (int)kl, arg);
+}
+
 /* ---- the cluster description file ------------------------------------------------ */
 
 json_t *cluster_load_file(const char *path, char *msg, size_t msglen)

@@ -35,6 +35,16 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* The hook's plugstack.conf arguments, key=value (docs/clients.md). */
+enum { CLUSTER_ARG_SERVER, CLUSTER_ARG_TOKEN_FILE, CLUSTER_ARG_CLUSTER, CLUSTER_ARG_COLLECTIVES,
+       CLUSTER_ARG_TIMEOUT, CLUSTER_ARG_METHOD, CLUSTER_ARG_TMPDIR, CLUSTER_ARG_OPTIONS,
+       CLUSTER_ARG_GPUS, CLUSTER_ARG_ROOT, CLUSTER_ARG_GPU_SMS, CLUSTER_ARG_COUNT };
+/* Which argument `arg` sets (a CLUSTER_ARG_*; *value points past the '='), or
+ * -1 with msg naming the problem: not key=value, or an unknown key, with the
+ * nearest known one when it looks like a typo ("unknown plugstack argument
+ * 'clustr' (did you mean cluster?)"). */
+int cluster_plugstack_arg(const char *arg, const char **value, char *msg, size_t msglen);
+
 /* Reads a cluster description file as the hook does: a leading UTF-8
  * byte-order mark (a Windows editor's) is dropped, as by every JSON input of
  * collsynth (cs_read_file).  Returns the document (new reference), or NULL

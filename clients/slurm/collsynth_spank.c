@@ -194,24 +194,22 @@ static void parse_args(int ac, char **av)
     set_str(cfg.method, sizeof cfg.method, "auto");
     parse_collectives("allgather,reducescatter,allreduce");
     for (int i = 0; i < ac; i++) {
-        const char *a = av[i];
-        const char *eq = strchr(a, '=');
-        if (eq == NULL) {
-            fmt_into(cfg.config_problem, sizeof cfg.config_problem,
-                     "plugstack argument '%s' is not key=value", a);
-            continue;
-        }
-        size_t kl = (size_t)(eq - a);
-        const char *v = eq + 1;
-        if (kl == 6 && strncmp(a, "server", kl) == 0)
+        const char *v = NULL;
+        char problem[sizeof cfg.config_problem];
+        switch (cluster_plugstack_arg(av[i], &v, problem, sizeof problem)) {
+        case CLUSTER_ARG_SERVER:
             set_str(cfg.server, sizeof cfg.server, v);
-        else if (kl == 10 && strncmp(a, "token_file", kl) == 0)
+            break;
+        case CLUSTER_ARG_TOKEN_FILE:
             load_token_file(v);
-        else if (kl == 7 && strncmp(a, "cluster", kl) == 0)
+            break;
+        case CLUSTER_ARG_CLUSTER:
             set_str(cfg.cluster, sizeof cfg.cluster, v);
-        else if (kl == 11 && strncmp(a, "collectives", kl) == 0)
+            break;
+        case CLUSTER_ARG_COLLECTIVES:
             parse_collectives(v);
-        else if (kl == 7 && strncmp(a, "timeout", kl) == 0) {
+            break;
+        case CLUSTER_ARG_TIMEOUT: {
             char *end;
             double t = strtod(v, &end);
             if (*end != '\0' || !(t > 0) || t > 600)
@@ -219,11 +217,15 @@ static void parse_args(int ac, char **av)
                          "timeout=%s is not a number of seconds in (0, 600]", v);
             else
                 cfg.timeout_s = t;
-        } else if (kl == 6 && strncmp(a, "method", kl) == 0)
+            break;
+        }
+        case CLUSTER_ARG_METHOD:
             set_str(cfg.method, sizeof cfg.method, v);
-        else if (kl == 6 && strncmp(a, "tmpdir", kl) == 0)
+            break;
+        case CLUSTER_ARG_TMPDIR:
             set_str(cfg.tmpdir, sizeof cfg.tmpdir, v);
-        else if (kl == 7 && strncmp(a, "options", kl) == 0) {
+            break;
+        case CLUSTER_ARG_OPTIONS: {
             json_t *o = json_loads(v, 0, NULL);
             if (!json_is_object(o) || strlen(v) >= sizeof cfg.options)
                 fmt_into(cfg.config_problem, sizeof cfg.config_problem,
@@ -231,12 +233,15 @@ static void parse_args(int ac, char **av)
             else
                 set_str(cfg.options, sizeof cfg.options, v);
             json_decref(o);
-        } else if (kl == 4 && strncmp(a, "root", kl) == 0) {
+            break;
+        }
+        case CLUSTER_ARG_ROOT:
             cfg.root = parse_root(v);
             if (cfg.root < 0)
                 fmt_into(cfg.config_problem, sizeof cfg.config_problem,
                          "root=%s is not a rank (an integer >= 0)", v);
-        } else if (kl == 7 && strncmp(a, "gpu_sms", kl) == 0) {
+            break;
+        case CLUSTER_ARG_GPU_SMS: {
             char *end;
             long n = strtol(v, &end, 10);
             if (v[0] == '\0' || *end != '\0' || n < 1 || n > 4096)
@@ -244,11 +249,14 @@ static void parse_args(int ac, char **av)
                          "gpu_sms=%s is not a GPU's SM count (1..4096)", v);
             else
                 cfg.gpu_sms = (int)n;
-        } else if (kl == 4 && strncmp(a, "gpus", kl) == 0)
+            break;
+        }
+        case CLUSTER_ARG_GPUS:
             cfg.gpus_mode = strcmp(v, "always") == 0 ? 1 : 0;
-        else
-            fmt_into(cfg.config_problem, sizeof cfg.config_problem,
-                     "unknown plugstack argument '%.*s'", (int)kl, a);
+            break;
+        default:   /* not key=value, or an unknown key (the nearest named) */
+            fmt_into(cfg.config_problem, sizeof cfg.config_problem, "%s", problem);
+        }
     }
 }
 

@@ -1564,84 +1564,10 @@ out:
 
 /* ---- the canonical text and the key ------------------------------------------------------------ */
 
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap <= b->len + (size_t)n)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-/* Appenders without printf: the canonical text of a 1024-rank cluster has
- * tens of thousands of numbers, and printf's parsing (and %.17g above all)
- * dominated its cost. */
-static bool sb_room(sbuf *b, size_t n)
-{
-    if (b->oom)
-        return false;
-    if (b->len + n < b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap <= b->len + n)
-        cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->oom = true;
-        return false;
-    }
-    b->s = s;
-    b->cap = cap;
-    return true;
-}
-
-static void sb_str(sbuf *b, const char *str)
-{
-    size_t n = strlen(str);
-    if (!sb_room(b, n))
-        return;
-    memcpy(b->s + b->len, str, n + 1);
-    b->len += n;
-}
-
-static void sb_ch(sbuf *b, char ch)
-{
-    if (!sb_room(b, 1))
-        return;
-    b->s[b->len++] = ch;
-    b->s[b->len] = '\0';
-}
-
-static void sb_int(sbuf *b, long v)
+/* Appenders without printf (the text is a cs_buf, cs_common.h): the
+ * canonical text of a 1024-rank cluster has tens of thousands of numbers,
+ * and printf's parsing (and %.17g above all) dominated its cost. */
+static void sb_int(cs_buf *b, long v)
 {
     char tmp[24];
     int n = 0;
@@ -1652,7 +1578,7 @@ static void sb_int(sbuf *b, long v)
     } while (u);
     if (v < 0)
         tmp[n++] = '-';
-    if (!sb_room(b, (size_t)n))
+    if (!cs_buf_reserve(b, (size_t)n))
         return;
     while (n)
         b->s[b->len++] = tmp[--n];
@@ -1660,11 +1586,11 @@ static void sb_int(sbuf *b, long v)
 }
 
 /* A double, exactly: its IEEE bits as "x" and 16 hex digits (-0 as 0). */
-static void sb_real(sbuf *b, double d)
+static void sb_real(cs_buf *b, double d)
 {
     static const char hex[] = "0123456789abcdef";
     uint64_t u = dbits(d);
-    if (!sb_room(b, 17))
+    if (!cs_buf_reserve(b, 17))
         return;
     b->s[b->len++] = 'x';
     for (int i = 15; i >= 0; i--)
@@ -1687,17 +1613,17 @@ static int cmp_int_pair(const void *a, const void *b)
 
 /* Appends a sorted, comma-separated list of element texts (each malloc'd,
  * freed here). */
-static void sb_sorted_list(sbuf *b, char **texts, int n)
+static void sb_sorted_list(cs_buf *b, char **texts, int n)
 {
     qsort(texts, (size_t)n, sizeof *texts, cmp_str);
-    sb_add(b, "[");
+    cs_buf_printf(b, "[");
     for (int i = 0; i < n; i++) {
         if (i)
-            sb_ch(b, ',');
-        sb_str(b, texts[i] ? texts[i] : "");
+            cs_buf_putc(b, ',');
+        cs_buf_puts(b, texts[i] ? texts[i] : "");
         free(texts[i]);
     }
-    sb_add(b, "]");
+    cs_buf_printf(b, "]");
 }
 
 static char *ranks_text(const int *ranks, int n, const int *canon_of)
@@ -1708,16 +1634,16 @@ static char *ranks_text(const int *ranks, int n, const int *canon_of)
     for (int k = 0; k < n; k++)
         v[k] = canon_of[ranks[k]];
     qsort(v, (size_t)n, sizeof *v, cmp_int);
-    sbuf b = {0};
-    sb_add(&b, "[");
+    cs_buf b = {0};
+    cs_buf_printf(&b, "[");
     for (int k = 0; k < n; k++) {
         if (k)
-            sb_ch(&b, ',');
+            cs_buf_putc(&b, ',');
         sb_int(&b, v[k]);
     }
-    sb_ch(&b, ']');
+    cs_buf_putc(&b, ']');
     free(v);
-    if (b.oom) {
+    if (b.failed) {
         free(b.s);
         return NULL;
     }
@@ -1737,8 +1663,8 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
 {
     const cs_synth_request *r = c->r;
     const cs_topology *t = r->topology;
-    sbuf b = {0};
-    sb_add(&b, "{\"v\":\"%s\",\"ranks\":%d,\"link_kinds\":[", ISO_KEY_VERSION, t->ranks);
+    cs_buf b = {0};
+    cs_buf_printf(&b, "{\"v\":\"%s\",\"ranks\":%d,\"link_kinds\":[", ISO_KEY_VERSION, t->ranks);
     /* physical links in canonical numbers, sorted by (src, dst) */
     int n = c->nphys;
     int *lk = malloc(sizeof *lk * 3 * (size_t)(n ? n : 1));
@@ -1780,30 +1706,30 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
         double gbps, alpha;
         memcpy(&gbps, &attr[4 * k + 1], sizeof gbps);
         memcpy(&alpha, &attr[4 * k + 2], sizeof alpha);
-        sb_str(&b, k ? ",[" : "[");
+        cs_buf_puts(&b, k ? ",[" : "[");
         sb_int(&b, (long)attr[4 * k]);
-        sb_ch(&b, ',');
+        cs_buf_putc(&b, ',');
         sb_real(&b, gbps);
-        sb_ch(&b, ',');
+        cs_buf_putc(&b, ',');
         sb_real(&b, alpha);
-        sb_ch(&b, ']');
+        cs_buf_putc(&b, ']');
     }
-    sb_str(&b, "],\"links\":[");
+    cs_buf_puts(&b, "],\"links\":[");
     for (int k = 0; k < n; k++) {
         const cs_link *l = &t->links[lk[3 * k + 2]];
         uint64_t key[4] = {(uint64_t)l->lanes, dbits(l->gbps), dbits(l->alpha_us), 0};
         const uint64_t *hit = bsearch(key, attr, (size_t)na, 4 * sizeof *attr, cmp_attr);
-        sb_str(&b, k ? ",[" : "[");
+        cs_buf_puts(&b, k ? ",[" : "[");
         sb_int(&b, lk[3 * k]);
-        sb_ch(&b, ',');
+        cs_buf_putc(&b, ',');
         sb_int(&b, lk[3 * k + 1]);
-        sb_ch(&b, ',');
+        cs_buf_putc(&b, ',');
         sb_int(&b, hit ? (long)((hit - attr) / 4) : -1);
-        sb_ch(&b, ']');
+        cs_buf_putc(&b, ']');
     }
     free(attr);
     free(lk);
-    sb_add(&b, "],\"shared\":");
+    cs_buf_printf(&b, "],\"shared\":");
     char **texts = malloc(sizeof *texts *
                           (size_t)(t->nshared + t->nswitches + t->ngroups + 1));
     if (!texts) {
@@ -1816,9 +1742,9 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
         if (sh->switch_id >= 0)
             continue;
         int *pairs = malloc(sizeof *pairs * 2 * (size_t)(sh->nlinks ? sh->nlinks : 1));
-        sbuf e = {0};
+        cs_buf e = {0};
         if (!pairs) {
-            b.oom = true;
+            b.failed = true;
             continue;
         }
         for (int k = 0; k < sh->nlinks; k++) {
@@ -1826,63 +1752,63 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
             pairs[2 * k + 1] = canon_of[t->links[sh->links[k]].dst];
         }
         qsort(pairs, (size_t)sh->nlinks, 2 * sizeof *pairs, cmp_int_pair);
-        sb_add(&e, "[%d,[", sh->lanes);
+        cs_buf_printf(&e, "[%d,[", sh->lanes);
         for (int k = 0; k < sh->nlinks; k++) {
-            sb_str(&e, k ? ",[" : "[");
+            cs_buf_puts(&e, k ? ",[" : "[");
             sb_int(&e, pairs[2 * k]);
-            sb_ch(&e, ',');
+            cs_buf_putc(&e, ',');
             sb_int(&e, pairs[2 * k + 1]);
-            sb_ch(&e, ']');
+            cs_buf_putc(&e, ']');
         }
-        sb_add(&e, "]]");
+        cs_buf_printf(&e, "]]");
         free(pairs);
-        if (e.oom)
-            b.oom = true;
+        if (e.failed)
+            b.failed = true;
         texts[m++] = e.s;
     }
     sb_sorted_list(&b, texts, m);
-    sb_add(&b, ",\"switches\":");
+    cs_buf_printf(&b, ",\"switches\":");
     m = 0;
     for (int s = 0; s < t->nswitches; s++) {
         const cs_switch *sw = &t->switches[s];
         char *rt = ranks_text(sw->ranks, sw->nranks, canon_of);
-        sbuf e = {0};
-        sb_ch(&e, '[');
+        cs_buf e = {0};
+        cs_buf_putc(&e, '[');
         sb_real(&e, sw->gbps);
-        sb_ch(&e, ',');
+        cs_buf_putc(&e, ',');
         sb_real(&e, sw->alpha_us);
-        sb_ch(&e, ',');
-        sb_str(&e, rt ? rt : "?");
-        sb_ch(&e, ']');
-        if (!rt || e.oom)
-            b.oom = true;
+        cs_buf_putc(&e, ',');
+        cs_buf_puts(&e, rt ? rt : "?");
+        cs_buf_putc(&e, ']');
+        if (!rt || e.failed)
+            b.failed = true;
         free(rt);
         texts[m++] = e.s;
     }
     sb_sorted_list(&b, texts, m);
-    sb_add(&b, ",\"groups\":");
+    cs_buf_printf(&b, ",\"groups\":");
     m = 0;
     for (int q = 0; q < t->ngroups; q++) {
         texts[m] = ranks_text(t->groups[q].ranks, t->groups[q].nranks, canon_of);
         if (!texts[m])
-            b.oom = true;
+            b.failed = true;
         m++;
     }
     sb_sorted_list(&b, texts, m);
     free(texts);
 
     const cs_collective *col = &r->collective;
-    sb_add(&b, ",\"collective\":{\"kind\":\"%s\"", collective_kind_name(col->kind));
+    cs_buf_printf(&b, ",\"collective\":{\"kind\":\"%s\"", collective_kind_name(col->kind));
     if (collective_kind_is_rooted(col->kind))
-        sb_add(&b, ",\"root\":%d", col->root >= 0 && col->root < t->ranks ? canon_of[col->root] : -1);
+        cs_buf_printf(&b, ",\"root\":%d", col->root >= 0 && col->root < t->ranks ? canon_of[col->root] : -1);
     if (col->kind == CS_COLL_CUSTOM) {
-        sb_add(&b, ",\"global_chunks\":%d", col->custom_global_chunks);
+        cs_buf_printf(&b, ",\"global_chunks\":%d", col->custom_global_chunks);
         const int *lists[2] = {col->pre, col->post};
         int counts[2] = {col->npre, col->npost};
         for (int wh = 0; wh < 2; wh++) {
             int *p = malloc(sizeof *p * 2 * (size_t)(counts[wh] ? counts[wh] : 1));
             if (!p) {
-                b.oom = true;
+                b.failed = true;
                 continue;
             }
             for (int j = 0; j < counts[wh]; j++) {
@@ -1890,18 +1816,18 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
                 p[2 * j + 1] = canon_of[lists[wh][2 * j + 1]];
             }
             qsort(p, (size_t)counts[wh], 2 * sizeof *p, cmp_int_pair);
-            sb_add(&b, ",\"%s\":[", wh ? "post" : "pre");
+            cs_buf_printf(&b, ",\"%s\":[", wh ? "post" : "pre");
             int out = 0;
             for (int j = 0; j < counts[wh]; j++) {
                 if (j > 0 && p[2 * j] == p[2 * j - 2] && p[2 * j + 1] == p[2 * j - 1])
                     continue;
-                sb_add(&b, "%s[%d,%d]", out++ ? "," : "", p[2 * j], p[2 * j + 1]);
+                cs_buf_printf(&b, "%s[%d,%d]", out++ ? "," : "", p[2 * j], p[2 * j + 1]);
             }
-            sb_add(&b, "]");
+            cs_buf_printf(&b, "]");
             free(p);
         }
     }
-    sb_add(&b, "}");
+    cs_buf_printf(&b, "}");
     /* the method and every option the canonical request writes out */
     json_t *mo = json_object();
     if (mo && r->canonical) {
@@ -1912,10 +1838,10 @@ static char *canonical_text(const iso_ctx *c, const int *canon_of)
                    : NULL;
     json_decref(mo);
     if (!mot)
-        b.oom = true;
-    sb_add(&b, ",\"request\":%s}", mot ? mot : "null");
+        b.failed = true;
+    cs_buf_printf(&b, ",\"request\":%s}", mot ? mot : "null");
     free(mot);
-    if (b.oom) {
+    if (b.failed) {
         free(b.s);
         return NULL;
     }
@@ -2069,12 +1995,12 @@ int iso_compose(const cs_iso_form *from, const cs_iso_form *to, int *map, cs_err
 
 char *iso_labelling_to_text(const int *canon_of, int ranks)
 {
-    sbuf b = {0};
+    cs_buf b = {0};
     for (int r = 0; r < ranks; r++)
-        sb_add(&b, "%s%d", r ? "," : "", canon_of[r]);
+        cs_buf_printf(&b, "%s%d", r ? "," : "", canon_of[r]);
     if (ranks == 0)
-        sb_add(&b, "%s", "");
-    if (b.oom) {
+        cs_buf_printf(&b, "%s", "");
+    if (b.failed) {
         free(b.s);
         return NULL;
     }

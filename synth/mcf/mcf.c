@@ -72,6 +72,15 @@ int mcf_options_validate(const cs_mcf_options *o, const cs_topology *t, const cs
         return cs_error_set(err, CS_EINVAL, "options.astar",
                             "astar must be -1 (never), 0 (by model size) or 1 (always), got %d",
                             o->astar);
+    if (o->zero_buffer < 0 || o->zero_buffer > 1)
+        return cs_error_set(err, CS_EINVAL, "options.zero_buffer",
+                            "zero_buffer must be 0 (store-and-forward switch nodes) or 1 "
+                            "(what enters a switch node leaves in the same epoch), got %d",
+                            o->zero_buffer);
+    if (o->zero_buffer && o->astar == 1)
+        return cs_error_set(err, CS_EUNSUPPORTED, "options.zero_buffer",
+                            "zero_buffer is not enforced by A* rounds (astar 1): leave astar "
+                            "at 0 or -1");
     if (o->astar_epochs < 0 || o->astar_epochs > 1024)
         return cs_error_set(err, CS_EINVAL, "options.astar_epochs",
                             "astar_epochs must be in 0..1024 (0: 8), got %d", o->astar_epochs);
@@ -118,6 +127,12 @@ typedef struct inst {
     double *send_us;    /* per link: alpha + chunk / bw */
     int *dist;          /* P x P kappa-weighted shortest distances (FAR: none) */
     bool pairwise;
+    /* Copy-capable switches on the node view: ranks node0.. are the switch
+     * nodes (node0 = P without them); zero_buffer: they hold nothing from
+     * one epoch to the next (options.zero_buffer, TE-CCL's switch buffer of
+     * zero): a copy out of a node leaves in the epoch its chunk arrives. */
+    int node0;
+    bool zero_buffer;
     /* pairwise: per chunk its source and the one rank that needs it (-1: none) */
     int *gsrc, *gdst;
     long *supply;       /* P x P: supply[d * P + s] = chunks s must deliver to d */
@@ -210,6 +225,8 @@ static int inst_init(inst *in, const cs_topology *t, const cs_collective *c,
     in->G = collective_global_chunks(c, in->P, in->C);
     in->chunk_bytes = o->bytes / o->chunks;
     in->no_symmetry = o->no_symmetry;
+    in->node0 = t->node_view ? t->ranks - t->nswitch_nodes : t->ranks;
+    in->zero_buffer = o->zero_buffer && in->node0 < t->ranks;
     int P = in->P, L = in->L;
     in->kappa = malloc(sizeof *in->kappa * (size_t)L);
     in->send_us = malloc(sizeof *in->send_us * (size_t)L);
@@ -1237,7 +1254,9 @@ static int build_copy(const inst *in, int K, bool integer, model *m, cs_error *e
                     continue;
                 int row = mcf_lp_add_row(&m->lp, -INFINITY, 0);
                 mcf_lp_add_coef(&m->lp, row, h, 1.0);
-                int hp = m->hcol[hidx(in, K, g, n, k - 1)];
+                /* a zero-buffer switch node holds at k only what arrives at k */
+                int hp = in->zero_buffer && n >= in->node0 ? -1
+                                                           : m->hcol[hidx(in, K, g, n, k - 1)];
                 if (hp >= 0)
                     mcf_lp_add_coef(&m->lp, row, hp, -1.0);
                 for (int i = t->in_begin[n]; i < t->in_begin[n + 1]; i++) {
@@ -1631,6 +1650,106 @@ static int decompose_copy(const inst *in, const model *m, const double *x, sendb
     return rc;
 }
 
+/* decompose_copy with zero-buffer switch nodes (in->zero_buffer): a node
+ * holds a chunk only in the epoch it arrives, so each copy out of it at
+ * epoch k needs an upload arriving at k (the model has one: H(g, node, k)
+ * <= the arrivals at k).  Ranks keep their first arrival as above; per
+ * node and epoch one arriving upload is kept, and only when a kept copy
+ * leaves then.  Usefulness flows back, latest epoch first, through the
+ * ranks' first arrivals and the nodes' uploads. */
+static int decompose_copy_zb(const inst *in, const model *m, const double *x, sendbuf *out,
+                             cs_error *err)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, K = m->K, L = in->L, N0 = in->node0, S = P - N0;
+    size_t nk = (size_t)S * (size_t)(K + 1);
+    int *first = malloc(sizeof *first * (size_t)P), *first_l = malloc(sizeof *first_l * (size_t)P);
+    int *first_k = malloc(sizeof *first_k * (size_t)P);
+    unsigned char *useful = malloc((size_t)P);
+    int *up_l = malloc(sizeof *up_l * (nk ? nk : 1));      /* node x arrival epoch: upload link */
+    unsigned char *up_need = malloc(nk ? nk : 1);
+    int rc = CS_OK;
+    if (!first || !first_l || !first_k || !useful || !up_l || !up_need) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (long g = 0; g < in->G && rc == CS_OK; g++) {
+        for (int n = 0; n < P; n++) {
+            first[n] = in->pre[g * P + n] ? 0 : FAR;
+            first_l[n] = -1;
+            useful[n] = in->need[g * P + n];
+        }
+        for (size_t i = 0; i < nk; i++) {
+            up_l[i] = -1;
+            up_need[i] = 0;
+        }
+        for (int k = 0; k < K; k++)
+            for (int l = 0; l < L; l++) {
+                int col = m->fcol[fidx(in, K, g, l, k)];
+                if (col < 0 || x[col] < 0.5)
+                    continue;
+                int dst = t->links[l].dst, arr = k + in->kappa[l];
+                if (dst >= N0) {
+                    if (arr <= K && up_l[(size_t)(dst - N0) * (K + 1) + arr] < 0)
+                        up_l[(size_t)(dst - N0) * (K + 1) + arr] = l;
+                    continue;
+                }
+                if (in->pre[g * P + dst] || arr >= first[dst])
+                    continue;
+                first[dst] = arr;
+                first_l[dst] = l;
+                first_k[dst] = k;
+            }
+        for (int k = K - 1; k >= 0; k--) {
+            /* ranks' first arrivals sent at k */
+            for (int n = 0; n < N0; n++) {
+                if (first_l[n] < 0 || first_k[n] != k || !useful[n])
+                    continue;
+                int src = t->links[first_l[n]].src;
+                if (src < N0) {
+                    useful[src] = 1;
+                } else if (up_l[(size_t)(src - N0) * (K + 1) + k] >= 0) {
+                    up_need[(size_t)(src - N0) * (K + 1) + k] = 1;
+                } else {
+                    rc = cs_error_set(err, CS_EINTERNAL, "", "zero-buffer decomposition: a "
+                                      "copy out of node %d at epoch %d without an arrival",
+                                      src, k);
+                    break;
+                }
+            }
+            /* uploads sent at k that a kept copy needs */
+            for (int j = 0; rc == CS_OK && j < S; j++)
+                for (int a = k + 1; a <= K; a++) {
+                    int l = up_l[(size_t)j * (K + 1) + a];
+                    if (l >= 0 && a - in->kappa[l] == k && up_need[(size_t)j * (K + 1) + a])
+                        useful[t->links[l].src] = 1;
+                }
+            if (rc)
+                break;
+        }
+        for (int n = 0; rc == CS_OK && n < N0; n++)
+            if (first_l[n] >= 0 && useful[n] && push_send(out, g, first_l[n], first_k[n]))
+                rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        for (int j = 0; rc == CS_OK && j < S; j++)
+            for (int a = 0; a <= K; a++) {
+                int l = up_l[(size_t)j * (K + 1) + a];
+                if (l >= 0 && up_need[(size_t)j * (K + 1) + a] &&
+                    push_send(out, g, l, a - in->kappa[l])) {
+                    rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+                    break;
+                }
+            }
+    }
+out:
+    free(first);
+    free(first_l);
+    free(first_k);
+    free(useful);
+    free(up_l);
+    free(up_need);
+    return rc;
+}
+
 /* ---- rounding a fractional pairwise solution ----------------------------------
  * For pairwise instances too large for the MILP: follow the LP's flows in
  * time.  Each (destination, link) accumulates the LP's flow as credit; at
@@ -1922,7 +2041,13 @@ static int greedy_copy(const inst *in, int horizon, uint64_t seed, sendbuf *out,
                 long g = order[i % G];
                 if (cross && i < G && ghas[g * ng + gm] > 0)
                     continue;
-                if (ready[g * P + n] > k || ready[g * P + m] < FAR)
+                /* a zero-buffer node copies a chunk only in the epoch it
+                 * arrives, and may get it again once that epoch passed */
+                bool zn = in->zero_buffer && n >= in->node0;
+                bool zm = in->zero_buffer && m >= in->node0;
+                if (zn ? ready[g * P + n] != k : ready[g * P + n] > k)
+                    continue;
+                if (zm ? ready[g * P + m] < FAR && ready[g * P + m] >= k : ready[g * P + m] < FAR)
                     continue;
                 int arr = k + in->kappa[l];
                 int re = in->reach[g * P + m];
@@ -2131,6 +2256,246 @@ out:
     return rc;
 }
 
+/* Zero-buffer switch nodes (in->zero_buffer): compaction moves an upload to
+ * a node and the copies that leave the node when it arrives (same chunk,
+ * the copies' epoch = the upload's arrival epoch) as one unit: the upload
+ * starts at T and every copy at T + its send time, so the node never holds
+ * the chunk in continuous time either.  T is the earliest time at which the
+ * chunk is at the uploader and the upload's and every copy's link and sets
+ * have a lane free, and at the latest the grid's, with the upload aligned
+ * to end at its arrival epoch's boundary (inside the epochs the model
+ * counts it in flight).  Uploads no copy leaves with are dead ends and are
+ * dropped (keep[i] false).  If a unit finds no time by its grid time, the
+ * whole schedule keeps the grid's times (uploads aligned to their arrival
+ * boundary): the epoch model's schedule, valid as it is. */
+static bool zb_fits(const inst *in, ivlist *res, const occ *oc, int l, double tt, double d)
+{
+    const cs_topology *t = in->t;
+    if (!ivl_fits(&res[l], t->links[l].lanes, tt, d))
+        return false;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        if (!ivl_fits(&res[in->L + oc->set_of[k]], t->shared[oc->set_of[k]].lanes, tt, d))
+            return false;
+    return true;
+}
+
+static int zb_take(const inst *in, ivlist *res, const occ *oc, int l, double tt, double d)
+{
+    if (ivl_push(&res[l], tt, tt + d))
+        return CS_ENOMEM;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        if (ivl_push(&res[in->L + oc->set_of[k]], tt, tt + d))
+            return CS_ENOMEM;
+    return CS_OK;
+}
+
+/* Takes back the last zb_take on l (its link's and sets' last intervals). */
+static void zb_untake(const inst *in, ivlist *res, const occ *oc, int l)
+{
+    res[l].n--;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        res[in->L + oc->set_of[k]].n--;
+}
+
+/* First index of sb (sorted by cmp_send) at or after (epoch, chunk). */
+static long sends_lower_bound(const sendbuf *sb, int epoch, long chunk)
+{
+    long lo = 0, hi = sb->n;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        const msend *y = &sb->v[mid];
+        if (y->epoch < epoch || (y->epoch == epoch && y->chunk < chunk))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int compact_zero_buffer(const inst *in, const sendbuf *sb, double *start, bool *keep)
+{
+    const cs_topology *t = in->t;
+    int P = in->P, L = in->L, N0 = in->node0;
+    long G = in->G, n = sb->n;
+    int ns = t->nshared;
+    double *arr = malloc(sizeof *arr * (size_t)(G ? G : 1) * P);
+    long *up_of = malloc(sizeof *up_of * (size_t)(n ? n : 1)); /* copy -> its upload, or -1 */
+    long *cbeg = calloc((size_t)n + 1, sizeof *cbeg);           /* CSR: an upload's copies */
+    long *clist = malloc(sizeof *clist * (size_t)(n ? n : 1));
+    ivlist *res = calloc((size_t)L + ns, sizeof *res);
+    double *cand = NULL;
+    long cand_cap = 0;
+    occ oc;
+    int rc = occ_init(in, 1, &oc);
+    if (rc || !arr || !up_of || !cbeg || !clist || !res) {
+        rc = CS_ENOMEM;
+        goto out;
+    }
+    bool fallback = false;
+    /* pair each copy out of a node with the first upload of its chunk that
+     * arrives at that node in the copy's epoch */
+    for (long i = 0; i < n; i++) {
+        keep[i] = true;
+        up_of[i] = -1;
+    }
+    for (long i = 0; i < n; i++) {
+        const msend *y = &sb->v[i];
+        int dst = t->links[y->link].dst;
+        if (dst < N0)
+            continue;
+        int a = y->epoch + in->kappa[y->link];
+        for (long j = sends_lower_bound(sb, a, y->chunk);
+             j < n && sb->v[j].epoch == a && sb->v[j].chunk == y->chunk; j++)
+            if (t->links[sb->v[j].link].src == dst && up_of[j] < 0)
+                up_of[j] = i;
+    }
+    for (long i = 0; i < n; i++) {
+        if (t->links[sb->v[i].link].src >= N0 && up_of[i] < 0)
+            fallback = true; /* cannot happen: the model and the greedy pair them */
+        if (up_of[i] >= 0)
+            cbeg[up_of[i] + 1]++;
+    }
+    for (long i = 0; i < n; i++)
+        cbeg[i + 1] += cbeg[i];
+    {
+        long *fill = calloc((size_t)(n ? n : 1), sizeof *fill);
+        if (!fill) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        for (long i = 0; i < n; i++)
+            if (up_of[i] >= 0)
+                clist[cbeg[up_of[i]] + fill[up_of[i]]++] = i;
+        free(fill);
+    }
+    for (long i = 0; i < n; i++)
+        if (t->links[sb->v[i].link].dst >= N0 && cbeg[i + 1] == cbeg[i])
+            keep[i] = false; /* a dead end: nothing leaves with it */
+    for (long i = 0; i < G * P; i++)
+        arr[i] = INFINITY;
+    for (long g = 0; g < G; g++)
+        for (int r = 0; r < P; r++)
+            if (in->pre[g * P + r])
+                arr[g * P + r] = 0;
+    for (long i = 0; i < n && !fallback; i++) {
+        const msend *x = &sb->v[i];
+        int l = x->link, src = t->links[l].src, dst = t->links[l].dst;
+        if (!keep[i] || src >= N0)
+            continue; /* copies go with their upload */
+        double d = in->send_us[l], ready = arr[x->chunk * P + src];
+        bool up = dst >= N0;
+        double grid = up ? (x->epoch + in->kappa[l]) * in->tau - d : x->epoch * in->tau;
+        if (!(ready <= grid + 1e-9)) {
+            fallback = true;
+            break;
+        }
+        /* candidate starts: ready, every end on the upload's resources, and
+         * every end on a copy's resources less the upload's time */
+        long need = 1;
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
+            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
+            need += res[lj].n;
+            for (int k = oc.set_begin[lj]; k < oc.set_begin[lj + 1]; k++)
+                need += res[L + oc.set_of[k]].n;
+        }
+        if (need > cand_cap) {
+            double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
+            if (!c2) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            cand = c2;
+            cand_cap = need;
+        }
+        long nc = 0;
+        cand[nc++] = ready;
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
+            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
+            double off = c < 0 ? 0 : d;
+            for (int k = -1; k < oc.set_begin[lj + 1] - oc.set_begin[lj]; k++) {
+                const ivlist *r = k < 0 ? &res[lj] : &res[L + oc.set_of[oc.set_begin[lj] + k]];
+                for (int e = 0; e < r->n; e++)
+                    if (r->e[e] - off > ready)
+                        cand[nc++] = r->e[e] - off;
+            }
+        }
+        qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
+        double s0 = INFINITY;
+        for (long c = 0; c < nc && !isfinite(s0); c++) {
+            double tt = cand[c];
+            if (tt > grid + 1e-9)
+                break;
+            if (!zb_fits(in, res, &oc, l, tt, d))
+                continue;
+            /* the copies, each taken while the next is checked (two copies
+             * may share a set), then all taken back */
+            long taken = 0;
+            bool ok = true;
+            for (long q = cbeg[i]; ok && q < cbeg[i + 1]; q++) {
+                int lj = sb->v[clist[q]].link;
+                ok = zb_fits(in, res, &oc, lj, tt + d, in->send_us[lj]);
+                if (ok) {
+                    if (zb_take(in, res, &oc, lj, tt + d, in->send_us[lj])) {
+                        rc = CS_ENOMEM;
+                        goto out;
+                    }
+                    taken++;
+                }
+            }
+            for (long q = cbeg[i] + taken - 1; q >= cbeg[i]; q--)
+                zb_untake(in, res, &oc, sb->v[clist[q]].link);
+            if (ok)
+                s0 = tt;
+        }
+        if (!isfinite(s0)) {
+            fallback = true;
+            break;
+        }
+        start[i] = s0;
+        if (zb_take(in, res, &oc, l, s0, d)) {
+            rc = CS_ENOMEM;
+            goto out;
+        }
+        if (!up) {
+            if (s0 + d < arr[x->chunk * P + dst])
+                arr[x->chunk * P + dst] = s0 + d;
+            continue;
+        }
+        for (long q = cbeg[i]; q < cbeg[i + 1]; q++) {
+            long j = clist[q];
+            int lj = sb->v[j].link, r = t->links[lj].dst;
+            start[j] = s0 + d;
+            if (zb_take(in, res, &oc, lj, s0 + d, in->send_us[lj])) {
+                rc = CS_ENOMEM;
+                goto out;
+            }
+            if (s0 + d + in->send_us[lj] < arr[sb->v[j].chunk * P + r])
+                arr[sb->v[j].chunk * P + r] = s0 + d + in->send_us[lj];
+        }
+    }
+    if (fallback)
+        for (long i = 0; i < n; i++) {
+            const msend *x = &sb->v[i];
+            bool up = t->links[x->link].dst >= N0;
+            start[i] = up ? (x->epoch + in->kappa[x->link]) * in->tau - in->send_us[x->link]
+                          : x->epoch * in->tau;
+        }
+out:
+    if (res)
+        for (int i = 0; i < L + ns; i++) {
+            free(res[i].s);
+            free(res[i].e);
+        }
+    free(res);
+    free(cand);
+    free(arr);
+    free(up_of);
+    free(cbeg);
+    free(clist);
+    occ_free(&oc);
+    return rc;
+}
+
 /* The schedule as a timed algorithm, its sends compacted (above); *end_us
  * gets the compacted completion time. */
 static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double *end_us,
@@ -2138,9 +2503,23 @@ static int to_algorithm(const inst *in, sendbuf *sb, cs_algorithm **out, double 
 {
     qsort(sb->v, (size_t)sb->n, sizeof *sb->v, cmp_send);
     double *start = malloc(sizeof *start * (size_t)(sb->n ? sb->n : 1));
-    if (!start || compact_asap(in, sb, start) != CS_OK) {
+    bool *keep = in->zero_buffer ? malloc(sizeof *keep * (size_t)(sb->n ? sb->n : 1)) : NULL;
+    if (!start || (in->zero_buffer && !keep) ||
+        (in->zero_buffer ? compact_zero_buffer(in, sb, start, keep)
+                         : compact_asap(in, sb, start)) != CS_OK) {
         free(start);
+        free(keep);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    if (keep) { /* the dead ends out */
+        long w = 0;
+        for (long i = 0; i < sb->n; i++)
+            if (keep[i]) {
+                start[w] = start[i];
+                sb->v[w++] = sb->v[i];
+            }
+        sb->n = w;
+        free(keep);
     }
     int steps = sb->n ? sb->v[sb->n - 1].epoch + 1 : 1;
     cs_algorithm *a = NULL;
@@ -3297,8 +3676,9 @@ static int synthesize_one(const cs_topology *t, const cs_collective *c, const cs
             milp_obj = sol.objective;
             milp_bound = sol.bound;
             milp_status = sol.status;
-            rc = in.pairwise ? decompose_pairwise(&in, &m, sol.x, &sb, err)
-                             : decompose_copy(&in, &m, sol.x, &sb, err);
+            rc = in.pairwise      ? decompose_pairwise(&in, &m, sol.x, &sb, err)
+                 : in.zero_buffer ? decompose_copy_zb(&in, &m, sol.x, &sb, err)
+                                  : decompose_copy(&in, &m, sol.x, &sb, err);
             used_k = k;
         }
         progress(&r, sol.x ? (sol.status == MCF_OPTIMAL ? "optimal" : "incumbent") : "infeasible",
@@ -3659,6 +4039,9 @@ static int synthesize_nodes(const cs_topology *t, const cs_collective *c, const 
                 used += algorithm_send_src(res->algs[i], k) >= P;
         json_object_set_new(res->stats, "switch_nodes", json_integer(t->nswitch_nodes));
         json_object_set_new(res->stats, "switch_copies", json_integer(used));
+        /* options.zero_buffer: the model, the greedy and the compaction kept
+         * every copy leaving a node as its chunk arrived */
+        json_object_set_new(res->stats, "switch_zero_buffer", json_boolean(o->zero_buffer));
         /* store-and-forward: what the schedule asks the switches to buffer */
         json_object_set_new(res->stats, "switch_hold_us", json_real(hold_us));
         json_object_set_new(res->stats, "switch_buffer_chunks", json_integer(peak));

@@ -93,7 +93,11 @@
  * view, each such switch a node with flow and holding variables like a GPU
  * and no demand (TE-CCL's switch node; every hyper-edge schedule still
  * allowed), and the schedule names the nodes (algorithm switch_nodes);
- * pairwise demands, which copy cannot help, use the hyper-edge form.
+ * pairwise demands, which copy cannot help, use the hyper-edge form.  The
+ * node is store-and-forward unless options.zero_buffer: then it holds at
+ * epoch k only what arrives at k (TE-CCL's switch buffer of zero), and
+ * compaction moves an upload with the copies that leave with it, so each
+ * copy starts as its upload ends (verify.h algorithm_switch_hold: 0).
  *
  * Combining collectives (allreduce, reducescatter, reduce) are refused
  * (CS_EUNSUPPORTED): use smt or tacos.
@@ -127,6 +131,10 @@ typedef struct cs_mcf_options {
                               whose full model's estimated columns exceed
                               min(100,000, max_columns / 4) */
     int astar_epochs;      /* epochs per A* round (0: 8, at least the longest send) */
+    int zero_buffer;       /* 1: copy-capable switch nodes hold nothing (TE-CCL's switch
+                              buffer of zero): a copy leaves a node as its chunk arrives,
+                              in the epoch model and in the timed schedule (default 0:
+                              store-and-forward) */
     bool no_symmetry;      /* do not reduce the LP by the automorphisms (tests, benches) */
     cs_progress_fn progress;
     void *progress_ctx;

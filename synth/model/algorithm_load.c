@@ -80,39 +80,6 @@ static int rd_seek(reader *r, off_t off, long line)
     return 0;
 }
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static bool text_put(text *t, const char *p, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *s = realloc(t->s, cap);
-        if (!s)
-            return false;
-        t->s = s;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, p, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-    return true;
-}
-
-static inline bool text_putc(text *t, char c)
-{
-    if (t->len + 2 <= t->cap) {
-        t->s[t->len++] = c;
-        t->s[t->len] = '\0';
-        return true;
-    }
-    return text_put(t, &c, 1);
-}
-
 /* Where the elements of an algorithm's "sends" are in the file. */
 typedef struct sends_range {
     int index;        /* -1: the document's own; i: frontier[i] */
@@ -124,7 +91,7 @@ typedef struct sends_range {
 typedef struct loader {
     const char *path;
     reader rd;
-    text skeleton;
+    cs_buf skeleton;
     sends_range *ranges;
     int nranges, cap;
     /* Skipped arrays no algorithm reads: those a duplicate key or a later
@@ -197,7 +164,7 @@ static int read_error(loader *l, cs_error *err)
 /* Past the '[' of an array: reads to its closing ']', counting the
  * elements and copying only the newlines to out (NULL: nothing).  False at
  * the end of the file. */
-static bool skip_array(reader *r, text *out, long *count, bool *oom)
+static bool skip_array(reader *r, cs_buf *out, long *count, bool *oom)
 {
     int depth = 0;
     long commas = 0;
@@ -206,7 +173,7 @@ static bool skip_array(reader *r, text *out, long *count, bool *oom)
         int c = rd_get(r);
         if (c == EOF)
             return false;
-        if (c == '\n' && out && !text_putc(out, '\n')) {
+        if (c == '\n' && out && !cs_buf_putc(out, '\n')) {
             *oom = true;
             return false;
         }
@@ -215,7 +182,7 @@ static bool skip_array(reader *r, text *out, long *count, bool *oom)
                 int d = rd_get(r);
                 if (d == EOF)
                     return false;
-                if (d == '\n' && out && !text_putc(out, '\n')) {
+                if (d == '\n' && out && !cs_buf_putc(out, '\n')) {
                     *oom = true;
                     return false;
                 }
@@ -264,7 +231,7 @@ enum key { KEY_OTHER, KEY_SENDS, KEY_FRONTIER };
 static int scan(loader *l, cs_error *err)
 {
     reader *r = &l->rd;
-    text *sk = &l->skeleton;
+    cs_buf *sk = &l->skeleton;
     unsigned char role[MAX_ROLES], key[MAX_ROLES], expect_key[MAX_ROLES], is_obj[MAX_ROLES];
     int elems[MAX_ROLES];          /* commas seen, for the frontier array */
     int depth = 0;
@@ -275,14 +242,14 @@ static int scan(loader *l, cs_error *err)
         int c = rd_get(r);
         if (c == EOF)
             break;
-        if (!text_putc(sk, (char)c))
+        if (!cs_buf_putc(sk, (char)c))
             goto oom;
         if (in_str) {
             if (c == '\\') {
                 int d = rd_get(r);
                 if (d == EOF)
                     break;
-                if (!text_putc(sk, (char)d))
+                if (!cs_buf_putc(sk, (char)d))
                     goto oom;
                 keylen = -1;       /* an escaped key is not one of ours */
             } else if (c == '"') {
@@ -357,7 +324,7 @@ static int scan(loader *l, cs_error *err)
                                             "the file ends inside this sends array", err);
                     }
                     l->ranges[k].count = count;
-                    if (!text_putc(sk, ']'))
+                    if (!cs_buf_putc(sk, ']'))
                         goto oom;
                     key[top] = KEY_OTHER;
                     break;
@@ -394,10 +361,10 @@ enum { BATCH_OK, BATCH_EMPTY, BATCH_EOF, BATCH_OOM };
 /* Copies the next elements of a sends array, up to SEND_BATCH of them or to
  * the array's closing ']' (then *done), into out as one JSON array text.
  * BATCH_EMPTY: nothing but blanks before the ']'. */
-static int read_batch(reader *r, text *out, bool *done)
+static int read_batch(reader *r, cs_buf *out, bool *done)
 {
-    out->len = 0;
-    if (!text_putc(out, '['))
+    cs_buf_reset(out);
+    if (!cs_buf_putc(out, '['))
         return BATCH_OOM;
     long n = 0;
     int depth = 0;
@@ -407,13 +374,13 @@ static int read_batch(reader *r, text *out, bool *done)
         if (c == EOF)
             return BATCH_EOF;
         if (in_str) {
-            if (!text_putc(out, (char)c))
+            if (!cs_buf_putc(out, (char)c))
                 return BATCH_OOM;
             if (c == '\\') {
                 int d = rd_get(r);
                 if (d == EOF)
                     return BATCH_EOF;
-                if (!text_putc(out, (char)d))
+                if (!cs_buf_putc(out, (char)d))
                     return BATCH_OOM;
             } else if (c == '"') {
                 in_str = false;
@@ -436,10 +403,10 @@ static int read_batch(reader *r, text *out, bool *done)
             depth--;
         if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
             any = true;
-        if (!text_putc(out, (char)c))
+        if (!cs_buf_putc(out, (char)c))
             return BATCH_OOM;
     }
-    if (!text_putc(out, ']'))
+    if (!cs_buf_putc(out, ']'))
         return BATCH_OOM;
     return any ? BATCH_OK : BATCH_EMPTY;
 }
@@ -471,7 +438,7 @@ static int sends_from_file(void *ctx, int index, const json_t *doc, cs_algorithm
     reader *r = &l->rd;
     if (rd_seek(r, range->start, range->line) != 0)
         return cs_error_set(err, CS_EIO, "", "cannot seek in %s: %s", l->path, strerror(errno));
-    text batch = {0};
+    cs_buf batch = {0};
     long next = 0;      /* index of the batch's first send */
     int rc = CS_OK;
     bool done = false;
@@ -500,7 +467,7 @@ static int sends_from_file(void *ctx, int index, const json_t *doc, cs_algorithm
             json_decref(arr);
         }
     }
-    free(batch.s);
+    cs_buf_free(&batch);
     return rc;
 }
 
@@ -517,7 +484,7 @@ static int check_unread(loader *l, cs_error *err)
 {
     qsort(l->unread, (size_t)l->nunread, sizeof *l->unread, cmp_range_start);
     reader *r = &l->rd;
-    text batch = {0};
+    cs_buf batch = {0};
     int rc = CS_OK;
     for (int i = 0; i < l->nunread && rc == CS_OK; i++) {
         const sends_range *range = &l->unread[i];
@@ -551,7 +518,7 @@ static int check_unread(loader *l, cs_error *err)
             }
         }
     }
-    free(batch.s);
+    cs_buf_free(&batch);
     return rc;
 }
 
@@ -572,32 +539,23 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
     /* the second pass seeks back: a pipe is read into memory first */
     char *mem = NULL;
     if (fseeko(l.rd.f, 0, SEEK_SET) != 0) {
-        size_t len = 0, cap = 1 << 16;
-        mem = malloc(cap);
-        for (size_t got = 1; mem && got > 0; len += got) {
-            if (len == cap) {
-                char *m = realloc(mem, cap *= 2);
-                if (!m) {
-                    free(mem);
-                    mem = NULL;
-                    break;
-                }
-                mem = m;
-            }
-            got = fread(mem + len, 1, cap - len, l.rd.f);
-        }
+        cs_buf in = {0};
+        for (size_t got = 1; got > 0 && cs_buf_reserve(&in, 1 << 16); in.len += got)
+            got = fread(in.s + in.len, 1, in.cap - in.len - 1, l.rd.f);
         bool failed = ferror(l.rd.f);
         fclose(l.rd.f);
         l.rd.f = NULL;
+        /* fmemopen refuses a size of 0: an empty file is one blank */
+        if (!in.failed && in.len == 0)
+            cs_buf_putc(&in, ' ');
+        size_t len = 0;
+        mem = cs_buf_take(&in, &len);
         if (!mem)
             return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
         if (failed) {
             free(mem);
             return cs_error_set(err, CS_EIO, "", "error reading %s", path);
         }
-        /* fmemopen refuses a size of 0: an empty file is one blank */
-        if (len == 0)
-            mem[len++] = ' ';
         l.rd.f = fmemopen(mem, len, "rb");
         if (!l.rd.f) {
             free(mem);
@@ -629,8 +587,7 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
         rc = syntax_error(&l, je.line, je.text, err);
         goto out;
     }
-    free(l.skeleton.s);
-    l.skeleton = (text){0};
+    cs_buf_free(&l.skeleton);
     bool result = json_is_object(doc) && json_object_get(doc, "frontier");
     if (is_result)
         *is_result = result;
@@ -648,7 +605,7 @@ int algorithm_doc_load_file(const char *path, cs_algorithm **alg, cs_result **re
         rc = algorithm_from_json_with(doc, -1, sends_from_file, &l, alg, err);
 out:
     json_decref(doc);
-    free(l.skeleton.s);
+    cs_buf_free(&l.skeleton);
     free(l.ranges);
     free(l.unread);
     free(l.rd.buf);

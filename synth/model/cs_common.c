@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,43 +172,26 @@ int cs_read_file(const char *path, char **out, size_t *len, cs_error *err)
     FILE *f = fopen(path, "rb");
     if (!f)
         return cs_error_set(err, CS_EIO, "", "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
+    cs_buf b = {0};
+    for (size_t got = 1; got > 0 && cs_buf_reserve(&b, 4096); b.len += got)
+        got = fread(b.s + b.len, 1, b.cap - b.len - 1, f);
     int failed = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
+    if (b.failed) {
+        cs_buf_free(&b);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory reading %s", path);
+    }
     if (failed) {
-        free(buf);
+        cs_buf_free(&b);
         return cs_error_set(err, CS_EIO, "", "error reading %s: %s", path, strerror(failed));
     }
-    size_t bom = cs_utf8_bom_len(buf, n);
+    size_t bom = cs_utf8_bom_len(b.s, b.len);
     if (bom) {
-        memmove(buf, buf + bom, n - bom);
-        n -= bom;
+        memmove(b.s, b.s + bom, b.len - bom);
+        b.len -= bom;
     }
-    buf[n] = '\0';
-    *out = buf;
-    if (len)
-        *len = n;
+    b.s[b.len] = '\0';
+    *out = cs_buf_take(&b, len);
     return CS_OK;
 }
 
@@ -262,6 +246,101 @@ void cs_text_printf(char *dst, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dst, n, fmt, ap);
     va_end(ap);
+}
+
+/* ---- cs_buf ---------------------------------------------------------------------- */
+
+bool cs_buf_reserve(cs_buf *b, size_t extra)
+{
+    if (b->failed)
+        return false;
+    if (extra < SIZE_MAX - b->len - 1 && b->len + extra + 1 <= b->cap)
+        return true;
+    if (extra >= SIZE_MAX / 2 - b->len) {
+        b->failed = true;
+        return false;
+    }
+    size_t need = b->len + extra + 1, cap = b->cap ? b->cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->failed = true;
+        return false;
+    }
+    b->s = s;
+    b->cap = cap;
+    return true;
+}
+
+bool cs_buf_append(cs_buf *b, const void *data, size_t n)
+{
+    if (!cs_buf_reserve(b, n))
+        return false;
+    if (n)
+        memcpy(b->s + b->len, data, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+    return true;
+}
+
+bool cs_buf_puts(cs_buf *b, const char *str) { return cs_buf_append(b, str, strlen(str)); }
+
+bool cs_buf_printf(cs_buf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return false;
+    va_list ap;
+    va_start(ap, fmt);
+    /* straight into the free space; once more when it did not fit */
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return false;
+    }
+    if (b->s && b->len + (size_t)n < b->cap) {
+        b->len += (size_t)n;
+        return true;
+    }
+    if (!cs_buf_reserve(b, (size_t)n))
+        return false;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return true;
+}
+
+void cs_buf_reset(cs_buf *b)
+{
+    b->len = 0;
+    b->failed = false;
+    if (b->s)
+        b->s[0] = '\0';
+}
+
+char *cs_buf_take(cs_buf *b, size_t *len)
+{
+    char *s = b->failed ? NULL : b->s ? b->s : calloc(1, 1);
+    if (b->failed)
+        free(b->s);
+    if (len)
+        *len = s ? b->len : 0;
+    *b = (cs_buf){0};
+    return s;
+}
+
+void cs_buf_free(cs_buf *b)
+{
+    free(b->s);
+    *b = (cs_buf){0};
+}
+
+size_t cs_buf_write(char *data, size_t size, size_t nmemb, void *buf)
+{
+    size_t n = size * nmemb;
+    return cs_buf_append(buf, data, n) ? n : 0;
 }
 
 void cs_format_size(char *buf, size_t n, double bytes)

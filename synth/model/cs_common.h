@@ -116,6 +116,45 @@ const char *cs_nearest_name(const char *word, size_t word_len, const char *const
  * -Wformat-truncation error a direct snprintf gets at some -O levels. */
 void cs_text_printf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- a growable text buffer ---------------------------------------------------
+ * The one every module appends text to (documents assembled in memory, HTTP
+ * bodies collected by libcurl, the streaming algorithm loader's skeleton):
+ * s is NUL-terminated once anything was added (NULL before: a zeroed
+ * cs_buf is empty and ready), len excludes the NUL.  Growth doubles from
+ * 4 KiB.  An allocation failure sets `failed` and makes every later append
+ * a no-op returning false, so a writer can append freely and check once at
+ * the end. */
+typedef struct cs_buf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} cs_buf;
+
+/* Room for `extra` more bytes (and the NUL); false (failed set) when not. */
+bool cs_buf_reserve(cs_buf *b, size_t extra);
+bool cs_buf_append(cs_buf *b, const void *data, size_t n);
+bool cs_buf_puts(cs_buf *b, const char *str);
+bool cs_buf_printf(cs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One character: inline, for scanners that copy a file a character at a time. */
+static inline bool cs_buf_putc(cs_buf *b, char c)
+{
+    if ((b->failed || b->len + 2 > b->cap) && !cs_buf_reserve(b, 1))
+        return false;
+    b->s[b->len++] = c;
+    b->s[b->len] = '\0';
+    return true;
+}
+/* Empties the text, keeping the memory (and clearing `failed`). */
+void cs_buf_reset(cs_buf *b);
+/* Hands the text over (malloc'ed, "" when nothing was added; NULL when an
+ * allocation failed, the text then freed) and leaves b empty. */
+char *cs_buf_take(cs_buf *b, size_t *len);
+void cs_buf_free(cs_buf *b);
+/* An fwrite-shaped sink (libcurl's CURLOPT_WRITEFUNCTION with the cs_buf as
+ * its data): appends size*nmemb bytes; returns that, or 0 when an allocation
+ * failed (libcurl then stops the transfer). */
+size_t cs_buf_write(char *data, size_t size, size_t nmemb, void *buf);
+
 /* A byte count for people: "64MiB" for exact multiples of 1024, "21.33MiB"
  * otherwise (4 significant digits in the largest unit it reaches). */
 void cs_format_size(char *buf, size_t n, double bytes);

@@ -790,6 +790,13 @@ int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const 
             out->cross_group_bytes += chunk;
     }
     out->time_us = end_time;
+    if (timed) {
+        for (long i = 0; i < n; i++)
+            if (algorithm_send_end_us(a, i) > out->scheduled_us)
+                out->scheduled_us = algorithm_send_end_us(a, i);
+        out->scheduled_size = a->timed_chunk_bytes > 0 &&
+                              fabs(chunk - a->timed_chunk_bytes) <= 1e-9 * a->timed_chunk_bytes;
+    }
     out->max_utilization = 0.0;
     for (int l = 0; l < L; l++) {
         double u = end_time > 0 ? out->link_busy_us[l] / (end_time * t->links[l].lanes) : 0.0;

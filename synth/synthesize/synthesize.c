@@ -122,7 +122,7 @@ static const char *const tacos_keys[] = {"chunks", "trials", "seed", "switch_deg
 static const char *const baseline_keys[] = {"chunks", NULL};
 static const char *const mcf_keys[] = {"chunks", "epochs", "max_epochs", "bytes", "epoch_split",
                                        "gap", "milp_max_columns", "max_chunks", "min_chunks",
-                                       "astar", "astar_epochs", NULL};
+                                       "astar", "astar_epochs", "zero_buffer", NULL};
 
 static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth_limits *lim,
                              cs_mcf_options *m, cs_error *err)
@@ -133,6 +133,7 @@ static int parse_mcf_options(const json_t *o, const char *prefix, const cs_synth
         (rc = opt_int(o, "min_chunks", prefix, 0, lim->max_chunks, &m->min_chunks, err)) ||
         (rc = opt_int(o, "astar", prefix, -1, 1, &m->astar, err)) ||
         (rc = opt_int(o, "astar_epochs", prefix, 0, 1024, &m->astar_epochs, err)) ||
+        (rc = opt_int(o, "zero_buffer", prefix, 0, 1, &m->zero_buffer, err)) ||
         (rc = opt_int(o, "epochs", prefix, 0, 4096, &m->epochs, err)) ||
         (rc = opt_int(o, "max_epochs", prefix, 1, 4096, &m->max_epochs, err)) ||
         (rc = opt_double(o, "bytes", prefix, 1, 1e15, &m->bytes, err)) ||

@@ -38,7 +38,7 @@
  *   tacos:    chunks, trials, seed, switch_degree, bytes   (cs_tacos_options)
  *   baseline: chunks                                       (cs_baseline_options)
  *   mcf:      chunks, max_chunks, min_chunks, epochs, max_epochs, bytes,
- *             epoch_split, gap, milp_max_columns, astar, astar_epochs
+ *             epoch_split, gap, milp_max_columns, astar, astar_epochs, zero_buffer
  *             (cs_mcf_options)
  *   hierarchical: smt_time_limit_s (per node-type SMT search; default 2)
  *   auto:     "smt": {smt options}, "tacos": {tacos options}, "mcf": {mcf options}
@@ -243,6 +243,8 @@ typedef struct cs_bound_ratio {
     double bound_us;       /* time_bound_us at the size */
     double simulated_us;   /* simulate_algorithm at the size */
     double ratio;          /* bound_us / simulated_us: <= 1 */
+    double scheduled_us;   /* timed schedules simulated at the chunk size they were timed
+                              with: their own completion time (simulate.h); else 0 */
 } cs_bound_ratio;
 
 /* Simulates a on t at `bytes` (the per-rank share) and compares with tb. */

@@ -226,6 +226,9 @@ static json_t *mcf_options_json(const cs_mcf_options *m)
         json_object_set_new(o, "astar", json_integer(m->astar));
     if (o && m->astar_epochs != 0)
         json_object_set_new(o, "astar_epochs", json_integer(m->astar_epochs));
+    /* likewise zero-buffer switches */
+    if (o && m->zero_buffer != 0)
+        json_object_set_new(o, "zero_buffer", json_integer(m->zero_buffer));
     return o;
 }
 
@@ -239,7 +242,7 @@ static bool mcf_options_are_default(const cs_mcf_options *m)
            m->bytes == d.bytes && m->epoch_split == d.epoch_split && m->gap == d.gap &&
            m->milp_max_columns == d.milp_max_columns && m->max_chunks == d.max_chunks &&
            m->min_chunks == d.min_chunks && m->astar == d.astar &&
-           m->astar_epochs == d.astar_epochs;
+           m->astar_epochs == d.astar_epochs && m->zero_buffer == d.zero_buffer;
 }
 
 int synth_request_set_canonical(cs_synth_request *r, cs_error *err)

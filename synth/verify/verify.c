@@ -780,7 +780,8 @@ static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links
  * from the value replay's chunks, then the simulator's timing sweep), and
  * *verify_s the seconds before that sweep. */
 static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_report *rep,
-                      double bytes, cs_sim_result *sim, double *verify_s, cs_error *err)
+                      double bytes, cs_sim_result *sim, double *verify_s, bool general,
+                      cs_error *err)
 {
     double t0 = cs_now();
     sim_links links;
@@ -797,6 +798,7 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
     v.a = a;
     v.rep = rep;
     v.sim = sim ? &links : NULL;
+    v.general = general;
     /* a node view is itself a topology (its nodes ranks) to an algorithm
      * of that many ranks, and the view of a topology of fewer ranks else */
     v.P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
@@ -938,7 +940,13 @@ finish:
 int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
                             cs_verify_report *rep, cs_error *err)
 {
-    return verify_run(t, a, rep, 0.0, NULL, NULL, err);
+    return verify_run(t, a, rep, 0.0, NULL, NULL, false, err);
+}
+
+int algorithm_verify_general(const cs_topology *t, const cs_algorithm *a, cs_error *err)
+{
+    cs_verify_report rep;
+    return verify_run(t, a, &rep, 0.0, NULL, NULL, true, err);
 }
 
 int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
@@ -958,11 +966,131 @@ int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, doubl
             *verify_s = cs_now() - t0;
         return rc == CS_OK ? simulate_algorithm(t, a, bytes, sim, err) : rc;
     }
-    return verify_run(t, a, &rep, bytes, sim, verify_s, err);
+    return verify_run(t, a, &rep, bytes, sim, verify_s, false, err);
 }
 
 int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err)
 {
     cs_verify_report rep;
     return algorithm_verify_report(t, a, &rep, err);
+}
+
+/* ---- how long switch nodes hold chunks (verify.h) ----------------------------------- */
+
+typedef struct hold_arrival {
+    long chunk;
+    int node;
+    double end;
+    double last_copy; /* latest start of a copy that used this arrival */
+} hold_arrival;
+
+static int cmp_hold_arrival(const void *x, const void *y)
+{
+    const hold_arrival *a = x, *b = y;
+    if (a->node != b->node)
+        return a->node - b->node;
+    if (a->chunk != b->chunk)
+        return a->chunk < b->chunk ? -1 : 1;
+    return (a->end > b->end) - (a->end < b->end);
+}
+
+typedef struct hold_event { double at; int delta; } hold_event;
+
+static int cmp_hold_event(const void *x, const void *y)
+{
+    const hold_event *a = x, *b = y;
+    if (a->at != b->at)
+        return a->at < b->at ? -1 : 1;
+    return a->delta - b->delta; /* a release before a hold at the same instant */
+}
+
+int algorithm_switch_hold(const cs_topology *t, const cs_algorithm *a, cs_switch_hold *out,
+                          cs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int P = a->ranks, S = a->switch_nodes;
+    if (S <= 0)
+        return CS_OK;
+    if (!algorithm_is_timed(a))
+        return cs_error_set(err, CS_EINVAL, "algorithm",
+                            "switch buffering is measured on timed schedules only");
+    if (t->ranks != P)
+        return cs_error_set(err, CS_EINVAL, "algorithm", "the algorithm has %d ranks, the "
+                            "topology %d", P, t->ranks);
+    long nup = 0;
+    for (long k = 0; k < a->nsends; k++) {
+        int dst = algorithm_send_dst(a, k);
+        nup += dst >= P && dst < P + S;
+    }
+    hold_arrival *up = malloc(sizeof *up * (size_t)(nup ? nup : 1));
+    if (!up)
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    long m = 0;
+    for (long k = 0; k < a->nsends; k++) {
+        int dst = algorithm_send_dst(a, k);
+        if (dst >= P && dst < P + S)
+            up[m++] = (hold_arrival){algorithm_send_chunk(a, k), dst, algorithm_send_end_us(a, k),
+                                     -INFINITY};
+    }
+    qsort(up, (size_t)nup, sizeof *up, cmp_hold_arrival);
+    int rc = CS_OK;
+    for (long k = 0; k < a->nsends && rc == CS_OK; k++) {
+        int src = algorithm_send_src(a, k);
+        if (src < P || src >= P + S)
+            continue;
+        long g = algorithm_send_chunk(a, k);
+        double s = algorithm_send_start_us(a, k);
+        /* the latest arrival of g at src that ends by s (1e-6 us: the verifier's slack) */
+        long lo = 0, hi = nup;
+        while (lo < hi) {
+            long mid = lo + (hi - lo) / 2;
+            const hold_arrival *h = &up[mid];
+            bool before = h->node < src || (h->node == src && h->chunk < g) ||
+                          (h->node == src && h->chunk == g && h->end <= s + 1e-6);
+            if (before)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || up[lo - 1].node != src || up[lo - 1].chunk != g) {
+            rc = cs_error_set(err, CS_EVERIFY, "algorithm",
+                              "send %ld copies chunk %ld out of switch node %d before it "
+                              "arrived there", k, g, src);
+            break;
+        }
+        hold_arrival *h = &up[lo - 1];
+        double wait = s - h->end;
+        out->copies++;
+        if (wait > 1e-6) {
+            out->held_copies++;
+            if (wait > out->max_hold_us)
+                out->max_hold_us = wait;
+        }
+        if (s > h->last_copy)
+            h->last_copy = s;
+    }
+    /* the most chunks one node holds at once: each arrival is held from its
+     * end to the last copy that used it */
+    hold_event *ev = rc == CS_OK ? malloc(sizeof *ev * 2 * (size_t)(nup ? nup : 1)) : NULL;
+    if (rc == CS_OK && !ev)
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    for (long i = 0; rc == CS_OK && i < nup;) {
+        long j = i, ne = 0;
+        for (; j < nup && up[j].node == up[i].node; j++)
+            if (up[j].last_copy - up[j].end > 1e-6) {
+                ev[ne++] = (hold_event){up[j].end, 1};
+                ev[ne++] = (hold_event){up[j].last_copy, -1};
+            }
+        qsort(ev, (size_t)ne, sizeof *ev, cmp_hold_event);
+        int cur = 0;
+        for (long q = 0; q < ne; q++) {
+            cur += ev[q].delta;
+            if (cur > out->peak_chunks)
+                out->peak_chunks = cur;
+        }
+        i = j;
+    }
+    free(ev);
+    free(up);
+    return rc;
 }
