@@ -1038,44 +1038,38 @@ int store_job_finish(cs_store *s, const char *id, const char *owner, cs_job_stat
     if (status == CS_JOB_DONE) {
         if (!key || !request_json)
             return cs_error_set(err, CS_EINTERNAL, "", "a done job needs its result");
-        db_conn *c = s->engine->acquire(s->engine, err);
+        /* through txn_q/txn_end, so a refused statement is observed and
+         * recorded (store_write_failure: /v1/health) like every other write */
+        db_conn *c = txn_begin(s, err);
         if (!c)
             return CS_EIO;
-        db_engine *e = s->engine;
-        int rc = e->query(c, e->skip_locked ? "BEGIN" : "BEGIN IMMEDIATE", 0, NULL, NULL, err);
-        if (!rc && result_json) {
+        int rc;
+        if (result_json) {
             const char *pr[] = {key, request_json, result_json, now};
-            rc = e->query(c,
-                          "INSERT INTO results (key, request, result, created)"
-                          " VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
-                          4, pr, NULL, err);
-        } else if (!rc) {
+            rc = txn_q(s, c,
+                       "INSERT INTO results (key, request, result, created)"
+                       " VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
+                       4, pr, NULL, NULL, 0, err);
+        } else {
             /* saved beforehand (store_result_save): done needs it there */
-            db_rows rows;
             const char *pk[] = {key};
-            rc = e->query(c, "SELECT key FROM results WHERE key = $1", 1, pk, &rows, err);
-            if (!rc && rows.nrows == 0)
+            bool stored = false;
+            rc = txn_q(s, c, "SELECT key FROM results WHERE key = $1", 1, pk, &stored, NULL, 0,
+                       err);
+            if (!rc && !stored)
                 rc = cs_error_set(err, CS_EINTERNAL, "", "job %s done without a stored result",
                                   id);
-            db_rows_free(&rows);
         }
         if (!rc) {
             /* Done wins over any state but a finished one: even if the job was
              * reaped meanwhile, its result is good. */
             const char *pj[] = {id, now};
-            rc = e->query(c,
-                          "UPDATE jobs SET status = 'done', error = NULL, updated = $2"
-                          " WHERE id = $1 AND status IN ('queued', 'running')",
-                          2, pj, NULL, err);
+            rc = txn_q(s, c,
+                       "UPDATE jobs SET status = 'done', error = NULL, updated = $2"
+                       " WHERE id = $1 AND status IN ('queued', 'running')",
+                       2, pj, NULL, NULL, 0, err);
         }
-        if (!rc)
-            rc = e->query(c, "COMMIT", 0, NULL, NULL, err);
-        if (rc) {
-            cs_error e2;
-            e->query(c, "ROLLBACK", 0, NULL, NULL, &e2);
-        }
-        e->release(e, c);
-        return rc;
+        return txn_end(s, c, rc, true, err);
     }
     if (status == CS_JOB_QUEUED) {
         const char *p[] = {id, owner, now};

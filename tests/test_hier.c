@@ -386,13 +386,15 @@ START_TEST(test_ring_fabric)
             ck_assert_int_eq(hier_synthesize(orig, &cc, NULL, &r0, &err), CS_OK);
             double t1 = best_buffer_us(t, r1, 1 << 30), t0 = best_buffer_us(orig, r0, 1 << 30);
             /* every numbering the same (the walk starts from the canonical
-             * labelling); against the groups' own order within 5% (the
-             * node type's labels differ, so SMT's trees may: 4.5% here) */
+             * labelling); against the groups' own order no slower (measured:
+             * equal, broadcast/reduce 0.4% faster: the node type's labels
+             * differ, so SMT's trees may; before the NIC segments went by
+             * lanes, allgather was 4.5% slower) */
             if (nodes_too == 0)
                 first_us[q] = t1;
             ck_assert_msg(fabs(t1 - first_us[q]) <= 1e-9 * t1, "%s: %.1f us, other numbering "
                           "%.1f us", collective_kind_name(kinds[q]), t1, first_us[q]);
-            ck_assert_msg(t1 <= t0 * 1.05, "%s renumbered: %.1f us, as built: %.1f us",
+            ck_assert_msg(t1 <= t0 * 1.001, "%s renumbered: %.1f us, as built: %.1f us",
                           collective_kind_name(kinds[q]), t1, t0);
             result_free(r1);
             result_free(r0);

@@ -363,6 +363,13 @@ START_TEST(a_refused_done_state_is_recorded_without_a_rerun)
                   "%s", json_dumps(jd, 0));
     ck_assert_str_eq(json_str(json_object_get(jd, "progress"), "outcome"), "done_unrecorded");
     json_decref(jd);
+    /* the refused write shows in health, as every other refused write does */
+    long st = 0;
+    json_t *h = get_json(&d, "/v1/health", &st);
+    const char *why = json_str(json_object_get(h, "store"), "error");
+    ck_assert_msg(st == 503 && strstr(why, "database or disk is full") != NULL,
+                  "health %ld while the job's done state is refused: %s", st, why);
+    json_decref(h);
     store_sql(&d, "DROP TRIGGER full_jobs;");
     jd = poll_job(&d, id, 10, has_ended);
     ck_assert_msg(strcmp(json_str(jd, "status"), "done") == 0 &&

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algorithm.h"
+#include "baseline.h"
 #include "check_main.h"
 #include "send_edit.h"
 #include "verify.h"
@@ -901,6 +902,93 @@ START_TEST(random_schedules_agree_with_a_naive_replay)
 }
 END_TEST
 
+/* The fast (dense) replays against the general chunk-by-chunk one
+ * (algorithm_verify_general) on many schedules, valid and broken:
+ * non-combining kinds and reducescatter, allreduce and reduce (inverted
+ * greedy schedules, their concatenations, baselines), each mutated several
+ * times, as it stands and with rounds refitted (so the value replay, not
+ * the bandwidth check, decides).  The verdict, the problem count and the
+ * first reason must be the same; both outcomes and the combining kinds
+ * must be exercised. */
+static void check_same_verdict(const cs_topology *t, const cs_algorithm *a, long *acc,
+                               long *rej, long *comb)
+{
+    cs_verify_report fast;
+    cs_error ef, eg;
+    cs_error_clear(&ef);
+    cs_error_clear(&eg);
+    int rf = algorithm_verify_report(t, a, &fast, &ef);
+    int rg = algorithm_verify_general(t, a, &eg);
+    ck_assert_msg(rf == rg, "%s on %s: fast %s (%s), general %s (%s)",
+                  collective_kind_name(a->collective.kind), t->name, cs_status_name(rf),
+                  rf == CS_OK ? "" : ef.message, cs_status_name(rg),
+                  rg == CS_OK ? "" : eg.message);
+    if (rf != CS_OK)
+        ck_assert_str_eq(ef.message, eg.message);
+    *acc += rf == CS_OK;
+    *rej += rf != CS_OK;
+    *comb += collective_kind_is_combining(a->collective.kind);
+}
+
+START_TEST(fast_and_general_replays_agree)
+{
+    const char *specs[] = {"ring:5", "fc:4", "dgx1", "mesh2d:2x3", "hypercube:3"};
+    const cs_coll_kind kinds[] = {CS_COLL_ALLGATHER, CS_COLL_BROADCAST, CS_COLL_GATHER,
+                                  CS_COLL_SCATTER};
+    const char *baselines[] = {"ring", "recursive-doubling", "recursive-halving",
+                               "binomial-tree", "double-binary-tree", "direct"};
+    unsigned seed = 777;
+    long acc = 0, rej = 0, comb = 0;
+    for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++) {
+        cs_topology *t = test_topology(specs[ti]), *rev = NULL;
+        ck_assert_int_eq(topology_reverse(t, &rev, NULL), CS_OK);
+        for (int it = 0; it < 40; it++) {
+            cs_coll_kind kind = kinds[rand_r(&seed) % 4];
+            int root = collective_kind_is_rooted(kind) ? (int)(rand_r(&seed) % t->ranks) : -1;
+            int C = 1 + (int)(rand_r(&seed) % 2);
+            int S = 2 + (int)(rand_r(&seed) % 5);
+            cs_algorithm *cands[4] = {NULL, NULL, NULL, NULL};
+            const cs_topology *on[4] = {rev, t, t, t};
+            cs_algorithm *ag = NULL;
+            cands[0] = greedy_schedule(rev, kind, root, C, S, &seed);
+            if (algorithm_invert(cands[0], &cands[1], NULL) == CS_OK &&
+                cands[1]->collective.kind == CS_COLL_REDUCESCATTER) {
+                ag = greedy_schedule(t, CS_COLL_ALLGATHER, -1, C, S, &seed);
+                algorithm_concat(cands[1], ag, &cands[2], NULL);
+            }
+            /* a baseline of a combining kind now and then */
+            cs_collective bc;
+            cs_coll_kind bk = it % 3 == 0 ? CS_COLL_ALLREDUCE
+                              : it % 3 == 1 ? CS_COLL_REDUCESCATTER : CS_COLL_REDUCE;
+            collective_init(&bc, bk, bk == CS_COLL_REDUCE ? (int)(rand_r(&seed) % t->ranks) : -1);
+            const char *bn = baselines[rand_r(&seed) % 6];
+            if (baseline_supports(bn, bk))
+                baseline_generate(bn, t, &bc, NULL, &cands[3], NULL);
+            for (int k = 0; k < 4; k++) {
+                if (!cands[k])
+                    continue;
+                for (int m = 0; m < 6; m++) {
+                    check_same_verdict(on[k], cands[k], &acc, &rej, &comb);
+                    cs_algorithm *fit = NULL;
+                    ck_assert_int_eq(algorithm_clone(cands[k], &fit, NULL), CS_OK);
+                    if (algorithm_fit_rounds(fit, on[k], NULL) == CS_OK)
+                        check_same_verdict(on[k], fit, &acc, &rej, &comb);
+                    algorithm_free(fit);
+                    mutate(cands[k], on[k], &seed);
+                }
+                algorithm_free(cands[k]);
+            }
+            algorithm_free(ag);
+        }
+        topology_free(rev);
+        topology_free(t);
+    }
+    ck_assert_int_ge(acc, 300);
+    ck_assert_int_ge(rej, 300);
+    ck_assert_int_ge(comb, 600);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -929,6 +1017,7 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, custom_collective_uses_its_pairs);
     tcase_add_test(tc, every_builtin_kind_checks_its_postcondition);
     tcase_add_test(tc, random_schedules_agree_with_a_naive_replay);
+    tcase_add_test(tc, fast_and_general_replays_agree);
     tcase_add_test(tc, large_schedule_verifies_quickly);
     suite_add_tcase(s, tc);
     return s;

@@ -6,7 +6,23 @@
  * soon as its chunk has arrived at src (for step-synchronous schedules: all of
  * src's receives of that chunk in earlier steps) and a lane is free; sends are
  * considered in (step, list) order, so a schedule's step order is kept but its
- * steps are not barriers.  Shared sets limit how many of their links carry a
+ * steps are not barriers.
+ *
+ * Timed schedules (start_us/end_us) run the same way, as soon as they can:
+ * start_us orders the sends (processing order (start, end, index)) and says
+ * which arrivals a send waits for (those ending by its start), but a send
+ * does not wait for its start_us.  That is how the schedule runs where it
+ * becomes code: MSCCL runtimes have no clock, a send starts when its
+ * dependencies are met and its channel is free.  The schedule's own claim
+ * is kept beside it (scheduled_us, its latest end_us); for a schedule the
+ * verifier accepts, simulated at the chunk size it was timed with, time_us
+ * <= scheduled_us: every send then starts no later than its start_us (its
+ * arrivals end no later than scheduled, and the sends ahead of it on a lane
+ * end no later, so no more of them are in flight than the verifier counted;
+ * tests/test_simulate.c checks it on mcf's and TACOS' timed schedules).  A
+ * schedule with idle gaps runs faster than it claims.  (Switch ports shared
+ * at unequal rates at once, 0.6 and 0.4 of one, included: simulate.c
+ * rounds a send's port lanes down so such sends fit together.)  Shared sets limit how many of their links carry a
  * chunk at once.  Reductions cost nothing beyond the transfer.
  *
  * Schedules through copy-capable switch nodes (algorithm switch_nodes) run
@@ -34,6 +50,11 @@ typedef struct cs_sim_result {
     double total_bytes;         /* bytes moved over all links */
     double cross_group_bytes;   /* bytes over links whose ends are in different groups */
     double max_utilization;
+    double scheduled_us;        /* timed schedules: the latest end_us (the schedule's own
+                                   completion time); 0 for step schedules */
+    bool scheduled_size;        /* timed, and simulated at the chunk size the times were
+                                   computed for (chunk_bytes == the algorithm's timed
+                                   chunk_bytes): time_us and scheduled_us compare */
 } cs_sim_result;
 
 /* bytes: the per-rank share L of the cost model (chunk size = bytes / chunks). */

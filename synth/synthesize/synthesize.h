@@ -243,6 +243,8 @@ typedef struct cs_bound_ratio {
     double bound_us;       /* time_bound_us at the size */
     double simulated_us;   /* simulate_algorithm at the size */
     double ratio;          /* bound_us / simulated_us: <= 1 */
+    double scheduled_us;   /* timed schedules simulated at the chunk size they were timed
+                              with: their own completion time (simulate.h); else 0 */
 } cs_bound_ratio;
 
 /* Simulates a on t at `bytes` (the per-rank share) and compares with tb. */

@@ -780,7 +780,8 @@ static int verify_and_time(vctx *v, const uint32_t *ord, double bytes, sim_links
  * from the value replay's chunks, then the simulator's timing sweep), and
  * *verify_s the seconds before that sweep. */
 static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_report *rep,
-                      double bytes, cs_sim_result *sim, double *verify_s, cs_error *err)
+                      double bytes, cs_sim_result *sim, double *verify_s, bool general,
+                      cs_error *err)
 {
     double t0 = cs_now();
     sim_links links;
@@ -797,6 +798,7 @@ static int verify_run(const cs_topology *t, const cs_algorithm *a, cs_verify_rep
     v.a = a;
     v.rep = rep;
     v.sim = sim ? &links : NULL;
+    v.general = general;
     /* a node view is itself a topology (its nodes ranks) to an algorithm
      * of that many ranks, and the view of a topology of fewer ranks else */
     v.P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
@@ -938,7 +940,13 @@ finish:
 int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
                             cs_verify_report *rep, cs_error *err)
 {
-    return verify_run(t, a, rep, 0.0, NULL, NULL, err);
+    return verify_run(t, a, rep, 0.0, NULL, NULL, false, err);
+}
+
+int algorithm_verify_general(const cs_topology *t, const cs_algorithm *a, cs_error *err)
+{
+    cs_verify_report rep;
+    return verify_run(t, a, &rep, 0.0, NULL, NULL, true, err);
 }
 
 int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, double bytes,
@@ -958,7 +966,7 @@ int algorithm_verify_simulate(const cs_topology *t, const cs_algorithm *a, doubl
             *verify_s = cs_now() - t0;
         return rc == CS_OK ? simulate_algorithm(t, a, bytes, sim, err) : rc;
     }
-    return verify_run(t, a, &rep, bytes, sim, verify_s, err);
+    return verify_run(t, a, &rep, bytes, sim, verify_s, false, err);
 }
 
 int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err)

@@ -25,7 +25,11 @@
  * sends' indices bucketed by batch, 4 bytes; up to 2048 ranks a byte (or two)
  * per rank pair for the link lookups; non-combining untimed collectives of at
  * most 2^22 (chunk, node) pairs first try a replay with a byte or two per
- * pair, in the sends' processing order, before the chunk-by-chunk one),
+ * pair, in the sends' processing order, before the chunk-by-chunk one, and
+ * untimed reducescatter, reduce and allreduce of at most 2^19 words of
+ * contribution sets (a P-bit set per (chunk, node)) one with the sets, step
+ * by step; both only answer "valid", anything else goes to the
+ * chunk-by-chunk replay, which reports),
  * so it also checks
  * TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
  * replay runs on up to 4 threads, with the same report.
@@ -51,6 +55,10 @@ int algorithm_verify(const cs_topology *t, const cs_algorithm *a, cs_error *err)
 /* The same check, collecting up to CS_VERIFY_MAX_REASONS reasons. */
 int algorithm_verify_report(const cs_topology *t, const cs_algorithm *a,
                             cs_verify_report *rep, cs_error *err);
+/* algorithm_verify without the dense replays (the chunk-by-chunk replay
+ * only): the same verdict, for tests and benchmarks that hold the fast
+ * replays against the general one. */
+int algorithm_verify_general(const cs_topology *t, const cs_algorithm *a, cs_error *err);
 /* algorithm_verify, then (when valid) simulate_algorithm at `bytes`, in
  * one walk: the simulator's chunk-by-chunk links are built from the chunks
  * the verifier's value replay gathers, and its own send checks are the

@@ -70,6 +70,7 @@ typedef struct vctx {
     long nblocks, cap_blocks;
     bool oom;
     const uint32_t *ord;        /* processing order for the dense replay (NULL: index order) */
+    bool general;               /* algorithm_verify_general: no dense replay */
     long pre_g;                 /* the chunk pre_one is for (-1: none) */
     int pre_one;
     /* custom postconditions: chunk -> ranks */
