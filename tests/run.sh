@@ -7,10 +7,15 @@
 # if any test failed or any binary crashed or timed out.
 #   VALGRIND=1   run each binary under valgrind --leak-check=full (no fork)
 #   TEST_TIMEOUT seconds per binary (default 900)
+#   CK_TIMEOUT_MULTIPLIER scales each test's own timeout (default 2)
 set -u
 passed=0; failed=0; broken=(); skips=()
 timeout_s=${TEST_TIMEOUT:-900}
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-300}
+# Check's per-test timeouts (tcase_set_timeout) guard against hangs; they are
+# not performance limits.  Doubled, a slow or loaded 2-core machine (CI) does
+# not turn a test at half its limit here into a timeout there.
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-2}
 for t in "$@"; do
     name=$(basename "$t")
     log=$(mktemp)

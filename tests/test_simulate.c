@@ -517,6 +517,22 @@ START_TEST(switch_ports_carry_timed_sends_at_their_scheduled_rates)
     ck_assert_double_eq_tol(r.time_us, 5.0, 1e-9);
     sim_result_free(&r);
     algorithm_free(a);
+
+    /* unequal shares at once: 0 -> 1 at 600 B/us (alpha + 1.667 us) and
+     * 0 -> 2 at 400 B/us (alpha + 2.5 us) through rank 0's port, rates
+     * summing to its 1000 B/us: the verifier accepts them together, so they
+     * run together, ending at 3.5 us (the port's lanes used to round 0.6 of
+     * it up to 2 of its 2 lanes and serialize them: 6.17 us) */
+    a = new_alg(CS_COLL_BROADCAST, 0, 3, 1, 1);
+    a->timed_chunk_bytes = 1000.0;
+    algorithm_add_timed_send(a, 0, 0, 1, 0, CS_OP_COPY, 0.0, 1.0 + 1000.0 / 600);
+    algorithm_add_timed_send(a, 0, 0, 2, 0, CS_OP_COPY, 0.0, 3.5);
+    ck_assert_int_eq(algorithm_verify(t, a, &err), CS_OK);
+    ck_assert_int_eq(simulate_algorithm(t, a, 1000.0, &r, &err), CS_OK);
+    ck_assert_double_eq_tol(r.time_us, 3.5, 1e-9);
+    ck_assert_double_eq_tol(r.scheduled_us, 3.5, 1e-9);
+    sim_result_free(&r);
+    algorithm_free(a);
     topology_free(t);
 }
 END_TEST

@@ -2649,6 +2649,8 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
  * ratio to the in-cut bound ~ per / (per + N - 2 + intra fill), so 2N
  * gives ~2/3 at any N; capped so the algorithm stays below ~4M sends on the
  * hook's 128 nodes (2 k per chunks, each to every rank). */
+#define RING2_FIT_PER 128
+
 static int ring2_per(int nodes)
 {
     int per = 4 * nodes;
@@ -2989,6 +2991,17 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
             vs[nv++] = (bc_variant){BC_HALVES, 16, ""};
             vs[nv++] = (bc_variant){BC_RING2, 4, ""};
             vs[nv++] = (bc_variant){BC_RING2, 16, big > 16 ? "" : "bandwidth"};
+            /* at most 128 chunks per stream (1024 chunks) where more would
+             * be faster: a relay rank of the root's node then has ~2000
+             * MSCCL steps, within the runtimes' 4096 elements per rank
+             * (2048 chunks: 4096 steps, refused; docs/hier.md) */
+            if (big > RING2_FIT_PER)
+                vs[nv++] = (bc_variant){BC_RING2, RING2_FIT_PER, ""};
+            /* and twice that where the fastest has more still (128 nodes
+             * and up): 2048 chunks fit as per-rank slices (one <gpu> each;
+             * 128 nodes: ~3200 elements), not as one document */
+            if (big > 2 * RING2_FIT_PER)
+                vs[nv++] = (bc_variant){BC_RING2, 2 * RING2_FIT_PER, ""};
             if (big > 16)
                 vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth"};
         }

@@ -4201,6 +4201,14 @@ static int cmp_trial_floor(const void *x, const void *y)
     return a->chunks - b->chunks; /* cheaper models first among equals */
 }
 
+/* Trial x cannot be chosen over the best schedule b: its floor is above
+ * b's end, or equal to it with no more chunks (ties go to more chunks). */
+static bool cannot_win(const chunk_trial *x, const chunk_trial *b)
+{
+    double us = stats_schedule_us(b->res);
+    return x->floor_us > us + 1e-9 || (x->floor_us >= us - 1e-9 && x->chunks <= b->chunks);
+}
+
 /* Appends "a, b, c" of the chunk counts of trials with flag set to buf. */
 static void list_trials(char *buf, size_t n, const chunk_trial *tr, int nt, int which)
 {
@@ -4337,8 +4345,9 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
         for (int i = 0; i < nc; i++) {
             if (pass == 2 && !tr[i].cut)
                 continue;
-            if (best >= 0 && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
-                /* cannot end before the best: proved unable to win */
+            if (best >= 0 && cannot_win(&tr[i], &tr[best])) {
+                /* cannot end before the best (nor tie it with more chunks):
+                 * proved unable to win */
                 todo--;
                 if (pass == 1) {
                     tr[i].pruned = true;
@@ -4390,7 +4399,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     /* a chunking cut short whose floor cannot beat the best could not have
      * won with more time either */
     for (int i = 0; best >= 0 && i < nc; i++)
-        if (i != best && tr[i].cut && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+        if (i != best && tr[i].cut && cannot_win(&tr[i], &tr[best])) {
             tr[i].cut = false;
             json_object_set_new(tr[i].entry, "cannot_win", json_true());
         }

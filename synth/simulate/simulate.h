@@ -20,10 +20,9 @@
  * arrivals end no later than scheduled, and the sends ahead of it on a lane
  * end no later, so no more of them are in flight than the verifier counted;
  * tests/test_simulate.c checks it on mcf's and TACOS' timed schedules).  A
- * schedule with idle gaps runs faster than it claims.  One exception: a
- * switch port shared at unequal rates at once (0.6 and 0.4 of it) is
- * serialized by the port's lanes (below, simulate.c) and runs later than
- * claimed; docs/model.md, "Simulation", has the figures.  Shared sets limit how many of their links carry a
+ * schedule with idle gaps runs faster than it claims.  (Switch ports shared
+ * at unequal rates at once, 0.6 and 0.4 of one, included: simulate.c
+ * rounds a send's port lanes down so such sends fit together.)  Shared sets limit how many of their links carry a
  * chunk at once.  Reductions cost nothing beyond the transfer.
  *
  * Schedules through copy-capable switch nodes (algorithm switch_nodes) run
