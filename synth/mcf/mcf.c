@@ -4308,12 +4308,15 @@ static int run_trial(const cs_topology *t, const cs_collective *c, const cs_mcf_
                                     : tr->cut     ? "cut short: schedule not proved optimal "
                                                     "within its share"
                                                   : "schedule (not proved optimal)"));
-    json_decref(tr->entry);
-    tr->entry = e;
-    /* keep the faster of this pass's and an earlier pass's schedule */
+    /* keep the faster of this pass's and an earlier pass's schedule, and
+     * the entry that describes it */
     if (tr->res && stats_schedule_us(tr->res) <= us + 1e-9) {
+        json_object_set_new(tr->entry, "rerun_schedule_us", json_real(us));
+        json_decref(e);
         result_free(one);
     } else {
+        json_decref(tr->entry);
+        tr->entry = e;
         result_free(tr->res);
         tr->res = one;
     }
