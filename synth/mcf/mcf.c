@@ -4499,9 +4499,16 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
             other_us = json_number_value(us);
         }
     }
+    int npruned = 0, ncut = 0;
+    for (int i = 0; i < nc; i++) {
+        npruned += tr[i].pruned;
+        ncut += tr[i].cut;
+    }
     char why[160];
-    if (other_c < 0)
-        snprintf(why, sizeof why, "the only chunking run to a schedule");
+    if (other_c < 0 && npruned > 0)
+        snprintf(why, sizeof why, "no other chunking can beat it");
+    else if (other_c < 0)
+        snprintf(why, sizeof why, "the only chunking that found a schedule");
     else if (best_c == hi)
         snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
@@ -4513,11 +4520,6 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                                   : "more, smaller chunks pipeline better");
     /* which chunkings could not win, and which a share cut short */
     char notes[200] = "";
-    int npruned = 0, ncut = 0;
-    for (int i = 0; i < nc; i++) {
-        npruned += tr[i].pruned;
-        ncut += tr[i].cut;
-    }
     if (npruned) {
         snprintf(notes, sizeof notes, "; not run (their floors cannot beat %.4g us): ", bus);
         list_trials(notes, sizeof notes, tr, nc, 0);
