@@ -10,7 +10,8 @@
  *       ratios, and collective_time_bound's median milliseconds of RUNS calls
  *   bound_rooted_bench speed [RUNS]         median milliseconds of RUNS calls
  *       of collective_time_bound for broadcast, reduce, scatter and gather
- *       (root 0) on dgx1ring:128, dgxh100:128, ndv2:128 (1024 ranks each),
+ *       (root 0) on dgx1ring:32, dgx1ring:64, dgx1ring:128, dgxh100:128,
+ *       ndv2:128 (1024 ranks each from dgx1ring:128 on),
  *       torus2d:32x32 and mesh2d:100x100
  *
  * The speed mode uses nothing but collective_time_bound, so the same source
@@ -76,7 +77,8 @@ static double bound_ms(const cs_topology *t, const cs_collective *c, int runs, c
 
 static int speed(int runs)
 {
-    static const char *const topos[] = {"dgx1ring:128", "dgxh100:128", "ndv2:128",
+    static const char *const topos[] = {"dgx1ring:32", "dgx1ring:64", "dgx1ring:128",
+                                        "dgxh100:128", "ndv2:128",
                                         "torus2d:32x32", "mesh2d:100x100"};
     static const cs_coll_kind kinds[] = {CS_COLL_BROADCAST, CS_COLL_REDUCE, CS_COLL_SCATTER,
                                          CS_COLL_GATHER};

@@ -964,8 +964,10 @@ done:
  * one max-flow per w (cutnet_min_cut_beyond), exact for broadcast and reduce
  * while it fits the cut budget; beyond it, the same on the group quotient
  * (unions of whole groups), plus every single rank and every single group.
- * Scatter and gather (k = |S|) take the same candidate sets with their own
- * k: valid, not the maximum.  Each S gives a line; the lines that are the
+ * Scatter and gather (k = |S|) take the single ranks, the single groups and
+ * the group quotient's flow cuts with their own k: valid, not the maximum.
+ * Ranks are taken farthest first, and a rank whose line could not beat the
+ * bound so far at any size even with the search's largest slope is skipped.  Each S gives a line; the lines that are the
  * largest at some size 4^k (1 B .. 1 TiB) are kept. */
 
 typedef struct {
@@ -974,10 +976,29 @@ typedef struct {
     int who, size;      /* the rank / group / nearest rank; |S| */
 } add_cand;
 
+#define ADD_SIZES 21   /* L = 4^k, k = 0..20 */
+
 typedef struct {
     add_cand *c;
     int n, cap;
+    double env[ADD_SIZES];   /* the bound so far at each size (pruning) */
+    double slope_max;        /* no candidate's slope exceeds it (0: unknown) */
 } add_list;
+
+/* Whether a line (a, up to slope_max) could still raise the bound at some
+ * size 4^k: when not, its max-flow is skipped (which only drops a
+ * candidate, so the bound stays valid; with an exact slope_max nothing that
+ * could win is dropped). */
+static bool add_could_win(const add_list *l, double a)
+{
+    if (!(l->slope_max > 0))
+        return true;
+    double L = 1;
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+        if (a + l->slope_max * L > l->env[k] * (1 + 1e-12))
+            return true;
+    return false;
+}
 
 static int add_push(add_list *l, double a, double bw, int kind, int who, int size,
                     cs_error *err)
@@ -993,7 +1014,19 @@ static int add_push(add_list *l, double a, double bw, int kind, int who, int siz
         l->cap = nc;
     }
     l->c[l->n++] = (add_cand){a, bw, kind, who, size};
+    double L = 1;
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+        l->env[k] = fmax(l->env[k], a + bw * L);
     return CS_OK;
+}
+
+/* Descending distance, then ascending vertex (a stable order for ties). */
+static int cmp_farther(const void *pa, const void *pb)
+{
+    const heap_item *a = pa, *b = pb;
+    if (a->d != b->d)
+        return a->d < b->d ? 1 : -1;
+    return (a->v > b->v) - (a->v < b->v);
 }
 
 /* Per-w min cuts on network n, vertex distances vdist (the root's vertex
@@ -1002,11 +1035,22 @@ static int add_flow_cuts(cut_network *n, const double *vdist, int root_v, bool p
                          int kind, add_list *l, cs_error *err)
 {
     unsigned char *in_s = malloc((size_t)n->nv);
-    if (!in_s)
+    heap_item *order = malloc(sizeof(heap_item) * (size_t)n->nv);
+    if (!in_s || !order) {
+        free(in_s);
+        free(order);
         return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    /* farthest first: their lines, once found, let nearer ones be skipped */
+    int no = 0;
+    for (int w = 0; w < n->nv; w++)
+        if (w != root_v && isfinite(vdist[w]))
+            order[no++] = (heap_item){vdist[w], w};
+    qsort(order, (size_t)no, sizeof *order, cmp_farther);
     int rc = CS_OK;
-    for (int w = 0; w < n->nv && rc == CS_OK; w++) {
-        if (w == root_v || !isfinite(vdist[w]))
+    for (int i = 0; i < no && rc == CS_OK; i++) {
+        int w = order[i].v;
+        if (!add_could_win(l, vdist[w]))
             continue;
         double cap_bw;
         cutnet_min_cut_beyond(n, vdist, w, in_s, &cap_bw);
@@ -1022,6 +1066,7 @@ static int add_flow_cuts(cut_network *n, const double *vdist, int root_v, bool p
                           (int)weight, err);
     }
     free(in_s);
+    free(order);
     return rc;
 }
 
@@ -1071,6 +1116,14 @@ static int rooted_additive(const cs_topology *t, const cs_collective *c, cs_time
     for (int r = 0; r < P; r++)
         vdist[r] = dist[r];
     vdist[c->root] = -1;   /* always on the root's side */
+    {
+        double L = 1;
+        for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+            l.env[k] = time_bound_us(b, L, 1);
+        /* the cut search's slope: the largest k / cap over the sets it
+         * searched, the same family as every candidate here */
+        l.slope_max = b->bandwidth_us_per_byte;
+    }
 
     /* the rank network: single ranks, and per-rank flow cuts within budget */
     if ((rc = cutnet_build(t, NULL, 0, reversed, &n, err)))
@@ -1079,7 +1132,11 @@ static int rooted_additive(const cs_topology *t, const cs_collective *c, cs_time
     for (int v = 0; v < n.nv && rc == CS_OK; v++)
         if (v != c->root && n.in_bw[v] > 0)
             rc = add_push(&l, vdist[v], 1.0 / n.in_bw[v], 0, v, 1, err);
-    if (rc == CS_OK && (long)n.nv * cutnet_size(&n) <= TB_CUT_WORK)
+    /* per-rank flows for broadcast and reduce only: for scatter and gather
+     * the slope bound |S| / cap prunes nothing and the flows' sets (least
+     * cap, not most |S| / cap) rarely win: they cost up to 100x the cut
+     * search for no gain on the bench topologies */
+    if (rc == CS_OK && !per_rank_k && (long)n.nv * cutnet_size(&n) <= TB_CUT_WORK)
         rc = add_flow_cuts(&n, vdist, c->root, per_rank_k, 2, &l, err);
     cutnet_free(&n);
     have_net = false;
@@ -1120,7 +1177,7 @@ static int rooted_additive(const cs_topology *t, const cs_collective *c, cs_time
     /* keep the lines that are the largest at some size 4^k and beat the rest */
     b->nlines = 0;
     double L = 1;
-    for (int k = 0; k <= 20; k++, L *= 4) {
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4) {
         int best = -1;
         double bv = time_bound_us(b, L, 1);
         for (int i = 0; i < l.n; i++) {
