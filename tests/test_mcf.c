@@ -332,6 +332,23 @@ START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
 }
 END_TEST
 
+/* Progress events of the best-of-chunkings search: per chunking, a bit of
+ * which events were seen ("chunking" 1, "chunking-done" 2, "-pruned" 4). */
+typedef struct chunk_events {
+    int seen[64];
+} chunk_events;
+
+static void on_chunk_event(void *ctx, const cs_progress_event *ev)
+{
+    chunk_events *ce = ctx;
+    if (ev->chunks < 0 || ev->chunks >= 64 || strncmp(ev->outcome, "chunking", 8) != 0)
+        return;
+    ce->seen[ev->chunks] |= strcmp(ev->outcome, "chunking") == 0        ? 1
+                            : strcmp(ev->outcome, "chunking-done") == 0 ? 2
+                            : strcmp(ev->outcome, "chunking-pruned") == 0 ? 4
+                                                                          : 8;
+}
+
 START_TEST(best_chunking_prunes_what_cannot_win)
 {
     /* broadcast from 0 on ring:4 (1000 B/us, no alpha) of L = 4000 bytes in
@@ -348,10 +365,17 @@ START_TEST(best_chunking_prunes_what_cannot_win)
     mcf_options_default(&o);
     o.chunks = 4;
     o.bytes = 4000;
+    chunk_events ce = {{0}};
+    o.progress = on_chunk_event;
+    o.progress_ctx = &ce;
     cs_result *r = NULL;
     double best = mcf_sim(t, &c, &o, &r);
     ck_assert(best < 8.0 - 1e-6);
     ck_assert_int_ge(check_chunking_trials(r, 1, 4), 1);
+    /* progress says the same: one chunk pruned, the chunkings run started
+     * and done */
+    ck_assert_int_eq(ce.seen[1], 4);
+    ck_assert_int_eq(ce.seen[4], 1 | 2);
     json_t *ch = json_object_get(r->stats, "chunking");
     bool one_pruned = false;
     for (size_t i = 0; i < json_array_size(json_object_get(ch, "pruned")); i++)
@@ -363,6 +387,7 @@ START_TEST(best_chunking_prunes_what_cannot_win)
     /* the pruning is sound: one chunk on its own is no faster than its floor */
     o.chunks = 1;
     o.min_chunks = 1;
+    o.progress = NULL;
     ck_assert(mcf_sim(t, &c, &o, NULL) >= 8.0 - 1e-6);
     topology_free(t);
 }

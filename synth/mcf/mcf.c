@@ -4201,6 +4201,36 @@ static int cmp_trial_floor(const void *x, const void *y)
     return a->chunks - b->chunks; /* cheaper models first among equals */
 }
 
+/* A progress event of the best-of-chunkings search (outcome "chunking",
+ * "chunking-pruned" or "chunking-done"; chunks = the chunking). */
+static void chunking_progress(const cs_mcf_options *o, const char *outcome, int chunks,
+                              double seconds, double t0, int done, int total, double best,
+                              const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+
+static void chunking_progress(const cs_mcf_options *o, const char *outcome, int chunks,
+                              double seconds, double t0, int done, int total, double best,
+                              const char *fmt, ...)
+{
+    if (!o->progress)
+        return;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cs_progress_event ev = {0};
+    ev.method = "mcf";
+    ev.outcome = outcome;
+    ev.message = msg;
+    ev.chunks = chunks;
+    ev.seconds = seconds;
+    ev.elapsed = cs_now() - t0;
+    ev.done = done;
+    ev.total = total;
+    ev.best = best;
+    o->progress(o->progress_ctx, &ev);
+}
+
 /* Trial x cannot be chosen over the best schedule b: its floor is above
  * b's end, or equal to it with no more chunks (ties go to more chunks). */
 static bool cannot_win(const chunk_trial *x, const chunk_trial *b)
@@ -4278,12 +4308,15 @@ static int run_trial(const cs_topology *t, const cs_collective *c, const cs_mcf_
                                     : tr->cut     ? "cut short: schedule not proved optimal "
                                                     "within its share"
                                                   : "schedule (not proved optimal)"));
-    json_decref(tr->entry);
-    tr->entry = e;
-    /* keep the faster of this pass's and an earlier pass's schedule */
+    /* keep the faster of this pass's and an earlier pass's schedule, and
+     * the entry that describes it */
     if (tr->res && stats_schedule_us(tr->res) <= us + 1e-9) {
+        json_object_set_new(tr->entry, "rerun_schedule_us", json_real(us));
+        json_decref(e);
         result_free(one);
     } else {
+        json_decref(tr->entry);
+        tr->entry = e;
         result_free(tr->res);
         tr->res = one;
     }
@@ -4334,6 +4367,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     cs_error last_err;
     cs_error_clear(&last_err);
     bool any_unknown = false; /* a chunking neither run to a schedule nor pruned */
+    int ndone = 0;            /* chunkings settled in pass 1 (progress events) */
     for (int pass = 1; pass <= 2 && rc == CS_OK; pass++) {
         /* pass 2: the chunkings cut short that can still win, when the
          * time left gives each more than it had */
@@ -4361,6 +4395,11 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                     json_object_set_new(tr[i].entry, "cannot_win", json_true());
                 }
                 tr[i].cut = false;
+                chunking_progress(o, "chunking-pruned", tr[i].chunks, 0, t0, ++ndone,
+                                  nc, stats_schedule_us(tr[best].res),
+                                  "mcf: %d chunks not run: floor %.4g us, best %.4g us (%d "
+                                  "chunks)", tr[i].chunks, tr[i].floor_us,
+                                  stats_schedule_us(tr[best].res), tr[best].chunks);
                 continue;
             }
             double share = 0;
@@ -4377,8 +4416,20 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                     share = MCF_MIN_SHARE_S;
             }
             todo--;
+            chunking_progress(o, "chunking", tr[i].chunks, 0, t0, ndone, nc,
+                              best >= 0 ? stats_schedule_us(tr[best].res) : NAN,
+                              "mcf: %d chunks (pass %d): floor %.4g us, %s%.3g s", tr[i].chunks,
+                              pass, tr[i].floor_us, share > 0 ? "share " : "no time limit",
+                              share > 0 ? share : 0.0);
             cs_error e1;
             int r1 = run_trial(t, c, o, &tr[i], share, pass, &e1);
+            chunking_progress(o, "chunking-done", tr[i].chunks, tr[i].seconds, t0,
+                              pass == 1 ? ++ndone : ndone, nc,
+                              tr[i].res ? stats_schedule_us(tr[i].res) : NAN, "mcf: %d chunks: %s",
+                              tr[i].chunks,
+                              json_string_value(json_object_get(tr[i].entry, "outcome"))
+                                  ? json_string_value(json_object_get(tr[i].entry, "outcome"))
+                                  : "no outcome");
             if (r1 != CS_OK) {
                 last_err = e1;
                 if (r1 == CS_ECANCELLED ||
@@ -4448,9 +4499,16 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
             other_us = json_number_value(us);
         }
     }
+    int npruned = 0, ncut = 0;
+    for (int i = 0; i < nc; i++) {
+        npruned += tr[i].pruned;
+        ncut += tr[i].cut;
+    }
     char why[160];
-    if (other_c < 0)
-        snprintf(why, sizeof why, "the only chunking run to a schedule");
+    if (other_c < 0 && npruned > 0)
+        snprintf(why, sizeof why, "no other chunking can beat it");
+    else if (other_c < 0)
+        snprintf(why, sizeof why, "the only chunking that found a schedule");
     else if (best_c == hi)
         snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
@@ -4462,11 +4520,6 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                                   : "more, smaller chunks pipeline better");
     /* which chunkings could not win, and which a share cut short */
     char notes[200] = "";
-    int npruned = 0, ncut = 0;
-    for (int i = 0; i < nc; i++) {
-        npruned += tr[i].pruned;
-        ncut += tr[i].cut;
-    }
     if (npruned) {
         snprintf(notes, sizeof notes, "; not run (their floors cannot beat %.4g us): ", bus);
         list_trials(notes, sizeof notes, tr, nc, 0);

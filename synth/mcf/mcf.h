@@ -19,7 +19,8 @@
  *              hyper-edge form, every pair of ranks on a switch is a link and
  *              each rank's port carries one chunk at a time);
  *   buffers    store-and-forward: what a rank holds at k is what it held at
- *              k-1 plus what arrived, minus (without copy) what it sent;
+ *              k-1 plus what arrived, minus (without copy) what it sent
+ *              (zero_buffer: a switch node holds only what arrives at k);
  *   demand     every postcondition is met by the end of epoch K;
  *   objective  deliver as early as possible (each delivered unit earns
  *              1/(arrival epoch), TE-CCL's 1/(k+1)).
