@@ -9,14 +9,16 @@
 #   --chunks C --time-limit LEFT) until the budget is gone.
 # Prints per run the simulated time of the schedule returned, the wall
 # seconds and the chunkings run, then the medians of MCF_RUNS (default 3).
-# Env: MCF_BUDGET (60), MCF_RUNS (3), MCF_CASES ("dgx2 broadcast"
-# "dgx2,copy=1 allgather" ...: TOPO:COLLECTIVE pairs, space separated).
+# Env: MCF_BUDGET (60), MCF_RUNS (3), MCF_CHUNKS (8), MCF_CASES ("dgx2:broadcast"
+# "ndv2:2:alltoall" ...: TOPO:COLLECTIVE pairs, space separated; the collective
+# after the last colon).
 set -euo pipefail
 BUILD=${BUILD:-build}
 cli="$BUILD/collsynth"
 [ -x "$cli" ] || make --no-print-directory "$cli"
 budget=${MCF_BUDGET:-60}
 runs=${MCF_RUNS:-3}
+nch=${MCF_CHUNKS:-8}
 cases=${MCF_CASES:-"dgx2:broadcast"}
 size=$((64 * 1024 * 1024))
 tmp=$(mktemp -d)
@@ -24,14 +26,14 @@ trap 'rm -rf "$tmp"' EXIT
 sim_of() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % d["frontier"][0]["simulated_us"])' "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for case in $cases; do
-    topo=${case%%:*}
-    coll=${case#*:}
-    echo "== $topo $coll, 8 chunks of 64 MiB, budget ${budget} s, $runs runs"
+    topo=${case%:*}
+    coll=${case##*:}
+    echo "== $topo $coll, up to $nch chunks of 64 MiB, budget ${budget} s, $runs runs"
     new_us=(); new_s=(); old_us=(); old_s=()
     for r in $(seq "$runs"); do
         # shared budget (this build)
         t0=$(date +%s.%N)
-        "$cli" solve "$topo" "$coll" --method mcf --chunks 8 --size $size \
+        "$cli" solve "$topo" "$coll" --method mcf --chunks "$nch" --size $size \
             --time-limit "$budget" --json > "$tmp/new.json"
         t1=$(date +%s.%N)
         us=$(sim_of "$tmp/new.json")
@@ -42,7 +44,7 @@ for case in $cases; do
         # the old loop, replayed
         t0=$(date +%s.%N)
         best=""; tried=""
-        for C in 1 2 3 4 5 6 7 8; do
+        for C in $(seq "$nch"); do
             left=$(echo "$budget - ($(date +%s.%N) - $t0)" | bc -l)
             if (( $(echo "$left <= 0.05" | bc -l) )); then break; fi
             if "$cli" solve "$topo" "$coll" --method mcf --chunks $C --min-chunks $C \

@@ -133,10 +133,10 @@ typedef struct builder {
  * for (run_first -1: none reserved yet).  A
      * run whose receives park values in scratch gets consecutive scratch
      * slots, so its steps can merge (reduce-scatter's rrc receives). */
-    long *run_lead;
+    int *run_lead;          /* transfer ids and operation ids are below INT_MAX (checked) */
     int *run_pos, *run_len, *run_off, *run_first;
-    long *send_lop;         /* -1 when the sender is not core */
-    long *recv_lop;         /* -1 when the receiver is not core */
+    int *send_lop;          /* -1 when the sender is not core */
+    int *recv_lop;          /* -1 when the receiver is not core */
     unsigned char *landed;
     /* The rank being lowered.  A rank's slots and locations change only
      * through its own events, so ranks are lowered one after the other with
@@ -312,11 +312,14 @@ static int add_reader(builder *b, long st, long lop)
 }
 
 /* a 1024-rank document's window holds millions of these (codegen_plan.h) */
-_Static_assert(sizeof(long) != 8 || sizeof(cg_lop) <= 104, "cg_lop grew: mind the padding");
+_Static_assert(sizeof(long) != 8 || sizeof(cg_lop) <= 88, "cg_lop grew: mind the padding");
 
 static int new_lop(builder *b, long *id)
 {
     cg_plan *p = b->p;
+    if (p->nlops >= INT_MAX) /* cg_lop's task, the transfers' operation ids: int */
+        return cs_error_set(b->err, CS_ELIMIT, "sends", "the plan needs more than %d "
+                            "operations", INT_MAX - 1);
     GROW(p->lops, p->nlops, b->caplops, cg_lop);
     memset(&p->lops[p->nlops], 0, sizeof(cg_lop));
     p->lops[p->nlops].peer = -1;
@@ -337,6 +340,9 @@ static int add_dep(builder *b, long lop, long dep)
     for (long k = l->dep_begin; k < p->ndeps; k++)
         if (p->deps[k] == dep)
             return CS_OK;
+    if (p->ndeps >= INT_MAX) /* cg_lop's dep_begin: int */
+        return cs_error_set(b->err, CS_ELIMIT, "sends", "the plan needs more than %d "
+                            "dependencies", INT_MAX - 1);
     GROW(p->deps, p->ndeps, b->capdeps, long);
     p->deps[p->ndeps++] = dep;
     p->lops[lop].ndeps++;
@@ -705,6 +711,9 @@ static int do_write(builder *b, long x)
             b->run_off[lead] = p->s_chunks[dst] - pos;
             p->s_chunks[dst] += len - pos;
         }
+        if (p->s_chunks[dst] + (long)len >= CG_SLOT_LIMIT)
+            return cs_error_set(b->err, CS_ELIMIT, "sends", "rank %d needs more than %ld "
+                                "scratch chunk slots", dst, CG_SLOT_LIMIT - 1);
         if (len > 1 && b->run_first[lead] >= 0 && pos >= b->run_first[lead])
             target.off = b->run_off[lead] + pos;   /* reserved for this position only */
         else
@@ -1015,13 +1024,13 @@ static void free_lowering_state(builder *b)
 
 /* Per-rank event lists: a core rank gets the read and the landing of each
  * of its sends and the write of each of its receives.  Kept as transfer
- * numbers (xw: transfer * 2 + 1 for the landing), 8 bytes an event; each
+ * numbers (xw: transfer * 2 + 1 for the landing), 4 bytes an event; each
  * rank's events are made and sorted only when it is lowered (lower_rank),
  * into one buffer of the largest rank's size: three 32-byte events per
  * transfer for every rank at once were a fifth of a 1024-rank document's
  * peak memory.  make_event depends only on what assign_channels settled,
  * so an event made later is the same event. */
-static int rank_events(builder *b, long **begin_out, long **ev_out)
+static int rank_events(builder *b, long **begin_out, uint32_t **ev_out)
 {
     cg_plan *p = b->p;
     long *begin = calloc((size_t)p->ranks + 1, sizeof(long));
@@ -1037,7 +1046,7 @@ static int rank_events(builder *b, long **begin_out, long **ev_out)
     for (int r = 0; r < p->ranks; r++)
         begin[r + 1] += begin[r];
     long n = begin[p->ranks];
-    long *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
+    uint32_t *ev = malloc((size_t)(n ? n : 1) * sizeof *ev);
     long *fill = malloc((size_t)p->ranks * sizeof(long));
     if (!ev || !fill) {
         free(begin);
@@ -1048,12 +1057,12 @@ static int rank_events(builder *b, long **begin_out, long **ev_out)
     memcpy(fill, begin, (size_t)p->ranks * sizeof(long));
     for (long x = 0; x < p->nxfers; x++) {
         int src = b->xi[x].src, dst = b->xi[x].dst;
-        if (p->core[src]) {
-            ev[fill[src]++] = 2 * x;
-            ev[fill[src]++] = 2 * x + 1;
+        if (p->core[src]) { /* x < 2^30: both fit */
+            ev[fill[src]++] = (uint32_t)(2 * x);
+            ev[fill[src]++] = (uint32_t)(2 * x + 1);
         }
         if (p->core[dst])
-            ev[fill[dst]++] = 2 * x + 1;
+            ev[fill[dst]++] = (uint32_t)(2 * x + 1);
     }
     free(fill);
     *begin_out = begin;
@@ -1115,7 +1124,8 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
         return rc;
     }
     cg_plan *p = calloc(1, sizeof *p);
-    long *ev = NULL, *ev_begin = NULL;
+    long *ev_begin = NULL;
+    uint32_t *ev = NULL;
     event *rank_ev = NULL;
     b.p = p;
     if (!p)
@@ -1130,6 +1140,18 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
     p->nchannels = sum->nchannels;
     p->merge_steps = sum->merge_steps;
     plan_sizes(p);
+    /* transfer numbers in 32 bits (rank events hold 2x + 1); slots in 23 */
+    if (a->nsends >= (1L << 30)) {
+        rc = cs_error_set(err, CS_ELIMIT, "sends", "%ld sends; code generation takes fewer "
+                          "than 2^30", a->nsends);
+        goto fail;
+    }
+    if (p->i_chunks >= CG_SLOT_LIMIT || p->o_chunks >= CG_SLOT_LIMIT) {
+        rc = cs_error_set(err, CS_ELIMIT, "chunks", "buffers of %d input and %d output chunks; "
+                          "code generation takes fewer than %ld", p->i_chunks, p->o_chunks,
+                          CG_SLOT_LIMIT);
+        goto fail;
+    }
     p->s_chunks = calloc((size_t)a->ranks, sizeof(int));
     p->core = malloc((size_t)a->ranks);
     if (!p->s_chunks || !p->core)
@@ -1144,10 +1166,10 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
     b.minor = malloc(nn * sizeof(long));
     b.rt = malloc(nn * sizeof(double));
     b.wt = malloc(nn * sizeof(double));
-    b.send_lop = malloc(nn * sizeof(long));
-    b.recv_lop = malloc(nn * sizeof(long));
+    b.send_lop = malloc(nn * sizeof(int));
+    b.recv_lop = malloc(nn * sizeof(int));
     b.landed = calloc(nn, 1);
-    b.run_lead = malloc(nn * sizeof(long));
+    b.run_lead = malloc(nn * sizeof(int));
     b.run_pos = malloc(nn * sizeof(int));
     b.run_len = calloc(nn, sizeof(int));
     b.run_off = malloc(nn * sizeof(int));
@@ -1202,8 +1224,8 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
         b.cur = r;
         long nev = ev_begin[r + 1] - ev_begin[r];
         for (long k = 0; k < nev; k++) {
-            long xw = ev[ev_begin[r] + k];
-            rank_ev[k] = make_event(&b, xw / 2, (int)(xw & 1));
+            uint32_t xw = ev[ev_begin[r] + k];
+            rank_ev[k] = make_event(&b, (long)(xw / 2), (int)(xw & 1));
         }
         rc = lower_rank(&b, rank_ev, nev);
     }
@@ -1222,7 +1244,8 @@ int codegen_plan_build_core(const cs_algorithm *a, const cs_topology *t, const c
     free(ev);
     free(ev_begin);
     free(rank_ev);
-    ev = ev_begin = NULL;
+    ev = NULL;
+    ev_begin = NULL;
     rank_ev = NULL;
     free_lowering_state(&b);
     if (rc == CS_OK)

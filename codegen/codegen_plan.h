@@ -253,10 +253,14 @@ long cg_deal_count(long m, int spread, bool block, int k);
 
 /* ---- plan ------------------------------------------------------------------- */
 
+/* Four bytes: an operation holds three, a 1024-rank window millions of
+ * operations.  off is below CG_SLOT_LIMIT (the plan refuses a schedule
+ * whose buffers need more chunk slots, by name); -1 marks "none" in nops. */
 typedef struct cg_slot {
-    char buf;   /* 'i', 'o', 's'; 0 = none or unknown (the other side is not core) */
-    int off;
+    unsigned buf : 8;   /* 'i', 'o', 's'; 0 = none or unknown (the other side is not core) */
+    signed off : 24;
 } cg_slot;
+#define CG_SLOT_LIMIT (1L << 23)
 
 typedef struct cg_key {
     double major;   /* step (untimed) or time (timed); +inf for final copies */
@@ -268,14 +272,15 @@ typedef struct cg_key {
 enum { CG_SEND = 0, CG_RECV = 1, CG_COPY = 2 };
 
 /* About two per send, so a 1024-rank document's window holds millions: the
- * fields are ordered (and kind/op narrowed) so nothing is padding; 104
- * bytes, was 120. */
+ * fields are ordered (kind/op narrowed, slots packed, indices into the plan
+ * 32-bit: the plan refuses more than INT_MAX operations or dependencies) so
+ * little is padding; 88 bytes, was 120. */
 typedef struct cg_lop {
     cg_key key;
     long xfer;         /* index into plan->xfers; -1 for copies */
     double land;       /* when the transfer lands (the receive's key major); +inf for copies */
-    long dep_begin;    /* into plan->deps: local ops on the same rank */
-    int task;          /* push-model task executing this op (full plans; < 2^31, checked) */
+    int dep_begin;     /* into plan->deps: local ops on the same rank */
+    int task;          /* push-model task executing this op (full plans) */
     int rank;
     int peer;          /* the other rank; -1 for copies */
     int chan;          /* channel; 0 for copies */

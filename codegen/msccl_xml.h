@@ -81,8 +81,8 @@ typedef struct cs_msccl_options {
                                every node) small windows redo most of the work: the whole
                                document of a 1M-send dgxh100:128 allgather takes ~35 s at
                                2^19 and ~5 s at 2^22 (one window: its plan is about two
-                               104-byte operations and ~125 bytes of lowering
-                               state per send, ~390 MB more peak). */
+                               88-byte operations and ~100 bytes of lowering
+                               state per send, ~330 MB more peak). */
     int gpu_sms;            /* the target GPU's SMs (0: no limit beyond the runtime's own).
                                All of a rank's thread blocks must be resident at once (they
                                wait on each other's progress); the NCCL fork's 216 is its

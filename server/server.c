@@ -54,6 +54,7 @@ bool queue_shared(req_state *rs, int status, struct MHD_Response *r, enum MHD_Re
     rs->status = status;
     rs->responded = true;
     *ret = MHD_queue_response(rs->conn, (unsigned)status, r);
+    rs->responded = *ret == MHD_YES; /* see queue() */
     return true;
 }
 
@@ -76,6 +77,11 @@ enum MHD_Result queue(req_state *rs, int status, struct MHD_Response *r)
     }
     enum MHD_Result ret = MHD_queue_response(rs->conn, (unsigned)status, r);
     MHD_destroy_response(r);
+    /* MHD refused it (0.9.75: in the middle of a body) and closes the
+     * connection: nothing is sent, so the access log and the metrics must not
+     * count an answer */
+    if (ret != MHD_YES)
+        rs->responded = false;
     return ret;
 }
 

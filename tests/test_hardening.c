@@ -536,31 +536,25 @@ START_TEST(over_limit_body_is_answered_not_reset)
 END_TEST
 
 
-/* A chunked body past the drain cap (16 MB here): the daemon stops reading
- * it, and the client that keeps writing still reads the 413 while it writes
- * (libmicrohttpd 0.9.75 queues no answer in the middle of a body: the
- * daemon's attempt made it close the connection with "Application reported
- * internal error", and the client saw a reset). */
-START_TEST(chunked_body_past_the_drain_cap_is_answered)
+/* Posts 64 MB of chunked body in 64 KB chunks, written as the socket takes
+ * them, reading meanwhile; returns what was read (NUL-terminated, static)
+ * and *sent, the body bytes written. */
+static const char *post_big_chunked(const cs_daemon *d, size_t *sent_out)
 {
-    cs_daemon d;
-    const char *extra[] = {"--max-body-bytes", "65536", NULL};
-    daemon_start_checked(&d, NULL, extra);
-    int fd = connect_from(NULL, d.port);
+    static char resp[4096];
+    int fd = connect_from(NULL, d->port);
     ck_assert_int_ge(fd, 0);
     static const char head[] = "POST /v1/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                "Content-Type: application/json\r\n"
                                "Transfer-Encoding: chunked\r\n\r\n";
     ck_assert_int_eq(send_all(fd, head, sizeof head - 1), 0);
     ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-    /* 64 MB in 64 KB chunks, written as the socket takes them; read meanwhile */
     size_t csize = 65536, total = (size_t)64 << 20;
     char *chunk = malloc(csize + 32);
     int hl = snprintf(chunk, 32, "%zx\r\n", csize);
     memset(chunk + hl, ' ', csize);
     memcpy(chunk + hl + csize, "\r\n", 2);
     size_t clen = (size_t)hl + csize + 2, sent = 0, off = 0;
-    char resp[4096];
     size_t got = 0;
     bool eof = false;
     double until = cs_now() + 60;
@@ -574,7 +568,8 @@ START_TEST(chunked_body_past_the_drain_cap_is_answered)
                 eof = true;
             else
                 got += (size_t)r;
-            if (got >= 12 && strstr(resp, "\r\n\r\n") && strchr(resp, '}'))
+            resp[got] = '\0';
+            if (strstr(resp, "\r\n\r\n") && strchr(resp, '}'))
                 break;
             continue;
         }
@@ -605,12 +600,59 @@ START_TEST(chunked_body_past_the_drain_cap_is_answered)
             usleep(50000);
     }
     resp[got] = '\0';
+    free(chunk);
+    close(fd);
+    *sent_out = sent;
+    return resp;
+}
+
+/* A chunked body past the drain cap (16 MB here): the daemon stops reading
+ * it, and the client that keeps writing still reads the 413 while it writes
+ * (libmicrohttpd 0.9.75 queues no answer in the middle of a body: the
+ * daemon's attempt made it close the connection with "Application reported
+ * internal error", and the client saw a reset). */
+START_TEST(chunked_body_past_the_drain_cap_is_answered)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-body-bytes", "65536", NULL};
+    daemon_start_checked(&d, NULL, extra);
+    size_t sent = 0;
+    const char *resp = post_big_chunked(&d, &sent);
     ck_assert_msg(!strncmp(resp, "HTTP/1.1 413", 12), "after %zu bytes sent: [%.300s]", sent,
                   resp);
     ck_assert_ptr_nonnull(strstr(resp, "\"too_large\""));
-    ck_assert_msg(sent < total, "the whole 64 MB was read (sent %zu)", sent);
-    free(chunk);
-    close(fd);
+    ck_assert_msg(sent < ((size_t)64 << 20), "the whole 64 MB was read (sent %zu)", sent);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Without the framing parser the connection of such a body can only be
+ * closed: the access log and the metrics must not count a 413 that was
+ * never sent (MHD refused to queue it). */
+START_TEST(an_answer_libmicrohttpd_refused_is_not_logged_as_sent)
+{
+    cs_daemon d;
+    const char *extra[] = {"--max-body-bytes", "65536", "--no-chunk-guard",
+                           "--log-level", "debug", NULL};
+    daemon_start_checked(&d, NULL, extra);
+    size_t sent = 0;
+    const char *resp = post_big_chunked(&d, &sent);
+    ck_assert_msg(resp[0] == '\0', "an answer came after all: [%.200s]", resp);
+    /* the request's line is written when MHD ends it */
+    char *log = NULL;
+    const char *line = NULL;
+    for (int i = 0; i < 50 && !line; i++) {
+        free(log);
+        log = read_file_text(d.log_path);
+        line = strstr(log, "event=http method=POST");
+        if (!line)
+            usleep(100 * 1000);
+    }
+    ck_assert_msg(line != NULL, "no access log line: %s", log);
+    const char *eol = strchr(line, '\n');
+    ck_assert_msg(!strstr(line, "status=413") || (eol && strstr(line, "status=413") > eol),
+                  "logged as answered: %.*s", eol ? (int)(eol - line) : 200, line);
+    free(log);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST
@@ -1590,6 +1632,7 @@ static Suite *hardening_suite(void)
     tcase_set_timeout(wire, 60);
     tcase_add_test(wire, over_limit_body_is_answered_not_reset);
     tcase_add_test(wire, chunked_body_past_the_drain_cap_is_answered);
+    tcase_add_test(wire, an_answer_libmicrohttpd_refused_is_not_logged_as_sent);
     tcase_add_test(wire, slow_headers_meet_a_deadline);
     tcase_add_test(wire, slow_clients_from_one_address_do_not_block_health);
     tcase_add_test(wire, connections_over_the_limit_wait_their_turn);

@@ -386,19 +386,61 @@ START_TEST(test_ring_fabric)
             ck_assert_int_eq(hier_synthesize(orig, &cc, NULL, &r0, &err), CS_OK);
             double t1 = best_buffer_us(t, r1, 1 << 30), t0 = best_buffer_us(orig, r0, 1 << 30);
             /* every numbering the same (the walk starts from the canonical
-             * labelling); against the groups' own order within 5% (the
-             * node type's labels differ, so SMT's trees may: 4.5% here) */
+             * labelling); against the groups' own order no slower (measured:
+             * equal, broadcast/reduce 0.4% faster: the node type's labels
+             * differ, so SMT's trees may; before the NIC segments went by
+             * lanes, allgather was 4.5% slower) */
             if (nodes_too == 0)
                 first_us[q] = t1;
             ck_assert_msg(fabs(t1 - first_us[q]) <= 1e-9 * t1, "%s: %.1f us, other numbering "
                           "%.1f us", collective_kind_name(kinds[q]), t1, first_us[q]);
-            ck_assert_msg(t1 <= t0 * 1.05, "%s renumbered: %.1f us, as built: %.1f us",
+            ck_assert_msg(t1 <= t0 * 1.001, "%s renumbered: %.1f us, as built: %.1f us",
                           collective_kind_name(kinds[q]), t1, t0);
             result_free(r1);
             result_free(r0);
         }
         topology_free(orig);
         topology_free(t);
+    }
+    /* a ring one way only (NIC j of node n to node n + 1), renumbered:
+     * the walk follows the one link out */
+    {
+        json_t *l1 = json_array(), *g1 = json_array();
+        for (int n = 0; n < N; n++) {
+            json_t *g = json_array();
+            for (int i = 0; i < 4; i++) {
+                json_array_append_new(g, json_integer(4 * n + i));
+                json_array_append_new(l1, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                    4 * n + i, "dst", 4 * n + (i + 1) % 4,
+                                                    "lanes", 1, "gbps", 100.0, "alpha_us", 0.5,
+                                                    "bidirectional", 1));
+            }
+            json_array_append_new(g1, g);
+            for (int i = 0; i < 4; i += 2)
+                json_array_append_new(l1, json_pack("{s:i, s:i, s:i, s:f, s:f, s:b}", "src",
+                                                    4 * n + i, "dst", 4 * ((n + 1) % N) + i,
+                                                    "lanes", 1, "gbps", 10.0, "alpha_us", 2.0,
+                                                    "bidirectional", 0));
+        }
+        json_t *d1 = json_pack("{s:s, s:i, s:o, s:o}", "name", "oneway", "ranks", 4 * N,
+                               "links", l1, "groups", g1);
+        char *t1 = json_dumps(d1, JSON_COMPACT);
+        json_decref(d1);
+        char *sh = shuffled_nodes(t1, 9, true);
+        cs_topology *u = load_text(sh);
+        check_composed(u, CS_COLL_ALLGATHER);
+        check_composed(u, CS_COLL_ALLREDUCE);
+        check_composed_root(u, CS_COLL_BROADCAST, 6);
+        cs_collective c1;
+        collective_init(&c1, CS_COLL_ALLGATHER, -1);
+        cs_result *r1 = NULL;
+        ck_assert_int_eq(hier_synthesize(u, &c1, NULL, &r1, &err), CS_OK);
+        ck_assert_msg(strstr(r1->reason, "renumbering") && strstr(r1->reason, "ring fabric") &&
+                      !strstr(r1->reason, "both ways"), "%s", r1->reason);
+        result_free(r1);
+        topology_free(u);
+        free(sh);
+        free(t1);
     }
     /* auto on it (20 ranks: beyond smt) composes around the ring and says why */
     char body[4096];

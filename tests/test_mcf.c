@@ -283,6 +283,44 @@ static int check_chunking_trials(const cs_result *r, int lo, int hi)
     return npruned;
 }
 
+START_TEST(frontier_over_chunkings_shares_a_small_budget)
+{
+    /* max_chunks: one algorithm per chunking 1..4 of dgx2's broadcast at
+     * 64 MiB with 2 s for all (the MILPs of 2 chunks and up run for
+     * minutes).  Each chunking gets a share: every one ends in the frontier
+     * or in cut_short_chunks (no schedule in its share), none is skipped. */
+    cs_topology *t = test_topology("dgx2");
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 1;
+    o.max_chunks = 4;
+    o.bytes = 64.0 * 1024 * 1024;
+    o.time_limit_s = 2;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    bool seen[5] = {false};
+    for (int i = 0; i < r->nalgs; i++) {
+        ck_assert_int_eq(algorithm_verify(t, r->algs[i], &err), CS_OK);
+        seen[r->algs[i]->chunks] = true;
+    }
+    json_t *cut = json_object_get(r->stats, "cut_short_chunks");
+    ck_assert_ptr_nonnull(cut);
+    for (size_t i = 0; i < json_array_size(cut); i++) {
+        int C = (int)json_integer_value(json_array_get(cut, i));
+        ck_assert(C >= 1 && C <= 4 && !seen[C]);
+        seen[C] = true;
+    }
+    for (int C = 1; C <= 4; C++)
+        ck_assert_msg(seen[C], "chunking %d neither in the frontier nor cut short", C);
+    ck_assert_int_eq((int)json_array_size(json_object_get(r->stats, "by_chunks")), r->nalgs);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
 {
     /* dgx1 alltoall, 100 KB per pair share asked in 4 chunks.  By default mcf
@@ -332,6 +370,23 @@ START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
 }
 END_TEST
 
+/* Progress events of the best-of-chunkings search: per chunking, a bit of
+ * which events were seen ("chunking" 1, "chunking-done" 2, "-pruned" 4). */
+typedef struct chunk_events {
+    int seen[64];
+} chunk_events;
+
+static void on_chunk_event(void *ctx, const cs_progress_event *ev)
+{
+    chunk_events *ce = ctx;
+    if (ev->chunks < 0 || ev->chunks >= 64 || strncmp(ev->outcome, "chunking", 8) != 0)
+        return;
+    ce->seen[ev->chunks] |= strcmp(ev->outcome, "chunking") == 0        ? 1
+                            : strcmp(ev->outcome, "chunking-done") == 0 ? 2
+                            : strcmp(ev->outcome, "chunking-pruned") == 0 ? 4
+                                                                          : 8;
+}
+
 START_TEST(best_chunking_prunes_what_cannot_win)
 {
     /* broadcast from 0 on ring:4 (1000 B/us, no alpha) of L = 4000 bytes in
@@ -348,10 +403,17 @@ START_TEST(best_chunking_prunes_what_cannot_win)
     mcf_options_default(&o);
     o.chunks = 4;
     o.bytes = 4000;
+    chunk_events ce = {{0}};
+    o.progress = on_chunk_event;
+    o.progress_ctx = &ce;
     cs_result *r = NULL;
     double best = mcf_sim(t, &c, &o, &r);
     ck_assert(best < 8.0 - 1e-6);
     ck_assert_int_ge(check_chunking_trials(r, 1, 4), 1);
+    /* progress says the same: one chunk pruned, the chunkings run started
+     * and done */
+    ck_assert_int_eq(ce.seen[1], 4);
+    ck_assert_int_eq(ce.seen[4], 1 | 2);
     json_t *ch = json_object_get(r->stats, "chunking");
     bool one_pruned = false;
     for (size_t i = 0; i < json_array_size(json_object_get(ch, "pruned")); i++)
@@ -363,6 +425,7 @@ START_TEST(best_chunking_prunes_what_cannot_win)
     /* the pruning is sound: one chunk on its own is no faster than its floor */
     o.chunks = 1;
     o.min_chunks = 1;
+    o.progress = NULL;
     ck_assert(mcf_sim(t, &c, &o, NULL) >= 8.0 - 1e-6);
     topology_free(t);
 }
@@ -979,6 +1042,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, best_chunking_is_never_slower_than_a_fixed_one);
     tcase_add_test(tc, best_chunking_prunes_what_cannot_win);
     tcase_add_test(tc, best_chunking_shares_a_small_budget);
+    tcase_add_test(tc, frontier_over_chunkings_shares_a_small_budget);
     tcase_add_test(tc, compaction_removes_the_epoch_padding);
     tcase_add_test(tc, symmetry_beyond_rotations);
     tcase_add_test(tc, astar_rounds_are_valid_and_close);

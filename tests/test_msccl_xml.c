@@ -14,6 +14,7 @@
 #include "hier.h"
 #include "msccl_check.h"
 #include "msccl_interp.h"
+#include "codegen_plan.h"
 #include "msccl_xml.h"
 #include "verify.h"
 
@@ -636,6 +637,45 @@ START_TEST(gpu_sms_caps_thread_blocks_per_rank)
     ck_assert_int_eq(msccl_xml_generate(a, NULL, &o, &x, NULL, &err), CS_EINVAL);
     ck_assert_str_eq(err.field, "gpu_sms");
     algorithm_free(a);
+}
+END_TEST
+
+/* Plans keep chunk slots in 23 bits (codegen_plan.h, cg_slot): a schedule
+ * whose buffers hold 2^23 chunks or more is refused by name, never written
+ * with offsets cut short; one just below is lowered. */
+START_TEST(chunk_slots_beyond_the_plan_limit_are_refused)
+{
+    const long sizes[] = {CG_SLOT_LIMIT, CG_SLOT_LIMIT - 1};
+    for (int i = 0; i < 2; i++) {
+        /* one chunk, the last, moves from rank 0 to rank 1; the buffers are
+         * the collective's global_chunks long */
+        json_t *spec = json_pack("{s:s, s:I, s:[[I, i]], s:[[I, i]]}", "kind", "custom",
+                                 "global_chunks", (json_int_t)sizes[i], "pre",
+                                 (json_int_t)(sizes[i] - 1), 0, "post",
+                                 (json_int_t)(sizes[i] - 1), 1);
+        cs_collective c;
+        cs_error err;
+        ck_assert_msg(collective_from_json(spec, &c, &err) == CS_OK, "%s", err.message);
+        json_decref(spec);
+        cs_algorithm *a = NULL;
+        ck_assert_int_eq(algorithm_new(&c, "line:2", 2, 1, 1, &a, &err), CS_OK);
+        collective_free(&c);
+        ck_assert_int_eq(algorithm_add_send(a, sizes[i] - 1, 0, 1, 0, CS_OP_COPY), CS_OK);
+        char *x = NULL;
+        int rc = gen(a, NULL, CS_MSCCL_RUNTIME_MSCCL, &x, &err);
+        if (i == 0) {
+            ck_assert_int_eq(rc, CS_ELIMIT);
+            ck_assert_str_eq(err.field, "chunks");
+            ck_assert_msg(strstr(err.message, "8388608"), "%s", err.message);
+        } else {
+            ck_assert_msg(rc == CS_OK, "%s", err.message);
+            /* the last chunk's offsets, in full */
+            ck_assert_msg(strstr(x, "srcoff=\"8388606\"") && strstr(x, "dstoff=\"8388606\""),
+                          "%.2000s", x);
+            free(x);
+        }
+        algorithm_free(a);
+    }
 }
 END_TEST
 
@@ -1436,6 +1476,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
     tcase_add_test(tc, gpu_sms_caps_thread_blocks_per_rank);
+    tcase_add_test(tc, chunk_slots_beyond_the_plan_limit_are_refused);
     tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
     tcase_add_test(tc, channels_widen_when_the_estimate_is_short);
     tcase_add_test(tc, channels_widen_when_runs_cannot_merge);

@@ -953,6 +953,51 @@ END_TEST
 /* The CLI: `solve --format msccl-xml` implies --codegen, so a broadcast on a
  * copy-capable switch prints code (it printed the refusal before), and
  * `--codegen` alone gives the unicast result document. */
+/* The CLI end to end: `solve --zero-buffer` on the 4-rank demand, then
+ * `verify --json` reports the switch nodes' waiting (verify.h
+ * algorithm_switch_hold): none with --zero-buffer. */
+START_TEST(cli_zero_buffer_and_verify_report_switch_waits)
+{
+    char topo[] = "/tmp/collsynth-zb-topo-XXXXXX", coll[] = "/tmp/collsynth-zb-coll-XXXXXX",
+         res[] = "/tmp/collsynth-zb-res-XXXXXX";
+    const char *docs[2] = {"{\"name\":\"star4c\",\"ranks\":4,\"switches\":[{\"name\":\"sw\","
+                           "\"ranks\":[0,1,2,3],\"gbps\":1,\"alpha_us\":0,\"copy\":true}]}",
+                           "{\"kind\":\"custom\",\"global_chunks\":4,"
+                           "\"pre\":[[0,0],[1,3],[2,3],[3,3]],"
+                           "\"post\":[[0,2],[0,3],[1,0],[2,1],[3,0],[3,1],[3,2]]}"};
+    char *paths[3] = {topo, coll, res};
+    for (int i = 0; i < 3; i++) {
+        int fd = mkstemp(paths[i]);
+        ck_assert_int_ge(fd, 0);
+        if (i < 2)
+            ck_assert_int_eq(write(fd, docs[i], strlen(docs[i])), (long)strlen(docs[i]));
+        close(fd);
+    }
+    char cmd[768], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "%s/collsynth solve %s %s --method mcf --size 1000 --zero-buffer "
+             "-o %s", cs_test_build_dir(), topo, coll, res);
+    int code = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(code == 0, "exit %d: %s", code, err);
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "%s/collsynth verify %s %s --json", cs_test_build_dir(), topo, res);
+    code = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(code == 0, "exit %d: %s", code, err);
+    json_t *doc = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    json_t *hold = json_object_get(json_array_get(json_object_get(doc, "algorithms"), 0),
+                                   "switch_hold");
+    ck_assert_ptr_nonnull(hold);
+    ck_assert_int_gt(json_integer_value(json_object_get(hold, "copies")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(hold, "held_copies")), 0);
+    json_decref(doc);
+    free(out);
+    free(err);
+    for (int i = 0; i < 3; i++)
+        unlink(paths[i]);
+}
+END_TEST
+
 START_TEST(cli_solve_format_gives_code_on_copy_switches)
 {
     char path[] = "/tmp/collsynth-star4c-XXXXXX";
@@ -1085,6 +1130,7 @@ static Suite *switch_copy_suite(void)
     tcase_add_test(tc, codegen_requests_get_unicast_through_copy_switches);
     tcase_add_test(tc, codegen_option_keys_and_errors);
     tcase_add_test(tc, cli_solve_format_gives_code_on_copy_switches);
+    tcase_add_test(tc, cli_zero_buffer_and_verify_report_switch_waits);
     tcase_add_test(tc, daemon_serves_and_refuses_codegen_cleanly);
     suite_add_tcase(s, tc);
     return s;

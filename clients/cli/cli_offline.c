@@ -650,6 +650,7 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
     if (code != CLI_EXIT_OK)
         return code;
     json_t *all = as_json ? json_array() : NULL, *all_reasons = as_json ? json_array() : NULL;
+    json_t *single_extra = json_object(); /* a lone Algorithm's extra members */
     bool all_ok = true;
     int problems = 0;
     for (int k = 0; k < l.n && code == CLI_EXIT_OK; k++) {
@@ -674,6 +675,16 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
         }
         all_ok = all_ok && rep.ok;
         problems += rep.nproblems;
+        /* a valid timed schedule through switch nodes: how long its copies
+         * wait in them (verify.h; 0 = realizable on a zero-buffer switch) */
+        cs_switch_hold hold;
+        bool have_hold = rep.ok && a->switch_nodes > 0 && algorithm_is_timed(a) &&
+                         algorithm_switch_hold(t, a, &hold, NULL) == CS_OK;
+        json_t *jhold = have_hold ? json_pack("{s:I, s:I, s:f, s:i}", "copies",
+                                              (json_int_t)hold.copies, "held_copies",
+                                              (json_int_t)hold.held_copies, "max_hold_us",
+                                              hold.max_hold_us, "peak_chunks", hold.peak_chunks)
+                                  : NULL;
         if (as_json) {
             json_t *reasons = json_array();
             for (int i = 0; i < rep.nreasons; i++) {
@@ -688,11 +699,22 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
             json_object_set_new(one, "valid", json_boolean(rep.ok));
             json_object_set_new(one, "problems", json_integer(rep.nproblems));
             json_object_set_new(one, "reasons", reasons);
+            if (jhold)
+                json_object_set(one, "switch_hold", jhold);
             json_array_append_new(all, one);
+            if (jhold && !l.from_result)
+                json_object_set(single_extra, "switch_hold", jhold);
         } else if (rep.ok) {
             printf("%svalid: ", label);
             print_algorithm_line(stdout, a);
             printf("\n");
+            if (have_hold && hold.held_copies == 0)
+                printf("  switch nodes: %ld copies, each leaves as its chunk arrives "
+                       "(zero-buffer)\n", hold.copies);
+            else if (have_hold)
+                printf("  switch nodes: %ld copies, %ld wait in a node (longest %.4g us, at "
+                       "most %d chunks held at once)\n", hold.copies, hold.held_copies,
+                       hold.max_hold_us, hold.peak_chunks);
         } else {
             printf("%sinvalid: %d problem%s", label, rep.nproblems,
                    rep.nproblems == 1 ? "" : "s");
@@ -702,12 +724,14 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
             for (int i = 0; i < rep.nreasons; i++)
                 printf("  - %s\n", rep.reasons[i]);
         }
+        json_decref(jhold);
     }
     if (code == CLI_EXIT_OK && as_json) {
         json_t *doc = json_object();
         json_object_set_new(doc, "valid", json_boolean(all_ok));
         json_object_set_new(doc, "problems", json_integer(problems));
         json_object_set_new(doc, "reasons", json_incref(all_reasons));
+        json_object_update(doc, single_extra);
         if (l.from_result)
             json_object_set_new(doc, "algorithms", json_incref(all));
         code = cli_write_json(cmd, doc, NULL);
@@ -715,6 +739,7 @@ int cli_cmd_verify(int argc, char **argv, const cli_globals *g)
     }
     json_decref(all);
     json_decref(all_reasons);
+    json_decref(single_extra);
     if (code == CLI_EXIT_OK && !all_ok)
         code = CLI_EXIT_NEGATIVE;
     alg_list_free(&l);

@@ -2997,6 +2997,11 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
              * (2048 chunks: 4096 steps, refused; docs/hier.md) */
             if (big > RING2_FIT_PER)
                 vs[nv++] = (bc_variant){BC_RING2, RING2_FIT_PER, ""};
+            /* and twice that where the fastest has more still (128 nodes
+             * and up): 2048 chunks fit as per-rank slices (one <gpu> each;
+             * 128 nodes: ~3200 elements), not as one document */
+            if (big > 2 * RING2_FIT_PER)
+                vs[nv++] = (bc_variant){BC_RING2, 2 * RING2_FIT_PER, ""};
             if (big > 16)
                 vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth"};
         }

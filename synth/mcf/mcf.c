@@ -4201,6 +4201,44 @@ static int cmp_trial_floor(const void *x, const void *y)
     return a->chunks - b->chunks; /* cheaper models first among equals */
 }
 
+/* A progress event of the best-of-chunkings search (outcome "chunking",
+ * "chunking-pruned" or "chunking-done"; chunks = the chunking). */
+static void chunking_progress(const cs_mcf_options *o, const char *outcome, int chunks,
+                              double seconds, double t0, int done, int total, double best,
+                              const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+
+static void chunking_progress(const cs_mcf_options *o, const char *outcome, int chunks,
+                              double seconds, double t0, int done, int total, double best,
+                              const char *fmt, ...)
+{
+    if (!o->progress)
+        return;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cs_progress_event ev = {0};
+    ev.method = "mcf";
+    ev.outcome = outcome;
+    ev.message = msg;
+    ev.chunks = chunks;
+    ev.seconds = seconds;
+    ev.elapsed = cs_now() - t0;
+    ev.done = done;
+    ev.total = total;
+    ev.best = best;
+    o->progress(o->progress_ctx, &ev);
+}
+
+/* Trial x cannot be chosen over the best schedule b: its floor is above
+ * b's end, or equal to it with no more chunks (ties go to more chunks). */
+static bool cannot_win(const chunk_trial *x, const chunk_trial *b)
+{
+    double us = stats_schedule_us(b->res);
+    return x->floor_us > us + 1e-9 || (x->floor_us >= us - 1e-9 && x->chunks <= b->chunks);
+}
+
 /* Appends "a, b, c" of the chunk counts of trials with flag set to buf. */
 static void list_trials(char *buf, size_t n, const chunk_trial *tr, int nt, int which)
 {
@@ -4270,12 +4308,15 @@ static int run_trial(const cs_topology *t, const cs_collective *c, const cs_mcf_
                                     : tr->cut     ? "cut short: schedule not proved optimal "
                                                     "within its share"
                                                   : "schedule (not proved optimal)"));
-    json_decref(tr->entry);
-    tr->entry = e;
-    /* keep the faster of this pass's and an earlier pass's schedule */
+    /* keep the faster of this pass's and an earlier pass's schedule, and
+     * the entry that describes it */
     if (tr->res && stats_schedule_us(tr->res) <= us + 1e-9) {
+        json_object_set_new(tr->entry, "rerun_schedule_us", json_real(us));
+        json_decref(e);
         result_free(one);
     } else {
+        json_decref(tr->entry);
+        tr->entry = e;
         result_free(tr->res);
         tr->res = one;
     }
@@ -4326,6 +4367,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     cs_error last_err;
     cs_error_clear(&last_err);
     bool any_unknown = false; /* a chunking neither run to a schedule nor pruned */
+    int ndone = 0;            /* chunkings settled in pass 1 (progress events) */
     for (int pass = 1; pass <= 2 && rc == CS_OK; pass++) {
         /* pass 2: the chunkings cut short that can still win, when the
          * time left gives each more than it had */
@@ -4337,8 +4379,9 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
         for (int i = 0; i < nc; i++) {
             if (pass == 2 && !tr[i].cut)
                 continue;
-            if (best >= 0 && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
-                /* cannot end before the best: proved unable to win */
+            if (best >= 0 && cannot_win(&tr[i], &tr[best])) {
+                /* cannot end before the best (nor tie it with more chunks):
+                 * proved unable to win */
                 todo--;
                 if (pass == 1) {
                     tr[i].pruned = true;
@@ -4352,6 +4395,11 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                     json_object_set_new(tr[i].entry, "cannot_win", json_true());
                 }
                 tr[i].cut = false;
+                chunking_progress(o, "chunking-pruned", tr[i].chunks, 0, t0, ++ndone,
+                                  nc, stats_schedule_us(tr[best].res),
+                                  "mcf: %d chunks not run: floor %.4g us, best %.4g us (%d "
+                                  "chunks)", tr[i].chunks, tr[i].floor_us,
+                                  stats_schedule_us(tr[best].res), tr[best].chunks);
                 continue;
             }
             double share = 0;
@@ -4368,8 +4416,20 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                     share = MCF_MIN_SHARE_S;
             }
             todo--;
+            chunking_progress(o, "chunking", tr[i].chunks, 0, t0, ndone, nc,
+                              best >= 0 ? stats_schedule_us(tr[best].res) : NAN,
+                              "mcf: %d chunks (pass %d): floor %.4g us, %s%.3g s", tr[i].chunks,
+                              pass, tr[i].floor_us, share > 0 ? "share " : "no time limit",
+                              share > 0 ? share : 0.0);
             cs_error e1;
             int r1 = run_trial(t, c, o, &tr[i], share, pass, &e1);
+            chunking_progress(o, "chunking-done", tr[i].chunks, tr[i].seconds, t0,
+                              pass == 1 ? ++ndone : ndone, nc,
+                              tr[i].res ? stats_schedule_us(tr[i].res) : NAN, "mcf: %d chunks: %s",
+                              tr[i].chunks,
+                              json_string_value(json_object_get(tr[i].entry, "outcome"))
+                                  ? json_string_value(json_object_get(tr[i].entry, "outcome"))
+                                  : "no outcome");
             if (r1 != CS_OK) {
                 last_err = e1;
                 if (r1 == CS_ECANCELLED ||
@@ -4390,7 +4450,7 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
     /* a chunking cut short whose floor cannot beat the best could not have
      * won with more time either */
     for (int i = 0; best >= 0 && i < nc; i++)
-        if (i != best && tr[i].cut && tr[i].floor_us >= stats_schedule_us(tr[best].res) - 1e-9) {
+        if (i != best && tr[i].cut && cannot_win(&tr[i], &tr[best])) {
             tr[i].cut = false;
             json_object_set_new(tr[i].entry, "cannot_win", json_true());
         }
@@ -4439,9 +4499,16 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
             other_us = json_number_value(us);
         }
     }
+    int npruned = 0, ncut = 0;
+    for (int i = 0; i < nc; i++) {
+        npruned += tr[i].pruned;
+        ncut += tr[i].cut;
+    }
     char why[160];
-    if (other_c < 0)
-        snprintf(why, sizeof why, "the only chunking run to a schedule");
+    if (other_c < 0 && npruned > 0)
+        snprintf(why, sizeof why, "no other chunking can beat it");
+    else if (other_c < 0)
+        snprintf(why, sizeof why, "the only chunking that found a schedule");
     else if (best_c == hi)
         snprintf(why, sizeof why, "%s than %d chunks (%.4g us)",
                  bus < other_us - 1e-9 ? "faster" : "as fast as (ties go to more chunks)",
@@ -4453,11 +4520,6 @@ static int synthesize_best_chunking(const cs_topology *t, const cs_collective *c
                                   : "more, smaller chunks pipeline better");
     /* which chunkings could not win, and which a share cut short */
     char notes[200] = "";
-    int npruned = 0, ncut = 0;
-    for (int i = 0; i < nc; i++) {
-        npruned += tr[i].pruned;
-        ncut += tr[i].cut;
-    }
     if (npruned) {
         snprintf(notes, sizeof notes, "; not run (their floors cannot beat %.4g us): ", bus);
         list_trials(notes, sizeof notes, tr, nc, 0);
@@ -4510,30 +4572,40 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
      * depends on the size, as on SMT's frontier). */
     double t0 = cs_now();
     cs_result *res = NULL;
-    json_t *by = json_array();
+    json_t *by = json_array(), *cut = json_array();
     bool complete = true;
+    cs_error last;
+    cs_error_clear(&last);
     for (int C = o->chunks; C <= hi; C++) {
         cs_mcf_options oc = *o;
         oc.chunks = C;
         oc.max_chunks = 0;
         if (o->time_limit_s > 0) {
+            /* an even share of what is left, as in the best-of search (one
+             * chunking's MILP must not take the others' time) */
             double left = o->time_limit_s - (cs_now() - t0);
-            if (left <= 0.05) {
-                complete = false;
-                break;
-            }
-            oc.time_limit_s = left;
+            oc.time_limit_s = left / (hi - C + 1);
+            if (oc.time_limit_s < MCF_MIN_SHARE_S)
+                oc.time_limit_s = MCF_MIN_SHARE_S;
         }
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
         rc = synthesize_nodes(t, c, &oc, &one, &e1);
+        if (rc == CS_ETIMEOUT) { /* no schedule in its share: the next may find one */
+            json_array_append_new(cut, json_integer(C));
+            complete = false;
+            last = e1;
+            rc = CS_OK;
+            continue;
+        }
         if (rc != CS_OK) {
             if (rc == CS_ECANCELLED || !res) {
                 if (err)
                     *err = e1;
                 result_free(res);
                 json_decref(by);
+                json_decref(cut);
                 return rc;
             }
             complete = false; /* keep the chunkings found so far */
@@ -4555,10 +4627,20 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
             algorithm_free(a);
             result_free(res);
             json_decref(by);
+            json_decref(cut);
             return cs_error_set(err, rc, "", "out of memory");
         }
     }
+    if (!res) { /* every chunking timed out in its share */
+        json_decref(by);
+        json_decref(cut);
+        if (err)
+            *err = last;
+        return CS_ETIMEOUT;
+    }
     json_object_set_new(res->stats, "by_chunks", by);
+    /* chunkings whose share ended without a schedule */
+    json_object_set_new(res->stats, "cut_short_chunks", cut);
     res->complete = complete;
     res->synth_seconds = cs_now() - t0;
     *out = res;

@@ -19,7 +19,8 @@
  *              hyper-edge form, every pair of ranks on a switch is a link and
  *              each rank's port carries one chunk at a time);
  *   buffers    store-and-forward: what a rank holds at k is what it held at
- *              k-1 plus what arrived, minus (without copy) what it sent;
+ *              k-1 plus what arrived, minus (without copy) what it sent
+ *              (zero_buffer: a switch node holds only what arrives at k);
  *   demand     every postcondition is met by the end of epoch K;
  *   objective  deliver as early as possible (each delivered unit earns
  *              1/(arrival epoch), TE-CCL's 1/(k+1)).
@@ -66,7 +67,8 @@
  * share of the time left each, and one whose floor cannot beat the best
  * schedule found is not run (stats.chunking: order, pruned, cut_short).
  * min_chunks = C keeps C.  options.max_chunks instead returns one algorithm
- * per chunking C..max_chunks (a frontier).
+ * per chunking C..max_chunks (a frontier; the time limit shared the same way,
+ * stats.cut_short_chunks naming those without a schedule in their share).
  *
  * Compaction: the epoch grid pads each send to whole epochs and starts it on
  * an epoch boundary; the sends, in epoch order, are then started as early

@@ -808,9 +808,10 @@ static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double bu
  * budget.  On the hyper-edge form the copy model's MILP rarely improves the
  * greedy's schedule (dgx2 at 64 MiB: 8 chunks end at 849 us after a 1 s or
  * a 60 s limit alike; 2 chunks took 26 s to prove 1122 us), and mcf's own
- * best-of loop spends the whole budget on the smallest chunkings, while more
- * chunks pipeline the tree better (16 chunks: 688 us).  Slices let every
- * chunking's greedy count.  note gets the comparison for the reason. */
+ * best-of loop spent the whole budget on the smallest chunkings (it shares
+ * it now, docs/mcf.md "Chunkings", but with at least 0.25 s per chunking and
+ * 1..4 among them), while more chunks pipeline the tree better (16 chunks:
+ * 688 us).  Slices let every chunking's greedy count.  note gets the comparison for the reason. */
 static int run_mcf_unicast_best(const cs_synth_request *r, const cs_synth_limits *lim,
                                 const cs_synth_hooks *h, cs_result **out, char *note,
                                 size_t notelen, cs_error *err)

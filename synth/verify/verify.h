@@ -26,10 +26,10 @@
  * per rank pair for the link lookups; non-combining untimed collectives of at
  * most 2^22 (chunk, node) pairs first try a replay with a byte or two per
  * pair, in the sends' processing order, before the chunk-by-chunk one, and
- * untimed reducescatter, reduce and allreduce of at most 2^19 words of
- * contribution sets (a P-bit set per (chunk, node)) one with the sets, step
- * by step; both only answer "valid", anything else goes to the
- * chunk-by-chunk replay, which reports),
+ * untimed reducescatter, reduce and allreduce below 2^20 sends and 2^22
+ * words of P-bit contribution sets (G x nodes x P / 64) one with the sets,
+ * shared by reference count, step by step; both only answer "valid",
+ * anything else goes to the chunk-by-chunk replay, which reports),
  * so it also checks
  * TACOS schedules of 10^8 sends; from 2^20 sends the chunk-by-chunk
  * replay runs on up to 4 threads, with the same report.

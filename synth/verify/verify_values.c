@@ -836,22 +836,22 @@ static void merge_report(vctx *v, replay_worker *w)
  * chunk-by-chunk replay runs and reports as always. */
 #define VERIFY_DENSE_MAX (1L << 22)
 
-/* Combining kinds: a P-bit contribution set per (chunk, node), so at most
- * this many 64-bit words (4 MiB).  Beyond, zeroing and faulting in the
- * sets cost more than the general replay's gathering saves (hook-dgx1
- * ring, 128 nodes, 1024 ranks, 2^24 words: reducescatter 0.20 s against
- * 0.08 s, allreduce 0.28 against 0.14 s; 32 nodes' reduce at 2^20 words:
- * even); at 2^18 words 1.2-6x faster (bench/verify_replay.sh). */
-#define VERIFY_DENSE_COMBINING_MAX_WORDS (1L << 19)
 
 bool verify_replay_dense_fits(const vctx *v)
 {
     if (v->general || v->timed || v->sim || v->coll->kind == CS_COLL_CUSTOM || v->G <= 0)
         return false;
+    /* combining: only where the chunk-by-chunk replay runs on one thread
+     * (send_pass_threads: from 2^20 sends it splits chunks between up to 4
+     * and was faster) and the sets could take at most 2^22 words: the walk
+     * visits (chunk, node) pairs all over, the general replay one chunk at a
+     * time, so with 2^24 words of sets (hook-dgx1 ring 128 nodes, 1024
+     * ranks, reducescatter or reduce of 1024 chunks, 2^20 sends) the walk
+     * took 0.13-0.18 s against 0.09-0.10 s; within both limits it is
+     * 1.5-6x faster (bench/verify_replay.sh) */
     if (v->combining)
-        return v->G * v->N <= VERIFY_DENSE_MAX &&
-               v->G * v->N * (long)v->words <= VERIFY_DENSE_COMBINING_MAX_WORDS &&
-               v->S < 0x7ffe;
+        return v->G * v->N <= VERIFY_DENSE_MAX && v->S < 0x7ffe &&
+               send_pass_threads(v->n) == 1 && v->G * v->N * (long)v->words <= (1L << 22);
     return v->G * v->N <= VERIFY_DENSE_MAX && v->S < 0xfffe;
 }
 
@@ -921,78 +921,167 @@ static bool replay_dense_clean(const vctx *v)
 
 /* ---- the dense replay of combining collectives -----------------------------------------
  * The same walk for reducescatter, reduce and allreduce (untimed, builtin):
- * per (chunk, node) the exact contribution set, a P-bit bitset, and the
- * step of its last write (2 step + 1 when a copy wrote in that step, as
- * apply_combining keeps it; NONE: never written, the node holds its own
- * contribution, a switch node nothing).  Step by step in processing order:
- * first every read of the step (a source that some send of the step
- * writes is copied first, so every read sees the value from before the
- * step, as the chunk-by-chunk replay's snapshots do), then the writes in
- * order with apply_combining's checks: a copy replaces; a reduce into a
- * value sharing a contribution is a double count; a second write of one
- * node in a step where one of them is a copy must carry the same set.
- * The postcondition: the full set at every rank (allreduce) or at the one
- * rank of the chunk.  So it answers exactly what the general replay does
- * about the same sends; like the plain walk it only answers "no problem",
- * and at the first one the chunk-by-chunk replay runs and reports.  The
- * bitsets are calloc'd (pages a schedule never writes cost nothing): at
- * most VERIFY_DENSE_COMBINING_MAX_WORDS words. */
-#define COMB_NONE 0xffffu
+ * per (chunk, node) the exact contribution set and the step of its last
+ * write (2 step + 1 when a copy wrote in that step, as apply_combining
+ * keeps it).  A set is a code: a rank's singleton, empty, or a P-bit
+ * bitset in a pool, shared by reference count (a copy shares, a reduce
+ * writes in place when it holds the only reference), so a schedule pays
+ * bitsets only where reductions made them.  Step by step in processing
+ * order: first every read of the step (a reference to the source's set,
+ * so every read sees the value from before the step, as the
+ * chunk-by-chunk replay's snapshots do), then the writes in order with
+ * apply_combining's checks: a copy replaces; a reduce into a set sharing a
+ * contribution is a double count; a second write of one node in a step
+ * where one of them is a copy must carry the same set.  The postcondition:
+ * the full set at every rank (allreduce) or at the one rank of the chunk.
+ * So it answers exactly what the general replay does about the same sends;
+ * like the plain walk it only answers "no problem", and at the first one
+ * the chunk-by-chunk replay runs and reports. */
+#define COMB_NONE 0xffffu       /* ws: never written, the node's own contribution */
+#define COMB_EMPTY 0xffffffffu  /* code: no contribution */
+#define COMB_ONE 0x80000000u    /* code: COMB_ONE | r, rank r's alone; else a pool set */
 
 typedef struct comb_walk {
     const vctx *v;
     long G;
     int N, P, W;
-    uint64_t *cur;              /* G N W words: the sets */
+    uint32_t *val;              /* G N codes (where ws != COMB_NONE) */
     uint16_t *ws;               /* G N: last write (2 step + copy), COMB_NONE */
-    uint32_t *mark;             /* G N: 1 + the step that writes the pair (reads copy it) */
-    uint64_t *buf;              /* reads of written pairs, W words each */
-    const uint64_t **in;        /* per send of the step: its set (NULL: the singleton) */
-    int *single;                /* ... the singleton's rank (-1: empty) */
+    uint64_t *pool;             /* sets, W words each */
+    uint32_t *refs;             /* per set */
+    uint32_t *free_ids;
+    long nsets, cap_sets, nfree;
+    uint32_t *in;               /* per send of the step: the set it carries */
     long cap;
+    bool oom;
 } comb_walk;
 
 static void comb_free(comb_walk *c)
 {
-    free(c->cur);
+    free(c->val);
     free(c->ws);
-    free(c->mark);
-    free(c->buf);
+    free(c->pool);
+    free(c->refs);
+    free(c->free_ids);
     free(c->in);
-    free(c->single);
 }
 
-static bool comb_room(comb_walk *c, long n)
+static uint32_t comb_code(const comb_walk *c, long x, int r)
 {
-    if (n <= c->cap)
+    if (c->ws[x] != COMB_NONE)
+        return c->val[x];
+    return r < c->P ? COMB_ONE | (uint32_t)r : COMB_EMPTY;
+}
+
+static bool comb_is_set(uint32_t code)
+{
+    return !(code & COMB_ONE);
+}
+
+static void comb_ref(comb_walk *c, uint32_t code)
+{
+    if (comb_is_set(code))
+        c->refs[code]++;
+}
+
+static void comb_unref(comb_walk *c, uint32_t code)
+{
+    if (comb_is_set(code) && --c->refs[code] == 0)
+        c->free_ids[c->nfree++] = code;
+}
+
+/* A new set (refs 1, words zero), or COMB_EMPTY when memory runs out. */
+static uint32_t comb_new(comb_walk *c)
+{
+    uint32_t id;
+    if (c->nfree > 0) {
+        id = c->free_ids[--c->nfree];
+    } else {
+        if (c->nsets == c->cap_sets) {
+            long cap = c->cap_sets ? c->cap_sets * 2 : 1024;
+            if (cap >= (long)COMB_ONE) {
+                c->oom = true;
+                return COMB_EMPTY;
+            }
+            uint64_t *p = realloc(c->pool, sizeof *p * (size_t)(cap * c->W));
+            if (p)
+                c->pool = p;
+            uint32_t *r = realloc(c->refs, sizeof *r * (size_t)cap);
+            if (r)
+                c->refs = r;
+            uint32_t *f = realloc(c->free_ids, sizeof *f * (size_t)cap);
+            if (f)
+                c->free_ids = f;
+            if (!p || !r || !f) {
+                c->oom = true;
+                return COMB_EMPTY;
+            }
+            c->cap_sets = cap;
+        }
+        id = (uint32_t)c->nsets++;
+    }
+    c->refs[id] = 1;
+    memset(c->pool + (long)id * c->W, 0, sizeof(uint64_t) * (size_t)c->W);
+    return id;
+}
+
+/* Word w of a code's set. */
+static uint64_t comb_word(const comb_walk *c, uint32_t code, int w)
+{
+    if (code == COMB_EMPTY)
+        return 0;
+    if (!comb_is_set(code)) {
+        int r = (int)(code & ~COMB_ONE);
+        return r >> 6 == w ? (uint64_t)1 << (r & 63) : 0;
+    }
+    return c->pool[(long)code * c->W + w];
+}
+
+static bool comb_equal(const comb_walk *c, uint32_t a, uint32_t b)
+{
+    if (a == b)
         return true;
-    long cap = c->cap ? c->cap : 1024;
-    while (cap < n)
-        cap *= 2;
-    uint64_t *b = realloc(c->buf, sizeof *b * (size_t)(cap * c->W));
-    if (b)
-        c->buf = b;
-    const uint64_t **in = realloc(c->in, sizeof *in * (size_t)cap);
-    if (in)
-        c->in = in;
-    int *sg = realloc(c->single, sizeof *sg * (size_t)cap);
-    if (sg)
-        c->single = sg;
-    if (!b || !in || !sg)
-        return false;
-    c->cap = cap;
+    for (int w = 0; w < c->W; w++)
+        if (comb_word(c, a, w) != comb_word(c, b, w))
+            return false;
     return true;
 }
 
-/* Whether the set (in, single) equals pair x's current set. */
-static bool comb_equal(const comb_walk *c, long x, const uint64_t *in, int single)
+/* dst's set (code *cur) := *cur (+) in; false on a double count. */
+static bool comb_reduce(comb_walk *c, uint32_t *cur, uint32_t in)
 {
-    const uint64_t *cur = c->cur + x * c->W;
-    for (int w = 0; w < c->W; w++) {
-        uint64_t b = in ? in[w] : single >= 0 && single >> 6 == w ? (uint64_t)1 << (single & 63)
-                                                                   : 0;
-        if (cur[w] != b)
+    if (in == COMB_EMPTY)
+        return true;
+    if (*cur == COMB_EMPTY) {
+        comb_ref(c, in);
+        *cur = in;
+        return true;
+    }
+    uint32_t acc = *cur;
+    if (!comb_is_set(acc) || c->refs[acc] > 1) {
+        uint32_t n = comb_new(c);
+        if (c->oom)
             return false;
+        for (int w = 0; w < c->W; w++)
+            c->pool[(long)n * c->W + w] = comb_word(c, acc, w);
+        comb_unref(c, acc);
+        acc = n;
+    }
+    uint64_t *bits = c->pool + (long)acc * c->W;
+    *cur = acc;
+    if (!comb_is_set(in)) {
+        int r = (int)(in & ~COMB_ONE);
+        uint64_t bit = (uint64_t)1 << (r & 63);
+        if (bits[r >> 6] & bit)
+            return false;
+        bits[r >> 6] |= bit;
+        return true;
+    }
+    const uint64_t *add = c->pool + (long)in * c->W;
+    for (int w = 0; w < c->W; w++) {
+        if (bits[w] & add[w])
+            return false;   /* a contribution counted twice */
+        bits[w] |= add[w];
     }
     return true;
 }
@@ -1002,84 +1091,64 @@ static bool comb_step(comb_walk *c, const uint32_t *ord, long k0, long k1, int s
 {
     const vctx *v = c->v;
     const cs_algorithm *a = v->a;
-    int N = c->N, W = c->W;
-    if (!comb_room(c, k1 - k0))
-        return false;
-    uint32_t stamp = (uint32_t)step + 1;
-    for (long k = k0; k < k1; k++) {
-        long i = ord ? ord[k] : k;
-        if (dense_valid(v, i))
-            c->mark[algorithm_send_chunk(a, i) * N + algorithm_send_dst(a, i)] = stamp;
+    int N = c->N;
+    if (k1 - k0 > c->cap) {
+        long cap = c->cap ? c->cap : 1024;
+        while (cap < k1 - k0)
+            cap *= 2;
+        uint32_t *in = realloc(c->in, sizeof *in * (size_t)cap);
+        if (!in)
+            return false;
+        c->in = in;
+        c->cap = cap;
     }
     for (long k = k0; k < k1; k++) {
         long i = ord ? ord[k] : k;
-        c->in[k - k0] = NULL;
-        c->single[k - k0] = -1;
+        c->in[k - k0] = COMB_EMPTY;
         if (!dense_valid(v, i))
             continue;
         int src = algorithm_send_src(a, i);
-        long x = algorithm_send_chunk(a, i) * N + src;
-        if (c->ws[x] == COMB_NONE) {
-            c->single[k - k0] = src < c->P ? src : -1;
-        } else if (c->mark[x] == stamp) {   /* written in this step: keep its old set */
-            uint64_t *b = c->buf + (k - k0) * W;
-            memcpy(b, c->cur + x * W, sizeof *b * (size_t)W);
-            c->in[k - k0] = b;
-        } else {
-            c->in[k - k0] = c->cur + x * W;
-        }
+        uint32_t code = comb_code(c, algorithm_send_chunk(a, i) * N + src, src);
+        comb_ref(c, code);
+        c->in[k - k0] = code;
     }
-    for (long k = k0; k < k1; k++) {
+    bool ok = true;
+    for (long k = k0; k < k1 && ok; k++) {
         long i = ord ? ord[k] : k;
         if (!dense_valid(v, i))
             continue;
         int dst = algorithm_send_dst(a, i);
         long x = algorithm_send_chunk(a, i) * N + dst;
         cs_op op = algorithm_send_op(a, i);
-        const uint64_t *in = c->in[k - k0];
-        int single = c->single[k - k0];
-        uint64_t *cur = c->cur + x * W;
+        uint32_t in = c->in[k - k0];
         unsigned w = c->ws[x];
-        if (w == COMB_NONE && dst < c->P)
-            cur[dst >> 6] |= (uint64_t)1 << (dst & 63);   /* its own contribution */
+        uint32_t cur = comb_code(c, x, dst);
         bool same_step = w != COMB_NONE && (int)(w / 2) == step;
-        if (same_step && (op == CS_OP_COPY || (w & 1)) && !comb_equal(c, x, in, single))
-            return false;
+        if (same_step && (op == CS_OP_COPY || (w & 1)) && !comb_equal(c, cur, in))
+            ok = false;
         if (op == CS_OP_COPY) {
-            if (in)
-                memcpy(cur, in, sizeof *cur * (size_t)W);
-            else {
-                memset(cur, 0, sizeof *cur * (size_t)W);
-                if (single >= 0)
-                    cur[single >> 6] = (uint64_t)1 << (single & 63);
-            }
-        } else if (in) {
-            for (int q = 0; q < W; q++) {
-                if (cur[q] & in[q])
-                    return false;   /* a contribution counted twice */
-                cur[q] |= in[q];
-            }
-        } else if (single >= 0) {
-            uint64_t bit = (uint64_t)1 << (single & 63);
-            if (cur[single >> 6] & bit)
-                return false;
-            cur[single >> 6] |= bit;
+            comb_ref(c, in);
+            comb_unref(c, cur);
+            cur = in;
+        } else if (ok) {
+            ok = comb_reduce(c, &cur, in);
         }
+        c->val[x] = cur;
         c->ws[x] = (uint16_t)(2 * step + (op == CS_OP_COPY || (same_step && (w & 1))));
     }
-    return true;
+    for (long k = k0; k < k1; k++)
+        comb_unref(c, c->in[k - k0]);
+    return ok && !c->oom;
 }
 
-/* Pair x holds every contribution. */
+/* The set at pair x (rank r) holds every contribution. */
 static bool comb_full(const comb_walk *c, long x, int r)
 {
-    if (c->ws[x] == COMB_NONE)
-        return c->P == 1 && r == 0;
-    const uint64_t *cur = c->cur + x * c->W;
+    uint32_t code = comb_code(c, x, r);
     for (int w = 0; w < c->W; w++) {
         int bits = c->P - 64 * w;
         uint64_t want = bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
-        if (cur[w] != want)
+        if (comb_word(c, code, w) != want)
             return false;
     }
     return true;
@@ -1095,10 +1164,9 @@ static bool replay_dense_combining_clean(const vctx *v)
     c.P = v->P;
     c.W = v->words;
     long pairs = c.G * c.N;
-    c.cur = calloc((size_t)(pairs * c.W), sizeof *c.cur);
+    c.val = malloc(sizeof *c.val * (size_t)pairs);
     c.ws = malloc(sizeof *c.ws * (size_t)pairs);
-    c.mark = calloc((size_t)pairs, sizeof *c.mark);
-    bool clean = c.cur && c.ws && c.mark;
+    bool clean = c.val && c.ws;
     if (clean)
         memset(c.ws, 0xff, sizeof *c.ws * (size_t)pairs);
     const cs_algorithm *a = v->a;
