@@ -283,6 +283,44 @@ static int check_chunking_trials(const cs_result *r, int lo, int hi)
     return npruned;
 }
 
+START_TEST(frontier_over_chunkings_shares_a_small_budget)
+{
+    /* max_chunks: one algorithm per chunking 1..4 of dgx2's broadcast at
+     * 64 MiB with 2 s for all (the MILPs of 2 chunks and up run for
+     * minutes).  Each chunking gets a share: every one ends in the frontier
+     * or in cut_short_chunks (no schedule in its share), none is skipped. */
+    cs_topology *t = test_topology("dgx2");
+    cs_collective c;
+    collective_init(&c, CS_COLL_BROADCAST, 0);
+    cs_mcf_options o;
+    mcf_options_default(&o);
+    o.chunks = 1;
+    o.max_chunks = 4;
+    o.bytes = 64.0 * 1024 * 1024;
+    o.time_limit_s = 2;
+    cs_result *r = NULL;
+    cs_error err;
+    ck_assert_msg(mcf_synthesize(t, &c, &o, &r, &err) == CS_OK, "%s", err.message);
+    bool seen[5] = {false};
+    for (int i = 0; i < r->nalgs; i++) {
+        ck_assert_int_eq(algorithm_verify(t, r->algs[i], &err), CS_OK);
+        seen[r->algs[i]->chunks] = true;
+    }
+    json_t *cut = json_object_get(r->stats, "cut_short_chunks");
+    ck_assert_ptr_nonnull(cut);
+    for (size_t i = 0; i < json_array_size(cut); i++) {
+        int C = (int)json_integer_value(json_array_get(cut, i));
+        ck_assert(C >= 1 && C <= 4 && !seen[C]);
+        seen[C] = true;
+    }
+    for (int C = 1; C <= 4; C++)
+        ck_assert_msg(seen[C], "chunking %d neither in the frontier nor cut short", C);
+    ck_assert_int_eq((int)json_array_size(json_object_get(r->stats, "by_chunks")), r->nalgs);
+    result_free(r);
+    topology_free(t);
+}
+END_TEST
+
 START_TEST(best_chunking_is_never_slower_than_a_fixed_one)
 {
     /* dgx1 alltoall, 100 KB per pair share asked in 4 chunks.  By default mcf
@@ -1004,6 +1042,7 @@ static Suite *mcf_suite(void)
     tcase_add_test(tc, best_chunking_is_never_slower_than_a_fixed_one);
     tcase_add_test(tc, best_chunking_prunes_what_cannot_win);
     tcase_add_test(tc, best_chunking_shares_a_small_budget);
+    tcase_add_test(tc, frontier_over_chunkings_shares_a_small_budget);
     tcase_add_test(tc, compaction_removes_the_epoch_padding);
     tcase_add_test(tc, symmetry_beyond_rotations);
     tcase_add_test(tc, astar_rounds_are_valid_and_close);

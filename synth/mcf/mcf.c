@@ -4572,30 +4572,40 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
      * depends on the size, as on SMT's frontier). */
     double t0 = cs_now();
     cs_result *res = NULL;
-    json_t *by = json_array();
+    json_t *by = json_array(), *cut = json_array();
     bool complete = true;
+    cs_error last;
+    cs_error_clear(&last);
     for (int C = o->chunks; C <= hi; C++) {
         cs_mcf_options oc = *o;
         oc.chunks = C;
         oc.max_chunks = 0;
         if (o->time_limit_s > 0) {
+            /* an even share of what is left, as in the best-of search (one
+             * chunking's MILP must not take the others' time) */
             double left = o->time_limit_s - (cs_now() - t0);
-            if (left <= 0.05) {
-                complete = false;
-                break;
-            }
-            oc.time_limit_s = left;
+            oc.time_limit_s = left / (hi - C + 1);
+            if (oc.time_limit_s < MCF_MIN_SHARE_S)
+                oc.time_limit_s = MCF_MIN_SHARE_S;
         }
         cs_result *one = NULL;
         cs_error e1;
         cs_error_clear(&e1);
         rc = synthesize_nodes(t, c, &oc, &one, &e1);
+        if (rc == CS_ETIMEOUT) { /* no schedule in its share: the next may find one */
+            json_array_append_new(cut, json_integer(C));
+            complete = false;
+            last = e1;
+            rc = CS_OK;
+            continue;
+        }
         if (rc != CS_OK) {
             if (rc == CS_ECANCELLED || !res) {
                 if (err)
                     *err = e1;
                 result_free(res);
                 json_decref(by);
+                json_decref(cut);
                 return rc;
             }
             complete = false; /* keep the chunkings found so far */
@@ -4617,10 +4627,20 @@ int mcf_synthesize(const cs_topology *t, const cs_collective *c, const cs_mcf_op
             algorithm_free(a);
             result_free(res);
             json_decref(by);
+            json_decref(cut);
             return cs_error_set(err, rc, "", "out of memory");
         }
     }
+    if (!res) { /* every chunking timed out in its share */
+        json_decref(by);
+        json_decref(cut);
+        if (err)
+            *err = last;
+        return CS_ETIMEOUT;
+    }
     json_object_set_new(res->stats, "by_chunks", by);
+    /* chunkings whose share ended without a schedule */
+    json_object_set_new(res->stats, "cut_short_chunks", cut);
     res->complete = complete;
     res->synth_seconds = cs_now() - t0;
     *out = res;

@@ -67,7 +67,8 @@
  * share of the time left each, and one whose floor cannot beat the best
  * schedule found is not run (stats.chunking: order, pruned, cut_short).
  * min_chunks = C keeps C.  options.max_chunks instead returns one algorithm
- * per chunking C..max_chunks (a frontier).
+ * per chunking C..max_chunks (a frontier; the time limit shared the same way,
+ * stats.cut_short_chunks naming those without a schedule in their share).
  *
  * Compaction: the epoch grid pads each send to whole epochs and starts it on
  * an epoch boundary; the sends, in epoch order, are then started as early
