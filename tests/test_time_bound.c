@@ -13,6 +13,10 @@
  *    frontier, verified, simulated at several sizes: no simulated time is
  *    below the bound.
  * 3. figures derived by hand on machine models and large topologies.
+ * 4. rooted collectives' additive lines (latency to a cut plus the cut):
+ *    brute force over every rank set on the random topologies, every
+ *    method's schedules (hierarchical and mcf too) on rings, ring and switch
+ *    clusters, dgx1 and a torus, and the ring cluster figure by hand.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,6 +26,9 @@
 #include "baseline.h"
 #include "bounds.h"
 #include "check_main.h"
+#include "cluster_testutil.h"
+#include "hier.h"
+#include "mcf.h"
 #include "simulate.h"
 #include "smt.h"
 #include "tacos.h"
@@ -347,6 +354,44 @@ static cs_time_bound bound_of(const cs_topology *t, cs_coll_kind kind, int root)
 
 static bool close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)); }
 
+/* The rooted lines against brute force: at L = 4^q the bound is the larger of
+ * the bound without lines and max over S (root 0 not in S) of
+ * d(S) + k L / cap(S), d(S) the alpha-distance from the root to S's nearest
+ * rank (to the root from S's nearest, reduce and gather), k = 1 (broadcast,
+ * reduce; found exactly) or |S| (scatter, gather; never above it). */
+static void check_rooted_lines(const cs_topology *t, cs_coll_kind kind, const cs_time_bound *b,
+                               const double *cap_in, double d[16][16], bool switch_pair_linked,
+                               int round)
+{
+    int P = t->ranks;
+    unsigned all = (1u << P) - 1;
+    bool into = kind == CS_COLL_BROADCAST || kind == CS_COLL_SCATTER;
+    bool per_rank = kind == CS_COLL_SCATTER || kind == CS_COLL_GATHER;
+    for (int q = 0; q <= 15; q += 5) {
+        double L = pow(4, q), want = 0;
+        for (unsigned S = 2; S <= all; S += 2) {   /* bit 0 (the root) clear */
+            double cap = into ? cap_in[S] : cap_in[all & ~S];
+            double dS = INFINITY;
+            for (int v = 0; v < P; v++)
+                if ((S >> v) & 1)
+                    dS = fmin(dS, into ? d[0][v] : d[v][0]);
+            if (cap > 0 && isfinite(cap) && isfinite(dS))
+                want = fmax(want, dS + (per_rank ? popcount(S) : 1) * L / cap);
+        }
+        double old = fmax(b->latency_us + b->bandwidth_us_per_byte * L, b->path_latency_us);
+        double got = time_bound_us(b, L, 1);
+        const char *name = collective_kind_name(kind);
+        ck_assert_msg(got >= old, "round %d %s: lines lowered the bound", round, name);
+        ck_assert_msg(got <= fmax(old, want) * (1 + 1e-9),
+                      "round %d %s at L %g: %.9g above the brute-force %.9g", round, name, L, got,
+                      fmax(old, want));
+        if (!per_rank && !switch_pair_linked)
+            ck_assert_msg(close_to(got, fmax(old, want)),
+                          "round %d %s on %d ranks at L %g: %.12g, brute force %.12g", round,
+                          name, P, L, got, fmax(old, want));
+    }
+}
+
 START_TEST(random_topologies_match_brute_force)
 {
     rng r = {0x5eed + (uint64_t)_i};
@@ -423,6 +468,8 @@ START_TEST(random_topologies_match_brute_force)
             else
                 ck_assert_msg(close_to(b.path_latency_us, dmax), "round %d %s: D %.9g, want %.9g",
                               round, name, b.path_latency_us, dmax);
+            if (collective_kind_is_rooted(kinds[k]))
+                check_rooted_lines(t, kinds[k], &b, cap_in, d, switch_pair_linked, round);
         }
         topology_free(t);
     }
@@ -749,6 +796,168 @@ START_TEST(path_and_cut_are_not_added)
 }
 END_TEST
 
+/* ---- rooted collectives: latency to the cut plus the cut ---------------------------------- */
+
+/* The Slurm hook's DGX-1 nodes (NICs on local ranks 0/2/4/6) on a ring or a
+ * switch fabric of 12.5 GB/s (alpha 3 us). */
+static cs_topology *hook_cluster(int nodes, const char *fabric)
+{
+    json_t *expanded = NULL;
+    char msg[256];
+    json_t *topo = cluster_hook_dgx1("hook", nodes, 1, fabric, 12.5, &expanded, msg, sizeof msg);
+    ck_assert_msg(topo != NULL, "cluster: %s", msg);
+    cs_topology *t = NULL;
+    cs_error err = {0};
+    cs_topology_parse_options po = {0};
+    ck_assert_msg(topology_from_json(expanded, &po, &t, &err) == CS_OK, "%s", err.message);
+    json_decref(topo);
+    json_decref(expanded);
+    return t;
+}
+
+static const double rooted_sizes[] = {1024.0, 1048576.0, 268435456.0, 1073741824.0};
+
+static int check_rooted(const cs_topology *t, const cs_algorithm *a, const cs_time_bound *b,
+                        const char *what)
+{
+    cs_error err = {0};
+    ck_assert_msg(algorithm_verify(t, a, &err) == CS_OK, "%s: %s", what, err.message);
+    for (size_t k = 0; k < sizeof rooted_sizes / sizeof rooted_sizes[0]; k++) {
+        cs_sim_result sr;
+        ck_assert_msg(simulate_algorithm(t, a, rooted_sizes[k], &sr, &err) == CS_OK, "%s: %s",
+                      what, err.message);
+        double bound = time_bound_us(b, rooted_sizes[k], a->chunks);
+        ck_assert_msg(sr.time_us >= bound * (1 - 1e-9),
+                      "%s on %s at %.0f bytes: simulated %.6f us beats the bound %.6f us "
+                      "(A %.6g, B %.6g, D %.6g, %d lines, first %s)",
+                      what, t->name, rooted_sizes[k], sr.time_us, bound, b->latency_us,
+                      b->bandwidth_us_per_byte, b->path_latency_us, b->nlines,
+                      b->nlines ? b->lines[0].cut : "-");
+        sim_result_free(&sr);
+    }
+    return 1;
+}
+
+/* Every method's schedules (baselines, TACOS, hierarchical where it applies,
+ * mcf for the copy kinds) on rings, ring and switch clusters, dgx1 and a
+ * torus, broadcast / reduce / scatter / gather from three roots, at 1 KiB ..
+ * 1 GiB: none simulates below the bound with its additive lines. */
+START_TEST(rooted_lines_hold_for_every_method)
+{
+    cs_topology *t = _i == 0 ? test_topology("ring:8")
+                   : _i == 1 ? hook_cluster(2, "ring")
+                   : _i == 2 ? hook_cluster(2, "switch")
+                   : _i == 3 ? test_topology("dgx1")
+                   : _i == 4 ? test_topology("torus2d:4x4")
+                             : hook_cluster(4, "ring");
+    static const cs_coll_kind kinds[] = {CS_COLL_BROADCAST, CS_COLL_REDUCE, CS_COLL_SCATTER,
+                                         CS_COLL_GATHER};
+    int roots[3] = {0, t->ranks / 2 + 1, t->ranks - 1}, checked = 0, lines = 0;
+    cs_error err = {0};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (int ri = 0; ri < 3; ri++) {
+            cs_collective c;
+            collective_init(&c, kinds[k], roots[ri]);
+            const char *kn = collective_kind_name(kinds[k]);
+            cs_time_bound b;
+            ck_assert_int_eq(collective_time_bound(t, &c, &b, &err), CS_OK);
+            lines += b.nlines > 0;
+            char what[128];
+            int nb = 0;
+            const cs_baseline_info *bl = baseline_list(&nb);
+            for (int i = 0; i < nb; i++) {
+                if (!baseline_supports(bl[i].name, c.kind))
+                    continue;
+                for (int chunks = 0; chunks <= 4; chunks += 4) {
+                    cs_baseline_options o = {chunks};
+                    cs_algorithm *a = NULL;
+                    if (baseline_generate(bl[i].name, t, &c, &o, &a, &err) != CS_OK)
+                        continue;
+                    snprintf(what, sizeof what, "baseline %s %s root %d (%d chunks)", bl[i].name,
+                             kn, c.root, a->chunks);
+                    checked += check_rooted(t, a, &b, what);
+                    algorithm_free(a);
+                }
+            }
+            cs_tacos_options to;
+            tacos_options_default(&to);
+            to.chunks = 2;
+            to.trials = 1;
+            to.threads = 1;
+            cs_result *res = NULL;
+            if (tacos_synthesize(t, &c, &to, &res, &err) == CS_OK)
+                for (int i = 0; i < res->nalgs; i++) {
+                    snprintf(what, sizeof what, "tacos %s root %d", kn, c.root);
+                    checked += check_rooted(t, res->algs[i], &b, what);
+                }
+            result_free(res);
+            res = NULL;
+            if (hier_applicable(t, &c, &err) == CS_OK) {
+                cs_hier_options ho;
+                hier_options_default(&ho);
+                ho.threads = 1;
+                ck_assert_msg(hier_synthesize(t, &c, &ho, &res, &err) == CS_OK, "%s", err.message);
+                for (int i = 0; i < res->nalgs; i++) {
+                    snprintf(what, sizeof what, "hierarchical %s root %d [%d]", kn, c.root, i);
+                    checked += check_rooted(t, res->algs[i], &b, what);
+                }
+                result_free(res);
+                res = NULL;
+            }
+            if (c.kind != CS_COLL_REDUCE && t->ranks <= 16) {
+                cs_mcf_options mo;
+                mcf_options_default(&mo);
+                mo.chunks = 2;
+                mo.time_limit_s = 10;
+                mo.bytes = 1048576;
+                if (mcf_synthesize(t, &c, &mo, &res, &err) == CS_OK)
+                    for (int i = 0; i < res->nalgs; i++) {
+                        snprintf(what, sizeof what, "mcf %s root %d", kn, c.root);
+                        checked += check_rooted(t, res->algs[i], &b, what);
+                    }
+                result_free(res);
+                res = NULL;
+            }
+        }
+    ck_assert_int_gt(checked, 24);
+    ck_assert_int_gt(lines, 0);
+    topology_free(t);
+}
+END_TEST
+
+/* The ring cluster example (8 hook DGX-1 nodes on a 12.5 GB/s ring, root 0,
+ * 1 MiB): node 4 is 4 ring hops of 3 us away and takes the buffer in over
+ * its 8 ring links (4 NICs x 2 ways x 12.5 GB/s = 100 GB/s), so no schedule
+ * ends before 12 + 1048576 / 100e3 = 22.49 us; without the lines the bound
+ * was the larger of the path and the cut (13.5 us).  Reduce mirrors it. */
+START_TEST(rooted_lines_raise_the_ring_cluster_bound)
+{
+    cs_topology *t = hook_cluster(8, "ring");
+    for (int k = 0; k < 2; k++) {
+        cs_collective c;
+        collective_init(&c, k ? CS_COLL_REDUCE : CS_COLL_BROADCAST, 0);
+        cs_time_bound b;
+        cs_error err = {0};
+        ck_assert_int_eq(collective_time_bound(t, &c, &b, &err), CS_OK);
+        double L = 1048576;
+        double old = fmax(b.latency_us + b.bandwidth_us_per_byte * L, b.path_latency_us);
+        double now = time_bound_us(&b, L, 1);
+        ck_assert_msg(now >= 12 + L / 100e3 - 1e-9, "%s: %.4f us, want >= %.4f",
+                      collective_kind_name(c.kind), now, 12 + L / 100e3);
+        ck_assert_msg(now > old + 8, "%s: %.4f us, old %.4f us", collective_kind_name(c.kind),
+                      now, old);
+        /* JSON carries the lines, and a client reading it gets the same bound */
+        json_t *j = time_bound_to_json(&b);
+        ck_assert(json_array_size(json_object_get(j, "lines")) == (size_t)b.nlines);
+        cs_time_bound back;
+        ck_assert_int_eq(time_bound_from_json(j, &back, &err), CS_OK);
+        ck_assert(close_to(time_bound_us(&back, L, 1), now));
+        json_decref(j);
+    }
+    topology_free(t);
+}
+END_TEST
+
 static Suite *time_bound_suite(void)
 {
     Suite *s = suite_create("time_bound");
@@ -768,6 +977,11 @@ static Suite *time_bound_suite(void)
     tcase_add_loop_test(tc, no_schedule_beats_the_bound, 0,
                         (int)(sizeof valid_topologies / sizeof valid_topologies[0]));
     tcase_add_loop_test(tc, no_schedule_beats_the_bound_on_random_topologies, 0, 4);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rooted");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, rooted_lines_hold_for_every_method, 0, 6);
+    tcase_add_test(tc, rooted_lines_raise_the_ring_cluster_bound);
     suite_add_tcase(s, tc);
     return s;
 }

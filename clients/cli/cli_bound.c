@@ -38,4 +38,18 @@ void cli_print_time_bound(FILE *f, const char *indent, const cs_time_bound *b, d
     fprintf(f, "%stime bound  %s at %s (%s%s; path latency %s)\n", indent, us, size, b->kind,
             b->exact ? ", exact" : "", path);
     fprintf(f, "%s  cut: %s\n", indent, b->cut);
+    /* a rooted collective's additive line (latency to the cut + the cut),
+     * when it is what sets the bound at this size */
+    double L = b->per_chunk ? bytes / (chunks > 0 ? chunks : 1) : bytes;
+    double top = fmax(b->latency_us + b->bandwidth_us_per_byte * L, b->path_latency_us);
+    int win = -1;
+    for (int i = 0; i < b->nlines; i++) {
+        double v = b->lines[i].latency_us + b->lines[i].bandwidth_us_per_byte * L;
+        if (v > top) {
+            top = v;
+            win = i;
+        }
+    }
+    if (win >= 0)
+        fprintf(f, "%s  latency + cut: %s\n", indent, b->lines[win].cut);
 }

@@ -427,12 +427,17 @@ function renderSummary() {
   $('#result-summary').replaceChildren(...items.map(([k, v]) => el('div', {}, [el('span', {class: 'k', text: k}), el('span', {class: 'v', text: v})])));
 }
 
-/* The cut-aware time bound (bounds.time): T >= max(A + B L, D), L the per-rank
- * share; a custom collective's L is one chunk (per_chunk). */
+/* The cut-aware time bound (bounds.time): T >= max(A + B L, D, every line of
+ * "lines"), L the per-rank share; a custom collective's L is one chunk
+ * (per_chunk).  Rooted collectives carry "lines": the latency to a cut plus
+ * its transfer time. */
 function boundAt(tb, bytes, chunks) {
   if (!tb) return null;
   const L = tb.per_chunk ? bytes / (chunks || 1) : bytes;
-  return Math.max(Number(tb.latency_us) + Number(tb.bandwidth_us_per_byte) * L, Number(tb.path_latency_us) || 0);
+  let best = Math.max(Number(tb.latency_us) + Number(tb.bandwidth_us_per_byte) * L, Number(tb.path_latency_us) || 0);
+  for (const ln of (Array.isArray(tb.lines) ? tb.lines : []))
+    best = Math.max(best, Number(ln.latency_us) + Number(ln.bandwidth_us_per_byte) * L);
+  return best;
 }
 
 function timeBoundText(tb, frontier) {

@@ -12,15 +12,20 @@
  *
  *   linear   T >= latency_us + bandwidth_us_per_byte * L    (a cut)
  *   path     T >= path_latency_us                           (a chain of hops)
+ *   lines    T >= lines[i].latency_us + lines[i].bandwidth_us_per_byte * L
+ *            (broadcast, reduce, scatter, gather: the alpha-distance from the
+ *            root to a cut plus the cut's transfer time, bounds_time.c)
  *
- * and time_bound_us() is the larger of the two.  L is the cost model's
+ * and time_bound_us() is the largest of them.  L is the cost model's
  * per-rank share (algorithm_chunk_bytes: the per-rank input of allgather, the
  * buffer of allreduce, ...), except for custom collectives, whose data is a
  * fixed number of chunks: there L is one chunk's size (per_chunk, and
  * time_bound_us divides by the algorithm's chunks).  The two parts are not
  * added: a schedule can move a cut's data while a chunk travels a long path
  * elsewhere (docs/model.md, "Time bound", has a 12-rank example that beats the
- * sum), so only the maximum is a bound.
+ * sum), so only the maximum is a bound.  What can be added is the distance
+ * to the cut itself: no byte can cross into S before the root's data has
+ * reached S's edge (the lines, for the rooted collectives).
  *
  * The linear part, by collective (S a set of ranks, cap(S) the most bytes per
  * us that can enter S, a minimum cut in the network below):
@@ -68,6 +73,17 @@
 #include "cs_common.h"
 #include "topology.h"
 
+/* Room for the additive rooted lines (at most one per size 4^k, k = 0..20). */
+#define CS_TB_MAX_LINES 24
+
+/* One more line T >= latency_us + bandwidth_us_per_byte * L (rooted
+ * collectives: the latency to reach a cut plus its transfer time). */
+typedef struct cs_bound_line {
+    double latency_us;
+    double bandwidth_us_per_byte;
+    char cut[96];
+} cs_bound_line;
+
 typedef struct cs_time_bound {
     double latency_us;             /* A: with B, T >= A + B * L */
     double bandwidth_us_per_byte;  /* B */
@@ -78,6 +94,8 @@ typedef struct cs_time_bound {
     char cut[256];                 /* which cut gave B, for people */
     char path[128];                /* which pair gave D */
     double seconds;                /* time taken to compute it */
+    int nlines;                    /* rooted collectives: additive lines, each a bound */
+    cs_bound_line lines[CS_TB_MAX_LINES];
 } cs_time_bound;
 
 /* The bound for collective c (validated for t's ranks) on the finalized
@@ -86,7 +104,8 @@ int collective_time_bound(const cs_topology *t, const cs_collective *c, cs_time_
                           cs_error *err);
 
 /* The bound in microseconds at `bytes` (the per-rank share L) for an algorithm
- * with `chunks` chunks: max(A + B * L, D); custom bounds use L = bytes / chunks. */
+ * with `chunks` chunks: max(A + B * L, D, every line); custom bounds use
+ * L = bytes / chunks. */
 double time_bound_us(const cs_time_bound *b, double bytes, int chunks);
 
 /* Raises b's linear part to (latency_us, bandwidth_us_per_byte) when that is
@@ -97,7 +116,9 @@ void time_bound_offer(cs_time_bound *b, double latency_us, double bandwidth_us_p
                       const char *kind, bool exact, const char *cut);
 
 /* {"latency_us", "bandwidth_us_per_byte", "path_latency_us", "cut", "path",
- *  "kind", "exact", "seconds"} plus "per_chunk": true for custom collectives:
+ *  "kind", "exact", "seconds"} plus "per_chunk": true for custom collectives
+ *  and "lines": [{"latency_us", "bandwidth_us_per_byte", "cut"}, ...] when
+ *  there are additive lines (the bound is the largest of all):
  * the "time" member of a result's "bounds" (CONTRACT.md section 4). */
 json_t *time_bound_to_json(const cs_time_bound *b);
 /* The inverse, for clients reading a stored result; unknown keys are ignored. */

@@ -460,6 +460,20 @@ int cutnet_min_cut_avoiding(cut_network *n, int pinned, long budget, cut_found *
     return CS_OK;
 }
 
+int cutnet_min_cut_beyond(cut_network *n, const double *vdist, int w, unsigned char *in_s,
+                          double *cap_bw)
+{
+    reset(n, 1);
+    for (int v = 0; v < n->nv; v++)
+        if (vdist[v] < vdist[w])
+            n->g.cap[n->src_edge[v]] = FLOW_INF;
+    n->g.cap[n->sink_edge[w]] = FLOW_INF;
+    flow_net_maxflow(&n->g, n->s, n->t);
+    int64_t cap;
+    read_cut(n, in_s, &cap, cap_bw);
+    return CS_OK;
+}
+
 int cutnet_capacity_into(cut_network *n, const unsigned char *in_s, double *cap_bw,
                          cs_error *err)
 {

@@ -119,6 +119,12 @@ int cutnet_max_inside_ratio(cut_network *n, int pinned, long budget, cut_found *
  * above it, the single-vertex cuts only. */
 int cutnet_min_cut_avoiding(cut_network *n, int pinned, long budget, cut_found *best,
                             bool *exact, cs_error *err);
+/* The minimum cut into a set S that holds vertex w and no vertex v with
+ * vdist[v] < vdist[w] (those are forced to the source side; the rest are
+ * free): S into in_s (nv entries), its capacity in bytes/us into cap_bw.  One
+ * max-flow.  The additive rooted bound (bounds_time.c) runs it per w. */
+int cutnet_min_cut_beyond(cut_network *n, const double *vdist, int w, unsigned char *in_s,
+                          double *cap_bw);
 /* cap_in(S) for a given vertex set (an exact min cut), in bytes/us. */
 int cutnet_capacity_into(cut_network *n, const unsigned char *in_s, double *cap_bw,
                          cs_error *err);

@@ -90,7 +90,12 @@ double time_bound_us(const cs_time_bound *b, double bytes, int chunks)
 {
     double L = b->per_chunk ? bytes / (chunks > 0 ? chunks : 1) : bytes;
     double lin = b->latency_us + b->bandwidth_us_per_byte * L;
-    return lin > b->path_latency_us ? lin : b->path_latency_us;
+    double best = lin > b->path_latency_us ? lin : b->path_latency_us;
+    for (int i = 0; i < b->nlines && i < CS_TB_MAX_LINES; i++) {
+        double v = b->lines[i].latency_us + b->lines[i].bandwidth_us_per_byte * L;
+        best = v > best ? v : best;
+    }
+    return best;
 }
 
 /* ---- describing rank sets ------------------------------------------------------------ */
@@ -908,6 +913,302 @@ done:
     return rc;
 }
 
+/* ---- rooted collectives: latency to the cut plus the cut ---------------------------------
+ *
+ * Claim (broadcast; scatter with |S| L; reduce and gather mirrored): for every
+ * set S of ranks without the root,
+ *
+ *     T >= d(S) + L / cap_in(S),    d(S) = min over v in S of d(root, v),
+ *
+ * d the alpha-weighted distance of path_graph (a link costs its alpha, a
+ * switch hop its port's alpha).  Proof in the simulator's model (simulate.h):
+ * (1) every send takes at least its link's alpha (alpha + b / rate; a copy-
+ * capable switch node costs an upload and a copy, each at least the port's
+ * alpha) and starts only once its chunk is at its source, so a chunk is at
+ * rank u no earlier than d(root, u), and a send u -> v starts no earlier than
+ * d(root, u) >= d(root, v) - alpha(u -> v).  (2) Every chunk must reach S,
+ * which starts without it: for each chunk take the send that first delivers
+ * it into S (its source is outside S); its chain of network edges crosses
+ * the cut, and it occupies a lane of that edge's resource (a link, a shared
+ * set, a switch port) for alpha + b / rate with rate at most the lane's speed.
+ * These sends carry X >= L bytes (|S| L for scatter).  (3) On a lane l of
+ * the cut that carried x_l of those bytes, the first such send starts at s
+ * and the lane is busy from s for at least its alpha plus x_l / bw_l (one
+ * send at a time), so it ends at T >= s + alpha + x_l / bw_l >=
+ * d(S) + x_l / bw_l by (1).  Over the lanes, max x_l / bw_l >= X / sum bw_l
+ * = X / cap_in(S), and the lanes' own d terms are all >= d(S), so
+ * T >= d(S) + X / cap_in(S).  Only one alpha per lane is counted and no
+ * per-chunk store-and-forward term (b / bw per hop): chunks can be split
+ * fine and pipelined, so neither can be charged to a schedule we do not see.
+ * Reduce mirrored: for each chunk take, on the chain of sends that brings S's
+ * contribution to the root's result, the last send leaving S; it ends at f,
+ * and the data still needs d(v, root) >= d(u, root) - alpha after it, so a
+ * lane of the out-cut that carried x_l ends at f >= x_l / bw_l + alpha
+ * (started at >= 0) and T >= f + d(v, root) >= x_l / bw_l + d(S -> root).
+ *
+ * This is not D + the cut (docs/model.md, "A and D are not added"): d(S) is
+ * the distance to S's nearest rank, not to the farthest rank; the 12-rank
+ * example there meets it exactly (S = {1}: 1 us + 20,000 B / 2 GB/s = 11 us,
+ * achieved).  Adding the distance from the cut to S's farthest rank would
+ * need the last byte into S to land at the nearest rank, which a schedule
+ * need not do; it is not added.
+ *
+ * Premise shared with the linear part: a cut's lanes never carry more than
+ * their speed.  For timed schedules on switch ports at unequal rates the
+ * simulator rounds a send's port lanes down (simulate.c), so sends that
+ * overlap in the simulation though not in the schedule can exceed the port
+ * by up to (k + 1) / k; both the cut bound and these lines assume they do not.
+ *
+ * Which S: the maximum over S is the maximum over w (S's nearest rank) of
+ * d(w) + L / (the minimum cut into a set holding w and no rank nearer than w):
+ * one max-flow per w (cutnet_min_cut_beyond), exact for broadcast and reduce
+ * while it fits the cut budget; beyond it, the same on the group quotient
+ * (unions of whole groups), plus every single rank and every single group.
+ * Scatter and gather (k = |S|) take the single ranks, the single groups and
+ * the group quotient's flow cuts with their own k: valid, not the maximum.
+ * Ranks are taken farthest first, and a rank whose line could not beat the
+ * bound so far at any size even with the search's largest slope is skipped.  Each S gives a line; the lines that are the
+ * largest at some size 4^k (1 B .. 1 TiB) are kept. */
+
+typedef struct {
+    double a, bw;       /* the line */
+    int kind;           /* 0 a rank, 1 a group, 2 a flow cut on ranks, 3 on groups */
+    int who, size;      /* the rank / group / nearest rank; |S| */
+} add_cand;
+
+#define ADD_SIZES 21   /* L = 4^k, k = 0..20 */
+
+typedef struct {
+    add_cand *c;
+    int n, cap;
+    double env[ADD_SIZES];   /* the bound so far at each size (pruning) */
+    double slope_max;        /* no candidate's slope exceeds it (0: unknown) */
+} add_list;
+
+/* Whether a line (a, up to slope_max) could still raise the bound at some
+ * size 4^k: when not, its max-flow is skipped (which only drops a
+ * candidate, so the bound stays valid; with an exact slope_max nothing that
+ * could win is dropped). */
+static bool add_could_win(const add_list *l, double a)
+{
+    if (!(l->slope_max > 0))
+        return true;
+    double L = 1;
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+        if (a + l->slope_max * L > l->env[k] * (1 + 1e-12))
+            return true;
+    return false;
+}
+
+static int add_push(add_list *l, double a, double bw, int kind, int who, int size,
+                    cs_error *err)
+{
+    if (!isfinite(a) || !isfinite(bw) || !(bw > 0))
+        return CS_OK;
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 64;
+        add_cand *g = realloc(l->c, sizeof *g * (size_t)nc);
+        if (!g)
+            return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        l->c = g;
+        l->cap = nc;
+    }
+    l->c[l->n++] = (add_cand){a, bw, kind, who, size};
+    double L = 1;
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+        l->env[k] = fmax(l->env[k], a + bw * L);
+    return CS_OK;
+}
+
+/* Descending distance, then ascending vertex (a stable order for ties). */
+static int cmp_farther(const void *pa, const void *pb)
+{
+    const heap_item *a = pa, *b = pb;
+    if (a->d != b->d)
+        return a->d < b->d ? 1 : -1;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+/* Per-w min cuts on network n, vertex distances vdist (the root's vertex
+ * below every other); k = 1 (broadcast, reduce) or |S| (scatter, gather). */
+static int add_flow_cuts(cut_network *n, const double *vdist, int root_v, bool per_rank_k,
+                         int kind, add_list *l, cs_error *err)
+{
+    unsigned char *in_s = malloc((size_t)n->nv);
+    heap_item *order = malloc(sizeof(heap_item) * (size_t)n->nv);
+    if (!in_s || !order) {
+        free(in_s);
+        free(order);
+        return cs_error_set(err, CS_ENOMEM, "", "out of memory");
+    }
+    /* farthest first: their lines, once found, let nearer ones be skipped */
+    int no = 0;
+    for (int w = 0; w < n->nv; w++)
+        if (w != root_v && isfinite(vdist[w]))
+            order[no++] = (heap_item){vdist[w], w};
+    qsort(order, (size_t)no, sizeof *order, cmp_farther);
+    int rc = CS_OK;
+    for (int i = 0; i < no && rc == CS_OK; i++) {
+        int w = order[i].v;
+        if (!add_could_win(l, vdist[w]))
+            continue;
+        double cap_bw;
+        cutnet_min_cut_beyond(n, vdist, w, in_s, &cap_bw);
+        double d = INFINITY;
+        int64_t weight = 0;
+        for (int v = 0; v < n->nv; v++)
+            if (in_s[v]) {
+                d = vdist[v] < d ? vdist[v] : d;
+                weight += n->weight[v];
+            }
+        if (weight > 0 && cap_bw > 0)
+            rc = add_push(l, d, (per_rank_k ? (double)weight : 1.0) / cap_bw, kind, w,
+                          (int)weight, err);
+    }
+    free(in_s);
+    free(order);
+    return rc;
+}
+
+static void add_describe(const cs_topology *t, const add_cand *c, char *buf, size_t size)
+{
+    switch (c->kind) {
+    case 0:
+        snprintf(buf, size, "S = {%d}", c->who);
+        break;
+    case 1:
+        snprintf(buf, size, "S = group %d (%d ranks)", c->who, c->size);
+        break;
+    case 2:
+        snprintf(buf, size, "S = %d ranks nearest %d", c->size, c->who);
+        break;
+    default:
+        snprintf(buf, size, "S = %d ranks, groups from %d", c->size, c->who);
+        break;
+    }
+    (void)t;
+}
+
+static int rooted_additive(const cs_topology *t, const cs_collective *c, cs_time_bound *b,
+                           cs_error *err)
+{
+    int P = t->ranks;
+    bool reversed = c->kind == CS_COLL_REDUCE || c->kind == CS_COLL_GATHER;
+    bool per_rank_k = c->kind == CS_COLL_SCATTER || c->kind == CS_COLL_GATHER;
+    path_graph g;
+    int rc = path_graph_build(t, reversed, &g, err);
+    if (rc)
+        return rc;
+    long m = g.begin[g.n];
+    double *dist = malloc(sizeof(double) * (size_t)g.n);
+    heap_item *heap = malloc(sizeof(heap_item) * (size_t)(g.n + m + 1));
+    double *vdist = malloc(sizeof(double) * (size_t)P);
+    add_list l = {0};
+    int *part = NULL;
+    cut_network n;
+    bool have_net = false;
+    if (!dist || !heap || !vdist) {
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    int src = c->root;
+    dijkstra(&g, &src, 1, dist, heap);   /* reversed graph: distances to the root */
+    for (int r = 0; r < P; r++)
+        vdist[r] = dist[r];
+    vdist[c->root] = -1;   /* always on the root's side */
+    {
+        double L = 1;
+        for (int k = 0; k < ADD_SIZES; k++, L *= 4)
+            l.env[k] = time_bound_us(b, L, 1);
+        /* the cut search's slope: the largest k / cap over the sets it
+         * searched, the same family as every candidate here */
+        l.slope_max = b->bandwidth_us_per_byte;
+    }
+
+    /* the rank network: single ranks, and per-rank flow cuts within budget */
+    if ((rc = cutnet_build(t, NULL, 0, reversed, &n, err)))
+        goto done;
+    have_net = true;
+    for (int v = 0; v < n.nv && rc == CS_OK; v++)
+        if (v != c->root && n.in_bw[v] > 0)
+            rc = add_push(&l, vdist[v], 1.0 / n.in_bw[v], 0, v, 1, err);
+    /* per-rank flows for broadcast and reduce only: for scatter and gather
+     * the slope bound |S| / cap prunes nothing and the flows' sets (least
+     * cap, not most |S| / cap) rarely win: they cost up to 100x the cut
+     * search for no gain on the bench topologies */
+    if (rc == CS_OK && !per_rank_k && (long)n.nv * cutnet_size(&n) <= TB_CUT_WORK)
+        rc = add_flow_cuts(&n, vdist, c->root, per_rank_k, 2, &l, err);
+    cutnet_free(&n);
+    have_net = false;
+    if (rc)
+        goto done;
+
+    /* the group quotient: each group alone, and per-group flow cuts */
+    int nparts = group_parts(t, &part, err);
+    if (nparts < 0) {
+        rc = CS_ENOMEM;
+        goto done;
+    }
+    if (nparts >= 2) {
+        if ((rc = cutnet_build(t, part, nparts, reversed, &n, err)))
+            goto done;
+        have_net = true;
+        double *pd = malloc(sizeof(double) * (size_t)nparts);
+        if (!pd) {
+            rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
+            goto done;
+        }
+        for (int p = 0; p < nparts; p++)
+            pd[p] = INFINITY;
+        for (int r = 0; r < P; r++)
+            pd[part[r]] = vdist[r] < pd[part[r]] ? vdist[r] : pd[part[r]];
+        int rp = part[c->root];
+        for (int p = 0; p < nparts && rc == CS_OK; p++)
+            if (p != rp && n.in_bw[p] > 0)
+                rc = add_push(&l, pd[p], (per_rank_k ? (double)n.weight[p] : 1.0) / n.in_bw[p],
+                              1, p, (int)n.weight[p], err);
+        if (rc == CS_OK && (long)n.nv * cutnet_size(&n) <= TB_CUT_WORK)
+            rc = add_flow_cuts(&n, pd, rp, per_rank_k, 3, &l, err);
+        free(pd);
+        if (rc)
+            goto done;
+    }
+
+    /* keep the lines that are the largest at some size 4^k and beat the rest */
+    b->nlines = 0;
+    double L = 1;
+    for (int k = 0; k < ADD_SIZES; k++, L *= 4) {
+        int best = -1;
+        double bv = time_bound_us(b, L, 1);
+        for (int i = 0; i < l.n; i++) {
+            double v = l.c[i].a + l.c[i].bw * L;
+            if (v > bv * (1 + 1e-12)) {
+                bv = v;
+                best = i;
+            }
+        }
+        if (best < 0 || b->nlines >= CS_TB_MAX_LINES)
+            continue;
+        cs_bound_line *ln = &b->lines[b->nlines++];
+        ln->latency_us = l.c[best].a;
+        ln->bandwidth_us_per_byte = l.c[best].bw;
+        char d[64];
+        add_describe(t, &l.c[best], d, sizeof d);
+        snprintf(ln->cut, sizeof ln->cut, "%s: %.6g us away, %s", d, l.c[best].a,
+                 per_rank_k ? "|S| L" : "L");
+    }
+done:
+    if (have_net)
+        cutnet_free(&n);
+    free(part);
+    free(l.c);
+    free(dist);
+    free(heap);
+    free(vdist);
+    path_graph_free(&g);
+    return rc;
+}
+
 /* ---- the entry point ----------------------------------------------------------------- */
 
 int collective_time_bound(const cs_topology *t, const cs_collective *c, cs_time_bound *out,
@@ -961,6 +1262,8 @@ int collective_time_bound(const cs_topology *t, const cs_collective *c, cs_time_
     }
     if (rc == CS_OK)
         rc = path_latency(t, c, out, err);
+    if (rc == CS_OK && collective_kind_is_rooted(c->kind) && c->kind != CS_COLL_CUSTOM)
+        rc = rooted_additive(t, c, out, err);
     if (rc == CS_OK && !out->kind[0]) {
         snprintf(out->kind, sizeof out->kind, "cut");
         snprintf(out->cut, sizeof out->cut, "no data must cross any cut");
@@ -987,6 +1290,17 @@ json_t *time_bound_to_json(const cs_time_bound *b)
     bad |= json_object_set_new(doc, "seconds", json_real(b->seconds));
     if (b->per_chunk)
         bad |= json_object_set_new(doc, "per_chunk", json_true());
+    if (b->nlines > 0) {
+        json_t *lines = json_array();
+        bad |= !lines;
+        for (int i = 0; lines && i < b->nlines && i < CS_TB_MAX_LINES; i++) {
+            json_t *o = json_pack("{s:f, s:f, s:s}", "latency_us", b->lines[i].latency_us,
+                                  "bandwidth_us_per_byte", b->lines[i].bandwidth_us_per_byte,
+                                  "cut", b->lines[i].cut);
+            bad |= !o || json_array_append_new(lines, o);
+        }
+        bad |= json_object_set_new(doc, "lines", lines);
+    }
     if (bad) {
         json_decref(doc);
         return NULL;
@@ -1028,5 +1342,20 @@ int time_bound_from_json(const json_t *doc, cs_time_bound *out, cs_error *err)
     get_string(doc, "path", out->path, sizeof out->path);
     out->exact = json_is_true(json_object_get(doc, "exact"));
     out->per_chunk = json_is_true(json_object_get(doc, "per_chunk"));
+    const json_t *lines = json_object_get(doc, "lines");
+    if (lines && !json_is_array(lines))
+        return cs_error_set(err, CS_EINVAL, "lines", "the time bound's lines must be an array");
+    size_t i;
+    const json_t *o;
+    json_array_foreach(lines, i, o) {
+        if (out->nlines >= CS_TB_MAX_LINES)
+            break;   /* fewer lines: a smaller bound, still a bound */
+        cs_bound_line *ln = &out->lines[out->nlines];
+        if ((rc = get_number(o, "latency_us", &ln->latency_us, err)) ||
+            (rc = get_number(o, "bandwidth_us_per_byte", &ln->bandwidth_us_per_byte, err)))
+            return rc;
+        get_string(o, "cut", ln->cut, sizeof ln->cut);
+        out->nlines++;
+    }
     return CS_OK;
 }
