@@ -2,6 +2,8 @@
 #include "daemon_check.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <string.h>
 
 void daemon_start_checked(cs_daemon *d, const char *store, const char *const *extra)
 {
@@ -41,4 +43,30 @@ json_t *get_json(const cs_daemon *d, const char *path, long *status)
     json_t *doc = resp_json(&r);
     http_resp_free(&r);
     return doc;
+}
+
+long submit_job_checked(const cs_daemon *d, const char *body, char id[40], char key[65])
+{
+    json_t *doc = NULL;
+    long st = post_synthesize(d, body, &doc);
+    ck_assert_msg(st == 202 || st == 200, "POST answered %ld: %s", st,
+                  json_str(json_object_get(doc, "error"), "message"));
+    id[0] = '\0';
+    if (key)
+        snprintf(key, 65, "%s", json_str(doc, "key"));
+    if (st == 202) {
+        snprintf(id, 40, "%s", json_str(doc, "job"));
+    } else {
+        long lst = 0;
+        json_t *list = get_json(d, "/v1/jobs?limit=500", &lst);
+        ck_assert_int_eq(lst, 200);
+        json_t *jobs = json_object_get(list, "jobs");
+        for (size_t i = 0; i < json_array_size(jobs) && !id[0]; i++)
+            if (!strcmp(json_str(json_array_get(jobs, i), "key"), json_str(doc, "key")))
+                snprintf(id, 40, "%s", json_str(json_array_get(jobs, i), "id"));
+        json_decref(list);
+    }
+    ck_assert_msg(id[0], "no job for the submission (POST answered %ld)", st);
+    json_decref(doc);
+    return st;
 }
