@@ -338,6 +338,20 @@ START_TEST(history_lists_the_servers_results_and_jobs)
 }
 END_TEST
 
+/* Loads overlap: the allgather filter's answer, held back until the newer
+ * page-size-1 list was shown, must not replace that list when it arrives. */
+START_TEST(history_shows_the_newest_answer_only)
+{
+    require_page();
+    stage_ok("history_newest_failure");
+    json_t *rows = json_object_get(page, "history_newest_rows");
+    ck_assert_int_eq((long)json_array_size(rows), 1);
+    ck_assert(json_equal(json_array_get(rows, 0),
+                         json_array_get(json_object_get(page, "history_api_results"), 0)));
+    ck_assert(json_is_true(json_object_get(page, "history_newest_more")));
+}
+END_TEST
+
 static Suite *dashboard_suite(void)
 {
     Suite *s = suite_create("dashboard");
@@ -355,6 +369,7 @@ static Suite *dashboard_suite(void)
     tcase_add_test(tc, baselines_are_asked_once_and_refusals_remembered);
     tcase_add_test(tc, grids_are_drawn_on_their_grid);
     tcase_add_test(tc, history_lists_the_servers_results_and_jobs);
+    tcase_add_test(tc, history_shows_the_newest_answer_only);
     suite_add_tcase(s, tc);
     return s;
 }

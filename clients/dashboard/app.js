@@ -42,7 +42,8 @@ const state = {
   current: null,              // {result, topo (normalized), selected index, baselines}
   autoOpen: null,             // job id to open when it finishes
   baselineDocs: new Map(),    // baseline memo key -> algorithm (null: refused), this page
-  history: {results: {rows: [], next: null}, jobs: {rows: [], next: null}},
+  history: {results: {rows: [], next: null, seq: 0, loadingFirst: false},
+            jobs: {rows: [], next: null, seq: 0, loadingFirst: false}},
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -1017,18 +1018,27 @@ function historyPath(kind, after) {
   return '/v1/' + kind + '?' + q.toString();
 }
 
-/* The first page (more = false) or the next one, appended. */
+/* The first page (more = false) or the next one, appended.  Loads overlap (a
+   filter, a page size, a finished job's refresh): only the newest one's
+   answer is shown, so a slow answer to an older filter never replaces it.
+   "more" waits for a first page on its way (it would extend the old list). */
 async function loadHistory(kind, more) {
   const h = state.history[kind];
-  if (more && !h.next) return;
+  if (more && (!h.next || h.loadingFirst)) return;
+  const seq = ++h.seq;
+  if (!more) h.loadingFirst = true;
   try {
     const {doc} = await api('GET', historyPath(kind, more ? h.next : null));
+    if (seq !== h.seq) return;
+    h.loadingFirst = false;
     const rows = (doc && doc[kind]) || [];
     h.rows = more ? h.rows.concat(rows) : rows;
     h.next = doc && doc.next ? doc.next : null;
     $('#history-msg').textContent = '';
     $('#history-msg').className = 'msg';
   } catch (e) {
+    if (seq !== h.seq) return;
+    h.loadingFirst = false;
     $('#history-msg').textContent = kind + ': ' + (e instanceof ApiError ? e.describe() : e.message);
     $('#history-msg').className = 'msg error';
   }

@@ -228,7 +228,7 @@ try {
     const p2 = await ctx2.newPage();
     await p2.goto(base + '/', {waitUntil: 'load'});
     await p2.waitForFunction(() => Number(document.querySelector('#history-results').dataset.loaded) > 0 &&
-                             Number(document.querySelector('#history-jobs').dataset.loaded) > 0, null, {timeout: 15000});
+                             Number(document.querySelector('#history-jobs').dataset.loaded) > 0, null, {timeout: 30000});
     const apiLists = await p2.evaluate(async () => {
       const r = await (await fetch('/v1/results?limit=20')).json();
       const j = await (await fetch('/v1/jobs?limit=20')).json();
@@ -244,16 +244,16 @@ try {
     await p2.selectOption('#hist-collective', 'allgather');
     await p2.click('#history-filters button[type="submit"]');
     await p2.waitForFunction(n => [...document.querySelectorAll('#history-results tbody tr')].length === n,
-                             apiLists.allgather.length, {timeout: 10000}).catch(() => {});
+                             apiLists.allgather.length, {timeout: 30000}).catch(() => {});
     out.history_api_allgather = apiLists.allgather;
     out.history_allgather = await p2.evaluate(() => [...document.querySelectorAll('#history-results tbody tr')].map(t => t.dataset.key));
     // paging: one per page, then "more"
     await p2.selectOption('#hist-collective', '');
     await p2.selectOption('#hist-limit', '1');
-    await p2.waitForFunction(() => document.querySelectorAll('#history-results tbody tr').length === 1, null, {timeout: 10000}).catch(() => {});
+    await p2.waitForFunction(() => document.querySelectorAll('#history-results tbody tr').length === 1, null, {timeout: 30000}).catch(() => {});
     out.history_page1 = await p2.locator('#history-results tbody tr').count();
     await p2.click('#history-results-more');
-    await p2.waitForFunction(() => document.querySelectorAll('#history-results tbody tr').length === 2, null, {timeout: 10000}).catch(() => {});
+    await p2.waitForFunction(() => document.querySelectorAll('#history-results tbody tr').length === 2, null, {timeout: 30000}).catch(() => {});
     out.history_page2 = await p2.evaluate(() => [...document.querySelectorAll('#history-results tbody tr')].map(t => t.dataset.key));
     // a row opens its result
     const second = out.history_page2[1];
@@ -263,6 +263,30 @@ try {
       out.history_opened = await p2.getAttribute('body', 'data-result');
       out.history_clicked = second;
     }
+    // an older filter's slow answer arriving after a newer one's must not
+    // replace it: hold the allgather answer until the page-size-1 one is shown
+    try {
+      await p2.selectOption('#hist-limit', '20');
+      await p2.waitForFunction(n => document.querySelectorAll('#history-results tbody tr').length === n,
+                               apiLists.results.length, {timeout: 30000}).catch(() => {});
+      let release;
+      const held = new Promise(r => { release = r; });
+      await p2.route(u => u.pathname === '/v1/results' && u.searchParams.get('collective') === 'allgather',
+                     async route => { await held; await route.continue(); });
+      const late = p2.waitForResponse(r => r.url().includes('collective=allgather'), {timeout: 60000});
+      await p2.selectOption('#hist-collective', 'allgather');
+      await p2.click('#history-filters button[type="submit"]');
+      await p2.selectOption('#hist-collective', '');
+      await p2.selectOption('#hist-limit', '1');
+      await p2.waitForFunction(() => document.querySelectorAll('#history-results tbody tr').length === 1 &&
+                               !document.querySelector('#history-results-more').hidden, null, {timeout: 30000});
+      release();
+      await late;
+      await p2.waitForTimeout(300); // the page's handler runs after the response event
+      out.history_newest_rows = await p2.evaluate(() => [...document.querySelectorAll('#history-results tbody tr')].map(t => t.dataset.key));
+      out.history_newest_more = await p2.evaluate(() => !document.querySelector('#history-results-more').hidden);
+      await p2.unroute(() => true).catch(() => {});
+    } catch (e) { out.history_newest_failure = String(e && e.stack || e); }
     await ctx2.close();
   } catch (e) { out.history_failure = String(e && e.stack || e); }
 
