@@ -3152,10 +3152,10 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         if (rc == CS_OK && sd->s.ring && sd->s.ring_back)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a ring fabric; %s around the ring "
-                     "both ways: k trees from the root balanced to its node's lanes, each "
-                     "NIC's chunks half way round each way (k x 1, 4, 16 chunks) or half the "
-                     "data all the way round each way (2k x 4, 16, %d chunks), or for small sizes "
-                     "a few chunks all the way round then the rest half way, pipelined, then "
+                     "both ways: k balanced trees from the root, each "
+                     "NIC's chunks half way round each way (k x 1, 4, 16), half the "
+                     "data all the way round each way (2k x 4, 16, %d), or a few all the way "
+                     "first, pipelined, then "
                      "the NIC trees (%.64s); %.80s%s",
                      sd->s.nodes, sd->s.m, sd->s.k, collective_kind_name(c->kind),
                      ring2_per(sd->s.nodes), use->balanced, sd->tr->how,
