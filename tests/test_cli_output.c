@@ -359,6 +359,34 @@ START_TEST(get_names_the_cause_of_a_failed_write)
 }
 END_TEST
 
+/* What a command prints on standard output is checked too: solve's summary
+ * and the help into a full device (/dev/full: every write ENOSPC) exited 0
+ * with nothing written; now exit 2 naming the cause.  Into a file: exit 0
+ * and nothing said. */
+START_TEST(a_failed_write_to_standard_output_is_an_error)
+{
+    const char *cmds[] = {"solve ring:40 allgather --method tacos --quiet", "--help"};
+    for (int k = 0; k < 2; k++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "%s %s > /dev/full", cli, cmds[k]);
+        char *out = NULL, *err = NULL;
+        int rc = cs_test_sh(cmd, &out, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d (want 2): %s", cmds[k], rc, err);
+        ck_assert_msg(strstr(err, "standard output") && strstr(err, "No space left on device"),
+                      "%s: %s", cmds[k], err);
+        free(out);
+        free(err);
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s --help > '%s/help.txt'", cli, tmpdir);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 0);
+    ck_assert_str_eq(err, "");
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* solve -o into a directory that does not exist is refused before the
  * synthesis runs, not after it (a long solve lost at the very end). */
 START_TEST(solve_refuses_an_unwritable_output_before_solving)
@@ -600,6 +628,7 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, a_dangling_link_is_written_through);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
     tcase_add_test(tc, get_names_the_cause_of_a_failed_write);
+    tcase_add_test(tc, a_failed_write_to_standard_output_is_an_error);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);
     tcase_add_test(tc, the_reason_line_carries_the_smt_reason_whole);
