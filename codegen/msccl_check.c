@@ -23,6 +23,10 @@
 #define EXEC_MAX_STEPS 64
 #define EXEC_MAX_CHANNELS 32
 #define MAX_COUNT 72
+/* The target GPU: all of a rank's blocks resident at once, 2 per SM (the
+ * fork's MSCCL_MAX_NUM_THREAD_BLOCKS is 108*2 for an A100's 108 SMs). */
+#define BLOCKS_PER_SM 2
+#define MAX_SMS 4096
 
 typedef struct checker {
     bool fork, exec;          /* which runtimes' rules apply */
@@ -32,6 +36,7 @@ typedef struct checker {
     const char *coll;
     bool fork_coll;           /* coll is one of the old runtime's names */
     int ngpus, nchunksperloop, nchannels;
+    int gpu_sms;              /* the target GPU's SMs; 0: not checked */
 } checker;
 
 static int bad(checker *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -239,6 +244,11 @@ static int check_gpu(checker *c, const xmlr_node *g, unsigned char *seen)
     if (c->exec && ntb > EXEC_MAX_TB)
         return bad(c, CS_ELIMIT, "line %d: rank %d has %d thread blocks; %s allows ids up to %d",
                    g->line, rank, ntb, c->exec_name, EXEC_MAX_TB - 1);
+    if (c->gpu_sms > 0 && ntb > BLOCKS_PER_SM * c->gpu_sms)
+        return bad(c, CS_ELIMIT, "line %d: rank %d has %d thread blocks; a GPU with gpu_sms=%d "
+                   "holds at most %d at once (%d per SM), and every block of a rank must be "
+                   "resident", g->line, rank, ntb, c->gpu_sms, BLOCKS_PER_SM * c->gpu_sms,
+                   BLOCKS_PER_SM);
     if (ntb > c->st.max_tbs)
         c->st.max_tbs = ntb;
     int nch = c->nchannels;
@@ -319,15 +329,29 @@ static int check_gpu(checker *c, const xmlr_node *g, unsigned char *seen)
 int msccl_check_limits(const char *text, size_t len, cs_msccl_runtime runtime,
                        cs_msccl_check_stats *stats, cs_error *err)
 {
+    cs_msccl_options o;
+    msccl_options_default(&o);
+    o.runtime = runtime;
+    return msccl_check_for(text, len, &o, stats, err);
+}
+
+int msccl_check_for(const char *text, size_t len, const cs_msccl_options *opt,
+                    cs_msccl_check_stats *stats, cs_error *err)
+{
     checker c;
     memset(&c, 0, sizeof c);
     c.err = err;
-    c.fork = runtime != CS_MSCCL_RUNTIME_EXECUTOR;
-    c.exec = runtime != CS_MSCCL_RUNTIME_MSCCL;
+    c.fork = opt->runtime != CS_MSCCL_RUNTIME_EXECUTOR;
+    c.exec = opt->runtime != CS_MSCCL_RUNTIME_MSCCL;
     c.fork_name = "the msccl runtime";
     c.exec_name = "the msccl-executor runtime";
     if (stats)
         memset(stats, 0, sizeof *stats);
+    if (opt->gpu_sms < 0 || opt->gpu_sms > MAX_SMS)
+        return cs_error_set(err, CS_EINVAL, "gpu_sms", "gpu_sms=%d is not a GPU's SM count "
+                            "(1..%d, or 0 for the runtime's own thread-block limit)",
+                            opt->gpu_sms, MAX_SMS);
+    c.gpu_sms = opt->gpu_sms;
     xmlr_node *root;
     int rc = xmlr_parse(text, len, &root, err);
     if (rc != CS_OK)

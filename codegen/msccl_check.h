@@ -24,6 +24,12 @@
  * is accepted where no name both know exists (reducescatter, gather,
  * scatter: msccl_xml.h).  A slice (some <gpu> elements absent)
  * is checked like a full document: each present rank as that rank parses it.
+ *
+ * The target GPU (msccl_check_for, cs_msccl_options.gpu_sms, the generator's
+ * option of the same name): every thread block of a rank must be resident at
+ * once, 2 per SM as the NCCL fork assumes (docs/codegen.md), so with
+ * gpu_sms=N a rank with more than 2N blocks is CS_ELIMIT naming the SMs,
+ * on top of each runtime's own limit (a V100, 80 SMs: at most 160).
  */
 #ifndef CS_MSCCL_CHECK_H
 #define CS_MSCCL_CHECK_H
@@ -46,5 +52,12 @@ typedef struct cs_msccl_check_stats {
  * be NULL. */
 int msccl_check_limits(const char *text, size_t len, cs_msccl_runtime runtime,
                        cs_msccl_check_stats *stats, cs_error *err);
+
+/* The same for the document's target as the generator was given it: reads
+ * opt->runtime and opt->gpu_sms only (0: no limit beyond the runtime's own;
+ * 1..4096, else CS_EINVAL with field "gpu_sms"), so a test checks with the
+ * very options it generated with. */
+int msccl_check_for(const char *text, size_t len, const cs_msccl_options *opt,
+                    cs_msccl_check_stats *stats, cs_error *err);
 
 #endif

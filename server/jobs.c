@@ -709,19 +709,11 @@ static void *worker_main(void *arg)
         cs_error err;
         cs_error_clear(&err);
         int rc = store_job_claim(j->env.store, j->owner, &job, &claimed, &err);
-        unsigned long skipped = 0;
         if (!rc)
-            log_throttle_reset(&claim_log);
-        else if (log_throttle(&claim_log, err.message, cs_now(), CLAIM_FAILED_LOG_INTERVAL_S,
-                              &skipped)) {
-            char rep[32];
-            snprintf(rep, sizeof rep, "%lu", skipped);
-            if (skipped)
-                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message,
-                          "repeated", rep, NULL);
-            else
-                log_event(j->env.log, LOG_ERROR, "claim_failed", "error", err.message, NULL);
-        }
+            log_throttle_end(j->env.log, LOG_ERROR, &claim_log, "claim_failed");
+        else
+            log_throttled(j->env.log, LOG_ERROR, &claim_log, "claim_failed", err.message,
+                          cs_now(), CLAIM_FAILED_LOG_INTERVAL_S);
         if (claimed) {
             run_job(j, &job);
             store_job_clear(&job);
@@ -737,6 +729,8 @@ static void *worker_main(void *arg)
         }
         pthread_mutex_unlock(&j->lock);
     }
+    /* still failing as the daemon stops: the count since the last line */
+    log_throttle_end(j->env.log, LOG_ERROR, &claim_log, "claim_failed");
     return NULL;
 }
 

@@ -163,22 +163,51 @@ void log_event(const cs_logger *lg, cs_log_level level, const char *event, ...)
     (void)w;
 }
 
-bool log_throttle(cs_log_throttle *t, const char *msg, double now, double interval_s,
-                  unsigned long *skipped)
+/* The repeats of t->last not yet in any line, as one line of their own. */
+static void throttle_flush(const cs_logger *lg, cs_log_level level, cs_log_throttle *t,
+                           const char *event)
 {
-    *skipped = 0;
+    if (t->suppressed > 0) {
+        char n[32], note[80];
+        snprintf(n, sizeof n, "%lu", t->suppressed);
+        snprintf(note, sizeof note, "%lu more like this suppressed", t->suppressed);
+        log_event(lg, level, event, "error", t->last, "suppressed", n, "message", note, NULL);
+    }
+    t->suppressed = 0;
+}
+
+void log_throttled(const cs_logger *lg, cs_log_level level, cs_log_throttle *t,
+                   const char *event, const char *msg, double now, double interval_s)
+{
     if (!msg)
         msg = "";
     bool same = t->logged_at > 0 && strncmp(t->last, msg, sizeof t->last - 1) == 0;
     if (same && now - t->logged_at < interval_s) {
         t->suppressed++;
-        return false;
+        return;
     }
-    *skipped = same ? t->suppressed : 0;
+    unsigned long repeated = 0;
+    if (same)
+        repeated = t->suppressed; /* counted in this line */
+    else
+        throttle_flush(lg, level, t, event); /* the old message's, before the new one */
     snprintf(t->last, sizeof t->last, "%s", msg);
     t->logged_at = now;
     t->suppressed = 0;
-    return true;
+    if (repeated) {
+        char rep[32];
+        snprintf(rep, sizeof rep, "%lu", repeated);
+        log_event(lg, level, event, "error", msg, "repeated", rep, NULL);
+    } else {
+        log_event(lg, level, event, "error", msg, NULL);
+    }
+}
+
+void log_throttle_end(const cs_logger *lg, cs_log_level level, cs_log_throttle *t,
+                      const char *event)
+{
+    throttle_flush(lg, level, t, event);
+    log_throttle_reset(t);
 }
 
 void log_throttle_reset(cs_log_throttle *t) { memset(t, 0, sizeof *t); }

@@ -34,18 +34,29 @@ void log_event(const cs_logger *lg, cs_log_level level, const char *event, ...)
 
 /* One failure that repeats (a full disk fails each worker's claim every
  * second, for hours): logged the first time, then at most once per
- * interval_s with how many were left out, and again at once when the
- * message changes.  One per logging site and thread, zeroed to start. */
+ * interval_s with how many were left out (repeated=N), and again at once
+ * when the message changes.  Every repeat left out is reported: when the
+ * message changes or the failure ends (log_throttle_end), the repeats of
+ * the old message not yet counted in a line get one line of their own,
+ *   event=EVENT error="OLD" suppressed=N message="N more like this suppressed"
+ * so the last minute of a failure is never lost.  One per logging site and
+ * thread, log_throttle_reset to start. */
 typedef struct cs_log_throttle {
     char last[256];              /* the message last logged */
-    double logged_at;            /* when */
+    double logged_at;            /* when (0: no failure going on) */
     unsigned long suppressed;    /* repeats since, not logged */
 } cs_log_throttle;
-/* True when this occurrence of msg is to be logged; *skipped then gets the
- * repeats left out before it (0 for a new message). */
-bool log_throttle(cs_log_throttle *t, const char *msg, double now, double interval_s,
-                  unsigned long *skipped);
-/* The failure is over (the claim succeeded): the next one logs at once. */
+/* Zeroes t: the start, nothing pending (it drops a pending count: a
+ * failure ends with log_throttle_end). */
 void log_throttle_reset(cs_log_throttle *t);
+/* This occurrence of msg (NULL: "") at time now: logged as event with
+ * error=msg, left out, or (message changed) after the old one's count. */
+void log_throttled(const cs_logger *lg, cs_log_level level, cs_log_throttle *t,
+                   const char *event, const char *msg, double now, double interval_s);
+/* The failure is over (the claim succeeded, the worker stops): the count
+ * left out since the last line, if any, is logged; the next failure logs at
+ * once. */
+void log_throttle_end(const cs_logger *lg, cs_log_level level, cs_log_throttle *t,
+                      const char *event);
 
 #endif

@@ -640,6 +640,61 @@ START_TEST(gpu_sms_caps_thread_blocks_per_rank)
 }
 END_TEST
 
+/* The independent checker takes the same gpu_sms as the generator: the
+ * 170-block hub's document (written without gpu_sms) passes for a GPU with
+ * 85 SMs and is refused for a V100 (80 SMs: 160 blocks) under every
+ * runtime, naming the rank, its blocks, the SMs and the limit; a bad SM
+ * count is refused by field. */
+START_TEST(checker_takes_gpu_sms)
+{
+    cs_error err;
+    cs_algorithm *a = star_gather(170);
+    char *x = NULL;
+    const cs_msccl_runtime rts[] = {CS_MSCCL_RUNTIME_MSCCL, CS_MSCCL_RUNTIME_EXECUTOR,
+                                    CS_MSCCL_RUNTIME_AUTO};
+    cs_msccl_check_stats st;
+    cs_msccl_options o;
+    for (int i = 0; i < 3; i++) {
+        msccl_options_default(&o);
+        o.runtime = rts[i];
+        ck_assert_msg(msccl_xml_generate(a, NULL, &o, &x, NULL, &err) == CS_OK, "%s",
+                      err.message);
+        o.gpu_sms = 85;
+        ck_assert_msg(msccl_check_for(x, strlen(x), &o, &st, &err) == CS_OK, "%s", err.message);
+        ck_assert_int_eq(st.max_tbs, 170);
+        o.gpu_sms = 80;
+        ck_assert_int_eq(msccl_check_for(x, strlen(x), &o, NULL, &err), CS_ELIMIT);
+        ck_assert_msg(strstr(err.message, "rank 0 has 170 thread blocks") &&
+                          strstr(err.message, "gpu_sms=80") && strstr(err.message, "at most 160"),
+                      "%s", err.message);
+        /* the option-less entry still checks the runtime's own limits only */
+        ck_assert_msg(msccl_check_limits(x, strlen(x), rts[i], NULL, &err) == CS_OK, "%s",
+                      err.message);
+        o.gpu_sms = -1;
+        ck_assert_int_eq(msccl_check_for(x, strlen(x), &o, NULL, &err), CS_EINVAL);
+        ck_assert_str_eq(err.field, "gpu_sms");
+        o.gpu_sms = 4097;
+        ck_assert_int_eq(msccl_check_for(x, strlen(x), &o, NULL, &err), CS_EINVAL);
+        free(x);
+    }
+    /* the executor's document of a 230-block hub: within its own 1024, over
+     * an A100's 216 */
+    algorithm_free(a);
+    a = star_gather(230);
+    msccl_options_default(&o);
+    o.runtime = CS_MSCCL_RUNTIME_EXECUTOR;
+    ck_assert_msg(msccl_xml_generate(a, NULL, &o, &x, NULL, &err) == CS_OK, "%s", err.message);
+    ck_assert_msg(msccl_check_for(x, strlen(x), &o, NULL, &err) == CS_OK, "%s", err.message);
+    o.gpu_sms = 108;
+    ck_assert_int_eq(msccl_check_for(x, strlen(x), &o, NULL, &err), CS_ELIMIT);
+    ck_assert_msg(strstr(err.message, "at most 216"), "%s", err.message);
+    o.gpu_sms = 115;
+    ck_assert_msg(msccl_check_for(x, strlen(x), &o, NULL, &err) == CS_OK, "%s", err.message);
+    free(x);
+    algorithm_free(a);
+}
+END_TEST
+
 /* Plans keep chunk slots in 23 bits (codegen_plan.h, cg_slot): a schedule
  * whose buffers hold 2^23 chunks or more is refused by name, never written
  * with offsets cut short; one just below is lowered. */
@@ -1476,6 +1531,7 @@ static Suite *msccl_xml_suite(void)
     tcase_add_test(tc, runs_are_merged_before_channels_are_dealt);
     tcase_add_test(tc, thread_block_limits_are_refused_with_the_rank);
     tcase_add_test(tc, gpu_sms_caps_thread_blocks_per_rank);
+    tcase_add_test(tc, checker_takes_gpu_sms);
     tcase_add_test(tc, chunk_slots_beyond_the_plan_limit_are_refused);
     tcase_add_test(tc, parked_runs_get_neighbouring_scratch_slots);
     tcase_add_test(tc, channels_widen_when_the_estimate_is_short);

@@ -316,6 +316,47 @@ END_TEST
 
 /* ---- end to end in a real Slurm ----------------------------------------------------- */
 
+/* A long refusal goes out whole, line by line: the pieces joined with one
+ * space give back the text, none is wider than asked, cuts fall on spaces,
+ * and a word wider than a line (a URL) is cut without splitting a UTF-8
+ * character.  The refusal is a daemon-sized one, well past the 512
+ * characters the hook's warning used to be cut at. */
+START_TEST(long_messages_split_into_whole_lines)
+{
+    char msg[2400];
+    int n = snprintf(msg, sizeof msg, "GET /v1/results/abc?alg=1&runtime=msccl&format=msccl-xml"
+                     "&gpu_sms=1: HTTP 422 limit");
+    for (int k = 0; n < 2000; k++)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, " rank %d needs %d thread blocks;", k,
+                      100 + k);
+    snprintf(msg + n, sizeof msg - (size_t)n, " (no MSCCL XML for allgather) TAIL");
+    char joined[2400] = "";
+    size_t jl = 0, lines = 0;
+    for (const char *p = msg; *p;) {
+        size_t k = cluster_line_piece(p, 400);
+        ck_assert_uint_ge(k, 1);
+        ck_assert_uint_le(k, 400);
+        ck_assert_msg(p[k] == ' ' || p[k] == '\0', "cut inside a word at %zu", k);
+        jl += (size_t)snprintf(joined + jl, sizeof joined - jl, "%s%.*s", jl ? " " : "", (int)k,
+                               p);
+        lines++;
+        p += k;
+        while (*p == ' ')
+            p++;
+    }
+    ck_assert_str_eq(joined, msg);
+    ck_assert_uint_ge(lines, 5);
+    ck_assert_ptr_nonnull(strstr(joined, "TAIL"));
+    /* fits: all of it */
+    ck_assert_uint_eq(cluster_line_piece("short", 400), 5);
+    ck_assert_uint_eq(cluster_line_piece("", 400), 0);
+    /* no space: cut at the width, but never inside "\xc3\xa9" (e-acute) */
+    ck_assert_uint_eq(cluster_line_piece("abcdefgh", 4), 4);
+    ck_assert_uint_eq(cluster_line_piece("abc\xc3\xa9" "fgh", 4), 3);
+    ck_assert_uint_eq(cluster_line_piece("ab cdefgh", 4), 2);
+}
+END_TEST
+
 static char out_dir[256];
 static int e2e_status = -1;
 
@@ -792,6 +833,10 @@ START_TEST(e2e_gpu_sms_reaches_the_daemon_and_refusals_leave_the_job_alone)
                       strstr(err, "on a GPU with gpu_sms=1") != NULL &&
                       strstr(err, "at most 2") != NULL,
                   "%s", err);
+    /* the warning's tail got through: the last refusal and the outcome */
+    ck_assert_msg(strstr(err, "(no MSCCL XML for allgather)") != NULL &&
+                      strstr(err, "the job runs without synthesized collectives") != NULL,
+                  "%s", err);
     free(rc);
     free(out);
     free(err);
@@ -884,6 +929,7 @@ static Suite *slurm_suite(void)
 {
     Suite *s = suite_create("slurm");
     TCase *unit = tcase_create("cluster");
+    tcase_add_test(unit, long_messages_split_into_whole_lines);
     tcase_add_test(unit, hostlist_expands_ranges_padding_and_plain_names);
     tcase_add_test(unit, two_nodes_on_a_switch_fabric);
     tcase_add_test(unit, three_nodes_on_a_ring_fabric);

@@ -632,3 +632,20 @@ char *xml_set_byte_range(const char *xml, unsigned long long min_bytes,
     memcpy(ins, attrs, (size_t)an);
     return out;
 }
+
+size_t cluster_line_piece(const char *text, size_t width)
+{
+    size_t len = strlen(text);
+    if (len <= width)
+        return len;
+    if (width == 0)
+        width = 1;
+    for (size_t k = width; k > 0; k--)
+        if (text[k] == ' ')
+            return k; /* text[0..k) ends before the space */
+    /* no space: cut at width, backing off a UTF-8 continuation byte */
+    size_t k = width;
+    while (k > 1 && ((unsigned char)text[k] & 0xC0) == 0x80)
+        k--;
+    return k;
+}

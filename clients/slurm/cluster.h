@@ -98,6 +98,15 @@ int frontier_size_ranges(const json_t *frontier, double alpha_us, double beta,
 /* A byte count inside the range, for asking the server to pick that algorithm. */
 unsigned long long size_range_probe(const size_range *r);
 
+/* Where a long log message is cut into lines the reader sees whole (the
+ * hook's warnings carry the daemon's refusals, which run to several hundred
+ * characters; one line per piece keeps every log path's own line limit out
+ * of the way): the length of the first piece of `text`, at most `width`
+ * (>= 1) bytes: all of it when it fits, else up to the last space within
+ * width, else width bytes (a long word or URL is cut there), never inside a
+ * UTF-8 sequence.  The caller skips the spaces that follow the piece. */
+size_t cluster_line_piece(const char *text, size_t width);
+
 /* Returns a new string: xml with the first <algo ...> element's minBytes and
  * maxBytes set to the range (existing values replaced).  max_bytes == 0 (no
  * limit) is written as 2^40.  NULL when there is no <algo element. */

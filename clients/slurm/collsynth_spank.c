@@ -68,6 +68,12 @@ SPANK_PLUGIN(collsynth, 1);
 #define MAX_COLLECTIVES 8
 #define MAX_FILES 64
 #define MAX_XML_FILES_OLD_RUNTIME 4 /* the older MSCCL runtime loads at most 4 */
+/* A problem's text: room for the daemon's whole refusal (its messages are
+ * cs_error's, under 512 bytes, quoted after the request's path), and the
+ * width of the log lines it is written in (cluster_line_piece). */
+#define WHY_MAX 4096
+#define DAEMON_MESSAGE_MAX 2048
+#define LOG_LINE_WIDTH 400
 
 typedef struct hook_config {
     char server[512];
@@ -82,7 +88,7 @@ typedef struct hook_config {
     char options[1024]; /* JSON object merged into the request's options, "" none */
     long root;          /* plugstack root=, the site's default root (0 without it) */
     int gpu_sms;        /* plugstack gpu_sms=: the nodes' GPUs' SMs for codegen; 0: not sent */
-    char config_problem[256];
+    char config_problem[WHY_MAX];
 } hook_config;
 
 /* The two MSCCL runtimes disagree on names and limits (msccl-xml.md), so each
@@ -109,7 +115,7 @@ typedef struct hook_state {
     char keys[1024];            /* COLLSYNTH_RESULT_KEYS value */
     int rank_first, rank_last;  /* this node's ranks on a multi-node step; -1: all */
     bool slices_refused;        /* the daemon cannot slice: whole documents from now on */
-    char warning[512];          /* "" when all went well */
+    char warning[WHY_MAX];      /* "" when all went well */
     int nfiles;
     written_file files[MAX_FILES];
 } hook_state;
@@ -119,7 +125,7 @@ static hook_state st;
 /* The cluster description, read in slurm_spank_init while slurmstepd is still
  * root (user_init runs as the job's user, who may not read /etc/collsynth). */
 static json_t *cluster_doc;
-static char cluster_problem[400];
+static char cluster_problem[WHY_MAX];
 
 /* ---- options ---------------------------------------------------------------------- */
 
@@ -137,6 +143,48 @@ static int fmt_into(char *dst, size_t n, const char *fmt, ...)
 }
 
 static void set_str(char *dst, size_t n, const char *src) { fmt_into(dst, n, "%s", src); }
+
+/* Logs "collsynth: " and the formatted text, the whole of it: a text longer
+ * than LOG_LINE_WIDTH goes out as several lines (the next ones indented, so a
+ * reader counting "collsynth: warning" lines still counts one), cut at
+ * spaces by cluster_line_piece.  to_user: the job's stderr (slurm_spank_log),
+ * else slurmd's log (slurm_info). */
+static void log_lines(bool to_user, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void log_lines(bool to_user, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text == NULL) {
+        char line[LOG_LINE_WIDTH + 1]; /* no memory: as much as one line holds */
+        vsnprintf(line, sizeof line, fmt, ap2);
+        va_end(ap2);
+        if (to_user)
+            slurm_spank_log("collsynth: %s", line);
+        else
+            slurm_info("collsynth: %s", line);
+        return;
+    }
+    vsnprintf(text, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    const char *p = text;
+    for (bool first = true; *p != '\0'; first = false) {
+        size_t k = cluster_line_piece(p, LOG_LINE_WIDTH);
+        const char *lead = first ? "" : "  ";
+        if (to_user)
+            slurm_spank_log("collsynth: %s%.*s", lead, (int)k, p);
+        else
+            slurm_info("collsynth: %s%.*s", lead, (int)k, p);
+        p += k;
+        while (*p == ' ')
+            p++;
+    }
+    free(text);
+}
 
 static void parse_collectives(const char *list)
 {
@@ -350,7 +398,7 @@ static json_t *request_json(exchange *x, const char *method, const char *path, c
         if (doc == NULL)
             fmt_into(why, whylen, "%s %s: the answer is not JSON", method, path);
     } else {
-        char code[64], message[300], field[96];
+        char code[64], message[DAEMON_MESSAGE_MAX], field[96];
         cs_http_error_from_body(&r, code, sizeof code, message, sizeof message, field,
                                 sizeof field);
         fmt_into(why, whylen, "%s %s: HTTP %ld %s%s%s", method, path, r.status, code,
@@ -373,7 +421,7 @@ static char *request_text(exchange *x, const char *path, long *status, char *why
     x->unreachable = false;
     *status = r.status;
     if (r.status != 200) {
-        char code[64], message[300], field[96];
+        char code[64], message[DAEMON_MESSAGE_MAX], field[96];
         cs_http_error_from_body(&r, code, sizeof code, message, sizeof message, field,
                                 sizeof field);
         fmt_into(why, whylen, "GET %s: HTTP %ld %s %s", path, r.status, code, message);
@@ -509,7 +557,7 @@ static int write_xml(exchange *x, const char *esc_key, int coll, const size_rang
     if (xml == NULL && slice && status == 422 && !x->unreachable &&
         strcmp(field, "ranks") == 0) {
         /* a daemon that cannot slice this document: the whole one serves too */
-        slurm_info("collsynth: %s (node's slice refused; fetching the whole document)", why);
+        log_lines(false, "%s (node's slice refused; fetching the whole document)", why);
         st.slices_refused = true;
         path[n] = '\0';
         xml = request_text(x, path, &status, why, whylen, NULL, 0);
@@ -576,8 +624,8 @@ static int write_collective(exchange *x, const json_t *expanded, int coll, const
                 free(esc);
                 return -1;
             }
-            slurm_info("collsynth: skipping %s range %d for %s: %s", kind, i, runtime_names[rt],
-                       why);
+            log_lines(false, "skipping %s range %d for %s: %s", kind, i, runtime_names[rt],
+                      why);
         }
     free(esc);
     if (written == 0) {
@@ -711,7 +759,7 @@ static void prepare(spank_t sp)
         return;
     }
     const json_t *cluster = cluster_doc;
-    char why[400] = "";
+    char why[WHY_MAX] = "";
     char **nodes = NULL;
     int nnodes = hostlist_expand(nodelist, &nodes, why, sizeof why);
     exchange x;
@@ -820,10 +868,10 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         uint32_t nodeid = 0;
         spank_get_item(sp, S_JOB_NODEID, &nodeid);
         if (nodeid == 0)
-            slurm_spank_log("collsynth: warning: %s; the job runs without synthesized "
-                            "collectives", st.warning);
+            log_lines(true, "warning: %s; the job runs without synthesized collectives",
+                      st.warning);
         else
-            slurm_info("collsynth: warning: %s", st.warning);
+            log_lines(false, "warning: %s", st.warning);
     }
     return 0;
 }

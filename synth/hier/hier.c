@@ -2342,12 +2342,25 @@ typedef enum bc_mode {
      * next ceil((N-1)/2) nodes and backward to the previous floor((N-1)/2):
      * N/2 hops instead of N - 1, each link carrying all of its NIC's data. */
     BC_HALVES,
+    /* Ring, both ways, between the two for small sizes: per NIC, `far`
+     * chunks each way all the way round (N - 1 hops) and then `per` chunks
+     * half way round each way.  Every send costs its link the ring's alpha,
+     * so a link's chunks pipeline at best as (hops + chunks - 1) chunk
+     * times: HALVES pays N/2 hops with all of a NIC's data on every link,
+     * RING2 half the data but N - 1 hops.  With the far chunks first the
+     * far ones finish their long way while the half-way ones still come
+     * in, and every link near the root carries less than HALVES': on 8
+     * DGX-1 ring nodes 2 + 3 chunks per stream cost ~48 us of ring time at
+     * 1 MiB against ~56 (RING2) and ~57.5 (HALVES) at their best chunk
+     * counts (mix_choice). */
+    BC_MIX,
 } bc_mode;
 
 typedef struct bc_plan {
     const hier_shape *s;
     const hier_trees *tr;
     int n0, i0, per, rounds, S1, S3, steps;
+    int far;                   /* BC_MIX: chunks per stream all the way round */
     bool chain;
     bc_mode mode;
     /* rings both ways: the root's node feeds its k NICs 2k ring links'
@@ -2359,6 +2372,15 @@ typedef struct bc_plan {
     bool root_trees;
     hier_tree rt[64];
 } bc_plan;
+
+/* Chunks of a broadcast plan: k streams' worth (RING2: two per NIC). */
+static int bc_chunks(const bc_plan *b)
+{
+    int k = b->s->k;
+    if (b->mode == BC_MIX)
+        return k * (2 * b->far + b->per);
+    return k * b->per * (b->mode == BC_RING2 ? 2 : 1);
+}
 
 static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int root, bc_mode mode,
                     int per)
@@ -2376,7 +2398,7 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->chain = chain;
     b->per = chain ? per : 1;
     b->S1 = tr->spread[b->i0].depth;
-    if (mode == BC_RING2 || mode == BC_HALVES) {
+    if (mode == BC_RING2 || mode == BC_HALVES || mode == BC_MIX) {
         int roots[64] = {0};
         long before[5], best[5];
         for (int j = 0; j < s->k; j++) {
@@ -2414,7 +2436,7 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
     const bc_plan *b = plan;
     const hier_shape *s = b->s;
     int N = s->nodes, m = s->m, k = s->k, rc = CS_OK;
-    int C = k * b->per * (b->mode == BC_RING2 ? 2 : 1);
+    int C = bc_chunks(b);
     const int *r0 = s->rank + (long)b->n0 * m;
     const hier_tree *sp = &b->tr->spread[b->i0];
     /* the root's node: each chunk goes from the root to its NIC along the
@@ -2458,6 +2480,27 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
     for (int c = 0; c < C && rc == CS_OK; c++) {
         int j = c % k, t = c / k, nic = s->nic[j];
         const hier_tree *tt = &b->tr->nic[j];
+        if (b->mode == BC_MIX) {
+            /* the t-th chunk of NIC j: t < 2 far all the way round, one
+             * way (t mod 2); after them half way round each way */
+            bool whole = t < 2 * b->far;
+            for (int dd = 0; dd < (whole ? 1 : 2) && rc == CS_OK; dd++) {
+                int dir = whole ? t % 2 : dd;
+                int hops = whole ? N - 1 : dir == 0 ? N / 2 : (N - 1) / 2;
+                long sign = dir ? N - 1 : 1;
+                for (int h = 1; h <= hops && rc == CS_OK; h++) {
+                    /* steps by t, the order the root's trees deliver the
+                     * NIC's chunks in (a link's chunks keep q's order) */
+                    int at = b->S1 + t + h - 1;
+                    const int *fr = s->rank + (long)((b->n0 + (h - 1) * sign) % N) * m;
+                    const int *xr = s->rank + (long)((b->n0 + h * sign) % N) * m;
+                    rc = fn(ctx, c, fr[nic], xr[nic], at);
+                    for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                        rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], at + 1 + tt->step[e]);
+                }
+            }
+            continue;
+        }
         if (b->mode == BC_RING2 || b->mode == BC_HALVES) {
             /* RING2: stream (j, direction) = chunk c's (c mod k, c / k mod
              * 2), its t-th chunk; HALVES: every chunk both ways, half way */
@@ -2645,6 +2688,58 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     return rc;
 }
 
+/* BC_MIX's chunk counts for a broadcast of `bytes` around the ring of s
+ * (far chunks each way all the way round, per half way round each way),
+ * from the cost model: a ring link costs alpha + chunk / bw per send and a
+ * stream of q chunks over h hops takes (h + q - 1) send times; the far
+ * chunks go first, so a link's time is max(far + N - 2, far + per + N/2 -
+ * 1) sends; the root's node and the NIC trees at the far end add about
+ * (root tree depth + NIC tree depth) node-link sends of a chunk.  false
+ * when the ring's links cannot be read off the topology. */
+static bool mix_choice(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
+                       double bytes, int *far_out, int *per_out)
+{
+    int N = s->nodes, k = s->k;
+    int l = phys_link(t, s->rank[s->nic[0]], s->rank[(long)s->m + s->nic[0]]);
+    if (N < 3 || l < 0 || t->links[l].gbps <= 0)
+        return false;
+    double ra = t->links[l].alpha_us, rb = t->links[l].gbps * 1e3 * t->links[l].lanes;
+    double na = 0, nb = INFINITY;   /* the node's slowest link */
+    for (int e = 0; e < s->node->nlinks; e++) {
+        const cs_link *nl = &s->node->links[e];
+        if (nl->alpha_us > na)
+            na = nl->alpha_us;
+        if (nl->gbps * 1e3 < nb)
+            nb = nl->gbps * 1e3;
+    }
+    if (!isfinite(nb))
+        nb = rb;
+    int depth = 0;
+    for (int j = 0; j < k; j++)
+        if (tr->nic[j].depth > depth)
+            depth = tr->nic[j].depth;
+    double best = INFINITY;
+    for (int far = 0; far <= 2 * N; far++)
+        for (int per = 0; per <= 2 * N; per++) {
+            int q = 2 * far + per;
+            if (q == 0 || (long)k * q > 1024)
+                continue;
+            double chunk = bytes / ((double)k * q);
+            int sends = 0;
+            if (far > 0)
+                sends = far + N - 2;
+            if (per > 0 && far + per + N / 2 - 1 > sends)
+                sends = far + per + N / 2 - 1;
+            double time = sends * (ra + chunk / rb) + 2 * depth * (na + chunk / nb);
+            if (time < best) {
+                best = time;
+                *far_out = far;
+                *per_out = per;
+            }
+        }
+    return isfinite(best);
+}
+
 /* Chunks per stream for the both-ways ring broadcast's bandwidth end:
  * ratio to the in-cut bound ~ per / (per + N - 2 + intra fill), so 2N
  * gives ~2/3 at any N; capped so the algorithm stays below ~4M sends on the
@@ -2658,14 +2753,34 @@ static int ring2_per(int nodes)
 }
 
 /* Broadcast on t from c->root (across nodes as `mode` says). */
+static int max_step_emit(void *ctx, long chunk, int src, int dst, int step)
+{
+    (void)chunk;
+    (void)src;
+    (void)dst;
+    int *mx = ctx;
+    if (step > *mx)
+        *mx = step;
+    return CS_OK;
+}
+
 static int compose_broadcast(const cs_topology *t, const cs_collective *c, const hier_shape *s,
-                             const hier_trees *tr, bc_mode mode, int per, cs_algorithm **out,
-                             cs_error *err)
+                             const hier_trees *tr, bc_mode mode, int per, int far,
+                             cs_algorithm **out, cs_error *err)
 {
     bc_plan b;
     bc_init(&b, s, tr, c->root, mode, per);
-    return generated_algorithm(t, c, s->k * b.per * (mode == BC_RING2 ? 2 : 1), b.steps,
-                               bc_emit, &b, out, err);
+    if (mode == BC_MIX) {
+        /* the steps the plan takes: counted, not derived (two stream
+         * kinds of different lengths, and the root's trees) */
+        b.far = far;
+        int mx = 0;
+        int rc = bc_emit(&b, max_step_emit, &mx);
+        if (rc != CS_OK)
+            return cs_error_set(err, rc, NULL, "cannot plan broadcast: %s", cs_status_name(rc));
+        b.steps = mx + 1;
+    }
+    return generated_algorithm(t, c, bc_chunks(&b), b.steps, bc_emit, &b, out, err);
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -2965,20 +3080,20 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         collective_init(&bc, CS_COLL_BROADCAST, c->root);
         /* the variants: (mode, chunks per NIC stream); BC_CHAIN + -1 is
          * the scatter + allgather */
-        typedef struct { bc_mode mode; int per; const char *opt; } bc_variant;
-        bc_variant vs[8];
+        typedef struct { bc_mode mode; int per; const char *opt; int far; } bc_variant;
+        bc_variant vs[16];
         int nv = 0;
         if (!sd->s.ring) {
-            vs[nv++] = (bc_variant){BC_BINOMIAL, 1, "latency"};
-            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
-            vs[nv++] = (bc_variant){BC_CHAIN, 16, ""};
+            vs[nv++] = (bc_variant){BC_BINOMIAL, 1, "latency", 0};
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, "", 0};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, "", 0};
             if (sd->s.nodes - 1 >= sd->s.k)
-                vs[nv++] = (bc_variant){BC_CHAIN, -1, "bandwidth"};
+                vs[nv++] = (bc_variant){BC_CHAIN, -1, "bandwidth", 0};
         } else if (!sd->s.ring_back) {
             /* one way round: chains (a binomial tree and the scatter need
              * direct links) */
-            vs[nv++] = (bc_variant){BC_CHAIN, 4, ""};
-            vs[nv++] = (bc_variant){BC_CHAIN, 16, "bandwidth"};
+            vs[nv++] = (bc_variant){BC_CHAIN, 4, "", 0};
+            vs[nv++] = (bc_variant){BC_CHAIN, 16, "bandwidth", 0};
         } else {
             /* both ways: half way round each way (latency), and the two
              * halves all the way round, pipelined in 4, 16 and ~2N chunks
@@ -2986,31 +3101,45 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
              * chunk times of work, so per ~ 2N keeps ~2/3 of the in-cut
              * bound at any ring size (ring2_per) */
             int big = ring2_per(sd->s.nodes);
-            vs[nv++] = (bc_variant){BC_HALVES, 1, "latency"};
-            vs[nv++] = (bc_variant){BC_HALVES, 4, ""};
-            vs[nv++] = (bc_variant){BC_HALVES, 16, ""};
-            vs[nv++] = (bc_variant){BC_RING2, 4, ""};
-            vs[nv++] = (bc_variant){BC_RING2, 16, big > 16 ? "" : "bandwidth"};
+            vs[nv++] = (bc_variant){BC_HALVES, 1, "latency", 0};
+            vs[nv++] = (bc_variant){BC_HALVES, 4, "", 0};
+            vs[nv++] = (bc_variant){BC_HALVES, 16, "", 0};
+            vs[nv++] = (bc_variant){BC_RING2, 4, "", 0};
+            vs[nv++] = (bc_variant){BC_RING2, 16, big > 16 ? "" : "bandwidth", 0};
             /* at most 128 chunks per stream (1024 chunks) where more would
              * be faster: a relay rank of the root's node then has ~2000
              * MSCCL steps, within the runtimes' 4096 elements per rank
              * (2048 chunks: 4096 steps, refused; docs/hier.md) */
             if (big > RING2_FIT_PER)
-                vs[nv++] = (bc_variant){BC_RING2, RING2_FIT_PER, ""};
+                vs[nv++] = (bc_variant){BC_RING2, RING2_FIT_PER, "", 0};
             /* and twice that where the fastest has more still (128 nodes
              * and up): 2048 chunks fit as per-rank slices (one <gpu> each;
              * 128 nodes: ~3200 elements), not as one document */
             if (big > 2 * RING2_FIT_PER)
-                vs[nv++] = (bc_variant){BC_RING2, 2 * RING2_FIT_PER, ""};
+                vs[nv++] = (bc_variant){BC_RING2, 2 * RING2_FIT_PER, "", 0};
             if (big > 16)
-                vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth"};
+                vs[nv++] = (bc_variant){BC_RING2, big, "bandwidth", 0};
+            /* the small sizes: far + half-way chunk counts the ring's cost
+             * model picks for 256 KiB, 1 MiB and 4 MiB (mix_choice) */
+            static const double mix_sizes[3] = {262144.0, 1048576.0, 4194304.0};
+            for (int z = 0; z < 3; z++) {
+                int far = 0, per = 0;
+                if (!mix_choice(bcast ? t : bw.rt, &sd->s, use, mix_sizes[z], &far, &per))
+                    continue;
+                bool dup = false;
+                for (int v = 0; v < nv; v++)
+                    dup |= (vs[v].mode == BC_MIX && vs[v].far == far && vs[v].per == per) ||
+                           (vs[v].mode == BC_HALVES && far == 0 && vs[v].per == per);
+                if (!dup)
+                    vs[nv++] = (bc_variant){BC_MIX, per, "", far};
+            }
         }
         for (int v = 0; v < nv && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
             rc = vs[v].per < 0
                      ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, use, &b, err)
                      : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, use, vs[v].mode,
-                                         vs[v].per, &b, err);
+                                         vs[v].per, vs[v].far, &b, err);
             if (rc == CS_OK && !bcast) {
                 rc = algorithm_invert(b, &a, err);
                 algorithm_free(b);
@@ -3023,9 +3152,10 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         if (rc == CS_OK && sd->s.ring && sd->s.ring_back)
             snprintf(how, howlen,
                      "%d nodes x %d ranks, %d NICs each on a ring fabric; %s around the ring "
-                     "both ways: k trees from the root balanced to its node's lanes, each "
-                     "NIC's chunks half way round each way (k x 1, 4, 16 chunks) or half the "
-                     "data all the way round each way (2k x 4, 16, %d chunks), pipelined, then "
+                     "both ways: k balanced trees from the root, each "
+                     "NIC's chunks half way round each way (k x 1, 4, 16), half the "
+                     "data all the way round each way (2k x 4, 16, %d), or a few all the way "
+                     "first, pipelined, then "
                      "the NIC trees (%.64s); %.80s%s",
                      sd->s.nodes, sd->s.m, sd->s.k, collective_kind_name(c->kind),
                      ring2_per(sd->s.nodes), use->balanced, sd->tr->how,
