@@ -53,7 +53,13 @@ for r in $(seq "$runs"); do
             method=$(head -c 4096 "$tmp/resp" | sed -n 's/^{"method":"\([a-z_-]*\)".*/\1/p')
             [ "$code" = 200 ] || { echo "$b $c: HTTP $code"; head -c 600 "$tmp/resp"; exit 1; }
             d=$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", b - a}')
-            printf 'round %d  %-30s %-16s cpu %5.2f s  %s\n' "$r" "$b" "$c" "$d" "$method"
+            # the result without its key (the seed differs per POST) and the
+            # run's own figures (timings, peak RSS): equal digests across
+            # builds say the same schedules, bounds and ratios
+            dig=$(sed -E 's/"[a-z_]*seconds":[0-9.eE+-]*,?//g; s/"peak_rss_kb":[0-9]*,?//g;
+                          s/"key":"[0-9a-f]{64}",?//g' "$tmp/resp" | md5sum | cut -c1-12)
+            printf 'round %d  %-30s %-16s cpu %5.2f s  %s  result %s\n' "$r" "$b" "$c" "$d" \
+                "$method" "$dig"
             cpu["$b|$c"]+="$d "
         done
         bench_stop_daemon
