@@ -600,7 +600,7 @@ static bool tb_done(const run *R, int r, int t)
 /* Follows the waits from every blocked block until one walk closes a cycle
  * (each blocked block waits for exactly one other, so a walk either closes a
  * cycle or ends at a finished block).  Fills R->st.cycle; returns the
- * cycle's length, 0 when no walk closes one. */
+ * cycle's length, 0 when no walk closes one, -1 without memory to walk. */
 static long find_cycle(run *R, long ntb, const long *base)
 {
     const cs_msccl_doc *d = R->d;
@@ -610,8 +610,10 @@ static long find_cycle(run *R, long ntb, const long *base)
     int *pr = malloc((size_t)(ntb ? ntb : 1) * sizeof *pr);
     int *pt = malloc((size_t)(ntb ? ntb : 1) * sizeof *pt);
     long found = 0;
-    if (!mark || !pos || !pr || !pt)
+    if (!mark || !pos || !pr || !pt) {
+        found = -1;
         goto done;
+    }
     for (int r0 = 0; r0 < d->ngpus && !found; r0++)
         for (int t0 = 0; t0 < d->gpus[r0].ntb && !found; t0++) {
             if (mark[base[r0] + t0] || tb_done(R, r0, t0))
@@ -650,7 +652,7 @@ done:
     free(pos);
     free(pr);
     free(pt);
-    R->st.cycle_len = (int)(found > INT_MAX ? INT_MAX : found);
+    R->st.cycle_len = (int)(found > INT_MAX ? INT_MAX : found < 0 ? 0 : found);
     return found;
 }
 
@@ -660,18 +662,24 @@ static int describe_deadlock(run *R)
     int len = 0, shown = 0;
     long blocked = 0, ntb = 0;
     const cs_msccl_doc *d = R->d;
+    /* The deadlock is certain (no block moved); only its description needs
+     * memory, so without memory it is still reported, as the blocked blocks
+     * with what each waits for, and the cycle search is said to be skipped
+     * (it was CS_ENOMEM without a message, and the caller's "out of memory
+     * running the document" hid the verdict). */
     long *base = malloc((size_t)(d->ngpus + 1) * sizeof *base);
-    if (!base)
-        return CS_ENOMEM;
     for (int r = 0; r < d->ngpus; r++) {
-        base[r] = ntb;
+        if (base)
+            base[r] = ntb;
         ntb += d->gpus[r].ntb;
         for (int t = 0; t < d->gpus[r].ntb; t++)
             blocked += !tb_done(R, r, t);
     }
-    long cyc = find_cycle(R, ntb, base);
+    long cyc = base ? find_cycle(R, ntb, base) : -1;
     free(base);
     msg[0] = 0;
+    if (cyc < 0)
+        len = snprintf(msg, sizeof msg, "(no memory to look for a cycle) ");
     if (cyc > 0) {
         len = snprintf(msg, sizeof msg, "cycle of %ld: ", cyc);
         for (long k = 0; k <= cyc && k <= CS_INTERP_CYCLE_MAX && len < (int)sizeof msg - 100;
@@ -691,7 +699,8 @@ static int describe_deadlock(run *R)
                             why);
         }
     } else {
-        /* no cycle: some block waits for one that has finished */
+        /* no cycle (or none looked for): some block waits for one that has
+         * finished, or for what no block provides */
         for (int r = 0; r < d->ngpus; r++)
             for (int t = 0; t < d->gpus[r].ntb; t++) {
                 if (tb_done(R, r, t) || shown >= 3 || len >= (int)sizeof msg - 160)

@@ -70,6 +70,15 @@ typedef struct unrecorded {
     struct unrecorded *next;
 } unrecorded;
 
+/* A request parsed by this daemon's HTTP thread for a job of its key
+ * (jobs_hand_over); owned by cs_jobs until a worker takes it. */
+typedef struct handed {
+    char key[65];
+    double since;
+    cs_synth_request *req;
+    struct handed *next;
+} handed;
+
 typedef struct waiter {
     char id[40];
     double deadline;
@@ -93,6 +102,8 @@ struct cs_jobs {
     waiter *waiters;
     long nrunning;
     unrecorded *unrecorded;     /* added by workers, removed by the monitor only */
+    handed *handed;             /* newest first; guarded by lock */
+    int handed_max;             /* how many are held at most (set at start) */
 };
 
 static void fmt_num(char *b, size_t n, double v) { snprintf(b, n, "%.3f", v); }
@@ -156,6 +167,84 @@ static json_t *progress_json(local_job *lj, bool *was_dirty)
     lj->dirty = false;
     pthread_mutex_unlock(&lj->plock);
     return p;
+}
+
+/* ---- requests handed over by the HTTP thread ---------------------------------------- */
+
+static void handed_free_list(handed *h)
+{
+    while (h) {
+        handed *n = h->next;
+        synth_request_free(h->req);
+        free(h);
+        h = n;
+    }
+}
+
+/* Detaches from j->handed the entries older than the TTL (now > 0), the
+ * ones beyond `keep`, and the one of `key` (when given); caller holds lock. */
+static handed *handed_detach(cs_jobs *j, double now, int keep, const char *key)
+{
+    handed *out = NULL, **pp = &j->handed;
+    int n = 0;
+    while (*pp) {
+        handed *h = *pp;
+        bool drop = (now > 0 && now - h->since > JOBS_HANDOVER_TTL_S) || n >= keep ||
+                    (key && strcmp(h->key, key) == 0);
+        if (drop) {
+            *pp = h->next;
+            h->next = out;
+            out = h;
+        } else {
+            pp = &h->next;
+            n++;
+        }
+    }
+    return out;
+}
+
+void jobs_hand_over(cs_jobs *j, cs_synth_request *req)
+{
+    if (!req)
+        return;
+    handed *h = synth_request_make_canonical(req) ? calloc(1, sizeof *h) : NULL;
+    if (!h) {
+        synth_request_free(req);
+        return;
+    }
+    snprintf(h->key, sizeof h->key, "%s", req->key);
+    h->since = cs_now();
+    h->req = req;
+    pthread_mutex_lock(&j->lock);
+    /* one per key (the newest one), and at most handed_max */
+    handed *old = handed_detach(j, h->since, j->handed_max - 1, h->key);
+    h->next = j->handed;
+    j->handed = h;
+    pthread_mutex_unlock(&j->lock);
+    handed_free_list(old);   /* freeing a large topology takes a while: not under lock */
+}
+
+void jobs_hand_back(cs_jobs *j, const char *key)
+{
+    pthread_mutex_lock(&j->lock);
+    handed *old = handed_detach(j, 0, j->handed_max, key);
+    pthread_mutex_unlock(&j->lock);
+    handed_free_list(old);
+}
+
+/* The request handed over for key, now the caller's; NULL when none is. */
+static cs_synth_request *handed_take(cs_jobs *j, const char *key)
+{
+    pthread_mutex_lock(&j->lock);
+    handed *h = handed_detach(j, 0, j->handed_max, key);
+    pthread_mutex_unlock(&j->lock);
+    cs_synth_request *req = NULL;
+    if (h) {   /* at most one per key */
+        req = h->req;
+        h->req = NULL;
+        handed_free_list(h);
+    }
+    return req;
 }
 
 /* ---- waiters ------------------------------------------------------------------- */
@@ -403,8 +492,15 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         wake_job_waiters(j, job->id);
         return;
     }
-    cs_synth_request *req = NULL;
-    int rc = synth_request_parse(job->request, strlen(job->request), &cfg->limits, &req, &err);
+    /* Handed over by this daemon's HTTP thread when it submitted the job,
+     * else (another daemon's job, a re-queued one) parsed from the store. */
+    cs_synth_request *req = handed_take(j, job->key);
+    const char *parsed_by = "handed over";
+    int rc = CS_OK;
+    if (!req) {
+        parsed_by = "stored request";
+        rc = synth_request_parse(job->request, strlen(job->request), &cfg->limits, &req, &err);
+    }
     if (rc) {
         char *ej = error_json(cs_status_name(rc), err.message, err.field);
         finish(j, job, CS_JOB_FAILED, NULL, ej);
@@ -460,7 +556,8 @@ static void run_job(cs_jobs *j, cs_store_job *job)
     snprintf(att, sizeof att, "%d", job->attempts);
     log_event(j->env.log, LOG_INFO, "job_started", "id", job->id, "key", job->key, "method",
               req->method, "topology", req->topology->name, "collective",
-              collective_kind_name(req->collective.kind), "attempt", att, NULL);
+              collective_kind_name(req->collective.kind), "attempt", att, "request", parsed_by,
+              NULL);
 
     cs_synth_hooks hooks = {.progress = on_progress, .progress_ctx = lj, .cancel = cancel};
     rc = synth_run(req, &cfg->limits, &hooks, &res, &err);
@@ -833,7 +930,9 @@ static void *monitor_main(void *arg)
         double now = cs_now();
         take_waiters(j, NULL, now, &expired);
         bool have_waiters = j->waiters != NULL;
+        handed *stale = j->handed ? handed_detach(j, now, j->handed_max, NULL) : NULL;
         pthread_mutex_unlock(&j->lock);
+        handed_free_list(stale);
         fire(expired);
         if (stop)
             break;
@@ -874,6 +973,7 @@ int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err)
      * ran out say a job's daemon died. */
     monitor_reap(j, env->exclusive ? -1 : env->config->lease_s);
     j->nworkers = env->config->workers;
+    j->handed_max = j->nworkers + 2;   /* before any thread reads it */
     j->workers = calloc((size_t)j->nworkers, sizeof *j->workers);
     if (!j->workers) {
         free(j);
@@ -977,6 +1077,7 @@ void jobs_free(cs_jobs *j)
         j->unrecorded = u->next;
         unrecorded_free(u);
     }
+    handed_free_list(j->handed);
     pthread_mutex_destroy(&j->lock);
     pthread_cond_destroy(&j->work);
     pthread_cond_destroy(&j->tick);

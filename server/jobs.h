@@ -47,6 +47,24 @@ typedef struct cs_jobs_env {
 int jobs_start(const cs_jobs_env *env, cs_jobs **out, cs_error *err);
 /* What the lists show of a request (and of its result, when res is given). */
 void jobs_summary(const cs_synth_request *req, const cs_result *res, cs_summary *out);
+/* Hands the request this daemon's HTTP thread parsed to the worker that
+ * claims a job of its key here, so that worker runs it rather than parsing
+ * the job's stored canonical request again (at 1,024 ranks that parse is
+ * 10-15% of a POST's CPU).  Always takes ownership of req.  It is kept only
+ * when synth_request_make_canonical makes it exactly what that parse gives;
+ * otherwise it is freed and the worker parses, as it does for every job
+ * submitted elsewhere (another daemon of the fleet, an earlier start).  A
+ * request no worker here takes (the job was cached or joined, refused, or
+ * claimed by another daemon) is freed after JOBS_HANDOVER_TTL_S or when
+ * newer ones push it out: at most as many are held as there are workers,
+ * plus two, as each may hold a large topology.  Call it before submitting
+ * the job, so a worker that claims it at once finds it. */
+void jobs_hand_over(cs_jobs *j, cs_synth_request *req);
+/* Drops the request handed over for key, if still held (its job was not
+ * created after all). */
+void jobs_hand_back(cs_jobs *j, const char *key);
+#define JOBS_HANDOVER_TTL_S 30.0
+
 /* New work was queued: wake an idle worker. */
 void jobs_notify(cs_jobs *j);
 /* Progress of a job running on this daemon ({method, outcome, message, done,

@@ -681,9 +681,8 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
         return respond_error(rs, 500, "internal", "", "the result left memory and the store");
     }
     bool relabelled = pm->iso_key[0] && iso_hit(rs, pm, parsed);
-    synth_request_free(parsed);
-    parsed = NULL;
     if (relabelled) {
+        synth_request_free(parsed);
         blob_unref(mb);
         atomic_fetch_add_explicit(&s->metrics.cache_hits, 1, memory_order_relaxed);
         bool missing = false;
@@ -692,11 +691,19 @@ static enum MHD_Result synthesize_answer(req_state *rs, bool *parked)
             return r;
         return respond_error(rs, 500, "internal", "", "the relabelled result vanished");
     }
+    /* The worker that claims the job here runs this parse rather than
+     * parsing pm->canon again (jobs.h); handed over before the submit, as a
+     * worker may claim the job at once.  A memo hit has no parse to hand. */
+    bool handed = parsed != NULL;
+    jobs_hand_over(s->jobs, parsed);
+    parsed = NULL;
     char new_id[40];
     store_new_id(new_id);
     cs_submit sub;
     int rc = store_job_submit(s->store, new_id, rs->key, pm->canon, &pm->sum, time_limit_s,
                               s->cfg.max_queued, &sub, &err);
+    if (handed && (rc || (sub.outcome != CS_SUBMIT_CREATED && sub.outcome != CS_SUBMIT_JOINED)))
+        jobs_hand_back(s->jobs, rs->key);
     char ranks[16], method[32];
     snprintf(ranks, sizeof ranks, "%s", pm->ranks);
     snprintf(method, sizeof method, "%s", pm->method);

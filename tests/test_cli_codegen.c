@@ -17,6 +17,7 @@
 #include "check_main.h"
 #include "clients_helpers.h"
 #include "cuda_gen.h"
+#include "msccl_check.h"
 #include "msccl_xml.h"
 #include "topology.h"
 
@@ -301,6 +302,16 @@ START_TEST(gpu_sms_flag_caps_thread_blocks)
     char *plain = slurp("plain.xml", &len);
     ck_assert_ptr_nonnull(plain);
     assert_file_is("fifty.xml", plain, len);
+    /* the independent checker agrees, given the same SMs: 100 blocks fit
+     * 50 SMs, not 40 */
+    cs_msccl_options co;
+    msccl_options_default(&co);
+    co.gpu_sms = 50;
+    ck_assert_msg(msccl_check_for(plain, len, &co, NULL, &e) == CS_OK, "%s", e.message);
+    co.gpu_sms = 40;
+    ck_assert_int_eq(msccl_check_for(plain, len, &co, NULL, &e), CS_ELIMIT);
+    ck_assert_msg(strstr(e.message, "rank 0 has 100 thread blocks") &&
+                      strstr(e.message, "at most 80"), "%s", e.message);
     free(plain);
     char *err = NULL;
     int rc = sh(&err, "\"$CLI\" codegen star.json --format msccl-xml --gpu-sms 40 -o forty.xml");

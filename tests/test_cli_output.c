@@ -315,6 +315,78 @@ START_TEST(get_never_removes_the_file_it_was_asked_to_write)
 }
 END_TEST
 
+/* A download whose write fails part way (the file-size limit: EFBIG at
+ * the failing write, as ENOSPC on a full disk) names the write's own cause,
+ * taken at the failing call: it said "out of disk space?" whatever the cause
+ * was.  FILE keeps its old content and no temporary file stays. */
+START_TEST(get_names_the_cause_of_a_failed_write)
+{
+    cs_test_daemon d;
+    char *why = NULL;
+    int up = cs_test_daemon_start(&d, NULL, &why);
+    ck_assert_msg(up == 0, "collsynthd did not start:\n%s", why ? why : "");
+    free(why);
+    char path[400], cmd[1500];
+    char *out = NULL, *err = NULL;
+    /* ring:64 allgather: 4032 sends, a document of some hundred KB */
+    snprintf(cmd, sizeof cmd,
+             "%s --server %s submit ring:64 allgather --method ring --option wait_s=30 --json",
+             cli, d.url);
+    int rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    json_t *doc = json_loads(out, 0, NULL);
+    ck_assert_msg(doc != NULL, "not JSON: %s", out);
+    char key[80];
+    snprintf(key, sizeof key, "%s", json_string_value(json_object_get(doc, "key")));
+    json_decref(doc);
+    free(out);
+    free(err);
+    snprintf(path, sizeof path, "%s/result.json", tmpdir);
+    write_text(path, "the old document\n");
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 32; %s --server %s get %s -o '%s'", cli,
+             d.url, key, path);
+    rc = cs_test_sh(cmd, &out, &err);
+    ck_assert_msg(rc == 2, "exit %d (want 2, a write error): %s", rc, err);
+    ck_assert_msg(strstr(err, "File too large") != NULL, "the cause is not named: %s", err);
+    ck_assert_msg(strstr(err, "out of disk space?") == NULL, "a guessed cause: %s", err);
+    char *now = slurp(path);
+    ck_assert_msg(now && strcmp(now, "the old document\n") == 0, "FILE was changed");
+    free(now);
+    ck_assert_int_eq(leftover_temps("result.json", NULL, 0), 0);
+    free(out);
+    free(err);
+    cs_test_daemon_stop(&d);
+}
+END_TEST
+
+/* What a command prints on standard output is checked too: solve's summary
+ * and the help into a full device (/dev/full: every write ENOSPC) exited 0
+ * with nothing written; now exit 2 naming the cause.  Into a file: exit 0
+ * and nothing said. */
+START_TEST(a_failed_write_to_standard_output_is_an_error)
+{
+    const char *cmds[] = {"solve ring:40 allgather --method tacos --quiet", "--help"};
+    for (int k = 0; k < 2; k++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "%s %s > /dev/full", cli, cmds[k]);
+        char *out = NULL, *err = NULL;
+        int rc = cs_test_sh(cmd, &out, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d (want 2): %s", cmds[k], rc, err);
+        ck_assert_msg(strstr(err, "standard output") && strstr(err, "No space left on device"),
+                      "%s: %s", cmds[k], err);
+        free(out);
+        free(err);
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s --help > '%s/help.txt'", cli, tmpdir);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(cs_test_sh(cmd, &out, &err), 0);
+    ck_assert_str_eq(err, "");
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* solve -o into a directory that does not exist is refused before the
  * synthesis runs, not after it (a long solve lost at the very end). */
 START_TEST(solve_refuses_an_unwritable_output_before_solving)
@@ -555,6 +627,8 @@ static Suite *cli_output_suite(void)
     tcase_add_test(tc, a_symbolic_link_is_written_through);
     tcase_add_test(tc, a_dangling_link_is_written_through);
     tcase_add_test(tc, get_never_removes_the_file_it_was_asked_to_write);
+    tcase_add_test(tc, get_names_the_cause_of_a_failed_write);
+    tcase_add_test(tc, a_failed_write_to_standard_output_is_an_error);
     tcase_add_test(tc, solve_refuses_an_unwritable_output_before_solving);
     tcase_add_test(tc, solve_help_states_the_librarys_trials_default);
     tcase_add_test(tc, the_reason_line_carries_the_smt_reason_whole);

@@ -80,6 +80,64 @@ static void assert_healthy(const cs_daemon *d)
     http_resp_free(&r);
 }
 
+/* ---- the request the HTTP thread parsed, handed to the worker (jobs.h) ----------------- */
+
+/* A hierarchical request whose groups list their ranks out of order (as a
+ * Slurm allocation lists them): the canonical form sorts them, and the
+ * worker must run exactly what the stored canonical request parses to. */
+#define HANDOVER_BODY                                                                         \
+    "{\"topology\":{\"name\":\"hp\",\"ranks\":8,\"links\":["                                   \
+    "{\"src\":1,\"dst\":0,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":2,\"dst\":1,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":3,\"dst\":2,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":0,\"dst\":3,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":5,\"dst\":4,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":6,\"dst\":5,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":7,\"dst\":6,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true},"  \
+    "{\"src\":4,\"dst\":7,\"lanes\":1,\"gbps\":100,\"alpha_us\":0.5,\"bidirectional\":true}],"  \
+    "\"switches\":[{\"name\":\"fabric\",\"ranks\":[0,2,4,6],\"gbps\":10,\"alpha_us\":2}],"      \
+    "\"groups\":[[3,1,0,2],[6,4,7,5]]},\"collective\":\"allgather\","                          \
+    "\"method\":\"hierarchical\",\"options\":{\"wait_s\":60}}"
+
+static char *read_log(const cs_daemon *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cs_error err;
+    if (cs_read_file(d->log_path, &text, &len, &err) != CS_OK)
+        return strdup("");
+    return text;
+}
+
+/* Drops every member named *seconds and peak_rss_kb: what two runs of one
+ * request may differ in. */
+static void strip_run_figures(json_t *v)
+{
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            strip_run_figures(json_array_get(v, i));
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const char *k;
+    json_t *x;
+    void *tmp;
+    json_object_foreach_safe(v, tmp, k, x) {
+        size_t n = strlen(k);
+        if ((n >= 7 && strcmp(k + n - 7, "seconds") == 0) || strcmp(k, "peak_rss_kb") == 0)
+            json_object_del(v, k);
+        else
+            strip_run_figures(x);
+    }
+}
+
+static char *result_text_of(json_t *doc)
+{
+    strip_run_figures(doc);
+    return json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
 /* ---- basic routes ---------------------------------------------------------------- */
 
 START_TEST(health_topologies_static)
@@ -889,6 +947,73 @@ START_TEST(pg_dead_daemons_job_is_taken_over)
 }
 END_TEST
 
+/* A job POSTed to daemon a but claimed by daemon b of the fleet (a's one
+ * worker is busy): b parses the stored canonical request, and the result is
+ * the one a lone daemon makes from the request it hands over. */
+START_TEST(pg_job_of_another_daemon_parses_the_stored_request)
+{
+    /* the reference: a lone daemon, handed over */
+    cs_daemon ref;
+    daemon_start_checked(&ref, NULL, NULL);
+    json_t *want = NULL;
+    ck_assert_int_eq(post_synthesize(&ref, HANDOVER_BODY, &want), 200);
+    ck_assert_int_eq(daemon_stop(&ref), 0);
+
+    char url[256];
+    pg_fixture_db("handover", url, sizeof url);
+    cs_daemon a, b;
+    const char *extra_a[] = {"--workers", "1", "--poll", "0.1", NULL};
+    daemon_start_checked(&a, url, extra_a);
+    char lj[512];
+    snprintf(lj, sizeof lj, LONG_JOB, ",\"instance_time_limit_s\":44");
+    json_t *doc = NULL;
+    ck_assert_int_eq(post_synthesize(&a, lj, &doc), 202);
+    char id[40];
+    snprintf(id, sizeof id, "%s", json_str(doc, "job"));
+    json_decref(doc);
+    double until = cs_now() + 30;
+    for (bool running = false; !running && cs_now() < until;) {
+        json_t *j = wait_job(&a, id, 0);
+        running = !strcmp(json_str(j, "status"), "running");
+        json_decref(j);
+        if (!running)
+            usleep(50000);
+    }
+    /* b starts only now, so the long job is a's and a has no idle worker */
+    const char *extra_b[] = {"--poll", "0.1", NULL};
+    daemon_start_checked(&b, url, extra_b);
+    json_t *got = NULL;
+    ck_assert_int_eq(post_synthesize(&a, HANDOVER_BODY, &got), 200);
+    char *tw = result_text_of(want), *tg = result_text_of(got);
+    ck_assert_msg(strcmp(tw, tg) == 0, "the result made from the stored request differs");
+    free(tw);
+    free(tg);
+    json_decref(want);
+    json_decref(got);
+    char path[80];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    http_resp r;
+    ck_assert_int_eq(http_request(&a, "DELETE", path, NULL, NULL, &r), 0);
+    http_resp_free(&r);
+    json_t *j = wait_job(&a, id, 15);
+    ck_assert_str_eq(json_str(j, "status"), "cancelled");
+    json_decref(j);
+    ck_assert_int_eq(daemon_stop_ex(&a, 10, true), 0);
+    ck_assert_int_eq(daemon_stop_ex(&b, 10, true), 0);
+    char *la = read_log(&a), *lb = read_log(&b);
+    ck_assert_msg(strstr(lb, "stored request"), "b did not run the job from the stored request");
+    ck_assert_msg(!strstr(lb, "handed over"), "b ran a request handed over (by whom?)");
+    /* a ran the long job only (the one it was handed) */
+    const char *first = strstr(la, "handed over");
+    ck_assert_msg(first && !strstr(first + 1, "handed over") && !strstr(la, "stored request"),
+                  "a ran more than the long job");
+    free(la);
+    free(lb);
+    remove_tree(a.dir);
+    remove_tree(b.dir);
+}
+END_TEST
+
 START_TEST(pg_restart_keeps_results)
 {
     char url[256];
@@ -915,6 +1040,26 @@ START_TEST(pg_restart_keeps_results)
 }
 END_TEST
 
+/* POSTed to a lone daemon, the job runs the request the POST parsed (its
+ * worker says "handed over"), and nothing else parses it. */
+START_TEST(post_hands_its_parse_to_the_worker)
+{
+    cs_daemon d;
+    daemon_start_checked(&d, NULL, NULL);
+    json_t *doc = NULL;
+    ck_assert_int_eq(post_synthesize(&d, HANDOVER_BODY, &doc), 200);
+    ck_assert_str_eq(json_str(doc, "method"), "hierarchical");
+    json_decref(doc);
+    ck_assert_int_eq(daemon_stop_ex(&d, 10, true), 0);
+    char *log = read_log(&d);
+    ck_assert_msg(strstr(log, "job_started") && strstr(log, "handed over"),
+                  "the worker did not run the handed-over request");
+    ck_assert_msg(!strstr(log, "stored request"), "the worker parsed the stored request");
+    free(log);
+    remove_tree(d.dir);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
@@ -930,12 +1075,14 @@ static Suite *server_suite(void)
     tcase_add_test(tc, queue_limit_answers_429);
     tcase_add_test(tc, sigterm_requeues_running_job);
     tcase_add_test(tc, kill9_during_writes_keeps_acknowledged);
+    tcase_add_test(tc, post_hands_its_parse_to_the_worker);
     suite_add_tcase(s, tc);
     TCase *pgc = tcase_create("postgresql");
     tcase_set_timeout(pgc, 90);
     tcase_add_unchecked_fixture(pgc, pg_fixture_setup, pg_fixture_teardown);
     tcase_add_test(pgc, pg_fleet_synthesizes_each_key_once);
     tcase_add_test(pgc, pg_dead_daemons_job_is_taken_over);
+    tcase_add_test(pgc, pg_job_of_another_daemon_parses_the_stored_request);
     tcase_add_test(pgc, pg_restart_keeps_results);
     suite_add_tcase(s, pgc);
     return s;

@@ -83,6 +83,7 @@ static int out_write(void *ctx, const char *data, size_t len)
     out_file *o = ctx;
     if (o->error)
         return CS_EIO;
+    errno = 0; /* the failed write's own errno, not an earlier call's */
     if (fwrite(data, 1, len, o->f) != len) {
         o->error = errno ? errno : EIO;
         return CS_EIO;

@@ -218,10 +218,23 @@ int cli_out_close(cli_out *o, bool ok)
     const char *name = o->path ? o->path : "stdout";
     if (!o->f)
         return CLI_EXIT_OK;
-    if (ok && !o->error && (ferror(o->f) || fflush(o->f) != 0))
-        o->error = errno ? errno : EIO;
-    if (o->f != stdout && fclose(o->f) != 0 && ok && !o->error)
-        o->error = errno ? errno : EIO;
+    /* errno is read only right after the call that failed: a write that
+     * failed earlier unnoticed (ferror) left an errno that later calls have
+     * since overwritten, so the buffer is flushed again for the cause, and
+     * where that succeeds the cause is unknown (EIO), never a stale one */
+    if (ok && !o->error) {
+        bool earlier = ferror(o->f);
+        errno = 0;
+        if (fflush(o->f) != 0)
+            o->error = errno ? errno : EIO;
+        else if (earlier)
+            o->error = EIO;
+    }
+    if (o->f != stdout) {
+        errno = 0;
+        if (fclose(o->f) != 0 && ok && !o->error)
+            o->error = errno ? errno : EIO;
+    }
     o->f = NULL;
     if (o->error) {
         fprintf(stderr, "collsynth %s: cannot write '%s': %s%s\n", o->cmd, name,
@@ -230,8 +243,8 @@ int cli_out_close(cli_out *o, bool ok)
         ok = false;
     }
     if (o->tmp && ok && rename(o->tmp, o->real ? o->real : o->path) != 0) {
-        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path,
-                strerror(errno));
+        int e = errno; /* rename's own, whatever runs before the message */
+        fprintf(stderr, "collsynth %s: cannot write '%s': %s\n", o->cmd, o->path, strerror(e));
         code = CLI_EXIT_USAGE;
         ok = false;
     }

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -109,6 +110,7 @@ typedef struct sink {
     FILE *out;
     cs_buf *b;
     bool to_file, decided, write_failed;
+    int write_errno;     /* errno of the failed write, taken at the call (0: none given) */
     size_t written;
     char last;
 } sink;
@@ -125,8 +127,10 @@ static size_t to_sink(char *ptr, size_t size, size_t nmemb, void *ud)
     if (!k->to_file)
         return cs_buf_write(ptr, size, nmemb, k->b);
     size_t n = size * nmemb;
+    errno = 0;
     if (fwrite(ptr, 1, n, k->out) != n) {
         k->write_failed = true;
+        k->write_errno = errno; /* before curl's own calls overwrite it */
         return 0;
     }
     k->written += n;
@@ -207,7 +211,11 @@ static int perform(const cs_http_client *c, const char *method, const char *path
     if (b.failed) {
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory reading the answer");
     } else if (k.write_failed) {
-        rc = cs_error_set(err, CS_EIO, "output", "cannot write the answer: out of disk space?");
+        /* a 2xx answer (only those go to the file): the failure is the
+         * caller's output, not the server's */
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+        rc = cs_error_set(err, CS_EIO, "output", "cannot write the answer: %s",
+                          k.write_errno ? strerror(k.write_errno) : "the write failed");
     } else if (cc != CURLE_OK) {
         resp->unreachable = true;
         rc = cs_error_set(err, CS_EIO, "server", "cannot reach %s: %s", c->base_url,

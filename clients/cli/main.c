@@ -10,6 +10,8 @@
  * its own arguments, prints its own --help, and returns the exit code
  * (cli.h: 0 ok, 1 negative result, 2 usage or input error, 3 internal).
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +92,7 @@ static bool is_remote_command(const char *name)
     return false;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     cli_globals g = {argv[0], getenv("COLLSYNTH_SERVER")};
     if (g.server && !*g.server)
@@ -186,5 +188,25 @@ int main(int argc, char **argv)
         cargv[k++] = argv[a];
     int rc = c->fn(k, cargv, &g);
     free(cargv);
+    return rc;
+}
+
+/* What a command printed on standard output (a summary, help, a listing)
+ * is only out once stdout is flushed: a write that failed there (a full
+ * disk under `> FILE`) was lost and the command exited 0.  Checked once, at
+ * the end, with the errno of the failing flush (a failure nothing reported,
+ * found by ferror alone, has no errno left to name).  A reader that went
+ * away (EPIPE, `| head`) is not the command's failure. */
+int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    bool earlier = ferror(stdout);
+    errno = 0;
+    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    if (rc == CLI_EXIT_OK && (e || earlier) && e != EPIPE) {
+        fprintf(stderr, "collsynth: cannot write standard output: %s\n",
+                e ? strerror(e) : "a write failed");
+        rc = CLI_EXIT_USAGE;
+    }
     return rc;
 }

@@ -88,7 +88,7 @@ typedef struct hook_config {
     char options[1024]; /* JSON object merged into the request's options, "" none */
     long root;          /* plugstack root=, the site's default root (0 without it) */
     int gpu_sms;        /* plugstack gpu_sms=: the nodes' GPUs' SMs for codegen; 0: not sent */
-    char config_problem[256];
+    char config_problem[WHY_MAX];
 } hook_config;
 
 /* The two MSCCL runtimes disagree on names and limits (msccl-xml.md), so each
@@ -125,7 +125,7 @@ static hook_state st;
 /* The cluster description, read in slurm_spank_init while slurmstepd is still
  * root (user_init runs as the job's user, who may not read /etc/collsynth). */
 static json_t *cluster_doc;
-static char cluster_problem[400];
+static char cluster_problem[WHY_MAX];
 
 /* ---- options ---------------------------------------------------------------------- */
 

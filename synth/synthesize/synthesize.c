@@ -796,85 +796,76 @@ static int run_mcf(const cs_synth_request *r, const cs_synth_hooks *h, double bu
 }
 
 /* The budget of auto's unicast broadcast on copy-capable switches
- * (run_mcf_unicast_best), split evenly among its chunkings: 0.3 s each is
- * ample for the greedy (milliseconds), and the whole stays within the Slurm
- * hook's default 5 s (3 s slices gave the same schedules on dgx2 at 64 KiB,
- * 1 MiB and 64 MiB; docs/BENCHMARKS.md). */
+ * (run_mcf_unicast_best), shared by mcf among its chunkings: ample for the
+ * greedy (milliseconds per chunking), and the whole stays within the Slurm
+ * hook's default 5 s (3 s gave the same schedules on dgx2 at 64 KiB, 1 MiB
+ * and 64 MiB; docs/BENCHMARKS.md). */
 #define SYNTH_UNICAST_BUDGET_S 1.5
 
 /* A broadcast on copy-capable switches whose result must become code
  * (options.codegen): mcf on the unicast instance, the best of chunkings
- * 1, 2, 4, 8, 16 (up to lim->max_chunks), each with an even slice of the
- * budget.  On the hyper-edge form the copy model's MILP rarely improves the
- * greedy's schedule (dgx2 at 64 MiB: 8 chunks end at 849 us after a 1 s or
- * a 60 s limit alike; 2 chunks took 26 s to prove 1122 us), and mcf's own
- * best-of loop spent the whole budget on the smallest chunkings (it shares
- * it now, docs/mcf.md "Chunkings", but with at least 0.25 s per chunking and
- * 1..4 among them), while more chunks pipeline the tree better (16 chunks:
- * 688 us).  Slices let every chunking's greedy count.  note gets the comparison for the reason. */
+ * 1..C (C = 16, or the largest power of two within lim->max_chunks) by
+ * mcf's own best-of loop with its shared budget (docs/mcf.md "Chunkings":
+ * floors first, the most promising chunkings first, an even share of what
+ * is left, at least 0.25 s each, chunkings whose floor cannot win not run).
+ * On the hyper-edge form the copy model's MILP rarely improves the greedy's
+ * schedule (dgx2 at 64 MiB: 8 chunks end at 849 us after a 1 s or a 60 s
+ * limit alike), while more chunks pipeline the tree better (16 chunks:
+ * 688 us), so every chunking's greedy must count: this used its own even
+ * 0.3 s slices over 1, 2, 4, 8, 16 from when mcf's loop spent the whole
+ * budget on the smallest chunkings; on the shared loop dgx2,copy=1 gives the
+ * same schedules at 64 MiB, 1 MiB and 64 KiB (3 chunks tried too, 1 or 8
+ * and 16 skipped by their floors) in the same or less time.  note gets each
+ * chunking's outcome for the reason. */
 static int run_mcf_unicast_best(const cs_synth_request *r, const cs_synth_limits *lim,
                                 const cs_synth_hooks *h, cs_result **out, char *note,
                                 size_t notelen, cs_error *err)
 {
     static const int cand[] = {1, 2, 4, 8, 16};
-    int n = 0;
+    int top = 1;
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-        n += cand[i] <= lim->max_chunks;
-    if (n == 0)
-        n = 1;
+        if (cand[i] <= lim->max_chunks)
+            top = cand[i];
     double budget = SYNTH_UNICAST_BUDGET_S;
     if (lim->mcf_time_budget_s > 0 && lim->mcf_time_budget_s < budget)
         budget = lim->mcf_time_budget_s;
-    cs_result *best = NULL;
-    double best_us = INFINITY;
-    int best_c = 0;
-    char tried[200] = "";
-    cs_error last;
-    cs_error_clear(&last);
+    cs_synth_request rb = *r;
+    rb.mcf.chunks = top;
+    rb.mcf.min_chunks = 1;
+    rb.mcf.max_chunks = 0;
     *out = NULL;
-    for (int i = 0; i < n; i++) {
-        cs_synth_request rb = *r;
-        rb.mcf.chunks = rb.mcf.min_chunks = cand[i];
-        rb.mcf.max_chunks = 0;
-        cs_result *one = NULL;
-        cs_error e;
-        cs_error_clear(&e);
-        int rc = run_mcf(&rb, h, budget / n, &one, &e);
-        if (rc == CS_ECANCELLED || cs_cancel_requested(h ? h->cancel : NULL)) {
-            result_free(one);
-            result_free(best);
-            return cs_error_set(err, CS_ECANCELLED, "", "synthesis cancelled");
-        }
-        size_t used = strlen(tried);
-        if (rc != CS_OK || !one || one->nalgs == 0) {
-            result_free(one);
-            last = e;
-            snprintf(tried + used, sizeof tried - used, "%s%d: none", used ? ", " : "", cand[i]);
-            continue;
-        }
-        double us = json_number_value(json_object_get(one->stats, "schedule_us"));
-        if (!(us > 0))
-            us = INFINITY;
-        snprintf(tried + used, sizeof tried - used, "%s%d: %.1f us", used ? ", " : "", cand[i],
-                 us);
-        if (!best || us < best_us) {
-            result_free(best);
-            best = one;
-            best_us = us;
-            best_c = cand[i];
-        } else {
-            result_free(one);
+    int rc = run_mcf(&rb, h, budget, out, err);
+    if (rc != CS_OK || !*out || (*out)->nalgs == 0)
+        return rc;
+    /* the note: each chunking's outcome, in chunk order (mcf's own reason
+     * also explains the choice, too long to follow auto's within a reason) */
+    json_t *tried = json_object_get(json_object_get((*out)->stats, "chunking"), "tried");
+    char list[200] = "";
+    size_t used = 0;
+    for (int c = 1; c <= top; c++) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(tried, i, e) {
+            if (json_integer_value(json_object_get(e, "chunks")) != c)
+                continue;
+            double us = json_number_value(json_object_get(e, "schedule_us"));
+            const char *outcome = json_string_value(json_object_get(e, "outcome"));
+            if (us > 0)
+                snprintf(list + used, sizeof list - used, "%s%d: %.1f us", used ? ", " : "", c,
+                         us);
+            else
+                snprintf(list + used, sizeof list - used, "%s%d: %s", used ? ", " : "", c,
+                         outcome && !strncmp(outcome, "not run", 7) ? "cannot win" : "none");
+            used = strlen(list);
+            break;
         }
     }
-    if (!best) {
-        if (err)
-            *err = last;
-        return last.code != CS_OK ? last.code : CS_ETIMEOUT;
-    }
-    snprintf(note, notelen, "mcf unicast: %d chunk%s end%s at %.1f us, the best of chunkings "
-             "%s of the same bytes within %.1f s", best_c, best_c == 1 ? "" : "s",
-             best_c == 1 ? "s" : "", best_us, tried, budget);
-    *out = best;
+    double best_us = json_number_value(json_object_get((*out)->stats, "schedule_us"));
+    int best_c = (*out)->algs[0]->chunks;
+    cs_text_printf(note, notelen, "mcf unicast: %d chunk%s end%s at %.1f us, the best of "
+                   "chunkings %s of the same bytes within %.1f s shared", best_c,
+                   best_c == 1 ? "" : "s", best_c == 1 ? "s" : "", best_us,
+                   list[0] ? list : "1", budget);
     return CS_OK;
 }
 

@@ -173,6 +173,20 @@ int synth_request_key_with_codegen(const char *canonical_text, size_t len,
                                    const cs_synth_limits *lim, char key_out[65], cs_error *err);
 /* Compact, sorted-keys canonical JSON (what the key hashes); caller frees. */
 char *synth_request_canonical_text(const cs_synth_request *r);
+/* Turns r, as parsed from a client's document, into what
+ * synth_request_parse of its own canonical text gives (with the same limits),
+ * in place, so collsynthd's worker can run the request its HTTP thread parsed
+ * instead of parsing the stored canonical request again (server/jobs.h,
+ * jobs_hand_over).  The two parses differ only where the canonical form
+ * leaves out or reorders: each group's ranks are sorted, wait_s and
+ * time_limit_s are 0, codegen stays only where it made an instance, and a
+ * builtin's remembered diameter is forgotten.  False, r unchanged, where
+ * this cannot make them equal (more than one shared set given by the
+ * document: their order; custom collectives: their pre/post lists; a unicast
+ * instance: its own groups): the caller parses the canonical text then.
+ * The key and canonical document stay as they are (they were already those
+ * of the canonical request). */
+bool synth_request_make_canonical(cs_synth_request *r);
 
 /* topology_builtin() for untrusted names: refuses, before building anything,
  * names whose rank count (or, for fully connected families, link count) would

@@ -304,3 +304,31 @@ char *synth_request_canonical_text(const cs_synth_request *r)
 {
     return json_dumps(r->canonical, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 }
+
+bool synth_request_make_canonical(cs_synth_request *r)
+{
+    cs_topology *t = r->topology;
+    if (r->instance || r->collective.kind == CS_COLL_CUSTOM || !t->finalized)
+        return false;
+    /* Shared sets the document gives are listed in canonical_topology's
+     * order; one (or none) is in that order whatever the document said.
+     * Derived sets (switch_id >= 0) are made by finalize from the switches,
+     * whose order the canonical form keeps. */
+    int own = 0;
+    for (int i = 0; i < t->nshared; i++)
+        own += t->shared[i].switch_id < 0;
+    if (own > 1)
+        return false;
+    /* Links are sorted by (src, dst) by finalize whatever their order in the
+     * document; group_of maps ranks to group indices, which keep their order. */
+    for (int g = 0; g < t->ngroups; g++)
+        qsort(t->groups[g].ranks, (size_t)t->groups[g].nranks, sizeof(int), cmp_int);
+    /* a builtin knows its diameter from a closed form; the JSON form does
+     * not, and computes it when asked (the same value, but the parse of the
+     * canonical text is what "the same" is measured against) */
+    t->diameter_cache = -1;
+    r->wait_s = 0;
+    r->time_limit_s = 0;
+    r->codegen = false;   /* instance is NULL here: codegen changed nothing */
+    return true;
+}
