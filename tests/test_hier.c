@@ -566,11 +566,11 @@ START_TEST(test_ring_broadcast_both_ways)
             double bound = time_bound_us(&tb, 1 << 30, 1);
             ck_assert_msg(bound / th >= 0.74, "%s root %d: %.3f of the bound (%.1f us)",
                           collective_kind_name(kinds[k]), roots[q], bound / th, th);
-            /* the latency end (BC_STAGGER, BC_MIX): measured 0.391 of the
-             * bound at 1 MiB from root 0 (57.4 us against 22.5), 0.329
+            /* the latency end (BC_STAGGER, BC_MIX): measured 0.437 of the
+             * bound at 1 MiB from root 0 (51.4 us against 22.5), 0.329
              * before them */
             double ts = best_buffer_us(t, h, 1 << 20), bs = time_bound_us(&tb, 1 << 20, 1);
-            ck_assert_msg(bs / ts >= 0.37, "%s root %d at 1 MiB: %.3f of the bound (%.1f us)",
+            ck_assert_msg(bs / ts >= 0.42, "%s root %d at 1 MiB: %.3f of the bound (%.1f us)",
                           collective_kind_name(kinds[k]), roots[q], bs / ts, ts);
             cs_tacos_options to;
             tacos_options_default(&to);
@@ -597,14 +597,14 @@ END_TEST
 /* Rooted collectives at small sizes on the hook's 16 and 32 DGX-1 ring
  * nodes: at 1 MiB the staggered shape (each NIC's chunks split the ring at
  * consecutive points, farthest first on every link) holds the frontier's
- * best point.  Measured 0.436 and 0.501 of the bound (79.0 and 116.8 us);
+ * best point.  Measured 0.485 and 0.545 of the bound (71.2 and 107.3 us);
  * before it the best was 0.326 and 0.417 (HALVES at 16 chunks per NIC).
  * Every point verifies; TACOS and the ring baseline are several times
  * slower at this size (measured 432.8 / 307.2 us on 8 nodes). */
 START_TEST(test_ring_rooted_small)
 {
     int nodes[] = {16, 32};
-    double floors[] = {0.41, 0.47};
+    double floors[] = {0.46, 0.52};
     for (size_t q = 0; q < 2; q++) {
         char msg[256];
         json_t *doc = NULL;
