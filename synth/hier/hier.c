@@ -2354,6 +2354,16 @@ typedef enum bc_mode {
      * 1 MiB against ~56 (RING2) and ~57.5 (HALVES) at their best chunk
      * counts (mix_choice). */
     BC_MIX,
+    /* Ring, both ways, the small sizes: `per` chunks per NIC, chunk i
+     * going forward to the next f_i nodes and backward to the other N - 1
+     * - f_i, the f_i consecutive and centred (stagger_reach); each ring
+     * link takes its chunks farthest-reaching first.  The far chunks'
+     * pipeline fill then overlaps the near ones' sends: a link near the
+     * root is busy per x (alpha + chunk time) and little else, where
+     * HALVES and MIX lose (hops - 1) chunk times of fill on top.  Cost
+     * model (stagger_choice): 8 DGX-1 ring nodes at 1 MiB ~39 us of ring
+     * time (6 chunks, reaches 1..6) against ~48 for MIX, ~57 for HALVES. */
+    BC_STAGGER,
 } bc_mode;
 
 typedef struct bc_plan {
@@ -2371,7 +2381,143 @@ typedef struct bc_plan {
      * allgather tree to the NIC, then the NIC's tree */
     bool root_trees;
     hier_tree rt[64];
+    /* BC_STAGGER, BC_MIX: chunk c goes from the root to NIC c mod k along a
+     * shortest path (root_path: the paths spread over the links' lanes),
+     * then along the NIC's tree like at every other node.  The balanced
+     * trees reach a NIC in up to 3 hops where it is 1-2 away (DGX-1: NIC 4
+     * by 0 -> 3 -> 7 -> 4, not the 2-lane 0 -> 4), and at small sizes those
+     * chunk times before the first ring send are the schedule's head. */
+    bool root_paths;
+    int plen[64], psrc[64][64], pdst[64][64];
 } bc_plan;
+
+/* BC_STAGGER with n chunks per NIC on an N-node ring: chunk idx goes
+ * forward to the next stagger_reach(N, n, idx) nodes, backward to the
+ * rest; the reaches are consecutive and centred: within [1, N - 2] for n
+ * <= N - 2 (every chunk uses both of the NIC's ring links), [0, N - 1]
+ * for n <= N (some go one way only). */
+static int stagger_reach(int N, int n, int idx)
+{
+    int c0 = (N - n) / 2;
+    if (c0 < 0)
+        c0 = 0;
+    int f = c0 + idx;
+    return f > N - 1 ? N - 1 : f;
+}
+
+/* The idx of the o-th chunk the root's node delivers to a NIC: from both
+ * ends of the reaches (n - 1, 0, n - 2, 1, ...), so each link's first
+ * chunks (the forward link's largest reach, the backward link's smallest)
+ * are there first. */
+static int stagger_idx(int n, int o)
+{
+    return o % 2 == 0 ? n - 1 - o / 2 : o / 2;
+}
+
+/* Shortest paths in s's node from local rank `from` to each NIC (plen,
+ * psrc, pdst per NIC index): of every combination of shortest paths (up to
+ * 8 per NIC, 2^16 combinations), the one whose busiest link carries the
+ * fewest paths per lane, then the least sum of paths^2 / lanes.  A
+ * symmetric choice, so a node numbered another way gets the same paths up
+ * to relabelling (a greedy NIC by NIC took the lower-numbered of two
+ * equal first paths and then had to share a 1-lane link). */
+typedef struct rp_search {
+    int m, k, lanes[64][64], used[64][64];
+    int npath[64], len[64], path[64][8][64];   /* per NIC: candidate paths (ranks) */
+    int pick[64], best_pick[64];
+    double best[2];
+    long budget;
+} rp_search;
+
+static void rp_paths(rp_search *r, const int *dist, int j, int v, int *stack, int depth)
+{
+    stack[depth] = v;
+    if (dist[v] == 0) {
+        if (r->npath[j] < 8) {
+            for (int q = 0; q <= depth; q++)
+                r->path[j][r->npath[j]][q] = stack[depth - q];
+            r->npath[j]++;
+        }
+        return;
+    }
+    for (int u = 0; u < r->m && r->npath[j] < 8; u++)
+        if (dist[u] >= 0 && dist[u] == dist[v] - 1 && r->lanes[u][v] > 0)
+            rp_paths(r, dist, j, u, stack, depth + 1);
+}
+
+static void rp_search_at(rp_search *r, int j)
+{
+    if (r->budget-- <= 0)
+        return;
+    if (j == r->k) {
+        double c[2] = {0, 0};
+        for (int u = 0; u < r->m; u++)
+            for (int v = 0; v < r->m; v++)
+                if (r->used[u][v]) {
+                    double x = (double)r->used[u][v] / r->lanes[u][v];
+                    if (x > c[0])
+                        c[0] = x;
+                    c[1] += x * r->used[u][v];
+                }
+        if (c[0] < r->best[0] - 1e-9 || (c[0] < r->best[0] + 1e-9 && c[1] < r->best[1] - 1e-9)) {
+            memcpy(r->best, c, sizeof c);
+            memcpy(r->best_pick, r->pick, sizeof r->pick);
+        }
+        return;
+    }
+    for (int p = 0; p < (r->npath[j] ? r->npath[j] : 1); p++) {
+        r->pick[j] = p;
+        for (int q = 0; r->npath[j] && q < r->len[j]; q++)
+            r->used[r->path[j][p][q]][r->path[j][p][q + 1]]++;
+        rp_search_at(r, j + 1);
+        for (int q = 0; r->npath[j] && q < r->len[j]; q++)
+            r->used[r->path[j][p][q]][r->path[j][p][q + 1]]--;
+    }
+}
+
+/* false when out of memory (the caller keeps its trees) */
+static bool root_paths(const hier_shape *s, int from, int *plen, int (*psrc)[64],
+                       int (*pdst)[64])
+{
+    rp_search *r = calloc(1, sizeof *r);
+    if (!r)
+        return false;
+    int m = s->m, dist[64], queue[64], stack[64];
+    r->m = m;
+    r->k = s->k;
+    for (int l = 0; l < s->node->nlinks; l++)
+        r->lanes[s->node->links[l].src][s->node->links[l].dst] += s->node->links[l].lanes;
+    for (int v = 0; v < m; v++)
+        dist[v] = -1;
+    int qh = 0, qt = 0;
+    dist[from] = 0;
+    queue[qt++] = from;
+    while (qh < qt) {
+        int u = queue[qh++];
+        for (int v = 0; v < m; v++)
+            if (r->lanes[u][v] > 0 && dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                queue[qt++] = v;
+            }
+    }
+    for (int j = 0; j < s->k; j++) {
+        r->len[j] = dist[s->nic[j]] > 0 ? dist[s->nic[j]] : 0;
+        if (r->len[j] > 0)
+            rp_paths(r, dist, j, s->nic[j], stack, 0);
+    }
+    r->best[0] = r->best[1] = INFINITY;
+    r->budget = 1L << 16;
+    rp_search_at(r, 0);
+    for (int j = 0; j < s->k; j++) {
+        plen[j] = r->npath[j] && isfinite(r->best[0]) ? r->len[j] : 0;
+        for (int q = 0; q < plen[j]; q++) {
+            psrc[j][q] = r->path[j][r->best_pick[j]][q];
+            pdst[j][q] = r->path[j][r->best_pick[j]][q + 1];
+        }
+    }
+    free(r);
+    return true;
+}
 
 /* Chunks of a broadcast plan: k streams' worth (RING2: two per NIC). */
 static int bc_chunks(const bc_plan *b)
@@ -2379,6 +2525,8 @@ static int bc_chunks(const bc_plan *b)
     int k = b->s->k;
     if (b->mode == BC_MIX)
         return k * (2 * b->far + b->per);
+    if (b->mode == BC_STAGGER)
+        return k * b->per;
     return k * b->per * (b->mode == BC_RING2 ? 2 : 1);
 }
 
@@ -2398,14 +2546,21 @@ static void bc_init(bc_plan *b, const hier_shape *s, const hier_trees *tr, int r
     b->chain = chain;
     b->per = chain ? per : 1;
     b->S1 = tr->spread[b->i0].depth;
-    if (mode == BC_RING2 || mode == BC_HALVES || mode == BC_MIX) {
+    if (mode == BC_RING2 || mode == BC_HALVES || mode == BC_MIX || mode == BC_STAGGER) {
         int roots[64] = {0};
         long before[5], best[5];
         for (int j = 0; j < s->k; j++) {
             roots[j] = b->i0;
             b->rt[j] = tr->spread[b->i0];
         }
-        b->root_trees = balance_trees(s, roots, b->rt, before, best);
+        bool paths = mode == BC_STAGGER || mode == BC_MIX;
+        b->root_trees = !paths && balance_trees(s, roots, b->rt, before, best);
+        if (paths) {
+            b->root_paths = root_paths(s, b->i0, b->plen, b->psrc, b->pdst);
+            for (int j = 0; j < s->k && b->root_paths; j++)
+                if (j == 0 || b->plen[j] > b->S1)
+                    b->S1 = b->plen[j];
+        }
         if (b->root_trees) {
             /* ring sends leave NIC j the step after the deepest tree's
              * last: a uniform start keeps each ring link's chunks in order */
@@ -2463,7 +2618,13 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
         unsigned char has[64] = {0};
         has[b->i0] = 1;
         int path[64], np = 0, arrive = -1;
-        for (int x = nic; x != b->i0 && parent_edge[x] >= 0; x = sp->src[parent_edge[x]])
+        for (int q = 0; b->root_paths && q < b->plen[j] && rc == CS_OK; q++) {
+            rc = fn(ctx, c, r0[b->psrc[j][q]], r0[b->pdst[j][q]], q);
+            has[b->pdst[j][q]] = 1;
+            arrive = q;
+        }
+        for (int x = nic; !b->root_paths && x != b->i0 && parent_edge[x] >= 0;
+             x = sp->src[parent_edge[x]])
             path[np++] = parent_edge[x];
         for (int q = np - 1; q >= 0 && rc == CS_OK; q--) {
             int e = path[q];
@@ -2472,6 +2633,10 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
             if (sp->step[e] > arrive)
                 arrive = sp->step[e];
         }
+        /* root paths: the node's spread after every chunk's path (a link
+         * takes its sends in step order, and the paths feed the ring) */
+        if (b->root_paths)
+            arrive = b->S1 - 1;
         const hier_tree *tt = &b->tr->nic[j];
         for (int e = 0; e < tt->n && rc == CS_OK; e++)
             if (!has[tt->dst[e]])
@@ -2480,6 +2645,31 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
     for (int c = 0; c < C && rc == CS_OK; c++) {
         int j = c % k, t = c / k, nic = s->nic[j];
         const hier_tree *tt = &b->tr->nic[j];
+        if (b->mode == BC_STAGGER) {
+            /* t: the order the root's node delivers the NIC's chunks in
+             * (stagger_idx); on a link, position pos = the chunks reaching
+             * farther that way.  Hop h of the chunk at pos sits at step
+             * S1 + pos + h, about when it arrives (a stream moves a chunk
+             * per send time), so the NIC trees' links, shared by chunks
+             * from both ways and every NIC, take them in arrival order:
+             * with steps 2 pos + h a chunk that came the long way held up
+             * a 2-lane NVLink ahead of three that had arrived (8 nodes at
+             * 1 MiB: 57.4 us, now 51.4) */
+            int n = b->per, idx = stagger_idx(n, t), f = stagger_reach(N, n, idx);
+            for (int dir = 0; dir < 2 && rc == CS_OK; dir++) {
+                int hops = dir == 0 ? f : N - 1 - f, pos = dir == 0 ? n - 1 - idx : idx;
+                long sign = dir ? N - 1 : 1;
+                for (int h = 1; h <= hops && rc == CS_OK; h++) {
+                    int at = b->S1 + pos + h;
+                    const int *fr = s->rank + (long)((b->n0 + (h - 1) * sign) % N) * m;
+                    const int *xr = s->rank + (long)((b->n0 + h * sign) % N) * m;
+                    rc = fn(ctx, c, fr[nic], xr[nic], at);
+                    for (int e = 0; e < tt->n && rc == CS_OK; e++)
+                        rc = fn(ctx, c, xr[tt->src[e]], xr[tt->dst[e]], at + 1 + tt->step[e]);
+                }
+            }
+            continue;
+        }
         if (b->mode == BC_MIX) {
             /* the t-th chunk of NIC j: t < 2 far all the way round, one
              * way (t mod 2); after them half way round each way */
@@ -2489,9 +2679,12 @@ static int bc_emit(const void *plan, emit_fn fn, void *ctx)
                 int hops = whole ? N - 1 : dir == 0 ? N / 2 : (N - 1) / 2;
                 long sign = dir ? N - 1 : 1;
                 for (int h = 1; h <= hops && rc == CS_OK; h++) {
-                    /* steps by t, the order the root's trees deliver the
-                     * NIC's chunks in (a link's chunks keep q's order) */
-                    int at = b->S1 + t + h - 1;
+                    /* q: the chunk's place on its link; step S1 + q + h,
+                     * about when it arrives there (as BC_STAGGER: the
+                     * NIC trees' links take chunks in arrival order; 4
+                     * MiB on 8 / 16 nodes: 121 -> 118 us, 160 -> 144) */
+                    int q = whole ? t / 2 : b->far + (t - 2 * b->far);
+                    int at = b->S1 + q + h;
                     const int *fr = s->rank + (long)((b->n0 + (h - 1) * sign) % N) * m;
                     const int *xr = s->rank + (long)((b->n0 + h * sign) % N) * m;
                     rc = fn(ctx, c, fr[nic], xr[nic], at);
@@ -2740,6 +2933,79 @@ static bool mix_choice(const cs_topology *t, const hier_shape *s, const hier_tre
     return isfinite(best);
 }
 
+/* The ring time of BC_STAGGER with n chunks per NIC, each send costing
+ * `send` us on its link: a flow shop per direction (a link takes the
+ * chunks reaching past it, farthest first, each once it has arrived). */
+static double stagger_ring_us(int N, int n, double send)
+{
+    double done[1024], worst = 0;
+    int order[1024];
+    if (n > 1024)
+        return INFINITY;
+    for (int dir = 0; dir < 2; dir++) {
+        /* farthest first: forward by decreasing reach, backward by
+         * increasing (its reach is N - 1 - f) */
+        for (int p = 0; p < n; p++) {
+            order[p] = dir == 0 ? n - 1 - p : p;
+            done[p] = 0;
+        }
+        for (int h = 1; h < N; h++) {
+            double free = 0;
+            for (int p = 0; p < n; p++) {
+                int f = stagger_reach(N, n, order[p]), reach = dir == 0 ? f : N - 1 - f;
+                if (reach < h)
+                    continue;
+                double st = done[p] > free ? done[p] : free;
+                free = st + send;
+                done[p] = free;
+                if (free > worst)
+                    worst = free;
+            }
+        }
+    }
+    return worst;
+}
+
+/* BC_STAGGER's chunks per NIC for a broadcast of `bytes` on s: the n in
+ * [1, N] with the least stagger_ring_us plus the node's part (the
+ * root's trees before, a NIC tree after: about 2 x NIC tree depth sends of
+ * a chunk on the node's slowest link).  0 when the ring's links cannot be
+ * read off the topology. */
+static int stagger_choice(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
+                          double bytes)
+{
+    int N = s->nodes, k = s->k;
+    int l = phys_link(t, s->rank[s->nic[0]], s->rank[(long)s->m + s->nic[0]]);
+    if (N < 3 || l < 0 || t->links[l].gbps <= 0)
+        return 0;
+    double ra = t->links[l].alpha_us, rb = t->links[l].gbps * 1e3 * t->links[l].lanes;
+    double na = 0, nb = INFINITY;
+    for (int e = 0; e < s->node->nlinks; e++) {
+        const cs_link *nl = &s->node->links[e];
+        if (nl->alpha_us > na)
+            na = nl->alpha_us;
+        if (nl->gbps * 1e3 < nb)
+            nb = nl->gbps * 1e3;
+    }
+    if (!isfinite(nb))
+        nb = rb;
+    int depth = 0;
+    for (int j = 0; j < k; j++)
+        if (tr->nic[j].depth > depth)
+            depth = tr->nic[j].depth;
+    double best = INFINITY;
+    int pick = 0;
+    for (int n = 1; n <= N && (long)k * n <= 1024; n++) {
+        double chunk = bytes / ((double)k * n);
+        double time = stagger_ring_us(N, n, ra + chunk / rb) + 2 * depth * (na + chunk / nb);
+        if (time < best) {
+            best = time;
+            pick = n;
+        }
+    }
+    return pick;
+}
+
 /* Chunks per stream for the both-ways ring broadcast's bandwidth end:
  * ratio to the in-cut bound ~ per / (per + N - 2 + intra fill), so 2N
  * gives ~2/3 at any N; capped so the algorithm stays below ~4M sends on the
@@ -2770,7 +3036,7 @@ static int compose_broadcast(const cs_topology *t, const cs_collective *c, const
 {
     bc_plan b;
     bc_init(&b, s, tr, c->root, mode, per);
-    if (mode == BC_MIX) {
+    if (mode == BC_MIX || mode == BC_STAGGER) {
         /* the steps the plan takes: counted, not derived (two stream
          * kinds of different lengths, and the root's trees) */
         b.far = far;
@@ -3081,7 +3347,7 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
         /* the variants: (mode, chunks per NIC stream); BC_CHAIN + -1 is
          * the scatter + allgather */
         typedef struct { bc_mode mode; int per; const char *opt; int far; } bc_variant;
-        bc_variant vs[16];
+        bc_variant vs[20];
         int nv = 0;
         if (!sd->s.ring) {
             vs[nv++] = (bc_variant){BC_BINOMIAL, 1, "latency", 0};
@@ -3132,13 +3398,20 @@ static int compose(const cs_topology *t, const cs_collective *c, tree_cache *cac
                            (vs[v].mode == BC_HALVES && far == 0 && vs[v].per == per);
                 if (!dup)
                     vs[nv++] = (bc_variant){BC_MIX, per, "", far};
+                int n = stagger_choice(bcast ? t : bw.rt, &sd->s, use, mix_sizes[z]);
+                dup = n == 0;
+                for (int v = 0; v < nv; v++)
+                    dup |= vs[v].mode == BC_STAGGER && vs[v].per == n;
+                if (!dup)
+                    vs[nv++] = (bc_variant){BC_STAGGER, n, "", 0};
             }
         }
         for (int v = 0; v < nv && rc == CS_OK; v++) {
             cs_algorithm *b = NULL;
             rc = vs[v].per < 0
                      ? compose_broadcast_sag(bcast ? t : bw.rt, &bc, &sd->s, use, &b, err)
-                     : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s, use, vs[v].mode,
+                     : compose_broadcast(bcast ? t : bw.rt, &bc, &sd->s,
+                                         use, vs[v].mode,
                                          vs[v].per, vs[v].far, &b, err);
             if (rc == CS_OK && !bcast) {
                 rc = algorithm_invert(b, &a, err);

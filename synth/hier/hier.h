@@ -13,7 +13,9 @@
  * ways where it has them, with the NIC trees re-chosen so no node link
  * carries more trees than it has lanes; broadcast/reduce with half the
  * data all the way round each way, fed by k root trees balanced to the
- * node's lanes, pipelined; chains where the ring goes one way).  Anything else is
+ * node's lanes, pipelined; for small sizes each NIC's chunks split the ring
+ * at consecutive points, farthest first on every link, fed along shortest
+ * paths; chains where the ring goes one way).  Anything else is
  * CS_EUNSUPPORTED with a message naming what is missing, so auto falls back
  * to the flat methods.
  *
