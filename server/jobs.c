@@ -239,11 +239,12 @@ static cs_synth_request *handed_take(cs_jobs *j, const char *key)
     handed *h = handed_detach(j, 0, j->handed_max, key);
     pthread_mutex_unlock(&j->lock);
     cs_synth_request *req = NULL;
-    if (h) {   /* at most one per key */
-        req = h->req;
-        h->req = NULL;
-        handed_free_list(h);
-    }
+    for (handed *x = h; x && !req; x = x->next)   /* at most one per key */
+        if (strcmp(x->key, key) == 0) {
+            req = x->req;
+            x->req = NULL;
+        }
+    handed_free_list(h);
     return req;
 }
 
