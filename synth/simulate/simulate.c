@@ -648,16 +648,30 @@ static void lanes_commit(double *h, int k, int m, double fin)
 }
 
 static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, double bytes,
-                                 cs_sim_result *out, cs_error *err);
+                                 bool ideal, cs_sim_result *out, cs_error *err);
+static int simulate(const cs_topology *t, const cs_algorithm *a, double bytes, bool ideal,
+                    cs_sim_result *out, cs_error *err);
 
 int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes,
                        cs_sim_result *out, cs_error *err)
+{
+    return simulate(t, a, bytes, true, out, err);
+}
+
+int simulate_algorithm_time(const cs_topology *t, const cs_algorithm *a, double bytes,
+                            cs_sim_result *out, cs_error *err)
+{
+    return simulate(t, a, bytes, false, out, err);
+}
+
+static int simulate(const cs_topology *t, const cs_algorithm *a, double bytes, bool ideal,
+                    cs_sim_result *out, cs_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!t || !t->finalized)
         return cs_error_set(err, CS_EINVAL, "topology", "simulation needs a finalized topology");
     if (a->switch_nodes > 0 && !t->node_view)
-        return simulate_switch_nodes(t, a, bytes, out, err);
+        return simulate_switch_nodes(t, a, bytes, ideal, out, err);
     int P = t->node_view && a->ranks != t->ranks ? t->ranks - t->nswitch_nodes : t->ranks;
     if (a->ranks != P || a->ranks + a->switch_nodes > t->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "the algorithm has %d ranks, topology %s "
@@ -707,7 +721,7 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
         send_processing_order(a, trank, &ord) != CS_OK)
         rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory simulating %ld sends", n);
     if (rc == CS_OK)
-        rc = sim_timing(t, a, bytes, &lf, trank, ord, &L, out, err);
+        rc = sim_timing(t, a, bytes, &lf, trank, ord, &L, ideal, out, err);
     sim_links_free(&L);
     link_finder_free(&lf);
     free(trank);
@@ -716,7 +730,7 @@ int simulate_algorithm(const cs_topology *t, const cs_algorithm *a, double bytes
 }
 
 int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const link_finder *lfp,
-               const uint32_t *trank, const uint32_t *ord, const sim_links *links,
+               const uint32_t *trank, const uint32_t *ord, const sim_links *links, bool ideal,
                cs_sim_result *out, cs_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -812,7 +826,7 @@ int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const 
         if (u > out->max_utilization)
             out->max_utilization = u;
     }
-    out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
+    out->ideal_us = ideal ? simulate_ideal_us(t, &a->collective, a->chunks, bytes) : NAN;
 done:
     send_array_delete(acc, sizeof *acc * (size_t)n);
     free(dur);
@@ -861,7 +875,7 @@ static int cross_group_via_nodes(const cs_topology *t, const cs_algorithm *a, cs
  * figures then reported for t's own links (a switch node's links are not
  * among them) and the ideal for t. */
 static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, double bytes,
-                                 cs_sim_result *out, cs_error *err)
+                                 bool ideal, cs_sim_result *out, cs_error *err)
 {
     if (a->ranks != t->ranks)
         return cs_error_set(err, CS_EINVAL, "ranks", "the algorithm has %d ranks, topology %s "
@@ -875,7 +889,7 @@ static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, do
     if (rc != CS_OK)
         return rc;
     cs_sim_result r;
-    rc = simulate_algorithm(nv, a, bytes, &r, err);
+    rc = simulate(nv, a, bytes, false, &r, err);
     if (rc == CS_OK) {
         *out = r;
         out->nlinks = t->nlinks;
@@ -897,7 +911,7 @@ static int simulate_switch_nodes(const cs_topology *t, const cs_algorithm *a, do
                 if (r.link_utilization[l] > out->max_utilization)
                     out->max_utilization = r.link_utilization[l];
             }
-            out->ideal_us = simulate_ideal_us(t, &a->collective, a->chunks, bytes);
+            out->ideal_us = ideal ? simulate_ideal_us(t, &a->collective, a->chunks, bytes) : NAN;
             if (cross_group_via_nodes(t, a, out) != CS_OK) {
                 sim_result_free(out);
                 rc = cs_error_set(err, CS_ENOMEM, NULL, "out of memory");

@@ -58,9 +58,10 @@ void sim_links_free(sim_links *L);
 /* The timing sweep of simulate_algorithm over sends already checked (every
  * send in range with an existing link; a->ranks and the topology agree;
  * bytes finite and >= 0): ord from send_processing_order, links complete.
- * Fills *out (sim_result_free) or returns an error with *out empty. */
+ * Fills *out (sim_result_free) or returns an error with *out empty; out->ideal_us
+ * only when ideal (else NAN: simulate_algorithm_time). */
 int sim_timing(const cs_topology *t, const cs_algorithm *a, double bytes, const link_finder *lf,
-               const uint32_t *trank, const uint32_t *ord, const sim_links *links,
+               const uint32_t *trank, const uint32_t *ord, const sim_links *links, bool ideal,
                cs_sim_result *out, cs_error *err);
 
 #endif

@@ -30,7 +30,7 @@ int synth_ratio_to_bound(const cs_topology *t, const cs_time_bound *tb, const cs
 {
     memset(out, 0, sizeof *out);
     cs_sim_result sr;
-    int rc = simulate_algorithm(t, a, bytes, &sr, err);
+    int rc = simulate_algorithm_time(t, a, bytes, &sr, err);   /* ideal_us is not read */
     if (rc)
         return rc;
     out->simulated_us = sr.time_us;

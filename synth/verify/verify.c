@@ -716,7 +716,7 @@ static void *timing_job_run(void *arg)
     timing_job *j = arg;
     cs_error_clear(&j->err);
     j->rc = sim_timing(j->v->t, j->v->a, j->bytes, &j->v->links, j->v->trank, j->ord, j->links,
-                       j->sim, &j->err);
+                       true, j->sim, &j->err);
     return NULL;
 }
 
