@@ -2881,6 +2881,41 @@ static int compose_broadcast_sag(const cs_topology *t, const cs_collective *c,
     return rc;
 }
 
+/* The figures both broadcast cost models read off a ring of nodes: the
+ * ring link's alpha and bandwidth (all its lanes), the node's slowest link's
+ * alpha and bandwidth, and the deepest NIC tree.  false when the ring's
+ * links cannot be read off the topology. */
+typedef struct ring_costs {
+    double ring_alpha, ring_bw, node_alpha, node_bw;
+    int depth;
+} ring_costs;
+
+static bool ring_costs_of(const cs_topology *t, const hier_shape *s, const hier_trees *tr,
+                          ring_costs *rc)
+{
+    int l = phys_link(t, s->rank[s->nic[0]], s->rank[(long)s->m + s->nic[0]]);
+    if (s->nodes < 3 || l < 0 || t->links[l].gbps <= 0)
+        return false;
+    rc->ring_alpha = t->links[l].alpha_us;
+    rc->ring_bw = t->links[l].gbps * 1e3 * t->links[l].lanes;
+    rc->node_alpha = 0;
+    rc->node_bw = INFINITY;
+    for (int e = 0; e < s->node->nlinks; e++) {
+        const cs_link *nl = &s->node->links[e];
+        if (nl->alpha_us > rc->node_alpha)
+            rc->node_alpha = nl->alpha_us;
+        if (nl->gbps * 1e3 < rc->node_bw)
+            rc->node_bw = nl->gbps * 1e3;
+    }
+    if (!isfinite(rc->node_bw))
+        rc->node_bw = rc->ring_bw;
+    rc->depth = 0;
+    for (int j = 0; j < s->k; j++)
+        if (tr->nic[j].depth > rc->depth)
+            rc->depth = tr->nic[j].depth;
+    return true;
+}
+
 /* BC_MIX's chunk counts for a broadcast of `bytes` around the ring of s
  * (far chunks each way all the way round, per half way round each way),
  * from the cost model: a ring link costs alpha + chunk / bw per send and a
@@ -2893,24 +2928,11 @@ static bool mix_choice(const cs_topology *t, const hier_shape *s, const hier_tre
                        double bytes, int *far_out, int *per_out)
 {
     int N = s->nodes, k = s->k;
-    int l = phys_link(t, s->rank[s->nic[0]], s->rank[(long)s->m + s->nic[0]]);
-    if (N < 3 || l < 0 || t->links[l].gbps <= 0)
+    ring_costs rcs;
+    if (!ring_costs_of(t, s, tr, &rcs))
         return false;
-    double ra = t->links[l].alpha_us, rb = t->links[l].gbps * 1e3 * t->links[l].lanes;
-    double na = 0, nb = INFINITY;   /* the node's slowest link */
-    for (int e = 0; e < s->node->nlinks; e++) {
-        const cs_link *nl = &s->node->links[e];
-        if (nl->alpha_us > na)
-            na = nl->alpha_us;
-        if (nl->gbps * 1e3 < nb)
-            nb = nl->gbps * 1e3;
-    }
-    if (!isfinite(nb))
-        nb = rb;
-    int depth = 0;
-    for (int j = 0; j < k; j++)
-        if (tr->nic[j].depth > depth)
-            depth = tr->nic[j].depth;
+    double ra = rcs.ring_alpha, rb = rcs.ring_bw, na = rcs.node_alpha, nb = rcs.node_bw;
+    int depth = rcs.depth;
     double best = INFINITY;
     for (int far = 0; far <= 2 * N; far++)
         for (int per = 0; per <= 2 * N; per++) {
@@ -2975,24 +2997,11 @@ static int stagger_choice(const cs_topology *t, const hier_shape *s, const hier_
                           double bytes)
 {
     int N = s->nodes, k = s->k;
-    int l = phys_link(t, s->rank[s->nic[0]], s->rank[(long)s->m + s->nic[0]]);
-    if (N < 3 || l < 0 || t->links[l].gbps <= 0)
+    ring_costs rcs;
+    if (!ring_costs_of(t, s, tr, &rcs))
         return 0;
-    double ra = t->links[l].alpha_us, rb = t->links[l].gbps * 1e3 * t->links[l].lanes;
-    double na = 0, nb = INFINITY;
-    for (int e = 0; e < s->node->nlinks; e++) {
-        const cs_link *nl = &s->node->links[e];
-        if (nl->alpha_us > na)
-            na = nl->alpha_us;
-        if (nl->gbps * 1e3 < nb)
-            nb = nl->gbps * 1e3;
-    }
-    if (!isfinite(nb))
-        nb = rb;
-    int depth = 0;
-    for (int j = 0; j < k; j++)
-        if (tr->nic[j].depth > depth)
-            depth = tr->nic[j].depth;
+    double ra = rcs.ring_alpha, rb = rcs.ring_bw, na = rcs.node_alpha, nb = rcs.node_bw;
+    int depth = rcs.depth;
     double best = INFINITY;
     int pick = 0;
     for (int n = 1; n <= N && (long)k * n <= 1024; n++) {
