@@ -477,6 +477,25 @@ static bool iso_instead(cs_jobs *j, const cs_store_job *job, const cs_synth_requ
     return done;
 }
 
+/* The job's time limit is also its synthesizer's budget, as the CLI's
+ * --time-limit is: a method that can stop early with its best answer (mcf)
+ * returns that instead of being cancelled as timed out.  The key leaves the
+ * limit out, so the request arrives without it.  The budget ends before the
+ * hard deadline by a tenth of the limit (2.5 s at least, half at most): the
+ * answer still has to be assembled, and a solver call may overrun its limit
+ * by a second or two. */
+static double synthesis_budget(double limit)
+{
+    if (!(limit > 0))
+        return 0;
+    double margin = 0.1 * limit;
+    if (margin < 2.5)
+        margin = 2.5;
+    if (margin > 0.5 * limit)
+        margin = 0.5 * limit;
+    return limit - margin;
+}
+
 static void run_job(cs_jobs *j, cs_store_job *job)
 {
     const cs_server_config *cfg = j->env.config;
@@ -532,6 +551,7 @@ static void run_job(cs_jobs *j, cs_store_job *job)
         limit = job->time_limit_s;
     lj->limit_s = limit;
     lj->deadline = limit > 0 ? lj->started + limit : INFINITY;
+    req->time_limit_s = synthesis_budget(limit);
 
     pthread_mutex_lock(&j->lock);
     lj->next = j->running;

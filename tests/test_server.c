@@ -558,6 +558,32 @@ START_TEST(identical_posts_coalesce)
 }
 END_TEST
 
+/* A job's time limit is its synthesizer's budget, as the CLI's --time-limit
+ * is: mcf on dgx2 broadcast with 8 chunkings to try does not finish in 6 s,
+ * and answers with its best schedule within the budget instead of failing as
+ * timed out (it did: the key leaves the limit out, so mcf got none). */
+START_TEST(job_time_limit_is_the_synthesis_budget)
+{
+    cs_daemon d;
+    daemon_start_checked(&d, NULL, NULL);
+    const char *body = "{\"topology\":\"dgx2\",\"collective\":{\"kind\":\"broadcast\","
+                       "\"root\":0},\"method\":\"mcf\",\"options\":{\"chunks\":8,"
+                       "\"time_limit_s\":6,\"wait_s\":120}}";
+    json_t *doc = NULL;
+    long status = post_synthesize(&d, body, &doc);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    ck_assert_msg(status == 200, "status %ld: %.300s", status, text);
+    free(text);
+    ck_assert_str_eq(json_str(doc, "method"), "mcf");
+    json_t *algs = json_object_get(doc, "frontier");
+    ck_assert_int_ge((long)json_array_size(algs), 1);
+    /* the budget ran out (the answer says which chunkings it cut short) */
+    ck_assert_ptr_nonnull(strstr(json_str(doc, "reason"), "cut short"));
+    json_decref(doc);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(cancel_and_time_limit)
 {
     cs_daemon d;
@@ -1072,6 +1098,7 @@ static Suite *server_suite(void)
     tcase_add_test(tc, auth_and_cors);
     tcase_add_test(tc, identical_posts_coalesce);
     tcase_add_test(tc, cancel_and_time_limit);
+    tcase_add_test(tc, job_time_limit_is_the_synthesis_budget);
     tcase_add_test(tc, queue_limit_answers_429);
     tcase_add_test(tc, sigterm_requeues_running_job);
     tcase_add_test(tc, kill9_during_writes_keeps_acknowledged);
