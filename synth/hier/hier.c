@@ -2060,6 +2060,26 @@ typedef struct tree_load {
     int lanes[64][64];          /* node link u -> v lanes (0: none) */
 } tree_load;
 
+/* Breadth-first search over the node's links from root: dist[v] hops (-1:
+ * unreachable), order[] the ranks reached, nearest first; returns how many. */
+static int lanes_bfs(const tree_load *L, int root, int *dist, int *order)
+{
+    int qh = 0, qt = 0;
+    for (int v = 0; v < L->m; v++)
+        dist[v] = -1;
+    dist[root] = 0;
+    order[qt++] = root;
+    while (qh < qt) {
+        int u = order[qh++];
+        for (int v = 0; v < L->m; v++)
+            if (L->lanes[u][v] && dist[v] < 0) {
+                dist[v] = dist[u] + 1;
+                order[qt++] = v;
+            }
+    }
+    return qt;
+}
+
 static int tree_depth_of(const tree_load *L, int j, int v)
 {
     int d = 0;
@@ -2166,21 +2186,10 @@ static void random_trees(tree_load *L, const int *roots, unsigned long *seed)
 {
     int use[64][64] = {{0}};
     for (int j = 0; j < L->k; j++) {
-        int dist[64], order[64], qh = 0, qt = 0;
-        for (int v = 0; v < L->m; v++) {
+        int dist[64], order[64];
+        for (int v = 0; v < L->m; v++)
             L->par[j][v] = -1;
-            dist[v] = -1;
-        }
-        dist[roots[j]] = 0;
-        order[qt++] = roots[j];
-        while (qh < qt) {
-            int u = order[qh++];
-            for (int v = 0; v < L->m; v++)
-                if (L->lanes[u][v] && dist[v] < 0) {
-                    dist[v] = dist[u] + 1;
-                    order[qt++] = v;
-                }
-        }
+        int qt = lanes_bfs(L, roots[j], dist, order);
         for (int q = 1; q < qt; q++) {
             int v = order[q], cand[64], nc = 0;
             for (int pass = 0; pass < 2 && nc == 0; pass++)
@@ -2239,21 +2248,10 @@ static bool balance_trees(const hier_shape *s, const int *roots, hier_tree *tree
      * depth 4 on DGX-1, 0.70 of the bound instead of 0.78 */
     long ecc = 0;
     for (int j = 0; j < s->k; j++) {
-        int dist[64], queue[64], qh = 0, qt = 0;
-        for (int v = 0; v < s->m; v++)
-            dist[v] = -1;
-        dist[roots[j]] = 0;
-        queue[qt++] = roots[j];
-        while (qh < qt) {
-            int u = queue[qh++];
-            for (int v = 0; v < s->m; v++)
-                if (L->lanes[u][v] && dist[v] < 0) {
-                    dist[v] = dist[u] + 1;
-                    queue[qt++] = v;
-                    if (dist[v] > ecc)
-                        ecc = dist[v];
-                }
-        }
+        int dist[64], order[64];
+        int qt = lanes_bfs(L, roots[j], dist, order);
+        if (dist[order[qt - 1]] > ecc)   /* breadth first: the last is the farthest */
+            ecc = dist[order[qt - 1]];
     }
     unsigned long seed = 0x9e3779b97f4a7c15UL;
     for (long r = 0; r < starts && (best[0] > best[1] || best[2] > ecc); r++) {
