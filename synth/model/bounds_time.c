@@ -816,8 +816,11 @@ static int farthest_rank(const double *dist, int P, double *far_d)
     return far;
 }
 
+/* root_dist (P entries, may be NULL): for a rooted collective, each rank's
+ * alpha-weighted distance from the root (to it for reduce and gather), which
+ * rooted_additive reads rather than searching the same graph again. */
 static int path_latency(const cs_topology *t, const cs_collective *c, cs_time_bound *b,
-                        cs_error *err)
+                        double *root_dist, cs_error *err)
 {
     int P = t->ranks;
     bool backward = c->kind == CS_COLL_GATHER || c->kind == CS_COLL_REDUCE;
@@ -842,6 +845,8 @@ static int path_latency(const cs_topology *t, const cs_collective *c, cs_time_bo
     case CS_COLL_REDUCE:
         src[0] = c->root;
         dijkstra(&g, src, 1, dist, heap);
+        if (root_dist)
+            memcpy(root_dist, dist, sizeof(double) * (size_t)P);
         to = farthest_rank(dist, P, &best);
         from = c->root;
         if (backward) {   /* distances are to the root */
@@ -1089,32 +1094,19 @@ static void add_describe(const cs_topology *t, const add_cand *c, char *buf, siz
     (void)t;
 }
 
-static int rooted_additive(const cs_topology *t, const cs_collective *c, cs_time_bound *b,
-                           cs_error *err)
+/* vdist: path_latency's root distances (to the root for reduce and gather);
+ * the root's own entry is overwritten. */
+static int rooted_additive(const cs_topology *t, const cs_collective *c, double *vdist,
+                           cs_time_bound *b, cs_error *err)
 {
     int P = t->ranks;
     bool reversed = c->kind == CS_COLL_REDUCE || c->kind == CS_COLL_GATHER;
     bool per_rank_k = c->kind == CS_COLL_SCATTER || c->kind == CS_COLL_GATHER;
-    path_graph g;
-    int rc = path_graph_build(t, reversed, &g, err);
-    if (rc)
-        return rc;
-    long m = g.begin[g.n];
-    double *dist = malloc(sizeof(double) * (size_t)g.n);
-    heap_item *heap = malloc(sizeof(heap_item) * (size_t)(g.n + m + 1));
-    double *vdist = malloc(sizeof(double) * (size_t)P);
+    int rc = CS_OK;
     add_list l = {0};
     int *part = NULL;
     cut_network n;
     bool have_net = false;
-    if (!dist || !heap || !vdist) {
-        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
-        goto done;
-    }
-    int src = c->root;
-    dijkstra(&g, &src, 1, dist, heap);   /* reversed graph: distances to the root */
-    for (int r = 0; r < P; r++)
-        vdist[r] = dist[r];
     vdist[c->root] = -1;   /* always on the root's side */
     {
         double L = 1;
@@ -1202,10 +1194,6 @@ done:
         cutnet_free(&n);
     free(part);
     free(l.c);
-    free(dist);
-    free(heap);
-    free(vdist);
-    path_graph_free(&g);
     return rc;
 }
 
@@ -1260,10 +1248,15 @@ int collective_time_bound(const cs_topology *t, const cs_collective *c, cs_time_
     default:
         rc = cs_error_set(err, CS_EINVAL, "collective.kind", "unknown collective kind");
     }
+    bool additive = collective_kind_is_rooted(c->kind) && c->kind != CS_COLL_CUSTOM;
+    double *root_dist = NULL;
+    if (rc == CS_OK && additive && !(root_dist = malloc(sizeof(double) * (size_t)t->ranks)))
+        rc = cs_error_set(err, CS_ENOMEM, "", "out of memory");
     if (rc == CS_OK)
-        rc = path_latency(t, c, out, err);
-    if (rc == CS_OK && collective_kind_is_rooted(c->kind) && c->kind != CS_COLL_CUSTOM)
-        rc = rooted_additive(t, c, out, err);
+        rc = path_latency(t, c, out, root_dist, err);
+    if (rc == CS_OK && additive)
+        rc = rooted_additive(t, c, root_dist, out, err);
+    free(root_dist);
     if (rc == CS_OK && !out->kind[0]) {
         snprintf(out->kind, sizeof out->kind, "cut");
         snprintf(out->cut, sizeof out->cut, "no data must cross any cut");
