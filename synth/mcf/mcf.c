@@ -2155,6 +2155,31 @@ static int cmp_double_asc(const void *a, const void *b)
 /* start[i] for the sends of sb (sorted by cmp_send), compacted as above;
  * falls back to the epoch grid's times if a send would start later than its
  * epoch (it cannot, see above: a guard, not a path). */
+/* How many intervals link l and its shared sets hold: the most candidate
+ * starts appended for l by append_starts. */
+static long ends_on(const ivlist *res, const occ *oc, int L, int l)
+{
+    long n = res[l].n;
+    for (int k = oc->set_begin[l]; k < oc->set_begin[l + 1]; k++)
+        n += res[L + oc->set_of[k]].n;
+    return n;
+}
+
+/* Appends to cand[nc..] every end on link l and on its shared sets, less
+ * off, that comes after ready: where a send that holds l from off after its
+ * start may start once something there frees.  Returns the new count. */
+static long append_starts(const ivlist *res, const occ *oc, int L, int l, double off,
+                          double ready, double *cand, long nc)
+{
+    for (int k = -1; k < oc->set_begin[l + 1] - oc->set_begin[l]; k++) {
+        const ivlist *r = k < 0 ? &res[l] : &res[L + oc->set_of[oc->set_begin[l] + k]];
+        for (int e = 0; e < r->n; e++)
+            if (r->e[e] - off > ready)
+                cand[nc++] = r->e[e] - off;
+    }
+    return nc;
+}
+
 static int compact_asap(const inst *in, const sendbuf *sb, double *start)
 {
     const cs_topology *t = in->t;
@@ -2164,7 +2189,7 @@ static int compact_asap(const inst *in, const sendbuf *sb, double *start)
     double *arr = malloc(sizeof *arr * (size_t)(G ? G : 1) * P);
     ivlist *res = calloc((size_t)L + ns, sizeof *res);
     double *cand = NULL;
-    int cand_cap = 0;
+    long cand_cap = 0;
     occ oc;
     int rc = occ_init(in, 1, &oc);
     if (rc || !arr || !res) {
@@ -2188,9 +2213,7 @@ static int compact_asap(const inst *in, const sendbuf *sb, double *start)
             break;
         }
         /* candidate starts: ready, and every end on the link and its sets after it */
-        int need = 1 + res[l].n;
-        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++)
-            need += res[L + oc.set_of[k]].n;
+        long need = 1 + ends_on(res, &oc, L, l);
         if (need > cand_cap) {
             double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
             if (!c2) {
@@ -2200,17 +2223,9 @@ static int compact_asap(const inst *in, const sendbuf *sb, double *start)
             cand = c2;
             cand_cap = need;
         }
-        int nc = 0;
-        cand[nc++] = ready;
-        for (int j = 0; j < res[l].n; j++)
-            if (res[l].e[j] > ready)
-                cand[nc++] = res[l].e[j];
-        for (int k = oc.set_begin[l]; k < oc.set_begin[l + 1]; k++) {
-            const ivlist *r = &res[L + oc.set_of[k]];
-            for (int j = 0; j < r->n; j++)
-                if (r->e[j] > ready)
-                    cand[nc++] = r->e[j];
-        }
+        long nc = 1;
+        cand[0] = ready;
+        nc = append_starts(res, &oc, L, l, 0, ready, cand, nc);
         qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
         double s0 = INFINITY;
         for (int c = 0; c < nc && !isfinite(s0); c++) {
@@ -2392,12 +2407,8 @@ static int compact_zero_buffer(const inst *in, const sendbuf *sb, double *start,
         /* candidate starts: ready, every end on the upload's resources, and
          * every end on a copy's resources less the upload's time */
         long need = 1;
-        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
-            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
-            need += res[lj].n;
-            for (int k = oc.set_begin[lj]; k < oc.set_begin[lj + 1]; k++)
-                need += res[L + oc.set_of[k]].n;
-        }
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++)
+            need += ends_on(res, &oc, L, c < 0 ? l : sb->v[clist[cbeg[i] + c]].link);
         if (need > cand_cap) {
             double *c2 = realloc(cand, sizeof *c2 * (size_t)need);
             if (!c2) {
@@ -2407,18 +2418,11 @@ static int compact_zero_buffer(const inst *in, const sendbuf *sb, double *start,
             cand = c2;
             cand_cap = need;
         }
-        long nc = 0;
-        cand[nc++] = ready;
-        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++) {
-            int lj = c < 0 ? l : sb->v[clist[cbeg[i] + c]].link;
-            double off = c < 0 ? 0 : d;
-            for (int k = -1; k < oc.set_begin[lj + 1] - oc.set_begin[lj]; k++) {
-                const ivlist *r = k < 0 ? &res[lj] : &res[L + oc.set_of[oc.set_begin[lj] + k]];
-                for (int e = 0; e < r->n; e++)
-                    if (r->e[e] - off > ready)
-                        cand[nc++] = r->e[e] - off;
-            }
-        }
+        long nc = 1;
+        cand[0] = ready;
+        for (long c = -1; c < cbeg[i + 1] - cbeg[i]; c++)
+            nc = append_starts(res, &oc, L, c < 0 ? l : sb->v[clist[cbeg[i] + c]].link,
+                               c < 0 ? 0 : d, ready, cand, nc);
         qsort(cand, (size_t)nc, sizeof *cand, cmp_double_asc);
         double s0 = INFINITY;
         for (long c = 0; c < nc && !isfinite(s0); c++) {
